@@ -1,0 +1,175 @@
+// Package broker is comb's embeddable engine: durable queues with
+// partitions, consumer groups, leases, retries, a dead-letter queue and
+// replay, on one SQLite file. The HTTP server is a thin adapter over it; a
+// Go program can import it and skip HTTP entirely.
+package broker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/seek"
+	"github.com/comb-broker/comb/store"
+)
+
+// Types shared with the store, re-exported so users import one package.
+type (
+	QueueOptions     = store.QueueOptions
+	Queue            = store.Queue
+	Partition        = store.Partition
+	PushItem         = store.PushItem
+	PushResult       = store.PushResult
+	Message          = store.Message
+	PopResult        = store.PopResult
+	AckItem          = store.AckItem
+	AckResult        = store.AckResult
+	TxOp             = store.TxOp
+	TxOpResult       = store.TxOpResult
+	TxError          = store.TxError
+	LeaseExtension   = store.LeaseExtension
+	ConfigureRequest = store.ConfigureRequest
+)
+
+// Options configure Open.
+type Options struct {
+	// Path of the database file. Required.
+	Path string
+	// Synchronous is "FULL" (default; every answered write survives power
+	// loss) or "NORMAL" (survives a crash of the process only).
+	Synchronous string
+	// DefaultSubscriptionMode applies when a group's first pop names no
+	// mode: "all" (default) or "new".
+	DefaultSubscriptionMode string
+	// Clock is read for every timestamp. Default the wall clock.
+	Clock clock.Clock
+}
+
+// Broker is an open comb database.
+type Broker struct {
+	st         *store.Store
+	defaultSub string
+	drainOnce  sync.Once
+	draining   chan struct{} // closed by Drain: parked pops return at once
+}
+
+// Open opens or creates the database at opts.Path.
+func Open(ctx context.Context, opts Options) (*Broker, error) {
+	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: opts.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("open broker: %w", err)
+	}
+	return &Broker{st: st, defaultSub: cmp.Or(opts.DefaultSubscriptionMode, store.ModeAll), draining: make(chan struct{})}, nil
+}
+
+// Drain makes every parked pop, and every later one, return without waiting,
+// so a server can stop without holding long-polls to their timeout. Writes
+// keep working until Close.
+func (b *Broker) Drain() { b.drainOnce.Do(func() { close(b.draining) }) }
+
+// Close commits every write already submitted and closes the database.
+func (b *Broker) Close() error { return b.st.Close() }
+
+// Store is the underlying database, for read-only views.
+func (b *Broker) Store() *store.Store { return b.st }
+
+// Ping reports whether the database answers.
+func (b *Broker) Ping(ctx context.Context) error { return b.st.Ping(ctx) }
+
+// Configure creates a queue or replaces all of its options.
+func (b *Broker) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *Partition, error) {
+	return b.st.Configure(ctx, req)
+}
+
+// Push appends items and returns once they are durable.
+func (b *Broker) Push(ctx context.Context, tenant string, items []PushItem) ([]PushResult, error) {
+	return b.st.Push(ctx, tenant, items)
+}
+
+// Ack acknowledges delivered messages; group, when not "", applies to all.
+func (b *Broker) Ack(ctx context.Context, tenant, group string, items []AckItem) ([]AckResult, error) {
+	return b.st.Ack(ctx, tenant, group, items)
+}
+
+// Transaction applies acks and pushes all or nothing.
+func (b *Broker) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]TxOpResult, error) {
+	return b.st.Transaction(ctx, tenant, ops)
+}
+
+// ExtendLease extends every (partition, group) held by leaseID.
+func (b *Broker) ExtendLease(ctx context.Context, tenant, leaseID string, d time.Duration) (LeaseExtension, error) {
+	return b.st.ExtendLease(ctx, tenant, leaseID, d)
+}
+
+// PopRequest asks for messages; see store.PopRequest for the fields it
+// shares with a single attempt.
+type PopRequest struct {
+	Tenant     string
+	Queue      string
+	Partition  string
+	Namespace  string
+	Task       string
+	Group      string
+	Batch      int
+	Partitions int
+	AutoAck    bool
+	// SubscriptionMode and SubscriptionFrom decide where a group starts on
+	// its first contact with the queue; later values are ignored.
+	SubscriptionMode string
+	SubscriptionFrom string
+	// Wait parks the pop until something is deliverable or Timeout passes.
+	Wait    bool
+	Timeout time.Duration
+}
+
+// Pop delivers up to req.Batch messages. With Wait it parks until a push, a
+// released or expired lease or a seek makes something deliverable, the
+// timeout passes, or ctx ends; it never polls the database in a loop.
+func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
+	sreq := store.PopRequest{
+		Tenant: req.Tenant, Queue: req.Queue, Partition: req.Partition, Namespace: req.Namespace, Task: req.Task,
+		Group: req.Group, Batch: req.Batch, Partitions: req.Partitions, AutoAck: req.AutoAck,
+		Start: seek.Start(req.SubscriptionMode, req.SubscriptionFrom, b.defaultSub),
+	}
+	deadline := time.Now().Add(req.Timeout)
+	for {
+		// Watch before looking, so a change in between is not missed.
+		var changed <-chan struct{}
+		if req.Queue != "" {
+			changed = b.st.Watch(req.Tenant, req.Queue)
+		} else {
+			changed = b.st.WatchAny()
+		}
+		res, err := b.st.Pop(ctx, sreq)
+		if err != nil || len(res.Messages) > 0 || !req.Wait {
+			return res, err
+		}
+		wait := time.Until(deadline)
+		if d := res.WakeAt.Sub(b.st.Now()); !res.WakeAt.IsZero() && d > 0 {
+			// Held-back data (a lease, a delay, a window) is due then.
+			wait = min(wait, d+time.Millisecond)
+		}
+		if wait <= 0 {
+			return res, nil
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return &PopResult{Group: res.Group}, nil
+		case <-b.draining:
+			timer.Stop()
+			return &PopResult{Group: res.Group}, nil
+		}
+		timer.Stop()
+		if time.Until(deadline) <= 0 {
+			// One last look: the wake may have come right at the deadline.
+			return b.st.Pop(ctx, sreq)
+		}
+	}
+}

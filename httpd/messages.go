@@ -1,0 +1,523 @@
+package httpd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/store"
+)
+
+// badRequest is a refusal whose text goes to the client as is.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, err error) {
+	var br *badRequest
+	switch {
+	case errors.As(err, &br):
+		writeError(w, http.StatusBadRequest, br.msg)
+	case errors.Is(err, errEmptyBody):
+		writeError(w, http.StatusBadRequest, "Request body is required")
+	default:
+		s.fail(w, r, err)
+	}
+}
+
+// --- configure ---------------------------------------------------------
+
+type configureIn struct {
+	Queue     json.RawMessage            `json:"queue"`
+	Namespace json.RawMessage            `json:"namespace"`
+	Task      json.RawMessage            `json:"task"`
+	Options   map[string]json.RawMessage `json:"options"`
+}
+
+func parseOptions(in map[string]json.RawMessage) (store.QueueOptions, error) {
+	o := store.DefaultQueueOptions()
+	ints := map[string]*int64{
+		"leaseTime": &o.LeaseTime, "retryLimit": &o.RetryLimit, "retryDelay": &o.RetryDelay, "maxSize": &o.MaxSize,
+		"ttl": &o.TTL, "priority": &o.Priority, "delayedProcessing": &o.DelayedProcessing, "windowBuffer": &o.WindowBuffer,
+		"retentionSeconds": &o.RetentionSeconds, "completedRetentionSeconds": &o.CompletedRetentionSeconds,
+		"maxWaitTimeSeconds": &o.MaxWaitTimeSeconds, "maxBytes": &o.MaxBytes,
+	}
+	bools := map[string]*bool{
+		"deadLetterQueue": &o.DeadLetterQueue, "dlqAfterMaxRetries": &o.DLQAfterMaxRetries,
+		"retentionEnabled": &o.RetentionEnabled, "encryptionEnabled": &o.EncryptionEnabled,
+	}
+	for key, raw := range in {
+		if p := ints[key]; p != nil {
+			v, present, ok := rawInt(raw)
+			if !ok || v < 0 {
+				return o, &badRequest{fmt.Sprintf("options.%s must be a non-negative integer", key)}
+			}
+			if present {
+				*p = v
+			}
+		} else if p := bools[key]; p != nil {
+			v, present, ok := rawBool(raw)
+			if !ok {
+				return o, &badRequest{fmt.Sprintf("options.%s must be a boolean", key)}
+			}
+			if present {
+				*p = v
+			}
+		}
+	}
+	return o, nil
+}
+
+func optionsJSON(o store.QueueOptions) map[string]any {
+	m := map[string]any{
+		"priority": o.Priority, "leaseTime": o.LeaseTime, "retryLimit": o.RetryLimit, "retryDelay": o.RetryDelay,
+		"maxSize": o.MaxSize, "ttl": o.TTL, "deadLetterQueue": o.DeadLetterQueue, "dlqAfterMaxRetries": o.DLQAfterMaxRetries,
+		"delayedProcessing": o.DelayedProcessing, "windowBuffer": o.WindowBuffer, "retentionSeconds": o.RetentionSeconds,
+		"completedRetentionSeconds": o.CompletedRetentionSeconds, "retentionEnabled": o.RetentionEnabled,
+		"encryptionEnabled": o.EncryptionEnabled, "maxWaitTimeSeconds": o.MaxWaitTimeSeconds,
+	}
+	if o.MaxBytes > 0 {
+		m["maxBytes"] = o.MaxBytes
+	}
+	return m
+}
+
+func (s *Server) configure(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	var in configureIn
+	if err := s.readJSON(w, r, &in); err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	name, present, ok := rawString(in.Queue)
+	if !present || !ok {
+		writeError(w, http.StatusBadRequest, "queue is required")
+		return
+	}
+	ns, _, nsOK := rawString(in.Namespace)
+	task, _, taskOK := rawString(in.Task)
+	if !nsOK || !taskOK {
+		writeError(w, http.StatusBadRequest, "namespace and task must be strings")
+		return
+	}
+	opts, err := parseOptions(in.Options)
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	q, p, err := s.b.Configure(r.Context(), broker.ConfigureRequest{Tenant: tenant(r.Context()), Queue: name,
+		Namespace: ns, Task: task, Options: opts})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"configured": true, "queueId": q.UUID, "partitionId": p.UUID,
+		"queue": q.Name, "namespace": q.Namespace, "task": q.Task, "options": optionsJSON(q.Options)})
+}
+
+// --- push --------------------------------------------------------------
+
+type pushItemIn struct {
+	Queue         json.RawMessage `json:"queue"`
+	Partition     json.RawMessage `json:"partition"`
+	Payload       json.RawMessage `json:"payload"`
+	TransactionID json.RawMessage `json:"transactionId"`
+	TraceID       json.RawMessage `json:"traceId"`
+}
+
+type pushOut struct {
+	Index          int     `json:"index"`
+	TransactionID_ string  `json:"transaction_id"`
+	TransactionID  string  `json:"transactionId"`
+	Status         string  `json:"status"`
+	MessageID      string  `json:"message_id"`
+	PartitionID    string  `json:"partition_id"`
+	TraceID        *string `json:"trace_id"`
+	QueueName      string  `json:"queueName"`
+}
+
+// pushItems validates wire items; a bad item fails the whole request.
+func pushItems(in []pushItemIn, producerSub string) ([]store.PushItem, error) {
+	items := make([]store.PushItem, len(in))
+	for i := range in {
+		it := &in[i]
+		q, present, ok := rawString(it.Queue)
+		if !present || !ok {
+			return nil, &badRequest{"Queue must be a string"}
+		}
+		if q == "" {
+			return nil, &badRequest{"Queue must be a non-empty string"}
+		}
+		p, _, ok := rawString(it.Partition)
+		if !ok {
+			return nil, &badRequest{"Partition must be a string"}
+		}
+		txn, _, ok := rawString(it.TransactionID)
+		if !ok {
+			return nil, &badRequest{"TransactionId must be a string"}
+		}
+		trace, _, ok := rawString(it.TraceID)
+		if !ok {
+			return nil, &badRequest{"TraceId must be a string"}
+		}
+		if trace != "" {
+			if _, err := uuid.Parse(trace); err != nil {
+				return nil, &badRequest{"TraceId must be a valid UUID"}
+			}
+		}
+		payload := []byte(it.Payload)
+		if len(payload) == 0 {
+			payload = []byte("null")
+		}
+		items[i] = store.PushItem{Queue: q, Partition: p, Payload: payload, TxnID: txn, TraceID: trace, ProducerSub: producerSub}
+	}
+	return items, nil
+}
+
+func pushResultsJSON(results []store.PushResult) []pushOut {
+	out := make([]pushOut, len(results))
+	for i, res := range results {
+		out[i] = pushOut{Index: i, TransactionID_: res.TxnID, TransactionID: res.TxnID, Status: res.Status,
+			MessageID: res.MessageID, PartitionID: res.PartitionID, TraceID: nullString(res.TraceID), QueueName: res.Queue}
+	}
+	return out
+}
+
+func (s *Server) push(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	var in struct {
+		Items json.RawMessage `json:"items"`
+	}
+	if err := s.readJSON(w, r, &in); err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	var raw []pushItemIn
+	if len(in.Items) == 0 || in.Items[0] != '[' || json.Unmarshal(in.Items, &raw) != nil {
+		writeError(w, http.StatusBadRequest, "items array is required")
+		return
+	}
+	items, err := pushItems(raw, producerSub(r.Context()))
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	results, err := s.b.Push(r.Context(), tenant(r.Context()), items)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, pushResultsJSON(results))
+}
+
+// producerSub is the verified subject of the caller; "" without auth.
+func producerSub(ctx interface{ Value(any) any }) string {
+	sub, _ := ctx.Value(subjectKey{}).(string)
+	return sub
+}
+
+type subjectKey struct{}
+
+// --- pop ---------------------------------------------------------------
+
+type popMessageOut struct {
+	ID            string          `json:"id"`
+	TransactionID string          `json:"transactionId"`
+	PartitionID   string          `json:"partitionId"`
+	Partition     string          `json:"partition"`
+	Queue         string          `json:"queue"`
+	LeaseID       string          `json:"leaseId"`
+	ConsumerGroup string          `json:"consumerGroup"`
+	Data          json.RawMessage `json:"data"`
+	CreatedAt     string          `json:"createdAt"`
+	TraceID       *string         `json:"traceId"`
+	ProducerSub   *string         `json:"producerSub"`
+	RetryCount    int64           `json:"retryCount"`
+}
+
+type popOut struct {
+	Success           bool            `json:"success"`
+	Queue             string          `json:"queue"`
+	Partition         string          `json:"partition"`
+	PartitionID       string          `json:"partitionId"`
+	LeaseID           string          `json:"leaseId"`
+	ConsumerGroup     string          `json:"consumerGroup"`
+	PartitionsClaimed int             `json:"partitionsClaimed"`
+	Messages          []popMessageOut `json:"messages"`
+}
+
+// DefaultPopTimeout is the long-poll budget when a pop names none.
+const DefaultPopTimeout = 30 * time.Second
+
+func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	q := r.URL.Query()
+	req := broker.PopRequest{
+		Tenant:           tenant(r.Context()),
+		Queue:            ps.ByName("queue"),
+		Partition:        ps.ByName("partition"),
+		Namespace:        q.Get("namespace"),
+		Task:             q.Get("task"),
+		Group:            q.Get("consumerGroup"),
+		Batch:            queryInt(q, "batch", 1),
+		Partitions:       queryInt(q, "partitions", 1),
+		AutoAck:          queryBool(q, "autoAck"),
+		SubscriptionMode: q.Get("subscriptionMode"),
+		SubscriptionFrom: q.Get("subscriptionFrom"),
+		Wait:             queryBool(q, "wait"),
+		Timeout:          time.Duration(queryInt(q, "timeout", int(DefaultPopTimeout/time.Millisecond))) * time.Millisecond,
+	}
+	if req.Queue == "" && req.Namespace == "" && req.Task == "" && strings.HasSuffix(r.URL.Path, "/pop") {
+		writeError(w, http.StatusBadRequest, "namespace or task is required")
+		return
+	}
+	res, err := s.b.Pop(r.Context(), req)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client left; nothing was claimed for it
+		}
+		s.fail(w, r, err)
+		return
+	}
+	if len(res.Messages) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	out := popOut{Success: true, Queue: res.Queue, Partition: res.Partition, PartitionID: res.PartitionID,
+		LeaseID: res.LeaseID, ConsumerGroup: res.Group, PartitionsClaimed: res.PartitionsClaimed,
+		Messages: make([]popMessageOut, len(res.Messages))}
+	for i, m := range res.Messages {
+		out.Messages[i] = popMessageOut{ID: m.ID, TransactionID: m.TxnID, PartitionID: m.PartitionID, Partition: m.Partition,
+			Queue: m.Queue, LeaseID: m.LeaseID, ConsumerGroup: m.Group, Data: m.Payload, CreatedAt: fmtMicro(m.CreatedAt),
+			TraceID: nullString(m.TraceID), ProducerSub: nullString(m.ProducerSub), RetryCount: m.RetryCount}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// --- ack ---------------------------------------------------------------
+
+type ackIn struct {
+	TransactionID json.RawMessage `json:"transactionId"`
+	PartitionID   json.RawMessage `json:"partitionId"`
+	LeaseID       json.RawMessage `json:"leaseId"`
+	Status        json.RawMessage `json:"status"`
+	Error         json.RawMessage `json:"error"`
+	ConsumerGroup json.RawMessage `json:"consumerGroup"`
+}
+
+type ackOut struct {
+	Index         int     `json:"index"`
+	TransactionID string  `json:"transactionId"`
+	Success       bool    `json:"success"`
+	Error         *string `json:"error"`
+	QueueName     *string `json:"queueName"`
+	PartitionName *string `json:"partitionName"`
+	LeaseReleased bool    `json:"leaseReleased"`
+	DLQ           bool    `json:"dlq"`
+}
+
+func (a *ackIn) item() (store.AckItem, error) {
+	txn, present, ok := rawString(a.TransactionID)
+	if !present || !ok || txn == "" {
+		return store.AckItem{}, &badRequest{"transactionId is required"}
+	}
+	part, present, ok := rawString(a.PartitionID)
+	if !present || !ok || part == "" {
+		return store.AckItem{}, &badRequest{"partitionId is required to ensure message uniqueness"}
+	}
+	lease, _, ok1 := rawString(a.LeaseID)
+	status, _, ok2 := rawString(a.Status)
+	msg, _, ok3 := rawString(a.Error)
+	group, _, ok4 := rawString(a.ConsumerGroup)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return store.AckItem{}, &badRequest{"leaseId, status, error and consumerGroup must be strings"}
+	}
+	return store.AckItem{TxnID: txn, PartitionID: part, LeaseID: lease, Status: status, Error: msg, Group: group}, nil
+}
+
+func ackResultsJSON(results []store.AckResult) []ackOut {
+	out := make([]ackOut, len(results))
+	for i, res := range results {
+		out[i] = ackOut{Index: i, TransactionID: res.TxnID, Success: res.Success, Error: nullString(res.Error),
+			QueueName: nullString(res.Queue), PartitionName: nullString(res.Partition), LeaseReleased: res.LeaseReleased, DLQ: res.DLQ}
+	}
+	return out
+}
+
+func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	var in ackIn
+	if err := s.readJSON(w, r, &in); err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	it, err := in.item()
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	results, err := s.b.Ack(r.Context(), tenant(r.Context()), "", []store.AckItem{it})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ackResultsJSON(results))
+}
+
+func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	var in struct {
+		Acknowledgments json.RawMessage `json:"acknowledgments"`
+		ConsumerGroup   json.RawMessage `json:"consumerGroup"`
+	}
+	if err := s.readJSON(w, r, &in); err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	var raw []ackIn
+	if len(in.Acknowledgments) == 0 || in.Acknowledgments[0] != '[' || json.Unmarshal(in.Acknowledgments, &raw) != nil {
+		writeError(w, http.StatusBadRequest, "acknowledgments array is required")
+		return
+	}
+	group, _, ok := rawString(in.ConsumerGroup)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "consumerGroup must be a string")
+		return
+	}
+	items := make([]store.AckItem, len(raw))
+	for i := range raw {
+		it, err := raw[i].item()
+		if err != nil {
+			s.reject(w, r, err)
+			return
+		}
+		items[i] = it
+	}
+	// The batch's group applies to every item, null meaning queue mode.
+	if group == "" {
+		group = store.QueueModeGroup
+	}
+	results, err := s.b.Ack(r.Context(), tenant(r.Context()), group, items)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ackResultsJSON(results))
+}
+
+// --- transaction -------------------------------------------------------
+
+type txOpIn struct {
+	Type json.RawMessage `json:"type"`
+	ackIn
+	Items json.RawMessage `json:"items"`
+}
+
+func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	var in struct {
+		Operations json.RawMessage `json:"operations"`
+	}
+	if err := s.readJSON(w, r, &in); err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	var raw []txOpIn
+	if len(in.Operations) == 0 || in.Operations[0] != '[' || json.Unmarshal(in.Operations, &raw) != nil {
+		writeError(w, http.StatusBadRequest, "operations array required")
+		return
+	}
+	if len(raw) == 0 {
+		writeError(w, http.StatusBadRequest, "operations array cannot be empty")
+		return
+	}
+	txID := uuid.NewString()
+	refuse := func(msg string) {
+		writeJSON(w, http.StatusOK, map[string]any{"transactionId": txID, "success": false, "error": msg, "results": []any{}})
+	}
+	ops := make([]store.TxOp, len(raw))
+	for i := range raw {
+		typ, _, _ := rawString(raw[i].Type)
+		ops[i].Type = typ
+		switch typ {
+		case "ack":
+			it, err := raw[i].item()
+			if err != nil {
+				refuse("ACK operation failed: " + err.Error())
+				return
+			}
+			ops[i].Ack = it
+		case "push":
+			var items []pushItemIn
+			if len(raw[i].Items) == 0 || raw[i].Items[0] != '[' || json.Unmarshal(raw[i].Items, &items) != nil {
+				refuse("PUSH operation failed: items array is required")
+				return
+			}
+			pi, err := pushItems(items, producerSub(r.Context()))
+			if err != nil {
+				refuse("PUSH operation failed: " + err.Error())
+				return
+			}
+			ops[i].Items = pi
+		default:
+			refuse(fmt.Sprintf("Unknown operation type: %s", typ))
+			return
+		}
+	}
+	results, err := s.b.Transaction(r.Context(), tenant(r.Context()), ops)
+	var txErr *store.TxError
+	if errors.As(err, &txErr) {
+		refuse(txErr.Msg)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]map[string]any, 0, len(results))
+	for i, res := range results {
+		switch {
+		case res.Ack != nil:
+			out = append(out, map[string]any{"index": i, "type": "ack", "success": true, "transactionId": res.Ack.TxnID,
+				"error": nil, "dlq": res.Ack.DLQ})
+		default:
+			for _, p := range res.Pushes {
+				out = append(out, map[string]any{"index": i, "type": "push", "success": true, "transactionId": p.TxnID,
+					"messageId": p.MessageID, "partitionId": p.PartitionID, "queueName": p.Queue})
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"transactionId": txID, "success": true, "results": out})
+}
+
+// --- lease -------------------------------------------------------------
+
+func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	var in struct {
+		Seconds json.RawMessage `json:"seconds"`
+	}
+	if err := s.readJSON(w, r, &in); err != nil && !errors.Is(err, errEmptyBody) {
+		s.reject(w, r, err)
+		return
+	}
+	secs, present, ok := rawInt(in.Seconds)
+	if !ok || secs < 0 {
+		writeError(w, http.StatusBadRequest, "seconds must be a non-negative integer")
+		return
+	}
+	if !present || secs == 0 {
+		secs = 60
+	}
+	leaseID := ps.ByName("leaseId")
+	res, err := s.b.ExtendLease(r.Context(), tenant(r.Context()), leaseID, time.Duration(secs)*time.Second)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	item := map[string]any{"index": 0, "leaseId": leaseID, "success": res.Success, "error": nullString(res.Error), "expiresAt": nil}
+	if res.Success {
+		item["expiresAt"] = fmtMilli(res.ExpiresAt)
+	}
+	writeJSON(w, http.StatusOK, []any{item})
+}

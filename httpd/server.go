@@ -1,0 +1,172 @@
+// Package httpd serves the broker over Queen's HTTP routes. It holds no
+// business logic: it decodes requests, calls the broker, and encodes answers.
+package httpd
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/store"
+)
+
+// DefaultMaxBodyBytes bounds a request body. Clients push payloads of a few
+// MB and ack 1000 items per call; 64 MiB leaves room for both.
+const DefaultMaxBodyBytes = 64 << 20
+
+// Config configures the HTTP adapter.
+type Config struct {
+	// MaxBodyBytes bounds request bodies; a larger body is a 413. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Version is reported by /health.
+	Version string
+	// Logger receives server-side errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the HTTP adapter over a broker.
+type Server struct {
+	b      *broker.Broker
+	cfg    Config
+	log    *slog.Logger
+	router *httprouter.Router
+}
+
+// New returns the handler of every route.
+func New(b *broker.Broker, cfg Config) *Server {
+	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	cfg.Version = cmp.Or(cfg.Version, "dev")
+	s := &Server{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New()}
+	s.router.RedirectTrailingSlash = false
+	s.router.RedirectFixedPath = false
+	s.router.HandleMethodNotAllowed = false
+	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "Not found")
+	})
+	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		s.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", v)
+		writeError(w, http.StatusInternalServerError, "Internal server error")
+	}
+	s.routes()
+	return s
+}
+
+// ServeHTTP adds the CORS headers every reply carries and answers preflights.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+	if r.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	s.router.ServeHTTP(w, r)
+}
+
+func (s *Server) routes() {
+	r := s.router
+	r.GET("/health", s.health)
+	r.POST("/api/v1/configure", s.configure)
+	r.POST("/api/v1/push", s.push)
+	r.GET("/api/v1/pop/queue/:queue", s.pop)
+	r.GET("/api/v1/pop/queue/:queue/partition/:partition", s.pop)
+	r.GET("/api/v1/pop", s.pop)
+	r.POST("/api/v1/ack", s.ack)
+	r.POST("/api/v1/ack/batch", s.ackBatch)
+	r.POST("/api/v1/transaction", s.transaction)
+	r.POST("/api/v1/lease/:leaseId/extend", s.extendLease)
+}
+
+// tenant is the tenant a request acts for. Without auth there is one, "".
+func tenant(ctx context.Context) string {
+	t, _ := ctx.Value(tenantKey{}).(string)
+	return t
+}
+
+type tenantKey struct{}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	body := map[string]any{"status": "healthy", "database": "connected", "server": "comb", "worker_id": 0, "version": s.cfg.Version}
+	if err := s.b.Ping(r.Context()); err != nil {
+		body["status"], body["database"] = "unhealthy", "disconnected"
+		writeJSON(w, http.StatusServiceUnavailable, body)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"encode response"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// writeError answers {"error": msg}.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// fail maps an error from the broker to a status, in one place.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var tooBig *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", tooBig.Limit))
+	case errors.As(err, &syntax), errors.As(err, &typ), errors.Is(err, errBadBody):
+		writeError(w, http.StatusBadRequest, "Invalid JSON body: "+err.Error())
+	case errors.Is(err, store.ErrQueueNotFound):
+		writeError(w, http.StatusNotFound, "Queue not found")
+	case errors.Is(err, store.ErrPartitionNotFound):
+		writeError(w, http.StatusNotFound, "Partition not found")
+	case errors.Is(err, store.ErrMessageNotFound):
+		writeError(w, http.StatusNotFound, "Message not found")
+	case errors.Is(err, store.ErrInvalid):
+		writeError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": "))
+	case errors.Is(err, store.ErrClosed):
+		writeError(w, http.StatusServiceUnavailable, "Server is shutting down")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusServiceUnavailable, "Request cancelled")
+	default:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "Internal server error")
+	}
+}
+
+var errBadBody = errors.New("bad body")
+
+// readJSON decodes the body into v. An empty body is errEmptyBody.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, errEOF) {
+			return errEmptyBody
+		}
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errBadBody, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: trailing data after JSON value", errBadBody)
+	}
+	return nil
+}

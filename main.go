@@ -1,0 +1,132 @@
+// Command comb is a SQLite-first message broker for the edge: one binary,
+// one database file, and the HTTP routes of the Queen broker.
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/httpd"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	if err := m.Run(ctx, os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "comb:", err)
+		os.Exit(1)
+	}
+}
+
+// Main is the comb command, testable without a process.
+type Main struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// Ready, if set, receives the listening address once serve accepts connections.
+	Ready func(addr string)
+}
+
+const usage = `comb is a SQLite-first message broker speaking Queen's HTTP API.
+
+Usage:
+  comb serve [flags]     run the broker (comb serve -h for flags)
+  comb version           print the version
+`
+
+// Run runs the subcommand named by args[0].
+func (m *Main) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, usage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "serve":
+		return m.serve(ctx, args[1:])
+	case "version":
+		fmt.Fprintln(m.Stdout, version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(m.Stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(m.Stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+func (m *Main) env(key, def string) string { return cmp.Or(m.Getenv(key), def) }
+
+func (m *Main) serve(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	addr := fs.String("addr", m.env("COMB_ADDR", "127.0.0.1:6632"), "listen address (env COMB_ADDR)")
+	dbPath := fs.String("db", m.env("COMB_DB", "comb.db"), "database file, created if missing (env COMB_DB)")
+	syncMode := fs.String("sync", m.env("COMB_SYNC", "FULL"), "SQLite synchronous level: FULL (durable on power loss) or NORMAL (env COMB_SYNC)")
+	subMode := fs.String("default-subscription-mode", m.env("DEFAULT_SUBSCRIPTION_MODE", "all"), "where a new consumer group starts when its first pop names no mode: all or new (env DEFAULT_SUBSCRIPTION_MODE)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+
+	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		b.Close()
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           httpd.New(b, httpd.Config{Version: version, Logger: log}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("comb serving", "addr", ln.Addr().String(), "db", *dbPath, "sync", *syncMode, "version", version)
+	if m.Ready != nil {
+		m.Ready(ln.Addr().String())
+	}
+
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+		log.Info("shutting down")
+	}
+	// Parked long-polls answer at once; requests in flight finish; the
+	// writer commits what it was handed; then the database closes.
+	b.Drain()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(shutdownCtx); serr != nil {
+		log.Warn("shutdown", "err", serr)
+	}
+	if cerr := b.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

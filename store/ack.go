@@ -1,0 +1,335 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Ack statuses.
+const (
+	AckCompleted = "completed"
+	AckSuccess   = "success" // alias of completed
+	AckFailed    = "failed"
+	AckDLQ       = "dlq"
+	AckRetry     = "retry"
+)
+
+// Per-item ack errors, as the wire reports them.
+const (
+	ErrTextInvalidLease    = "Invalid or expired lease"
+	ErrTextMessageNotFound = "Message not found"
+)
+
+// AckItem acknowledges one delivered message.
+type AckItem struct {
+	TxnID       string
+	PartitionID string // the partition's uuid
+	LeaseID     string // checked only when not ""
+	Status      string // "" means completed
+	Error       string // reason for failed / dlq
+	Group       string // "" = QueueModeGroup
+}
+
+// AckResult is the outcome of one AckItem, in request order.
+type AckResult struct {
+	TxnID         string
+	Success       bool
+	Error         string // "" = none
+	Queue         string
+	Partition     string
+	LeaseReleased bool
+	DLQ           bool
+}
+
+// cursor is a cursor row loaded for update.
+type cursor struct {
+	committed      int64
+	leaseID        sql.NullString
+	leaseFrom      sql.NullInt64
+	leaseTo        sql.NullInt64
+	leaseExpires   sql.NullInt64
+	retry          int64
+	totalConsumed  int64
+	batches        int64
+	lastConsumedAt sql.NullInt64
+}
+
+type located struct {
+	q      *Queue
+	p      *Partition
+	offset int64
+}
+
+// locate finds the partition (by uuid, within tenant) and the offset of txn.
+func (w *wtx) locate(tenant, partitionUUID, txn string) (*located, error) {
+	row := w.tx.QueryRowContext(w.ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at, t.offset FROM partitions p
+		JOIN queues q ON q.id = p.queue_id
+		JOIN txids t ON t.partition_id = p.id AND t.txn_id = ?
+		WHERE p.uuid = ? AND q.tenant = ?`, txn, partitionUUID, tenant)
+	var p Partition
+	var created, off int64
+	if err := row.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created, &off); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrMessageNotFound
+		}
+		return nil, fmt.Errorf("locate message: %w", err)
+	}
+	p.CreatedAt = fromMicros(created)
+	q, err := scanQueue(w.tx.QueryRowContext(w.ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, p.QueueID))
+	if err != nil {
+		return nil, fmt.Errorf("load queue: %w", err)
+	}
+	return &located{q: q, p: &p, offset: off}, nil
+}
+
+func (w *wtx) loadCursor(partitionID int64, group string) (*cursor, error) {
+	var c cursor
+	err := w.tx.QueryRowContext(w.ctx, `SELECT committed, lease_id, lease_from, lease_to, lease_expires_at, retry_count,
+		total_consumed, batches_consumed, last_consumed_at FROM cursors WHERE partition_id = ? AND group_name = ?`,
+		partitionID, group).Scan(&c.committed, &c.leaseID, &c.leaseFrom, &c.leaseTo, &c.leaseExpires, &c.retry,
+		&c.totalConsumed, &c.batches, &c.lastConsumedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load cursor: %w", err)
+	}
+	return &c, nil
+}
+
+func (w *wtx) saveCursor(partitionID int64, group string, c *cursor) error {
+	_, err := w.tx.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = ?, lease_from = ?, lease_to = ?,
+		lease_expires_at = ?, retry_count = ?, total_consumed = ?, batches_consumed = ?, last_consumed_at = ?
+		WHERE partition_id = ? AND group_name = ?`, c.committed, c.leaseID, c.leaseFrom, c.leaseTo, c.leaseExpires,
+		c.retry, c.totalConsumed, c.batches, c.lastConsumedAt, partitionID, group)
+	if err != nil {
+		return fmt.Errorf("save cursor: %w", err)
+	}
+	return nil
+}
+
+func (c *cursor) releaseLease() {
+	c.leaseID, c.leaseFrom, c.leaseTo, c.leaseExpires = sql.NullString{}, sql.NullInt64{}, sql.NullInt64{}, sql.NullInt64{}
+}
+
+// advance moves committed forward to off (never back) and releases the
+// lease once its whole batch is behind the cursor.
+func (c *cursor) advance(off, now int64) (released bool) {
+	if off > c.committed {
+		c.totalConsumed += off - c.committed
+		c.committed = off
+		c.lastConsumedAt = sql.NullInt64{Int64: now, Valid: true}
+	}
+	if c.leaseID.Valid && c.leaseTo.Valid && c.committed >= c.leaseTo.Int64 {
+		c.releaseLease()
+		c.retry = 0
+		c.batches++
+		return true
+	}
+	return false
+}
+
+// ackMode distinguishes /ack from the acks inside /transaction, which
+// dead-letter failures at once and create a missing cursor.
+type ackMode int
+
+const (
+	ackPlain ackMode = iota
+	ackInTransaction
+)
+
+// applyAck applies one located ack. A returned error is a storage failure;
+// a refused ack is reported in the result.
+func (w *wtx) applyAck(it *AckItem, loc *located, mode ackMode) (AckResult, error) {
+	res := AckResult{TxnID: it.TxnID, Queue: loc.q.Name, Partition: loc.p.Name}
+	group := cmp.Or(it.Group, QueueModeGroup)
+	now := micros(w.now)
+	c, err := w.loadCursor(loc.p.ID, group)
+	if err != nil {
+		return res, err
+	}
+	if it.LeaseID != "" && (c == nil || !c.leaseID.Valid || c.leaseID.String != it.LeaseID ||
+		!c.leaseExpires.Valid || c.leaseExpires.Int64 <= now) {
+		res.Error = ErrTextInvalidLease
+		return res, nil
+	}
+	if c == nil {
+		if mode == ackPlain {
+			res.Success = true // no cursor for this group: nothing to move
+			return res, nil
+		}
+		c = &cursor{committed: loc.p.LogStart - 1}
+		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+			VALUES (?, ?, ?, ?)`, loc.p.ID, group, c.committed, now); err != nil {
+			return res, fmt.Errorf("create cursor: %w", err)
+		}
+	}
+	inFlight := c.leaseID.Valid && c.leaseFrom.Valid && loc.offset >= c.leaseFrom.Int64 && loc.offset <= c.leaseTo.Int64
+	status := cmp.Or(it.Status, AckCompleted)
+	switch status {
+	case AckCompleted, AckSuccess:
+		res.LeaseReleased = c.advance(loc.offset, now)
+	case AckFailed, AckDLQ:
+		switch {
+		case mode == ackInTransaction || status == AckDLQ:
+			errText := cmp.Or(it.Error, "Unknown error")
+			if mode == ackPlain {
+				errText = cmp.Or(it.Error, "Retries exhausted")
+			}
+			retry := c.retry
+			if mode == ackInTransaction {
+				retry = 0
+			}
+			if err := w.deadLetter(loc, group, errText, retry); err != nil {
+				return res, err
+			}
+			res.DLQ = true
+			res.LeaseReleased = c.advance(loc.offset, now)
+		case loc.offset <= c.committed || !inFlight:
+			// Already behind the cursor, or part of a batch whose lease a
+			// previous failure dropped: nothing more to do.
+		case c.retry < loc.q.Options.RetryLimit:
+			c.retry++
+			c.releaseLease()
+			res.LeaseReleased = true
+		default:
+			if err := w.deadLetter(loc, group, cmp.Or(it.Error, "Retries exhausted"), c.retry); err != nil {
+				return res, err
+			}
+			res.DLQ = true
+			res.LeaseReleased = c.advance(loc.offset, now)
+		}
+	case AckRetry:
+		if c.leaseID.Valid {
+			c.releaseLease()
+			res.LeaseReleased = true
+		}
+	default:
+		return res, nil // unknown status: not applied, no error text (as Queen)
+	}
+	if err := w.saveCursor(loc.p.ID, group, c); err != nil {
+		return res, err
+	}
+	if res.LeaseReleased {
+		w.touch(loc.q.Tenant, loc.q.Name)
+	}
+	res.Success = true
+	return res, nil
+}
+
+// deadLetter copies the message at loc into the dead-letter table.
+func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error {
+	var frame *Frame
+	var createdAt int64
+	err := w.s.scanFrames(w.ctx, w.tx, loc.p.ID, loc.offset, loc.offset, func(off, at int64, f *Frame) error {
+		frame, createdAt = f, at
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if frame == nil {
+		return nil // removed by retention before it failed: nothing left to copy
+	}
+	_, err = w.tx.ExecContext(w.ctx, `INSERT INTO dlq (message_id, tenant, queue_name, partition_name, partition_uuid,
+		group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?)`,
+		MessageID(loc.p.ID, loc.offset), loc.q.Tenant, loc.q.Name, loc.p.Name, loc.p.UUID, group, frame.TxnID,
+		loc.offset, frame.TraceID, frame.ProducerSub, frame.Payload, errText, retry, createdAt, micros(w.now))
+	if err != nil {
+		return fmt.Errorf("insert dead letter: %w", err)
+	}
+	return nil
+}
+
+// Ack applies acknowledgements atomically, in (partition, group, offset)
+// order, and answers in request order. group, when not "", overrides every
+// item's group.
+func (s *Store) Ack(ctx context.Context, tenant, group string, items []AckItem) ([]AckResult, error) {
+	results := make([]AckResult, len(items))
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		type job struct {
+			i   int
+			loc *located
+		}
+		var jobs []job
+		for i := range items {
+			it := &items[i]
+			if group != "" {
+				it.Group = group
+			}
+			results[i] = AckResult{TxnID: it.TxnID}
+			loc, err := w.locate(tenant, it.PartitionID, it.TxnID)
+			if errors.Is(err, ErrMessageNotFound) {
+				results[i].Error = ErrTextMessageNotFound
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, job{i, loc})
+		}
+		slices.SortStableFunc(jobs, func(a, b job) int {
+			return cmp.Or(cmp.Compare(a.loc.p.ID, b.loc.p.ID),
+				cmp.Compare(items[a.i].Group, items[b.i].Group),
+				cmp.Compare(a.loc.offset, b.loc.offset))
+		})
+		for _, j := range jobs {
+			r, err := w.applyAck(&items[j.i], j.loc, ackPlain)
+			if err != nil {
+				return err
+			}
+			results[j.i] = r
+		}
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// LeaseExtension is the outcome of extending one lease.
+type LeaseExtension struct {
+	LeaseID   string
+	Success   bool
+	Error     string
+	ExpiresAt time.Time
+}
+
+// ExtendLease pushes the expiry of every (partition, group) held by leaseID
+// to at least now + d.
+func (s *Store) ExtendLease(ctx context.Context, tenant, leaseID string, d time.Duration) (LeaseExtension, error) {
+	res := LeaseExtension{LeaseID: leaseID}
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		now := micros(w.now)
+		var held, live int
+		var latest sql.NullInt64
+		if err := w.tx.QueryRowContext(w.ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE c.lease_expires_at > ?), MAX(c.lease_expires_at)
+			FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+			WHERE c.lease_id = ? AND q.tenant = ?`, now, leaseID, tenant).Scan(&held, &live, &latest); err != nil {
+			return fmt.Errorf("look up lease: %w", err)
+		}
+		switch {
+		case held == 0:
+			res.Error = "Lease not found"
+			return nil
+		case live == 0:
+			res.Error = "Lease already expired"
+			return nil
+		}
+		target := now + d.Microseconds()
+		if _, err := w.tx.ExecContext(w.ctx, `UPDATE cursors SET lease_expires_at = MAX(lease_expires_at, ?)
+			WHERE lease_id = ? AND lease_expires_at > ?`, target, leaseID, now); err != nil {
+			return fmt.Errorf("extend lease: %w", err)
+		}
+		res.Success, res.ExpiresAt = true, fromMicros(max(target, latest.Int64))
+		return nil
+	}})
+	return res, err
+}

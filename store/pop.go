@@ -1,0 +1,475 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// QueueModeGroup is the cursor every pop without a consumer group shares.
+const QueueModeGroup = "__QUEUE_MODE__"
+
+// Subscription modes as stored.
+const (
+	ModeAll       = "all"
+	ModeNew       = "new"
+	ModeTimestamp = "timestamp"
+)
+
+// SubscriptionStart is where a group starts on first contact with a queue.
+type SubscriptionStart struct {
+	Mode string     // ModeAll, ModeNew or ModeTimestamp
+	From *time.Time // ModeTimestamp only
+}
+
+// PopRequest asks for up to Batch messages of one queue, or of the queues
+// matching Namespace/Task when Queue is "".
+type PopRequest struct {
+	Tenant     string
+	Queue      string
+	Partition  string // "" = any partition
+	Namespace  string
+	Task       string
+	Group      string // "" = QueueModeGroup
+	Batch      int    // <= 0 means 1
+	Partitions int    // max partitions claimed under one lease; <= 0 means 1
+	AutoAck    bool
+	Start      SubscriptionStart // applied on the group's first contact only
+}
+
+// Message is one delivered message.
+type Message struct {
+	ID          string
+	TxnID       string
+	PartitionID string
+	Partition   string
+	Queue       string
+	LeaseID     string // "" with autoAck
+	Group       string
+	Payload     []byte
+	CreatedAt   time.Time
+	TraceID     string
+	ProducerSub string
+	RetryCount  int64
+	Offset      int64
+}
+
+// PopResult is a delivered batch; Messages is empty when nothing was due.
+type PopResult struct {
+	Queue             string
+	Partition         string
+	PartitionID       string
+	LeaseID           string
+	Group             string
+	PartitionsClaimed int
+	Messages          []Message
+	// WakeAt, when not zero and nothing was delivered, is the earliest time
+	// something held back (a live lease, a delay, a window) becomes due.
+	WakeAt time.Time
+}
+
+type candidate struct {
+	part      Partition
+	hasCursor bool
+	committed int64
+	leaseID   sql.NullString
+	expires   sql.NullInt64
+	retry     int64
+}
+
+// next is the first offset the group still wants; a cursor left below the
+// retention watermark resumes at the first offset that exists.
+func (c *candidate) next() int64 { return max(c.committed+1, c.part.LogStart) }
+
+func (c *candidate) leased(now int64) bool {
+	return c.leaseID.Valid && c.expires.Valid && c.expires.Int64 > now
+}
+
+func scanCandidates(ctx context.Context, db querier, queueID int64, group, partition string) ([]candidate, error) {
+	q := `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
+		c.committed IS NOT NULL, COALESCE(c.committed, 0), c.lease_id, c.lease_expires_at, COALESCE(c.retry_count, 0)
+		FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?
+		WHERE p.queue_id = ?`
+	args := []any{group, queueID}
+	if partition != "" {
+		q += ` AND p.name = ?`
+		args = append(args, partition)
+	}
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("scan partitions: %w", err)
+	}
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		var c candidate
+		var created int64
+		p := &c.part
+		if err := rows.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created,
+			&c.hasCursor, &c.committed, &c.leaseID, &c.expires, &c.retry); err != nil {
+			return nil, fmt.Errorf("scan partition: %w", err)
+		}
+		p.CreatedAt = fromMicros(created)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// popQueues resolves the queues a pop may serve, highest priority first.
+func (s *Store) popQueues(ctx context.Context, req *PopRequest) ([]*Queue, error) {
+	if req.Queue != "" {
+		q, err := getQueue(ctx, s.rdb, req.Tenant, req.Queue)
+		if errors.Is(err, ErrQueueNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []*Queue{q}, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+queueColumns+` FROM queues
+		WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
+		ORDER BY priority DESC, id`, req.Tenant, req.Namespace, req.Namespace, req.Task, req.Task)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	defer rows.Close()
+	var qs []*Queue
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan queue: %w", err)
+		}
+		qs = append(qs, q)
+	}
+	return qs, rows.Err()
+}
+
+// Pop claims and reads up to req.Batch messages without waiting. Looking is
+// done on a reader; only a pop that has something to claim, or that is the
+// group's first contact with the queue, goes through the writer.
+func (s *Store) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
+	if req.Group == "" {
+		req.Group = QueueModeGroup
+	}
+	req.Batch = max(req.Batch, 1)
+	req.Partitions = max(req.Partitions, 1)
+	if req.Partition != "" {
+		req.Partitions = 1
+	}
+	res := &PopResult{Group: req.Group}
+	queues, err := s.popQueues(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	now := micros(s.clock.Now())
+	for _, q := range queues {
+		var subscribed bool
+		err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
+			q.ID, req.Group).Scan(&subscribed)
+		if err != nil {
+			return nil, fmt.Errorf("look up subscription: %w", err)
+		}
+		if subscribed {
+			cands, err := scanCandidates(ctx, s.rdb, q.ID, req.Group, req.Partition)
+			if err != nil {
+				return nil, err
+			}
+			due, wake := dueCandidates(cands, now)
+			res.WakeAt = earliest(res.WakeAt, wake)
+			if len(due) == 0 {
+				continue
+			}
+		}
+		var spans []claimSpan
+		var leaseID string
+		var wake time.Time
+		err = s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+			var err error
+			spans, leaseID, wake, err = w.claim(q, &req)
+			return err
+		}})
+		if err != nil {
+			return nil, err
+		}
+		res.WakeAt = earliest(res.WakeAt, wake)
+		if len(spans) == 0 {
+			continue
+		}
+		return s.readSpans(ctx, q, &req, spans, leaseID)
+	}
+	return res, nil
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// dueCandidates keeps the partitions with something pending and no live
+// lease, and returns when the earliest live lease over pending data expires.
+func dueCandidates(cands []candidate, now int64) ([]candidate, time.Time) {
+	var due []candidate
+	var wake time.Time
+	for _, c := range cands {
+		if !c.hasCursor {
+			due = append(due, c) // first contact with a partition created later
+			continue
+		}
+		if c.part.LastOffset < c.next() {
+			continue
+		}
+		if c.leased(now) {
+			wake = earliest(wake, fromMicros(c.expires.Int64))
+			continue
+		}
+		due = append(due, c)
+	}
+	return due, wake
+}
+
+type claimSpan struct {
+	part     Partition
+	from, to int64
+	retry    int64
+}
+
+// seedExpr is the committed value of a new cursor on partition p: just below
+// the oldest retained offset, or, from a time, just below the first segment
+// committed at or after it (the partition's last offset if none is).
+const seedExpr = `CASE WHEN ?1 IS NULL THEN p.log_start - 1 ELSE MAX(p.log_start - 1, COALESCE(
+	(SELECT s.base_offset - 1 FROM segments s WHERE s.partition_id = p.id AND s.created_at >= ?1 ORDER BY s.created_at, s.id LIMIT 1),
+	p.last_offset)) END`
+
+// subscribe writes the group's durable subscription record for q if it has
+// none, seeding a cursor on every existing partition in one statement.
+func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
+	var exists bool
+	if err := w.tx.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
+		q.ID, group).Scan(&exists); err != nil {
+		return fmt.Errorf("look up subscription: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	now := micros(w.now)
+	mode := start.Mode
+	if group == QueueModeGroup {
+		mode = ModeAll // queue mode never skips a backlog
+	}
+	var from sql.NullInt64
+	newSeed := "p.last_offset"
+	switch mode {
+	case ModeNew:
+		// Partitions met later are seeded from the registration time, so
+		// their messages, all pushed after it, are delivered.
+		from = sql.NullInt64{Int64: now, Valid: true}
+	case ModeTimestamp:
+		if start.From == nil {
+			return fmt.Errorf("%w: timestamp subscription without a time", ErrInvalid)
+		}
+		from = sql.NullInt64{Int64: micros(*start.From), Valid: true}
+		newSeed = ""
+	default:
+		mode = ModeAll
+		newSeed = ""
+	}
+	if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at)
+		VALUES (?, ?, ?, ?, ?)`, q.ID, group, mode, from, now); err != nil {
+		return fmt.Errorf("insert subscription: %w", err)
+	}
+	expr := seedExpr
+	args := []any{from, group, now, q.ID}
+	if newSeed != "" {
+		expr, args = newSeed, []any{nil, group, now, q.ID}
+	}
+	if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+		SELECT p.id, ?2, `+expr+`, ?3 FROM partitions p WHERE p.queue_id = ?4
+		ON CONFLICT DO NOTHING`, args...); err != nil {
+		return fmt.Errorf("seed cursors: %w", err)
+	}
+	return nil
+}
+
+// claim leases (or, with autoAck, consumes) the due spans of q for the group.
+func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID string, wake time.Time, err error) {
+	if err := w.subscribe(q, req.Group, req.Start); err != nil {
+		return nil, "", time.Time{}, err
+	}
+	cands, err := scanCandidates(w.ctx, w.tx, q.ID, req.Group, req.Partition)
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	for _, c := range cands {
+		if !c.hasCursor {
+			if err := w.seedMissingFrom(q, req.Group); err != nil {
+				return nil, "", time.Time{}, err
+			}
+			if cands, err = scanCandidates(w.ctx, w.tx, q.ID, req.Group, req.Partition); err != nil {
+				return nil, "", time.Time{}, err
+			}
+			break
+		}
+	}
+	now := micros(w.now)
+	due, wake := dueCandidates(cands, now)
+	rand.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
+	budget := int64(req.Batch)
+	for i := range due {
+		if len(spans) == req.Partitions || budget == 0 {
+			break
+		}
+		c := &due[i]
+		from := c.next()
+		to := min(c.part.LastOffset, from+budget-1)
+		if q.Options.WindowBuffer > 0 {
+			if ready := c.part.LastSegmentAt + q.Options.WindowBuffer*1e6; ready > now {
+				wake = earliest(wake, fromMicros(ready))
+				continue
+			}
+		}
+		if q.Options.DelayedProcessing > 0 {
+			visible, nextAt, err := w.visibleUpTo(c.part.ID, from, now-q.Options.DelayedProcessing*1e6)
+			if err != nil {
+				return nil, "", time.Time{}, err
+			}
+			if nextAt > 0 {
+				wake = earliest(wake, fromMicros(nextAt+q.Options.DelayedProcessing*1e6))
+			}
+			to = min(to, visible)
+			if to < from {
+				continue
+			}
+		}
+		spans = append(spans, claimSpan{part: c.part, from: from, to: to, retry: c.retry})
+		budget -= to - from + 1
+	}
+	if len(spans) == 0 {
+		return nil, "", wake, nil
+	}
+	if !req.AutoAck {
+		leaseID = uuid.NewString()
+	}
+	expires := now + q.LeaseDuration().Microseconds()
+	for _, sp := range spans {
+		var err error
+		if req.AutoAck {
+			_, err = w.tx.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = NULL, lease_from = NULL,
+				lease_to = NULL, lease_expires_at = NULL, retry_count = 0, redelivery_count = 0,
+				total_consumed = total_consumed + ?, batches_consumed = batches_consumed + 1, last_consumed_at = ?
+				WHERE partition_id = ? AND group_name = ?`, sp.to, sp.to-sp.from+1, now, sp.part.ID, req.Group)
+		} else {
+			// A lease still recorded here has expired: this is a redelivery.
+			_, err = w.tx.ExecContext(w.ctx, `UPDATE cursors SET lease_id = ?, lease_from = ?, lease_to = ?, lease_expires_at = ?,
+				redelivery_count = redelivery_count + (lease_id IS NOT NULL)
+				WHERE partition_id = ? AND group_name = ?`, leaseID, sp.from, sp.to, expires, sp.part.ID, req.Group)
+		}
+		if err != nil {
+			return nil, "", time.Time{}, fmt.Errorf("claim partition %q: %w", sp.part.Name, err)
+		}
+	}
+	return spans, leaseID, time.Time{}, nil
+}
+
+func (w *wtx) seedMissingFrom(q *Queue, group string) error {
+	var from sql.NullInt64
+	if err := w.tx.QueryRowContext(w.ctx, `SELECT from_time FROM subscriptions WHERE queue_id = ? AND group_name = ?`,
+		q.ID, group).Scan(&from); err != nil {
+		return fmt.Errorf("read subscription: %w", err)
+	}
+	if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+		SELECT p.id, ?2, `+seedExpr+`, ?3 FROM partitions p
+		WHERE p.queue_id = ?4 AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?2)`,
+		from, group, micros(w.now), q.ID); err != nil {
+		return fmt.Errorf("seed new partitions: %w", err)
+	}
+	return nil
+}
+
+// visibleUpTo returns the last offset committed at or before cutoff (from-1
+// if none), and the commit time of the segment holding from when that
+// segment is not yet visible.
+func (w *wtx) visibleUpTo(partitionID, from, cutoff int64) (int64, int64, error) {
+	var last sql.NullInt64
+	if err := w.tx.QueryRowContext(w.ctx, `SELECT base_offset + frame_count - 1 FROM segments
+		WHERE partition_id = ? AND created_at <= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+		partitionID, cutoff).Scan(&last); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, fmt.Errorf("find visible offset: %w", err)
+	}
+	visible := from - 1
+	if last.Valid {
+		visible = last.Int64
+	}
+	if visible >= from {
+		return visible, 0, nil
+	}
+	var at int64
+	if err := w.tx.QueryRowContext(w.ctx, `SELECT created_at FROM segments WHERE partition_id = ? AND base_offset + frame_count > ?
+		ORDER BY base_offset LIMIT 1`, partitionID, from).Scan(&at); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, fmt.Errorf("find next segment: %w", err)
+	}
+	return visible, at, nil
+}
+
+// readSpans decodes the claimed spans into messages. Segments are immutable,
+// so this runs on a reader after the claim committed.
+func (s *Store) readSpans(ctx context.Context, q *Queue, req *PopRequest, spans []claimSpan, leaseID string) (*PopResult, error) {
+	res := &PopResult{Queue: q.Name, Group: req.Group, LeaseID: leaseID, PartitionsClaimed: len(spans),
+		Partition: spans[0].part.Name, PartitionID: spans[0].part.UUID}
+	for _, sp := range spans {
+		err := s.scanFrames(ctx, s.rdb, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *Frame) error {
+			res.Messages = append(res.Messages, Message{
+				ID: MessageID(sp.part.ID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
+				Queue: q.Name, LeaseID: leaseID, Group: req.Group, Payload: f.Payload, CreatedAt: fromMicros(createdAt),
+				TraceID: f.TraceID, ProducerSub: f.ProducerSub, RetryCount: sp.retry, Offset: off,
+			})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// scanFrames calls fn for every stored frame of partition in [from, to], in
+// offset order. Offsets that retention removed are skipped.
+func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, to int64, fn func(off, createdAt int64, f *Frame) error) error {
+	rows, err := db.QueryContext(ctx, `SELECT base_offset, frame_count, created_at, codec, raw_size, checksum, data FROM segments
+		WHERE partition_id = ?1 AND base_offset <= ?3 AND base_offset >= COALESCE(
+			(SELECT base_offset FROM segments WHERE partition_id = ?1 AND base_offset <= ?2 ORDER BY base_offset DESC LIMIT 1), 0)
+		ORDER BY base_offset`, partitionID, from, to)
+	if err != nil {
+		return fmt.Errorf("read segments: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var base, count, createdAt, sum int64
+		var codec, rawSize int
+		var data []byte
+		if err := rows.Scan(&base, &count, &createdAt, &codec, &rawSize, &sum, &data); err != nil {
+			return fmt.Errorf("scan segment: %w", err)
+		}
+		frames, err := decodeSegment(codec, rawSize, uint32(sum), data, int(count))
+		if err != nil {
+			return fmt.Errorf("segment %d of partition %d: %w", base, partitionID, err)
+		}
+		for i := range frames {
+			off := base + int64(i)
+			if off < from || off > to {
+				continue
+			}
+			if err := fn(off, createdAt, &frames[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return rows.Err()
+}

@@ -1,0 +1,204 @@
+// Package store is comb's SQLite database: one writer connection that
+// group-commits every pending write, a pool of readers, segments of
+// lz4-compressed frames, cursors, leases and the dead-letter table.
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pierrec/lz4/v4"
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/migrations"
+)
+
+// Defaults for Options.
+const (
+	DefaultReadConns   = 4
+	DefaultMaxBatchOps = 1024
+	// DefaultMaxBatchBytes bounds the payload bytes fused into one commit.
+	DefaultMaxBatchBytes = 32 << 20
+)
+
+// Options configure Open.
+type Options struct {
+	// Path of the database file; created if missing with mode 0600.
+	Path string
+	// Synchronous is SQLite's synchronous level for the writer: "FULL"
+	// (default: every answered write survives power loss) or "NORMAL"
+	// (survives a crash of comb, may lose the last commits on power loss).
+	Synchronous string
+	// ReadConns is the size of the reader pool. Default DefaultReadConns.
+	ReadConns int
+	// MaxBatchOps caps how many pending writes one commit fuses. Default DefaultMaxBatchOps.
+	MaxBatchOps int
+	// MaxBatchBytes caps the payload bytes one commit fuses. Default DefaultMaxBatchBytes.
+	MaxBatchBytes int
+	// Clock is read for every timestamp the store writes. Default the wall clock.
+	Clock clock.Clock
+}
+
+// Store is the database. All writes go through one goroutine that fuses
+// whatever is pending into one transaction; reads use a separate pool.
+type Store struct {
+	path  string
+	clock clock.Clock
+	wdb   *sql.DB // single connection, owned by the writer goroutine
+	rdb   *sql.DB // readers, query_only
+
+	ops      chan *writeOp
+	maxOps   int
+	maxBytes int
+	ctx      context.Context
+	cancel   context.CancelFunc
+	stopped  chan struct{} // closed when the writer goroutine has returned
+	closeMu  sync.Mutex
+	closed   bool
+	comp     lz4.Compressor // writer goroutine only
+	watch    watchers
+	stats    Stats
+}
+
+// Stats are counters of the writer, read with atomic loads.
+type Stats struct {
+	Commits      atomic.Int64
+	CommitOps    atomic.Int64
+	Segments     atomic.Int64
+	Frames       atomic.Int64
+	CommitMicros atomic.Int64
+}
+
+// Open opens or creates the database at opts.Path, applies migrations and
+// starts the writer.
+func Open(ctx context.Context, opts Options) (_ *Store, err error) {
+	if opts.Path == "" {
+		return nil, fmt.Errorf("open store: %w: empty path", ErrInvalid)
+	}
+	syncLevel := strings.ToUpper(cmp.Or(opts.Synchronous, "FULL"))
+	if syncLevel != "FULL" && syncLevel != "NORMAL" && syncLevel != "EXTRA" {
+		return nil, fmt.Errorf("open store: %w: synchronous %q", ErrInvalid, opts.Synchronous)
+	}
+	// Create the file ourselves so it is owner-only from the first byte.
+	f, err := os.OpenFile(opts.Path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	f.Close()
+
+	s := &Store{
+		path:     opts.Path,
+		clock:    cmp.Or[clock.Clock](opts.Clock, clock.Real{}),
+		maxOps:   cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
+		maxBytes: cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
+		stopped:  make(chan struct{}),
+	}
+	s.watch.init()
+	defer func() {
+		if err != nil {
+			if s.wdb != nil {
+				s.wdb.Close()
+			}
+			if s.rdb != nil {
+				s.rdb.Close()
+			}
+		}
+	}()
+
+	base := "file:" + (&url.URL{Path: opts.Path}).EscapedPath()
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(0)"
+	s.wdb, err = sql.Open("sqlite", base+"?"+pragmas+"&_pragma=synchronous("+syncLevel+")&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open writer: %w", err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	var mode string
+	if err := s.wdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return nil, fmt.Errorf("read journal_mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return nil, fmt.Errorf("open store: journal_mode is %q, want wal", mode)
+	}
+
+	goose.SetLogger(goose.NopLogger())
+	provider, err := goose.NewProvider(goose.DialectSQLite3, s.wdb, migrations.FS)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		return nil, fmt.Errorf("apply migrations: %w", err)
+	}
+
+	s.rdb, err = sql.Open("sqlite", base+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		return nil, fmt.Errorf("open readers: %w", err)
+	}
+	readers := cmp.Or(opts.ReadConns, DefaultReadConns)
+	s.rdb.SetMaxOpenConns(readers)
+	s.rdb.SetMaxIdleConns(readers)
+
+	s.ops = make(chan *writeOp, s.maxOps)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	go s.runWriter()
+	return s, nil
+}
+
+// Close stops the writer after it has committed every write already
+// submitted, then closes the database. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	s.cancel()
+	<-s.stopped
+	var errs []error
+	if _, err := s.wdb.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		errs = append(errs, fmt.Errorf("checkpoint: %w", err))
+	}
+	errs = append(errs, s.rdb.Close(), s.wdb.Close())
+	return errors.Join(errs...)
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.rdb.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.clock.Now() }
+
+// Stats returns the writer's counters.
+func (s *Store) Stats() *Stats { return &s.stats }
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// ReadDB exposes the reader pool to packages that compute read-only views
+// (lag, listings). It is query_only: a write through it fails.
+func (s *Store) ReadDB() *sql.DB { return s.rdb }
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }

@@ -1,0 +1,299 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// A writeOp is one caller's write. The writer applies it inside the shared
+// transaction and answers on done only after the commit is durable.
+type writeOp struct {
+	// apply runs inside the writer's transaction. An error from an isolated
+	// op rolls back only that op; from any other op it fails the commit,
+	// after which every op is retried alone so one bad op cannot fail its
+	// neighbours.
+	apply    func(w *wtx) error
+	isolated bool
+	bytes    int
+	done     chan error
+}
+
+// submit hands op to the writer and waits for its durable outcome. The wait
+// cannot be abandoned: once queued, the op will be committed or failed, and
+// an answer to a caller who left is harmless.
+func (s *Store) submit(ctx context.Context, op *writeOp) error {
+	op.done = make(chan error, 1)
+	select {
+	case s.ops <- op:
+	case <-s.ctx.Done():
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("queue write: %w", ctx.Err())
+	}
+	select {
+	case err := <-op.done:
+		return err
+	case <-s.stopped:
+		// The writer drains the channel before it stops, so an op still
+		// unanswered here was never taken.
+		select {
+		case err := <-op.done:
+			return err
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+func (s *Store) runWriter() {
+	defer close(s.stopped)
+	batch := make([]*writeOp, 0, s.maxOps)
+	for {
+		var first *writeOp
+		select {
+		case first = <-s.ops:
+		case <-s.ctx.Done():
+			// Commit what callers already handed over, then stop.
+			for {
+				batch = batch[:0]
+				s.gather(&batch)
+				if len(batch) == 0 {
+					return
+				}
+				s.commit(batch)
+			}
+		}
+		batch = append(batch[:0], first)
+		s.gather(&batch)
+		s.commit(batch)
+	}
+}
+
+// gather takes whatever else is pending without waiting: the time the last
+// commit took is what fills the next batch.
+func (s *Store) gather(batch *[]*writeOp) {
+	size := 0
+	for _, op := range *batch {
+		size += op.bytes
+	}
+	for len(*batch) < s.maxOps && size < s.maxBytes {
+		select {
+		case op := <-s.ops:
+			*batch = append(*batch, op)
+			size += op.bytes
+		default:
+			return
+		}
+	}
+}
+
+func (s *Store) commit(batch []*writeOp) {
+	errs, notify, err := s.runBatch(batch)
+	if err != nil && len(batch) > 1 {
+		// Find the op that broke the batch by giving each its own commit.
+		for _, op := range batch {
+			s.commit([]*writeOp{op})
+		}
+		return
+	}
+	for i, op := range batch {
+		if err != nil {
+			op.done <- err
+		} else {
+			op.done <- errs[i]
+		}
+	}
+	if err == nil {
+		s.watch.notify(notify)
+	}
+}
+
+// runBatch applies batch in one transaction and commits it.
+func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err error) {
+	start := time.Now()
+	ctx := context.Background() // a commit in progress is never abandoned
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	w := newWtx(ctx, s, tx)
+	errs = make([]error, len(batch))
+	for i, op := range batch {
+		if !op.isolated {
+			if err := op.apply(w); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			return nil, nil, fmt.Errorf("savepoint: %w", err)
+		}
+		if opErr := op.apply(w); opErr != nil {
+			errs[i] = opErr
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+				return nil, nil, fmt.Errorf("rollback to savepoint: %w", err)
+			}
+			w.forgetResolved()
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+			return nil, nil, fmt.Errorf("release savepoint: %w", err)
+		}
+	}
+	if err := w.flush(); err != nil {
+		return nil, nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, nil, fmt.Errorf("commit: %w", err)
+	}
+	s.stats.Commits.Add(1)
+	s.stats.CommitOps.Add(int64(len(batch)))
+	s.stats.CommitMicros.Add(time.Since(start).Microseconds())
+	return errs, w.notifyKeys(), nil
+}
+
+// wtx is the state of one fused transaction.
+type wtx struct {
+	ctx context.Context
+	s   *Store
+	tx  *sql.Tx
+	now time.Time
+	// Lookups made in this transaction, forgotten when a savepoint rolls back.
+	queues     map[queueKey]*Queue
+	partitions map[partKey]*Partition
+	// Frames waiting to become one segment per partition at flush.
+	pending []*pendingPart
+	byPart  map[int64]*pendingPart
+	touched map[string]struct{}
+}
+
+type queueKey struct{ tenant, name string }
+
+type partKey struct {
+	queueID int64
+	name    string
+}
+
+type pendingPart struct {
+	part   *Partition
+	queue  *Queue
+	next   int64 // next offset to hand out
+	frames []Frame
+	txns   map[string]int64 // transactionId -> offset, this commit
+}
+
+func newWtx(ctx context.Context, s *Store, tx *sql.Tx) *wtx {
+	return &wtx{
+		ctx: ctx, s: s, tx: tx, now: s.clock.Now(),
+		queues:     map[queueKey]*Queue{},
+		partitions: map[partKey]*Partition{},
+		byPart:     map[int64]*pendingPart{},
+		touched:    map[string]struct{}{},
+	}
+}
+
+// forgetResolved drops lookups that a rolled-back savepoint may have created.
+func (w *wtx) forgetResolved() {
+	clear(w.queues)
+	clear(w.partitions)
+	kept := w.pending[:0]
+	for _, p := range w.pending {
+		if len(p.frames) > 0 {
+			kept = append(kept, p)
+		} else {
+			delete(w.byPart, p.part.ID)
+		}
+	}
+	w.pending = kept
+}
+
+// touch records that tenant's queue changed, so parked pops wake after commit.
+func (w *wtx) touch(tenant, queue string) {
+	w.touched[watchKey(tenant, queue)] = struct{}{}
+}
+
+func (w *wtx) notifyKeys() []string {
+	keys := make([]string, 0, len(w.touched))
+	for k := range w.touched {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// pendingFor returns the accumulator of partition p, loading its next offset.
+func (w *wtx) pendingFor(q *Queue, p *Partition) *pendingPart {
+	if pp := w.byPart[p.ID]; pp != nil {
+		return pp
+	}
+	pp := &pendingPart{part: p, queue: q, next: p.LastOffset + 1, txns: map[string]int64{}}
+	w.byPart[p.ID] = pp
+	w.pending = append(w.pending, pp)
+	return pp
+}
+
+// flush writes one segment per partition that received frames, the dedup
+// rows and the new last offsets. created_at is stamped here, inside the
+// transaction, and never decreases within a partition.
+func (w *wtx) flush() error {
+	for _, pp := range w.pending {
+		if len(pp.frames) == 0 {
+			continue
+		}
+		seg, err := encodeSegment(&w.s.comp, pp.frames)
+		if err != nil {
+			return err
+		}
+		createdAt := max(micros(w.now), pp.part.LastSegmentAt)
+		base := pp.next - int64(len(pp.frames))
+		if _, err := w.tx.ExecContext(w.ctx,
+			`INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			pp.part.ID, base, len(pp.frames), createdAt, seg.codec, seg.rawSize, int64(seg.checksum), seg.data); err != nil {
+			return fmt.Errorf("insert segment: %w", err)
+		}
+		if err := w.insertTxids(pp); err != nil {
+			return err
+		}
+		if _, err := w.tx.ExecContext(w.ctx,
+			`UPDATE partitions SET last_offset = ?, last_segment_at = ? WHERE id = ?`,
+			pp.next-1, createdAt, pp.part.ID); err != nil {
+			return fmt.Errorf("advance last_offset: %w", err)
+		}
+		w.s.stats.Segments.Add(1)
+		w.s.stats.Frames.Add(int64(len(pp.frames)))
+		w.touch(pp.queue.Tenant, pp.queue.Name)
+	}
+	return nil
+}
+
+// insertTxids writes the dedup rows of pp in one statement per chunk: the
+// ids travel as one JSON array, so the statement text never changes.
+func (w *wtx) insertTxids(pp *pendingPart) error {
+	const chunk = 4096
+	base := pp.next - int64(len(pp.frames))
+	buf := make([]byte, 0, 64*min(len(pp.frames), chunk))
+	for start := 0; start < len(pp.frames); start += chunk {
+		end := min(start+chunk, len(pp.frames))
+		buf = append(buf[:0], '[')
+		for i := start; i < end; i++ {
+			if i > start {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, pp.frames[i].TxnID)
+		}
+		buf = append(buf, ']')
+		if _, err := w.tx.ExecContext(w.ctx,
+			`INSERT INTO txids (partition_id, txn_id, offset)
+			 SELECT ?, value, ? + key FROM json_each(?)`,
+			pp.part.ID, base+int64(start), string(buf)); err != nil {
+			return fmt.Errorf("insert dedup keys: %w", err)
+		}
+	}
+	return nil
+}
