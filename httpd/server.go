@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -38,7 +39,12 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	router *httprouter.Router
+	// registered lists "METHOD /path" of every route, in registration order.
+	registered []string
 }
+
+// Routes lists every registered route as "METHOD /path/:param".
+func (s *Server) Routes() []string { return slices.Clone(s.registered) }
 
 // New returns the handler of every route.
 func New(b *broker.Broker, cfg Config) *Server {
@@ -73,17 +79,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) routes() {
-	r := s.router
-	r.GET("/health", s.health)
-	r.POST("/api/v1/configure", s.configure)
-	r.POST("/api/v1/push", s.push)
-	r.GET("/api/v1/pop/queue/:queue", s.pop)
-	r.GET("/api/v1/pop/queue/:queue/partition/:partition", s.pop)
-	r.GET("/api/v1/pop", s.pop)
-	r.POST("/api/v1/ack", s.ack)
-	r.POST("/api/v1/ack/batch", s.ackBatch)
-	r.POST("/api/v1/transaction", s.transaction)
-	r.POST("/api/v1/lease/:leaseId/extend", s.extendLease)
+	s.handle("GET", "/health", s.health)
+	s.handle("POST", "/api/v1/configure", s.configure)
+	s.handle("POST", "/api/v1/push", s.push)
+	s.handle("GET", "/api/v1/pop/queue/:queue", s.pop)
+	s.handle("GET", "/api/v1/pop/queue/:queue/partition/:partition", s.pop)
+	s.handle("GET", "/api/v1/pop", s.pop)
+	s.handle("POST", "/api/v1/ack", s.ack)
+	s.handle("POST", "/api/v1/ack/batch", s.ackBatch)
+	s.handle("POST", "/api/v1/transaction", s.transaction)
+	s.handle("POST", "/api/v1/lease/:leaseId/extend", s.extendLease)
+}
+
+// handle registers a route. Every route must have a level in routeLevels;
+// registering one without is a programming error, caught by any test.
+func (s *Server) handle(method, path string, h httprouter.Handle) {
+	if _, ok := routeLevels[method+" "+path]; !ok {
+		panic(fmt.Sprintf("httpd: route %s %s has no access level in routeLevels", method, path))
+	}
+	s.registered = append(s.registered, method+" "+path)
+	s.router.Handle(method, path, h)
 }
 
 // tenant is the tenant a request acts for. Without auth there is one, "".

@@ -1,0 +1,45 @@
+package httpd
+
+// Level is the access a route needs. Levels are ordered: admin includes
+// read-write, which includes read-only.
+type Level int
+
+// Access levels, as Queen names them.
+const (
+	Public Level = iota
+	ReadOnly
+	ReadWrite
+	Admin
+)
+
+func (l Level) String() string {
+	switch l {
+	case Public:
+		return "public"
+	case ReadOnly:
+		return "read-only"
+	case ReadWrite:
+		return "read-write"
+	case Admin:
+		return "admin"
+	}
+	return "unknown"
+}
+
+// routeLevels is the one table of who may call what, keyed "METHOD /path"
+// exactly as registered. It follows Queen where Queen has the route: reads
+// are read-only; writes and consuming are read-write; deleting queues and
+// groups and everything under /api/v1/system/ is admin.
+var routeLevels = map[string]Level{
+	"GET /health": Public,
+
+	"POST /api/v1/configure":                            ReadWrite,
+	"POST /api/v1/push":                                 ReadWrite,
+	"GET /api/v1/pop/queue/:queue":                      ReadWrite,
+	"GET /api/v1/pop/queue/:queue/partition/:partition": ReadWrite,
+	"GET /api/v1/pop":                                   ReadWrite,
+	"POST /api/v1/ack":                                  ReadWrite,
+	"POST /api/v1/ack/batch":                            ReadWrite,
+	"POST /api/v1/transaction":                          ReadWrite,
+	"POST /api/v1/lease/:leaseId/extend":                ReadWrite,
+}
