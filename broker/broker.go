@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/comb-broker/comb/internal/clock"
@@ -54,7 +55,11 @@ type Broker struct {
 	defaultSub string
 	drainOnce  sync.Once
 	draining   chan struct{} // closed by Drain: parked pops return at once
+	parked     atomic.Int64  // pops waiting right now
 }
+
+// Parked is the number of pops waiting for something to deliver.
+func (b *Broker) Parked() int64 { return b.parked.Load() }
 
 // Open opens or creates the database at opts.Path.
 func Open(ctx context.Context, opts Options) (*Broker, error) {
@@ -156,16 +161,20 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 			return res, nil
 		}
 		timer := time.NewTimer(wait)
+		b.parked.Add(1)
 		select {
 		case <-changed:
 		case <-timer.C:
 		case <-ctx.Done():
+			b.parked.Add(-1)
 			timer.Stop()
 			return &PopResult{Group: res.Group}, nil
 		case <-b.draining:
+			b.parked.Add(-1)
 			timer.Stop()
 			return &PopResult{Group: res.Group}, nil
 		}
+		b.parked.Add(-1)
 		timer.Stop()
 		if time.Until(deadline) <= 0 {
 			// One last look: the wake may have come right at the deadline.

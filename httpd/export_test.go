@@ -1,0 +1,5 @@
+package httpd_test
+
+import "github.com/comb-broker/comb/httpd"
+
+type httpdConfig = httpd.Config

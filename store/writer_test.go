@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pierrec/lz4/v4"
+
+	"github.com/comb-broker/comb/internal/clock"
+)
+
+func openTestStore(t *testing.T, c clock.Clock) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "comb.db"), Clock: c})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
+// holdWriter parks the writer inside a commit until the returned func is
+// called, so that writes submitted meanwhile pile up and are fused.
+func holdWriter(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	entered, gate := make(chan struct{}), make(chan struct{})
+	go s.submit(context.Background(), &writeOp{apply: func(w *wtx) error {
+		close(entered)
+		<-gate
+		return nil
+	}})
+	<-entered
+	return func() { close(gate) }
+}
+
+func waitPending(t *testing.T, s *Store, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.ops) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d writes pending", len(s.ops), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func segmentRows(t *testing.T, s *Store) map[string][]int64 {
+	t.Helper()
+	rows, err := s.rdb.Query(`SELECT p.name, s.frame_count FROM segments s JOIN partitions p ON p.id = s.partition_id ORDER BY s.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string][]int64{}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = append(out[name], n)
+	}
+	return out
+}
+
+func TestGroupCommitFusesConcurrentPushesIntoOneSegmentPerPartition(t *testing.T) {
+	s := openTestStore(t, nil)
+	ctx := context.Background()
+	release := holdWriter(t, s)
+	const producers = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for i := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			part := []string{"a", "b"}[i%2]
+			_, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: part, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i)), TxnID: fmt.Sprint("tx-", i)}})
+			errs <- err
+		}()
+	}
+	waitPending(t, s, producers)
+	commitsBefore := s.stats.Commits.Load()
+	release()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("push: %v", err)
+		}
+	}
+	// The held commit, then exactly one commit for all fifty pushes.
+	if got := s.stats.Commits.Load() - commitsBefore; got != 2 {
+		t.Errorf("commits = %d, want 2 (the held one and one fused)", got)
+	}
+	segs := segmentRows(t, s)
+	if len(segs["a"]) != 1 || segs["a"][0] != 25 || len(segs["b"]) != 1 || segs["b"][0] != 25 {
+		t.Errorf("segments = %v, want one of 25 frames per partition", segs)
+	}
+}
+
+func TestCreatedAtNeverDecreasesWhenTheClockStepsBack(t *testing.T) {
+	c := clock.NewManual(time.Date(2026, 7, 30, 10, 0, 0, 0, time.UTC))
+	s := openTestStore(t, c)
+	ctx := context.Background()
+	push := func(txn string) {
+		if _, err := s.Push(ctx, "", []PushItem{{Queue: "q", Payload: []byte(`1`), TxnID: txn}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push("first")
+	c.Advance(-time.Hour)
+	push("second")
+	rows, err := s.rdb.Query(`SELECT created_at FROM segments ORDER BY base_offset`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var stamps []int64
+	for rows.Next() {
+		var at int64
+		rows.Scan(&at)
+		stamps = append(stamps, at)
+	}
+	if len(stamps) != 2 || stamps[1] != stamps[0] {
+		t.Errorf("created_at = %v, want the second clamped to the first", stamps)
+	}
+}
+
+func TestAFailingIsolatedOpDoesNotFailItsNeighbours(t *testing.T) {
+	s := openTestStore(t, nil)
+	ctx := context.Background()
+	release := holdWriter(t, s)
+	var wg sync.WaitGroup
+	var pushErr, txErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		_, pushErr = s.Push(ctx, "", []PushItem{{Queue: "q", Payload: []byte(`1`), TxnID: "kept"}})
+	}()
+	waitPending(t, s, 1)
+	go func() {
+		defer wg.Done()
+		_, txErr = s.Transaction(ctx, "", []TxOp{
+			{Type: "push", Items: []PushItem{{Queue: "q", Payload: []byte(`2`), TxnID: "rolled-back"}}},
+			{Type: "ack", Ack: AckItem{TxnID: "nope", PartitionID: "nope"}},
+		})
+	}()
+	waitPending(t, s, 2)
+	release()
+	wg.Wait()
+	if pushErr != nil {
+		t.Fatalf("push fused with a failing transaction: %v", pushErr)
+	}
+	if txErr == nil {
+		t.Fatal("transaction acking an unknown message succeeded")
+	}
+	var n int
+	if err := s.rdb.QueryRow(`SELECT COUNT(*) FROM txids`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("stored keys = %d (%v), want only the plain push", n, err)
+	}
+}
+
+func TestSegmentRoundTrip(t *testing.T) {
+	var c lz4.Compressor
+	frames := []Frame{
+		{TxnID: "a", Payload: []byte(`{"x":1}`)},
+		{TxnID: "b", TraceID: "0198f0f8-0000-7000-8000-000000000000", ProducerSub: "alice", Payload: []byte(`null`)},
+		{TxnID: "c", Payload: []byte(`"` + string(make([]byte, 0)) + `"`)},
+	}
+	for _, big := range []bool{false, true} {
+		in := frames
+		if big {
+			in = nil
+			for i := range 500 {
+				in = append(in, Frame{TxnID: fmt.Sprint("t", i), Payload: []byte(`{"pad":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`)})
+			}
+		}
+		seg, err := encodeSegment(&c, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if big && seg.codec != codecLZ4 {
+			t.Errorf("repetitive frames stored with codec %d, want lz4", seg.codec)
+		}
+		out, err := decodeSegment(seg.codec, seg.rawSize, seg.checksum, seg.data, len(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range in {
+			if out[i].TxnID != in[i].TxnID || out[i].TraceID != in[i].TraceID || out[i].ProducerSub != in[i].ProducerSub || string(out[i].Payload) != string(in[i].Payload) {
+				t.Fatalf("frame %d = %+v, want %+v", i, out[i], in[i])
+			}
+		}
+		seg.data[len(seg.data)/2] ^= 0xff
+		if _, err := decodeSegment(seg.codec, seg.rawSize, seg.checksum, seg.data, len(in)); err == nil {
+			t.Error("a flipped byte decoded without error")
+		}
+	}
+}
