@@ -31,6 +31,9 @@ type Config struct {
 	Version string
 	// Logger receives server-side errors. Default slog.Default().
 	Logger *slog.Logger
+	// Auth verifies bearer tokens and supplies each request's tenant and
+	// producerSub. Nil disables auth: every route is open, tenant "".
+	Auth *Authenticator
 }
 
 // Server is the HTTP adapter over a broker.
@@ -94,11 +97,12 @@ func (s *Server) routes() {
 // handle registers a route. Every route must have a level in routeLevels;
 // registering one without is a programming error, caught by any test.
 func (s *Server) handle(method, path string, h httprouter.Handle) {
-	if _, ok := routeLevels[method+" "+path]; !ok {
+	level, ok := routeLevels[method+" "+path]
+	if !ok {
 		panic(fmt.Sprintf("httpd: route %s %s has no access level in routeLevels", method, path))
 	}
 	s.registered = append(s.registered, method+" "+path)
-	s.router.Handle(method, path, h)
+	s.router.Handle(method, path, s.guard(level, h))
 }
 
 // tenant is the tenant a request acts for. Without auth there is one, "".
