@@ -49,6 +49,7 @@ const usage = `comb is a SQLite-first message broker speaking Queen's HTTP API.
 
 Usage:
   comb serve [flags]     run the broker (comb serve -h for flags)
+  comb dlq [redrive]     list or re-drive dead-lettered messages (comb dlq -h)
   comb version           print the version
 `
 
@@ -61,6 +62,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "serve":
 		return m.serve(ctx, args[1:])
+	case "dlq":
+		return m.dlq(ctx, args[1:])
 	case "version":
 		fmt.Fprintln(m.Stdout, version)
 		return nil

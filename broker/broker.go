@@ -56,6 +56,7 @@ type Broker struct {
 	drainOnce  sync.Once
 	draining   chan struct{} // closed by Drain: parked pops return at once
 	parked     atomic.Int64  // pops waiting right now
+	metrics    *Metrics
 }
 
 // Parked is the number of pops waiting for something to deliver.
@@ -63,11 +64,14 @@ func (b *Broker) Parked() int64 { return b.parked.Load() }
 
 // Open opens or creates the database at opts.Path.
 func Open(ctx context.Context, opts Options) (*Broker, error) {
-	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: opts.Clock})
+	m := newMetrics(cmp.Or[clock.Clock](opts.Clock, clock.Real{}))
+	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: opts.Clock,
+		OnCommit: m.observeCommit})
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}
-	return &Broker{st: st, defaultSub: cmp.Or(opts.DefaultSubscriptionMode, store.ModeAll), draining: make(chan struct{})}, nil
+	return &Broker{st: st, defaultSub: cmp.Or(opts.DefaultSubscriptionMode, store.ModeAll), draining: make(chan struct{}),
+		metrics: m}, nil
 }
 
 // Drain makes every parked pop, and every later one, return without waiting,
@@ -91,17 +95,29 @@ func (b *Broker) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *
 
 // Push appends items and returns once they are durable.
 func (b *Broker) Push(ctx context.Context, tenant string, items []PushItem) ([]PushResult, error) {
-	return b.st.Push(ctx, tenant, items)
+	results, err := b.st.Push(ctx, tenant, items)
+	if err == nil {
+		b.metrics.countPush(results)
+	}
+	return results, err
 }
 
 // Ack acknowledges delivered messages; group, when not "", applies to all.
 func (b *Broker) Ack(ctx context.Context, tenant, group string, items []AckItem) ([]AckResult, error) {
-	return b.st.Ack(ctx, tenant, group, items)
+	results, err := b.st.Ack(ctx, tenant, group, items)
+	for i := range results {
+		b.metrics.countAck(&items[i], &results[i])
+	}
+	return results, err
 }
 
 // Transaction applies acks and pushes all or nothing.
 func (b *Broker) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]TxOpResult, error) {
-	return b.st.Transaction(ctx, tenant, ops)
+	results, err := b.st.Transaction(ctx, tenant, ops)
+	if err == nil {
+		b.metrics.countTransaction(ops, results)
+	}
+	return results, err
 }
 
 // ExtendLease extends every (partition, group) held by leaseID.
@@ -150,6 +166,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		}
 		res, err := b.st.Pop(ctx, sreq)
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
+			b.metrics.countPop(res, req.AutoAck)
 			return res, err
 		}
 		wait := time.Until(deadline)
@@ -178,7 +195,9 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		timer.Stop()
 		if time.Until(deadline) <= 0 {
 			// One last look: the wake may have come right at the deadline.
-			return b.st.Pop(ctx, sreq)
+			res, err := b.st.Pop(ctx, sreq)
+			b.metrics.countPop(res, req.AutoAck)
+			return res, err
 		}
 	}
 }

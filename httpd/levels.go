@@ -42,4 +42,9 @@ var routeLevels = map[string]Level{
 	"POST /api/v1/ack/batch":                            ReadWrite,
 	"POST /api/v1/transaction":                          ReadWrite,
 	"POST /api/v1/lease/:leaseId/extend":                ReadWrite,
+
+	// Operator routes: the DLQ listing is read-only, a re-drive appends
+	// messages, so read-write.
+	"GET /api/v1/dlq":          ReadOnly,
+	"POST /api/v1/dlq/redrive": ReadWrite,
 }

@@ -48,6 +48,10 @@ type Options struct {
 	MaxBatchBytes int
 	// Clock is read for every timestamp the store writes. Default the wall clock.
 	Clock clock.Clock
+	// OnCommit, if set, is called after every durable commit with the number
+	// of writes fused into it and the time from begin to durable. It runs on
+	// the writer goroutine, so it must return at once.
+	OnCommit func(ops int, d time.Duration)
 }
 
 // Store is the database. All writes go through one goroutine that fuses
@@ -69,6 +73,7 @@ type Store struct {
 	comp     lz4.Compressor // writer goroutine only
 	watch    watchers
 	stats    Stats
+	onCommit func(ops int, d time.Duration) // nil = none
 }
 
 // Stats are counters of the writer, read with atomic loads.
@@ -99,6 +104,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 
 	s := &Store{
 		path:     opts.Path,
+		onCommit: opts.OnCommit,
 		clock:    cmp.Or[clock.Clock](opts.Clock, clock.Real{}),
 		maxOps:   cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
 		maxBytes: cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),

@@ -155,6 +155,9 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	s.stats.Commits.Add(1)
 	s.stats.CommitOps.Add(int64(len(batch)))
 	s.stats.CommitMicros.Add(time.Since(start).Microseconds())
+	if s.onCommit != nil {
+		s.onCommit(len(batch), time.Since(start))
+	}
 	return errs, w.notifyKeys(), nil
 }
 

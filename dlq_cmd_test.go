@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/comb-broker/comb/internal/combtest"
+)
+
+// dlqCmd runs "comb args..." against srv and returns stdout.
+func dlqCmd(t *testing.T, srv *combtest.Server, env map[string]string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string {
+		if k == "COMB_URL" {
+			return srv.URL
+		}
+		return env[k]
+	}}
+	err := m.Run(context.Background(), args)
+	return out.String(), err
+}
+
+func TestDLQCommand(t *testing.T) {
+	srv := combtest.MustServer(t, combtest.Options{})
+	srv.Push(map[string]any{"queue": "cli", "payload": map[string]any{"n": 1}, "transactionId": "c1"},
+		map[string]any{"queue": "cli", "payload": map[string]any{"n": 2}, "transactionId": "c2"})
+	pop := srv.Pop("/api/v1/pop/queue/cli?batch=10")
+	for _, m := range pop.Messages {
+		srv.Do("POST", "/api/v1/ack", map[string]any{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
+			"leaseId": m.LeaseID, "status": "dlq", "error": "bad\nrecord"})
+	}
+
+	out, err := dlqCmd(t, srv, nil, "dlq", "--queue", "cli")
+	if err != nil {
+		t.Fatalf("dlq: %v", err)
+	}
+	if !strings.Contains(out, "c1") || !strings.Contains(out, "c2") || !strings.Contains(out, "bad record") ||
+		!strings.Contains(out, "2 shown, 2 in all") {
+		t.Fatalf("dlq output:\n%s", out)
+	}
+	out, err = dlqCmd(t, srv, nil, "dlq", "--queue", "cli", "--limit", "1", "--json")
+	if err != nil || !strings.Contains(out, `"total":2`) || strings.Count(out, `"transactionId"`) != 1 {
+		t.Fatalf("dlq --json: %v\n%s", err, out)
+	}
+
+	out, err = dlqCmd(t, srv, nil, "dlq", "redrive", "--queue", "cli")
+	if err != nil || !strings.Contains(out, "re-drove 2 messages to cli") || !strings.Contains(out, "0 left") {
+		t.Fatalf("redrive: %v\n%s", err, out)
+	}
+	if p := srv.Pop("/api/v1/pop/queue/cli?batch=10"); p.Status != http.StatusOK || len(p.Messages) != 2 {
+		t.Fatalf("pop after redrive = %+v", p)
+	}
+
+	// Server errors come back with the server's text.
+	if _, err := dlqCmd(t, srv, nil, "dlq", "redrive", "--queue", "missing"); err == nil || !strings.Contains(err.Error(), "Queue not found") {
+		t.Fatalf("redrive of an unknown queue: %v", err)
+	}
+	if _, err := dlqCmd(t, srv, nil, "dlq", "redrive"); err == nil || !strings.Contains(err.Error(), "--queue is required") {
+		t.Fatalf("redrive without --queue: %v", err)
+	}
+}
+
+func TestDLQCommandSendsToken(t *testing.T) {
+	var got string
+	srv := combtest.MustServer(t, combtest.Options{})
+	inner := srv.HTTP.Config.Handler
+	srv.HTTP.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Authorization")
+		inner.ServeHTTP(w, r)
+	})
+	if _, err := dlqCmd(t, srv, map[string]string{"COMB_TOKEN": "tok-123"}, "dlq"); err != nil {
+		t.Fatalf("dlq: %v", err)
+	}
+	if got != "Bearer tok-123" {
+		t.Fatalf("Authorization = %q", got)
+	}
+}

@@ -1,0 +1,355 @@
+package httpd_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/internal/combtest"
+)
+
+// opT0 is where the operator tests' manual clocks start.
+var opT0 = time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC)
+
+func opServer(t *testing.T) (*combtest.Server, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(opT0)
+	return combtest.MustServer(t, combtest.Options{Clock: clk}), clk
+}
+
+func opItem(queue, partition, txn string, payload any) map[string]any {
+	m := map[string]any{"queue": queue, "payload": payload, "transactionId": txn}
+	if partition != "" {
+		m["partition"] = partition
+	}
+	return m
+}
+
+func opConfigure(t *testing.T, s *combtest.Server, queue string, options map[string]any) {
+	t.Helper()
+	if r := s.Do("POST", "/api/v1/configure", map[string]any{"queue": queue, "options": options}); r.Status != http.StatusOK {
+		t.Fatalf("configure %s: %d %s", queue, r.Status, r.Body)
+	}
+}
+
+// opGet GETs path and decodes a 200 object.
+func opGet(t *testing.T, s *combtest.Server, path string) map[string]any {
+	t.Helper()
+	r := s.Do("GET", path, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
+	}
+	return r.Map(t)
+}
+
+// opKeys fails unless m has exactly the keys want.
+func opKeys(t *testing.T, what string, m any, want ...string) {
+	t.Helper()
+	obj, ok := m.(map[string]any)
+	if !ok {
+		t.Fatalf("%s is %T, want an object", what, m)
+	}
+	var got []string
+	for k := range obj {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s keys = %v, want %v", what, got, want)
+	}
+}
+
+// opWantError fails unless r is status with a JSON {"error": ...} body
+// containing text.
+func opWantError(t *testing.T, r *combtest.Response, status int, text string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d %s, want %d", r.Status, r.Body, status)
+	}
+	var body struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil || !strings.Contains(body.Error, text) {
+		t.Fatalf("body %s, want an error containing %q", r.Body, text)
+	}
+}
+
+// opDeadLetter pops every message of queue for group (one batch) and acks
+// each with status dlq, one call each, the clock moving a second between
+// calls so failure times differ. It returns the popped messages.
+func opDeadLetter(t *testing.T, s *combtest.Server, clk *clock.Manual, queue, partition, group string) []combtest.PopMessage {
+	t.Helper()
+	path := "/api/v1/pop/queue/" + queue
+	if partition != "" {
+		path += "/partition/" + partition
+	}
+	path += "?batch=100"
+	if group != "" {
+		path += "&consumerGroup=" + group
+	}
+	pop := s.Pop(path)
+	if pop.Status != http.StatusOK {
+		t.Fatalf("pop %s: %d", path, pop.Status)
+	}
+	for _, m := range pop.Messages {
+		clk.Advance(time.Second)
+		body := map[string]any{"transactionId": m.TransactionID, "partitionId": m.PartitionID, "leaseId": m.LeaseID,
+			"status": "dlq", "error": "boom " + m.TransactionID}
+		if group != "" {
+			body["consumerGroup"] = group
+		}
+		r := s.Do("POST", "/api/v1/ack", body)
+		var out []map[string]any
+		r.JSON(t, &out)
+		if r.Status != http.StatusOK || len(out) != 1 || out[0]["dlq"] != true {
+			t.Fatalf("dlq ack: %d %s", r.Status, r.Body)
+		}
+	}
+	return pop.Messages
+}
+
+type dlqReply struct {
+	Messages []map[string]any `json:"messages"`
+	Total    int              `json:"total"`
+	Limit    int              `json:"limit"`
+	Offset   int              `json:"offset"`
+}
+
+func opDLQ(t *testing.T, s *combtest.Server, query string) dlqReply {
+	t.Helper()
+	r := s.Do("GET", "/api/v1/dlq?"+query, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("dlq %s: %d %s", query, r.Status, r.Body)
+	}
+	var out dlqReply
+	r.JSON(t, &out)
+	opKeys(t, "dlq reply", r.Map(t), "messages", "total", "limit", "offset", "pagination")
+	return out
+}
+
+func TestDLQListShapeAndOrder(t *testing.T) {
+	s, clk := opServer(t)
+	// A fresh queue has an empty DLQ, not an error.
+	if got := opDLQ(t, s, "queue=orders&limit=10&offset=0"); got.Total != 0 || len(got.Messages) != 0 || got.Limit != 10 {
+		t.Fatalf("fresh DLQ = %+v", got)
+	}
+	s.Push(opItem("orders", "", "t1", map[string]any{"message": "one"}), opItem("orders", "", "t2", nil),
+		opItem("orders", "", "t3", map[string]any{}))
+	popped := opDeadLetter(t, s, clk, "orders", "", "")
+
+	r := s.Do("GET", "/api/v1/dlq?queue=orders", nil)
+	m := r.Map(t)
+	if m["total"] != 3.0 || m["limit"] != 100.0 || m["offset"] != 0.0 {
+		t.Fatalf("dlq = %s", r.Body)
+	}
+	opKeys(t, "pagination", m["pagination"], "limit", "offset")
+	msgs := m["messages"].([]any)
+	if len(msgs) != 3 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	opKeys(t, "dlq message", msgs[0], "id", "transactionId", "partitionId", "queue", "partition", "consumerGroup",
+		"errorMessage", "retryCount", "data", "traceId", "producerSub", "createdAt", "failedAt")
+	// Newest failure first; payloads round-trip exactly, null and {} included.
+	var got dlqReply
+	r.JSON(t, &got)
+	wantTxn := []string{"t3", "t2", "t1"}
+	wantData := []string{`{}`, `null`, `{"message":"one"}`}
+	for i, msg := range got.Messages {
+		data, _ := json.Marshal(msg["data"])
+		if msg["transactionId"] != wantTxn[i] || string(data) != wantData[i] {
+			t.Errorf("message %d = %v, want %s with %s", i, msg, wantTxn[i], wantData[i])
+		}
+	}
+	first := got.Messages[2]
+	if first["id"] != popped[0].ID || first["partitionId"] != popped[0].PartitionID || first["queue"] != "orders" ||
+		first["partition"] != "Default" || first["consumerGroup"] != "__QUEUE_MODE__" || first["errorMessage"] != "boom t1" ||
+		first["producerSub"] != nil || first["retryCount"] != 0.0 {
+		t.Errorf("oldest = %v", first)
+	}
+	if first["failedAt"] != "2026-07-30T08:00:01.000Z" || first["createdAt"] != "2026-07-30T08:00:00.000Z" {
+		t.Errorf("times = %v / %v", first["createdAt"], first["failedAt"])
+	}
+	// limit and offset page; total counts every match.
+	if page := opDLQ(t, s, "queue=orders&limit=1&offset=1"); page.Total != 3 || len(page.Messages) != 1 ||
+		page.Messages[0]["transactionId"] != "t2" || page.Limit != 1 || page.Offset != 1 {
+		t.Errorf("page = %+v", page)
+	}
+	// Malformed integers fall back to the defaults.
+	if page := opDLQ(t, s, "queue=orders&limit=x&offset=-4"); page.Limit != 100 || page.Offset != 0 || len(page.Messages) != 3 {
+		t.Errorf("malformed paging = %+v", page)
+	}
+}
+
+func TestDLQFilters(t *testing.T) {
+	s, clk := opServer(t)
+	s.Push(opItem("a", "p1", "a1", 1), opItem("a", "p2", "a2", 2), opItem("b", "", "b1", 3))
+	opDeadLetter(t, s, clk, "a", "p1", "g1") // failed at +1s
+	opDeadLetter(t, s, clk, "a", "p2", "g2") // +2s
+	opDeadLetter(t, s, clk, "b", "", "")     // +3s
+
+	cases := []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{"b1", "a2", "a1"}},
+		{"queue=a", []string{"a2", "a1"}},
+		{"queue=a&consumerGroup=g1", []string{"a1"}},
+		{"consumerGroup=__QUEUE_MODE__", []string{"b1"}},
+		{"queue=a&partition=p2", []string{"a2"}},
+		{"from=" + url.QueryEscape("2026-07-30T08:00:02Z"), []string{"b1", "a2"}},
+		{"to=" + url.QueryEscape("2026-07-30T08:00:02Z"), []string{"a2", "a1"}},
+		{"from=2026-07-30T08:00:02Z&to=2026-07-30T08:00:02.5Z", []string{"a2"}},
+		{"from=2026-07-31", nil},
+		{"queue=nope", nil},
+	}
+	for _, c := range cases {
+		got := opDLQ(t, s, c.query)
+		var txns []string
+		for _, m := range got.Messages {
+			txns = append(txns, m["transactionId"].(string))
+		}
+		if !slices.Equal(txns, c.want) || got.Total != len(c.want) {
+			t.Errorf("%q: %v (total %d), want %v", c.query, txns, got.Total, c.want)
+		}
+	}
+	opWantError(t, s.Do("GET", "/api/v1/dlq?from=yesterday", nil), http.StatusBadRequest, "from and to")
+}
+
+func TestDLQRedrive(t *testing.T) {
+	s, clk := opServer(t)
+	s.Push(opItem("jobs", "", "j1", map[string]any{"n": 1}), opItem("jobs", "p2", "j2", map[string]any{"n": 2}))
+	opDeadLetter(t, s, clk, "jobs", "Default", "")
+	opDeadLetter(t, s, clk, "jobs", "p2", "")
+	before := opDLQ(t, s, "queue=jobs")
+	rowOf := map[string]string{}
+	for _, m := range before.Messages {
+		rowOf[m["transactionId"].(string)] = m["id"].(string)
+	}
+
+	r := s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "jobs"})
+	if r.Status != http.StatusOK {
+		t.Fatalf("redrive: %d %s", r.Status, r.Body)
+	}
+	res := r.Map(t)
+	opKeys(t, "redrive reply", res, "success", "queue", "redriven", "duplicates", "deleted", "remaining")
+	if res["success"] != true || res["redriven"] != 2.0 || res["deleted"] != 2.0 || res["remaining"] != 0.0 || res["duplicates"] != 0.0 {
+		t.Fatalf("redrive = %v", res)
+	}
+	if got := opDLQ(t, s, "queue=jobs"); got.Total != 0 {
+		t.Fatalf("DLQ after redrive = %+v", got)
+	}
+	// The messages are back, on their partitions, as new messages with
+	// derived transactionIds and the original payloads.
+	for _, c := range []struct{ path, txn, data string }{
+		{"/api/v1/pop/queue/jobs/partition/Default", "j1", `{"n":1}`},
+		{"/api/v1/pop/queue/jobs/partition/p2", "j2", `{"n":2}`},
+	} {
+		pop := s.Pop(c.path)
+		if pop.Status != http.StatusOK || len(pop.Messages) != 1 {
+			t.Fatalf("pop %s after redrive = %+v", c.path, pop)
+		}
+		m := pop.Messages[0]
+		if !strings.HasPrefix(m.TransactionID, c.txn+":redrive:") || string(m.Data) != c.data || m.ID == rowOf[c.txn] {
+			t.Errorf("redriven %s = %+v", c.txn, m)
+		}
+	}
+	// A second re-drive finds nothing.
+	r = s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "jobs"})
+	if res := r.Map(t); res["redriven"] != 0.0 || res["deleted"] != 0.0 {
+		t.Fatalf("second redrive = %v", res)
+	}
+}
+
+func TestDLQRedriveSelection(t *testing.T) {
+	s, clk := opServer(t)
+	s.Push(opItem("sel", "", "s1", 1), opItem("sel", "", "s2", 2), opItem("sel", "", "s3", 3))
+	// Both groups dead-letter every message: six rows for three messages.
+	opDeadLetter(t, s, clk, "sel", "", "ga")
+	opDeadLetter(t, s, clk, "sel", "", "gb")
+	rows := opDLQ(t, s, "queue=sel&consumerGroup=ga")
+	var s1 string
+	for _, m := range rows.Messages {
+		if m["transactionId"] == "s1" {
+			s1 = m["id"].(string)
+		}
+	}
+
+	// By id and group: only ga's row of s1.
+	res := s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "sel", "consumerGroup": "ga", "ids": []string{s1}}).Map(t)
+	if res["redriven"] != 1.0 || res["deleted"] != 1.0 || res["remaining"] != 0.0 {
+		t.Fatalf("redrive by id = %v", res)
+	}
+	if got := opDLQ(t, s, "queue=sel"); got.Total != 5 {
+		t.Fatalf("rows left = %d, want 5", got.Total)
+	}
+	// An explicit empty id list re-drives nothing.
+	if res := s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "sel", "ids": []string{}}).Map(t); res["deleted"] != 0.0 {
+		t.Fatalf("empty ids = %v", res)
+	}
+	// limit counts messages: s1 (gb's row) and s2 (two rows) become two
+	// new messages; remaining says what is left. Rows of two groups for one
+	// message become one new message.
+	res = s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "sel", "limit": 2}).Map(t)
+	if res["redriven"] != 2.0 || res["deleted"] != 3.0 || res["remaining"] != 2.0 {
+		t.Fatalf("limited redrive = %v", res)
+	}
+	res = s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "sel"}).Map(t)
+	if res["redriven"] != 1.0 || res["deleted"] != 2.0 || res["remaining"] != 0.0 {
+		t.Fatalf("final redrive = %v", res)
+	}
+	pop := s.Pop("/api/v1/pop/queue/sel?batch=100&consumerGroup=fresh")
+	counts := map[string]int{}
+	for _, m := range pop.Messages {
+		orig, _, _ := strings.Cut(m.TransactionID, ":redrive:")
+		counts[orig]++
+	}
+	// 3 originals, then s1 twice (ga's row alone, then gb's), s2 and s3 once.
+	if want := map[string]int{"s1": 3, "s2": 2, "s3": 2}; fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Fatalf("messages by original = %v, want %v", counts, want)
+	}
+}
+
+func TestDLQRedriveIsDeduplicated(t *testing.T) {
+	s, clk := opServer(t)
+	s.Push(opItem("dd", "", "x", 1))
+	opDeadLetter(t, s, clk, "dd", "", "")
+	// Simulate a re-drive that committed and whose answer was lost: its
+	// derived key is already in the partition (the database is fresh, so
+	// the DLQ row is row 1).
+	if res := s.Push(opItem("dd", "", "x:redrive:1", 1)); res[0]["status"] != "queued" {
+		t.Fatalf("push = %v", res)
+	}
+	res := s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "dd"}).Map(t)
+	if res["duplicates"] != 1.0 || res["redriven"] != 0.0 || res["deleted"] != 1.0 {
+		t.Fatalf("redrive over an existing key = %v", res)
+	}
+}
+
+func TestDLQRedriveBadInput(t *testing.T) {
+	s, _ := opServer(t)
+	s.Push(opItem("known", "", "k", 1))
+	for _, c := range []struct {
+		body   any
+		status int
+		text   string
+	}{
+		{"", http.StatusBadRequest, "Request body is required"},
+		{"{", http.StatusBadRequest, "Invalid JSON"},
+		{map[string]any{}, http.StatusBadRequest, "queue is required"},
+		{map[string]any{"queue": 7}, http.StatusBadRequest, "queue is required"},
+		{map[string]any{"queue": "known", "ids": "abc"}, http.StatusBadRequest, "ids must be an array of strings"},
+		{map[string]any{"queue": "known", "ids": []int{1}}, http.StatusBadRequest, "ids must be an array of strings"},
+		{map[string]any{"queue": "known", "limit": -1}, http.StatusBadRequest, "limit"},
+		{map[string]any{"queue": "known", "consumerGroup": 3}, http.StatusBadRequest, "must be strings"},
+		{map[string]any{"queue": "unknown"}, http.StatusNotFound, "Queue not found"},
+	} {
+		opWantError(t, s.Do("POST", "/api/v1/dlq/redrive", c.body), c.status, c.text)
+	}
+}

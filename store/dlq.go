@@ -1,0 +1,271 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults for DLQ reads and re-drives.
+const (
+	DefaultDLQLimit = 100
+	// MaxDLQLimit caps one page of the DLQ listing.
+	MaxDLQLimit = 10000
+	// DefaultRedriveLimit caps how many dead-lettered messages one re-drive
+	// takes, so one call is one bounded commit; call again while Remaining > 0.
+	DefaultRedriveLimit = 1000
+	// MaxRedriveLimit is the most messages one re-drive may take.
+	MaxRedriveLimit = 10000
+)
+
+// DLQFilter selects dead-lettered messages. Empty strings and nil times
+// match everything.
+type DLQFilter struct {
+	Tenant    string
+	Queue     string
+	Group     string
+	Partition string
+	From, To  *time.Time // bounds on the time the message failed, inclusive
+	Limit     int        // <= 0 means DefaultDLQLimit; capped at MaxDLQLimit
+	Offset    int
+}
+
+// DLQEntry is one dead-lettered copy of a message.
+type DLQEntry struct {
+	RowID        int64
+	ID           string // the original message's id
+	TxnID        string
+	PartitionID  string // the partition's uuid
+	Queue        string
+	Partition    string
+	Group        string
+	ErrorMessage string
+	RetryCount   int64
+	Payload      []byte
+	TraceID      string
+	ProducerSub  string
+	Offset       int64
+	CreatedAt    time.Time // commit time of the original message
+	FailedAt     time.Time
+}
+
+// where renders the filter as a WHERE clause over table dlq.
+func (f *DLQFilter) where() (string, []any) {
+	conds := []string{"tenant = ?"}
+	args := []any{f.Tenant}
+	if f.Queue != "" {
+		conds, args = append(conds, "queue_name = ?"), append(args, f.Queue)
+	}
+	if f.Group != "" {
+		conds, args = append(conds, "group_name = ?"), append(args, f.Group)
+	}
+	if f.Partition != "" {
+		conds, args = append(conds, "partition_name = ?"), append(args, f.Partition)
+	}
+	if f.From != nil {
+		conds, args = append(conds, "failed_at >= ?"), append(args, micros(*f.From))
+	}
+	if f.To != nil {
+		conds, args = append(conds, "failed_at <= ?"), append(args, micros(*f.To))
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+const dlqColumns = `id, message_id, txn_id, partition_uuid, queue_name, partition_name, group_name,
+	COALESCE(error_message, ''), retry_count, payload, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), offset,
+	created_at, failed_at`
+
+func scanDLQ(r scanner) (DLQEntry, error) {
+	var e DLQEntry
+	var created, failed int64
+	err := r.Scan(&e.RowID, &e.ID, &e.TxnID, &e.PartitionID, &e.Queue, &e.Partition, &e.Group, &e.ErrorMessage,
+		&e.RetryCount, &e.Payload, &e.TraceID, &e.ProducerSub, &e.Offset, &created, &failed)
+	e.CreatedAt, e.FailedAt = fromMicros(created), fromMicros(failed)
+	return e, err
+}
+
+// ListDLQ returns one page of tenant's dead-lettered messages matching f,
+// newest failure first, and how many match in all.
+func (s *Store) ListDLQ(ctx context.Context, f DLQFilter) ([]DLQEntry, int64, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultDLQLimit
+	}
+	limit = min(limit, MaxDLQLimit)
+	where, args := f.where()
+	var total int64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+dlqColumns+` FROM dlq WHERE `+where+`
+		ORDER BY failed_at DESC, id DESC LIMIT ? OFFSET ?`, append(args, limit, max(f.Offset, 0))...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list dead letters: %w", err)
+	}
+	defer rows.Close()
+	out := []DLQEntry{}
+	for rows.Next() {
+		e, err := scanDLQ(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("scan dead letter: %w", err)
+		}
+		if e.Payload, err = s.openDLQPayload(ctx, &e); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, e)
+	}
+	return out, total, rows.Err()
+}
+
+// openDLQPayload returns the payload of e as the client pushed it.
+func (s *Store) openDLQPayload(ctx context.Context, e *DLQEntry) ([]byte, error) {
+	return e.Payload, nil
+}
+
+// RedriveRequest selects dead-lettered messages of one queue to append
+// back to it.
+type RedriveRequest struct {
+	Tenant    string
+	Queue     string   // required
+	Group     string   // "" = rows of every group
+	Partition string   // "" = every partition
+	IDs       []string // message ids as ListDLQ reports them; nil = every matching row, empty = none
+	Limit     int      // messages taken; <= 0 means DefaultRedriveLimit, capped at MaxRedriveLimit
+}
+
+// RedriveResult counts what a re-drive did.
+type RedriveResult struct {
+	Queue string
+	// Redriven is the number of new messages appended.
+	Redriven int
+	// Duplicates is the number of messages whose re-drive key already
+	// existed: an earlier re-drive of the same DLQ row got through.
+	Duplicates int
+	// Deleted is the number of DLQ rows removed.
+	Deleted int
+	// Remaining is the number of DLQ rows still matching the request.
+	Remaining int64
+}
+
+// RedriveDLQ appends dead-lettered messages back to their queue and
+// partition as new messages, and deletes their DLQ rows in the same commit.
+//
+// In a log there is no taking a message back: every group sees the new
+// message, including groups that completed the original. Rows of several
+// groups for one message therefore become one new message, not one per
+// group. Each new message's transactionId is the original's with
+// ":redrive:<row id>" appended, the lowest row id of its group of rows, so
+// a re-drive that was committed but not answered and is sent again is
+// deduplicated rather than appended twice.
+func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveResult, error) {
+	limit := req.Limit
+	if limit <= 0 {
+		limit = DefaultRedriveLimit
+	}
+	limit = min(limit, MaxRedriveLimit)
+	res := &RedriveResult{Queue: req.Queue}
+	f := DLQFilter{Tenant: req.Tenant, Queue: req.Queue, Group: req.Group, Partition: req.Partition}
+	where, args := f.where()
+	if req.IDs != nil {
+		where += ` AND message_id IN (SELECT value FROM json_each(?))`
+		args = append(args, jsonStrings(req.IDs))
+	}
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		*res = RedriveResult{Queue: req.Queue}
+		q, err := w.queue(req.Tenant, req.Queue, false)
+		if err != nil {
+			return err
+		}
+		// The limit counts messages, not rows, so the rows of several groups
+		// for one message are never split across calls.
+		selArgs := append(append(append([]any{}, args...), args...), limit)
+		rows, err := w.tx.QueryContext(w.ctx, `SELECT `+dlqColumns+` FROM dlq WHERE `+where+`
+			AND (partition_uuid, offset) IN (SELECT partition_uuid, offset FROM dlq WHERE `+where+`
+				GROUP BY partition_uuid, offset ORDER BY MIN(partition_name), offset LIMIT ?)
+			ORDER BY partition_name, offset, id`, selArgs...)
+		if err != nil {
+			return fmt.Errorf("select dead letters: %w", err)
+		}
+		var entries []DLQEntry
+		for rows.Next() {
+			e, err := scanDLQ(rows)
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("scan dead letter: %w", err)
+			}
+			entries = append(entries, e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("select dead letters: %w", err)
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		// Rows are ordered by (partition, offset): one item per message,
+		// in the order the messages were first written.
+		type msgKey struct {
+			partition string
+			offset    int64
+		}
+		seen := map[msgKey]bool{}
+		var items []PushItem
+		ids := make([]string, 0, len(entries))
+		for i := range entries {
+			e := &entries[i]
+			ids = append(ids, strconv.FormatInt(e.RowID, 10))
+			k := msgKey{e.PartitionID, e.Offset}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			payload, err := w.s.openDLQPayload(w.ctx, e)
+			if err != nil {
+				return err
+			}
+			items = append(items, PushItem{Queue: q.Name, Partition: e.Partition, Payload: payload,
+				TxnID: e.TxnID + ":redrive:" + strconv.FormatInt(e.RowID, 10), TraceID: e.TraceID, ProducerSub: e.ProducerSub})
+		}
+		results := make([]PushResult, len(items))
+		if err := w.push(req.Tenant, items, results, false); err != nil {
+			return err
+		}
+		for _, r := range results {
+			if r.Status == StatusQueued {
+				res.Redriven++
+			} else {
+				res.Duplicates++
+			}
+		}
+		del, err := w.tx.ExecContext(w.ctx, `DELETE FROM dlq WHERE id IN (SELECT value FROM json_each(?))`,
+			"["+strings.Join(ids, ",")+"]")
+		if err != nil {
+			return fmt.Errorf("delete dead letters: %w", err)
+		}
+		n, _ := del.RowsAffected()
+		res.Deleted = int(n)
+		if err := w.tx.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&res.Remaining); err != nil {
+			return fmt.Errorf("count dead letters: %w", err)
+		}
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// jsonStrings encodes ss as a JSON array for json_each.
+func jsonStrings(ss []string) string {
+	buf := make([]byte, 0, 40*len(ss)+2)
+	buf = append(buf, '[')
+	for i, s := range ss {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, s)
+	}
+	return string(append(buf, ']'))
+}
