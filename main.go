@@ -50,6 +50,8 @@ const usage = `comb is a SQLite-first message broker speaking Queen's HTTP API.
 Usage:
   comb serve [flags]     run the broker (comb serve -h for flags)
   comb dlq [redrive]     list or re-drive dead-lettered messages (comb dlq -h)
+  comb groups            list consumer groups with their lag (comb groups -h)
+  comb seek              move a consumer group's cursor: replay or skip (comb seek -h)
   comb version           print the version
 `
 
@@ -64,6 +66,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.serve(ctx, args[1:])
 	case "dlq":
 		return m.dlq(ctx, args[1:])
+	case "groups":
+		return m.groups(ctx, args[1:])
+	case "seek":
+		return m.seekCmd(ctx, args[1:])
 	case "version":
 		fmt.Fprintln(m.Stdout, version)
 		return nil

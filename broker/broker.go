@@ -201,3 +201,47 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		}
 	}
 }
+
+// Replay: consumer groups, subscriptions and seek.
+type (
+	SeekRequest   = seek.Request
+	SeekTarget    = seek.Target
+	SeekResult    = store.SeekResult
+	PartitionSeek = store.PartitionSeek
+	GroupSummary  = store.GroupSummary
+	PartitionLag  = store.PartitionLag
+)
+
+// Seek moves one group's cursors on a queue (or one partition of it) to
+// req.Target, releasing leases and resetting retry counters, and wakes
+// parked pops so replay starts on the next poll.
+func (b *Broker) Seek(ctx context.Context, req SeekRequest) (*SeekResult, error) {
+	return seek.Seek(ctx, b.st, req)
+}
+
+// Groups lists tenant's (group, queue) pairs with their lag.
+func (b *Broker) Groups(ctx context.Context, tenant string) ([]GroupSummary, error) {
+	return b.st.Groups(ctx, tenant)
+}
+
+// Group returns every cursor of one group with its lag.
+func (b *Broker) Group(ctx context.Context, tenant, group string) ([]PartitionLag, error) {
+	return b.st.Group(ctx, tenant, group)
+}
+
+// LaggingPartitions returns the cursors whose oldest unconsumed segment is older than minLag.
+func (b *Broker) LaggingPartitions(ctx context.Context, tenant string, minLag time.Duration) ([]PartitionLag, error) {
+	return b.st.LaggingPartitions(ctx, tenant, minLag)
+}
+
+// UpdateSubscription makes partitions the group meets later start from t,
+// on every queue it is subscribed to; it moves no cursor.
+func (b *Broker) UpdateSubscription(ctx context.Context, tenant, group string, t time.Time) (int64, error) {
+	return b.st.UpdateSubscription(ctx, tenant, group, t)
+}
+
+// DeleteGroup removes a group's cursors (on one queue when queue is not
+// ""), and with deleteMetadata its subscription records.
+func (b *Broker) DeleteGroup(ctx context.Context, tenant, group, queue string, deleteMetadata bool) (int64, error) {
+	return b.st.DeleteGroup(ctx, tenant, group, queue, deleteMetadata)
+}

@@ -43,6 +43,16 @@ var routeLevels = map[string]Level{
 	"POST /api/v1/transaction":                          ReadWrite,
 	"POST /api/v1/lease/:leaseId/extend":                ReadWrite,
 
+	// Consumer groups: reads read-only, subscription and seeks read-write,
+	// every DELETE under /api/v1/consumer-groups/ admin.
+	"GET /api/v1/consumer-groups":                                                  ReadOnly,
+	"GET /api/v1/consumer-groups/:group":                                           ReadOnly,
+	"POST /api/v1/consumer-groups/:group/subscription":                             ReadWrite,
+	"POST /api/v1/consumer-groups/:group/queues/:queue/seek":                       ReadWrite,
+	"POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek": ReadWrite,
+	"DELETE /api/v1/consumer-groups/:group":                                        Admin,
+	"DELETE /api/v1/consumer-groups/:group/queues/:queue":                          Admin,
+
 	// Operator routes: the DLQ listing is read-only, a re-drive appends
 	// messages, so read-write.
 	"GET /api/v1/dlq":          ReadOnly,

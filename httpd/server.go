@@ -92,6 +92,7 @@ func (s *Server) routes() {
 	s.handle("POST", "/api/v1/ack/batch", s.ackBatch)
 	s.handle("POST", "/api/v1/transaction", s.transaction)
 	s.handle("POST", "/api/v1/lease/:leaseId/extend", s.extendLease)
+	s.groupRoutes()
 	s.operatorRoutes()
 }
 

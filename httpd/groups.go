@@ -1,0 +1,358 @@
+package httpd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/seek"
+	"github.com/comb-broker/comb/store"
+)
+
+// groupRoutes registers the consumer-group routes of WIRE.md §4.14.
+// httprouter cannot hold a static "lagging" beside ":group", so the lagging
+// listing is dispatched inside the :group handler: as in Queen, a group
+// literally named "lagging" cannot be read with this GET.
+func (s *Server) groupRoutes() {
+	s.handle("GET", "/api/v1/consumer-groups", s.listGroups)
+	s.handle("GET", "/api/v1/consumer-groups/:group", s.getGroup)
+	s.handle("POST", "/api/v1/consumer-groups/:group/subscription", s.updateSubscription)
+	s.handle("POST", "/api/v1/consumer-groups/:group/queues/:queue/seek", s.seekQueue)
+	s.handle("POST", "/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek", s.seekPartition)
+	s.handle("DELETE", "/api/v1/consumer-groups/:group", s.deleteGroup)
+	s.handle("DELETE", "/api/v1/consumer-groups/:group/queues/:queue", s.deleteGroupQueue)
+}
+
+// --- listings ----------------------------------------------------------
+
+type groupOut struct {
+	Name                  string   `json:"name"`
+	Topics                []string `json:"topics"`
+	QueueName             string   `json:"queueName"`
+	Members               int64    `json:"members"`
+	PartitionCursors      int64    `json:"partitionCursors"`
+	PartitionsWithLag     int64    `json:"partitionsWithLag"`
+	TotalLag              int64    `json:"totalLag"`
+	MaxTimeLag            int64    `json:"maxTimeLag"`
+	State                 string   `json:"state"`
+	Storage               string   `json:"storage"`
+	SubscriptionMode      *string  `json:"subscriptionMode"`
+	SubscriptionTimestamp *string  `json:"subscriptionTimestamp"`
+	SubscriptionCreatedAt *string  `json:"subscriptionCreatedAt"`
+}
+
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	groups, err := s.b.Groups(r.Context(), tenant(r.Context()))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]groupOut, len(groups))
+	for i, g := range groups {
+		out[i] = groupOut{
+			Name: g.Group, Topics: []string{g.Queue}, QueueName: g.Queue,
+			Members: g.Cursors, PartitionCursors: g.Cursors, PartitionsWithLag: g.PartitionsWithLag,
+			TotalLag: g.TotalLag, MaxTimeLag: int64(g.MaxTimeLag / time.Second), State: g.State(), Storage: "segments",
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type groupPartitionOut struct {
+	Partition      string  `json:"partition"`
+	PartitionID    string  `json:"partitionId"`
+	WorkerID       *string `json:"workerId"` // the lease recorded on the cursor, if any
+	LastConsumedAt *string `json:"lastConsumedAt"`
+	TotalConsumed  int64   `json:"totalConsumed"`
+	OffsetLag      int64   `json:"offsetLag"`
+	TimeLagSeconds int64   `json:"timeLagSeconds"`
+	LeaseActive    bool    `json:"leaseActive"`
+}
+
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	group := ps.ByName("group")
+	if group == "lagging" {
+		s.laggingGroups(w, r)
+		return
+	}
+	lags, err := s.b.Group(r.Context(), tenant(r.Context()), group)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	type queueOut struct {
+		Partitions []groupPartitionOut `json:"partitions"`
+	}
+	out := map[string]*queueOut{}
+	for _, l := range lags {
+		q := out[l.Queue]
+		if q == nil {
+			q = &queueOut{Partitions: []groupPartitionOut{}}
+			out[l.Queue] = q
+		}
+		q.Partitions = append(q.Partitions, groupPartitionOut{
+			Partition: l.Partition, PartitionID: l.PartitionID, WorkerID: nullString(l.LeaseID),
+			LastConsumedAt: nullTime(l.LastConsumedAt), TotalConsumed: l.TotalConsumed, OffsetLag: l.OffsetLag,
+			TimeLagSeconds: int64(l.TimeLag / time.Second), LeaseActive: l.LeaseActive,
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// laggingOut keeps Queen's snake_case: this listing predates the camelCase ones.
+type laggingOut struct {
+	ConsumerGroup      string  `json:"consumer_group"`
+	QueueName          string  `json:"queue_name"`
+	PartitionName      string  `json:"partition_name"`
+	PartitionID        string  `json:"partition_id"`
+	WorkerID           *string `json:"worker_id"`
+	OffsetLag          int64   `json:"offset_lag"`
+	TimeLagSeconds     int64   `json:"time_lag_seconds"`
+	LagHours           float64 `json:"lag_hours"`
+	OldestUnconsumedAt string  `json:"oldest_unconsumed_at"`
+	LastConsumedAt     *string `json:"last_consumed_at"` // always null, as the wire documents it
+}
+
+func (s *Server) laggingGroups(w http.ResponseWriter, r *http.Request) {
+	minLag := max(queryInt(r.URL.Query(), "minLagSeconds", 3600), 0)
+	lags, err := s.b.LaggingPartitions(r.Context(), tenant(r.Context()), time.Duration(minLag)*time.Second)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]laggingOut, len(lags))
+	for i, l := range lags {
+		secs := int64(l.TimeLag / time.Second)
+		out[i] = laggingOut{
+			ConsumerGroup: l.Group, QueueName: l.Queue, PartitionName: l.Partition, PartitionID: l.PartitionID,
+			WorkerID: nullString(l.LeaseID), OffsetLag: l.OffsetLag, TimeLagSeconds: secs,
+			LagHours: math.Round(float64(secs)/36) / 100, OldestUnconsumedAt: fmtMilli(l.OldestUnconsumedAt),
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func nullTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := fmtMilli(t)
+	return &s
+}
+
+// --- subscription --------------------------------------------------------
+
+func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	var in struct {
+		SubscriptionTimestamp json.RawMessage `json:"subscriptionTimestamp"`
+	}
+	if err := s.readJSON(w, r, &in); err != nil && !errors.Is(err, errEmptyBody) {
+		s.reject(w, r, err)
+		return
+	}
+	sent, present, ok := rawString(in.SubscriptionTimestamp)
+	switch {
+	case !ok:
+		writeError(w, http.StatusBadRequest, "subscriptionTimestamp must be a string")
+		return
+	case !present || sent == "":
+		writeError(w, http.StatusBadRequest, "subscriptionTimestamp is required")
+		return
+	}
+	t, ok := seek.ParseTime(sent)
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("subscriptionTimestamp %q is not a valid time (RFC 3339 or YYYY-MM-DD)", sent))
+		return
+	}
+	group := ps.ByName("group")
+	n, err := s.b.UpdateSubscription(r.Context(), tenant(r.Context()), group, t)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "consumerGroup": group, "newTimestamp": sent, "rowsUpdated": n})
+}
+
+// --- seek --------------------------------------------------------------
+
+type seekIn struct {
+	ToEnd     json.RawMessage `json:"toEnd"`
+	Timestamp json.RawMessage `json:"timestamp"`
+	Offset    json.RawMessage `json:"offset"`
+	DryRun    json.RawMessage `json:"dryRun"`
+}
+
+// parseSeek reads a seek body. A body naming no position (empty, {}, or
+// toEnd:false) is toEnd when emptyIsEnd (the per-partition route: the
+// dashboard sends nothing and Queen's Go SDK sends {}), and otherwise the
+// seed's 400.
+func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bool) (seek.Target, bool, error) {
+	var in seekIn
+	if err := s.readJSON(w, r, &in); err != nil && !errors.Is(err, errEmptyBody) {
+		return seek.Target{}, false, err
+	}
+	var t seek.Target
+	toEnd, _, ok := rawBool(in.ToEnd)
+	if !ok {
+		return t, false, &badRequest{"toEnd must be a boolean"}
+	}
+	t.ToEnd = toEnd
+	ts, _, ok := rawString(in.Timestamp)
+	if !ok {
+		return t, false, &badRequest{"timestamp must be a string"}
+	}
+	if ts != "" {
+		at, ok := seek.ParseTime(ts)
+		if !ok {
+			return t, false, &badRequest{fmt.Sprintf("timestamp %q is not a valid time (RFC 3339 or YYYY-MM-DD)", ts)}
+		}
+		t.Time = &at
+	}
+	off, present, ok := rawInt(in.Offset)
+	if !ok {
+		return t, false, &badRequest{"offset must be an integer"}
+	}
+	if present {
+		t.Offset = &off
+	}
+	dryRun, _, ok := rawBool(in.DryRun)
+	if !ok {
+		return t, false, &badRequest{"dryRun must be a boolean"}
+	}
+	err := t.Validate()
+	if errors.Is(err, seek.ErrNoTarget) && emptyIsEnd {
+		t.ToEnd, err = true, nil
+	}
+	if err != nil {
+		return t, false, &badRequest{err.Error()}
+	}
+	return t, dryRun, nil
+}
+
+type partitionSeekOut struct {
+	Partition      string `json:"partition"`
+	PartitionID    string `json:"partitionId"`
+	From           int64  `json:"from"`
+	To             int64  `json:"to"`
+	Redeliver      int64  `json:"redeliver"`
+	Skip           int64  `json:"skip"`
+	OvershootBound int64  `json:"overshootBound"`
+	Clamped        bool   `json:"clamped"`
+	FramesEvicted  int64  `json:"framesEvicted"`
+	Created        bool   `json:"created"`
+}
+
+// seekBody is what both seek routes answer beyond their own fields: the
+// seed's seekToEnd and targetTimestamp (the parsed time, RFC 3339 with
+// milliseconds, UTC, on both routes), then comb's additions.
+func seekBody(t seek.Target, dryRun bool, res *broker.SeekResult) map[string]any {
+	body := map[string]any{"success": true, "consumerGroup": res.Group, "queueName": res.Queue,
+		"seekToEnd": t.ToEnd, "targetTimestamp": nil}
+	if t.Time != nil {
+		body["targetTimestamp"] = fmtMilli(*t.Time)
+	}
+	if t.Offset != nil {
+		body["targetOffset"] = *t.Offset
+	}
+	parts := make([]partitionSeekOut, len(res.Partitions))
+	for i, p := range res.Partitions {
+		parts[i] = partitionSeekOut{Partition: p.Partition, PartitionID: p.PartitionID, From: p.From, To: p.To,
+			Redeliver: p.Redeliver, Skip: p.Skip, OvershootBound: p.OvershootBound, Clamped: p.Clamped,
+			FramesEvicted: p.FramesEvicted, Created: p.Created}
+	}
+	body["partitions"] = parts
+	body["clamped"], body["framesEvicted"] = res.Clamped()
+	if dryRun {
+		body["dryRun"] = true
+	}
+	return body
+}
+
+func (s *Server) seekQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	group, queue := ps.ByName("group"), ps.ByName("queue")
+	t, dryRun, err := s.parseSeek(w, r, false)
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	res, err := s.b.Seek(r.Context(), broker.SeekRequest{Tenant: tenant(r.Context()), Group: group, Queue: queue,
+		Target: t, DryRun: dryRun})
+	if errors.Is(err, store.ErrQueueNotFound) {
+		// Failing loudly: a misdirected seek must not look like it worked.
+		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error": "Queue not found or has no partitions",
+			"consumerGroup": group, "queueName": queue, "partitionsUpdated": 0})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	body := seekBody(t, dryRun, res)
+	body["partitionsUpdated"] = len(res.Partitions)
+	if dryRun {
+		body["partitionsUpdated"] = 0
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) seekPartition(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	group, queue, partition := ps.ByName("group"), ps.ByName("queue"), ps.ByName("partition")
+	t, dryRun, err := s.parseSeek(w, r, true)
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	res, err := s.b.Seek(r.Context(), broker.SeekRequest{Tenant: tenant(r.Context()), Group: group, Queue: queue,
+		Partition: partition, Target: t, DryRun: dryRun})
+	if errors.Is(err, store.ErrPartitionNotFound) || errors.Is(err, store.ErrQueueNotFound) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error": "Partition not found"})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	body := seekBody(t, dryRun, res)
+	body["partitionName"] = partition
+	body["updated"] = !dryRun
+	writeJSON(w, http.StatusOK, body)
+}
+
+// --- delete ------------------------------------------------------------
+
+// deleteMetadata reads ?deleteMetadata, true unless given as anything but true/1.
+func deleteMetadata(r *http.Request) bool {
+	q := r.URL.Query()
+	if !q.Has("deleteMetadata") {
+		return true
+	}
+	return queryBool(q, "deleteMetadata")
+}
+
+func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	group, meta := ps.ByName("group"), deleteMetadata(r)
+	n, err := s.b.DeleteGroup(r.Context(), tenant(r.Context()), group, "", meta)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "consumerGroup": group, "deletedPartitions": n,
+		"metadataDeleted": meta})
+}
+
+func (s *Server) deleteGroupQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	group, queue, meta := ps.ByName("group"), ps.ByName("queue"), deleteMetadata(r)
+	n, err := s.b.DeleteGroup(r.Context(), tenant(r.Context()), group, queue, meta)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "consumerGroup": group, "queueName": queue,
+		"deletedPartitions": n, "metadataDeleted": meta})
+}

@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Lag arithmetic. A cursor wants next = max(committed+1, log_start): frames
+// evicted by retention are not lag. Offset lag is last_offset-next+1 when
+// positive; time lag is the age of the segment holding next, the one segment
+// a lag figure ever reads, found by the unique (partition_id, base_offset)
+// index. Nothing here scans messages.
+const (
+	nextExpr = `MAX(c.committed + 1, p.log_start)`
+	lagExpr  = `MAX(p.last_offset - ` + nextExpr + ` + 1, 0)`
+	// oldestExpr is the created_at of the oldest unconsumed segment, NULL
+	// when nothing is pending.
+	oldestExpr = `CASE WHEN p.last_offset >= ` + nextExpr + ` THEN (SELECT s.created_at FROM segments s
+		WHERE s.partition_id = p.id AND s.base_offset <= ` + nextExpr + ` ORDER BY s.base_offset DESC LIMIT 1) END`
+)
+
+// GroupSummary is one (consumer group, queue) pair.
+type GroupSummary struct {
+	Group string
+	Queue string
+	// Cursors is the number of cursor rows: partitions this group has met.
+	Cursors           int64
+	PartitionsWithLag int64
+	TotalLag          int64
+	// MaxTimeLag is the age of the oldest unconsumed segment, 0 when none.
+	MaxTimeLag    time.Duration
+	TotalConsumed int64
+}
+
+// GroupState is derived, never stored: Lagging when the oldest unconsumed
+// segment is older than five minutes, else Stable once the group consumed
+// anything, else Dead.
+func (g *GroupSummary) State() string {
+	switch {
+	case int64(g.MaxTimeLag/time.Second) > 300:
+		return "Lagging"
+	case g.TotalConsumed > 0:
+		return "Stable"
+	}
+	return "Dead"
+}
+
+// Groups lists every (group, queue) pair of tenant that has cursors,
+// ordered by group then queue.
+func (s *Store) Groups(ctx context.Context, tenant string) ([]GroupSummary, error) {
+	now := micros(s.clock.Now())
+	rows, err := s.rdb.QueryContext(ctx, `SELECT group_name, queue_name, COUNT(*), SUM(lag > 0), SUM(lag),
+		COALESCE(MIN(oldest), 0), SUM(total_consumed)
+		FROM (SELECT c.group_name, q.name AS queue_name, `+lagExpr+` AS lag, `+oldestExpr+` AS oldest, c.total_consumed
+			FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+			WHERE q.tenant = ?)
+		GROUP BY group_name, queue_name ORDER BY group_name, queue_name`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	defer rows.Close()
+	out := []GroupSummary{}
+	for rows.Next() {
+		var g GroupSummary
+		var oldest int64
+		if err := rows.Scan(&g.Group, &g.Queue, &g.Cursors, &g.PartitionsWithLag, &g.TotalLag, &oldest, &g.TotalConsumed); err != nil {
+			return nil, fmt.Errorf("scan group: %w", err)
+		}
+		if oldest > 0 {
+			g.MaxTimeLag = time.Duration(max(now-oldest, 0)) * time.Microsecond
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// PartitionLag is one cursor of a group.
+type PartitionLag struct {
+	Group       string
+	Queue       string
+	Partition   string
+	PartitionID string // uuid
+	LeaseID     string // "" when no lease is recorded
+	LeaseActive bool   // a lease whose expiry is still ahead
+	// LastConsumedAt is zero when the group never completed anything here.
+	LastConsumedAt time.Time
+	TotalConsumed  int64
+	OffsetLag      int64
+	// OldestUnconsumedAt is the commit time of the segment holding the next
+	// wanted offset; zero when nothing is pending.
+	OldestUnconsumedAt time.Time
+	TimeLag            time.Duration
+}
+
+const partitionLagQuery = `SELECT c.group_name, q.name, p.name, p.uuid, c.lease_id, c.lease_expires_at, c.last_consumed_at,
+	c.total_consumed, ` + lagExpr + ` AS lag, ` + oldestExpr + ` AS oldest
+	FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+	WHERE q.tenant = ?1`
+
+func (s *Store) queryPartitionLags(ctx context.Context, query string, args ...any) ([]PartitionLag, error) {
+	now := micros(s.clock.Now())
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read group cursors: %w", err)
+	}
+	defer rows.Close()
+	var out []PartitionLag
+	for rows.Next() {
+		var l PartitionLag
+		var lease sql.NullString
+		var expires, consumed, oldest sql.NullInt64
+		if err := rows.Scan(&l.Group, &l.Queue, &l.Partition, &l.PartitionID, &lease, &expires, &consumed,
+			&l.TotalConsumed, &l.OffsetLag, &oldest); err != nil {
+			return nil, fmt.Errorf("scan group cursor: %w", err)
+		}
+		l.LeaseID = lease.String
+		l.LeaseActive = lease.Valid && expires.Valid && expires.Int64 > now
+		if consumed.Valid {
+			l.LastConsumedAt = fromMicros(consumed.Int64)
+		}
+		if oldest.Valid {
+			l.OldestUnconsumedAt = fromMicros(oldest.Int64)
+			l.TimeLag = time.Duration(max(now-oldest.Int64, 0)) * time.Microsecond
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// Group returns every cursor of one group, ordered by queue then partition
+// creation. A group with no cursors has none.
+func (s *Store) Group(ctx context.Context, tenant, group string) ([]PartitionLag, error) {
+	return s.queryPartitionLags(ctx, partitionLagQuery+` AND c.group_name = ?2 ORDER BY q.name, p.id`, tenant, group)
+}
+
+// LaggingPartitions returns the cursors whose oldest unconsumed segment is
+// older than minLag, oldest first. A backlog that retention evicted has no
+// oldest segment and is not listed.
+func (s *Store) LaggingPartitions(ctx context.Context, tenant string, minLag time.Duration) ([]PartitionLag, error) {
+	cutoff := micros(s.clock.Now()) - minLag.Microseconds()
+	return s.queryPartitionLags(ctx, `SELECT * FROM (`+partitionLagQuery+`) WHERE oldest < ?2 ORDER BY oldest, 1, 2, 3`,
+		tenant, cutoff)
+}
+
+// UpdateSubscription rewrites the stored subscription of group on every
+// queue of tenant it has one for, to start from t: partitions the group meets
+// later are seeded from t. No cursor moves. It returns the number of records
+// updated and wakes parked pops of those queues.
+func (s *Store) UpdateSubscription(ctx context.Context, tenant, group string, t time.Time) (int64, error) {
+	var n int64
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		rows, err := w.tx.QueryContext(w.ctx, `UPDATE subscriptions SET mode = ?1, from_time = ?2
+			WHERE group_name = ?3 AND queue_id IN (SELECT id FROM queues WHERE tenant = ?4)
+			RETURNING (SELECT name FROM queues WHERE id = queue_id)`, ModeTimestamp, micros(t), group, tenant)
+		if err != nil {
+			return fmt.Errorf("update subscriptions: %w", err)
+		}
+		defer rows.Close()
+		n = 0
+		for rows.Next() {
+			var queue string
+			if err := rows.Scan(&queue); err != nil {
+				return fmt.Errorf("scan subscription: %w", err)
+			}
+			n++
+			// Pops always look at cursor rows, so there is no empty-scan
+			// state to clear; waking parked pops is what is left of it.
+			w.touch(tenant, queue)
+		}
+		return rows.Err()
+	}})
+	return n, err
+}
+
+// DeleteGroup removes group's cursors on every queue of tenant, or on one
+// queue when queue is not "", and with deleteMetadata its subscription
+// records too, so the group starts afresh at its next pop. Leases held by
+// the group die with its cursors. An unknown group or queue deletes
+// nothing. It returns the number of cursor rows removed.
+func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, deleteMetadata bool) (int64, error) {
+	var n int64
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		const inScope = `(SELECT id FROM queues WHERE tenant = ?2 AND (?3 = '' OR name = ?3))`
+		rows, err := w.tx.QueryContext(w.ctx, `DELETE FROM cursors WHERE group_name = ?1
+			AND partition_id IN (SELECT id FROM partitions WHERE queue_id IN `+inScope+`)
+			RETURNING (SELECT q.name FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = partition_id)`,
+			group, tenant, queue)
+		if err != nil {
+			return fmt.Errorf("delete cursors: %w", err)
+		}
+		n = 0
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return fmt.Errorf("scan deleted cursor: %w", err)
+			}
+			n++
+			// A parked pop of this group looks again and re-subscribes.
+			w.touch(tenant, name)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("delete cursors: %w", err)
+		}
+		if deleteMetadata {
+			if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE group_name = ?1 AND queue_id IN `+inScope,
+				group, tenant, queue); err != nil {
+				return fmt.Errorf("delete subscriptions: %w", err)
+			}
+		}
+		return nil
+	}})
+	return n, err
+}

@@ -1,0 +1,97 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/internal/combtest"
+	"github.com/comb-broker/comb/seek"
+	"github.com/comb-broker/comb/store"
+)
+
+func TestGroupStateIsDerived(t *testing.T) {
+	cases := []struct {
+		lag      time.Duration
+		consumed int64
+		want     string
+	}{
+		{0, 0, "Dead"},
+		{0, 1, "Stable"},
+		{300*time.Second + 999*time.Millisecond, 5, "Stable"}, // 300 s as listed is not > 300
+		{301 * time.Second, 0, "Lagging"},
+	}
+	for _, c := range cases {
+		g := store.GroupSummary{MaxTimeLag: c.lag, TotalConsumed: c.consumed}
+		if got := g.State(); got != c.want {
+			t.Errorf("State(lag %v, consumed %d) = %s, want %s", c.lag, c.consumed, got, c.want)
+		}
+	}
+}
+
+func TestReplayIsScopedByTenant(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 7, 30, 10, 0, 0, 0, time.UTC))
+	st := combtest.MustOpenStore(t, combtest.Options{Clock: clk})
+	ctx := context.Background()
+	seekPush(t, st, "acme", "orders", "Default", 3)
+	seekPush(t, st, "globex", "orders", "Default", 5)
+	seekPush(t, st, "globex", "audit", "Default", 1)
+	for _, tenant := range []string{"acme", "globex"} {
+		if _, err := st.Pop(ctx, store.PopRequest{Tenant: tenant, Queue: "orders", Group: "workers", Batch: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Pop(ctx, store.PopRequest{Tenant: "globex", Queue: "audit", Group: "workers", Batch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+
+	groups, err := st.Groups(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 1 || groups[0].Group != "workers" || groups[0].Queue != "orders" || groups[0].TotalLag != 3 ||
+		groups[0].Cursors != 1 || groups[0].MaxTimeLag != time.Minute {
+		t.Fatalf("acme groups = %+v", groups)
+	}
+	// A queue that exists only for another tenant is not found.
+	_, err = seek.Seek(ctx, st, seek.Request{Tenant: "acme", Group: "workers", Queue: "audit", Target: seek.Target{ToEnd: true}})
+	if !errors.Is(err, store.ErrQueueNotFound) {
+		t.Fatalf("seek of another tenant's queue = %v", err)
+	}
+	// acme's seek moves acme's cursor only.
+	if _, err := seek.Seek(ctx, st, seek.Request{Tenant: "acme", Group: "workers", Queue: "orders",
+		Target: seek.Target{ToEnd: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedOf(t, st, "globex", "orders", "workers"); got["Default"] != -1 {
+		t.Fatalf("globex cursor moved: %v", got)
+	}
+	n, err := st.UpdateSubscription(ctx, "acme", "workers", clk.Now())
+	if err != nil || n != 1 {
+		t.Fatalf("update subscription in acme = %d, %v; want 1 record", n, err)
+	}
+	n, err = st.DeleteGroup(ctx, "acme", "workers", "", true)
+	if err != nil || n != 1 {
+		t.Fatalf("delete in acme = %d, %v", n, err)
+	}
+	groups, err = st.Groups(ctx, "globex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 2 {
+		t.Fatalf("globex lost cursors to acme's delete: %+v", groups)
+	}
+	lagging, err := st.LaggingPartitions(ctx, "globex", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lagging) != 2 || lagging[0].Group != "workers" {
+		t.Fatalf("globex lagging = %+v", lagging)
+	}
+	if lagging, _ := st.LaggingPartitions(ctx, "acme", 0); len(lagging) != 0 {
+		t.Fatalf("acme lagging after delete = %+v", lagging)
+	}
+}
