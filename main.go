@@ -91,25 +91,50 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	dbPath := fs.String("db", m.env("COMB_DB", "comb.db"), "database file, created if missing (env COMB_DB)")
 	syncMode := fs.String("sync", m.env("COMB_SYNC", "FULL"), "SQLite synchronous level: FULL (durable on power loss) or NORMAL (env COMB_SYNC)")
 	subMode := fs.String("default-subscription-mode", m.env("DEFAULT_SUBSCRIPTION_MODE", "all"), "where a new consumer group starts when its first pop names no mode: all or new (env DEFAULT_SUBSCRIPTION_MODE)")
+	authCfg := m.authFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
-
-	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode})
+	auth, err := authCfg.authenticator(log)
 	if err != nil {
 		return err
 	}
+
+	// An IP literal is checked before binding; a host name once bound. Both
+	// come before the database, so a refused start leaves no file.
+	if pre := literalAddr(*addr); pre != nil {
+		if err := checkBind(pre, auth, authCfg.allowInsecureBind, nil); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		b.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
+	if err := checkBind(ln.Addr(), auth, authCfg.allowInsecureBind, log); err != nil {
+		ln.Close()
+		return err
+	}
+	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	srv := &http.Server{
-		Handler:           httpd.New(b, httpd.Config{Version: version, Logger: log}),
+		Handler: httpd.New(b, httpd.Config{Version: version, Logger: log, Auth: auth}),
+		// Headers must arrive promptly; a body may take minutes, as pushes
+		// of up to 64 MiB cross slow edge links. The read deadline is
+		// lifted once the body is read, so it never cuts a long-poll.
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ReadTimeout:       5 * time.Minute,
+		// No write deadline, on purpose: a pop long-polls for as long as the
+		// client's timeout parameter asks (30 s by default, unbounded), and a
+		// server-wide deadline would cut those replies off. The pop handler
+		// answers by its own deadline instead.
+		WriteTimeout: 0,
+		IdleTimeout:  120 * time.Second,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
