@@ -86,7 +86,7 @@ func TestDuplicateTransactionID(t *testing.T) {
 		intra[1]["message_id"] != intra[0]["message_id"] {
 		t.Fatalf("intra-batch = %v", intra)
 	}
-	pop := s.Pop("/api/v1/pop/queue/q?batch=10")
+	pop := s.Pop("/api/v1/pop/queue/q/partition/Default?batch=10")
 	var got []string
 	for _, m := range pop.Messages {
 		got = append(got, string(m.Data))

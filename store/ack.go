@@ -67,7 +67,7 @@ type located struct {
 
 // locate finds the partition (by uuid, within tenant) and the offset of txn.
 func (w *wtx) locate(tenant, partitionUUID, txn string) (*located, error) {
-	row := w.tx.QueryRowContext(w.ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at, t.offset FROM partitions p
+	row := w.QueryRowContext(w.ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at, t.offset FROM partitions p
 		JOIN queues q ON q.id = p.queue_id
 		JOIN txids t ON t.partition_id = p.id AND t.txn_id = ?
 		WHERE p.uuid = ? AND q.tenant = ?`, txn, partitionUUID, tenant)
@@ -80,7 +80,7 @@ func (w *wtx) locate(tenant, partitionUUID, txn string) (*located, error) {
 		return nil, fmt.Errorf("locate message: %w", err)
 	}
 	p.CreatedAt = fromMicros(created)
-	q, err := scanQueue(w.tx.QueryRowContext(w.ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, p.QueueID))
+	q, err := scanQueue(w.QueryRowContext(w.ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, p.QueueID))
 	if err != nil {
 		return nil, fmt.Errorf("load queue: %w", err)
 	}
@@ -89,7 +89,7 @@ func (w *wtx) locate(tenant, partitionUUID, txn string) (*located, error) {
 
 func (w *wtx) loadCursor(partitionID int64, group string) (*cursor, error) {
 	var c cursor
-	err := w.tx.QueryRowContext(w.ctx, `SELECT committed, lease_id, lease_from, lease_to, lease_expires_at, retry_count,
+	err := w.QueryRowContext(w.ctx, `SELECT committed, lease_id, lease_from, lease_to, lease_expires_at, retry_count,
 		total_consumed, batches_consumed, last_consumed_at FROM cursors WHERE partition_id = ? AND group_name = ?`,
 		partitionID, group).Scan(&c.committed, &c.leaseID, &c.leaseFrom, &c.leaseTo, &c.leaseExpires, &c.retry,
 		&c.totalConsumed, &c.batches, &c.lastConsumedAt)
@@ -103,7 +103,7 @@ func (w *wtx) loadCursor(partitionID int64, group string) (*cursor, error) {
 }
 
 func (w *wtx) saveCursor(partitionID int64, group string, c *cursor) error {
-	_, err := w.tx.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = ?, lease_from = ?, lease_to = ?,
+	_, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = ?, lease_from = ?, lease_to = ?,
 		lease_expires_at = ?, retry_count = ?, total_consumed = ?, batches_consumed = ?, last_consumed_at = ?
 		WHERE partition_id = ? AND group_name = ?`, c.committed, c.leaseID, c.leaseFrom, c.leaseTo, c.leaseExpires,
 		c.retry, c.totalConsumed, c.batches, c.lastConsumedAt, partitionID, group)
@@ -164,7 +164,7 @@ func (w *wtx) applyAck(it *AckItem, loc *located, mode ackMode) (AckResult, erro
 			return res, nil
 		}
 		c = &cursor{committed: loc.p.LogStart - 1}
-		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
 			VALUES (?, ?, ?, ?)`, loc.p.ID, group, c.committed, now); err != nil {
 			return res, fmt.Errorf("create cursor: %w", err)
 		}
@@ -226,7 +226,7 @@ func (w *wtx) applyAck(it *AckItem, loc *located, mode ackMode) (AckResult, erro
 func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error {
 	var frame *Frame
 	var createdAt int64
-	err := w.s.scanFrames(w.ctx, w.tx, loc.p.ID, loc.offset, loc.offset, func(off, at int64, f *Frame) error {
+	err := w.s.scanFrames(w.ctx, w, loc.p.ID, loc.offset, loc.offset, func(off, at int64, f *Frame) error {
 		frame, createdAt = f, at
 		return nil
 	})
@@ -236,11 +236,11 @@ func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error
 	if frame == nil {
 		return nil // removed by retention before it failed: nothing left to copy
 	}
-	_, err = w.tx.ExecContext(w.ctx, `INSERT INTO dlq (message_id, tenant, queue_name, partition_name, partition_uuid,
+	_, err = w.ExecContext(w.ctx, `INSERT INTO dlq (message_id, tenant, queue_name, partition_name, partition_uuid,
 		group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?)`,
 		MessageID(loc.p.ID, loc.offset), loc.q.Tenant, loc.q.Name, loc.p.Name, loc.p.UUID, group, frame.TxnID,
-		loc.offset, frame.TraceID, frame.ProducerSub, frame.Payload, errText, retry, createdAt, micros(w.now))
+		loc.offset, frame.TraceID, frame.ProducerSub, w.s.sealPayload(loc.q, frame.Payload), errText, retry, createdAt, micros(w.now))
 	if err != nil {
 		return fmt.Errorf("insert dead letter: %w", err)
 	}
@@ -310,7 +310,7 @@ func (s *Store) ExtendLease(ctx context.Context, tenant, leaseID string, d time.
 		now := micros(w.now)
 		var held, live int
 		var latest sql.NullInt64
-		if err := w.tx.QueryRowContext(w.ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE c.lease_expires_at > ?), MAX(c.lease_expires_at)
+		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE c.lease_expires_at > ?), MAX(c.lease_expires_at)
 			FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
 			WHERE c.lease_id = ? AND q.tenant = ?`, now, leaseID, tenant).Scan(&held, &live, &latest); err != nil {
 			return fmt.Errorf("look up lease: %w", err)
@@ -324,7 +324,7 @@ func (s *Store) ExtendLease(ctx context.Context, tenant, leaseID string, d time.
 			return nil
 		}
 		target := now + d.Microseconds()
-		if _, err := w.tx.ExecContext(w.ctx, `UPDATE cursors SET lease_expires_at = MAX(lease_expires_at, ?)
+		if _, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_expires_at = MAX(lease_expires_at, ?)
 			WHERE lease_id = ? AND lease_expires_at > ?`, target, leaseID, now); err != nil {
 			return fmt.Errorf("extend lease: %w", err)
 		}

@@ -123,7 +123,7 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 // popQueues resolves the queues a pop may serve, highest priority first.
 func (s *Store) popQueues(ctx context.Context, req *PopRequest) ([]*Queue, error) {
 	if req.Queue != "" {
-		q, err := getQueue(ctx, s.rdb, req.Tenant, req.Queue)
+		q, err := getQueue(ctx, s.r, req.Tenant, req.Queue)
 		if errors.Is(err, ErrQueueNotFound) {
 			return nil, nil
 		}
@@ -132,7 +132,7 @@ func (s *Store) popQueues(ctx context.Context, req *PopRequest) ([]*Queue, error
 		}
 		return []*Queue{q}, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+queueColumns+` FROM queues
+	rows, err := s.r.QueryContext(ctx, `SELECT `+queueColumns+` FROM queues
 		WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
 		ORDER BY priority DESC, id`, req.Tenant, req.Namespace, req.Namespace, req.Task, req.Task)
 	if err != nil {
@@ -170,13 +170,13 @@ func (s *Store) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 	now := micros(s.clock.Now())
 	for _, q := range queues {
 		var subscribed bool
-		err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
+		err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
 			q.ID, req.Group).Scan(&subscribed)
 		if err != nil {
 			return nil, fmt.Errorf("look up subscription: %w", err)
 		}
 		if subscribed {
-			cands, err := scanCandidates(ctx, s.rdb, q.ID, req.Group, req.Partition)
+			cands, err := scanCandidates(ctx, s.r, q.ID, req.Group, req.Partition)
 			if err != nil {
 				return nil, err
 			}
@@ -252,7 +252,7 @@ const seedExpr = `CASE WHEN ?1 IS NULL THEN p.log_start - 1 ELSE MAX(p.log_start
 // none, seeding a cursor on every existing partition in one statement.
 func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 	var exists bool
-	if err := w.tx.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
+	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
 		q.ID, group).Scan(&exists); err != nil {
 		return fmt.Errorf("look up subscription: %w", err)
 	}
@@ -281,7 +281,7 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 		mode = ModeAll
 		newSeed = ""
 	}
-	if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at)
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at)
 		VALUES (?, ?, ?, ?, ?)`, q.ID, group, mode, from, now); err != nil {
 		return fmt.Errorf("insert subscription: %w", err)
 	}
@@ -290,7 +290,7 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 	if newSeed != "" {
 		expr, args = newSeed, []any{nil, group, now, q.ID}
 	}
-	if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
 		SELECT p.id, ?2, `+expr+`, ?3 FROM partitions p WHERE p.queue_id = ?4
 		ON CONFLICT DO NOTHING`, args...); err != nil {
 		return fmt.Errorf("seed cursors: %w", err)
@@ -303,7 +303,7 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 	if err := w.subscribe(q, req.Group, req.Start); err != nil {
 		return nil, "", time.Time{}, err
 	}
-	cands, err := scanCandidates(w.ctx, w.tx, q.ID, req.Group, req.Partition)
+	cands, err := scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition)
 	if err != nil {
 		return nil, "", time.Time{}, err
 	}
@@ -312,7 +312,7 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 			if err := w.seedMissingFrom(q, req.Group); err != nil {
 				return nil, "", time.Time{}, err
 			}
-			if cands, err = scanCandidates(w.ctx, w.tx, q.ID, req.Group, req.Partition); err != nil {
+			if cands, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition); err != nil {
 				return nil, "", time.Time{}, err
 			}
 			break
@@ -361,13 +361,13 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 	for _, sp := range spans {
 		var err error
 		if req.AutoAck {
-			_, err = w.tx.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = NULL, lease_from = NULL,
+			_, err = w.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = NULL, lease_from = NULL,
 				lease_to = NULL, lease_expires_at = NULL, retry_count = 0, redelivery_count = 0,
 				total_consumed = total_consumed + ?, batches_consumed = batches_consumed + 1, last_consumed_at = ?
 				WHERE partition_id = ? AND group_name = ?`, sp.to, sp.to-sp.from+1, now, sp.part.ID, req.Group)
 		} else {
 			// A lease still recorded here has expired: this is a redelivery.
-			_, err = w.tx.ExecContext(w.ctx, `UPDATE cursors SET lease_id = ?, lease_from = ?, lease_to = ?, lease_expires_at = ?,
+			_, err = w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = ?, lease_from = ?, lease_to = ?, lease_expires_at = ?,
 				redelivery_count = redelivery_count + (lease_id IS NOT NULL)
 				WHERE partition_id = ? AND group_name = ?`, leaseID, sp.from, sp.to, expires, sp.part.ID, req.Group)
 		}
@@ -380,11 +380,11 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 
 func (w *wtx) seedMissingFrom(q *Queue, group string) error {
 	var from sql.NullInt64
-	if err := w.tx.QueryRowContext(w.ctx, `SELECT from_time FROM subscriptions WHERE queue_id = ? AND group_name = ?`,
+	if err := w.QueryRowContext(w.ctx, `SELECT from_time FROM subscriptions WHERE queue_id = ? AND group_name = ?`,
 		q.ID, group).Scan(&from); err != nil {
 		return fmt.Errorf("read subscription: %w", err)
 	}
-	if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
 		SELECT p.id, ?2, `+seedExpr+`, ?3 FROM partitions p
 		WHERE p.queue_id = ?4 AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?2)`,
 		from, group, micros(w.now), q.ID); err != nil {
@@ -398,7 +398,7 @@ func (w *wtx) seedMissingFrom(q *Queue, group string) error {
 // segment is not yet visible.
 func (w *wtx) visibleUpTo(partitionID, from, cutoff int64) (int64, int64, error) {
 	var last sql.NullInt64
-	if err := w.tx.QueryRowContext(w.ctx, `SELECT base_offset + frame_count - 1 FROM segments
+	if err := w.QueryRowContext(w.ctx, `SELECT base_offset + frame_count - 1 FROM segments
 		WHERE partition_id = ? AND created_at <= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
 		partitionID, cutoff).Scan(&last); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, 0, fmt.Errorf("find visible offset: %w", err)
@@ -411,7 +411,7 @@ func (w *wtx) visibleUpTo(partitionID, from, cutoff int64) (int64, int64, error)
 		return visible, 0, nil
 	}
 	var at int64
-	if err := w.tx.QueryRowContext(w.ctx, `SELECT created_at FROM segments WHERE partition_id = ? AND base_offset + frame_count > ?
+	if err := w.QueryRowContext(w.ctx, `SELECT created_at FROM segments WHERE partition_id = ? AND base_offset + frame_count > ?
 		ORDER BY base_offset LIMIT 1`, partitionID, from).Scan(&at); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, 0, fmt.Errorf("find next segment: %w", err)
 	}
@@ -424,7 +424,7 @@ func (s *Store) readSpans(ctx context.Context, q *Queue, req *PopRequest, spans 
 	res := &PopResult{Queue: q.Name, Group: req.Group, LeaseID: leaseID, PartitionsClaimed: len(spans),
 		Partition: spans[0].part.Name, PartitionID: spans[0].part.UUID}
 	for _, sp := range spans {
-		err := s.scanFrames(ctx, s.rdb, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *Frame) error {
+		err := s.scanFrames(ctx, s.r, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *Frame) error {
 			res.Messages = append(res.Messages, Message{
 				ID: MessageID(sp.part.ID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
 				Queue: q.Name, LeaseID: leaseID, Group: req.Group, Payload: f.Payload, CreatedAt: fromMicros(createdAt),
@@ -465,6 +465,9 @@ func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, t
 			off := base + int64(i)
 			if off < from || off > to {
 				continue
+			}
+			if frames[i].Payload, err = s.DecryptPayload(frames[i].Payload); err != nil {
+				return fmt.Errorf("frame %d of partition %d: %w", off, partitionID, err)
 			}
 			if err := fn(off, createdAt, &frames[i]); err != nil {
 				return err

@@ -69,17 +69,14 @@ func (s *Store) Push(ctx context.Context, tenant string, items []PushItem) ([]Pu
 	return results, nil
 }
 
-// push resolves, deduplicates and stages items into this commit's segments.
-// With strict, a transactionId that already exists is an error instead of a
-// duplicate (transactions do not deduplicate).
+// push resolves the queue and partition of every item and stages it for
+// the flush, which deduplicates the whole commit at once. With strict, a
+// transactionId that already exists (stored, or staged in this commit) is
+// an error instead of a duplicate, since transactions do not deduplicate;
+// strict checks happen before anything is staged, so a rolled-back
+// savepoint never leaves items behind.
 func (w *wtx) push(tenant string, items []PushItem, results []PushResult, strict bool) error {
-	type target struct {
-		q  *Queue
-		pp *pendingPart
-	}
-	targets := make([]target, len(items))
-	// Resolve every partition first and look up stored keys per partition
-	// with one query each, before anything is staged.
+	pps := make([]*pendingPart, len(items))
 	lookups := map[*pendingPart][]string{}
 	for i := range items {
 		it := &items[i]
@@ -95,50 +92,33 @@ func (w *wtx) push(tenant string, items []PushItem, results []PushResult, strict
 		if err != nil {
 			return err
 		}
-		pp := w.pendingFor(q, p)
-		targets[i] = target{q, pp}
-		if it.TxnID == "" {
-			it.TxnID = newUUID()
-			continue // a fresh id cannot collide
+		pps[i] = w.pendingFor(q, p)
+		if strict && it.TxnID != "" {
+			lookups[pps[i]] = append(lookups[pps[i]], it.TxnID)
 		}
-		lookups[pp] = append(lookups[pp], it.TxnID)
 	}
-	stored := map[*pendingPart]map[string]int64{}
 	for pp, ids := range lookups {
-		found, err := w.storedTxids(pp.part.ID, ids)
+		stored, err := w.storedTxids(pp.part.ID, ids)
 		if err != nil {
 			return err
 		}
-		stored[pp] = found
-	}
-	if strict {
-		for i := range items {
-			pp := targets[i].pp
-			if _, ok := stored[pp][items[i].TxnID]; ok {
-				return fmt.Errorf("%w: transactionId %q already exists", ErrInvalid, items[i].TxnID)
-			}
-			if _, ok := pp.txns[items[i].TxnID]; ok {
-				return fmt.Errorf("%w: transactionId %q already exists", ErrInvalid, items[i].TxnID)
+		for _, id := range ids {
+			if _, ok := stored[id]; ok || pp.ids[id] {
+				return fmt.Errorf("%w: transactionId %q already exists", ErrInvalid, id)
 			}
 		}
 	}
-	// Nothing below fails, so a rolled-back savepoint never leaves frames staged.
 	for i := range items {
-		it, t := &items[i], targets[i]
-		res := &results[i]
-		res.TxnID, res.Queue, res.PartitionID, res.TraceID = it.TxnID, t.q.Name, t.pp.part.UUID, it.TraceID
-		if off, ok := stored[t.pp][it.TxnID]; ok {
-			res.Status, res.Offset = StatusDuplicate, off
-		} else if off, ok := t.pp.txns[it.TxnID]; ok {
-			res.Status, res.Offset = StatusDuplicate, off
+		it, pp := &items[i], pps[i]
+		generated := it.TxnID == ""
+		if generated {
+			it.TxnID = newUUID()
 		} else {
-			off := t.pp.next
-			t.pp.next++
-			t.pp.txns[it.TxnID] = off
-			t.pp.frames = append(t.pp.frames, Frame{TxnID: it.TxnID, TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: it.Payload})
-			res.Status, res.Offset = StatusQueued, off
+			pp.ids[it.TxnID] = true
 		}
-		res.MessageID = MessageID(t.pp.part.ID, res.Offset)
+		res := &results[i]
+		res.TxnID, res.Queue, res.PartitionID, res.TraceID = it.TxnID, pp.queue.Name, pp.part.UUID, it.TraceID
+		pp.staged = append(pp.staged, staged{item: it, res: res, generated: generated})
 	}
 	return nil
 }
@@ -154,8 +134,10 @@ func (w *wtx) storedTxids(partitionID int64, ids []string) (map[string]int64, er
 		buf = appendJSONString(buf, id)
 	}
 	buf = append(buf, ']')
-	rows, err := w.tx.QueryContext(w.ctx,
-		`SELECT t.txn_id, t.offset FROM json_each(?) j JOIN txids t ON t.partition_id = ? AND t.txn_id = j.value`,
+	rows, err := w.QueryContext(w.ctx,
+		// IN (subquery) makes SQLite probe the primary key once per id; a
+		// join lets it scan the partition's whole key range instead.
+		`SELECT txn_id, offset FROM txids WHERE partition_id = ?2 AND txn_id IN (SELECT value FROM json_each(?1))`,
 		string(buf), partitionID)
 	if err != nil {
 		return nil, fmt.Errorf("look up dedup keys: %w", err)

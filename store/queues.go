@@ -134,12 +134,12 @@ func getPartition(ctx context.Context, db querier, queueID int64, name string) (
 
 // Queue returns tenant's queue by name, or ErrQueueNotFound.
 func (s *Store) Queue(ctx context.Context, tenant, name string) (*Queue, error) {
-	return getQueue(ctx, s.rdb, tenant, name)
+	return getQueue(ctx, s.r, tenant, name)
 }
 
 // Partitions returns the partitions of a queue in creation order.
 func (s *Store) Partitions(ctx context.Context, queueID int64) ([]*Partition, error) {
-	return queryPartitions(ctx, s.rdb, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id`, queueID)
+	return queryPartitions(ctx, s.r, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id`, queueID)
 }
 
 func queryPartitions(ctx context.Context, db querier, query string, args ...any) ([]*Partition, error) {
@@ -184,7 +184,7 @@ func (w *wtx) queue(tenant, name string, create bool) (*Queue, error) {
 	if q := w.queues[k]; q != nil {
 		return q, nil
 	}
-	q, err := getQueue(w.ctx, w.tx, tenant, name)
+	q, err := getQueue(w.ctx, w, tenant, name)
 	if errors.Is(err, ErrQueueNotFound) && create {
 		ns, task := impliedNamespaceTask(name)
 		q = &Queue{UUID: newUUID(), Tenant: tenant, Name: name, Namespace: ns, Task: task,
@@ -200,7 +200,7 @@ func (w *wtx) queue(tenant, name string, create bool) (*Queue, error) {
 
 func (w *wtx) insertQueue(q *Queue) (int64, error) {
 	o := q.Options
-	res, err := w.tx.ExecContext(w.ctx, `INSERT INTO queues (uuid, tenant, name, namespace, task, lease_time, retry_limit,
+	res, err := w.ExecContext(w.ctx, `INSERT INTO queues (uuid, tenant, name, namespace, task, lease_time, retry_limit,
 		retry_delay, max_size, ttl, dead_letter_queue, dlq_after_max_retries, priority, delayed_processing, window_buffer,
 		retention_seconds, completed_retention_seconds, retention_enabled, encryption_enabled, max_wait_time_seconds,
 		max_bytes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -220,11 +220,11 @@ func (w *wtx) partition(q *Queue, name string, create bool) (*Partition, error) 
 	if p := w.partitions[k]; p != nil {
 		return p, nil
 	}
-	p, err := getPartition(w.ctx, w.tx, q.ID, name)
+	p, err := getPartition(w.ctx, w, q.ID, name)
 	if errors.Is(err, ErrPartitionNotFound) && create {
 		p = &Partition{UUID: newUUID(), QueueID: q.ID, Name: name, LastOffset: -1, CreatedAt: fromMicros(micros(w.now))}
 		var res sql.Result
-		res, err = w.tx.ExecContext(w.ctx, `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES (?, ?, ?, ?)`,
+		res, err = w.ExecContext(w.ctx, `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES (?, ?, ?, ?)`,
 			p.UUID, q.ID, name, micros(p.CreatedAt))
 		if err == nil {
 			p.ID, err = res.LastInsertId()
@@ -269,7 +269,7 @@ func (s *Store) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *P
 			return err
 		default:
 			o := req.Options
-			if _, err := w.tx.ExecContext(w.ctx, `UPDATE queues SET namespace = ?, task = ?, lease_time = ?, retry_limit = ?,
+			if _, err := w.ExecContext(w.ctx, `UPDATE queues SET namespace = ?, task = ?, lease_time = ?, retry_limit = ?,
 				retry_delay = ?, max_size = ?, ttl = ?, dead_letter_queue = ?, dlq_after_max_retries = ?, priority = ?,
 				delayed_processing = ?, window_buffer = ?, retention_seconds = ?, completed_retention_seconds = ?,
 				retention_enabled = ?, encryption_enabled = ?, max_wait_time_seconds = ?, max_bytes = ? WHERE id = ?`,

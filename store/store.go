@@ -52,6 +52,10 @@ type Options struct {
 	// of writes fused into it and the time from begin to durable. It runs on
 	// the writer goroutine, so it must return at once.
 	OnCommit func(ops int, d time.Duration)
+	// EncryptionKey is the AES-256 key (EncryptionKeySize bytes) that seals
+	// the payloads of queues with encryptionEnabled. Nil stores them in
+	// clear; frames sealed earlier then fail to read with ErrNoEncryptionKey.
+	EncryptionKey []byte
 }
 
 // Store is the database. All writes go through one goroutine that fuses
@@ -59,8 +63,13 @@ type Options struct {
 type Store struct {
 	path  string
 	clock clock.Clock
-	wdb   *sql.DB // single connection, owned by the writer goroutine
-	rdb   *sql.DB // readers, query_only
+	wdb   *sql.DB   // holds wconn
+	wconn *sql.Conn // the writer's one connection, used only by the writer goroutine
+	rdb   *sql.DB   // readers, query_only
+
+	wstmts *stmtCache // statements prepared on the writer's connection
+	rstmts *stmtCache // statements prepared on the reader pool
+	r      readDB     // reads through rstmts
 
 	ops      chan *writeOp
 	maxOps   int
@@ -71,6 +80,7 @@ type Store struct {
 	closeMu  sync.Mutex
 	closed   bool
 	comp     lz4.Compressor // writer goroutine only
+	crypt    *payloadCipher // nil without an encryption key
 	watch    watchers
 	stats    Stats
 	onCommit func(ops int, d time.Duration) // nil = none
@@ -102,7 +112,12 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	}
 	f.Close()
 
+	crypt, err := newPayloadCipher(opts.EncryptionKey)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	s := &Store{
+		crypt:    crypt,
 		path:     opts.Path,
 		onCommit: opts.OnCommit,
 		clock:    cmp.Or[clock.Clock](opts.Clock, clock.Real{}),
@@ -113,6 +128,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	s.watch.init()
 	defer func() {
 		if err != nil {
+			if s.wconn != nil {
+				s.wconn.Close()
+			}
 			if s.wdb != nil {
 				s.wdb.Close()
 			}
@@ -124,7 +142,11 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 
 	base := "file:" + (&url.URL{Path: opts.Path}).EscapedPath()
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(0)"
-	s.wdb, err = sql.Open("sqlite", base+"?"+pragmas+"&_pragma=synchronous("+syncLevel+")&_txlock=immediate")
+	// auto_vacuum must come first: it only takes effect on a file that has
+	// no table yet, so it shapes new databases and is a no-op on older ones
+	// (VACUUM once converts those). Retention then returns the pages it frees
+	// with PRAGMA incremental_vacuum.
+	s.wdb, err = sql.Open("sqlite", base+"?_pragma=auto_vacuum(INCREMENTAL)&"+pragmas+"&_pragma=synchronous("+syncLevel+")")
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
@@ -157,6 +179,13 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	s.rdb.SetMaxOpenConns(readers)
 	s.rdb.SetMaxIdleConns(readers)
 
+	// The writer keeps one connection and runs BEGIN/COMMIT on it itself, so
+	// statements prepared on it once stay valid across transactions.
+	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
+		return nil, fmt.Errorf("writer connection: %w", err)
+	}
+	s.wstmts, s.rstmts = newStmtCache(s.wconn), newStmtCache(s.rdb)
+	s.r = readDB{s.rstmts}
 	s.ops = make(chan *writeOp, s.maxOps)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.runWriter()
@@ -176,10 +205,12 @@ func (s *Store) Close() error {
 	s.cancel()
 	<-s.stopped
 	var errs []error
-	if _, err := s.wdb.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+	if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		errs = append(errs, fmt.Errorf("checkpoint: %w", err))
 	}
-	errs = append(errs, s.rdb.Close(), s.wdb.Close())
+	s.wstmts.close()
+	s.rstmts.close()
+	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close())
 	return errors.Join(errs...)
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -114,13 +115,15 @@ func (s *Store) commit(batch []*writeOp) {
 func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err error) {
 	start := time.Now()
 	ctx := context.Background() // a commit in progress is never abandoned
-	tx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
+	tx := s.wconn
+	if _, err := tx.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			tx.Rollback()
+			if _, rerr := tx.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+			}
 		}
 	}()
 	w := newWtx(ctx, s, tx)
@@ -149,7 +152,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	if err := w.flush(); err != nil {
 		return nil, nil, err
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := tx.ExecContext(ctx, "COMMIT"); err != nil {
 		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
 	s.stats.Commits.Add(1)
@@ -165,7 +168,9 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 type wtx struct {
 	ctx context.Context
 	s   *Store
-	tx  *sql.Tx
+	// tx is the writer's connection with a transaction open on it. Prefer
+	// w.ExecContext and friends, which reuse prepared statements.
+	tx  *sql.Conn
 	now time.Time
 	// Lookups made in this transaction, forgotten when a savepoint rolls back.
 	queues     map[queueKey]*Queue
@@ -186,12 +191,22 @@ type partKey struct {
 type pendingPart struct {
 	part   *Partition
 	queue  *Queue
-	next   int64 // next offset to hand out
-	frames []Frame
-	txns   map[string]int64 // transactionId -> offset, this commit
+	staged []staged        // in arrival order; deduplicated at flush
+	ids    map[string]bool // client transactionIds staged, for strict checks
+	frames []Frame         // built at flush
+	next   int64           // next offset to hand out, set at flush
 }
 
-func newWtx(ctx context.Context, s *Store, tx *sql.Tx) *wtx {
+// staged is one pushed item waiting for the flush, which decides whether it
+// is new or a duplicate and writes its result.
+type staged struct {
+	item *PushItem
+	res  *PushResult
+	// generated ids are fresh UUIDs and cannot collide with a stored key.
+	generated bool
+}
+
+func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 	return &wtx{
 		ctx: ctx, s: s, tx: tx, now: s.clock.Now(),
 		queues:     map[queueKey]*Queue{},
@@ -207,7 +222,7 @@ func (w *wtx) forgetResolved() {
 	clear(w.partitions)
 	kept := w.pending[:0]
 	for _, p := range w.pending {
-		if len(p.frames) > 0 {
+		if len(p.staged) > 0 {
 			kept = append(kept, p)
 		} else {
 			delete(w.byPart, p.part.ID)
@@ -234,17 +249,21 @@ func (w *wtx) pendingFor(q *Queue, p *Partition) *pendingPart {
 	if pp := w.byPart[p.ID]; pp != nil {
 		return pp
 	}
-	pp := &pendingPart{part: p, queue: q, next: p.LastOffset + 1, txns: map[string]int64{}}
+	pp := &pendingPart{part: p, queue: q, next: p.LastOffset + 1, ids: map[string]bool{}}
 	w.byPart[p.ID] = pp
 	w.pending = append(w.pending, pp)
 	return pp
 }
 
-// flush writes one segment per partition that received frames, the dedup
-// rows and the new last offsets. created_at is stamped here, inside the
-// transaction, and never decreases within a partition.
+// flush decides every staged push (new or duplicate, with one key lookup
+// per partition for the whole commit), then writes one segment per
+// partition, the dedup rows and the new last offsets. created_at is stamped
+// here, inside the transaction, and never decreases within a partition.
 func (w *wtx) flush() error {
 	for _, pp := range w.pending {
+		if err := w.resolveStaged(pp); err != nil {
+			return err
+		}
 		if len(pp.frames) == 0 {
 			continue
 		}
@@ -254,7 +273,7 @@ func (w *wtx) flush() error {
 		}
 		createdAt := max(micros(w.now), pp.part.LastSegmentAt)
 		base := pp.next - int64(len(pp.frames))
-		if _, err := w.tx.ExecContext(w.ctx,
+		if _, err := w.ExecContext(w.ctx,
 			`INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
 			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			pp.part.ID, base, len(pp.frames), createdAt, seg.codec, seg.rawSize, int64(seg.checksum), seg.data); err != nil {
@@ -263,7 +282,7 @@ func (w *wtx) flush() error {
 		if err := w.insertTxids(pp); err != nil {
 			return err
 		}
-		if _, err := w.tx.ExecContext(w.ctx,
+		if _, err := w.ExecContext(w.ctx,
 			`UPDATE partitions SET last_offset = ?, last_segment_at = ? WHERE id = ?`,
 			pp.next-1, createdAt, pp.part.ID); err != nil {
 			return fmt.Errorf("advance last_offset: %w", err)
@@ -271,6 +290,45 @@ func (w *wtx) flush() error {
 		w.s.stats.Segments.Add(1)
 		w.s.stats.Frames.Add(int64(len(pp.frames)))
 		w.touch(pp.queue.Tenant, pp.queue.Name)
+	}
+	return nil
+}
+
+// resolveStaged assigns offsets to the new items of pp in arrival order;
+// an id already stored, or staged earlier in this commit, is a duplicate
+// answering the original's offset.
+func (w *wtx) resolveStaged(pp *pendingPart) error {
+	var ids []string
+	for _, st := range pp.staged {
+		if !st.generated {
+			ids = append(ids, st.item.TxnID)
+		}
+	}
+	stored := map[string]int64{}
+	if len(ids) > 0 {
+		var err error
+		if stored, err = w.storedTxids(pp.part.ID, ids); err != nil {
+			return err
+		}
+	}
+	seen := make(map[string]int64, len(pp.staged))
+	for _, st := range pp.staged {
+		it, res := st.item, st.res
+		off, dup := stored[it.TxnID]
+		if !dup {
+			off, dup = seen[it.TxnID]
+		}
+		if dup {
+			res.Status, res.Offset = StatusDuplicate, off
+		} else {
+			off = pp.next
+			pp.next++
+			seen[it.TxnID] = off
+			pp.frames = append(pp.frames, Frame{TxnID: it.TxnID, TraceID: it.TraceID, ProducerSub: it.ProducerSub,
+				Payload: w.s.sealPayload(pp.queue, it.Payload)})
+			res.Status, res.Offset = StatusQueued, off
+		}
+		res.MessageID = MessageID(pp.part.ID, off)
 	}
 	return nil
 }
@@ -291,7 +349,7 @@ func (w *wtx) insertTxids(pp *pendingPart) error {
 			buf = appendJSONString(buf, pp.frames[i].TxnID)
 		}
 		buf = append(buf, ']')
-		if _, err := w.tx.ExecContext(w.ctx,
+		if _, err := w.ExecContext(w.ctx,
 			`INSERT INTO txids (partition_id, txn_id, offset)
 			 SELECT ?, value, ? + key FROM json_each(?)`,
 			pp.part.ID, base+int64(start), string(buf)); err != nil {
