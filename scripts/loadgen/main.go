@@ -471,9 +471,10 @@ type ackReply struct {
 }
 
 // popAckOnce pops one batch and acks it; it returns how many messages were
-// acknowledged (0 on an empty pop).
-func (g *generator) popAckOnce(ctx context.Context, popPath string) (int, error) {
-	status, data, err := g.do(ctx, http.MethodGet, popPath, nil)
+// acknowledged (0 on an empty pop). popCtx bounds only the pop, so ending a
+// run frees parked long-polls without abandoning an ack half way.
+func (g *generator) popAckOnce(ctx, popCtx context.Context, popPath string) (int, error) {
+	status, data, err := g.do(popCtx, http.MethodGet, popPath, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -547,34 +548,45 @@ func (g *generator) runPopAck(ctx context.Context, queue string) (result, error)
 		fmt.Fprintf(os.Stderr, "prefilled %d in %s (%.0f msg/s)\n", target, el.Round(time.Millisecond), float64(target)/el.Seconds())
 	}
 
+	if target == 0 {
+		return result{}, errors.New("prefill queued nothing; cannot measure a drain")
+	}
 	popPath := "/api/v1/pop/queue/" + url.PathEscape(queue) + "?" + url.Values{
 		"batch":   {strconv.Itoa(g.cfg.popBatch)},
 		"wait":    {"true"},
 		"timeout": {"1000"},
 	}.Encode()
 
-	var (
-		acked atomic.Int64
-		mu    sync.Mutex
-		total stats
-		wg    sync.WaitGroup
-	)
+	// The run stops at the deadline or once everything prefilled is
+	// acknowledged; either way parked pops are cancelled so that idle
+	// long-poll time is not measured.
 	start := time.Now()
-	deadline := start.Add(g.cfg.duration)
+	runCtx, stopRun := context.WithDeadline(ctx, start.Add(g.cfg.duration))
+	defer stopRun()
+	var (
+		acked    atomic.Int64
+		finished atomic.Int64 // ns since start when the last message was acked
+		mu       sync.Mutex
+		total    stats
+		wg       sync.WaitGroup
+	)
 	for range g.cfg.consumers {
 		wg.Go(func() {
 			var s stats
-			for ctx.Err() == nil && time.Now().Before(deadline) && acked.Load() < target {
+			for runCtx.Err() == nil {
 				t0 := time.Now()
-				n, err := g.popAckOnce(ctx, popPath)
-				if ctx.Err() != nil {
-					break
+				n, err := g.popAckOnce(ctx, runCtx, popPath)
+				if n == 0 && runCtx.Err() != nil {
+					break // run over or interrupted; not a server error
 				}
 				s.requests++
 				if n > 0 {
 					s.latencies = append(s.latencies, time.Since(t0))
 					s.messages += int64(n)
-					acked.Add(int64(n))
+					if acked.Add(int64(n)) >= target {
+						finished.CompareAndSwap(0, int64(time.Since(start)))
+						stopRun()
+					}
 				}
 				if err != nil {
 					s.fail(err)
@@ -586,7 +598,14 @@ func (g *generator) runPopAck(ctx context.Context, queue string) (result, error)
 		})
 	}
 	wg.Wait()
-	return total.result("popack", queue, g.cfg.popBatch, g.cfg.consumers, g.cfg.partitions, time.Since(start)), nil
+	if ctx.Err() != nil {
+		return result{}, ctx.Err()
+	}
+	elapsed := time.Duration(finished.Load())
+	if elapsed == 0 {
+		elapsed = time.Since(start)
+	}
+	return total.result("popack", queue, g.cfg.popBatch, g.cfg.consumers, g.cfg.partitions, elapsed), nil
 }
 
 // ---- HTTP ----
