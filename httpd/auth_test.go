@@ -1,14 +1,17 @@
 package httpd_test
 
 import (
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -557,4 +560,85 @@ func popSubs(t *testing.T, c *combtest.Client, queue string, n int) []any {
 		c.Ack(combtest.PopMessage{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID}, "completed", "")
 	}
 	return subs
+}
+
+var updateDocs = flag.Bool("update-docs", false, "rewrite the level table in docs/auth.md from routeLevels")
+
+const (
+	docsPath       = "../docs/auth.md"
+	docsTableBegin = "<!-- levels:begin (go test ./httpd -run TestAuthDocsLevels -update-docs) -->"
+	docsTableEnd   = "<!-- levels:end -->"
+)
+
+// TestAuthDocsLevels keeps the level table of docs/auth.md true to
+// routeLevels: a row that disagrees with the code, or names a route that
+// no longer exists, fails; -update-docs regenerates the table.
+func TestAuthDocsLevels(t *testing.T) {
+	levels := httpd.RouteLevels()
+	var routes []string
+	for r := range levels {
+		routes = append(routes, r)
+	}
+	order := func(r string) (string, string) { m, p, _ := strings.Cut(r, " "); return p, m }
+	slices.SortFunc(routes, func(a, b string) int {
+		pa, ma := order(a)
+		pb, mb := order(b)
+		return cmp.Or(strings.Compare(pa, pb), strings.Compare(ma, mb))
+	})
+	var table strings.Builder
+	table.WriteString("| Route | Level |\n| --- | --- |\n")
+	for _, r := range routes {
+		fmt.Fprintf(&table, "| `%s` | %s |\n", r, levels[r])
+	}
+
+	doc, err := os.ReadFile(docsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, rest, ok1 := strings.Cut(string(doc), docsTableBegin)
+	_, after, ok2 := strings.Cut(rest, docsTableEnd)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s lacks the level table markers", docsPath)
+	}
+	if *updateDocs {
+		out := before + docsTableBegin + "\n" + table.String() + docsTableEnd + after
+		if err := os.WriteFile(docsPath, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	documented := map[string]bool{}
+	for _, line := range strings.Split(rest, "\n") {
+		route, level, ok := parseLevelRow(line)
+		if !ok {
+			continue
+		}
+		documented[route] = true
+		got, exists := levels[route]
+		switch {
+		case !exists:
+			t.Errorf("%s documents %s, which has no level (removed or renamed?)", docsPath, route)
+		case got.String() != level:
+			t.Errorf("%s says %s is %s; the code says %s", docsPath, route, level, got)
+		}
+	}
+	for _, r := range routes {
+		if !documented[r] {
+			// New routes are not an error here: whoever adds one need not
+			// touch the docs; the next -update-docs run lists it.
+			t.Logf("%s does not list %s yet; run with -update-docs", docsPath, r)
+		}
+	}
+}
+
+func parseLevelRow(line string) (route, level string, ok bool) {
+	cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+	if len(cells) != 2 {
+		return "", "", false
+	}
+	route = strings.Trim(strings.TrimSpace(cells[0]), "`")
+	if !strings.Contains(route, " /") {
+		return "", "", false
+	}
+	return route, strings.TrimSpace(cells[1]), true
 }
