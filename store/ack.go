@@ -57,6 +57,8 @@ type cursor struct {
 	totalConsumed  int64
 	batches        int64
 	lastConsumedAt sql.NullInt64
+	created        bool // not in the table yet
+	dirty          bool // changed since loaded
 }
 
 type located struct {
@@ -65,26 +67,62 @@ type located struct {
 	offset int64
 }
 
-// locate finds the partition (by uuid, within tenant) and the offset of txn.
-func (w *wtx) locate(tenant, partitionUUID, txn string) (*located, error) {
-	row := w.QueryRowContext(w.ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at, t.offset FROM partitions p
-		JOIN queues q ON q.id = p.queue_id
-		JOIN txids t ON t.partition_id = p.id AND t.txn_id = ?
-		WHERE p.uuid = ? AND q.tenant = ?`, txn, partitionUUID, tenant)
-	var p Partition
-	var created, off int64
-	if err := row.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created, &off); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrMessageNotFound
+// locateAll finds the partition (by uuid, within tenant) and the offset of
+// every item with one partition query and one key query per distinct
+// partition. Items naming nothing get a nil entry.
+func (w *wtx) locateAll(tenant string, items []AckItem) ([]*located, error) {
+	type partInfo struct {
+		q   *Queue
+		p   *Partition
+		ids []string
+	}
+	parts := map[string]*partInfo{}
+	for i := range items {
+		uuid := items[i].PartitionID
+		pi, seen := parts[uuid]
+		if !seen {
+			p, err := scanPartition(w.QueryRowContext(w.ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset,
+				p.log_start, p.last_segment_at, p.created_at FROM partitions p JOIN queues q ON q.id = p.queue_id
+				WHERE p.uuid = ? AND q.tenant = ?`, uuid, tenant))
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return nil, fmt.Errorf("locate partition: %w", err)
+			default:
+				q, err := scanQueue(w.QueryRowContext(w.ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, p.QueueID))
+				if err != nil {
+					return nil, fmt.Errorf("load queue: %w", err)
+				}
+				pi = &partInfo{q: q, p: p}
+			}
+			parts[uuid] = pi
 		}
-		return nil, fmt.Errorf("locate message: %w", err)
+		if pi != nil {
+			pi.ids = append(pi.ids, items[i].TxnID)
+		}
 	}
-	p.CreatedAt = fromMicros(created)
-	q, err := scanQueue(w.QueryRowContext(w.ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, p.QueueID))
-	if err != nil {
-		return nil, fmt.Errorf("load queue: %w", err)
+	offsets := map[string]map[string]int64{}
+	for uuid, pi := range parts {
+		if pi == nil {
+			continue
+		}
+		found, err := w.storedTxids(pi.p.ID, pi.ids)
+		if err != nil {
+			return nil, err
+		}
+		offsets[uuid] = found
 	}
-	return &located{q: q, p: &p, offset: off}, nil
+	out := make([]*located, len(items))
+	for i := range items {
+		pi := parts[items[i].PartitionID]
+		if pi == nil {
+			continue
+		}
+		if off, ok := offsets[items[i].PartitionID][items[i].TxnID]; ok {
+			out[i] = &located{q: pi.q, p: pi.p, offset: off}
+		}
+	}
+	return out, nil
 }
 
 func (w *wtx) loadCursor(partitionID int64, group string) (*cursor, error) {
@@ -103,6 +141,13 @@ func (w *wtx) loadCursor(partitionID int64, group string) (*cursor, error) {
 }
 
 func (w *wtx) saveCursor(partitionID int64, group string, c *cursor) error {
+	if c.created {
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+			VALUES (?, ?, ?, ?)`, partitionID, group, c.committed, micros(w.now)); err != nil {
+			return fmt.Errorf("create cursor: %w", err)
+		}
+		c.created = false
+	}
 	_, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = ?, lease_from = ?, lease_to = ?,
 		lease_expires_at = ?, retry_count = ?, total_consumed = ?, batches_consumed = ?, last_consumed_at = ?
 		WHERE partition_id = ? AND group_name = ?`, c.committed, c.leaseID, c.leaseFrom, c.leaseTo, c.leaseExpires,
@@ -143,32 +188,27 @@ const (
 	ackInTransaction
 )
 
-// applyAck applies one located ack. A returned error is a storage failure;
-// a refused ack is reported in the result.
-func (w *wtx) applyAck(it *AckItem, loc *located, mode ackMode) (AckResult, error) {
+// applyAck applies one located ack to c, the cursor of (loc.p, group)
+// loaded by the caller (nil when there is none). It returns the cursor to
+// save (created in a transaction when missing). A returned error is a
+// storage failure; a refused ack is reported in the result.
+func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckResult, *cursor, error) {
 	res := AckResult{TxnID: it.TxnID, Queue: loc.q.Name, Partition: loc.p.Name}
 	group := cmp.Or(it.Group, QueueModeGroup)
 	now := micros(w.now)
-	c, err := w.loadCursor(loc.p.ID, group)
-	if err != nil {
-		return res, err
-	}
 	if it.LeaseID != "" && (c == nil || !c.leaseID.Valid || c.leaseID.String != it.LeaseID ||
 		!c.leaseExpires.Valid || c.leaseExpires.Int64 <= now) {
 		res.Error = ErrTextInvalidLease
-		return res, nil
+		return res, c, nil
 	}
 	if c == nil {
 		if mode == ackPlain {
 			res.Success = true // no cursor for this group: nothing to move
-			return res, nil
+			return res, nil, nil
 		}
-		c = &cursor{committed: loc.p.LogStart - 1}
-		if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
-			VALUES (?, ?, ?, ?)`, loc.p.ID, group, c.committed, now); err != nil {
-			return res, fmt.Errorf("create cursor: %w", err)
-		}
+		c = &cursor{committed: loc.p.LogStart - 1, created: true}
 	}
+	c.dirty = true
 	inFlight := c.leaseID.Valid && c.leaseFrom.Valid && loc.offset >= c.leaseFrom.Int64 && loc.offset <= c.leaseTo.Int64
 	status := cmp.Or(it.Status, AckCompleted)
 	switch status {
@@ -178,15 +218,12 @@ func (w *wtx) applyAck(it *AckItem, loc *located, mode ackMode) (AckResult, erro
 		switch {
 		case mode == ackInTransaction || status == AckDLQ:
 			errText := cmp.Or(it.Error, "Unknown error")
+			retry := int64(0)
 			if mode == ackPlain {
-				errText = cmp.Or(it.Error, "Retries exhausted")
-			}
-			retry := c.retry
-			if mode == ackInTransaction {
-				retry = 0
+				errText, retry = cmp.Or(it.Error, "Retries exhausted"), c.retry
 			}
 			if err := w.deadLetter(loc, group, errText, retry); err != nil {
-				return res, err
+				return res, c, err
 			}
 			res.DLQ = true
 			res.LeaseReleased = c.advance(loc.offset, now)
@@ -199,7 +236,7 @@ func (w *wtx) applyAck(it *AckItem, loc *located, mode ackMode) (AckResult, erro
 			res.LeaseReleased = true
 		default:
 			if err := w.deadLetter(loc, group, cmp.Or(it.Error, "Retries exhausted"), c.retry); err != nil {
-				return res, err
+				return res, c, err
 			}
 			res.DLQ = true
 			res.LeaseReleased = c.advance(loc.offset, now)
@@ -210,16 +247,61 @@ func (w *wtx) applyAck(it *AckItem, loc *located, mode ackMode) (AckResult, erro
 			res.LeaseReleased = true
 		}
 	default:
-		return res, nil // unknown status: not applied, no error text (as Queen)
-	}
-	if err := w.saveCursor(loc.p.ID, group, c); err != nil {
-		return res, err
+		return res, c, nil // unknown status: not applied, no error text (as Queen)
 	}
 	if res.LeaseReleased {
 		w.touch(loc.q.Tenant, loc.q.Name)
 	}
 	res.Success = true
-	return res, nil
+	return res, c, nil
+}
+
+// ackAll applies items in (partition, group, offset) order, loading and
+// saving each cursor once, and writes results in request order. Items
+// naming no stored message get ErrTextMessageNotFound.
+func (w *wtx) ackAll(tenant string, items []AckItem, results []AckResult, mode ackMode) error {
+	locs, err := w.locateAll(tenant, items)
+	if err != nil {
+		return err
+	}
+	order := make([]int, 0, len(items))
+	for i := range items {
+		results[i] = AckResult{TxnID: items[i].TxnID}
+		if locs[i] == nil {
+			results[i].Error = ErrTextMessageNotFound
+			continue
+		}
+		order = append(order, i)
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(locs[a].p.ID, locs[b].p.ID),
+			cmp.Compare(cmp.Or(items[a].Group, QueueModeGroup), cmp.Or(items[b].Group, QueueModeGroup)),
+			cmp.Compare(locs[a].offset, locs[b].offset))
+	})
+	for start := 0; start < len(order); {
+		first := order[start]
+		pid, group := locs[first].p.ID, cmp.Or(items[first].Group, QueueModeGroup)
+		end := start
+		for end < len(order) && locs[order[end]].p.ID == pid && cmp.Or(items[order[end]].Group, QueueModeGroup) == group {
+			end++
+		}
+		c, err := w.loadCursor(pid, group)
+		if err != nil {
+			return err
+		}
+		for _, i := range order[start:end] {
+			if results[i], c, err = w.applyAck(&items[i], locs[i], c, mode); err != nil {
+				return err
+			}
+		}
+		if c != nil && c.dirty {
+			if err := w.saveCursor(pid, group, c); err != nil {
+				return err
+			}
+		}
+		start = end
+	}
+	return nil
 }
 
 // deadLetter copies the message at loc into the dead-letter table.
@@ -251,42 +333,14 @@ func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error
 // order, and answers in request order. group, when not "", overrides every
 // item's group.
 func (s *Store) Ack(ctx context.Context, tenant, group string, items []AckItem) ([]AckResult, error) {
+	if group != "" {
+		for i := range items {
+			items[i].Group = group
+		}
+	}
 	results := make([]AckResult, len(items))
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		type job struct {
-			i   int
-			loc *located
-		}
-		var jobs []job
-		for i := range items {
-			it := &items[i]
-			if group != "" {
-				it.Group = group
-			}
-			results[i] = AckResult{TxnID: it.TxnID}
-			loc, err := w.locate(tenant, it.PartitionID, it.TxnID)
-			if errors.Is(err, ErrMessageNotFound) {
-				results[i].Error = ErrTextMessageNotFound
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			jobs = append(jobs, job{i, loc})
-		}
-		slices.SortStableFunc(jobs, func(a, b job) int {
-			return cmp.Or(cmp.Compare(a.loc.p.ID, b.loc.p.ID),
-				cmp.Compare(items[a.i].Group, items[b.i].Group),
-				cmp.Compare(a.loc.offset, b.loc.offset))
-		})
-		for _, j := range jobs {
-			r, err := w.applyAck(&items[j.i], j.loc, ackPlain)
-			if err != nil {
-				return err
-			}
-			results[j.i] = r
-		}
-		return nil
+		return w.ackAll(tenant, items, results, ackPlain)
 	}})
 	if err != nil {
 		return nil, err

@@ -141,7 +141,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	}()
 
 	base := "file:" + (&url.URL{Path: opts.Path}).EscapedPath()
-	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(0)"
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(0)&_pragma=cache_size(-65536)"
 	// auto_vacuum must come first: it only takes effect on a file that has
 	// no table yet, so it shapes new databases and is a no-op on older ones
 	// (VACUUM once converts those). Retention then returns the pages it frees

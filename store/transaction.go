@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,30 +41,29 @@ func (s *Store) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]T
 		// Acks first: they can fail; pushes are staged last, in one call that
 		// checks every key before it stages anything.
 		var items []PushItem
+		var acks []AckItem
+		var ackOps []int
 		for i, op := range ops {
 			results[i].Type = op.Type
 			switch op.Type {
 			case "ack":
-				loc, err := w.locate(tenant, op.Ack.PartitionID, op.Ack.TxnID)
-				if errors.Is(err, ErrMessageNotFound) {
-					return &TxError{Msg: "ACK operation failed: Message not found"}
-				}
-				if err != nil {
-					return err
-				}
-				r, err := w.applyAck(&op.Ack, loc, ackInTransaction)
-				if err != nil {
-					return err
-				}
-				if !r.Success {
-					return &TxError{Msg: "ACK operation failed: " + r.Error}
-				}
-				results[i].Ack = &r
+				acks = append(acks, op.Ack)
+				ackOps = append(ackOps, i)
 			case "push":
 				items = append(items, op.Items...)
 			default:
 				return &TxError{Msg: fmt.Sprintf("Unknown operation type: %s", op.Type)}
 			}
+		}
+		ackResults := make([]AckResult, len(acks))
+		if err := w.ackAll(tenant, acks, ackResults, ackInTransaction); err != nil {
+			return err
+		}
+		for j, r := range ackResults {
+			if !r.Success {
+				return &TxError{Msg: "ACK operation failed: " + cmp.Or(r.Error, "invalid status")}
+			}
+			results[ackOps[j]].Ack = &ackResults[j]
 		}
 		pushed := make([]PushResult, len(items))
 		if err := w.push(tenant, items, pushed, true); err != nil {
