@@ -92,7 +92,12 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	syncMode := fs.String("sync", m.env("COMB_SYNC", "FULL"), "SQLite synchronous level: FULL (durable on power loss) or NORMAL (env COMB_SYNC)")
 	subMode := fs.String("default-subscription-mode", m.env("DEFAULT_SUBSCRIPTION_MODE", "all"), "where a new consumer group starts when its first pop names no mode: all or new (env DEFAULT_SUBSCRIPTION_MODE)")
 	authCfg := m.authFlags(fs)
+	retCfg := m.retentionFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ret, err := retCfg.settings(m)
+	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
@@ -116,7 +121,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		ln.Close()
 		return err
 	}
-	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode})
+	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode,
+		RetentionInterval: ret.interval, EncryptionKey: ret.key, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err

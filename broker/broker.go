@@ -8,11 +8,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/retention"
 	"github.com/comb-broker/comb/seek"
 	"github.com/comb-broker/comb/store"
 )
@@ -47,6 +49,15 @@ type Options struct {
 	DefaultSubscriptionMode string
 	// Clock is read for every timestamp. Default the wall clock.
 	Clock clock.Clock
+	// RetentionInterval is how often the retention service sweeps.
+	// Default retention.DefaultInterval (5 minutes); negative disables the
+	// periodic sweep (Retention().RunOnce still works).
+	RetentionInterval time.Duration
+	// EncryptionKey is the 32-byte AES-256 key sealing the payloads of
+	// queues with encryptionEnabled. Nil stores them in clear.
+	EncryptionKey []byte
+	// Logger receives the background services' logs. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Broker is an open comb database.
@@ -57,6 +68,7 @@ type Broker struct {
 	draining   chan struct{} // closed by Drain: parked pops return at once
 	parked     atomic.Int64  // pops waiting right now
 	metrics    *Metrics
+	ret        *retention.Service // started by Open, stopped by Close
 }
 
 // Parked is the number of pops waiting for something to deliver.
@@ -66,12 +78,17 @@ func (b *Broker) Parked() int64 { return b.parked.Load() }
 func Open(ctx context.Context, opts Options) (*Broker, error) {
 	m := newMetrics(cmp.Or[clock.Clock](opts.Clock, clock.Real{}))
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: opts.Clock,
-		OnCommit: m.observeCommit})
+		OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey})
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}
-	return &Broker{st: st, defaultSub: cmp.Or(opts.DefaultSubscriptionMode, store.ModeAll), draining: make(chan struct{}),
-		metrics: m}, nil
+	b := &Broker{st: st, defaultSub: cmp.Or(opts.DefaultSubscriptionMode, store.ModeAll), draining: make(chan struct{}),
+		metrics: m}
+	if err := b.startBackground(ctx, opts); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("open broker: %w", err)
+	}
+	return b, nil
 }
 
 // Drain makes every parked pop, and every later one, return without waiting,
@@ -80,7 +97,10 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 func (b *Broker) Drain() { b.drainOnce.Do(func() { close(b.draining) }) }
 
 // Close commits every write already submitted and closes the database.
-func (b *Broker) Close() error { return b.st.Close() }
+func (b *Broker) Close() error {
+	b.stopBackground()
+	return b.st.Close()
+}
 
 // Store is the underlying database, for read-only views.
 func (b *Broker) Store() *store.Store { return b.st }

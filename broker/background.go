@@ -1,0 +1,40 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/comb-broker/comb/retention"
+)
+
+// The background services' lifecycle: Open starts them once the store is
+// open, Close stops them before the store closes.
+
+// startBackground starts the retention service; stopBackground undoes it.
+func (b *Broker) startBackground(ctx context.Context, opts Options) error {
+	log := cmp.Or(opts.Logger, slog.Default())
+	if !b.st.Encrypting() {
+		var n int
+		if err := b.st.ReadDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM queues WHERE encryption_enabled = 1`).Scan(&n); err != nil {
+			return fmt.Errorf("count encrypted queues: %w", err)
+		}
+		if n > 0 {
+			log.Warn("queues have encryptionEnabled but no encryption key is set: their new messages are stored in clear",
+				"queues", n)
+		}
+	}
+	b.ret = retention.New(b.st, retention.Config{Interval: opts.RetentionInterval, Clock: opts.Clock, Logger: log})
+	b.ret.Start()
+	return nil
+}
+
+func (b *Broker) stopBackground() {
+	if b.ret != nil {
+		b.ret.Stop()
+	}
+}
+
+// Retention is the retention service, for callers that want to sweep now.
+func (b *Broker) Retention() *retention.Service { return b.ret }

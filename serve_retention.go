@@ -1,0 +1,50 @@
+package main
+
+import (
+	"cmp"
+	"flag"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/comb-broker/comb/store"
+)
+
+// retentionFlags are serve's settings for the work done at rest:
+// retention sweeps and payload encryption.
+type retentionFlags struct {
+	interval string // milliseconds
+}
+
+// retentionSettings are retentionFlags checked and decoded.
+type retentionSettings struct {
+	interval time.Duration // negative = no periodic sweep
+	key      []byte        // nil = no encryption key
+}
+
+func (m *Main) retentionFlags(fs *flag.FlagSet) *retentionFlags {
+	var r retentionFlags
+	fs.StringVar(&r.interval, "retention-interval", m.env("RETENTION_INTERVAL", "300000"),
+		"milliseconds between retention sweeps; 0 disables them (env RETENTION_INTERVAL)")
+	return &r
+}
+
+// settings checks the flags and reads the encryption key from the
+// environment only (QUEEN_ENCRYPTION_KEY, or COMB_ENCRYPTION_KEY): a key
+// given as a flag would show in ps.
+func (r *retentionFlags) settings(m *Main) (retentionSettings, error) {
+	var out retentionSettings
+	ms, err := strconv.ParseInt(r.interval, 10, 64)
+	if err != nil || ms < 0 {
+		return out, fmt.Errorf("retention interval %q: want a non-negative number of milliseconds", r.interval)
+	}
+	out.interval = time.Duration(ms) * time.Millisecond
+	if ms == 0 {
+		out.interval = -1
+	}
+	out.key, err = store.ParseEncryptionKey(cmp.Or(m.Getenv("QUEEN_ENCRYPTION_KEY"), m.Getenv("COMB_ENCRYPTION_KEY")))
+	if err != nil {
+		return out, fmt.Errorf("QUEEN_ENCRYPTION_KEY: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,511 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Retention primitives. The retention service (package retention) decides
+// when to sweep; these decide what a sweep may delete and delete it. Every
+// deletion is one small writer op, so a push queued behind retention waits
+// for one bounded batch, never for the whole backlog.
+//
+// Rules every eviction keeps:
+//   - whole segments only, oldest first: a partition keeps a contiguous
+//     suffix of its log and log_start moves to its first remaining offset;
+//   - never a segment that holds or follows the first offset of a live
+//     lease, so a consumer can finish (and ack) the batch it holds;
+//   - never the dead-letter table: DLQ rows are copies and outlive their
+//     segments;
+//   - the dedup keys and traces of evicted frames go with them.
+
+// Defaults for EvictLimits.
+const (
+	// DefaultEvictSegments bounds the segments one writer op deletes.
+	DefaultEvictSegments = 64
+	// DefaultEvictBytes bounds the stored bytes one writer op deletes; a
+	// segment larger than this is still deleted, alone.
+	DefaultEvictBytes = 8 << 20
+)
+
+// EvictLimits bound one eviction op.
+type EvictLimits struct {
+	// Segments is the most segments deleted per op. Default DefaultEvictSegments.
+	Segments int
+	// Bytes is the most stored segment bytes deleted per op. Default DefaultEvictBytes.
+	Bytes int64
+}
+
+func (l EvictLimits) withDefaults() EvictLimits {
+	l.Segments = cmp.Or(l.Segments, DefaultEvictSegments)
+	l.Bytes = cmp.Or(l.Bytes, DefaultEvictBytes)
+	return l
+}
+
+// EvictResult counts what one eviction op deleted.
+type EvictResult struct {
+	Segments int
+	Frames   int64
+	Bytes    int64 // stored (compressed) segment bytes
+	// More is true when the op stopped at its limits with more to delete.
+	More bool
+}
+
+func (r *EvictResult) add(o EvictResult) {
+	r.Segments += o.Segments
+	r.Frames += o.Frames
+	r.Bytes += o.Bytes
+	r.More = r.More || o.More
+}
+
+// RetentionQueues returns the queues that have a retention policy to
+// enforce: retentionEnabled with retentionSeconds or
+// completedRetentionSeconds, maxWaitTimeSeconds (which applies without
+// retentionEnabled), or maxBytes. Every tenant's queues are included.
+func (s *Store) RetentionQueues(ctx context.Context) ([]*Queue, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+queueColumns+` FROM queues
+		WHERE (retention_enabled = 1 AND (retention_seconds > 0 OR completed_retention_seconds > 0))
+			OR max_wait_time_seconds > 0 OR max_bytes > 0
+		ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list retention queues: %w", err)
+	}
+	defer rows.Close()
+	var out []*Queue
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan queue: %w", err)
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// agePolicy is what time-based retention allows on one partition.
+type agePolicy struct {
+	// Segments created before cutoff go, consumed or not (retentionSeconds,
+	// maxWaitTimeSeconds). math.MinInt64 = no such rule.
+	cutoff int64
+	// Segments created before doneCutoff go once every group has consumed
+	// them (completedRetentionSeconds). math.MinInt64 = no such rule.
+	doneCutoff int64
+}
+
+func newAgePolicy(o QueueOptions, now int64) (agePolicy, bool) {
+	p := agePolicy{cutoff: math.MinInt64, doneCutoff: math.MinInt64}
+	if o.RetentionEnabled && o.RetentionSeconds > 0 {
+		p.cutoff = now - o.RetentionSeconds*1e6
+	}
+	if o.MaxWaitTimeSeconds > 0 {
+		p.cutoff = max(p.cutoff, now-o.MaxWaitTimeSeconds*1e6)
+	}
+	if o.RetentionEnabled && o.CompletedRetentionSeconds > 0 {
+		p.doneCutoff = now - o.CompletedRetentionSeconds*1e6
+	}
+	return p, p.cutoff != math.MinInt64 || p.doneCutoff != math.MinInt64
+}
+
+// EvictAged deletes, in one writer op, the oldest segments of partition
+// that queue q's time-based policies (retentionSeconds,
+// completedRetentionSeconds, maxWaitTimeSeconds) allow at now, up to lim.
+// The queue's options are read again inside the op, so a policy changed
+// since q was loaded is honoured.
+func (s *Store) EvictAged(ctx context.Context, queueID, partitionID int64, now time.Time, lim EvictLimits) (EvictResult, error) {
+	lim = lim.withDefaults()
+	var res EvictResult
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		res = EvictResult{}
+		q, err := scanQueue(w.tx.QueryRowContext(w.ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, queueID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("load queue: %w", err)
+		}
+		nowUS := micros(now)
+		pol, ok := newAgePolicy(q.Options, nowUS)
+		if !ok {
+			return nil
+		}
+		p, err := scanPartition(w.tx.QueryRowContext(w.ctx, `SELECT `+partitionColumns+` FROM partitions WHERE id = ? AND queue_id = ?`,
+			partitionID, queueID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("load partition: %w", err)
+		}
+		// Exclusive bound on the last offset of an evictable segment.
+		floor, err := w.leaseFloor(p.ID, nowUS)
+		if err != nil {
+			return err
+		}
+		snap, err := w.snapshotFloor(p.ID, nowUS)
+		if err != nil {
+			return err
+		}
+		floor = min(floor, snap)
+		consumed := int64(math.MinInt64)
+		if pol.doneCutoff != math.MinInt64 {
+			if consumed, err = w.consumedByAll(q.ID, p); err != nil {
+				return err
+			}
+		}
+		segs, err := w.firstSegments(p.ID, lim.Segments)
+		if err != nil {
+			return err
+		}
+		var take []segMeta
+		var bytes int64
+		for _, sg := range segs {
+			end := sg.base + sg.count - 1
+			aged := sg.createdAt < pol.cutoff || (sg.createdAt < pol.doneCutoff && end <= consumed)
+			if !aged || end >= floor {
+				break
+			}
+			if len(take) > 0 && bytes+sg.size > lim.Bytes {
+				res.More = true
+				break
+			}
+			take = append(take, sg)
+			bytes += sg.size
+		}
+		if len(take) == lim.Segments && len(segs) == lim.Segments {
+			res.More = true
+		}
+		r, err := w.evict(p, take)
+		if err != nil {
+			return err
+		}
+		r.More = r.More || res.More
+		res = r
+		return nil
+	}})
+	return res, err
+}
+
+// EvictOverSize deletes, in one writer op, the oldest segments of queue
+// queueID (oldest by commit time across its partitions) while the queue's
+// stored segment bytes exceed its maxBytes, up to lim. Live leases are
+// honoured; snapshots are not: a size bound protects the disk.
+func (s *Store) EvictOverSize(ctx context.Context, queueID int64, now time.Time, lim EvictLimits) (EvictResult, error) {
+	lim = lim.withDefaults()
+	var res EvictResult
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		res = EvictResult{}
+		var maxBytes int64
+		err := w.tx.QueryRowContext(w.ctx, `SELECT max_bytes FROM queues WHERE id = ?`, queueID).Scan(&maxBytes)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("load queue: %w", err)
+		}
+		if maxBytes <= 0 {
+			return nil
+		}
+		var total int64
+		if err := w.tx.QueryRowContext(w.ctx, `SELECT COALESCE(SUM(length(s.data)), 0) FROM partitions p
+			JOIN segments s ON s.partition_id = p.id WHERE p.queue_id = ?`, queueID).Scan(&total); err != nil {
+			return fmt.Errorf("measure queue: %w", err)
+		}
+		if total <= maxBytes {
+			return nil
+		}
+		parts, err := queryPartitions(w.ctx, w.tx, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id`, queueID)
+		if err != nil {
+			return err
+		}
+		nowUS := micros(now)
+		// Each partition offers its oldest segments below its lease floor;
+		// take the oldest offer until the queue fits.
+		type lane struct {
+			p    *Partition
+			segs []segMeta
+			take int
+		}
+		lanes := make([]*lane, 0, len(parts))
+		for _, p := range parts {
+			floor, err := w.leaseFloor(p.ID, nowUS)
+			if err != nil {
+				return err
+			}
+			segs, err := w.firstSegments(p.ID, lim.Segments)
+			if err != nil {
+				return err
+			}
+			n := 0
+			for n < len(segs) && segs[n].base+segs[n].count-1 < floor {
+				n++
+			}
+			if n > 0 {
+				lanes = append(lanes, &lane{p: p, segs: segs[:n]})
+			}
+		}
+		taken, bytes := 0, int64(0)
+		for total > maxBytes {
+			var next *lane
+			for _, l := range lanes {
+				if l.take < len(l.segs) && (next == nil || l.segs[l.take].createdAt < next.segs[next.take].createdAt) {
+					next = l
+				}
+			}
+			if next == nil {
+				break
+			}
+			sg := next.segs[next.take]
+			if taken == lim.Segments || (taken > 0 && bytes+sg.size > lim.Bytes) {
+				res.More = true
+				break
+			}
+			next.take++
+			taken++
+			bytes += sg.size
+			total -= sg.size
+		}
+		var sum EvictResult
+		for _, l := range lanes {
+			r, err := w.evict(l.p, l.segs[:l.take])
+			if err != nil {
+				return err
+			}
+			sum.add(r)
+		}
+		// More may also be due when a lane ran out of fetched segments.
+		sum.More = res.More || (total > maxBytes && taken == lim.Segments)
+		res = sum
+		return nil
+	}})
+	return res, err
+}
+
+// segMeta is a segment row without its data.
+type segMeta struct {
+	base, count, createdAt, size int64
+}
+
+// firstSegments returns the oldest n segments of a partition.
+func (w *wtx) firstSegments(partitionID int64, n int) ([]segMeta, error) {
+	rows, err := w.tx.QueryContext(w.ctx, `SELECT base_offset, frame_count, created_at, length(data) FROM segments
+		WHERE partition_id = ? ORDER BY base_offset LIMIT ?`, partitionID, n)
+	if err != nil {
+		return nil, fmt.Errorf("list oldest segments: %w", err)
+	}
+	defer rows.Close()
+	var out []segMeta
+	for rows.Next() {
+		var sg segMeta
+		if err := rows.Scan(&sg.base, &sg.count, &sg.createdAt, &sg.size); err != nil {
+			return nil, fmt.Errorf("scan segment: %w", err)
+		}
+		out = append(out, sg)
+	}
+	return out, rows.Err()
+}
+
+// leaseFloor is the first offset of the earliest live lease on a partition
+// (math.MaxInt64 when none): no segment reaching it may go.
+func (w *wtx) leaseFloor(partitionID, now int64) (int64, error) {
+	var from sql.NullInt64
+	if err := w.tx.QueryRowContext(w.ctx, `SELECT MIN(lease_from) FROM cursors
+		WHERE partition_id = ? AND lease_id IS NOT NULL AND lease_expires_at > ?`, partitionID, now).Scan(&from); err != nil {
+		return 0, fmt.Errorf("find live leases: %w", err)
+	}
+	if !from.Valid {
+		return math.MaxInt64, nil
+	}
+	return from.Int64, nil
+}
+
+// snapshotFloor is the first offset of a partition that a live snapshot
+// still needs (math.MaxInt64 when none), honoured by time-based retention
+// only. It is the hook for snapshots: until the snapshot tables exist no
+// snapshot can pin anything.
+func (w *wtx) snapshotFloor(partitionID, now int64) (int64, error) {
+	return math.MaxInt64, nil
+}
+
+// consumedByAll is the highest offset of p that every consumer of its
+// queue has completed. A group subscribed to the queue that has not met
+// this partition yet has consumed nothing of it; a partition nobody
+// consumes has nothing completed.
+func (w *wtx) consumedByAll(queueID int64, p *Partition) (int64, error) {
+	var low sql.NullInt64
+	if err := w.tx.QueryRowContext(w.ctx, `SELECT MIN(c) FROM (
+			SELECT committed AS c FROM cursors WHERE partition_id = ?1
+			UNION ALL
+			SELECT ?2 - 1 FROM subscriptions s WHERE s.queue_id = ?3
+				AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = ?1 AND c.group_name = s.group_name))`,
+		p.ID, p.LogStart, queueID).Scan(&low); err != nil {
+		return 0, fmt.Errorf("find consumed floor: %w", err)
+	}
+	if !low.Valid {
+		return p.LogStart - 1, nil
+	}
+	return low.Int64, nil
+}
+
+// evict deletes segs, a prefix of p's log in offset order, with the dedup
+// keys, traces and tombstones of their frames, and moves log_start past
+// them.
+func (w *wtx) evict(p *Partition, segs []segMeta) (EvictResult, error) {
+	var res EvictResult
+	if len(segs) == 0 {
+		return res, nil
+	}
+	first, last := segs[0], segs[len(segs)-1]
+	newStart := last.base + last.count
+	txns, err := w.evictedTxnIDs(p.ID, first.base, last.base)
+	if err != nil {
+		return res, err
+	}
+	if txns != nil {
+		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?
+			AND txn_id IN (SELECT value FROM json_each(?))`, p.ID, newStart, txns); err != nil {
+			return res, fmt.Errorf("delete evicted dedup keys: %w", err)
+		}
+		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN (SELECT id FROM traces
+			WHERE partition_uuid = ? AND txn_id IN (SELECT value FROM json_each(?)))`, p.UUID, txns); err != nil {
+			return res, fmt.Errorf("delete evicted trace names: %w", err)
+		}
+		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?
+			AND txn_id IN (SELECT value FROM json_each(?))`, p.UUID, txns); err != nil {
+			return res, fmt.Errorf("delete evicted traces: %w", err)
+		}
+	} else {
+		// A segment that does not decode cannot name its keys: find them by
+		// offset, a scan of the partition's keys, paid only in that case.
+		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
+			return res, fmt.Errorf("delete evicted dedup keys: %w", err)
+		}
+	}
+	if ok, err := w.hasTable("tombstones"); err != nil {
+		return res, err
+	} else if ok {
+		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM tombstones WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
+			return res, fmt.Errorf("delete evicted tombstones: %w", err)
+		}
+	}
+	if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset <= ?`, p.ID, last.base); err != nil {
+		return res, fmt.Errorf("delete segments: %w", err)
+	}
+	if _, err := w.tx.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ? AND log_start < ?`,
+		newStart, p.ID, newStart); err != nil {
+		return res, fmt.Errorf("advance log_start: %w", err)
+	}
+	p.LogStart = newStart
+	for _, sg := range segs {
+		res.Segments++
+		res.Frames += sg.count
+		res.Bytes += sg.size
+	}
+	return res, nil
+}
+
+// evictedTxnIDs returns the transaction ids of the frames in the segments
+// of partition based in [from, to], as a JSON array, or nil when one of
+// them does not decode.
+func (w *wtx) evictedTxnIDs(partitionID, from, to int64) (*string, error) {
+	rows, err := w.tx.QueryContext(w.ctx, `SELECT frame_count, codec, raw_size, checksum, data FROM segments
+		WHERE partition_id = ? AND base_offset >= ? AND base_offset <= ? ORDER BY base_offset`, partitionID, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read evicted segments: %w", err)
+	}
+	defer rows.Close()
+	buf := []byte{'['}
+	for rows.Next() {
+		var count, sum int64
+		var codec, rawSize int
+		var data []byte
+		if err := rows.Scan(&count, &codec, &rawSize, &sum, &data); err != nil {
+			return nil, fmt.Errorf("scan evicted segment: %w", err)
+		}
+		frames, err := decodeSegment(codec, rawSize, uint32(sum), data, int(count))
+		if err != nil {
+			return nil, nil
+		}
+		for i := range frames {
+			if len(buf) > 1 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, frames[i].TxnID)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read evicted segments: %w", err)
+	}
+	out := string(append(buf, ']'))
+	return &out, nil
+}
+
+// hasTable reports whether the schema has a table, for tables owned by
+// migrations that may come after this code.
+func (w *wtx) hasTable(name string) (bool, error) {
+	var ok bool
+	if err := w.tx.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?)`,
+		name).Scan(&ok); err != nil {
+		return false, fmt.Errorf("look up table %s: %w", name, err)
+	}
+	return ok, nil
+}
+
+// QueueRef names one tenant's queue.
+type QueueRef struct {
+	Tenant, Queue string
+}
+
+// LeasesExpiredBetween returns the queues holding a lease that expired in
+// (after, upTo], so parked pops on them can be woken. The partial index on
+// leased cursors keeps this a scan of the batches in flight, not of every
+// cursor.
+func (s *Store) LeasesExpiredBetween(ctx context.Context, after, upTo time.Time) ([]QueueRef, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT DISTINCT q.tenant, q.name FROM cursors c INDEXED BY cursors_lease
+		JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > ? AND c.lease_expires_at <= ?
+		ORDER BY q.tenant, q.name`, micros(after), micros(upTo))
+	if err != nil {
+		return nil, fmt.Errorf("find expired leases: %w", err)
+	}
+	defer rows.Close()
+	var out []QueueRef
+	for rows.Next() {
+		var r QueueRef
+		if err := rows.Scan(&r.Tenant, &r.Queue); err != nil {
+			return nil, fmt.Errorf("scan expired lease: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// FreePages is the number of pages on the database's freelist.
+func (s *Store) FreePages(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.rdb.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read freelist_count: %w", err)
+	}
+	return n, nil
+}
+
+// IncrementalVacuum returns up to pages free pages to the file system in
+// one writer op and reports the freelist left. It does nothing on a file
+// created without auto_vacuum=INCREMENTAL.
+func (s *Store) IncrementalVacuum(ctx context.Context, pages int) (int64, error) {
+	var left int64
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		if _, err := w.tx.ExecContext(w.ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, max(pages, 1))); err != nil {
+			return fmt.Errorf("incremental vacuum: %w", err)
+		}
+		if err := w.tx.QueryRowContext(w.ctx, `PRAGMA freelist_count`).Scan(&left); err != nil {
+			return fmt.Errorf("read freelist_count: %w", err)
+		}
+		return nil
+	}})
+	return left, err
+}
