@@ -12,9 +12,13 @@ import (
 // The background services' lifecycle: Open starts them once the store is
 // open, Close stops them before the store closes.
 
-// startBackground starts the retention service; stopBackground undoes it.
+// startBackground restores the maintenance switches and starts the
+// retention service; stopBackground undoes it.
 func (b *Broker) startBackground(ctx context.Context, opts Options) error {
 	log := cmp.Or(opts.Logger, slog.Default())
+	if err := b.loadMaintenance(ctx); err != nil {
+		return err
+	}
 	if !b.st.Encrypting() {
 		var n int
 		if err := b.st.ReadDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM queues WHERE encryption_enabled = 1`).Scan(&n); err != nil {

@@ -68,6 +68,7 @@ type Broker struct {
 	draining   chan struct{} // closed by Drain: parked pops return at once
 	parked     atomic.Int64  // pops waiting right now
 	metrics    *Metrics
+	maint      maintenance        // maintenance switches (maintenance.go)
 	ret        *retention.Service // started by Open, stopped by Close
 }
 
@@ -115,6 +116,9 @@ func (b *Broker) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *
 
 // Push appends items and returns once they are durable.
 func (b *Broker) Push(ctx context.Context, tenant string, items []PushItem) ([]PushResult, error) {
+	if results, ok, err := b.pushBuffered(ctx, tenant, items); ok {
+		return results, err // push maintenance: parked, not in the log yet
+	}
 	results, err := b.st.Push(ctx, tenant, items)
 	if err == nil {
 		b.metrics.countPush(results)
@@ -177,6 +181,9 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 	}
 	deadline := time.Now().Add(req.Timeout)
 	for {
+		if b.maint.popOn() {
+			return pausedPop(req.Group), nil // pop maintenance: nothing, at once
+		}
 		// Watch before looking, so a change in between is not missed.
 		var changed <-chan struct{}
 		if req.Queue != "" {
@@ -207,6 +214,10 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 			timer.Stop()
 			return &PopResult{Group: res.Group}, nil
 		case <-b.draining:
+			b.parked.Add(-1)
+			timer.Stop()
+			return &PopResult{Group: res.Group}, nil
+		case <-b.maint.popPaused():
 			b.parked.Add(-1)
 			timer.Stop()
 			return &PopResult{Group: res.Group}, nil

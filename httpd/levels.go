@@ -57,4 +57,17 @@ var routeLevels = map[string]Level{
 	// messages, so read-write.
 	"GET /api/v1/dlq":          ReadOnly,
 	"POST /api/v1/dlq/redrive": ReadWrite,
+
+	// Traces: recording is read-write, reading read-only. The one- and
+	// two-segment GETs also serve /traces/names and /traces/by-name/:name.
+	"POST /api/v1/traces":                            ReadWrite,
+	"GET /api/v1/traces/:partitionId":                ReadOnly,
+	"GET /api/v1/traces/:partitionId/:transactionId": ReadOnly,
+
+	// Maintenance: everything under /api/v1/system/ is admin.
+	"GET /api/v1/system/maintenance":      Admin,
+	"POST /api/v1/system/maintenance":     Admin,
+	"GET /api/v1/system/maintenance/pop":  Admin,
+	"POST /api/v1/system/maintenance/pop": Admin,
+	"GET /api/v1/system/shared-state":     Admin,
 }

@@ -94,6 +94,7 @@ func (s *Server) routes() {
 	s.handle("POST", "/api/v1/lease/:leaseId/extend", s.extendLease)
 	s.groupRoutes()
 	s.operatorRoutes()
+	s.maintenanceRoutes()
 }
 
 // handle registers a route. Every route must have a level in routeLevels;

@@ -502,3 +502,28 @@ func randomHex(n int) string {
 	}
 	return string(b)
 }
+
+func TestSweepDropsTheTracesOfEvictedMessages(t *testing.T) {
+	f := newFixture(t)
+	f.configure("q", retained(60))
+	old := f.push("q", "", "old", 1)
+	f.clock.Advance(time.Minute)
+	young := f.push("q", "", "young", 1)
+	for _, r := range []broker.PushResult{old[0], young[0]} {
+		if _, err := f.b.RecordTrace(f.ctx, "", broker.TraceInput{PartitionID: r.PartitionID, TxnID: r.TxnID,
+			Names: []string{"flow"}, Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.clock.Advance(30 * time.Second)
+	if st := f.sweep(); st.Segments != 1 {
+		t.Fatalf("sweep deleted %d segments, want 1", st.Segments)
+	}
+	if n := f.count(`SELECT COUNT(*) FROM traces WHERE txn_id = 'old-0'`); n != 0 {
+		t.Fatalf("%d traces left for an evicted message", n)
+	}
+	traces, total, err := f.b.TracesByName(f.ctx, "", "flow", 10, 0)
+	if err != nil || total != 1 || len(traces) != 1 || traces[0].TxnID != "young-0" {
+		t.Fatalf("traces by name after the sweep: %+v total %d (%v), want young-0 only", traces, total, err)
+	}
+}

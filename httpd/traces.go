@@ -1,0 +1,176 @@
+package httpd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/store"
+)
+
+// Traces (WIRE §4.9). The read shapes are the ones Queen's dashboard
+// parses: snake_case rows inside {"traces": [...]}, names inside
+// {"trace_names": [...]}, with count, total, limit and offset.
+//
+// httprouter cannot hold /traces/names and /traces/by-name/:name beside
+// /traces/:partitionId/:transactionId, so the one- and two-segment forms
+// are each registered once and dispatched on their first segment.
+
+const (
+	defaultTraceLimit     = 100
+	defaultTraceNameLimit = 50
+)
+
+type traceIn struct {
+	TransactionID json.RawMessage `json:"transactionId"`
+	PartitionID   json.RawMessage `json:"partitionId"`
+	ConsumerGroup json.RawMessage `json:"consumerGroup"`
+	TraceNames    json.RawMessage `json:"traceNames"`
+	EventType     json.RawMessage `json:"eventType"`
+	Data          json.RawMessage `json:"data"`
+}
+
+// traceNames reads traceNames: null, one string, or an array of strings.
+func traceNames(raw json.RawMessage) ([]string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, true
+	}
+	if s, _, ok := rawString(raw); ok {
+		if s == "" {
+			return nil, true
+		}
+		return []string{s}, true
+	}
+	var names []string
+	if raw[0] != '[' || json.Unmarshal(raw, &names) != nil {
+		return nil, false
+	}
+	kept := names[:0]
+	for _, n := range names {
+		if n != "" {
+			kept = append(kept, n)
+		}
+	}
+	return kept, true
+}
+
+func (s *Server) recordTrace(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	var in traceIn
+	if err := s.readJSON(w, r, &in); err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	txn, _, ok1 := rawString(in.TransactionID)
+	part, _, ok2 := rawString(in.PartitionID)
+	if !ok1 || !ok2 || txn == "" || part == "" {
+		writeError(w, http.StatusBadRequest, "transactionId and partitionId are required")
+		return
+	}
+	if len(bytes.TrimSpace(in.Data)) == 0 {
+		writeError(w, http.StatusBadRequest, "data is required")
+		return
+	}
+	group, _, ok := rawString(in.ConsumerGroup)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "consumerGroup must be a string")
+		return
+	}
+	event, _, ok := rawString(in.EventType)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "eventType must be a string")
+		return
+	}
+	names, ok := traceNames(in.TraceNames)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "traceNames must be a string or an array of strings")
+		return
+	}
+	id, err := s.b.RecordTrace(r.Context(), tenant(r.Context()), broker.TraceInput{PartitionID: part, TxnID: txn,
+		Group: group, Names: names, EventType: event, Data: bytes.TrimSpace(in.Data)})
+	if errors.Is(err, store.ErrMessageNotFound) {
+		// Queen's answer, kept: the SDKs swallow trace errors either way.
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"success": false, "error": "Message not found"})
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "traceId": id})
+}
+
+// traceOut is a trace as the dashboard reads it.
+type traceOut struct {
+	ID            string          `json:"id"`
+	TransactionID string          `json:"transaction_id"`
+	PartitionID   string          `json:"partition_id"`
+	QueueName     *string         `json:"queue_name"`
+	PartitionName *string         `json:"partition_name"`
+	EventType     string          `json:"event_type"`
+	Data          json.RawMessage `json:"data"`
+	ConsumerGroup string          `json:"consumer_group"`
+	WorkerID      *string         `json:"worker_id"`
+	CreatedAt     string          `json:"created_at"`
+	TraceNames    []string        `json:"trace_names"`
+}
+
+func tracesJSON(traces []broker.Trace) []traceOut {
+	out := make([]traceOut, len(traces))
+	for i, t := range traces {
+		out[i] = traceOut{ID: t.ID, TransactionID: t.TxnID, PartitionID: t.PartitionID, QueueName: nullString(t.Queue),
+			PartitionName: nullString(t.Partition), EventType: t.EventType, Data: t.Data, ConsumerGroup: t.Group,
+			WorkerID: nullString(t.WorkerID), CreatedAt: fmtMilli(t.CreatedAt), TraceNames: t.Names}
+	}
+	return out
+}
+
+// traceOne serves GET /api/v1/traces/names.
+func (s *Server) traceOne(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if ps.ByName("partitionId") != "names" {
+		writeError(w, http.StatusNotFound, "Not found")
+		return
+	}
+	q := r.URL.Query()
+	limit, offset := max(queryInt(q, "limit", defaultTraceNameLimit), 0), max(queryInt(q, "offset", 0), 0)
+	names, total, err := s.b.TraceNames(r.Context(), tenant(r.Context()), limit, offset)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rows := make([]map[string]any, len(names))
+	for i, n := range names {
+		rows[i] = map[string]any{"trace_name": n.Name, "trace_count": n.Traces, "message_count": n.Messages,
+			"last_seen": fmtMilli(n.LastSeen)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"trace_names": rows, "count": len(rows), "total": total,
+		"limit": limit, "offset": offset})
+}
+
+// traceTwo serves GET /api/v1/traces/by-name/:name and
+// GET /api/v1/traces/:partitionId/:transactionId.
+func (s *Server) traceTwo(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	first, second := ps.ByName("partitionId"), ps.ByName("transactionId")
+	if first == "by-name" {
+		q := r.URL.Query()
+		limit, offset := max(queryInt(q, "limit", defaultTraceLimit), 0), max(queryInt(q, "offset", 0), 0)
+		traces, total, err := s.b.TracesByName(r.Context(), tenant(r.Context()), second, limit, offset)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"traces": tracesJSON(traces), "count": len(traces), "total": total,
+			"limit": limit, "offset": offset})
+		return
+	}
+	traces, err := s.b.MessageTraces(r.Context(), tenant(r.Context()), first, second)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"traces": tracesJSON(traces), "count": len(traces)})
+}

@@ -1,0 +1,167 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Operator settings and the push buffer of maintenance mode. The broker
+// owns the maintenance flags; the store keeps them, and the parked pushes,
+// durable.
+
+// StatusBuffered is the push status of an item parked by push maintenance.
+const StatusBuffered = "buffered"
+
+// Setting returns the stored value of key and whether it is set.
+func (s *Store) Setting(ctx context.Context, key string) (string, bool, error) {
+	var v string
+	err := s.rdb.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read setting %s: %w", key, err)
+	}
+	return v, true, nil
+}
+
+// SetSetting stores key = value; it returns once the change is durable.
+func (s *Store) SetSetting(ctx context.Context, key, value string) error {
+	return s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		return w.setSetting(key, value)
+	}})
+}
+
+func (w *wtx) setSetting(key, value string) error {
+	if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		key, value, micros(w.now)); err != nil {
+		return fmt.Errorf("write setting %s: %w", key, err)
+	}
+	return nil
+}
+
+// BufferPush parks items in the push buffer instead of the log: they are
+// durable when it returns, invisible to pops, and answered
+// StatusBuffered. An item without a transactionId gets one now, so the
+// caller can report it and the drain can deduplicate by it. Payloads of
+// encrypted queues are sealed in the buffer as in the log.
+func (s *Store) BufferPush(ctx context.Context, tenant string, items []PushItem) ([]PushResult, error) {
+	if len(items) == 0 {
+		return []PushResult{}, nil
+	}
+	results := make([]PushResult, len(items))
+	size := 0
+	for i := range items {
+		size += len(items[i].Payload) + 64
+	}
+	err := s.submit(ctx, &writeOp{isolated: true, bytes: size, apply: func(w *wtx) error {
+		queues := map[string]*Queue{}
+		for i := range items {
+			it := &items[i]
+			q, seen := queues[it.Queue]
+			if !seen {
+				var err error
+				q, err = getQueue(w.ctx, w.tx, tenant, it.Queue)
+				if err != nil && !errors.Is(err, ErrQueueNotFound) {
+					return err
+				}
+				queues[it.Queue] = q // nil: created with defaults at drain, unencrypted
+			}
+			txn := cmp.Or(it.TxnID, newUUID())
+			if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO push_buffer (tenant, queue_name, partition_name, txn_id,
+				trace_id, producer_sub, payload, created_at) VALUES (?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?)`,
+				tenant, it.Queue, cmp.Or(it.Partition, DefaultPartition), txn, it.TraceID, it.ProducerSub,
+				w.s.sealPayload(q, it.Payload), micros(w.now)); err != nil {
+				return fmt.Errorf("buffer push: %w", err)
+			}
+			results[i] = PushResult{TxnID: txn, Status: StatusBuffered, Queue: it.Queue, TraceID: it.TraceID, Offset: -1}
+		}
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// BufferedPushes is the number of pushes waiting in the buffer.
+func (s *Store) BufferedPushes(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM push_buffer`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count buffered pushes: %w", err)
+	}
+	return n, nil
+}
+
+// DrainPushBuffer appends up to limit buffered pushes to the log, oldest
+// first, in one writer op that also deletes them: a crash leaves each one
+// either still buffered or appended, never both. Items are deduplicated by
+// transactionId like any push. When the op leaves the buffer empty it
+// also stores whenEmpty, so "buffer drained" and, say, "maintenance off"
+// become durable together. It returns how many rows it took and how many
+// are left.
+func (s *Store) DrainPushBuffer(ctx context.Context, limit int, whenEmpty map[string]string) (drained int, left int64, err error) {
+	limit = max(limit, 1)
+	err = s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		drained, left = 0, 0
+		// One op drains one tenant's run of rows, so it makes exactly one
+		// push call: a push that fails stages nothing.
+		var tenant string
+		var items []PushItem
+		var lastID int64
+		rows, err := w.tx.QueryContext(w.ctx, `SELECT id, tenant, queue_name, partition_name, txn_id,
+			COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload FROM push_buffer ORDER BY id LIMIT ?`, limit)
+		if err != nil {
+			return fmt.Errorf("read push buffer: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			var t string
+			var it PushItem
+			if err := rows.Scan(&id, &t, &it.Queue, &it.Partition, &it.TxnID, &it.TraceID, &it.ProducerSub, &it.Payload); err != nil {
+				rows.Close()
+				return fmt.Errorf("scan push buffer: %w", err)
+			}
+			if len(items) > 0 && t != tenant {
+				break
+			}
+			if it.Payload, err = w.s.DecryptPayload(it.Payload); err != nil {
+				rows.Close()
+				return fmt.Errorf("buffered push %d: %w", id, err)
+			}
+			tenant, lastID = t, id
+			items = append(items, it)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read push buffer: %w", err)
+		}
+		drained = len(items)
+		// Everything that can fail comes before the pushes are staged: a
+		// failed op must not leave staged frames behind its rollback.
+		if drained > 0 {
+			if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM push_buffer WHERE id <= ?`, lastID); err != nil {
+				return fmt.Errorf("delete drained pushes: %w", err)
+			}
+		}
+		if err := w.tx.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM push_buffer`).Scan(&left); err != nil {
+			return fmt.Errorf("count buffered pushes: %w", err)
+		}
+		if left == 0 {
+			for k, v := range whenEmpty {
+				if err := w.setSetting(k, v); err != nil {
+					return err
+				}
+			}
+		}
+		if drained == 0 {
+			return nil
+		}
+		return w.push(tenant, items, make([]PushResult, len(items)), false)
+	}})
+	return drained, left, err
+}

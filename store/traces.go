@@ -1,0 +1,175 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Traces are events a consumer files against a message it handles
+// (msg.trace() in the SDKs), readable per message or by trace name. They
+// live as long as their message: retention drops them with its segment.
+
+// TraceInput is one trace event.
+type TraceInput struct {
+	PartitionID string // the partition's uuid
+	TxnID       string
+	Group       string   // "" = QueueModeGroup
+	Names       []string // names to file the trace under; may be empty
+	EventType   string   // "" = "info"
+	Data        []byte   // raw JSON
+	WorkerID    string
+}
+
+// Trace is a stored trace event.
+type Trace struct {
+	ID          string
+	TxnID       string
+	PartitionID string // the partition's uuid
+	Queue       string // "" when the queue no longer exists
+	Partition   string
+	Group       string
+	EventType   string
+	Data        []byte // raw JSON
+	WorkerID    string
+	Names       []string
+	CreatedAt   time.Time
+}
+
+// TraceName is one trace name with what is filed under it.
+type TraceName struct {
+	Name     string
+	Traces   int64
+	Messages int64
+	LastSeen time.Time
+}
+
+// RecordTrace stores a trace event for a message of tenant and returns its
+// id. A message that does not exist (or that retention removed) is
+// ErrMessageNotFound.
+func (s *Store) RecordTrace(ctx context.Context, tenant string, in TraceInput) (string, error) {
+	id := newUUID()
+	names := slices.Compact(slices.Sorted(slices.Values(in.Names)))
+	err := s.submit(ctx, &writeOp{isolated: true, bytes: len(in.Data), apply: func(w *wtx) error {
+		var exists bool
+		if err := w.tx.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+			JOIN txids t ON t.partition_id = p.id AND t.txn_id = ? WHERE p.uuid = ? AND q.tenant = ?)`,
+			in.TxnID, in.PartitionID, tenant).Scan(&exists); err != nil {
+			return fmt.Errorf("look up traced message: %w", err)
+		}
+		if !exists {
+			return ErrMessageNotFound
+		}
+		res, err := w.tx.ExecContext(w.ctx, `INSERT INTO traces (uuid, tenant, partition_uuid, txn_id, group_name, event_type,
+			data, worker_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?)`,
+			id, tenant, in.PartitionID, in.TxnID, cmp.Or(in.Group, QueueModeGroup), cmp.Or(in.EventType, "info"),
+			string(in.Data), in.WorkerID, micros(w.now))
+		if err != nil {
+			return fmt.Errorf("insert trace: %w", err)
+		}
+		rowID, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("insert trace: %w", err)
+		}
+		for _, name := range names {
+			if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO trace_names (tenant, name, trace_id) VALUES (?, ?, ?)`,
+				tenant, name, rowID); err != nil {
+				return fmt.Errorf("insert trace name: %w", err)
+			}
+		}
+		return nil
+	}})
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+const traceColumns = `t.uuid, t.txn_id, t.partition_uuid, COALESCE(q.name, ''), COALESCE(p.name, ''), t.group_name,
+	t.event_type, t.data, COALESCE(t.worker_id, ''), t.created_at,
+	(SELECT json_group_array(name) FROM (SELECT n.name FROM trace_names n WHERE n.trace_id = t.id ORDER BY n.name))`
+
+const traceJoins = ` LEFT JOIN partitions p ON p.uuid = t.partition_uuid LEFT JOIN queues q ON q.id = p.queue_id`
+
+func (s *Store) queryTraces(ctx context.Context, query string, args ...any) ([]Trace, error) {
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list traces: %w", err)
+	}
+	defer rows.Close()
+	out := []Trace{}
+	for rows.Next() {
+		var t Trace
+		var data, names string
+		var created int64
+		if err := rows.Scan(&t.ID, &t.TxnID, &t.PartitionID, &t.Queue, &t.Partition, &t.Group, &t.EventType, &data,
+			&t.WorkerID, &created, &names); err != nil {
+			return nil, fmt.Errorf("scan trace: %w", err)
+		}
+		t.Data, t.CreatedAt = []byte(data), fromMicros(created)
+		if err := json.Unmarshal([]byte(names), &t.Names); err != nil {
+			return nil, fmt.Errorf("decode trace names: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// MessageTraces returns the traces of one message of tenant, oldest first.
+func (s *Store) MessageTraces(ctx context.Context, tenant, partitionID, txnID string) ([]Trace, error) {
+	return s.queryTraces(ctx, `SELECT `+traceColumns+` FROM traces t`+traceJoins+`
+		WHERE t.partition_uuid = ? AND t.txn_id = ? AND t.tenant = ? ORDER BY t.created_at, t.id`,
+		partitionID, txnID, tenant)
+}
+
+// TracesByName returns a page of tenant's traces filed under name, oldest
+// first, and how many there are in all.
+func (s *Store) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]Trace, int64, error) {
+	var total int64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM trace_names WHERE tenant = ? AND name = ?`,
+		tenant, name).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count traces: %w", err)
+	}
+	traces, err := s.queryTraces(ctx, `SELECT `+traceColumns+` FROM trace_names tn JOIN traces t ON t.id = tn.trace_id`+traceJoins+`
+		WHERE tn.tenant = ? AND tn.name = ? ORDER BY t.created_at, t.id LIMIT ? OFFSET ?`,
+		tenant, name, max(limit, 0), max(offset, 0))
+	if err != nil {
+		return nil, 0, err
+	}
+	return traces, total, nil
+}
+
+// TraceNames returns a page of tenant's trace names, most recently used
+// first, and how many names there are in all.
+func (s *Store) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]TraceName, int64, error) {
+	var total int64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(DISTINCT name) FROM trace_names WHERE tenant = ?`,
+		tenant).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count trace names: %w", err)
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT tn.name, COUNT(*), COUNT(DISTINCT t.partition_uuid || ' ' || t.txn_id),
+		MAX(t.created_at) FROM trace_names tn JOIN traces t ON t.id = tn.trace_id
+		WHERE tn.tenant = ? GROUP BY tn.name ORDER BY MAX(t.created_at) DESC, tn.name LIMIT ? OFFSET ?`,
+		tenant, max(limit, 0), max(offset, 0))
+	if err != nil {
+		return nil, 0, fmt.Errorf("list trace names: %w", err)
+	}
+	defer rows.Close()
+	out := []TraceName{}
+	for rows.Next() {
+		var n TraceName
+		var last int64
+		if err := rows.Scan(&n.Name, &n.Traces, &n.Messages, &last); err != nil {
+			return nil, 0, fmt.Errorf("scan trace name: %w", err)
+		}
+		n.LastSeen = fromMicros(last)
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list trace names: %w", err)
+	}
+	return out, total, nil
+}
