@@ -93,6 +93,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	subMode := fs.String("default-subscription-mode", m.env("DEFAULT_SUBSCRIPTION_MODE", "all"), "where a new consumer group starts when its first pop names no mode: all or new (env DEFAULT_SUBSCRIPTION_MODE)")
 	authCfg := m.authFlags(fs)
 	retCfg := m.retentionFlags(fs)
+	batchOps := fs.Int("max-batch-ops", 0, "most writes fused into one commit (0 = default 1024; 1 turns group commit off, to measure it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		ln.Close()
 		return err
 	}
-	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode,
+	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode, MaxBatchOps: *batchOps,
 		RetentionInterval: ret.interval, EncryptionKey: ret.key, Logger: log})
 	if err != nil {
 		ln.Close()

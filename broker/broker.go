@@ -44,6 +44,9 @@ type Options struct {
 	// Synchronous is "FULL" (default; every answered write survives power
 	// loss) or "NORMAL" (survives a crash of the process only).
 	Synchronous string
+	// MaxBatchOps caps how many pending writes one commit fuses; 0 means
+	// store.DefaultMaxBatchOps, 1 turns group commit off (for measuring it).
+	MaxBatchOps int
 	// DefaultSubscriptionMode applies when a group's first pop names no
 	// mode: "all" (default) or "new".
 	DefaultSubscriptionMode string
@@ -78,7 +81,7 @@ func (b *Broker) Parked() int64 { return b.parked.Load() }
 // Open opens or creates the database at opts.Path.
 func Open(ctx context.Context, opts Options) (*Broker, error) {
 	m := newMetrics(cmp.Or[clock.Clock](opts.Clock, clock.Real{}))
-	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: opts.Clock,
+	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: opts.Clock, MaxBatchOps: opts.MaxBatchOps,
 		OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey})
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
@@ -275,4 +278,37 @@ func (b *Broker) UpdateSubscription(ctx context.Context, tenant, group string, t
 // ""), and with deleteMetadata its subscription records.
 func (b *Broker) DeleteGroup(ctx context.Context, tenant, group, queue string, deleteMetadata bool) (int64, error) {
 	return b.st.DeleteGroup(ctx, tenant, group, queue, deleteMetadata)
+}
+
+// Snapshots: named captures of a group's cursors to seek back to.
+type (
+	Snapshot              = store.Snapshot
+	SnapshotCursor        = store.SnapshotCursor
+	CreateSnapshotRequest = store.CreateSnapshotRequest
+	SnapshotUpdate        = store.SnapshotUpdate
+)
+
+// CreateSnapshot captures a group's committed offsets on every partition of a queue.
+func (b *Broker) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (*Snapshot, error) {
+	return b.st.CreateSnapshot(ctx, req)
+}
+
+// Snapshot returns a live snapshot with its cursors.
+func (b *Broker) Snapshot(ctx context.Context, tenant, name string) (*Snapshot, error) {
+	return b.st.Snapshot(ctx, tenant, name)
+}
+
+// Snapshots lists live snapshots, optionally of one group and/or queue.
+func (b *Broker) Snapshots(ctx context.Context, tenant, group, queue string) ([]Snapshot, error) {
+	return b.st.Snapshots(ctx, tenant, group, queue)
+}
+
+// UpdateSnapshot changes a live snapshot's labels and/or expiry.
+func (b *Broker) UpdateSnapshot(ctx context.Context, tenant, name string, u SnapshotUpdate) (*Snapshot, error) {
+	return b.st.UpdateSnapshot(ctx, tenant, name, u)
+}
+
+// DeleteSnapshot removes a live snapshot.
+func (b *Broker) DeleteSnapshot(ctx context.Context, tenant, name string) error {
+	return b.st.DeleteSnapshot(ctx, tenant, name)
 }
