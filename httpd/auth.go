@@ -8,6 +8,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -132,7 +134,27 @@ type Authenticator struct {
 	methods []string
 	keys    []keyEntry
 	roles   map[string]Level
+
+	// SDKs send the same token on every request, and checking an RSA or
+	// ECDSA signature costs 40-90 µs, more than a small request itself. A
+	// token that verified once is remembered until it expires, keyed by
+	// its hash: the same bytes always verify the same way, since the keys
+	// and rules never change after start. Refusals are not remembered.
+	mu       sync.Mutex
+	verified map[[sha256.Size]byte]verifiedToken
 }
+
+type verifiedToken struct {
+	id    Identity
+	until time.Time
+}
+
+// Cache bounds: distinct live tokens remembered, and how long one token
+// is trusted without a fresh check even if it never expires.
+const (
+	maxVerifiedTokens = 4096
+	maxVerifiedFor    = 5 * time.Minute
+)
 
 type keyEntry struct {
 	VerifyKey
@@ -154,7 +176,7 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Authenticator{cfg: cfg, roles: map[string]Level{}}
+	a := &Authenticator{cfg: cfg, roles: map[string]Level{}, verified: map[[sha256.Size]byte]verifiedToken{}}
 
 	if len(cfg.Secret) > 0 {
 		a.methods = append(a.methods, "HS256")
@@ -233,23 +255,60 @@ func (a *Authenticator) Verify(token string) (Identity, error) {
 	if token == "" {
 		return Identity{}, errNoToken
 	}
+	sum := sha256.Sum256([]byte(token))
+	now := a.cfg.Now()
+	a.mu.Lock()
+	v, ok := a.verified[sum]
+	a.mu.Unlock()
+	if ok && now.Before(v.until) {
+		return v.id, nil
+	}
+	id, until, err := a.verify(token, now)
+	if err != nil {
+		return Identity{}, err
+	}
+	a.mu.Lock()
+	if len(a.verified) >= maxVerifiedTokens {
+		for k, v := range a.verified {
+			if !now.Before(v.until) {
+				delete(a.verified, k)
+			}
+		}
+		if len(a.verified) >= maxVerifiedTokens {
+			clear(a.verified)
+		}
+	}
+	a.verified[sum] = verifiedToken{id: id, until: until}
+	a.mu.Unlock()
+	return id, nil
+}
+
+// verify checks a token in full and returns who it names and until when
+// that answer holds: exp plus leeway, at most maxVerifiedFor from now.
+func (a *Authenticator) verify(token string, now time.Time) (Identity, time.Time, error) {
 	claims := jwt.MapClaims{}
 	tok, err := a.parser.ParseWithClaims(token, claims, a.keyFor)
 	if err != nil {
-		return Identity{}, &AuthError{Msg: a.reason(tok, claims, err), Err: err}
+		return Identity{}, time.Time{}, &AuthError{Msg: a.reason(tok, claims, err), Err: err}
+	}
+	until := now.Add(maxVerifiedFor)
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
+		if e := exp.Add(a.cfg.Leeway); e.Before(until) {
+			until = e
+		}
 	}
 	id := Identity{Level: Public}
 	if sub, ok := claims["sub"]; ok {
 		s, isString := sub.(string)
 		if !isString {
-			return Identity{}, &AuthError{Msg: "Invalid token: sub must be a string"}
+			return Identity{}, time.Time{}, &AuthError{Msg: "Invalid token: sub must be a string"}
 		}
 		id.Subject = s
 	}
 	if t, ok := claims[a.cfg.TenantClaim]; ok && t != nil {
 		s, isString := t.(string)
 		if !isString {
-			return Identity{}, &AuthError{Msg: fmt.Sprintf("Invalid token: %s must be a string", a.cfg.TenantClaim)}
+			return Identity{}, time.Time{}, &AuthError{Msg: fmt.Sprintf("Invalid token: %s must be a string", a.cfg.TenantClaim)}
 		}
 		id.Tenant = s
 	}
@@ -265,7 +324,7 @@ func (a *Authenticator) Verify(token string) (Identity, error) {
 			}
 		}
 	}
-	return id, nil
+	return id, until, nil
 }
 
 // bearerToken strips a case-insensitive "Bearer " prefix; the prefix is

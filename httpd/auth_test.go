@@ -170,7 +170,11 @@ func TestAuthLevelTableMatchesRoutes(t *testing.T) {
 }
 
 // wireLevel is WIRE.md §2.2 (and Queen's route_access_level) as rules.
+// comb's snapshot routes (seed 003) are not in WIRE.md; they follow the
+// consumer-group pattern: reads read-only, deletes admin, the rest
+// read-write.
 func wireLevel(method, path string) httpd.Level {
+	snapshots := path == "/api/v1/snapshots" || strings.HasPrefix(path, "/api/v1/snapshots/")
 	switch {
 	case path == "/health" || path == "/metrics" || path == "/metrics/prometheus" || path == "/" ||
 		strings.HasPrefix(path, "/assets/") || strings.HasPrefix(path, "/favicon"):
@@ -178,13 +182,15 @@ func wireLevel(method, path string) httpd.Level {
 	case strings.HasPrefix(path, "/api/v1/system/"), strings.HasPrefix(path, "/internal/"),
 		method == "DELETE" && strings.HasPrefix(path, "/api/v1/resources/queues/"),
 		method == "DELETE" && strings.HasPrefix(path, "/api/v1/consumer-groups/"),
-		path == "/api/v1/stats/refresh":
+		path == "/api/v1/stats/refresh",
+		method == "DELETE" && snapshots:
 		return httpd.Admin
 	case method == "GET" && (strings.HasPrefix(path, "/api/v1/resources/") || strings.HasPrefix(path, "/api/v1/messages") ||
 		strings.HasPrefix(path, "/api/v1/dlq") || strings.HasPrefix(path, "/api/v1/status") ||
 		strings.HasPrefix(path, "/api/v1/analytics/") || strings.HasPrefix(path, "/api/v1/consumer-groups") ||
 		strings.HasPrefix(path, "/api/v1/traces")),
-		method == "POST" && path == "/streams/v1/state/get":
+		method == "POST" && path == "/streams/v1/state/get",
+		method == "GET" && snapshots:
 		return httpd.ReadOnly
 	}
 	return httpd.ReadWrite
@@ -396,6 +402,42 @@ func TestAuthKeyKinds(t *testing.T) {
 				t.Error("HS256 token accepted by a public-key-only authenticator")
 			}
 		})
+	}
+}
+
+// TestAuthRemembersOnlyUntilExpiry: a token that verified once is
+// remembered, but never past its exp plus leeway.
+func TestAuthRemembersOnlyUntilExpiry(t *testing.T) {
+	keys := authtest.NewKeys(t)
+	t0 := time.Now().Truncate(time.Second)
+	now := t0
+	a, err := httpd.NewAuthenticator(httpd.AuthConfig{Keys: []httpd.VerifyKey{{Key: &keys.RSA.PublicKey}},
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := authtest.Claims("svc", "read-only", "")
+	c["iat"], c["exp"] = t0.Unix(), t0.Add(time.Minute).Unix()
+	tok := authtest.Sign(t, jwt.SigningMethodRS256, keys.RSA, "", c)
+	for _, step := range []struct {
+		at   time.Duration
+		want string // "" = accepted
+	}{
+		{0, ""},
+		{10 * time.Second, ""},
+		{time.Minute + 29*time.Second, ""},
+		{time.Minute + 31*time.Second, "Token has expired"},
+		{time.Minute + 20*time.Second, ""}, // the clock stepped back: valid again
+	} {
+		now = t0.Add(step.at)
+		_, err := a.Verify(tok)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != step.want {
+			t.Errorf("at +%v: %q, want %q", step.at, got, step.want)
+		}
 	}
 }
 
@@ -641,4 +683,100 @@ func parseLevelRow(line string) (route, level string, ok bool) {
 		return "", "", false
 	}
 	return route, strings.TrimSpace(cells[1]), true
+}
+
+// BenchmarkAuthVerify is the per-request cost of checking a token, by
+// algorithm, against the cost of not checking (auth off).
+func BenchmarkAuthVerify(b *testing.B) {
+	keys := authtest.NewKeys(b)
+	claims := authtest.Claims("svc", "read-write", "acme")
+	jwks := []httpd.VerifyKey{{ID: "rsa", Key: &keys.RSA.PublicKey}, {ID: "ec", Key: &keys.EC.PublicKey},
+		{ID: "ed", Key: keys.Ed25519.Public()}}
+	a, err := httpd.NewAuthenticator(httpd.AuthConfig{Secret: keys.Secret, Keys: jwks})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		method jwt.SigningMethod
+		key    any
+		kid    string
+	}{
+		{"HS256", jwt.SigningMethodHS256, keys.Secret, ""},
+		{"RS256", jwt.SigningMethodRS256, keys.RSA, "rsa"},
+		{"ES256", jwt.SigningMethodES256, keys.EC, "ec"},
+		{"EdDSA", jwt.SigningMethodEdDSA, keys.Ed25519, "ed"},
+	} {
+		// repeat: one token on every request, as an SDK sends it.
+		b.Run(tc.name+"/repeat", func(b *testing.B) {
+			h := "Bearer " + authtest.Sign(b, tc.method, tc.key, tc.kid, claims)
+			for b.Loop() {
+				if _, err := a.Verify(h); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// distinct: more distinct tokens than are remembered, cycled, so
+		// every request is a full signature check.
+		b.Run(tc.name+"/distinct", func(b *testing.B) {
+			tokens := make([]string, 4100)
+			for i := range tokens {
+				c := authtest.Claims(fmt.Sprintf("svc-%d", i), "read-write", "acme")
+				tokens[i] = authtest.Sign(b, tc.method, tc.key, tc.kid, c)
+			}
+			i := 0
+			for b.Loop() {
+				if _, err := a.Verify(tokens[i%len(tokens)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkAuthHTTP is a small request (an empty pop, answered 204) over
+// real HTTP with auth off and with each kind of token.
+func BenchmarkAuthHTTP(b *testing.B) {
+	keys := authtest.NewKeys(b)
+	claims := authtest.Claims("svc", "read-write", "acme")
+	a, err := httpd.NewAuthenticator(httpd.AuthConfig{Secret: keys.Secret,
+		Keys: []httpd.VerifyKey{{Key: &keys.RSA.PublicKey}, {Key: keys.Ed25519.Public()}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	open := combtest.MustServer(b, combtest.Options{})
+	authed := combtest.MustServer(b, combtest.Options{HTTP: func(c *httpd.Config) { c.Auth = a }})
+	for _, tc := range []struct {
+		name  string
+		srv   *combtest.Server
+		token string
+	}{
+		{"off", open, ""},
+		{"HS256", authed, keys.HS256(b, claims)},
+		{"RS256", authed, authtest.Sign(b, jwt.SigningMethodRS256, keys.RSA, "", claims)},
+		{"EdDSA", authed, authtest.Sign(b, jwt.SigningMethodEdDSA, keys.Ed25519, "", claims)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			client := tc.srv.HTTP.Client()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, _ := http.NewRequest("GET", tc.srv.URL+"/api/v1/pop/queue/empty", nil)
+					if tc.token != "" {
+						req.Header.Set("Authorization", "Bearer "+tc.token)
+					}
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusNoContent {
+						b.Errorf("status %d", resp.StatusCode)
+						return
+					}
+				}
+			})
+		})
+	}
 }

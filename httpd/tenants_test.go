@@ -297,6 +297,79 @@ func TestTenantsIsolated(t *testing.T) {
 		}
 	})
 
+	t.Run("snapshots", func(t *testing.T) {
+		needs(t, "POST /api/v1/consumer-groups/:group/queues/:queue/snapshots", "GET /api/v1/snapshots",
+			"GET /api/v1/snapshots/:name", "PUT /api/v1/snapshots/:name", "DELETE /api/v1/snapshots/:name",
+			"POST /api/v1/consumer-groups/:group/queues/:queue/seek")
+		snap := func(c *combtest.Client, name, owner string) {
+			t.Helper()
+			r := c.Do("POST", "/api/v1/consumer-groups/workers/queues/orders/snapshots",
+				map[string]any{"name": name, "labels": map[string]string{"owner": owner}})
+			if r.Status != http.StatusCreated {
+				t.Fatalf("%s's snapshot %s: %d %s", owner, name, r.Status, r.Body)
+			}
+		}
+		seek := func(c *combtest.Client, body map[string]any) *combtest.Response {
+			return c.Do("POST", "/api/v1/consumer-groups/workers/queues/orders/seek", body)
+		}
+		// A saves its workers' position at the start, then goes back to the end.
+		if r := seek(A, map[string]any{"timestamp": "2000-01-01T00:00:00Z"}); r.Status != http.StatusOK {
+			t.Fatalf("A's seek: %d %s", r.Status, r.Body)
+		}
+		snap(A, "early", "acme")
+		snap(A, "shared-name", "acme")
+		if r := seek(A, map[string]any{"toEnd": true}); r.Status != http.StatusOK {
+			t.Fatalf("A's seek to end: %d %s", r.Status, r.Body)
+		}
+		// Names are per tenant: B may reuse one of A's.
+		snap(B, "shared-name", "globex")
+
+		for name, c := range map[string]*combtest.Client{"B": B, "default": D} {
+			if r := c.Do("GET", "/api/v1/snapshots", nil); r.Status != http.StatusOK || strings.Contains(string(r.Body), "acme") {
+				t.Errorf("%s's snapshot list: %d %s", name, r.Status, r.Body)
+			}
+			if r := c.Do("GET", "/api/v1/snapshots/early", nil); r.Status != http.StatusNotFound {
+				t.Errorf("%s reading A's snapshot: %d %s, want 404", name, r.Status, r.Body)
+			}
+		}
+		// B cannot seek to A's snapshot, and its own same-named one holds B's
+		// position (the end), not A's.
+		if r := seek(B, map[string]any{"snapshot": "early"}); r.Status != http.StatusNotFound {
+			t.Errorf("B seeking to A's snapshot: %d %s, want 404", r.Status, r.Body)
+		}
+		if r := seek(B, map[string]any{"snapshot": "shared-name"}); r.Status != http.StatusOK {
+			t.Errorf("B seeking to its snapshot: %d %s", r.Status, r.Body)
+		}
+		if got := popAll(t, B, "orders", "workers"); len(got) != 0 {
+			t.Errorf("B's snapshot restored A's position: B got %v", owners(t, got))
+		}
+		// B's update and delete touch only B's snapshot.
+		if r := B.Do("PUT", "/api/v1/snapshots/shared-name", map[string]any{"labels": map[string]string{"owner": "mallory"}}); r.Status != http.StatusOK {
+			t.Errorf("B's update: %d %s", r.Status, r.Body)
+		}
+		if r := B.Do("DELETE", "/api/v1/snapshots/shared-name", nil); r.Status != http.StatusOK {
+			t.Errorf("B's delete: %d %s", r.Status, r.Body)
+		}
+		if r := B.Do("DELETE", "/api/v1/snapshots/early", nil); r.Status != http.StatusNotFound {
+			t.Errorf("B deleting A's snapshot: %d %s, want 404", r.Status, r.Body)
+		}
+		r := A.Do("GET", "/api/v1/snapshots/shared-name", nil)
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "acme") || strings.Contains(string(r.Body), "mallory") {
+			t.Errorf("A's snapshot after B's update and delete: %d %s", r.Status, r.Body)
+		}
+		// A's own snapshot still rewinds A.
+		if r := seek(A, map[string]any{"snapshot": "early"}); r.Status != http.StatusOK {
+			t.Fatalf("A seeking to its snapshot: %d %s", r.Status, r.Body)
+		}
+		got := popAll(t, A, "orders", "workers")
+		if !slices.Equal(owners(t, got), repeat("acme", 3)) {
+			t.Errorf("A after seeking to its snapshot got %v", owners(t, got))
+		}
+		for _, m := range got {
+			A.Ack(m.pop(), "completed", "workers")
+		}
+	})
+
 	t.Run("subscription", func(t *testing.T) {
 		needs(t, "POST /api/v1/consumer-groups/:group/subscription")
 		rows := func(c *combtest.Client) any {
