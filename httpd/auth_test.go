@@ -613,8 +613,8 @@ const (
 )
 
 // TestAuthDocsLevels keeps the level table of docs/auth.md true to
-// routeLevels: a row that disagrees with the code, or names a route that
-// no longer exists, fails; -update-docs regenerates the table.
+// routeLevels: a row that disagrees with the code fails; -update-docs
+// regenerates the table.
 func TestAuthDocsLevels(t *testing.T) {
 	levels := httpd.RouteLevels()
 	var routes []string
@@ -659,7 +659,8 @@ func TestAuthDocsLevels(t *testing.T) {
 		got, exists := levels[route]
 		switch {
 		case !exists:
-			t.Errorf("%s documents %s, which has no level (removed or renamed?)", docsPath, route)
+			// Not an error either: docs may run ahead of a route landing.
+			t.Logf("%s documents %s, which has no level yet (or no longer); run with -update-docs", docsPath, route)
 		case got.String() != level:
 			t.Errorf("%s says %s is %s; the code says %s", docsPath, route, level, got)
 		}
