@@ -31,7 +31,8 @@ Flags:
 
 const seekUsage = `Usage:
   comb seek --group G --queue Q [--partition P]
-            (--to-end | --timestamp T | --offset N) [--dry-run] [--url URL]
+            (--to-end | --timestamp T | --offset N | --snapshot NAME)
+            [--dry-run] [--url URL]
 
 Moves consumer group G's cursor on queue Q (every partition, or only P) and
 prints the server's answer. Exactly one position:
@@ -39,6 +40,7 @@ prints the server's answer. Exactly one position:
   --timestamp T   replay from the first segment committed at or after T
                   (RFC 3339 or YYYY-MM-DD; segment-granular, never mid-segment)
   --offset N      set the committed offset to exactly N (delivery resumes at N+1)
+  --snapshot NAME restore the offsets captured by snapshot NAME (taken on Q)
 --dry-run shows, per partition, where the cursor would go and how many
 messages would be redelivered or skipped, and changes nothing.
 
@@ -165,6 +167,7 @@ func (m *Main) seekCmd(ctx context.Context, args []string) error {
 	toEnd := fs.Bool("to-end", false, "skip everything pending")
 	timestamp := fs.String("timestamp", "", "replay from the first segment committed at or after this time")
 	offset := fs.String("offset", "", "set the committed offset to exactly this value")
+	snapshot := fs.String("snapshot", "", "restore the offsets captured by this snapshot")
 	dryRun := fs.Bool("dry-run", false, "show what would move and change nothing")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -191,9 +194,12 @@ func (m *Main) seekCmd(ctx context.Context, args []string) error {
 		}
 		body["offset"] = n
 	}
+	if *snapshot != "" {
+		body["snapshot"] = *snapshot
+	}
 	if len(body) != 1 {
 		fs.Usage()
-		return errors.New("seek: give exactly one of --to-end, --timestamp or --offset")
+		return errors.New("seek: give exactly one of --to-end, --timestamp, --offset or --snapshot")
 	}
 	if *dryRun {
 		body["dryRun"] = true

@@ -117,12 +117,23 @@ func TestSeekCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"updated": true`) {
 		t.Fatalf("partition seek: %v\n%s", err, out)
 	}
+	if r := srv.Do("POST", "/api/v1/consumer-groups/billing/queues/orders/snapshots", map[string]any{"name": "mid"}); r.Status != 201 {
+		t.Fatalf("snapshot: %d %s", r.Status, r.Body)
+	}
 	if n := opDrain(t, srv, "orders", "billing"); n != 2 {
 		t.Fatalf("replayed %d after offset 2, want 2", n)
 	}
 	out, err = runComb(t, srv, nil, "seek", "--group", "billing", "--queue", "orders", "--to-end")
 	if err != nil || !strings.Contains(out, `"seekToEnd": true`) {
 		t.Fatalf("seek to end: %v\n%s", err, out)
+	}
+	// Back to the snapshot taken at committed 2.
+	out, err = runComb(t, srv, nil, "seek", "--group", "billing", "--queue", "orders", "--snapshot", "mid")
+	if err != nil || !strings.Contains(out, `"snapshot": "mid"`) {
+		t.Fatalf("seek to a snapshot: %v\n%s", err, out)
+	}
+	if n := opDrain(t, srv, "orders", "billing"); n != 2 {
+		t.Fatalf("seek to the snapshot replayed %d, want 2", n)
 	}
 
 	// The server's refusals come back as errors, with the answer printed.

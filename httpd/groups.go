@@ -185,6 +185,7 @@ type seekIn struct {
 	ToEnd     json.RawMessage `json:"toEnd"`
 	Timestamp json.RawMessage `json:"timestamp"`
 	Offset    json.RawMessage `json:"offset"`
+	Snapshot  json.RawMessage `json:"snapshot"`
 	DryRun    json.RawMessage `json:"dryRun"`
 }
 
@@ -220,6 +221,9 @@ func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bo
 	}
 	if present {
 		t.Offset = &off
+	}
+	if t.Snapshot, _, ok = rawString(in.Snapshot); !ok {
+		return t, false, &badRequest{"snapshot must be a string"}
 	}
 	dryRun, _, ok := rawBool(in.DryRun)
 	if !ok {
@@ -260,6 +264,10 @@ func seekBody(t seek.Target, dryRun bool, res *broker.SeekResult) map[string]any
 	if t.Offset != nil {
 		body["targetOffset"] = *t.Offset
 	}
+	if res.Snapshot != nil {
+		body["snapshot"] = res.Snapshot.Name
+		body["snapshotCreatedAt"] = fmtMilli(res.Snapshot.CreatedAt)
+	}
 	parts := make([]partitionSeekOut, len(res.Partitions))
 	for i, p := range res.Partitions {
 		parts[i] = partitionSeekOut{Partition: p.Partition, PartitionID: p.PartitionID, From: p.From, To: p.To,
@@ -290,7 +298,7 @@ func (s *Server) seekQueue(w http.ResponseWriter, r *http.Request, ps httprouter
 		return
 	}
 	if err != nil {
-		s.fail(w, r, err)
+		s.snapshotFail(w, r, t.Snapshot, err)
 		return
 	}
 	body := seekBody(t, dryRun, res)
@@ -315,7 +323,7 @@ func (s *Server) seekPartition(w http.ResponseWriter, r *http.Request, ps httpro
 		return
 	}
 	if err != nil {
-		s.fail(w, r, err)
+		s.snapshotFail(w, r, t.Snapshot, err)
 		return
 	}
 	body := seekBody(t, dryRun, res)

@@ -53,6 +53,15 @@ var routeLevels = map[string]Level{
 	"DELETE /api/v1/consumer-groups/:group":                                        Admin,
 	"DELETE /api/v1/consumer-groups/:group/queues/:queue":                          Admin,
 
+	// Snapshots: reads read-only, creating and updating read-write (seeking
+	// to one goes through the seek routes), deleting admin.
+	"POST /api/v1/consumer-groups/:group/queues/:queue/snapshots": ReadWrite,
+	"POST /api/v1/snapshots":         ReadWrite,
+	"GET /api/v1/snapshots":          ReadOnly,
+	"GET /api/v1/snapshots/:name":    ReadOnly,
+	"PUT /api/v1/snapshots/:name":    ReadWrite,
+	"DELETE /api/v1/snapshots/:name": Admin,
+
 	// Operator routes: the DLQ listing is read-only, a re-drive appends
 	// messages, so read-write.
 	"GET /api/v1/dlq":          ReadOnly,

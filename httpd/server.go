@@ -93,6 +93,7 @@ func (s *Server) routes() {
 	s.handle("POST", "/api/v1/transaction", s.transaction)
 	s.handle("POST", "/api/v1/lease/:leaseId/extend", s.extendLease)
 	s.groupRoutes()
+	s.snapshotRoutes()
 	s.operatorRoutes()
 	s.maintenanceRoutes()
 }

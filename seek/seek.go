@@ -28,6 +28,10 @@ type Target struct {
 	// Offset sets committed to exactly this value, so delivery resumes at
 	// Offset+1. It must lie in [log_start-1, last_offset].
 	Offset *int64
+	// Snapshot restores the committed offsets captured by the named
+	// snapshot, which must have been taken on the same queue (by any group).
+	// Partitions created after it start from the oldest retained message.
+	Snapshot string
 }
 
 // Validate reports whether exactly one position is named.
@@ -40,6 +44,9 @@ func (t Target) Validate() error {
 		n++
 	}
 	if t.Offset != nil {
+		n++
+	}
+	if t.Snapshot != "" {
 		n++
 	}
 	switch {
@@ -61,11 +68,15 @@ func (t Target) Validate() error {
 //     can only land on a segment boundary, so up to frame_count-1 frames
 //     committed before the time are delivered again (OvershootBound).
 //   - Offset: committed = the offset, refused outside [log_start-1, last_offset].
+//   - Snapshot: committed = the captured value; log_start-1 on a partition
+//     the snapshot does not cover (created after it).
 //
 // A time seek lands on the floor and reports Clamped when frames below the
 // watermark were deleted by retention: some of them may have been committed
 // at or after the time, and no seek can give them back. FramesEvicted is
-// then log_start, the offsets that no longer exist.
+// then log_start, the offsets that no longer exist. A snapshot position
+// below the watermark is raised to it and reports exactly the frames it
+// needed that retention deleted.
 func Place(t Target, st *store.SeekState) (store.Placement, error) {
 	p := &st.Partition
 	floor := st.Floor()
@@ -79,6 +90,15 @@ func Place(t Target, st *store.SeekState) (store.Placement, error) {
 				store.ErrInvalid, off, p.Name, floor, p.LastOffset)
 		}
 		return store.Placement{Committed: *t.Offset}, nil
+	case t.Snapshot != "":
+		if st.Captured == nil {
+			return store.Placement{Committed: floor}, nil
+		}
+		pl := store.Placement{Committed: min(*st.Captured, p.LastOffset)}
+		if pl.Committed < floor {
+			pl.Clamped, pl.FramesEvicted, pl.Committed = true, floor-pl.Committed, floor
+		}
+		return pl, nil
 	case t.Time != nil:
 		evicted := p.LogStart > 0
 		if st.Landing == nil {
@@ -123,7 +143,7 @@ func Seek(ctx context.Context, st *store.Store, req Request) (*store.SeekResult,
 	t := req.Target
 	return st.Seek(ctx, store.SeekRequest{
 		Tenant: req.Tenant, Group: req.Group, Queue: req.Queue, Partition: req.Partition,
-		At: t.Time, DryRun: req.DryRun,
+		At: t.Time, Snapshot: t.Snapshot, DryRun: req.DryRun,
 		Place: func(s *store.SeekState) (store.Placement, error) { return Place(t, s) },
 	})
 }

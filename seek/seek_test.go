@@ -26,6 +26,11 @@ func state(logStart, last int64, committed *int64, landing *store.SegmentRef) *s
 
 func ptr[T any](v T) *T { return &v }
 
+func withCaptured(st *store.SeekState, c int64) *store.SeekState {
+	st.Captured = &c
+	return st
+}
+
 func TestPlace(t *testing.T) {
 	at := ptr(t0)
 	cases := []struct {
@@ -52,6 +57,12 @@ func TestPlace(t *testing.T) {
 			state(42, 41, ptr[int64](10), nil), store.Placement{Committed: 41, Clamped: true, FramesEvicted: 42}},
 		{"offset", seek.Target{Offset: ptr[int64](7)}, state(0, 41, ptr[int64](41), nil), store.Placement{Committed: 7}},
 		{"offset at the floor", seek.Target{Offset: ptr[int64](29)}, state(30, 41, nil, nil), store.Placement{Committed: 29}},
+		{"snapshot restores the captured value", seek.Target{Snapshot: "s"}, withCaptured(state(0, 41, ptr[int64](41), nil), 12),
+			store.Placement{Committed: 12}},
+		{"snapshot below the watermark is clamped exactly", seek.Target{Snapshot: "s"}, withCaptured(state(30, 41, ptr[int64](41), nil), 12),
+			store.Placement{Committed: 29, Clamped: true, FramesEvicted: 17}},
+		{"partition created after the snapshot replays whole", seek.Target{Snapshot: "s"}, state(30, 41, ptr[int64](41), nil),
+			store.Placement{Committed: 29}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,6 +99,8 @@ func TestValidate(t *testing.T) {
 		{seek.Target{Offset: &zero}, nil},
 		{seek.Target{ToEnd: true, Time: &now}, seek.ErrManyTargets},
 		{seek.Target{Time: &now, Offset: &zero}, seek.ErrManyTargets},
+		{seek.Target{Snapshot: "s"}, nil},
+		{seek.Target{Snapshot: "s", ToEnd: true}, seek.ErrManyTargets},
 	}
 	for _, c := range cases {
 		if err := c.target.Validate(); !errors.Is(err, c.want) {

@@ -28,6 +28,9 @@ type SeekState struct {
 	// found through the (partition_id, created_at) index; nil when no
 	// segment is that recent or the request carries no time.
 	Landing *SegmentRef
+	// Captured is the snapshot's committed for this partition; nil when the
+	// request names no snapshot or the partition was created after it.
+	Captured *int64
 }
 
 // Floor is the lowest committed value that still means something: just
@@ -57,6 +60,9 @@ type SeekRequest struct {
 	Partition string
 	// At, when set, makes the store look up each partition's landing segment.
 	At *time.Time
+	// Snapshot, when set, makes the store load that live snapshot's
+	// captured cursors; it must have been taken on Queue.
+	Snapshot string
 	// DryRun resolves every placement and changes nothing.
 	DryRun bool
 	// Place decides each partition's new committed value. An error aborts
@@ -87,6 +93,8 @@ type SeekResult struct {
 	Queue      string
 	Group      string
 	Partitions []PartitionSeek
+	// Snapshot is the snapshot applied, when the request named one.
+	Snapshot *Snapshot
 }
 
 // Clamped reports whether any partition was clamped, and how many frames
@@ -157,7 +165,8 @@ func seekStates(ctx context.Context, db querier, queueID int64, group, partition
 //
 // It returns ErrQueueNotFound when the queue is unknown to the tenant or has
 // no partitions, ErrPartitionNotFound when the named partition (or its
-// queue) does not exist, and any error of Place, with nothing changed.
+// queue) does not exist, ErrSnapshotNotFound when the snapshot is unknown or
+// expired, and any error of Place, with nothing changed.
 func (s *Store) Seek(ctx context.Context, req SeekRequest) (*SeekResult, error) {
 	if req.Place == nil {
 		return nil, fmt.Errorf("seek: %w: no placement rule", ErrInvalid)
@@ -200,6 +209,20 @@ func resolveSeek(ctx context.Context, db querier, now int64, req *SeekRequest) (
 		return nil, err
 	}
 	res := &SeekResult{Queue: q.Name, Group: req.Group}
+	var captured map[string]int64
+	if req.Snapshot != "" {
+		snap, cursors, err := loadSnapshot(ctx, db, req.Tenant, req.Snapshot, now)
+		if err != nil {
+			return nil, err
+		}
+		if snap.Queue != q.Name {
+			return nil, fmt.Errorf("%w: snapshot %q was taken on queue %q, not %q", ErrInvalid, snap.Name, snap.Queue, q.Name)
+		}
+		// A queue deleted and recreated under the same name has new
+		// partition uuids: none matches, and every partition replays from
+		// the oldest retained message, like a partition created later.
+		res.Snapshot, captured = snap, cursors
+	}
 	states, err := seekStates(ctx, db, q.ID, req.Group, req.Partition, req.At)
 	if err != nil {
 		return nil, err
@@ -213,6 +236,9 @@ func resolveSeek(ctx context.Context, db querier, now int64, req *SeekRequest) (
 	res.Partitions = make([]PartitionSeek, len(states))
 	for i := range states {
 		st := &states[i]
+		if c, ok := captured[st.Partition.UUID]; ok {
+			st.Captured = &c
+		}
 		pl, err := req.Place(st)
 		if err != nil {
 			return nil, err

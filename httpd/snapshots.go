@@ -1,0 +1,272 @@
+package httpd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/seek"
+	"github.com/comb-broker/comb/store"
+)
+
+// snapshotRoutes registers the snapshot routes. A snapshot is seeked to
+// through the seek routes, with {"snapshot": name}.
+func (s *Server) snapshotRoutes() {
+	s.handle("POST", "/api/v1/consumer-groups/:group/queues/:queue/snapshots", s.createGroupSnapshot)
+	s.handle("POST", "/api/v1/snapshots", s.createSnapshot)
+	s.handle("GET", "/api/v1/snapshots", s.listSnapshots)
+	s.handle("GET", "/api/v1/snapshots/:name", s.getSnapshot)
+	s.handle("PUT", "/api/v1/snapshots/:name", s.updateSnapshot)
+	s.handle("DELETE", "/api/v1/snapshots/:name", s.deleteSnapshot)
+}
+
+// snapshotName keeps names usable as one path segment from every SDK.
+var snapshotName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,255}$`)
+
+type snapshotCursorOut struct {
+	Partition   string `json:"partition"`
+	PartitionID string `json:"partitionId"`
+	Committed   int64  `json:"committed"`
+}
+
+type snapshotOut struct {
+	Name          string              `json:"name"`
+	ConsumerGroup string              `json:"consumerGroup"`
+	Queue         string              `json:"queue"`
+	Labels        map[string]string   `json:"labels"`
+	CreatedAt     string              `json:"createdAt"`
+	ExpireTime    string              `json:"expireTime"`
+	Partitions    []snapshotCursorOut `json:"partitions,omitempty"`
+}
+
+func snapshotJSON(sn *broker.Snapshot, withCursors bool) snapshotOut {
+	out := snapshotOut{Name: sn.Name, ConsumerGroup: sn.Group, Queue: sn.Queue, Labels: sn.Labels,
+		CreatedAt: fmtMilli(sn.CreatedAt), ExpireTime: fmtMilli(sn.ExpiresAt)}
+	if withCursors {
+		out.Partitions = make([]snapshotCursorOut, len(sn.Cursors))
+		for i, c := range sn.Cursors {
+			out.Partitions[i] = snapshotCursorOut{Partition: c.Partition, PartitionID: c.PartitionID, Committed: c.Committed}
+		}
+	}
+	return out
+}
+
+// snapshotFail maps the snapshot errors, then defers to fail.
+func (s *Server) snapshotFail(w http.ResponseWriter, r *http.Request, name string, err error) {
+	switch {
+	case errors.Is(err, store.ErrSnapshotNotFound):
+		writeJSON(w, http.StatusNotFound, map[string]any{"success": false,
+			"error": fmt.Sprintf("Snapshot %q not found (unknown or expired)", name)})
+	case errors.Is(err, store.ErrSnapshotExists):
+		writeJSON(w, http.StatusConflict, map[string]any{"success": false,
+			"error": fmt.Sprintf("Snapshot %q already exists", name)})
+	case errors.Is(err, store.ErrSnapshotConflict):
+		writeJSON(w, http.StatusConflict, map[string]any{"success": false,
+			"error": strings.TrimPrefix(err.Error(), store.ErrSnapshotConflict.Error()+": ")})
+	default:
+		s.reject(w, r, err)
+	}
+}
+
+// readFields decodes a JSON object body and refuses keys outside allowed.
+func (s *Server) readFields(w http.ResponseWriter, r *http.Request, allowed ...string) (map[string]json.RawMessage, error) {
+	var in map[string]json.RawMessage
+	if err := s.readJSON(w, r, &in); err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for k := range in {
+		known := false
+		for _, a := range allowed {
+			known = known || k == a
+		}
+		if !known {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, &badRequest{fmt.Sprintf("unknown field %q: accepted fields are %s", unknown[0], strings.Join(allowed, ", "))}
+	}
+	return in, nil
+}
+
+func parseLabels(raw json.RawMessage) (map[string]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]string{}, nil
+	}
+	var labels map[string]string
+	if err := json.Unmarshal(raw, &labels); err != nil || labels == nil {
+		return nil, &badRequest{"labels must be an object of string values"}
+	}
+	return labels, nil
+}
+
+func parseExpireTime(raw json.RawMessage) (*time.Time, error) {
+	v, present, ok := rawString(raw)
+	if !ok {
+		return nil, &badRequest{"expireTime must be a string"}
+	}
+	if !present || v == "" {
+		return nil, nil
+	}
+	t, ok := seek.ParseTime(v)
+	if !ok {
+		return nil, &badRequest{fmt.Sprintf("expireTime %q is not a valid time (RFC 3339)", v)}
+	}
+	return &t, nil
+}
+
+// createSnapshotFrom builds and runs a create from body fields, group and
+// queue coming from the path or the body.
+func (s *Server) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in map[string]json.RawMessage, group, queue string) {
+	name, present, ok := rawString(in["name"])
+	switch {
+	case !ok:
+		s.reject(w, r, &badRequest{"name must be a string"})
+		return
+	case !present || name == "":
+		s.reject(w, r, &badRequest{"name is required"})
+		return
+	case !snapshotName.MatchString(name):
+		s.reject(w, r, &badRequest{"name must be 1 to 255 characters from A-Z, a-z, 0-9, '_', '.' and '-'"})
+		return
+	}
+	labels, err := parseLabels(in["labels"])
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	expires, err := parseExpireTime(in["expireTime"])
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	ttl, ttlPresent, ok := rawInt(in["ttlSeconds"])
+	switch {
+	case !ok || (ttlPresent && ttl <= 0):
+		s.reject(w, r, &badRequest{"ttlSeconds must be a positive integer"})
+		return
+	case ttlPresent && expires != nil:
+		s.reject(w, r, &badRequest{"give expireTime or ttlSeconds, not both"})
+		return
+	}
+	req := broker.CreateSnapshotRequest{Tenant: tenant(r.Context()), Name: name, Group: group, Queue: queue, Labels: labels,
+		TTL: time.Duration(ttl) * time.Second}
+	if expires != nil {
+		req.ExpiresAt = *expires
+	}
+	sn, err := s.b.CreateSnapshot(r.Context(), req)
+	if err != nil {
+		s.snapshotFail(w, r, name, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "snapshot": snapshotJSON(sn, true)})
+}
+
+func (s *Server) createGroupSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	in, err := s.readFields(w, r, "name", "labels", "expireTime", "ttlSeconds")
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	s.createSnapshotFrom(w, r, in, ps.ByName("group"), ps.ByName("queue"))
+}
+
+func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	in, err := s.readFields(w, r, "name", "consumerGroup", "queue", "labels", "expireTime", "ttlSeconds")
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	queue, present, ok := rawString(in["queue"])
+	if !ok || !present || queue == "" {
+		s.reject(w, r, &badRequest{"queue is required"})
+		return
+	}
+	group, _, ok := rawString(in["consumerGroup"])
+	if !ok {
+		s.reject(w, r, &badRequest{"consumerGroup must be a string"})
+		return
+	}
+	s.createSnapshotFrom(w, r, in, group, queue)
+}
+
+func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	q := r.URL.Query()
+	list, err := s.b.Snapshots(r.Context(), tenant(r.Context()), q.Get("consumerGroup"), q.Get("queue"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]snapshotOut, len(list))
+	for i := range list {
+		out[i] = snapshotJSON(&list[i], false)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"snapshots": out})
+}
+
+func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	name := ps.ByName("name")
+	sn, err := s.b.Snapshot(r.Context(), tenant(r.Context()), name)
+	if err != nil {
+		s.snapshotFail(w, r, name, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, snapshotJSON(sn, true))
+}
+
+// updateSnapshot changes labels and/or expireTime, the only mutable fields.
+func (s *Server) updateSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	name := ps.ByName("name")
+	in, err := s.readFields(w, r, "labels", "expireTime")
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	var u broker.SnapshotUpdate
+	if raw, ok := in["labels"]; ok {
+		if u.Labels, err = parseLabels(raw); err != nil {
+			s.reject(w, r, err)
+			return
+		}
+		u.SetLabels = true
+	}
+	if raw, ok := in["expireTime"]; ok {
+		if u.ExpiresAt, err = parseExpireTime(raw); err != nil {
+			s.reject(w, r, err)
+			return
+		}
+		if u.ExpiresAt == nil {
+			s.reject(w, r, &badRequest{"expireTime must be a time"})
+			return
+		}
+	}
+	if !u.SetLabels && u.ExpiresAt == nil {
+		s.reject(w, r, &badRequest{"nothing to update: give labels and/or expireTime"})
+		return
+	}
+	sn, err := s.b.UpdateSnapshot(r.Context(), tenant(r.Context()), name, u)
+	if err != nil {
+		s.snapshotFail(w, r, name, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, snapshotJSON(sn, true))
+}
+
+func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	name := ps.ByName("name")
+	if err := s.b.DeleteSnapshot(r.Context(), tenant(r.Context()), name); err != nil {
+		s.snapshotFail(w, r, name, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "name": name, "deleted": true})
+}

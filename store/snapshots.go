@@ -1,0 +1,328 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultSnapshotTTL is how long a snapshot lives when its creator names no expiry.
+const DefaultSnapshotTTL = 7 * 24 * time.Hour
+
+// Snapshot errors. A snapshot that expired but was not swept yet is
+// reported as not found everywhere.
+var (
+	// ErrSnapshotNotFound is returned for an unknown or expired snapshot.
+	ErrSnapshotNotFound = errors.New("snapshot not found")
+	// ErrSnapshotExists is returned when a live snapshot already has the name.
+	ErrSnapshotExists = errors.New("snapshot already exists")
+	// ErrSnapshotConflict is returned when a snapshot cannot be taken in
+	// the current state (its queue does not exist).
+	ErrSnapshotConflict = errors.New("snapshot conflict")
+)
+
+// Snapshot is a consumer group's committed offsets on one queue, captured
+// under a name.
+type Snapshot struct {
+	Name      string
+	Group     string
+	Queue     string
+	QueueUUID string
+	Labels    map[string]string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// Cursors has one entry per partition that existed when it was taken.
+	Cursors []SnapshotCursor
+}
+
+// SnapshotCursor is one captured position.
+type SnapshotCursor struct {
+	Partition   string
+	PartitionID string // uuid
+	Committed   int64
+}
+
+// CreateSnapshotRequest names a snapshot of Group's cursors on Queue.
+type CreateSnapshotRequest struct {
+	Tenant string
+	Name   string
+	Group  string // "" = QueueModeGroup
+	Queue  string
+	Labels map[string]string
+	// ExpiresAt, when not zero, is the expiry; it must be in the future.
+	ExpiresAt time.Time
+	// TTL, when ExpiresAt is zero, is the lifetime from now. Both zero
+	// means DefaultSnapshotTTL.
+	TTL time.Duration
+}
+
+const snapshotColumns = `id, name, group_name, queue_name, queue_uuid, labels, created_at, expires_at`
+
+func scanSnapshot(r scanner) (int64, *Snapshot, error) {
+	var id, created, expires int64
+	var labels string
+	sn := &Snapshot{}
+	if err := r.Scan(&id, &sn.Name, &sn.Group, &sn.Queue, &sn.QueueUUID, &labels, &created, &expires); err != nil {
+		return 0, nil, err
+	}
+	if err := json.Unmarshal([]byte(labels), &sn.Labels); err != nil {
+		return 0, nil, fmt.Errorf("decode labels of snapshot %q: %w", sn.Name, err)
+	}
+	if sn.Labels == nil {
+		sn.Labels = map[string]string{}
+	}
+	sn.CreatedAt, sn.ExpiresAt = fromMicros(created), fromMicros(expires)
+	return id, sn, nil
+}
+
+func encodeLabels(labels map[string]string) (string, error) {
+	if labels == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(labels)
+	if err != nil {
+		return "", fmt.Errorf("encode labels: %w", err)
+	}
+	return string(b), nil
+}
+
+// loadSnapshot reads tenant's live snapshot name with its cursors, keyed by
+// partition uuid.
+func loadSnapshot(ctx context.Context, db querier, tenant, name string, now int64) (*Snapshot, map[string]int64, error) {
+	id, sn, err := scanSnapshot(db.QueryRowContext(ctx, `SELECT `+snapshotColumns+` FROM snapshots
+		WHERE tenant = ? AND name = ? AND expires_at > ?`, tenant, name, now))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("%w: %q", ErrSnapshotNotFound, name)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read snapshot %q: %w", name, err)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT partition_name, partition_uuid, committed FROM snapshot_cursors
+		WHERE snapshot_id = ? ORDER BY partition_name`, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read snapshot cursors: %w", err)
+	}
+	defer rows.Close()
+	byUUID := map[string]int64{}
+	for rows.Next() {
+		var c SnapshotCursor
+		if err := rows.Scan(&c.Partition, &c.PartitionID, &c.Committed); err != nil {
+			return nil, nil, fmt.Errorf("scan snapshot cursor: %w", err)
+		}
+		sn.Cursors = append(sn.Cursors, c)
+		byUUID[c.PartitionID] = c.Committed
+	}
+	return sn, byUUID, rows.Err()
+}
+
+// CreateSnapshot captures the group's committed offset on every partition
+// of the queue, in one writer operation. A partition where the group has no
+// cursor is captured at log_start-1, where the group would start. An
+// expired snapshot of the same name is replaced; a live one is
+// ErrSnapshotExists. A queue that does not exist is ErrSnapshotConflict.
+func (s *Store) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (*Snapshot, error) {
+	if req.Name == "" {
+		return nil, fmt.Errorf("%w: snapshot name is required", ErrInvalid)
+	}
+	if req.Group == "" {
+		req.Group = QueueModeGroup
+	}
+	labels, err := encodeLabels(req.Labels)
+	if err != nil {
+		return nil, err
+	}
+	var out *Snapshot
+	err = s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		now := micros(w.now)
+		expires := micros(req.ExpiresAt)
+		if req.ExpiresAt.IsZero() {
+			ttl := req.TTL
+			if ttl == 0 {
+				ttl = DefaultSnapshotTTL
+			}
+			expires = now + ttl.Microseconds()
+		}
+		if expires <= now {
+			return fmt.Errorf("%w: expireTime %s is not in the future", ErrInvalid, fromMicros(expires).Format(time.RFC3339))
+		}
+		q, err := getQueue(w.ctx, w.tx, req.Tenant, req.Queue)
+		if errors.Is(err, ErrQueueNotFound) {
+			return fmt.Errorf("%w: queue %q does not exist, so there is nothing to snapshot", ErrSnapshotConflict, req.Queue)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
+			(SELECT id FROM snapshots WHERE tenant = ?1 AND name = ?2 AND expires_at <= ?3)`, req.Tenant, req.Name, now); err != nil {
+			return fmt.Errorf("replace expired snapshot: %w", err)
+		}
+		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshots WHERE tenant = ?1 AND name = ?2 AND expires_at <= ?3`,
+			req.Tenant, req.Name, now); err != nil {
+			return fmt.Errorf("replace expired snapshot: %w", err)
+		}
+		var id int64
+		err = w.tx.QueryRowContext(w.ctx, `INSERT INTO snapshots (tenant, name, group_name, queue_uuid, queue_name, labels, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO NOTHING RETURNING id`,
+			req.Tenant, req.Name, req.Group, q.UUID, q.Name, labels, now, expires).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", ErrSnapshotExists, req.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("insert snapshot: %w", err)
+		}
+		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO snapshot_cursors (snapshot_id, partition_uuid, partition_name, committed)
+			SELECT ?1, p.uuid, p.name, COALESCE(c.committed, p.log_start - 1)
+			FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?2
+			WHERE p.queue_id = ?3`, id, req.Group, q.ID); err != nil {
+			return fmt.Errorf("capture cursors: %w", err)
+		}
+		out, _, err = loadSnapshot(w.ctx, w.tx, req.Tenant, req.Name, now)
+		return err
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Snapshot returns tenant's live snapshot name, or ErrSnapshotNotFound.
+func (s *Store) Snapshot(ctx context.Context, tenant, name string) (*Snapshot, error) {
+	sn, _, err := loadSnapshot(ctx, s.rdb, tenant, name, micros(s.clock.Now()))
+	return sn, err
+}
+
+// Snapshots lists tenant's live snapshots by name, optionally only those of
+// one group and/or one queue, without their cursors.
+func (s *Store) Snapshots(ctx context.Context, tenant, group, queue string) ([]Snapshot, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+snapshotColumns+` FROM snapshots
+		WHERE tenant = ?1 AND expires_at > ?2 AND (?3 = '' OR group_name = ?3) AND (?4 = '' OR queue_name = ?4)
+		ORDER BY name`, tenant, micros(s.clock.Now()), group, queue)
+	if err != nil {
+		return nil, fmt.Errorf("list snapshots: %w", err)
+	}
+	defer rows.Close()
+	out := []Snapshot{}
+	for rows.Next() {
+		_, sn, err := scanSnapshot(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan snapshot: %w", err)
+		}
+		out = append(out, *sn)
+	}
+	return out, rows.Err()
+}
+
+// SnapshotUpdate is what an update may change; the rest of a snapshot is
+// fixed when it is taken.
+type SnapshotUpdate struct {
+	// SetLabels replaces the labels with Labels.
+	SetLabels bool
+	Labels    map[string]string
+	// ExpiresAt, when not nil, is the new expiry; it must be in the future.
+	ExpiresAt *time.Time
+}
+
+// UpdateSnapshot changes the labels and/or the expiry of a live snapshot.
+func (s *Store) UpdateSnapshot(ctx context.Context, tenant, name string, u SnapshotUpdate) (*Snapshot, error) {
+	setLabels, expiresAt := u.SetLabels, u.ExpiresAt
+	enc, err := encodeLabels(u.Labels)
+	if err != nil {
+		return nil, err
+	}
+	var out *Snapshot
+	err = s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		now := micros(w.now)
+		if expiresAt != nil && micros(*expiresAt) <= now {
+			return fmt.Errorf("%w: expireTime %s is not in the future", ErrInvalid, expiresAt.UTC().Format(time.RFC3339))
+		}
+		var exp sql.NullInt64
+		if expiresAt != nil {
+			exp = sql.NullInt64{Int64: micros(*expiresAt), Valid: true}
+		}
+		res, err := w.tx.ExecContext(w.ctx, `UPDATE snapshots SET labels = CASE WHEN ?1 THEN ?2 ELSE labels END,
+			expires_at = COALESCE(?3, expires_at) WHERE tenant = ?4 AND name = ?5 AND expires_at > ?6`,
+			setLabels, enc, exp, tenant, name, now)
+		if err != nil {
+			return fmt.Errorf("update snapshot: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("update snapshot: %w", err)
+		} else if n == 0 {
+			return fmt.Errorf("%w: %q", ErrSnapshotNotFound, name)
+		}
+		out, _, err = loadSnapshot(w.ctx, w.tx, tenant, name, now)
+		return err
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteSnapshot removes tenant's snapshot name, or answers
+// ErrSnapshotNotFound when there is no live one.
+func (s *Store) DeleteSnapshot(ctx context.Context, tenant, name string) error {
+	return s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		var id int64
+		err := w.tx.QueryRowContext(w.ctx, `DELETE FROM snapshots WHERE tenant = ? AND name = ? AND expires_at > ? RETURNING id`,
+			tenant, name, micros(w.now)).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", ErrSnapshotNotFound, name)
+		}
+		if err != nil {
+			return fmt.Errorf("delete snapshot: %w", err)
+		}
+		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id = ?`, id); err != nil {
+			return fmt.Errorf("delete snapshot cursors: %w", err)
+		}
+		return nil
+	}})
+}
+
+// ExpireSnapshots deletes every snapshot whose expiry is at or before the
+// store clock's now, across tenants, and returns how many it deleted. The
+// retention service calls it on its schedule (hourly by default).
+func (s *Store) ExpireSnapshots(ctx context.Context) (int, error) {
+	var n int
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		now := micros(w.now)
+		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
+			(SELECT id FROM snapshots WHERE expires_at <= ?)`, now); err != nil {
+			return fmt.Errorf("expire snapshot cursors: %w", err)
+		}
+		res, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshots WHERE expires_at <= ?`, now)
+		if err != nil {
+			return fmt.Errorf("expire snapshots: %w", err)
+		}
+		deleted, err := res.RowsAffected()
+		n = int(deleted)
+		return err
+	}})
+	return n, err
+}
+
+// SnapshotFloor is the lowest offset of a partition that a live snapshot
+// still needs: the minimum over live snapshots of captured committed + 1.
+// ok is false when no live snapshot covers the partition. Retention that
+// honours snapshots keeps every segment holding an offset >= floor.
+// Partitions created after a snapshot are not covered by it: seeking to it
+// replays them from whatever is retained.
+func (s *Store) SnapshotFloor(ctx context.Context, partitionID int64) (floor int64, ok bool, err error) {
+	return snapshotFloor(ctx, s.rdb, partitionID, micros(s.clock.Now()))
+}
+
+// snapshotFloor is SnapshotFloor for use inside a writer operation (pass
+// w.ctx, w.tx and the op's now in microseconds).
+func snapshotFloor(ctx context.Context, db querier, partitionID, now int64) (int64, bool, error) {
+	var floor sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT MIN(sc.committed) + 1 FROM snapshot_cursors sc
+		JOIN snapshots sn ON sn.id = sc.snapshot_id
+		WHERE sc.partition_uuid = (SELECT uuid FROM partitions WHERE id = ?) AND sn.expires_at > ?`,
+		partitionID, now).Scan(&floor); err != nil {
+		return 0, false, fmt.Errorf("find snapshot floor: %w", err)
+	}
+	return floor.Int64, floor.Valid, nil
+}
