@@ -588,6 +588,45 @@ func TestTenantsIsolated(t *testing.T) {
 		}
 	})
 
+	t.Run("maintenance buffer", func(t *testing.T) {
+		needs(t, "POST /api/v1/system/maintenance")
+		set := func(on bool) {
+			t.Helper()
+			if r := A.Do("POST", "/api/v1/system/maintenance", map[string]any{"enabled": on}); r.Status != http.StatusOK {
+				t.Fatalf("maintenance %v: %d %s", on, r.Status, r.Body)
+			}
+		}
+		set(true)
+		buffered := func(tenant string) map[string]any {
+			return map[string]any{"queue": "parked", "transactionId": "m1", "payload": map[string]any{"tenant": tenant}}
+		}
+		for name, push := range map[string]func() []map[string]any{
+			"A": func() []map[string]any { return A.Push(buffered("acme")) },
+			"B": func() []map[string]any { return B.Push(buffered("globex")) },
+		} {
+			if res := push(); res[0]["status"] != "buffered" {
+				t.Errorf("%s's push in maintenance: %v", name, res)
+			}
+		}
+		set(false)
+		// Drained into each pusher's own tenant, deduplicated per tenant,
+		// stamped with each pusher's sub.
+		for _, tc := range []struct {
+			c           *combtest.Client
+			owner, sub string
+		}{{A, "acme", "alice"}, {B, "globex", "bob"}} {
+			got := popAll(t, tc.c, "parked", "")
+			if !slices.Equal(owners(t, got), []string{tc.owner}) {
+				t.Errorf("%s's parked messages %v", tc.owner, owners(t, got))
+			} else if got[0].ProducerSub == nil || *got[0].ProducerSub != tc.sub {
+				t.Errorf("%s's drained message producerSub %v, want %s", tc.owner, got[0].ProducerSub, tc.sub)
+			}
+		}
+		if got := popAll(t, D, "parked", ""); len(got) != 0 {
+			t.Errorf("default tenant got parked messages %v", owners(t, got))
+		}
+	})
+
 	t.Run("metrics", func(t *testing.T) {
 		needs(t, "GET /metrics/prometheus")
 		// Public and unauthenticated: it must not name any tenant's queues
