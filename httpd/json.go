@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/url"
 	"strconv"
 	"time"
 )
 
-var (
-	errEOF       = io.EOF
-	errEmptyBody = errors.New("empty body")
-)
+// errEmptyBody is a request that needed a body and had none.
+var errEmptyBody = errors.New("empty body")
 
 // rawString reads an optional JSON string field. It reports whether the
 // field held a value other than null, and whether that value was a string.

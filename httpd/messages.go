@@ -132,14 +132,14 @@ type pushItemIn struct {
 }
 
 type pushOut struct {
-	Index          int     `json:"index"`
-	TransactionID_ string  `json:"transaction_id"`
-	TransactionID  string  `json:"transactionId"`
-	Status         string  `json:"status"`
-	MessageID      string  `json:"message_id"`
-	PartitionID    string  `json:"partition_id"`
-	TraceID        *string `json:"trace_id"`
-	QueueName      string  `json:"queueName"`
+	Index         int     `json:"index"`
+	TxnIDSnake    string  `json:"transaction_id"`
+	TransactionID string  `json:"transactionId"`
+	Status        string  `json:"status"`
+	MessageID     string  `json:"message_id"`
+	PartitionID   string  `json:"partition_id"`
+	TraceID       *string `json:"trace_id"`
+	QueueName     string  `json:"queueName"`
 }
 
 // pushItems validates wire items; a bad item fails the whole request.
@@ -183,7 +183,7 @@ func pushItems(in []pushItemIn, producerSub string) ([]store.PushItem, error) {
 func pushResultsJSON(results []store.PushResult) []pushOut {
 	out := make([]pushOut, len(results))
 	for i, res := range results {
-		out[i] = pushOut{Index: i, TransactionID_: res.TxnID, TransactionID: res.TxnID, Status: res.Status,
+		out[i] = pushOut{Index: i, TxnIDSnake: res.TxnID, TransactionID: res.TxnID, Status: res.Status,
 			MessageID: res.MessageID, PartitionID: res.PartitionID, TraceID: nullString(res.TraceID), QueueName: res.Queue}
 	}
 	return out

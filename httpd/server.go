@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -179,7 +180,7 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	dec := json.NewDecoder(body)
 	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, errEOF) {
+		if errors.Is(err, io.EOF) {
 			return errEmptyBody
 		}
 		var tooBig *http.MaxBytesError

@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/store"
@@ -52,15 +53,15 @@ func BenchmarkPush(b *testing.B) {
 		b.Run(fmt.Sprintf("batch=%d/producers=50", batch), func(b *testing.B) {
 			st := combtest.MustOpenStore(b, combtest.Options{})
 			ctx := context.Background()
-			var seq atomic.Int64
 			b.SetParallelism(max(1, 50/max(1, runtimeProcs())))
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				items := make([]store.PushItem, batch)
 				for pb.Next() {
 					for i := range items {
+						// SDKs send UUIDv7 ids: time-ordered, so keys append.
 						items[i] = store.PushItem{Queue: "bench", Partition: "p", Payload: payload100,
-							TxnID: fmt.Sprint("t", seq.Add(1))}
+							TxnID: uuid.Must(uuid.NewV7()).String()}
 					}
 					if _, err := st.Push(ctx, "", items); err != nil {
 						b.Error(err)
