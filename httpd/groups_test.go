@@ -1003,3 +1003,25 @@ func TestRecipeGiveUpOnAStuckBatch(t *testing.T) {
 		t.Fatalf("after giving up = %+v", again)
 	}
 }
+
+func TestSubscriptionFromATimeUsesTheSameSegmentWalk(t *testing.T) {
+	r := newReplay(t)
+	r.threeSegments("q")
+	// 10:07 falls between the 10:05 and 10:10 segments: the group starts at
+	// the 10:10 one, exactly where a seek to 10:07 lands.
+	p := r.Pop("/api/v1/pop/queue/q?consumerGroup=late&batch=100&subscriptionFrom=" + url.QueryEscape(ts(replayEpoch.Add(7*time.Minute))))
+	if len(p.Messages) != 5 || payloadN(t, p.Messages[0]) != 10 {
+		t.Fatalf("subscriptionFrom 10:07 delivered %d from %v", len(p.Messages), p.Messages)
+	}
+	// A time older than the retained window starts at the oldest retained segment.
+	r.evictBelow("q", "Default", 5)
+	p = r.Pop("/api/v1/pop/queue/q?consumerGroup=ancient&batch=100&subscriptionFrom=2000-01-01T00:00:00Z")
+	if len(p.Messages) != 10 || payloadN(t, p.Messages[0]) != 5 {
+		t.Fatalf("subscriptionFrom before retention delivered %d", len(p.Messages))
+	}
+	// The queue-mode cursor ignores subscription modes: it never skips a backlog.
+	p = r.Pop("/api/v1/pop/queue/q?batch=100&subscriptionMode=new")
+	if len(p.Messages) != 10 || payloadN(t, p.Messages[0]) != 5 {
+		t.Fatalf("queue mode with subscriptionMode=new delivered %d", len(p.Messages))
+	}
+}
