@@ -43,3 +43,51 @@ func (b *Broker) Redrive(ctx context.Context, req RedriveRequest) (*RedriveResul
 	}
 	return res, err
 }
+
+// Types of the resource views, re-exported from the store.
+type (
+	MessageCounts  = store.MessageCounts
+	QueueStats     = store.QueueStats
+	PartitionStats = store.PartitionStats
+	QueueFilter    = store.QueueFilter
+	Overview       = store.Overview
+	LagSummary     = store.LagSummary
+	GroupedStats   = store.GroupedStats
+)
+
+// Overview summarises tenant's queues, messages and lag.
+func (b *Broker) Overview(ctx context.Context, tenant string) (*Overview, error) {
+	return b.st.Overview(ctx, tenant)
+}
+
+// ListQueueStats lists tenant's queues, newest first, with their counts.
+func (b *Broker) ListQueueStats(ctx context.Context, f QueueFilter) ([]*QueueStats, error) {
+	return b.st.ListQueueStats(ctx, f)
+}
+
+// QueueStats returns one queue with per-partition counts, or
+// store.ErrQueueNotFound.
+func (b *Broker) QueueStats(ctx context.Context, tenant, name string) (*QueueStats, error) {
+	return b.st.QueueStats(ctx, tenant, name)
+}
+
+// NamespaceStats sums tenant's queues per namespace.
+func (b *Broker) NamespaceStats(ctx context.Context, tenant string) ([]GroupedStats, error) {
+	return b.st.NamespaceStats(ctx, tenant)
+}
+
+// TaskStats sums tenant's queues per task.
+func (b *Broker) TaskStats(ctx context.Context, tenant string) ([]GroupedStats, error) {
+	return b.st.TaskStats(ctx, tenant)
+}
+
+// DeleteQueue removes a queue with all its data, cursors and DLQ rows; a
+// queue of that name created afterwards starts empty. It reports whether
+// the queue existed.
+func (b *Broker) DeleteQueue(ctx context.Context, tenant, name string) (bool, error) {
+	existed, err := b.st.DeleteQueue(ctx, tenant, name)
+	if existed {
+		b.metrics.forget(name)
+	}
+	return existed, err
+}

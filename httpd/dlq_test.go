@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
 )
@@ -351,5 +352,34 @@ func TestDLQRedriveBadInput(t *testing.T) {
 		{map[string]any{"queue": "unknown"}, http.StatusNotFound, "Queue not found"},
 	} {
 		opWantError(t, s.Do("POST", "/api/v1/dlq/redrive", c.body), c.status, c.text)
+	}
+}
+
+// An encrypted queue's dead letters are stored sealed, listed in clear and
+// re-driven in clear (then sealed again by the push).
+func TestDLQEncryptedQueue(t *testing.T) {
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(i)
+	}
+	clk := clock.NewManual(opT0)
+	s := combtest.MustServer(t, combtest.Options{Clock: clk, Broker: func(o *broker.Options) { o.EncryptionKey = key }})
+	opConfigure(t, s, "secret", map[string]any{"encryptionEnabled": true})
+	s.Push(opItem("secret", "", "e1", map[string]any{"card": "4111"}))
+	opDeadLetter(t, s, clk, "secret", "", "")
+	var stored []byte
+	if err := s.Broker.Store().ReadDB().QueryRow(`SELECT payload FROM dlq`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(stored), "4111") {
+		t.Fatalf("dead letter stored in clear: %q", stored)
+	}
+	got := opDLQ(t, s, "queue=secret")
+	if data, _ := json.Marshal(got.Messages[0]["data"]); string(data) != `{"card":"4111"}` {
+		t.Fatalf("listed data = %s", data)
+	}
+	s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "secret"})
+	if p := s.Pop("/api/v1/pop/queue/secret"); len(p.Messages) != 1 || string(p.Messages[0].Data) != `{"card":"4111"}` {
+		t.Fatalf("redriven = %+v", p)
 	}
 }

@@ -67,6 +67,14 @@ var routeLevels = map[string]Level{
 	"GET /api/v1/dlq":          ReadOnly,
 	"POST /api/v1/dlq/redrive": ReadWrite,
 
+	// Resources: reads read-only, deleting a queue admin.
+	"GET /api/v1/resources/overview":         ReadOnly,
+	"GET /api/v1/resources/queues":           ReadOnly,
+	"GET /api/v1/resources/queues/:queue":    ReadOnly,
+	"DELETE /api/v1/resources/queues/:queue": Admin,
+	"GET /api/v1/resources/namespaces":       ReadOnly,
+	"GET /api/v1/resources/tasks":            ReadOnly,
+
 	// Traces: recording is read-write, reading read-only. The one- and
 	// two-segment GETs also serve /traces/names and /traces/by-name/:name.
 	"POST /api/v1/traces":                            ReadWrite,

@@ -1,8 +1,195 @@
 package httpd
 
+import (
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+)
+
 // operatorRoutes registers the operator's routes: the dead-letter queue,
 // resources, message reads, status and metrics.
 func (s *Server) operatorRoutes() {
 	s.handle("GET", "/api/v1/dlq", s.listDLQ)
 	s.handle("POST", "/api/v1/dlq/redrive", s.redriveDLQ)
+
+	s.handle("GET", "/api/v1/resources/overview", s.resourcesOverview)
+	s.handle("GET", "/api/v1/resources/queues", s.resourcesQueues)
+	s.handle("GET", "/api/v1/resources/queues/:queue", s.resourcesQueue)
+	s.handle("DELETE", "/api/v1/resources/queues/:queue", s.deleteQueue)
+	s.handle("GET", "/api/v1/resources/namespaces", s.resourcesNamespaces)
+	s.handle("GET", "/api/v1/resources/tasks", s.resourcesTasks)
+}
+
+type countsOut struct {
+	Total      int64 `json:"total"`
+	Pending    int64 `json:"pending"`
+	Processing int64 `json:"processing"`
+	Completed  int64 `json:"completed"`
+	Failed     int64 `json:"failed"`
+	DeadLetter int64 `json:"deadLetter"`
+}
+
+func countsJSON(c broker.MessageCounts) countsOut {
+	return countsOut{Total: c.Total, Pending: c.Pending, Processing: c.Processing, Completed: c.Completed,
+		Failed: c.Failed, DeadLetter: c.DeadLetter}
+}
+
+// queueSummaryOut is a queue in the resources and status listings.
+type queueSummaryOut struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace"`
+	Task       string `json:"task"`
+	CreatedAt  string `json:"createdAt"`
+	Partitions int    `json:"partitions"`
+	Messages   struct {
+		Total      int64 `json:"total"`
+		Pending    int64 `json:"pending"`
+		Processing int64 `json:"processing"`
+	} `json:"messages"`
+}
+
+func queueSummaryJSON(qs *broker.QueueStats) queueSummaryOut {
+	out := queueSummaryOut{ID: qs.UUID, Name: qs.Name, Namespace: qs.Namespace, Task: qs.Task,
+		CreatedAt: fmtMilli(qs.CreatedAt), Partitions: len(qs.Partitions)}
+	out.Messages.Total, out.Messages.Pending, out.Messages.Processing = qs.Counts.Total, qs.Counts.Pending, qs.Counts.Processing
+	return out
+}
+
+// optTime is a time in milliseconds, or null for the zero time.
+func optTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := fmtMilli(t)
+	return &s
+}
+
+type lagOut struct {
+	Avg    float64 `json:"avg"`
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+func lagJSON(l broker.LagSummary) lagOut {
+	return lagOut{Avg: l.Avg, Median: l.Median, Min: l.Min, Max: l.Max}
+}
+
+func (s *Server) resourcesOverview(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	o, err := s.b.Overview(r.Context(), tenant(r.Context()))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	_, processed := s.b.Metrics().Rates()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"queues": o.Queues, "partitions": o.Partitions, "namespaces": o.Namespaces, "tasks": o.Tasks,
+		"messages": countsJSON(o.Counts),
+		"lag":      map[string]any{"time": lagJSON(o.TimeLag), "offset": lagJSON(o.OffsetLag)},
+		"throughput": map[string]any{"ingestedPerSecond": float64(o.IngestedLastMinute) / 60,
+			"processedPerSecond": processed},
+		"timestamp": fmtMilli(o.Timestamp),
+		// Computed on each request from cursors and watermarks: never stale.
+		"statsAge": 0,
+	})
+}
+
+// queueFilter reads namespace, task, limit and offset; a missing or
+// malformed limit is def (0 = no limit).
+func queueFilter(r *http.Request, def int) broker.QueueFilter {
+	q := r.URL.Query()
+	f := broker.QueueFilter{Tenant: tenant(r.Context()), Namespace: q.Get("namespace"), Task: q.Get("task"),
+		Limit: queryInt(q, "limit", def), Offset: max(queryInt(q, "offset", 0), 0)}
+	if f.Limit < 0 {
+		f.Limit = def
+	}
+	return f
+}
+
+func (s *Server) resourcesQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	// Queen lists every queue; a limit is honoured when given.
+	stats, err := s.b.ListQueueStats(r.Context(), queueFilter(r, 0))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]queueSummaryOut, len(stats))
+	for i, qs := range stats {
+		out[i] = queueSummaryJSON(qs)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+}
+
+func (s *Server) resourcesQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	qs, err := s.b.QueueStats(r.Context(), tenant(r.Context()), ps.ByName("queue"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	parts := make([]map[string]any, len(qs.Partitions))
+	for i := range qs.Partitions {
+		p := &qs.Partitions[i]
+		parts[i] = map[string]any{"id": p.UUID, "name": p.Name, "createdAt": fmtMilli(p.CreatedAt),
+			"stats": countsJSON(p.Counts), "oldestMessage": optTime(p.Oldest), "newestMessage": optTime(p.Newest)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": qs.UUID, "name": qs.Name, "namespace": qs.Namespace,
+		"task": qs.Task, "createdAt": fmtMilli(qs.CreatedAt), "partitions": parts, "totals": countsJSON(qs.Counts)})
+}
+
+func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	name := ps.ByName("queue")
+	existed, err := s.b.DeleteQueue(r.Context(), tenant(r.Context()), name)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "queue": name, "existed": existed})
+}
+
+type groupedOut struct {
+	Namespace  *string `json:"namespace,omitempty"`
+	Task       *string `json:"task,omitempty"`
+	Queues     int64   `json:"queues"`
+	Partitions int64   `json:"partitions"`
+	Messages   struct {
+		Total   int64 `json:"total"`
+		Pending int64 `json:"pending"`
+	} `json:"messages"`
+}
+
+func groupedJSON(gs []broker.GroupedStats, task bool) []groupedOut {
+	out := make([]groupedOut, len(gs))
+	for i, g := range gs {
+		name := g.Name
+		if task {
+			out[i].Task = &name
+		} else {
+			out[i].Namespace = &name
+		}
+		out[i].Queues, out[i].Partitions = g.Queues, g.Partitions
+		out[i].Messages.Total, out[i].Messages.Pending = g.Counts.Total, g.Counts.Pending
+	}
+	return out
+}
+
+func (s *Server) resourcesNamespaces(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	gs, err := s.b.NamespaceStats(r.Context(), tenant(r.Context()))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"namespaces": groupedJSON(gs, false)})
+}
+
+func (s *Server) resourcesTasks(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	gs, err := s.b.TaskStats(r.Context(), tenant(r.Context()))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": groupedJSON(gs, true)})
 }

@@ -111,7 +111,7 @@ func (s *Store) ListDLQ(ctx context.Context, f DLQFilter) ([]DLQEntry, int64, er
 		if err != nil {
 			return nil, 0, fmt.Errorf("scan dead letter: %w", err)
 		}
-		if e.Payload, err = s.openDLQPayload(ctx, &e); err != nil {
+		if e.Payload, err = s.openDLQPayload(&e); err != nil {
 			return nil, 0, err
 		}
 		out = append(out, e)
@@ -119,9 +119,14 @@ func (s *Store) ListDLQ(ctx context.Context, f DLQFilter) ([]DLQEntry, int64, er
 	return out, total, rows.Err()
 }
 
-// openDLQPayload returns the payload of e as the client pushed it.
-func (s *Store) openDLQPayload(ctx context.Context, e *DLQEntry) ([]byte, error) {
-	return e.Payload, nil
+// openDLQPayload returns the payload of e as the client pushed it: a row
+// of an encrypted queue is stored sealed, like the frame it was copied from.
+func (s *Store) openDLQPayload(e *DLQEntry) ([]byte, error) {
+	p, err := s.DecryptPayload(e.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("dead letter %d: %w", e.RowID, err)
+	}
+	return p, nil
 }
 
 // RedriveRequest selects dead-lettered messages of one queue to append
@@ -172,6 +177,7 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 		where += ` AND message_id IN (SELECT value FROM json_each(?))`
 		args = append(args, jsonStrings(req.IDs))
 	}
+	var results []PushResult
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		*res = RedriveResult{Queue: req.Queue}
 		q, err := w.queue(req.Tenant, req.Queue, false)
@@ -221,23 +227,18 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 				continue
 			}
 			seen[k] = true
-			payload, err := w.s.openDLQPayload(w.ctx, e)
+			payload, err := w.s.openDLQPayload(e)
 			if err != nil {
 				return err
 			}
 			items = append(items, PushItem{Queue: q.Name, Partition: e.Partition, Payload: payload,
 				TxnID: e.TxnID + ":redrive:" + strconv.FormatInt(e.RowID, 10), TraceID: e.TraceID, ProducerSub: e.ProducerSub})
 		}
-		results := make([]PushResult, len(items))
+		// Push results are decided when the commit flushes, so they are
+		// counted after submit returns.
+		results = make([]PushResult, len(items))
 		if err := w.push(req.Tenant, items, results, false); err != nil {
 			return err
-		}
-		for _, r := range results {
-			if r.Status == StatusQueued {
-				res.Redriven++
-			} else {
-				res.Duplicates++
-			}
 		}
 		del, err := w.tx.ExecContext(w.ctx, `DELETE FROM dlq WHERE id IN (SELECT value FROM json_each(?))`,
 			"["+strings.Join(ids, ",")+"]")
@@ -253,6 +254,13 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 	}})
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range results {
+		if r.Status == StatusQueued {
+			res.Redriven++
+		} else {
+			res.Duplicates++
+		}
 	}
 	return res, nil
 }
