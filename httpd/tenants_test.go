@@ -612,7 +612,7 @@ func TestTenantsIsolated(t *testing.T) {
 		// Drained into each pusher's own tenant, deduplicated per tenant,
 		// stamped with each pusher's sub.
 		for _, tc := range []struct {
-			c           *combtest.Client
+			c          *combtest.Client
 			owner, sub string
 		}{{A, "acme", "alice"}, {B, "globex", "bob"}} {
 			got := popAll(t, tc.c, "parked", "")
