@@ -143,6 +143,16 @@ func TestTenantsIsolated(t *testing.T) {
 		if got := popAll(t, D, "orders", ""); len(got) != 0 {
 			t.Errorf("default tenant popped in queue mode %v", owners(t, got))
 		}
+		// A namespace pop looks only at the caller's queues.
+		A.Push(map[string]any{"queue": "shop.jobs", "payload": map[string]any{"tenant": "acme"}})
+		for name, c := range map[string]*combtest.Client{"B": B, "default": D} {
+			if r := c.Do("GET", "/api/v1/pop?namespace=shop&batch=10", nil); r.Status != http.StatusNoContent {
+				t.Errorf("%s's namespace pop reached A's queue: %d %s", name, r.Status, r.Body)
+			}
+		}
+		if r := A.Do("GET", "/api/v1/pop?namespace=shop&batch=10&autoAck=true", nil); r.Status != http.StatusOK {
+			t.Errorf("A's namespace pop: %d %s", r.Status, r.Body)
+		}
 		for _, m := range aMsgs {
 			if m.ProducerSub == nil || *m.ProducerSub != "alice" {
 				t.Errorf("A's message producerSub %v, want alice", m.ProducerSub)
@@ -212,7 +222,9 @@ func TestTenantsIsolated(t *testing.T) {
 			r.JSON(t, &groups)
 			var names []string
 			for _, g := range groups {
-				names = append(names, g.Name+"@"+g.QueueName)
+				if g.QueueName != "shop.jobs" { // A's namespace-pop queue
+					names = append(names, g.Name+"@"+g.QueueName)
+				}
 			}
 			slices.Sort(names)
 			return names
@@ -473,8 +485,8 @@ func TestTenantsIsolated(t *testing.T) {
 			}
 			return ids
 		}
-		if got := ids(A); !slices.Equal(got, []string{queueID["A"]}) {
-			t.Errorf("A's queues %v, want [%s]", got, queueID["A"])
+		if got := ids(A); len(got) != 2 || !slices.Contains(got, queueID["A"]) || slices.Contains(got, queueID["B"]) {
+			t.Errorf("A's queues %v, want orders (%s) and shop.jobs", got, queueID["A"])
 		}
 		if got := ids(B); !slices.Equal(got, []string{queueID["B"]}) {
 			t.Errorf("B's queues %v, want [%s]", got, queueID["B"])
