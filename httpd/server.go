@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -79,7 +80,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	if r.URL.RawPath != "" && s.serveRaw(w, r) {
+		return
+	}
 	s.router.ServeHTTP(w, r)
+}
+
+// serveRaw routes on the escaped path and decodes each parameter once, so a
+// name holding "/" (the Go SDK path-escapes it to %2F) stays one segment
+// instead of turning into a 404. It reports false when no route matches.
+func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request) bool {
+	h, ps, _ := s.router.Lookup(r.Method, r.URL.RawPath)
+	if h == nil {
+		return false
+	}
+	for i := range ps {
+		v, err := url.PathUnescape(ps[i].Value)
+		if err != nil {
+			return false
+		}
+		ps[i].Value = v
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			s.router.PanicHandler(w, r, v)
+		}
+	}()
+	h(w, r, ps)
+	return true
 }
 
 func (s *Server) routes() {
