@@ -1,6 +1,7 @@
 // Package retention is comb's background work on a clock: it deletes the
-// segments that queues' retention policies let go, gives the freed pages
-// back to the file system, and wakes parked pops when a lease expires.
+// segments that queues' retention policies let go and the snapshots that
+// expired, gives the freed pages back to the file system, and wakes parked
+// pops when a lease expires.
 //
 // The service is owned by the broker: started by broker.Open and stopped by
 // broker.Close. Tests drive it with Sweep and WakeExpiredLeases instead of
@@ -26,9 +27,9 @@ const (
 	// DefaultLeaseInterval is how often expired leases are looked for.
 	DefaultLeaseInterval = time.Second
 	// DefaultVacuumPages is how many free pages one writer op returns to
-	// the file system: about 2 MiB at the default page size, a few
+	// the file system: 512 KiB at the default page size, a few
 	// milliseconds of work.
-	DefaultVacuumPages = 512
+	DefaultVacuumPages = 128
 	// DefaultVacuumSteps bounds the vacuum ops of one sweep; what is left
 	// is returned by the next sweep.
 	DefaultVacuumSteps = 256
@@ -48,6 +49,11 @@ type Config struct {
 	VacuumPages int
 	// VacuumSteps bounds the vacuum ops per sweep. Default DefaultVacuumSteps.
 	VacuumSteps int
+	// YieldRatio paces a sweep: after each writer op it pauses for the op's
+	// duration times this ratio, so a push queued behind an op commits on
+	// its own instead of sharing a commit with the next op. Default 1
+	// (retention takes at most about half of the writer); negative: no pause.
+	YieldRatio float64
 	// Clock tells the time of periodic passes. Default the wall clock.
 	Clock clock.Clock
 	// Logger receives a line per sweep that deleted something, and errors.
@@ -64,6 +70,7 @@ type Stats struct {
 	Bytes      int64 // stored segment bytes deleted
 	FreedPages int64 // pages returned to the file system
 	LeaseWakes int   // queues woken for an expired lease
+	Snapshots  int   // expired snapshots deleted
 }
 
 // Service runs retention sweeps and the lease-expiry check.
@@ -88,6 +95,7 @@ func New(st *store.Store, cfg Config) *Service {
 	cfg.VacuumPages = cmp.Or(cfg.VacuumPages, DefaultVacuumPages)
 	cfg.VacuumSteps = cmp.Or(cfg.VacuumSteps, DefaultVacuumSteps)
 	cfg.Clock = cmp.Or[clock.Clock](cfg.Clock, clock.Real{})
+	cfg.YieldRatio = cmp.Or(cfg.YieldRatio, 1)
 	return &Service{st: st, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
 }
 
@@ -155,8 +163,9 @@ func (s *Service) RunOnce(ctx context.Context) (Stats, error) {
 }
 
 // Sweep runs one pass as if the time were now: it wakes pops parked on
-// expired leases, deletes what every queue's policies allow, then returns
-// the freed pages to the file system in bounded steps.
+// expired leases, deletes expired snapshots and what every queue's
+// policies allow, then returns the freed pages to the file system in
+// bounded steps. (Snapshot expiry reads the store's clock.)
 func (s *Service) Sweep(ctx context.Context, now time.Time) (Stats, error) {
 	var st Stats
 	wakes, err := s.WakeExpiredLeases(ctx, now)
@@ -167,6 +176,10 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	start := time.Now()
+	// Expired snapshots go first, so they no longer hold back retention.
+	if st.Snapshots, err = s.st.ExpireSnapshots(ctx); err != nil {
+		return st, err
+	}
 	queues, err := s.st.RetentionQueues(ctx)
 	if err != nil {
 		return st, err
@@ -205,7 +218,11 @@ func (s *Service) sweepQueue(ctx context.Context, q *store.Queue, now time.Time,
 		}
 		var total store.EvictResult
 		for {
-			r, err := s.st.EvictAged(ctx, q.ID, p.ID, now, s.cfg.Limits)
+			var r store.EvictResult
+			err := s.paced(ctx, func() (err error) {
+				r, err = s.st.EvictAged(ctx, q.ID, p.ID, now, s.cfg.Limits)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -218,19 +235,55 @@ func (s *Service) sweepQueue(ctx context.Context, q *store.Queue, now time.Time,
 		}
 		s.count(st, total)
 	}
-	if q.Options.MaxBytes > 0 {
+	if q.Options.MaxBytes <= 0 {
+		return nil
+	}
+	// Size: plan on a reader (it sorts the queue's segments by age), then
+	// delete partition by partition in bounded ops.
+	cuts, err := s.st.OversizeCuts(ctx, q.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range cuts {
+		var total store.EvictResult
 		for {
-			r, err := s.st.EvictOverSize(ctx, q.ID, now, s.cfg.Limits)
+			var r store.EvictResult
+			err := s.paced(ctx, func() (err error) {
+				r, err = s.st.EvictPrefix(ctx, c.PartitionID, c.UpTo, now, s.cfg.Limits)
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			s.count(st, r)
+			total.Segments += r.Segments
+			total.Frames += r.Frames
+			total.Bytes += r.Bytes
 			if !r.More || r.Segments == 0 {
 				break
 			}
 		}
+		s.count(st, total)
 	}
 	return nil
+}
+
+// paced runs one writer op, then pauses in proportion to its duration.
+func (s *Service) paced(ctx context.Context, op func() error) error {
+	start := time.Now()
+	if err := op(); err != nil {
+		return err
+	}
+	if s.cfg.YieldRatio <= 0 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(float64(time.Since(start)) * s.cfg.YieldRatio))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *Service) count(st *Stats, r store.EvictResult) {
@@ -251,7 +304,11 @@ func (s *Service) vacuum(ctx context.Context) (int64, error) {
 	}
 	left := before
 	for i := 0; i < s.cfg.VacuumSteps && left > 0; i++ {
-		n, err := s.st.IncrementalVacuum(ctx, s.cfg.VacuumPages)
+		var n int64
+		err := s.paced(ctx, func() (err error) {
+			n, err = s.st.IncrementalVacuum(ctx, s.cfg.VacuumPages)
+			return err
+		})
 		if err != nil {
 			return before - left, err
 		}

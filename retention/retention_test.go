@@ -527,3 +527,43 @@ func TestSweepDropsTheTracesOfEvictedMessages(t *testing.T) {
 		t.Fatalf("traces by name after the sweep: %+v total %d (%v), want young-0 only", traces, total, err)
 	}
 }
+
+func TestTimeRetentionKeepsWhatALiveSnapshotNeeds(t *testing.T) {
+	f := newFixture(t)
+	f.configure("q", retained(60))
+	f.push("q", "", "a", 2) // 0-1
+	f.push("q", "", "b", 2) // 2-3
+	f.push("q", "", "c", 2) // 4-5
+	if res, err := f.b.Pop(f.ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 2, AutoAck: true}); err != nil || len(res.Messages) != 2 {
+		t.Fatalf("consume: %v", err)
+	}
+	// g's position (committed 1) is captured: replaying it needs offset 2 on.
+	if _, err := f.b.Store().CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "before-deploy", Group: "g", Queue: "q",
+		TTL: time.Hour}); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	f.clock.Advance(2 * time.Minute)
+	f.sweep()
+	if got, want := f.bases("q", "Default"), []int64{2, 4}; !equal(got, want) {
+		t.Fatalf("segments %v, want %v kept for the snapshot", got, want)
+	}
+	f.clock.Advance(time.Hour)
+	st := f.sweep()
+	if st.Snapshots != 1 || st.Segments != 2 {
+		t.Fatalf("sweep after the snapshot expired: %+v, want 1 snapshot and 2 segments deleted", st)
+	}
+
+	// A size bound is not held back by snapshots.
+	o := store.DefaultQueueOptions()
+	o.MaxBytes = 1
+	f.configure("small", o)
+	f.push("small", "", "x", 1)
+	f.push("small", "", "y", 1)
+	if _, err := f.b.Store().CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "pin", Queue: "small", TTL: time.Hour}); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	f.sweep()
+	if got := f.bases("small", "Default"); len(got) != 0 {
+		t.Fatalf("segments %v left over maxBytes, want none", got)
+	}
+}

@@ -15,11 +15,14 @@ import (
 // deletion is one small writer op, so a push queued behind retention waits
 // for one bounded batch, never for the whole backlog.
 //
+// An op deletes at most EvictLimits of segments, bytes and messages.
+//
 // Rules every eviction keeps:
 //   - whole segments only, oldest first: a partition keeps a contiguous
 //     suffix of its log and log_start moves to its first remaining offset;
 //   - never a segment that holds or follows the first offset of a live
 //     lease, so a consumer can finish (and ack) the batch it holds;
+//   - for time-based policies, never a segment a live snapshot needs;
 //   - never the dead-letter table: DLQ rows are copies and outlive their
 //     segments;
 //   - the dedup keys and traces of evicted frames go with them.
@@ -31,6 +34,11 @@ const (
 	// DefaultEvictBytes bounds the stored bytes one writer op deletes; a
 	// segment larger than this is still deleted, alone.
 	DefaultEvictBytes = 8 << 20
+	// DefaultEvictFrames bounds the messages one writer op deletes. Each
+	// costs a dedup-key delete (about 4 µs, the bulk of an op's work), so
+	// this keeps an op, and a push queued behind it, to a few
+	// milliseconds. A segment with more frames is still deleted, alone.
+	DefaultEvictFrames = 1024
 )
 
 // EvictLimits bound one eviction op.
@@ -39,11 +47,14 @@ type EvictLimits struct {
 	Segments int
 	// Bytes is the most stored segment bytes deleted per op. Default DefaultEvictBytes.
 	Bytes int64
+	// Frames is the most messages deleted per op. Default DefaultEvictFrames.
+	Frames int64
 }
 
 func (l EvictLimits) withDefaults() EvictLimits {
 	l.Segments = cmp.Or(l.Segments, DefaultEvictSegments)
 	l.Bytes = cmp.Or(l.Bytes, DefaultEvictBytes)
+	l.Frames = cmp.Or(l.Frames, DefaultEvictFrames)
 	return l
 }
 
@@ -54,13 +65,6 @@ type EvictResult struct {
 	Bytes    int64 // stored (compressed) segment bytes
 	// More is true when the op stopped at its limits with more to delete.
 	More bool
-}
-
-func (r *EvictResult) add(o EvictResult) {
-	r.Segments += o.Segments
-	r.Frames += o.Frames
-	r.Bytes += o.Bytes
-	r.More = r.More || o.More
 }
 
 // RetentionQueues returns the queues that have a retention policy to
@@ -146,7 +150,7 @@ func (s *Store) EvictAged(ctx context.Context, queueID, partitionID int64, now t
 		if err != nil {
 			return err
 		}
-		snap, err := w.snapshotFloor(p.ID, nowUS)
+		snap, err := w.snapshotPin(p.ID, nowUS)
 		if err != nil {
 			return err
 		}
@@ -162,19 +166,20 @@ func (s *Store) EvictAged(ctx context.Context, queueID, partitionID int64, now t
 			return err
 		}
 		var take []segMeta
-		var bytes int64
+		var bytes, frames int64
 		for _, sg := range segs {
 			end := sg.base + sg.count - 1
 			aged := sg.createdAt < pol.cutoff || (sg.createdAt < pol.doneCutoff && end <= consumed)
 			if !aged || end >= floor {
 				break
 			}
-			if len(take) > 0 && bytes+sg.size > lim.Bytes {
+			if len(take) > 0 && (bytes+sg.size > lim.Bytes || frames+sg.count > lim.Frames) {
 				res.More = true
 				break
 			}
 			take = append(take, sg)
 			bytes += sg.size
+			frames += sg.count
 		}
 		if len(take) == lim.Segments && len(segs) == lim.Segments {
 			res.More = true
@@ -190,97 +195,106 @@ func (s *Store) EvictAged(ctx context.Context, queueID, partitionID int64, now t
 	return res, err
 }
 
-// EvictOverSize deletes, in one writer op, the oldest segments of queue
-// queueID (oldest by commit time across its partitions) while the queue's
-// stored segment bytes exceed its maxBytes, up to lim. Live leases are
-// honoured; snapshots are not: a size bound protects the disk.
-func (s *Store) EvictOverSize(ctx context.Context, queueID int64, now time.Time, lim EvictLimits) (EvictResult, error) {
+// SizeCut is where a partition's log must start for its queue to fit its
+// maxBytes: every segment ending below UpTo goes.
+type SizeCut struct {
+	PartitionID int64
+	UpTo        int64 // exclusive bound on the last offset of an evicted segment
+}
+
+// OversizeCuts plans, on a reader, the eviction that brings queue queueID
+// back under its maxBytes: the oldest segments by commit time across its
+// partitions, until the stored bytes left fit. It returns nothing when the
+// queue fits or has no bound. The plan is a ceiling: EvictPrefix re-checks
+// leases when it deletes.
+func (s *Store) OversizeCuts(ctx context.Context, queueID int64) ([]SizeCut, error) {
+	var maxBytes, total int64
+	err := s.rdb.QueryRowContext(ctx, `SELECT q.max_bytes, COALESCE((SELECT SUM(length(s.data)) FROM partitions p
+		JOIN segments s ON s.partition_id = p.id WHERE p.queue_id = q.id), 0) FROM queues q WHERE q.id = ?`,
+		queueID).Scan(&maxBytes, &total)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("measure queue: %w", err)
+	}
+	if maxBytes <= 0 || total <= maxBytes {
+		return nil, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT s.partition_id, s.base_offset + s.frame_count, length(s.data)
+		FROM partitions p JOIN segments s ON s.partition_id = p.id WHERE p.queue_id = ? ORDER BY s.created_at, s.id`, queueID)
+	if err != nil {
+		return nil, fmt.Errorf("list queue segments: %w", err)
+	}
+	defer rows.Close()
+	upTo := map[int64]int64{}
+	var order []int64
+	for excess := total - maxBytes; excess > 0 && rows.Next(); {
+		var part, end, size int64
+		if err := rows.Scan(&part, &end, &size); err != nil {
+			return nil, fmt.Errorf("scan segment: %w", err)
+		}
+		if _, seen := upTo[part]; !seen {
+			order = append(order, part)
+		}
+		upTo[part] = max(upTo[part], end)
+		excess -= size
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list queue segments: %w", err)
+	}
+	cuts := make([]SizeCut, len(order))
+	for i, part := range order {
+		cuts[i] = SizeCut{PartitionID: part, UpTo: upTo[part]}
+	}
+	return cuts, nil
+}
+
+// EvictPrefix deletes, in one writer op, the oldest segments of partition
+// that end below upTo, up to lim, keeping live leases but not snapshots:
+// it enforces a size bound, which protects the disk.
+func (s *Store) EvictPrefix(ctx context.Context, partitionID, upTo int64, now time.Time, lim EvictLimits) (EvictResult, error) {
 	lim = lim.withDefaults()
 	var res EvictResult
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		res = EvictResult{}
-		var maxBytes int64
-		err := w.tx.QueryRowContext(w.ctx, `SELECT max_bytes FROM queues WHERE id = ?`, queueID).Scan(&maxBytes)
+		p, err := scanPartition(w.tx.QueryRowContext(w.ctx, `SELECT `+partitionColumns+` FROM partitions WHERE id = ?`, partitionID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("load queue: %w", err)
+			return fmt.Errorf("load partition: %w", err)
 		}
-		if maxBytes <= 0 {
-			return nil
-		}
-		var total int64
-		if err := w.tx.QueryRowContext(w.ctx, `SELECT COALESCE(SUM(length(s.data)), 0) FROM partitions p
-			JOIN segments s ON s.partition_id = p.id WHERE p.queue_id = ?`, queueID).Scan(&total); err != nil {
-			return fmt.Errorf("measure queue: %w", err)
-		}
-		if total <= maxBytes {
-			return nil
-		}
-		parts, err := queryPartitions(w.ctx, w.tx, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id`, queueID)
+		floor, err := w.leaseFloor(p.ID, micros(now))
 		if err != nil {
 			return err
 		}
-		nowUS := micros(now)
-		// Each partition offers its oldest segments below its lease floor;
-		// take the oldest offer until the queue fits.
-		type lane struct {
-			p    *Partition
-			segs []segMeta
-			take int
+		floor = min(floor, upTo)
+		segs, err := w.firstSegments(p.ID, lim.Segments)
+		if err != nil {
+			return err
 		}
-		lanes := make([]*lane, 0, len(parts))
-		for _, p := range parts {
-			floor, err := w.leaseFloor(p.ID, nowUS)
-			if err != nil {
-				return err
-			}
-			segs, err := w.firstSegments(p.ID, lim.Segments)
-			if err != nil {
-				return err
-			}
-			n := 0
-			for n < len(segs) && segs[n].base+segs[n].count-1 < floor {
-				n++
-			}
-			if n > 0 {
-				lanes = append(lanes, &lane{p: p, segs: segs[:n]})
-			}
-		}
-		taken, bytes := 0, int64(0)
-		for total > maxBytes {
-			var next *lane
-			for _, l := range lanes {
-				if l.take < len(l.segs) && (next == nil || l.segs[l.take].createdAt < next.segs[next.take].createdAt) {
-					next = l
-				}
-			}
-			if next == nil {
+		var take []segMeta
+		var bytes, frames int64
+		for _, sg := range segs {
+			if sg.base+sg.count-1 >= floor {
 				break
 			}
-			sg := next.segs[next.take]
-			if taken == lim.Segments || (taken > 0 && bytes+sg.size > lim.Bytes) {
+			if len(take) > 0 && (bytes+sg.size > lim.Bytes || frames+sg.count > lim.Frames) {
 				res.More = true
 				break
 			}
-			next.take++
-			taken++
+			take = append(take, sg)
 			bytes += sg.size
-			total -= sg.size
+			frames += sg.count
 		}
-		var sum EvictResult
-		for _, l := range lanes {
-			r, err := w.evict(l.p, l.segs[:l.take])
-			if err != nil {
-				return err
-			}
-			sum.add(r)
+		if len(take) == lim.Segments && len(segs) == lim.Segments {
+			res.More = true
 		}
-		// More may also be due when a lane ran out of fetched segments.
-		sum.More = res.More || (total > maxBytes && taken == lim.Segments)
-		res = sum
-		return nil
+		r, err := w.evict(p, take)
+		r.More = r.More || res.More
+		res = r
+		return err
 	}})
 	return res, err
 }
@@ -323,12 +337,18 @@ func (w *wtx) leaseFloor(partitionID, now int64) (int64, error) {
 	return from.Int64, nil
 }
 
-// snapshotFloor is the first offset of a partition that a live snapshot
-// still needs (math.MaxInt64 when none), honoured by time-based retention
-// only. It is the hook for snapshots: until the snapshot tables exist no
-// snapshot can pin anything.
-func (w *wtx) snapshotFloor(partitionID, now int64) (int64, error) {
-	return math.MaxInt64, nil
+// snapshotPin is the first offset of a partition that a live snapshot
+// still needs (math.MaxInt64 when none). Time-based retention honours it,
+// so seeking to a snapshot replays what it captured; maxBytes does not.
+func (w *wtx) snapshotPin(partitionID, now int64) (int64, error) {
+	floor, ok, err := snapshotFloor(w.ctx, w.tx, partitionID, now)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return math.MaxInt64, nil
+	}
+	return floor, nil
 }
 
 // consumedByAll is the highest offset of p that every consumer of its
@@ -370,13 +390,8 @@ func (w *wtx) evict(p *Partition, segs []segMeta) (EvictResult, error) {
 			AND txn_id IN (SELECT value FROM json_each(?))`, p.ID, newStart, txns); err != nil {
 			return res, fmt.Errorf("delete evicted dedup keys: %w", err)
 		}
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN (SELECT id FROM traces
-			WHERE partition_uuid = ? AND txn_id IN (SELECT value FROM json_each(?)))`, p.UUID, txns); err != nil {
-			return res, fmt.Errorf("delete evicted trace names: %w", err)
-		}
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?
-			AND txn_id IN (SELECT value FROM json_each(?))`, p.UUID, txns); err != nil {
-			return res, fmt.Errorf("delete evicted traces: %w", err)
+		if err := w.evictTraces(p.UUID, *txns); err != nil {
+			return res, err
 		}
 	} else {
 		// A segment that does not decode cannot name its keys: find them by
@@ -406,6 +421,29 @@ func (w *wtx) evict(p *Partition, segs []segMeta) (EvictResult, error) {
 		res.Bytes += sg.size
 	}
 	return res, nil
+}
+
+// evictTraces deletes the traces of the evicted messages txns (a JSON
+// array). Most partitions have no traces: one probe spares them the
+// per-message lookups.
+func (w *wtx) evictTraces(partitionUUID, txns string) error {
+	var any bool
+	if err := w.tx.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM traces WHERE partition_uuid = ?)`,
+		partitionUUID).Scan(&any); err != nil {
+		return fmt.Errorf("look up traces: %w", err)
+	}
+	if !any {
+		return nil
+	}
+	if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN (SELECT id FROM traces
+		WHERE partition_uuid = ? AND txn_id IN (SELECT value FROM json_each(?)))`, partitionUUID, txns); err != nil {
+		return fmt.Errorf("delete evicted trace names: %w", err)
+	}
+	if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?
+		AND txn_id IN (SELECT value FROM json_each(?))`, partitionUUID, txns); err != nil {
+		return fmt.Errorf("delete evicted traces: %w", err)
+	}
+	return nil
 }
 
 // evictedTxnIDs returns the transaction ids of the frames in the segments
