@@ -20,7 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
-	_ "github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
 )
 
@@ -576,4 +576,679 @@ func TestSDKGoPop(t *testing.T) {
 	if len(ns) != 1 || ns[0].Queue != "test-go-ns-q" {
 		t.Fatalf("namespace pop = %+v", ns)
 	}
+}
+
+// Ack(ctx, []*Message, ...) posts /ack/batch; the SDK turns each item's
+// non-empty string error into a per-item failure.
+func TestSDKGoAckBatch(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := goSDK(t, s)
+	q := "test-go-ackbatch-1"
+	c.send("POST", "/api/v1/push", goPushBody(q, "Default", `{"i":0}`, `{"i":1}`, `{"i":2}`))
+	msgs := c.messages(c.send("GET", goPopPath(q, "", url.Values{"consumerGroup": {"g"}}, 3, false, 30000), ""))
+	if len(msgs) != 3 {
+		t.Fatalf("popped %d", len(msgs))
+	}
+	r := c.send("POST", "/api/v1/ack/batch", goAckBatchBody(msgs, "completed", "", "g"))
+	mustStatus(t, r, http.StatusOK)
+	if errs := c.goAckFailures(r); len(errs) != 0 {
+		t.Fatalf("batch ack reported %v", errs)
+	}
+	if data := c.goResult(r)["data"].([]any); len(data) != 3 {
+		t.Fatalf("batch ack answered %d items", len(data))
+	}
+	if again := c.messages(c.send("GET", goPopPath(q, "", url.Values{"consumerGroup": {"g"}}, 3, false, 30000), "")); len(again) != 0 {
+		t.Fatalf("acked messages redelivered: %d", len(again))
+	}
+	// Acking the same batch again under its released lease: each item fails
+	// visibly, as a string error the SDK reports.
+	if errs := c.goAckFailures(c.send("POST", "/api/v1/ack/batch", goAckBatchBody(msgs, "completed", "", "g"))); len(errs) != 3 {
+		t.Fatalf("stale batch ack reported %d failures, want 3", len(errs))
+	}
+}
+
+// Transaction().Ack(...).Queue(q).Push(...).Commit(): transaction_test.go.
+// Ack ops carry no leaseId (the lease goes in requiredLeases); push items
+// carry partition Default and a UUIDv7 transactionId. The SDK reads
+// success and error.
+func TestSDKGoTransaction(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := goSDK(t, s)
+	commit := func(ops []string, leases ...string) map[string]any {
+		t.Helper()
+		ls := "[]"
+		if len(leases) > 0 {
+			b, _ := json.Marshal(leases)
+			ls = string(b)
+		}
+		r := c.send("POST", "/api/v1/transaction", `{"operations":[`+strings.Join(ops, ",")+`],"requiredLeases":`+ls+`}`)
+		mustStatus(t, r, http.StatusOK)
+		return c.goResult(r)
+	}
+	ackOp := func(m sdkMessage, group string) string {
+		op := fmt.Sprintf(`{"type":"ack","transactionId":%s,"partitionId":%s,"status":"completed"`, jsonStr(m.TransactionID), jsonStr(m.PartitionID))
+		if group != "" {
+			op += `,"consumerGroup":` + jsonStr(group)
+		}
+		return op + "}"
+	}
+	pushOp := func(queue, payload string) string {
+		return fmt.Sprintf(`{"type":"push","items":[{"queue":%s,"partition":"Default","payload":%s,"transactionId":%s}]}`,
+			jsonStr(queue), payload, jsonStr(newTxnID()))
+	}
+	pop := func(q string, batch int) []sdkMessage {
+		return c.messages(c.send("GET", goPopPath(q, "", nil, batch, false, 30000), ""))
+	}
+	ok := func(res map[string]any) {
+		t.Helper()
+		if res["success"] != true {
+			t.Fatalf("commit = %v", res)
+		}
+		if e, isStr := res["error"].(string); isStr && e != "" {
+			t.Fatalf("commit error %q", e)
+		}
+	}
+
+	// Basic ack + push.
+	c.send("POST", "/api/v1/push", goPushBody("test-go-tx-input", "Default", `{"data":"test"}`))
+	in := pop("test-go-tx-input", 1)
+	ok(commit([]string{ackOp(in[0], ""), pushOp("test-go-tx-output", `{"processed":true}`)}, in[0].LeaseID))
+	if out := pop("test-go-tx-output", 1); len(out) != 1 || goData(t, out[0])["processed"] != true {
+		t.Fatalf("output = %+v", out)
+	}
+	if rest := pop("test-go-tx-input", 1); len(rest) != 0 {
+		t.Fatal("the acked input came back")
+	}
+	// Two pushes, no ack.
+	ok(commit([]string{pushOp("test-go-tx-multi1", `{"target":"queue1"}`), pushOp("test-go-tx-multi2", `{"target":"queue2"}`)}))
+	if len(pop("test-go-tx-multi1", 1)) != 1 || len(pop("test-go-tx-multi2", 1)) != 1 {
+		t.Fatal("a two-queue push transaction lost a message")
+	}
+	// Three acks of one batch.
+	c.send("POST", "/api/v1/push", goPushBody("test-go-tx-multi-ack", "Default", `{"index":0}`, `{"index":1}`, `{"index":2}`))
+	three := pop("test-go-tx-multi-ack", 3)
+	ok(commit([]string{ackOp(three[0], ""), ackOp(three[1], ""), ackOp(three[2], "")}, three[0].LeaseID))
+	if rest := pop("test-go-tx-multi-ack", 3); len(rest) != 0 {
+		t.Fatalf("%d messages left after acking all three", len(rest))
+	}
+	// Chained: init -> next -> final.
+	c.send("POST", "/api/v1/push", goPushBody("test-go-tx-chain-init", "Default", `{"step":0}`))
+	m := pop("test-go-tx-chain-init", 1)[0]
+	ok(commit([]string{ackOp(m, ""), pushOp("test-go-tx-chain-next", `{"step":1}`)}, m.LeaseID))
+	m = pop("test-go-tx-chain-next", 1)[0]
+	ok(commit([]string{ackOp(m, ""), pushOp("test-go-tx-chain-final", `{"complete":true,"step":2}`)}, m.LeaseID))
+	if fin := pop("test-go-tx-chain-final", 1); len(fin) != 1 || goData(t, fin[0])["complete"] != true {
+		t.Fatalf("final = %+v", fin)
+	}
+	// A consumer (batch 1, AutoAck(false)) acking each message inside a
+	// transaction: the transaction's ack must release the lease, or the
+	// consumer's next pop finds the partition still leased.
+	c.send("POST", "/api/v1/push", goPushBody("test-go-tx-consumer-in", "Default", `{"index":0}`, `{"index":1}`, `{"index":2}`))
+	for i := range 3 {
+		got := c.messages(c.send("GET", goPopPath("test-go-tx-consumer-in", "", nil, 1, true, 1000), ""))
+		if len(got) != 1 || goData(t, got[0])["index"] != float64(i) {
+			t.Fatalf("consumer pop %d = %+v", i, got)
+		}
+		ok(commit([]string{ackOp(got[0], ""), pushOp("test-go-tx-consumer-out", fmt.Sprintf(`{"original":%d,"processed":true}`, i))}, got[0].LeaseID))
+	}
+	if out := pop("test-go-tx-consumer-out", 10); len(out) != 3 {
+		t.Fatalf("output holds %d, want 3", len(out))
+	}
+}
+
+// Renew(ctx, msgs): one POST /lease/:id/extend with {} per distinct lease;
+// the SDK trusts the status alone.
+func TestSDKGoRenew(t *testing.T) {
+	c0 := clock.NewManual(time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC))
+	s := combtest.MustServer(t, combtest.Options{Clock: c0})
+	c := goSDK(t, s)
+	q := "test-go-renew-1"
+	c.send("POST", "/api/v1/configure", `{"queue":"`+q+`","options":{"leaseTime":3}}`)
+	c.send("POST", "/api/v1/push", goPushBody(q, "Default", `{"n":1}`))
+	msgs := c.messages(c.send("GET", goPopPath(q, "", nil, 1, false, 30000), ""))
+	for range 5 {
+		c0.Advance(time.Second)
+		r := c.send("POST", "/api/v1/lease/"+msgs[0].LeaseID+"/extend", `{}`)
+		mustStatus(t, r, http.StatusOK)
+		c.goResult(r)
+	}
+	if again := c.messages(c.send("GET", goPopPath(q, "", nil, 1, false, 30000), "")); len(again) != 0 {
+		t.Fatal("a renewed lease expired at its original leaseTime")
+	}
+	if errs := c.goAckFailures(c.send("POST", "/api/v1/ack", goAckBody(msgs[0], "completed", "", ""))); len(errs) != 0 {
+		t.Fatalf("ack after renewals = %v", errs)
+	}
+}
+
+// TestDLQ, TestDLQQuery, TestDLQWithFilters: a grouped AutoAck(true)
+// consumer nacks with the handler's error until the message is dead-lettered,
+// then DLQ(group).Limit(10).Get() reads messages and total.
+func TestSDKGoDLQ(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := goSDK(t, s)
+	q, g := "test-go-dlq-1", "dlq-test-group"
+	c.send("POST", "/api/v1/configure", `{"queue":"`+q+`","options":{"leaseTime":5,"retryLimit":2}}`)
+	dlq := func(extra url.Values) map[string]any {
+		t.Helper()
+		v := url.Values{"queue": {q}, "consumerGroup": {g}, "limit": {"10"}}
+		for k, x := range extra {
+			v[k] = x
+		}
+		r := c.send("GET", "/api/v1/dlq?"+v.Encode(), "")
+		mustStatus(t, r, http.StatusOK)
+		res := c.goResult(r)
+		if _, ok := res["total"].(float64); !ok {
+			t.Fatalf("DLQ total = %#v, want a number: %s", res["total"], r.body)
+		}
+		if _, ok := res["messages"].([]any); !ok {
+			t.Fatalf("DLQ messages is not an array: %s", r.body)
+		}
+		return res
+	}
+	if res := dlq(nil); res["total"] != 0.0 {
+		t.Fatalf("fresh DLQ total = %v", res["total"])
+	}
+	c.send("POST", "/api/v1/push", goPushBody(q, "Default", `{"test":"dlq"}`))
+	for round := range 3 {
+		msgs := c.messages(c.send("GET", goPopPath(q, "", url.Values{"consumerGroup": {g}}, 1, true, 30000), ""))
+		if len(msgs) != 1 {
+			t.Fatalf("round %d: popped %d", round, len(msgs))
+		}
+		if errs := c.goAckFailures(c.send("POST", "/api/v1/ack", goAckBody(msgs[0], "failed", "intentional failure", g))); len(errs) != 0 {
+			t.Fatalf("round %d: nack reported %v", round, errs)
+		}
+	}
+	res := dlq(nil)
+	msgs := res["messages"].([]any)
+	if res["total"] != 1.0 || len(msgs) != 1 {
+		t.Fatalf("DLQ = %v", res)
+	}
+	m := msgs[0].(map[string]any)
+	if m["errorMessage"] != "intentional failure" || !reflect.DeepEqual(m["data"], map[string]any{"test": "dlq"}) {
+		t.Fatalf("DLQ entry = %v", m)
+	}
+	if _, ok := m["retryCount"].(float64); !ok {
+		t.Fatalf("DLQ retryCount = %#v", m["retryCount"])
+	}
+	// From/To as time.Now().Format(time.RFC3339): whole seconds, local offset.
+	zone := time.FixedZone("CEST", 2*3600)
+	now := time.Now().In(zone)
+	res = dlq(url.Values{"from": {now.Add(-time.Hour).Format(time.RFC3339)}, "to": {now.Add(time.Minute).Format(time.RFC3339)}, "offset": {"0"}})
+	if res["total"] != 1.0 {
+		t.Fatalf("DLQ with from/to = %v", res)
+	}
+}
+
+// SubscriptionFrom(time.Now().Format(time.RFC3339)): whole seconds in the
+// local zone, url-encoded (+ becomes %2B).
+func TestSDKGoSubscriptionFromLocalTime(t *testing.T) {
+	c0 := clock.NewManual(time.Date(2026, 7, 30, 8, 0, 0, 500_000_000, time.UTC))
+	s := combtest.MustServer(t, combtest.Options{Clock: c0})
+	c := goSDK(t, s)
+	q := "test-go-sub-from-ts"
+	c.send("POST", "/api/v1/configure", `{"queue":"`+q+`"}`)
+	c.send("POST", "/api/v1/push", goPushBody(q, "Default", `{"old":true}`))
+	c.send("POST", "/api/v1/push", goPushBody(q, "Default", `{"old":true}`))
+	c0.Advance(time.Second)
+	cut := c0.Now().In(time.FixedZone("CEST", 2*3600)).Format(time.RFC3339)
+	c0.Advance(time.Second)
+	for range 3 {
+		c.send("POST", "/api/v1/push", goPushBody(q, "Default", `{"new":true}`))
+	}
+	v := url.Values{"consumerGroup": {"sub-from-ts-group"}, "subscriptionFrom": {cut}}
+	msgs := c.messages(c.send("GET", goPopPath(q, "", v, 10, false, 30000), ""))
+	if len(msgs) != 3 {
+		t.Fatalf("subscriptionFrom=%s delivered %d, want the 3 newer", cut, len(msgs))
+	}
+}
+
+// The Go SDK's consumer-group calls: UpdateConsumerGroupTimestamp,
+// Admin().ListConsumerGroups / GetConsumerGroup / GetLaggingConsumers /
+// SeekConsumerGroup / SeekConsumerGroupPartition /
+// DeleteConsumerGroupForQueue, and DeleteConsumerGroup.
+func TestSDKGoConsumerGroupAdmin(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := goSDK(t, s)
+	q, g := "test-go-cg-1", "test-go-group"
+	c.send("POST", "/api/v1/push", goPushBody(q, "Default", `{"i":0}`, `{"i":1}`))
+	msgs := c.messages(c.send("GET", goPopPath(q, "", url.Values{"consumerGroup": {g}}, 10, false, 30000), ""))
+	c.send("POST", "/api/v1/ack/batch", goAckBatchBody(msgs, "completed", "", g))
+
+	// timestamp.Format(time.RFC3339) in the caller's zone.
+	ts := time.Now().In(time.FixedZone("CEST", 2*3600)).Format(time.RFC3339)
+	r := c.send("POST", "/api/v1/consumer-groups/"+g+"/subscription", `{"subscriptionTimestamp":`+jsonStr(ts)+`}`)
+	mustStatus(t, r, http.StatusOK)
+
+	r = c.send("GET", "/api/v1/consumer-groups", "")
+	mustStatus(t, r, http.StatusOK)
+	if list, ok := c.goResult(r)["data"].([]any); !ok || len(list) == 0 {
+		t.Fatalf("ListConsumerGroups = %s", r.body)
+	}
+	r = c.send("GET", "/api/v1/consumer-groups/"+url.PathEscape(g), "")
+	mustStatus(t, r, http.StatusOK)
+	if _, ok := c.goResult(r)[q]; !ok {
+		t.Fatalf("GetConsumerGroup = %s", r.body)
+	}
+	r = c.send("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=60", "")
+	mustStatus(t, r, http.StatusOK)
+	if _, ok := c.goResult(r)["data"].([]any); !ok {
+		t.Fatalf("GetLaggingConsumers = %s", r.body)
+	}
+
+	// SeekConsumerGroup: exactly one of toEnd / timestamp; "beginning" is 1970.
+	seekPath := "/api/v1/consumer-groups/" + url.PathEscape(g) + "/queues/" + url.PathEscape(q) + "/seek"
+	mustStatus(t, c.send("POST", seekPath, `{"timestamp":"1970-01-01T00:00:00Z"}`), http.StatusOK)
+	again := c.messages(c.send("GET", goPopPath(q, "", url.Values{"consumerGroup": {g}}, 10, false, 30000), ""))
+	if len(again) != 2 {
+		t.Fatalf("after seeking to 1970: %d messages, want 2", len(again))
+	}
+	mustStatus(t, c.send("POST", seekPath, `{"toEnd":true}`), http.StatusOK)
+	if rest := c.messages(c.send("GET", goPopPath(q, "", url.Values{"consumerGroup": {g}}, 10, false, 30000), "")); len(rest) != 0 {
+		t.Fatalf("after toEnd: %d messages", len(rest))
+	}
+	// SeekConsumerGroupPartition ignores its options and always sends {}.
+	c.send("POST", "/api/v1/push", goPushBody(q, "Default", `{"i":2}`))
+	r = c.send("POST", seekPath[:len(seekPath)-len("/seek")]+"/partitions/Default/seek", `{}`)
+	mustStatus(t, r, http.StatusOK)
+	if res := c.goResult(r); res["success"] != true {
+		t.Fatalf("partition seek = %s", r.body)
+	}
+	if rest := c.messages(c.send("GET", goPopPath(q, "", url.Values{"consumerGroup": {g}}, 10, false, 30000), "")); len(rest) != 0 {
+		t.Fatalf("after partition seek {}: %d messages, want none (toEnd)", len(rest))
+	}
+
+	r = c.send("DELETE", "/api/v1/consumer-groups/"+url.PathEscape(g)+"/queues/"+url.PathEscape(q)+"?deleteMetadata=false", "")
+	mustStatus(t, r, http.StatusOK)
+	// DeleteConsumerGroup does not escape the name; unknown groups are fine.
+	mustStatus(t, c.send("DELETE", "/api/v1/consumer-groups/"+g+"?deleteMetadata=true", ""), http.StatusOK)
+	mustStatus(t, c.send("DELETE", "/api/v1/consumer-groups/never-seen?deleteMetadata=true", ""), http.StatusOK)
+}
+
+// msg.Trace(ctx, cfg) inside a consumer: traceNames omitted when empty,
+// eventType defaulted to info, consumerGroup __QUEUE_MODE__ without a group.
+func TestSDKGoTrace(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := goSDK(t, s)
+	q := "test-go-trace-1"
+	c.send("POST", "/api/v1/push", goPushBody(q, "Default", `{"n":1}`))
+	m := c.messages(c.send("GET", goPopPath(q, "", nil, 1, true, 30000), ""))[0]
+	body := fmt.Sprintf(`{"transactionId":%s,"partitionId":%s,"consumerGroup":"__QUEUE_MODE__","eventType":"info","data":{"step":"started"}}`,
+		jsonStr(m.TransactionID), jsonStr(m.PartitionID))
+	r := c.send("POST", "/api/v1/traces", body)
+	if r.status < 200 || r.status > 299 {
+		t.Fatalf("trace = %d %s", r.status, r.body)
+	}
+	body = fmt.Sprintf(`{"transactionId":%s,"partitionId":%s,"consumerGroup":"__QUEUE_MODE__","traceNames":["order-1"],"eventType":"step","data":{"n":2}}`,
+		jsonStr(m.TransactionID), jsonStr(m.PartitionID))
+	if r := c.send("POST", "/api/v1/traces", body); r.status < 200 || r.status > 299 {
+		t.Fatalf("named trace = %d %s", r.status, r.body)
+	}
+	if errs := c.goAckFailures(c.send("POST", "/api/v1/ack", goAckBody(m, "completed", "", ""))); len(errs) != 0 {
+		t.Fatalf("ack after tracing = %v", errs)
+	}
+}
+
+// --- JS SDK ----------------------------------------------------------------
+
+// jsQueueDefaults is QUEUE_DEFAULTS: create() always sends these nine
+// options, merged under what config() set.
+const jsQueueDefaults = `"leaseTime":300,"retryLimit":3,"priority":0,"delayedProcessing":0,"windowBuffer":0,"maxSize":0,"retentionSeconds":0,"completedRetentionSeconds":0,"encryptionEnabled":false`
+
+func jsCreateBody(queue string, options string) string {
+	if options == "" {
+		options = jsQueueDefaults
+	}
+	return `{"queue":` + jsonStr(queue) + `,"namespace":null,"task":null,"options":{` + options + `}}`
+}
+
+// queue(name).create() / .config({...}).create() / .delete(): the SDK
+// throws when the reply has a truthy error, tests check configured ===
+// true and deleted === true, and queue.js compares every option it sent
+// with === against the echo.
+func TestSDKJSCreateConfigureDelete(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	check := func(queue, options string) map[string]any {
+		t.Helper()
+		r := c.send("POST", "/api/v1/configure", jsCreateBody(queue, options))
+		res := c.jsObject(r)
+		if res["configured"] != true {
+			t.Fatalf("configured = %#v: %s", res["configured"], r.body)
+		}
+		if e, ok := res["error"]; ok && e != nil && e != false && e != "" {
+			t.Fatalf("reply carries error %#v", e)
+		}
+		var sent map[string]any
+		json.Unmarshal([]byte("{"+cmpOr(options, jsQueueDefaults)+"}"), &sent)
+		echo, _ := res["options"].(map[string]any)
+		for k, v := range sent {
+			if echo[k] != v { // same JSON type and value, as === sees them
+				t.Errorf("options.%s = %#v, sent %#v", k, echo[k], v)
+			}
+		}
+		return res
+	}
+	check("test-queue-v2-create", "")
+	// config({...}) is spread over QUEUE_DEFAULTS.
+	check("test-queue-v2-configure", `"leaseTime":1,"retryLimit":5,"priority":10,"delayedProcessing":0,"windowBuffer":0,"maxSize":1000,"retentionSeconds":0,"completedRetentionSeconds":0,"encryptionEnabled":false,"retentionEnabled":true,"deadLetterQueue":true,"dlqAfterMaxRetries":true,"maxWaitTimeSeconds":10`)
+	// load.js: queue('').create().
+	check("", "")
+
+	r := c.send("DELETE", "/api/v1/resources/queues/"+url.PathEscape("test-queue-v2-create"), "")
+	if res := c.jsObject(r); res["deleted"] != true {
+		t.Fatalf("delete = %s", r.body)
+	}
+}
+
+// queue(q).push([...]) and the buffer's flush: the SDK splits results by
+// status (queued / duplicate / failed, throwing on failed) and push.js
+// reads status and message_id.
+func TestSDKJSPush(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	q := "test-queue-v2-push"
+	c.send("POST", "/api/v1/configure", jsCreateBody(q, ""))
+	push := func(body string) []map[string]any {
+		t.Helper()
+		r := c.send("POST", "/api/v1/push", body)
+		mustStatus(t, r, http.StatusCreated)
+		res := c.jsArray(r)
+		for i, x := range res {
+			if x["status"] == "failed" {
+				t.Fatalf("item %d failed: the SDK throws %v", i, x["error"])
+			}
+			if _, ok := x["message_id"].(string); !ok {
+				t.Fatalf("item %d message_id = %#v", i, x["message_id"])
+			}
+		}
+		return res
+	}
+	if res := push(jsPushBody(q, "Default", `{"message":"Hello, world!"}`)); res[0]["status"] != "queued" {
+		t.Fatalf("push = %v", res)
+	}
+	// A traceId passes the SDK's v4 check and is sent after transactionId.
+	trace := uuid.NewString()
+	body := fmt.Sprintf(`{"items":[{"queue":%q,"partition":"Default","payload":{"traced":true},"transactionId":%q,"traceId":%q}]}`, q, newTxnID(), trace)
+	if res := push(body); res[0]["status"] != "queued" {
+		t.Fatalf("traced push = %v", res)
+	}
+	// Fixed ids: queued then duplicate with the original's message_id,
+	// per partition; intra-batch duplicates.
+	fixed := func(partition string, payloads ...string) string {
+		var items []string
+		for _, p := range payloads {
+			items = append(items, fmt.Sprintf(`{"queue":%q,"partition":%q,"payload":%s,"transactionId":"test-transaction-id"}`, q, partition, p))
+		}
+		return `{"items":[` + strings.Join(items, ",") + `]}`
+	}
+	first := push(fixed("0", `{"n":1}`))
+	dup := push(fixed("0", `{"n":2}`))
+	other := push(fixed("1", `{"n":3}`))
+	if first[0]["status"] != "queued" || dup[0]["status"] != "duplicate" || dup[0]["message_id"] != first[0]["message_id"] || other[0]["status"] != "queued" {
+		t.Fatalf("fixed ids: %v / %v / %v", first, dup, other)
+	}
+	intra := push(fixed("2", `{"n":1}`, `{"n":2}`, `{"n":3}`))
+	if intra[0]["status"] != "queued" || intra[1]["status"] != "duplicate" || intra[2]["status"] != "duplicate" {
+		t.Fatalf("intra-batch = %v", intra)
+	}
+	// push([]) -> [].
+	if res := push(`{"items":[]}`); len(res) != 0 {
+		t.Fatalf("empty push = %v", res)
+	}
+	// Auto-created queue and partition, popped through the (unescaped) partition route.
+	push(jsPushBody("test-queue-v2-auto", "p-auto", `{"auto":true}`))
+	msgs := c.messages(c.send("GET", jsPopPath("test-queue-v2-auto", "p-auto", 1, false, 30000), ""))
+	if len(msgs) != 1 || msgs[0].Partition != "p-auto" {
+		t.Fatalf("auto-created pop = %+v", msgs)
+	}
+	// A buffered flush: 100 items for one partition come back as one batch.
+	payloads := make([]string, 100)
+	for i := range payloads {
+		payloads[i] = fmt.Sprintf(`{"i":%d}`, i)
+	}
+	push(jsPushBody("test-queue-v2-buffered", "buffered-p", payloads...))
+	batch := c.messages(c.send("GET", jsPopPath("test-queue-v2-buffered", "buffered-p", 100, true, 30000), ""))
+	if len(batch) != 100 {
+		t.Fatalf("buffered batch = %d messages, want 100", len(batch))
+	}
+}
+
+// pop(): batch, wait, timeout always; autoAck never true (the SDK
+// collapses autoAck(true) to its POP default); the path is not escaped.
+func TestSDKJSPopAndAck(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	q := "test-queue-v2-pop"
+	c.send("POST", "/api/v1/configure", jsCreateBody(q, ""))
+	if msgs := c.messages(c.send("GET", jsPopPath(q, "", 1, false, 30000), "")); len(msgs) != 0 {
+		t.Fatalf("empty pop = %d", len(msgs))
+	}
+	c.send("POST", "/api/v1/push", jsPushBody(q, "Default", `{"message":"Hello, world!"}`))
+	msgs := c.messages(c.send("GET", jsPopPath(q, "", 1, true, 30000), ""))
+	if len(msgs) != 1 || msgs[0].LeaseID == "" {
+		t.Fatalf("pop = %+v", msgs)
+	}
+	// ack(msg): error and consumerGroup null, leaseId last.
+	res := c.jsAckResults(c.send("POST", "/api/v1/ack", jsAckBody(msgs[0], "completed", "", "")), 1)
+	if res[0]["success"] != true || res[0]["error"] != nil {
+		t.Fatalf("ack = %v", res)
+	}
+	// A grouped pop acked with {group}.
+	c.send("POST", "/api/v1/push", jsPushBody(q, "Default", `{"message":"again"}`))
+	// A new group starts at the oldest message: it gets both, one at a time.
+	for i := range 2 {
+		g := c.messages(c.send("GET", jsPopPath(q, "", 1, true, 30000, "consumerGroup", "test-js-group"), ""))
+		if len(g) != 1 {
+			t.Fatalf("grouped pop %d = %d", i, len(g))
+		}
+		res = c.jsAckResults(c.send("POST", "/api/v1/ack", jsAckBody(g[0], "completed", "", "test-js-group")), 1)
+		if res[0]["success"] != true {
+			t.Fatalf("grouped ack = %v", res)
+		}
+	}
+	if again := c.messages(c.send("GET", jsPopPath(q, "", 10, false, 30000, "consumerGroup", "test-js-group"), "")); len(again) != 0 {
+		t.Fatalf("group redelivered %d", len(again))
+	}
+}
+
+// popV4MultiPartitionAck and popV4SharedLeaseRenew: one batch ack over
+// messages of several partitions sharing one lease, and one renew call.
+func TestSDKJSMultiPartitionAckAndRenew(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	q := "test-queue-v2-v4-pop-ack"
+	c.send("POST", "/api/v1/configure", jsCreateBody(q, `"leaseTime":60`))
+	for p := range 2 {
+		c.send("POST", "/api/v1/push", jsPushBody(q, fmt.Sprintf("p%d", p), `{"m":0}`, `{"m":1}`, `{"m":2}`))
+	}
+	msgs := c.messages(c.send("GET", jsPopPath(q, "", 100, false, 30000, "partitions", "2"), ""))
+	if len(msgs) != 6 {
+		t.Fatalf("popped %d, want 6", len(msgs))
+	}
+	r := c.send("POST", "/api/v1/lease/"+msgs[0].LeaseID+"/extend", `{}`)
+	mustStatus(t, r, http.StatusOK)
+	c.jsResult(r)
+	res := c.jsAckResults(c.send("POST", "/api/v1/ack/batch", jsAckBatchBody(msgs, "completed", "", "")), 6)
+	for i, x := range res {
+		if x["success"] != true || x["error"] != nil {
+			t.Fatalf("item %d = %v", i, x)
+		}
+	}
+	// Both partitions' leases were released by their last ack.
+	for p := range 2 {
+		c.send("POST", "/api/v1/push", jsPushBody(q, fmt.Sprintf("p%d", p), `{"m":3}`))
+	}
+	if more := c.messages(c.send("GET", jsPopPath(q, "", 100, false, 30000, "partitions", "2"), "")); len(more) != 2 {
+		t.Fatalf("after the batch ack: %d messages, want 2", len(more))
+	}
+}
+
+// transaction().ack(msg, status, {consumerGroup}).queue(q)[.partition(p)].push([...]).commit():
+// push items carry queue and payload, partition only when set, never a
+// transactionId; the SDK throws result.error unless result.success.
+func TestSDKJSTransaction(t *testing.T) {
+	c0 := clock.NewManual(time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC))
+	s := combtest.MustServer(t, combtest.Options{Clock: c0})
+	c := jsSDK(t, s)
+	ackOp := func(m sdkMessage, status, group string) string {
+		op := fmt.Sprintf(`{"type":"ack","transactionId":%s,"partitionId":%s,"status":%s`, jsonStr(m.TransactionID), jsonStr(m.PartitionID), jsonStr(status))
+		if group != "" {
+			op += `,"consumerGroup":` + jsonStr(group)
+		}
+		return op + "}"
+	}
+	pushOp := func(queue, partition string, payloads ...string) string {
+		items := make([]string, len(payloads))
+		for i, p := range payloads {
+			items[i] = `{"queue":` + jsonStr(queue) + `,"payload":` + p
+			if partition != "" {
+				items[i] += `,"partition":` + jsonStr(partition)
+			}
+			items[i] += "}"
+		}
+		return `{"type":"push","items":[` + strings.Join(items, ",") + `]}`
+	}
+	commit := func(ops []string, leases ...string) map[string]any {
+		t.Helper()
+		b, _ := json.Marshal(append([]string{}, leases...))
+		return c.jsObject(c.send("POST", "/api/v1/transaction", `{"operations":[`+strings.Join(ops, ",")+`],"requiredLeases":`+string(b)+`}`))
+	}
+	pop := func(q, partition string, batch int, kv ...string) []sdkMessage {
+		return c.messages(c.send("GET", jsPopPath(q, partition, batch, false, 30000, kv...), ""))
+	}
+
+	// value 1 -> 2, with a partition and a five-item push.
+	c.send("POST", "/api/v1/push", jsPushBody("test-queue-v2-tx-a", "Default", `{"value":1}`))
+	m := pop("test-queue-v2-tx-a", "", 1)[0]
+	res := commit([]string{ackOp(m, "completed", ""), pushOp("test-queue-v2-tx-b", "p1", `{"value":2}`),
+		pushOp("test-queue-v2-tx-c", "", `{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":4}`, `{"n":5}`)}, m.LeaseID)
+	if res["success"] != true {
+		t.Fatalf("commit = %v", res)
+	}
+	if b := pop("test-queue-v2-tx-b", "p1", 1); len(b) != 1 || !reflect.DeepEqual(b[0].Data, map[string]any{"value": 2.0}) {
+		t.Fatalf("sink = %+v", b)
+	}
+	if cc := pop("test-queue-v2-tx-c", "", 10); len(cc) != 5 {
+		t.Fatalf("five-item push left %d", len(cc))
+	}
+	if len(pop("test-queue-v2-tx-a", "", 1)) != 0 {
+		t.Fatal("source not emptied")
+	}
+
+	// transactionAckWithConsumerGroup: a group's acks advance that group only.
+	c.send("POST", "/api/v1/push", jsPushBody("test-queue-v2-tx-group", "Default", `{"n":1}`, `{"n":2}`))
+	g1 := pop("test-queue-v2-tx-group", "", 10, "consumerGroup", "group-1")
+	if len(g1) != 2 {
+		t.Fatalf("group-1 popped %d", len(g1))
+	}
+	if res := commit([]string{ackOp(g1[0], "completed", "group-1"), ackOp(g1[1], "completed", "group-1")}, g1[0].LeaseID); res["success"] != true {
+		t.Fatalf("group commit = %v", res)
+	}
+	if rest := pop("test-queue-v2-tx-group", "", 10, "consumerGroup", "group-1"); len(rest) != 0 {
+		t.Fatalf("group-1 still gets %d", len(rest))
+	}
+	if other := pop("test-queue-v2-tx-group", "", 10, "consumerGroup", "group-2"); len(other) != 2 {
+		t.Fatalf("group-2 gets %d, want both", len(other))
+	}
+
+	// transactionRollback: an ack of an unknown id fails the commit (the SDK
+	// throws result.error), the push is rolled back, and the source message
+	// returns after its 1 s lease.
+	c.send("POST", "/api/v1/configure", jsCreateBody("test-queue-v2-tx-rb", `"leaseTime":1`))
+	c.send("POST", "/api/v1/push", jsPushBody("test-queue-v2-tx-rb", "Default", `{"n":1}`))
+	m = pop("test-queue-v2-tx-rb", "", 1)[0]
+	bogus := m
+	bogus.TransactionID = "non-existent-transaction-id"
+	res = commit([]string{pushOp("test-queue-v2-tx-rb-sink", "", `{"n":1}`), ackOp(m, "completed", ""), ackOp(bogus, "completed", "")}, m.LeaseID)
+	if res["success"] != false {
+		t.Fatalf("commit with an unknown ack = %v", res)
+	}
+	if e, _ := res["error"].(string); e == "" {
+		t.Fatalf("a failed commit without an error string: %v", res)
+	}
+	if len(pop("test-queue-v2-tx-rb-sink", "", 1)) != 0 {
+		t.Fatal("the rolled-back push is visible")
+	}
+	c0.Advance(2 * time.Second)
+	if back := pop("test-queue-v2-tx-rb", "", 1); len(back) != 1 || back[0].TransactionID != m.TransactionID {
+		t.Fatalf("after the lease: %+v", back)
+	}
+}
+
+// testDLQ: retryLimit 1, two failed deliveries nacked with the handler's
+// error, then dlq().get() holds the original data and that error.
+func TestSDKJSDLQ(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	q := "test-queue-v2-dlq"
+	c.send("POST", "/api/v1/configure", jsCreateBody(q, `"leaseTime":300,"retryLimit":1,"priority":0,"delayedProcessing":0,"windowBuffer":0,"maxSize":0,"retentionSeconds":0,"completedRetentionSeconds":0,"encryptionEnabled":false`))
+	c.send("POST", "/api/v1/push", jsPushBody(q, "Default", `{"message":"Test DLQ message","timestamp":1753862400000}`))
+	for round := range 2 {
+		msgs := c.messages(c.send("GET", jsPopPath(q, "", 1, true, 30000), ""))
+		if len(msgs) != 1 {
+			t.Fatalf("round %d popped %d", round, len(msgs))
+		}
+		res := c.jsAckResults(c.send("POST", "/api/v1/ack", jsAckBody(msgs[0], "failed", "Test error - triggering DLQ", "")), 1)
+		if res[0]["success"] != true {
+			t.Fatalf("round %d nack = %v", round, res)
+		}
+	}
+	res := c.jsObject(c.send("GET", "/api/v1/dlq?queue="+q+"&limit=100&offset=0", ""))
+	list, _ := res["messages"].([]any)
+	if len(list) != 1 || res["total"] != 1.0 {
+		t.Fatalf("dlq = %v", res)
+	}
+	e := list[0].(map[string]any)
+	if !reflect.DeepEqual(e["data"], map[string]any{"message": "Test DLQ message", "timestamp": 1753862400000.0}) {
+		t.Fatalf("dlq data = %#v", e["data"])
+	}
+	if msg, _ := e["errorMessage"].(string); !strings.Contains(msg, "Test error - triggering DLQ") {
+		t.Fatalf("dlq errorMessage = %#v", e["errorMessage"])
+	}
+}
+
+// msg.trace({traceName, data}) sends traceNames null when no name was
+// given; a trace must not disturb the message's lease or its ack.
+func TestSDKJSTrace(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	q := "test-queue-v2-trace"
+	c.send("POST", "/api/v1/push", jsPushBody(q, "Default", `{"n":1}`))
+	m := c.messages(c.send("GET", jsPopPath(q, "", 1, true, 30000), ""))[0]
+	for _, names := range []string{`null`, `["tenant-acme","chat-room-123"]`} {
+		body := fmt.Sprintf(`{"transactionId":%s,"partitionId":%s,"consumerGroup":"__QUEUE_MODE__","traceNames":%s,"eventType":"info","data":{"text":"Started processing"}}`,
+			jsonStr(m.TransactionID), jsonStr(m.PartitionID), names)
+		c.jsObject(c.send("POST", "/api/v1/traces", body))
+	}
+	if res := c.jsAckResults(c.send("POST", "/api/v1/ack", jsAckBody(m, "completed", "", "")), 1); res[0]["success"] != true {
+		t.Fatalf("ack after trace = %v", res)
+	}
+}
+
+// deleteConsumerGroup(name, true) of a group that never existed must not
+// throw (subscription.js, bootstrap.js and watermark.js clean up with it);
+// updateConsumerGroupTimestamp sends the caller's ISO string.
+func TestSDKJSConsumerGroupCalls(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	c.jsResult(c.send("DELETE", "/api/v1/consumer-groups/"+url.PathEscape("bootstrap-cg-new")+"?deleteMetadata=true", ""))
+	c.send("POST", "/api/v1/push", jsPushBody("test-queue-v2-cg", "Default", `{"n":1}`))
+	c.messages(c.send("GET", jsPopPath("test-queue-v2-cg", "", 1, false, 30000, "consumerGroup", "cg-js"), ""))
+	res := c.jsObject(c.send("POST", "/api/v1/consumer-groups/cg-js/subscription", `{"subscriptionTimestamp":"2026-07-30T08:00:00.000Z"}`))
+	if res["success"] != true {
+		t.Fatalf("subscription = %v", res)
+	}
+	// admin.seekConsumerGroup posts its options object as is.
+	res = c.jsObject(c.send("POST", "/api/v1/consumer-groups/cg-js/queues/test-queue-v2-cg/seek", `{"timestamp":"1970-01-01T00:00:00.000Z"}`))
+	if res["success"] != true {
+		t.Fatalf("seek = %v", res)
+	}
+	if list, ok := c.jsResult(c.send("GET", "/api/v1/consumer-groups", "")).([]any); !ok || len(list) == 0 {
+		t.Fatal("listConsumerGroups is not a non-empty array")
+	}
+	if _, ok := c.jsResult(c.send("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=60", "")).([]any); !ok {
+		t.Fatal("getLaggingConsumers is not an array")
+	}
+	c.jsObject(c.send("DELETE", "/api/v1/consumer-groups/cg-js/queues/test-queue-v2-cg?deleteMetadata=true", ""))
+	c.jsObject(c.send("DELETE", "/api/v1/consumer-groups/cg-js?deleteMetadata=true", ""))
 }
