@@ -1252,3 +1252,280 @@ func TestSDKJSConsumerGroupCalls(t *testing.T) {
 	c.jsObject(c.send("DELETE", "/api/v1/consumer-groups/cg-js/queues/test-queue-v2-cg?deleteMetadata=true", ""))
 	c.jsObject(c.send("DELETE", "/api/v1/consumer-groups/cg-js?deleteMetadata=true", ""))
 }
+
+// --- WIRE.md §5 checklist -------------------------------------------------
+
+// Go consume_test.go: a partition-route consumer handles exactly 3
+// (batch 1, auto-ack after each); Batch(5).Limit(10) handles exactly 10 in
+// two batch acks; Group("test-group").Limit(5) handles the 5 messages
+// pushed before it existed.
+func TestSDKGoConsumers(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := goSDK(t, s)
+	consume := func(q, partition, group string, batch, limit int) int {
+		t.Helper()
+		extra := url.Values{}
+		if group != "" {
+			extra.Set("consumerGroup", group)
+		}
+		n := 0
+		for n < limit {
+			msgs := c.messages(c.send("GET", goPopPath(q, partition, extra, batch, true, 1000), ""))
+			if len(msgs) == 0 {
+				break
+			}
+			var r wireReply
+			if len(msgs) == 1 {
+				r = c.send("POST", "/api/v1/ack", goAckBody(msgs[0], "completed", "", group))
+			} else {
+				r = c.send("POST", "/api/v1/ack/batch", goAckBatchBody(msgs, "completed", "", group))
+			}
+			if errs := c.goAckFailures(r); len(errs) != 0 {
+				t.Fatalf("auto-ack reported %v", errs)
+			}
+			n += len(msgs)
+		}
+		return n
+	}
+	for i := range 3 {
+		c.send("POST", "/api/v1/push", goPushBody("test-go-consumer-partition", "test-partition", fmt.Sprintf(`{"index":%d}`, i)))
+	}
+	if n := consume("test-go-consumer-partition", "test-partition", "", 1, 3); n != 3 {
+		t.Fatalf("partition consumer handled %d, want 3", n)
+	}
+	for i := range 10 {
+		c.send("POST", "/api/v1/push", goPushBody("test-go-consumer-batch", "Default", fmt.Sprintf(`{"index":%d}`, i)))
+	}
+	if n := consume("test-go-consumer-batch", "", "", 5, 10); n != 10 {
+		t.Fatalf("batch consumer handled %d, want 10", n)
+	}
+	for i := range 5 {
+		c.send("POST", "/api/v1/push", goPushBody("test-go-consumer-group", "Default", fmt.Sprintf(`{"index":%d}`, i)))
+	}
+	if n := consume("test-go-consumer-group", "", "test-group", 1, 5); n != 5 {
+		t.Fatalf("group consumer handled %d, want 5", n)
+	}
+}
+
+// consume.js consumerGroup / consumerGroupWithPartition: two groups
+// subscribed with subscriptionMode('from_beginning') (an unknown mode, so
+// all) each get all 100 in one batch, on a named partition too.
+func TestSDKJSGroupsEachGetEverything(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	payloads := make([]string, 100)
+	for i := range payloads {
+		payloads[i] = fmt.Sprintf(`{"i":%d}`, i)
+	}
+	for _, part := range []string{"Default", "test-partition"} {
+		q := "test-queue-v2-consumer-group-" + strings.ToLower(part)
+		c.send("POST", "/api/v1/push", jsPushBody(q, part, payloads...))
+		for _, g := range []string{"group-1", "group-2"} {
+			msgs := c.messages(c.send("GET", jsPopPath(q, part, 100, true, 30000, "consumerGroup", g, "subscriptionMode", "from_beginning"), ""))
+			if len(msgs) != 100 {
+				t.Fatalf("%s on %s: one batch of %d, want 100", g, part, len(msgs))
+			}
+			c.jsAckResults(c.send("POST", "/api/v1/ack/batch", jsAckBatchBody(msgs, "completed", "", g)), 100)
+		}
+	}
+}
+
+// consume.js manualAck: 10 000 messages consumed with batch(1000) and
+// acked in batches arrive unique and in order.
+func TestSDKJSManualBatchAcksOfTenThousand(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	q := "test-queue-v2-manual-ack"
+	const total = 10000
+	for start := 0; start < total; start += 1000 {
+		payloads := make([]string, 1000)
+		for i := range payloads {
+			payloads[i] = fmt.Sprintf(`{"id":%d}`, start+i)
+		}
+		mustStatus(t, c.send("POST", "/api/v1/push", jsPushBody(q, "Default", payloads...)), http.StatusCreated)
+	}
+	next := 0
+	for next < total {
+		msgs := c.messages(c.send("GET", jsPopPath(q, "", 1000, true, 2000), ""))
+		if len(msgs) == 0 {
+			t.Fatalf("stopped at %d of %d", next, total)
+		}
+		for _, m := range msgs {
+			if id := m.Data.(map[string]any)["id"]; id != float64(next) {
+				t.Fatalf("message %v where %d was due", id, next)
+			}
+			next++
+		}
+		res := c.jsAckResults(c.send("POST", "/api/v1/ack/batch", jsAckBatchBody(msgs, "completed", "", "")), len(msgs))
+		for _, x := range res {
+			if x["success"] != true {
+				t.Fatalf("ack item = %v", x)
+			}
+		}
+	}
+	if rest := c.messages(c.send("GET", jsPopPath(q, "", 1000, false, 30000), "")); len(rest) != 0 {
+		t.Fatalf("%d left over", len(rest))
+	}
+}
+
+// consume.js retries / retriesConsumerGroup: retryLimit 3, a 100-message
+// batch nacked twice then acked runs the handler exactly three times, each
+// time on the same whole batch; a second group still gets all 100.
+func TestSDKJSBatchRetries(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	q := "test-queue-v2-retries"
+	c.send("POST", "/api/v1/configure", jsCreateBody(q, `"leaseTime":300,"retryLimit":3,"priority":0,"delayedProcessing":0,"windowBuffer":0,"maxSize":0,"retentionSeconds":0,"completedRetentionSeconds":0,"encryptionEnabled":false`))
+	payloads := make([]string, 100)
+	for i := range payloads {
+		payloads[i] = fmt.Sprintf(`{"i":%d}`, i)
+	}
+	c.send("POST", "/api/v1/push", jsPushBody(q, "Default", payloads...))
+	runs := 0
+	for {
+		msgs := c.messages(c.send("GET", jsPopPath(q, "", 100, false, 30000, "consumerGroup", "retry-group"), ""))
+		if len(msgs) == 0 {
+			break
+		}
+		runs++
+		if len(msgs) != 100 || msgs[0].Data.(map[string]any)["i"] != 0.0 || msgs[0].RetryCount != float64(runs-1) {
+			t.Fatalf("run %d: %d messages from %v, retryCount %v", runs, len(msgs), msgs[0].Data, msgs[0].RetryCount)
+		}
+		status, errMsg := "failed", "handler threw"
+		if runs == 3 {
+			status, errMsg = "completed", ""
+		}
+		res := c.jsAckResults(c.send("POST", "/api/v1/ack/batch", jsAckBatchBody(msgs, status, errMsg, "retry-group")), 100)
+		for i, x := range res {
+			if x["success"] != true {
+				t.Fatalf("run %d item %d = %v", runs, i, x)
+			}
+		}
+		if runs > 5 {
+			t.Fatal("the batch keeps coming back")
+		}
+	}
+	if runs != 3 {
+		t.Fatalf("handler ran %d times, want 3", runs)
+	}
+	other := c.messages(c.send("GET", jsPopPath(q, "", 100, false, 30000, "consumerGroup", "other-group"), ""))
+	if len(other) != 100 {
+		t.Fatalf("second group got %d, want 100", len(other))
+	}
+	// A stopped consumer hands its unstarted messages back with one 'retry'
+	// batch ack: every item succeeds, and the same batch returns uncharged.
+	res := c.jsAckResults(c.send("POST", "/api/v1/ack/batch", jsAckBatchBody(other, "retry", "", "other-group")), 100)
+	for i, x := range res {
+		if x["success"] != true {
+			t.Fatalf("retry item %d = %v", i, x)
+		}
+	}
+	back := c.messages(c.send("GET", jsPopPath(q, "", 100, false, 30000, "consumerGroup", "other-group"), ""))
+	if len(back) != 100 || back[0].TransactionID != other[0].TransactionID || back[0].RetryCount != 0 {
+		t.Fatalf("after a retry release: %d messages, retryCount %v", len(back), back[0].RetryCount)
+	}
+}
+
+// consume.js autoRenewLease: leaseTime 3, a 5 s handler renewing every
+// second keeps the lease, and the final ack succeeds.
+func TestSDKJSAutoRenewLease(t *testing.T) {
+	c0 := clock.NewManual(time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC))
+	s := combtest.MustServer(t, combtest.Options{Clock: c0})
+	c := jsSDK(t, s)
+	q := "test-queue-v2-renew"
+	c.send("POST", "/api/v1/configure", jsCreateBody(q, `"leaseTime":3,"retryLimit":3,"priority":0,"delayedProcessing":0,"windowBuffer":0,"maxSize":0,"retentionSeconds":0,"completedRetentionSeconds":0,"encryptionEnabled":false`))
+	c.send("POST", "/api/v1/push", jsPushBody(q, "Default", `{"n":1}`))
+	msgs := c.messages(c.send("GET", jsPopPath(q, "", 1, true, 30000), ""))
+	for range 5 {
+		c0.Advance(time.Second)
+		mustStatus(t, c.send("POST", "/api/v1/lease/"+msgs[0].LeaseID+"/extend", `{}`), http.StatusOK)
+	}
+	res := c.jsAckResults(c.send("POST", "/api/v1/ack/batch", jsAckBatchBody(msgs, "completed", "", "")), 1)
+	if res[0]["success"] != true {
+		t.Fatalf("final ack = %v", res)
+	}
+}
+
+// bootstrap.js, scaled down: a group registered with subscriptionMode new
+// or subscriptionFrom(<ISO cutoff>) gets nothing on its first pop over a
+// queue of many partitions, then every message pushed afterwards, through
+// wildcard pops that keep sending the same subscription parameters.
+func TestSDKJSBootstrapManyPartitions(t *testing.T) {
+	c0 := clock.NewManual(time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC))
+	s := combtest.MustServer(t, combtest.Options{Clock: c0})
+	c := jsSDK(t, s)
+	const parts = 300
+	pushAll := func(q, prefix string) {
+		items := make([]string, parts)
+		for j := range items {
+			items[j] = fmt.Sprintf(`{"queue":%q,"partition":"p-%d","payload":{"id":%d,"prefix":%q},"transactionId":%q}`, q, j, j, prefix, newTxnID())
+		}
+		mustStatus(t, c.send("POST", "/api/v1/push", `{"items":[`+strings.Join(items, ",")+`]}`), http.StatusCreated)
+	}
+	for _, mode := range []string{"new", "timestamp"} {
+		q := "test-queue-v2-bootstrap-" + mode
+		g := "bootstrap-cg-" + mode
+		c.jsResult(c.send("DELETE", "/api/v1/consumer-groups/"+g+"?deleteMetadata=true", ""))
+		pushAll(q, "historical")
+		c0.Advance(2 * time.Second)
+		kv := []string{"consumerGroup", g, "subscriptionMode", "new"}
+		if mode == "timestamp" {
+			kv = []string{"consumerGroup", g, "subscriptionFrom", c0.Now().Format("2006-01-02T15:04:05.000Z")}
+		}
+		if first := c.messages(c.send("GET", jsPopPath(q, "", 1, false, 30000, kv...), "")); len(first) != 0 {
+			t.Fatalf("%s: first pop delivered %d historical messages", mode, len(first))
+		}
+		c0.Advance(time.Second)
+		pushAll(q, "new")
+		seen := map[float64]bool{}
+		for {
+			msgs := c.messages(c.send("GET", jsPopPath(q, "", 1, false, 30000, kv...), ""))
+			if len(msgs) == 0 {
+				break
+			}
+			d := msgs[0].Data.(map[string]any)
+			if d["prefix"] != "new" {
+				t.Fatalf("%s: delivered %v", mode, d)
+			}
+			seen[d["id"].(float64)] = true
+			c.jsAckResults(c.send("POST", "/api/v1/ack", jsAckBody(msgs[0], "completed", "", g)), 1)
+		}
+		if len(seen) != parts {
+			t.Fatalf("%s: group consumed %d of %d new messages", mode, len(seen), parts)
+		}
+	}
+}
+
+// watermark.js, over the wire: after a group consumed everything and its
+// empty polls found nothing, a backward seek, a group delete and a
+// per-queue group delete each re-expose all 10 messages.
+func TestSDKJSReexposeAfterSeekAndDeletes(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	q, g := "test-queue-v2-watermark", "watermark-group"
+	payloads := make([]string, 10)
+	for i := range payloads {
+		payloads[i] = fmt.Sprintf(`{"i":%d}`, i)
+	}
+	c.send("POST", "/api/v1/push", jsPushBody(q, "Default", payloads...))
+	drain := func(step string) {
+		t.Helper()
+		msgs := c.messages(c.send("GET", jsPopPath(q, "", 100, false, 30000, "consumerGroup", g), ""))
+		if len(msgs) != 10 {
+			t.Fatalf("%s: %d messages, want all 10", step, len(msgs))
+		}
+		c.jsAckResults(c.send("POST", "/api/v1/ack/batch", jsAckBatchBody(msgs, "completed", "", g)), 10)
+		for range 3 { // empty polls, which may leave a watermark behind
+			if more := c.messages(c.send("GET", jsPopPath(q, "", 100, false, 30000, "consumerGroup", g), "")); len(more) != 0 {
+				t.Fatalf("%s: %d more after draining", step, len(more))
+			}
+		}
+	}
+	drain("first pass")
+	c.jsObject(c.send("POST", "/api/v1/consumer-groups/"+g+"/queues/"+q+"/seek", `{"timestamp":"1970-01-01T00:00:00.000Z"}`))
+	drain("after a backward seek")
+	c.jsObject(c.send("DELETE", "/api/v1/consumer-groups/"+g+"?deleteMetadata=true", ""))
+	drain("after deleting the group")
+	c.jsObject(c.send("DELETE", "/api/v1/consumer-groups/"+g+"/queues/"+q+"?deleteMetadata=true", ""))
+	drain("after deleting the group on this queue")
+}

@@ -59,6 +59,10 @@ type cursor struct {
 	lastConsumedAt sql.NullInt64
 	created        bool // not in the table yet
 	dirty          bool // changed since loaded
+	// dropped is the lease a failed or retry ack released earlier in this
+	// request. The SDKs nack a whole batch in one call, every item naming
+	// that lease: the first item releases it, the rest are no-ops.
+	dropped string
 }
 
 type located struct {
@@ -196,8 +200,13 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 	res := AckResult{TxnID: it.TxnID, Queue: loc.q.Name, Partition: loc.p.Name}
 	group := cmp.Or(it.Group, QueueModeGroup)
 	now := micros(w.now)
+	status := cmp.Or(it.Status, AckCompleted)
 	if it.LeaseID != "" && (c == nil || !c.leaseID.Valid || c.leaseID.String != it.LeaseID ||
 		!c.leaseExpires.Valid || c.leaseExpires.Int64 <= now) {
+		if c != nil && c.dropped == it.LeaseID && (status == AckFailed || status == AckRetry) {
+			res.Success = true // its batch is already given back
+			return res, c, nil
+		}
 		res.Error = ErrTextInvalidLease
 		return res, c, nil
 	}
@@ -210,7 +219,6 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 	}
 	c.dirty = true
 	inFlight := c.leaseID.Valid && c.leaseFrom.Valid && loc.offset >= c.leaseFrom.Int64 && loc.offset <= c.leaseTo.Int64
-	status := cmp.Or(it.Status, AckCompleted)
 	switch status {
 	case AckCompleted, AckSuccess:
 		res.LeaseReleased = c.advance(loc.offset, now)
@@ -232,6 +240,7 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 			// previous failure dropped: nothing more to do.
 		case c.retry < loc.q.Options.RetryLimit:
 			c.retry++
+			c.dropped = c.leaseID.String
 			c.releaseLease()
 			res.LeaseReleased = true
 		default:
@@ -243,6 +252,7 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 		}
 	case AckRetry:
 		if c.leaseID.Valid {
+			c.dropped = c.leaseID.String
 			c.releaseLease()
 			res.LeaseReleased = true
 		}
