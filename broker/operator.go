@@ -91,3 +91,39 @@ func (b *Broker) DeleteQueue(ctx context.Context, tenant, name string) (bool, er
 	}
 	return existed, err
 }
+
+// Types of the message reads, re-exported from the store.
+type (
+	MessageFilter = store.MessageFilter
+	MessageInfo   = store.MessageInfo
+	MessageDetail = store.MessageDetail
+	ModeInfo      = store.ModeInfo
+	GroupPosition = store.GroupPosition
+)
+
+// Message statuses of the read views.
+const (
+	MessagePending      = store.MessagePending
+	MessageProcessing   = store.MessageProcessing
+	MessageCompleted    = store.MessageCompleted
+	MessageDeadLetter   = store.MessageDeadLetter
+	DefaultMessageLimit = store.DefaultMessageLimit
+)
+
+// ListMessages returns one page of messages, newest first, decoding only
+// the segments the page needs.
+func (b *Broker) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInfo, ModeInfo, error) {
+	return b.st.ListMessages(ctx, f)
+}
+
+// GetMessage returns one message with its payload, or
+// store.ErrMessageNotFound.
+func (b *Broker) GetMessage(ctx context.Context, tenant, partitionID, txnID string) (*MessageDetail, error) {
+	return b.st.GetMessage(ctx, tenant, partitionID, txnID)
+}
+
+// DeleteMessage tombstones one message so it is never delivered again; it
+// reports false when no such stored message exists.
+func (b *Broker) DeleteMessage(ctx context.Context, tenant, partitionID, txnID string) (bool, error) {
+	return b.st.DeleteMessage(ctx, tenant, partitionID, txnID)
+}

@@ -75,6 +75,11 @@ var routeLevels = map[string]Level{
 	"GET /api/v1/resources/namespaces":       ReadOnly,
 	"GET /api/v1/resources/tasks":            ReadOnly,
 
+	// Messages: reads read-only, deleting one read-write.
+	"GET /api/v1/messages":                                ReadOnly,
+	"GET /api/v1/messages/:partitionId/:transactionId":    ReadOnly,
+	"DELETE /api/v1/messages/:partitionId/:transactionId": ReadWrite,
+
 	// Traces: recording is read-write, reading read-only. The one- and
 	// two-segment GETs also serve /traces/names and /traces/by-name/:name.
 	"POST /api/v1/traces":                            ReadWrite,

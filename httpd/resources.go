@@ -21,6 +21,10 @@ func (s *Server) operatorRoutes() {
 	s.handle("DELETE", "/api/v1/resources/queues/:queue", s.deleteQueue)
 	s.handle("GET", "/api/v1/resources/namespaces", s.resourcesNamespaces)
 	s.handle("GET", "/api/v1/resources/tasks", s.resourcesTasks)
+
+	s.handle("GET", "/api/v1/messages", s.listMessages)
+	s.handle("GET", "/api/v1/messages/:partitionId/:transactionId", s.getMessage)
+	s.handle("DELETE", "/api/v1/messages/:partitionId/:transactionId", s.deleteMessage)
 }
 
 type countsOut struct {

@@ -239,6 +239,7 @@ type claimSpan struct {
 	part     Partition
 	from, to int64
 	retry    int64
+	dead     []int64 // tombstoned offsets inside [from, to], ascending
 }
 
 // seedExpr is the committed value of a new cursor on partition p: just below
@@ -328,7 +329,7 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 		}
 		c := &due[i]
 		from := c.next()
-		to := min(c.part.LastOffset, from+budget-1)
+		last := c.part.LastOffset // the last offset this claim may take
 		if q.Options.WindowBuffer > 0 {
 			if ready := c.part.LastSegmentAt + q.Options.WindowBuffer*1e6; ready > now {
 				wake = earliest(wake, fromMicros(ready))
@@ -343,13 +344,32 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 			if nextAt > 0 {
 				wake = earliest(wake, fromMicros(nextAt+q.Options.DelayedProcessing*1e6))
 			}
-			to = min(to, visible)
-			if to < from {
+			last = min(last, visible)
+			if last < from {
 				continue
 			}
 		}
-		spans = append(spans, claimSpan{part: c.part, from: from, to: to, retry: c.retry})
-		budget -= to - from + 1
+		// Deleted messages are skipped here, at claim time, so that a lease
+		// never starts or ends on one (see trimTombstones).
+		var sp *claimSpan
+		for from <= last && sp == nil {
+			var skipTo int64
+			if sp, skipTo, err = w.trimTombstones(c, from, last, budget); err != nil {
+				return nil, "", time.Time{}, err
+			}
+			if sp == nil {
+				if _, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = MAX(committed, ?)
+					WHERE partition_id = ? AND group_name = ?`, skipTo, c.part.ID, req.Group); err != nil {
+					return nil, "", time.Time{}, fmt.Errorf("skip deleted messages: %w", err)
+				}
+				from = skipTo + 1
+			}
+		}
+		if sp == nil {
+			continue
+		}
+		spans = append(spans, *sp)
+		budget -= sp.to - sp.from + 1 - int64(len(sp.dead))
 	}
 	if len(spans) == 0 {
 		return nil, "", wake, nil
@@ -367,9 +387,10 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 				WHERE partition_id = ? AND group_name = ?`, sp.to, sp.to-sp.from+1, now, sp.part.ID, req.Group)
 		} else {
 			// A lease still recorded here has expired: this is a redelivery.
+			// Deleted messages before the span count as consumed.
 			_, err = w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = ?, lease_from = ?, lease_to = ?, lease_expires_at = ?,
-				redelivery_count = redelivery_count + (lease_id IS NOT NULL)
-				WHERE partition_id = ? AND group_name = ?`, leaseID, sp.from, sp.to, expires, sp.part.ID, req.Group)
+				redelivery_count = redelivery_count + (lease_id IS NOT NULL), committed = MAX(committed, ?)
+				WHERE partition_id = ? AND group_name = ?`, leaseID, sp.from, sp.to, expires, sp.from-1, sp.part.ID, req.Group)
 		}
 		if err != nil {
 			return nil, "", time.Time{}, fmt.Errorf("claim partition %q: %w", sp.part.Name, err)
@@ -425,6 +446,9 @@ func (s *Store) readSpans(ctx context.Context, q *Queue, req *PopRequest, spans 
 		Partition: spans[0].part.Name, PartitionID: spans[0].part.UUID}
 	for _, sp := range spans {
 		err := s.scanFrames(ctx, s.r, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *Frame) error {
+			if sp.deleted(off) {
+				return nil
+			}
 			res.Messages = append(res.Messages, Message{
 				ID: MessageID(sp.part.ID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
 				Queue: q.Name, LeaseID: leaseID, Group: req.Group, Payload: f.Payload, CreatedAt: fromMicros(createdAt),

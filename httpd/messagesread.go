@@ -1,0 +1,147 @@
+package httpd
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+)
+
+// maxMessagesLimit caps one page of GET /api/v1/messages.
+const maxMessagesLimit = 10000
+
+type busStatusOut struct {
+	ConsumedBy  int `json:"consumedBy"`
+	TotalGroups int `json:"totalGroups"`
+}
+
+type messageOut struct {
+	ID             string       `json:"id"`
+	TransactionID  string       `json:"transactionId"`
+	PartitionID    string       `json:"partitionId"`
+	QueuePath      string       `json:"queuePath"`
+	Queue          string       `json:"queue"`
+	Partition      string       `json:"partition"`
+	Namespace      string       `json:"namespace"`
+	Task           string       `json:"task"`
+	Status         string       `json:"status"`
+	QueueStatus    *string      `json:"queueStatus"`
+	BusStatus      busStatusOut `json:"busStatus"`
+	TraceID        *string      `json:"traceId"`
+	ProducerSub    *string      `json:"producerSub"`
+	QueuePriority  int64        `json:"queuePriority"`
+	CreatedAt      string       `json:"createdAt"`
+	LeaseExpiresAt *string      `json:"leaseExpiresAt"`
+}
+
+type modeOut struct {
+	HasQueueMode   bool   `json:"hasQueueMode"`
+	BusGroupsCount int    `json:"busGroupsCount"`
+	Type           string `json:"type"`
+}
+
+func messageJSON(m *broker.MessageInfo) messageOut {
+	return messageOut{ID: m.ID, TransactionID: m.TxnID, PartitionID: m.PartitionID, QueuePath: m.Queue + "/" + m.Partition,
+		Queue: m.Queue, Partition: m.Partition, Namespace: m.Namespace, Task: m.Task, Status: m.Status,
+		QueueStatus: nullString(m.QueueStatus), BusStatus: busStatusOut{ConsumedBy: m.ConsumedBy, TotalGroups: m.TotalGroups},
+		TraceID: nullString(m.TraceID), ProducerSub: nullString(m.ProducerSub), QueuePriority: m.Priority,
+		CreatedAt: fmtMilli(m.CreatedAt), LeaseExpiresAt: optTime(m.LeaseExpiresAt)}
+}
+
+var messageStatuses = map[string]bool{
+	broker.MessagePending: true, broker.MessageProcessing: true, broker.MessageCompleted: true, broker.MessageDeadLetter: true,
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	q := r.URL.Query()
+	status := q.Get("status")
+	if status != "" && !messageStatuses[status] {
+		writeError(w, http.StatusBadRequest, "status must be one of pending, processing, completed, dead_letter")
+		return
+	}
+	from, okFrom := queryTime(q.Get("from"))
+	to, okTo := queryTime(q.Get("to"))
+	if !okFrom || !okTo {
+		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
+		return
+	}
+	now := s.b.Store().Now()
+	f := broker.MessageFilter{Tenant: tenant(r.Context()), Queue: q.Get("queue"), Partition: q.Get("partition"),
+		Namespace: q.Get("ns"), Task: q.Get("task"), Status: status, From: now.Add(-time.Hour), To: now,
+		Limit: queryInt(q, "limit", broker.DefaultMessageLimit), Offset: max(queryInt(q, "offset", 0), 0)}
+	if f.Namespace == "" {
+		f.Namespace = q.Get("namespace")
+	}
+	if from != nil {
+		f.From = *from
+	}
+	if to != nil {
+		f.To = *to
+	}
+	if f.Limit <= 0 {
+		f.Limit = broker.DefaultMessageLimit
+	}
+	f.Limit = min(f.Limit, maxMessagesLimit)
+	msgs, mode, err := s.b.ListMessages(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]messageOut, len(msgs))
+	for i := range msgs {
+		out[i] = messageJSON(&msgs[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": out,
+		"mode": modeOut{HasQueueMode: mode.HasQueueMode, BusGroupsCount: mode.BusGroups, Type: mode.Type}})
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	d, err := s.b.GetMessage(r.Context(), tenant(r.Context()), ps.ByName("partitionId"), ps.ByName("transactionId"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	consumed := 0
+	groups := make([]map[string]any, len(d.Groups))
+	for i, g := range d.Groups {
+		if g.Consumed {
+			consumed++
+		}
+		groups[i] = map[string]any{"name": g.Group, "consumed": g.Consumed, "leaseExpiresAt": optTime(g.LeaseExpiresAt)}
+	}
+	payload := json.RawMessage(d.Payload)
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	o := d.QueueOptions
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": d.ID, "transactionId": d.TxnID, "partitionId": d.PartitionID, "queuePath": d.Queue + "/" + d.Partition,
+		"queue": d.Queue, "partition": d.Partition, "namespace": d.Namespace, "task": d.Task, "status": d.Status,
+		"payload": payload, "isEncrypted": d.IsEncrypted, "traceId": nullString(d.TraceID),
+		"producerSub": nullString(d.ProducerSub), "createdAt": fmtMilli(d.CreatedAt),
+		"errorMessage": nullString(d.ErrorMessage), "retryCount": d.RetryCount, "leaseExpiresAt": optTime(d.LeaseExpiresAt),
+		"queueConfig": map[string]any{"leaseTime": o.LeaseTime, "retryLimit": o.RetryLimit, "retryDelay": o.RetryDelay,
+			"ttl": o.TTL, "priority": o.Priority},
+		"mode": map[string]any{"hasQueueMode": d.Mode.HasQueueMode, "busGroupsCount": d.Mode.BusGroups,
+			"consumedByGroups": consumed, "type": d.Mode.Type},
+		"consumerGroups": groups,
+	})
+}
+
+func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	partitionID, txn := ps.ByName("partitionId"), ps.ByName("transactionId")
+	found, err := s.b.DeleteMessage(r.Context(), tenant(r.Context()), partitionID, txn)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	msg := "Message deleted successfully"
+	if !found {
+		msg = "Message not found"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": found, "partitionId": partitionID, "transactionId": txn,
+		"message": msg})
+}

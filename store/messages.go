@@ -1,0 +1,570 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Message reads. A message has no row of its own: it is a frame in a
+// segment, and its status for a group is where the group's cursor stands
+// (completed at or below committed, processing inside a live lease, pending
+// otherwise), or dead_letter when a DLQ copy of it exists. The status shown
+// is the one the resource counts use: the queue-mode cursor, or else the
+// least advanced named group.
+
+// Message statuses of the read views.
+const (
+	MessagePending    = "pending"
+	MessageProcessing = "processing"
+	MessageCompleted  = "completed"
+	MessageDeadLetter = "dead_letter"
+)
+
+// MessageFilter selects messages for ListMessages. Empty strings match
+// everything; zero times are unbounded.
+type MessageFilter struct {
+	Tenant    string
+	Queue     string
+	Partition string
+	Namespace string
+	Task      string
+	Status    string    // "" or one of the Message* statuses
+	From, To  time.Time // bounds on createdAt, inclusive
+	Limit     int       // <= 0 means DefaultMessageLimit
+	Offset    int
+}
+
+// DefaultMessageLimit is the page size of ListMessages.
+const DefaultMessageLimit = 200
+
+// MessageInfo is one message as the read views show it.
+type MessageInfo struct {
+	ID          string
+	TxnID       string
+	PartitionID string // the partition's uuid
+	Partition   string
+	Queue       string
+	Namespace   string
+	Task        string
+	Priority    int64
+	Offset      int64
+	Status      string
+	// QueueStatus is the status by the queue-mode cursor, "" without one.
+	QueueStatus string
+	// ConsumedBy counts the named groups whose cursor passed the message,
+	// out of TotalGroups named groups with a cursor on its partition.
+	ConsumedBy, TotalGroups int
+	TraceID                 string
+	ProducerSub             string
+	CreatedAt               time.Time
+	// LeaseExpiresAt is the expiry of the lease the message is processing
+	// under; zero when it is not processing.
+	LeaseExpiresAt time.Time
+}
+
+// ModeInfo says how the queues of a read are consumed.
+type ModeInfo struct {
+	HasQueueMode bool
+	BusGroups    int    // distinct named groups
+	Type         string // "queue", "bus", "hybrid" or "none"
+}
+
+func modeType(queue bool, bus int) string {
+	switch {
+	case queue && bus > 0:
+		return "hybrid"
+	case queue:
+		return "queue"
+	case bus > 0:
+		return "bus"
+	}
+	return "none"
+}
+
+// partitionView is what classifying a partition's offsets needs.
+type partitionView struct {
+	q    *Queue
+	p    *PartitionStats
+	dlq  bool // some DLQ row names this partition
+	tomb bool // some tombstone names this partition
+	qm   *cursorView
+	sc   *cursorView // status cursor
+	bus  []cursorView
+}
+
+func newPartitionView(q *Queue, p *PartitionStats) *partitionView {
+	v := &partitionView{q: q, p: p, sc: statusCursor(p.cursors), dlq: p.Counts.DeadLetter > 0}
+	for i := range p.cursors {
+		c := &p.cursors[i]
+		if c.group == QueueModeGroup {
+			v.qm = c
+		} else {
+			v.bus = append(v.bus, *c)
+		}
+	}
+	return v
+}
+
+// status classifies offset off; dead is whether a DLQ row names it.
+func (v *partitionView) status(off int64, dead bool, now int64) (status, queueStatus string, consumedBy int, lease time.Time) {
+	cursorStatus := func(c *cursorView) string {
+		switch {
+		case c == nil:
+			return MessagePending
+		case off <= c.committed:
+			return MessageCompleted
+		case c.inLease(off, now):
+			return MessageProcessing
+		}
+		return MessagePending
+	}
+	for i := range v.bus {
+		if off <= v.bus[i].committed {
+			consumedBy++
+		}
+	}
+	if v.qm != nil {
+		queueStatus = cursorStatus(v.qm)
+	}
+	status = cursorStatus(v.sc)
+	if status == MessageProcessing {
+		lease = fromMicros(v.sc.leaseExpires.Int64)
+	}
+	if dead {
+		status = MessageDeadLetter
+	}
+	return status, queueStatus, consumedBy, lease
+}
+
+// offsetsIn returns the sorted offsets in [from, to] of partition named in
+// query (which takes partition, from, to).
+func offsetsIn(ctx context.Context, db querier, query string, partition any, from, to int64) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, query, partition, from, to)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var off int64
+		if err := rows.Scan(&off); err != nil {
+			return nil, err
+		}
+		out = append(out, off)
+	}
+	return out, rows.Err()
+}
+
+const (
+	tombstonesInRange  = `SELECT offset FROM tombstones WHERE partition_id = ? AND offset BETWEEN ? AND ? ORDER BY offset`
+	deadLettersInRange = `SELECT DISTINCT offset FROM dlq WHERE partition_uuid = ? AND offset BETWEEN ? AND ? ORDER BY offset`
+)
+
+func containsOffset(sorted []int64, off int64) bool {
+	_, ok := slices.BinarySearch(sorted, off)
+	return ok
+}
+
+// ListMessages returns one page of the messages matching f, newest first,
+// and how the matched queues are consumed. Segments are walked from the
+// newest end by their index entries; a segment is decoded only when one of
+// its frames falls inside the page, so the cost follows limit+offset (and
+// the time window), not the size of the log.
+func (s *Store) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInfo, ModeInfo, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultMessageLimit
+	}
+	skip := max(f.Offset, 0)
+	queues, err := listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues WHERE tenant = ? AND (? = '' OR name = ?)
+		AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)`,
+		f.Tenant, f.Queue, f.Queue, f.Namespace, f.Namespace, f.Task, f.Task)
+	if err != nil {
+		return nil, ModeInfo{}, err
+	}
+	stats, err := s.queueStats(ctx, s.r, queues, false)
+	if err != nil {
+		return nil, ModeInfo{}, err
+	}
+	views := map[int64]*partitionView{}
+	var ids []int64
+	var mode ModeInfo
+	groups := map[string]bool{}
+	for _, qs := range stats {
+		for i := range qs.Partitions {
+			ps := &qs.Partitions[i]
+			if f.Partition != "" && ps.Name != f.Partition {
+				continue
+			}
+			v := newPartitionView(&qs.Queue, ps)
+			views[ps.ID] = v
+			ids = append(ids, ps.ID)
+			mode.HasQueueMode = mode.HasQueueMode || v.qm != nil
+			for _, c := range v.bus {
+				groups[c.group] = true
+			}
+		}
+	}
+	mode.BusGroups = len(groups)
+	mode.Type = modeType(mode.HasQueueMode, mode.BusGroups)
+	out := []MessageInfo{}
+	if len(ids) == 0 {
+		return out, mode, nil
+	}
+	if err := s.markTombstoned(ctx, views, ids); err != nil {
+		return nil, ModeInfo{}, err
+	}
+	from, to := int64(0), int64(1<<62)
+	if !f.From.IsZero() {
+		from = micros(f.From)
+	}
+	if !f.To.IsZero() {
+		to = micros(f.To)
+	}
+	now := micros(s.clock.Now())
+	idList := jsonInts(ids)
+
+	// Walk segment index entries newest first, a chunk at a time.
+	const chunk = 256
+	lastAt, lastID := int64(1<<62), int64(1<<62)
+	for len(out) < limit {
+		rows, err := s.r.QueryContext(ctx, `SELECT id, partition_id, base_offset, frame_count, created_at FROM segments
+			WHERE partition_id IN (SELECT value FROM json_each(?1)) AND created_at BETWEEN ?2 AND ?3
+				AND (created_at < ?4 OR (created_at = ?4 AND id < ?5))
+			ORDER BY created_at DESC, id DESC LIMIT ?6`, idList, from, to, lastAt, lastID, chunk)
+		if err != nil {
+			return nil, ModeInfo{}, fmt.Errorf("list segments: %w", err)
+		}
+		type segRef struct{ id, partition, base, count, createdAt int64 }
+		var segs []segRef
+		for rows.Next() {
+			var r segRef
+			if err := rows.Scan(&r.id, &r.partition, &r.base, &r.count, &r.createdAt); err != nil {
+				rows.Close()
+				return nil, ModeInfo{}, fmt.Errorf("scan segment: %w", err)
+			}
+			segs = append(segs, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, ModeInfo{}, fmt.Errorf("list segments: %w", err)
+		}
+		for _, sg := range segs {
+			lastAt, lastID = sg.createdAt, sg.id
+			v := views[sg.partition]
+			first, last := sg.base, sg.base+sg.count-1
+			var tombs, dead []int64
+			if v.tomb {
+				if tombs, err = offsetsIn(ctx, s.r, tombstonesInRange, sg.partition, first, last); err != nil {
+					return nil, ModeInfo{}, fmt.Errorf("read tombstones: %w", err)
+				}
+			}
+			if v.dlq {
+				if dead, err = offsetsIn(ctx, s.r, deadLettersInRange, v.p.UUID, first, last); err != nil {
+					return nil, ModeInfo{}, fmt.Errorf("read dead letters: %w", err)
+				}
+			}
+			// Which frames of this segment match, newest first, by
+			// arithmetic alone.
+			var match []int64
+			for off := last; off >= first; off-- {
+				if containsOffset(tombs, off) {
+					continue
+				}
+				st, _, _, _ := v.status(off, containsOffset(dead, off), now)
+				if f.Status == "" || f.Status == st {
+					match = append(match, off)
+				}
+			}
+			if len(match) <= skip {
+				skip -= len(match)
+				continue
+			}
+			match = match[skip:]
+			skip = 0
+			if len(match) > limit-len(out) {
+				match = match[:limit-len(out)]
+			}
+			frames, err := s.segmentFrames(ctx, sg.id, int(sg.count))
+			if err != nil {
+				return nil, ModeInfo{}, err
+			}
+			for _, off := range match {
+				fr := &frames[off-first]
+				st, qst, consumed, lease := v.status(off, containsOffset(dead, off), now)
+				out = append(out, MessageInfo{
+					ID: MessageID(sg.partition, off), TxnID: fr.TxnID, PartitionID: v.p.UUID, Partition: v.p.Name,
+					Queue: v.q.Name, Namespace: v.q.Namespace, Task: v.q.Task, Priority: v.q.Options.Priority,
+					Offset: off, Status: st, QueueStatus: qst, ConsumedBy: consumed, TotalGroups: len(v.bus),
+					TraceID: fr.TraceID, ProducerSub: fr.ProducerSub, CreatedAt: fromMicros(sg.createdAt),
+					LeaseExpiresAt: lease,
+				})
+			}
+			if len(out) >= limit {
+				break
+			}
+		}
+		if len(segs) < chunk {
+			break
+		}
+	}
+	return out, mode, nil
+}
+
+// markTombstoned flags the partitions that have tombstones, so the walk
+// asks only those for them.
+func (s *Store) markTombstoned(ctx context.Context, views map[int64]*partitionView, ids []int64) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT partition_id FROM tombstones
+		WHERE partition_id IN (SELECT value FROM json_each(?))`, jsonInts(ids))
+	if err != nil {
+		return fmt.Errorf("read tombstones: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return fmt.Errorf("scan tombstone: %w", err)
+		}
+		if v := views[id]; v != nil {
+			v.tomb = true
+		}
+	}
+	return rows.Err()
+}
+
+// segmentFrames decodes one segment's frames without opening payloads:
+// the listing shows ids and metadata only.
+func (s *Store) segmentFrames(ctx context.Context, segmentID int64, want int) ([]Frame, error) {
+	var codec, rawSize int
+	var sum int64
+	var data []byte
+	if err := s.r.QueryRowContext(ctx, `SELECT codec, raw_size, checksum, data FROM segments WHERE id = ?`, segmentID).
+		Scan(&codec, &rawSize, &sum, &data); err != nil {
+		return nil, fmt.Errorf("read segment %d: %w", segmentID, err)
+	}
+	frames, err := decodeSegment(codec, rawSize, uint32(sum), data, want)
+	if err != nil {
+		return nil, fmt.Errorf("segment %d: %w", segmentID, err)
+	}
+	return frames, nil
+}
+
+// GroupPosition is one group's view of a message.
+type GroupPosition struct {
+	Group          string
+	Consumed       bool
+	LeaseExpiresAt time.Time // zero unless the message is in the group's live lease
+}
+
+// MessageDetail is one message with its payload and every group's view.
+type MessageDetail struct {
+	MessageInfo
+	Payload      []byte
+	IsEncrypted  bool
+	ErrorMessage string // from the newest DLQ copy, "" if none
+	RetryCount   int64
+	QueueOptions QueueOptions
+	Mode         ModeInfo
+	Groups       []GroupPosition // by group name
+}
+
+// locateStored finds a stored, not deleted message of tenant: its queue,
+// partition and offset. Unknown ids, offsets retention removed and
+// tombstoned messages are all ErrMessageNotFound.
+func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn string) (*Queue, *Partition, int64, error) {
+	var p Partition
+	var created, off int64
+	var queueID int64
+	err := db.QueryRowContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at,
+			p.created_at, t.offset, q.id FROM partitions p
+		JOIN queues q ON q.id = p.queue_id
+		JOIN txids t ON t.partition_id = p.id AND t.txn_id = ?
+		WHERE p.uuid = ? AND q.tenant = ? AND t.offset >= p.log_start
+			AND NOT EXISTS (SELECT 1 FROM tombstones x WHERE x.partition_id = p.id AND x.offset = t.offset)`,
+		txn, partitionUUID, tenant).Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart,
+		&p.LastSegmentAt, &created, &off, &queueID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, 0, ErrMessageNotFound
+	}
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("locate message: %w", err)
+	}
+	p.CreatedAt = fromMicros(created)
+	q, err := scanQueue(db.QueryRowContext(ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, queueID))
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("load queue: %w", err)
+	}
+	return q, &p, off, nil
+}
+
+// GetMessage returns one message of tenant by partition uuid and
+// transactionId, with its payload as pushed, or ErrMessageNotFound.
+func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn string) (*MessageDetail, error) {
+	q, p, off, err := locateStored(ctx, s.r, tenant, partitionUUID, txn)
+	if err != nil {
+		return nil, err
+	}
+	d := &MessageDetail{QueueOptions: q.Options, IsEncrypted: q.Options.EncryptionEnabled && s.Encrypting()}
+	var frame *Frame
+	var createdAt int64
+	if err := s.scanFrames(ctx, s.r, p.ID, off, off, func(_, at int64, f *Frame) error {
+		frame, createdAt = f, at
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if frame == nil {
+		return nil, ErrMessageNotFound // removed by retention since it was located
+	}
+	stats, err := s.queueStats(ctx, s.r, []*Queue{q}, false)
+	if err != nil {
+		return nil, err
+	}
+	var ps *PartitionStats
+	for i := range stats[0].Partitions {
+		if stats[0].Partitions[i].ID == p.ID {
+			ps = &stats[0].Partitions[i]
+		}
+	}
+	if ps == nil {
+		return nil, ErrMessageNotFound
+	}
+	v := newPartitionView(q, ps)
+	var errText sql.NullString
+	var dlqRetry sql.NullInt64
+	err = s.r.QueryRowContext(ctx, `SELECT error_message, retry_count FROM dlq WHERE partition_uuid = ? AND offset = ?
+		ORDER BY id DESC LIMIT 1`, p.UUID, off).Scan(&errText, &dlqRetry)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("read dead letter: %w", err)
+	}
+	now := micros(s.clock.Now())
+	st, qst, consumed, lease := v.status(off, dlqRetry.Valid, now)
+	d.MessageInfo = MessageInfo{
+		ID: MessageID(p.ID, off), TxnID: frame.TxnID, PartitionID: p.UUID, Partition: p.Name, Queue: q.Name,
+		Namespace: q.Namespace, Task: q.Task, Priority: q.Options.Priority, Offset: off, Status: st, QueueStatus: qst,
+		ConsumedBy: consumed, TotalGroups: len(v.bus), TraceID: frame.TraceID, ProducerSub: frame.ProducerSub,
+		CreatedAt: fromMicros(createdAt), LeaseExpiresAt: lease,
+	}
+	d.Payload = frame.Payload
+	d.ErrorMessage = errText.String
+	switch {
+	case dlqRetry.Valid:
+		d.RetryCount = dlqRetry.Int64
+	case v.sc != nil && off > v.sc.committed:
+		// The failed rounds of the batch this message is (again) part of.
+		d.RetryCount = v.sc.retry
+	}
+	d.Mode = ModeInfo{HasQueueMode: v.qm != nil, BusGroups: len(v.bus), Type: modeType(v.qm != nil, len(v.bus))}
+	for _, c := range ps.cursors {
+		g := GroupPosition{Group: c.group, Consumed: off <= c.committed}
+		if c.inLease(off, now) {
+			g.LeaseExpiresAt = fromMicros(c.leaseExpires.Int64)
+		}
+		d.Groups = append(d.Groups, g)
+	}
+	sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Group < d.Groups[j].Group })
+	return d, nil
+}
+
+// DeleteMessage tombstones one message of tenant: it stays in its segment
+// (segments are immutable) but is never delivered again and no longer
+// read. It reports false when there is no such stored message, including
+// one already deleted.
+//
+// A message already in flight is not recalled: its consumer may still ack
+// it. A claim skips tombstoned offsets (see trimTombstones), so a deleted
+// message costs nothing once a cursor passes it.
+func (s *Store) DeleteMessage(ctx context.Context, tenant, partitionUUID, txn string) (bool, error) {
+	var found bool
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		found = false
+		_, p, off, err := locateStored(w.ctx, w, tenant, partitionUUID, txn)
+		if errors.Is(err, ErrMessageNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO tombstones (partition_id, offset, created_at) VALUES (?, ?, ?)`,
+			p.ID, off, micros(w.now)); err != nil {
+			return fmt.Errorf("insert tombstone: %w", err)
+		}
+		// Tombstones retention has overtaken are dead weight.
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM tombstones WHERE partition_id = ? AND offset < ?`, p.ID, p.LogStart); err != nil {
+			return fmt.Errorf("drop evicted tombstones: %w", err)
+		}
+		found = true
+		return nil
+	}})
+	return found, err
+}
+
+// maxTombstoneScan bounds how many tombstones one claim reads for a
+// partition; a longer run of deleted messages is skipped over several pops.
+const maxTombstoneScan = 4096
+
+// trimTombstones shapes the claim of partition c from offset from (up to
+// last, at most budget live messages) around deleted messages.
+//
+// The lease span is kept free of tombstones at both ends: deleted offsets
+// before the first live message are skipped by moving committed past them
+// (they count as consumed), and the span ends on the last live message it
+// holds. A consumer that acks every message it received therefore acks
+// lease_to, which releases the lease. Deleted offsets inside the span are
+// returned in dead: readSpans leaves them out, and acking the live message
+// after them moves the cursor over them as over any acked prefix.
+//
+// It returns nil when every offset it looked at up to skipTo is deleted;
+// the caller moves committed to skipTo and looks further.
+func (w *wtx) trimTombstones(c *candidate, from, last, budget int64) (sp *claimSpan, skipTo int64, err error) {
+	var dead []int64
+	rows, err := w.QueryContext(w.ctx, `SELECT offset FROM tombstones WHERE partition_id = ? AND offset BETWEEN ? AND ?
+		ORDER BY offset LIMIT ?`, c.part.ID, from, last, maxTombstoneScan)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read tombstones: %w", err)
+	}
+	for rows.Next() {
+		var off int64
+		if err := rows.Scan(&off); err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("scan tombstone: %w", err)
+		}
+		dead = append(dead, off)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("read tombstones: %w", err)
+	}
+	if len(dead) == maxTombstoneScan {
+		last = dead[len(dead)-1] // what lies beyond was not looked at
+	}
+	i, off := 0, from
+	for i < len(dead) && dead[i] == off {
+		i, off = i+1, off+1
+	}
+	if off > last {
+		return nil, last, nil
+	}
+	sp = &claimSpan{part: c.part, from: off, to: off - 1, retry: c.retry}
+	for live := int64(0); off <= last && live < budget; off++ {
+		if i < len(dead) && dead[i] == off {
+			sp.dead = append(sp.dead, off)
+			i++
+			continue
+		}
+		live++
+		sp.to = off
+	}
+	for len(sp.dead) > 0 && sp.dead[len(sp.dead)-1] > sp.to {
+		sp.dead = sp.dead[:len(sp.dead)-1]
+	}
+	return sp, sp.from - 1, nil
+}
+
+// deleted reports whether off is a tombstoned offset inside the span.
+func (sp *claimSpan) deleted(off int64) bool { return containsOffset(sp.dead, off) }

@@ -1,0 +1,63 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+
+	"github.com/comb-broker/comb/internal/combtest"
+	"github.com/comb-broker/comb/store"
+)
+
+// ListMessages decodes only the segments its page needs: with the oldest
+// segment corrupted, every page that does not reach it still reads, and
+// the one that does fails.
+func TestListMessagesDecodesOnlyWhatThePageNeeds(t *testing.T) {
+	ctx := context.Background()
+	st := combtest.MustOpenStore(t, combtest.Options{})
+	fillQueue(t, st, "m", 1, 5, 10) // segments at offsets 0, 5, ..., 45
+	db, err := sql.Open("sqlite", "file:"+st.Path()+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE segments SET checksum = checksum + 1 WHERE base_offset = 0`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		limit, offset int
+		first         int64
+		corrupt       bool
+	}{
+		{10, 0, 49, false},
+		{10, 30, 19, false},
+		{5, 40, 9, false},
+		{10, 45, 0, true},
+		{1, 49, 0, true},
+	} {
+		msgs, _, err := st.ListMessages(ctx, store.MessageFilter{Queue: "m", Limit: c.limit, Offset: c.offset})
+		if c.corrupt {
+			if !errors.Is(err, store.ErrCorrupt) {
+				t.Errorf("limit %d offset %d: %v, want the corrupt segment to be read", c.limit, c.offset, err)
+			}
+			continue
+		}
+		if err != nil || len(msgs) != c.limit || msgs[0].Offset != c.first || msgs[len(msgs)-1].Offset != c.first-int64(c.limit)+1 {
+			t.Errorf("limit %d offset %d: %d messages from %v, %v", c.limit, c.offset, len(msgs), msgs, err)
+		}
+	}
+	// A status filter is decided by arithmetic before decoding too: the
+	// only group starts at the end, nothing is pending, nothing is read.
+	if _, err := st.Pop(ctx, store.PopRequest{Queue: "m", Group: "g", Start: store.SubscriptionStart{Mode: store.ModeNew}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, err := st.ListMessages(ctx, store.MessageFilter{Queue: "m", Status: store.MessagePending, Limit: 100})
+	if err != nil || len(msgs) != 0 {
+		t.Errorf("pending after the only group skipped everything: %d, %v", len(msgs), err)
+	}
+	// Put the checksum back so the store closes on a sound file.
+	if _, err := db.Exec(`UPDATE segments SET checksum = checksum - 1 WHERE base_offset = 0`); err != nil {
+		t.Fatal(err)
+	}
+}
