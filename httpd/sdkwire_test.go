@@ -991,9 +991,23 @@ func TestSDKJSPush(t *testing.T) {
 	if intra[0]["status"] != "queued" || intra[1]["status"] != "duplicate" || intra[2]["status"] != "duplicate" {
 		t.Fatalf("intra-batch = %v", intra)
 	}
-	// push([]) -> [].
+	// push([]) -> []; 100 items without transactionId get 100 ids of their own.
 	if res := push(`{"items":[]}`); len(res) != 0 {
 		t.Fatalf("empty push = %v", res)
+	}
+	idless := make([]string, 100)
+	for i := range idless {
+		idless[i] = fmt.Sprintf(`{"queue":%q,"payload":{"i":%d}}`, "test-queue-v2-no-txn", i)
+	}
+	ids := map[any]bool{}
+	for _, x := range push(`{"items":[` + strings.Join(idless, ",") + `]}`) {
+		if x["status"] != "queued" {
+			t.Fatalf("id-less item = %v", x)
+		}
+		ids[x["message_id"]] = true
+	}
+	if len(ids) != 100 {
+		t.Fatalf("100 id-less items got %d distinct message ids", len(ids))
 	}
 	// Auto-created queue and partition, popped through the (unescaped) partition route.
 	push(jsPushBody("test-queue-v2-auto", "p-auto", `{"auto":true}`))
@@ -1133,6 +1147,23 @@ func TestSDKJSTransaction(t *testing.T) {
 	}
 	if len(pop("test-queue-v2-tx-a", "", 1)) != 0 {
 		t.Fatal("source not emptied")
+	}
+
+	// transactionMultipleQueues / transactionLargePayload: acks from two
+	// source queues and a ~1 MB push commit together.
+	c.send("POST", "/api/v1/push", jsPushBody("test-queue-v2-tx-src1", "Default", `{"value":1}`))
+	c.send("POST", "/api/v1/push", jsPushBody("test-queue-v2-tx-src2", "Default", `{"value":2}`))
+	m1, m2 := pop("test-queue-v2-tx-src1", "", 1)[0], pop("test-queue-v2-tx-src2", "", 1)[0]
+	large := `{"blob":"` + strings.Repeat("y", 1<<20) + `"}`
+	res = commit([]string{ackOp(m1, "completed", ""), ackOp(m2, "completed", ""), pushOp("test-queue-v2-tx-large", "", large)}, m1.LeaseID, m2.LeaseID)
+	if res["success"] != true {
+		t.Fatalf("two-source commit = %v", res)
+	}
+	if len(pop("test-queue-v2-tx-src1", "", 1))+len(pop("test-queue-v2-tx-src2", "", 1)) != 0 {
+		t.Fatal("a source still delivers")
+	}
+	if big := pop("test-queue-v2-tx-large", "", 1); len(big) != 1 || len(big[0].Data.(map[string]any)["blob"].(string)) != 1<<20 {
+		t.Fatal("the large payload did not round-trip")
 	}
 
 	// transactionAckWithConsumerGroup: a group's acks advance that group only.
@@ -1528,4 +1559,60 @@ func TestSDKJSReexposeAfterSeekAndDeletes(t *testing.T) {
 	drain("after deleting the group")
 	c.jsObject(c.send("DELETE", "/api/v1/consumer-groups/"+g+"/queues/"+q+"?deleteMetadata=true", ""))
 	drain("after deleting the group on this queue")
+}
+
+// pop.js popV4GlobalCap / popV4DefaultOne and consume.js
+// testConsumerMultiPartition / …GlobalCap: batch is a global cap across
+// the partitions(N) claimed; without partitions one partition serves;
+// every reply holds one leaseId.
+func TestSDKJSMultiPartitionCaps(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := jsSDK(t, s)
+	fill := func(q string, parts, per int) {
+		for p := range parts {
+			payloads := make([]string, per)
+			for m := range payloads {
+				payloads[m] = fmt.Sprintf(`{"p":%d,"m":%d}`, p, m)
+			}
+			c.send("POST", "/api/v1/push", jsPushBody(q, fmt.Sprintf("p%d", p), payloads...))
+		}
+	}
+	oneLease := func(msgs []sdkMessage) {
+		t.Helper()
+		for _, m := range msgs {
+			if m.LeaseID == "" || m.LeaseID != msgs[0].LeaseID {
+				t.Fatalf("leaseIds differ within one reply: %q vs %q", m.LeaseID, msgs[0].LeaseID)
+			}
+		}
+	}
+	fill("test-queue-v2-v4-pop-cap", 5, 100)
+	if msgs := c.messages(c.send("GET", jsPopPath("test-queue-v2-v4-pop-cap", "", 10, false, 30000, "partitions", "5"), "")); len(msgs) != 10 {
+		t.Fatalf("batch(10).partitions(5) = %d messages", len(msgs))
+	} else {
+		oneLease(msgs)
+	}
+	fill("test-queue-v2-v4-pop-default", 4, 5)
+	msgs := c.messages(c.send("GET", jsPopPath("test-queue-v2-v4-pop-default", "", 100, false, 30000), ""))
+	parts := map[string]bool{}
+	for _, m := range msgs {
+		parts[m.PartitionID] = true
+	}
+	if len(msgs) != 5 || len(parts) != 1 {
+		t.Fatalf("no partitions(): %d messages from %d partitions, want 5 from 1", len(msgs), len(parts))
+	}
+	// A partitions(3) consumer drains 3×4 with auto batch acks.
+	fill("test-queue-v2-consumer-multi", 3, 4)
+	got := 0
+	for {
+		msgs := c.messages(c.send("GET", jsPopPath("test-queue-v2-consumer-multi", "", 20, false, 30000, "partitions", "3"), ""))
+		if len(msgs) == 0 {
+			break
+		}
+		oneLease(msgs)
+		got += len(msgs)
+		c.jsAckResults(c.send("POST", "/api/v1/ack/batch", jsAckBatchBody(msgs, "completed", "", "")), len(msgs))
+	}
+	if got != 12 {
+		t.Fatalf("partitions(3) consumer got %d of 12", got)
+	}
 }
