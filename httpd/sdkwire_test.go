@@ -20,6 +20,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/comb-broker/comb/httpd"
+	"github.com/comb-broker/comb/internal/authtest"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
 )
@@ -1282,6 +1284,18 @@ func TestSDKJSConsumerGroupCalls(t *testing.T) {
 	}
 	c.jsObject(c.send("DELETE", "/api/v1/consumer-groups/cg-js/queues/test-queue-v2-cg?deleteMetadata=true", ""))
 	c.jsObject(c.send("DELETE", "/api/v1/consumer-groups/cg-js?deleteMetadata=true", ""))
+
+	// Admin calls encodeURIComponent the group: a "/" in it arrives as %2F
+	// and must stay inside the :group segment.
+	c.messages(c.send("GET", jsPopPath("test-queue-v2-cg", "", 1, false, 30000, "consumerGroup", "team/billing"), ""))
+	detail := c.jsObject(c.send("GET", "/api/v1/consumer-groups/"+url.PathEscape("team/billing"), ""))
+	if _, ok := detail["test-queue-v2-cg"]; !ok {
+		t.Fatalf("getConsumerGroup(team/billing) = %v", detail)
+	}
+	del := c.jsObject(c.send("DELETE", "/api/v1/consumer-groups/"+url.PathEscape("team/billing")+"?deleteMetadata=true", ""))
+	if del["consumerGroup"] != "team/billing" || del["deletedPartitions"] != 1.0 {
+		t.Fatalf("deleteConsumerGroup(team/billing) = %v", del)
+	}
 }
 
 // --- WIRE.md §5 checklist -------------------------------------------------
@@ -1614,5 +1628,26 @@ func TestSDKJSMultiPartitionCaps(t *testing.T) {
 	}
 	if got != 12 {
 		t.Fatalf("partitions(3) consumer got %d of 12", got)
+	}
+}
+
+// A path whose names hold %2F is routed on the escaped path; it goes
+// through the same access check as any other request.
+func TestSDKEscapedPathsKeepTheirAccessLevel(t *testing.T) {
+	keys := authtest.NewKeys(t)
+	s := mustAuthServer(t, httpd.AuthConfig{Secret: keys.Secret})
+	c := goSDK(t, s)
+	path := "/api/v1/pop/queue/" + url.PathEscape("a/b") + "/partition/" + url.PathEscape("c/d") + "?batch=1&timeout=30000&wait=false"
+	if r := c.send("GET", path, ""); r.status != http.StatusUnauthorized {
+		t.Fatalf("escaped pop without a token = %d %s", r.status, r.body)
+	}
+	readOnly := as(s, authtest.Bearer(keys.HS256(t, authtest.Claims("bob", "read-only", ""))))
+	if r := readOnly.Do("GET", path, nil); r.Status != http.StatusForbidden {
+		t.Fatalf("escaped pop as read-only = %d %s", r.Status, r.Body)
+	}
+	writer := as(s, authtest.Bearer(keys.HS256(t, authtest.Claims("alice", "read-write", ""))))
+	writer.Push(map[string]any{"queue": "a/b", "partition": "c/d", "payload": map[string]any{"n": 1}})
+	if p := writer.Pop(path); len(p.Messages) != 1 || p.Messages[0].Queue != "a/b" || p.Messages[0].Partition != "c/d" {
+		t.Fatalf("escaped pop as read-write = %+v", p)
 	}
 }
