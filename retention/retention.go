@@ -208,11 +208,12 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (Stats, error) {
 }
 
 func (s *Service) sweepQueue(ctx context.Context, q *store.Queue, now time.Time, st *Stats) error {
-	parts, err := s.st.Partitions(ctx, q.ID)
+	// Age: only partitions whose oldest segment is old enough get an op.
+	parts, err := s.st.AgedPartitions(ctx, q, now)
 	if err != nil {
 		return err
 	}
-	for _, p := range parts {
+	for _, partID := range parts {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -220,7 +221,7 @@ func (s *Service) sweepQueue(ctx context.Context, q *store.Queue, now time.Time,
 		for {
 			var r store.EvictResult
 			err := s.paced(ctx, func() (err error) {
-				r, err = s.st.EvictAged(ctx, q.ID, p.ID, now, s.cfg.Limits)
+				r, err = s.st.EvictAged(ctx, q.ID, partID, now, s.cfg.Limits)
 				return err
 			})
 			if err != nil {

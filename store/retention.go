@@ -115,11 +115,37 @@ func newAgePolicy(o QueueOptions, now int64) (agePolicy, bool) {
 	return p, p.cutoff != math.MinInt64 || p.doneCutoff != math.MinInt64
 }
 
-// EvictAged deletes, in one writer op, the oldest segments of partition
-// that queue q's time-based policies (retentionSeconds,
+// AgedPartitions returns, from a reader, the partitions of q whose oldest
+// segment is old enough for one of q's time-based policies at now: the
+// only ones worth an EvictAged op.
+func (s *Store) AgedPartitions(ctx context.Context, q *Queue, now time.Time) ([]int64, error) {
+	pol, ok := newAgePolicy(q.Options, micros(now))
+	if !ok {
+		return nil, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT p.id FROM partitions p WHERE p.queue_id = ? AND
+		(SELECT s.created_at FROM segments s WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1) < ?
+		ORDER BY p.id`, q.ID, max(pol.cutoff, pol.doneCutoff))
+	if err != nil {
+		return nil, fmt.Errorf("list aged partitions: %w", err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("scan partition: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// EvictAged deletes, in one writer op, the oldest segments of a partition
+// of queue queueID that the queue's time-based policies (retentionSeconds,
 // completedRetentionSeconds, maxWaitTimeSeconds) allow at now, up to lim.
-// The queue's options are read again inside the op, so a policy changed
-// since q was loaded is honoured.
+// The options are read inside the op, so a policy changed since the sweep
+// listed the queue is honoured.
 func (s *Store) EvictAged(ctx context.Context, queueID, partitionID int64, now time.Time, lim EvictLimits) (EvictResult, error) {
 	lim = lim.withDefaults()
 	var res EvictResult
