@@ -8,6 +8,7 @@ package httpd_test
 // it, with the JSON types it expects; a field the SDK ignores is not pinned.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ func (c sdk) jsResult(r wireReply) any {
 	if r.status < 200 || r.status > 299 {
 		var e struct{ Error string }
 		json.Unmarshal(r.body, &e)
-		c.t.Fatalf("JS SDK throws: HTTP %d: %s", r.status, cmpOr(e.Error, string(r.body)))
+		c.t.Fatalf("JS SDK throws: HTTP %d: %s", r.status, cmp.Or(e.Error, string(r.body)))
 	}
 	if !strings.Contains(r.header.Get("Content-Type"), "application/json") {
 		c.t.Fatalf("reply Content-Type %q is not JSON: the JS SDK falls back to parsing text", r.header.Get("Content-Type"))
@@ -121,13 +122,6 @@ func (c sdk) jsResult(r wireReply) any {
 		c.t.Fatalf("reply is not JSON: %v: %q", err, r.body)
 	}
 	return v
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // jsObject is a JS result that must be an object.
@@ -921,7 +915,7 @@ func TestSDKJSCreateConfigureDelete(t *testing.T) {
 			t.Fatalf("reply carries error %#v", e)
 		}
 		var sent map[string]any
-		json.Unmarshal([]byte("{"+cmpOr(options, jsQueueDefaults)+"}"), &sent)
+		json.Unmarshal([]byte("{"+cmp.Or(options, jsQueueDefaults)+"}"), &sent)
 		echo, _ := res["options"].(map[string]any)
 		for k, v := range sent {
 			if echo[k] != v { // same JSON type and value, as === sees them
