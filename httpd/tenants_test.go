@@ -647,11 +647,25 @@ func TestTenantsIsolated(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("metrics: %d", r.Status)
 		}
+		seen := map[string]bool{}
+		acme := false
 		for _, line := range strings.Split(string(r.Body), "\n") {
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
 			if strings.Contains(line, `queue="orders"`) && !strings.Contains(line, `tenant="`) {
 				t.Errorf("metric names a queue without its tenant: %s", line)
-				break
 			}
+			acme = acme || strings.Contains(line, `tenant="acme"`) && strings.Contains(line, `queue="orders"`)
+			// Two tenants' "orders" must not collapse into one series twice.
+			series := line[:strings.LastIndexByte(line, ' ')]
+			if seen[series] {
+				t.Errorf("series exposed twice: %s", series)
+			}
+			seen[series] = true
+		}
+		if !acme {
+			t.Errorf("no series for A's orders in:\n%s", r.Body)
 		}
 	})
 }
