@@ -124,7 +124,7 @@ func (b *Broker) Push(ctx context.Context, tenant string, items []PushItem) ([]P
 	}
 	results, err := b.st.Push(ctx, tenant, items)
 	if err == nil {
-		b.metrics.countPush(results)
+		b.metrics.countPush(tenant, results)
 	}
 	return results, err
 }
@@ -133,7 +133,7 @@ func (b *Broker) Push(ctx context.Context, tenant string, items []PushItem) ([]P
 func (b *Broker) Ack(ctx context.Context, tenant, group string, items []AckItem) ([]AckResult, error) {
 	results, err := b.st.Ack(ctx, tenant, group, items)
 	for i := range results {
-		b.metrics.countAck(&items[i], &results[i])
+		b.metrics.countAck(tenant, &items[i], &results[i])
 	}
 	return results, err
 }
@@ -142,7 +142,7 @@ func (b *Broker) Ack(ctx context.Context, tenant, group string, items []AckItem)
 func (b *Broker) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]TxOpResult, error) {
 	results, err := b.st.Transaction(ctx, tenant, ops)
 	if err == nil {
-		b.metrics.countTransaction(ops, results)
+		b.metrics.countTransaction(tenant, ops, results)
 	}
 	return results, err
 }
@@ -196,7 +196,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		}
 		res, err := b.st.Pop(ctx, sreq)
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
-			b.metrics.countPop(res, req.AutoAck)
+			b.metrics.countPop(req.Tenant, res, req.AutoAck)
 			return res, err
 		}
 		wait := time.Until(deadline)
@@ -230,7 +230,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		if time.Until(deadline) <= 0 {
 			// One last look: the wake may have come right at the deadline.
 			res, err := b.st.Pop(ctx, sreq)
-			b.metrics.countPop(res, req.AutoAck)
+			b.metrics.countPop(req.Tenant, res, req.AutoAck)
 			return res, err
 		}
 	}

@@ -24,7 +24,7 @@ type Metrics struct {
 	DeadLettered atomic.Int64
 
 	mu     sync.Mutex
-	queues map[string]*QueueCounters // by queue name, tenants summed
+	queues map[QueueKey]*QueueCounters
 
 	// CommitOps observes how many writes each commit fused; CommitSeconds
 	// how long each commit took, begin to durable.
@@ -35,6 +35,9 @@ type Metrics struct {
 	pushedPerMinute minuteSeries
 	ackedPerMinute  minuteSeries
 }
+
+// QueueKey names a queue across tenants.
+type QueueKey struct{ Tenant, Queue string }
 
 // QueueCounters are one queue's counters.
 type QueueCounters struct {
@@ -48,7 +51,7 @@ func newMetrics(c clock.Clock) *Metrics {
 	return &Metrics{
 		clock:     c,
 		start:     c.Now(),
-		queues:    map[string]*QueueCounters{},
+		queues:    map[QueueKey]*QueueCounters{},
 		CommitOps: NewHistogram([]float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}),
 		CommitSeconds: NewHistogram([]float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 			0.1, 0.25, 0.5, 1}),
@@ -58,22 +61,23 @@ func newMetrics(c clock.Clock) *Metrics {
 // Uptime is the time since the broker opened.
 func (m *Metrics) Uptime() time.Duration { return m.clock.Now().Sub(m.start) }
 
-func (m *Metrics) queue(name string) *QueueCounters {
+func (m *Metrics) queue(tenant, name string) *QueueCounters {
+	k := QueueKey{tenant, name}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := m.queues[name]
+	c := m.queues[k]
 	if c == nil {
 		c = &QueueCounters{}
-		m.queues[name] = c
+		m.queues[k] = c
 	}
 	return c
 }
 
-// Queues returns a copy of the per-queue counters' pointers by queue name.
-func (m *Metrics) Queues() map[string]*QueueCounters {
+// Queues returns a copy of the map of per-queue counters.
+func (m *Metrics) Queues() map[QueueKey]*QueueCounters {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[string]*QueueCounters, len(m.queues))
+	out := make(map[QueueKey]*QueueCounters, len(m.queues))
 	for k, v := range m.queues {
 		out[k] = v
 	}
@@ -82,86 +86,86 @@ func (m *Metrics) Queues() map[string]*QueueCounters {
 
 // forget drops a deleted queue's counters, so a broker whose queues come
 // and go does not grow without bound.
-func (m *Metrics) forget(queue string) {
+func (m *Metrics) forget(tenant, queue string) {
 	m.mu.Lock()
-	delete(m.queues, queue)
+	delete(m.queues, QueueKey{tenant, queue})
 	m.mu.Unlock()
 }
 
-func (m *Metrics) pushed(queue string, n int64) {
+func (m *Metrics) pushed(tenant, queue string, n int64) {
 	if n == 0 {
 		return
 	}
 	m.Pushed.Add(n)
-	m.queue(queue).Pushed.Add(n)
+	m.queue(tenant, queue).Pushed.Add(n)
 	m.pushedPerMinute.add(m.clock.Now(), n)
 }
 
-func (m *Metrics) popped(queue string, n int64) {
+func (m *Metrics) popped(tenant, queue string, n int64) {
 	if n == 0 {
 		return
 	}
 	m.Popped.Add(n)
-	m.queue(queue).Popped.Add(n)
+	m.queue(tenant, queue).Popped.Add(n)
 }
 
-func (m *Metrics) acked(queue string, n int64) {
+func (m *Metrics) acked(tenant, queue string, n int64) {
 	if n == 0 {
 		return
 	}
 	m.Acked.Add(n)
-	m.queue(queue).Acked.Add(n)
+	m.queue(tenant, queue).Acked.Add(n)
 	m.ackedPerMinute.add(m.clock.Now(), n)
 }
 
-func (m *Metrics) deadLettered(queue string, n int64) {
+func (m *Metrics) deadLettered(tenant, queue string, n int64) {
 	if n == 0 {
 		return
 	}
 	m.DeadLettered.Add(n)
-	m.queue(queue).DeadLettered.Add(n)
+	m.queue(tenant, queue).DeadLettered.Add(n)
 }
 
-func (m *Metrics) countPush(results []PushResult) {
+func (m *Metrics) countPush(tenant string, results []PushResult) {
 	for _, r := range results {
 		if r.Status == "queued" {
-			m.pushed(r.Queue, 1)
+			m.pushed(tenant, r.Queue, 1)
 		}
 	}
 }
 
-func (m *Metrics) countPop(res *PopResult, autoAck bool) {
+func (m *Metrics) countPop(tenant string, res *PopResult, autoAck bool) {
 	if res == nil || len(res.Messages) == 0 {
 		return
 	}
 	for _, msg := range res.Messages {
-		m.popped(msg.Queue, 1)
+		m.popped(tenant, msg.Queue, 1)
 		if autoAck {
-			m.acked(msg.Queue, 1)
+			m.acked(tenant, msg.Queue, 1)
 		}
 	}
 }
 
 // countAck counts applied acks: completions as acked, dead-letterings as
 // dead-lettered. Refused acks and retries count as neither.
-func (m *Metrics) countAck(item *AckItem, res *AckResult) {
+func (m *Metrics) countAck(tenant string, item *AckItem, res *AckResult) {
 	if !res.Success {
 		return
 	}
 	switch {
 	case res.DLQ:
-		m.deadLettered(res.Queue, 1)
+		m.deadLettered(tenant, res.Queue, 1)
 	case item.Status == "" || item.Status == "completed" || item.Status == "success":
-		m.acked(res.Queue, 1)
+		m.acked(tenant, res.Queue, 1)
 	}
 }
 
-func (m *Metrics) countTransaction(ops []TxOp, results []TxOpResult) {
+func (m *Metrics) countTransaction(tenant string, ops []TxOp, results []TxOpResult) {
 	for i := range results {
 		if results[i].Ack != nil && i < len(ops) {
-			m.countAck(&ops[i].Ack, results[i].Ack)
+			m.countAck(tenant, &ops[i].Ack, results[i].Ack)
 		}
-		m.countPush(results[i].Pushes)
+		m.countPush(tenant, results[i].Pushes)
 	}
 }
 

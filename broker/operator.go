@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/comb-broker/comb/store"
 )
@@ -39,7 +40,7 @@ func (b *Broker) DeadLetters(ctx context.Context, f DLQFilter) ([]DLQEntry, int6
 func (b *Broker) Redrive(ctx context.Context, req RedriveRequest) (*RedriveResult, error) {
 	res, err := b.st.RedriveDLQ(ctx, req)
 	if err == nil {
-		b.metrics.pushed(res.Queue, int64(res.Redriven))
+		b.metrics.pushed(req.Tenant, res.Queue, int64(res.Redriven))
 	}
 	return res, err
 }
@@ -87,7 +88,7 @@ func (b *Broker) TaskStats(ctx context.Context, tenant string) ([]GroupedStats, 
 func (b *Broker) DeleteQueue(ctx context.Context, tenant, name string) (bool, error) {
 	existed, err := b.st.DeleteQueue(ctx, tenant, name)
 	if existed {
-		b.metrics.forget(name)
+		b.metrics.forget(tenant, name)
 	}
 	return existed, err
 }
@@ -126,4 +127,31 @@ func (b *Broker) GetMessage(ctx context.Context, tenant, partitionID, txnID stri
 // reports false when no such stored message exists.
 func (b *Broker) DeleteMessage(ctx context.Context, tenant, partitionID, txnID string) (bool, error) {
 	return b.st.DeleteMessage(ctx, tenant, partitionID, txnID)
+}
+
+// Types of the status views, re-exported from the store.
+type (
+	SeriesFilter  = store.SeriesFilter
+	SeriesPoint   = store.SeriesPoint
+	QueueDepth    = store.QueueDepth
+	DatabaseStats = store.DatabaseStats
+)
+
+// IngestSeries counts the messages committed per time bucket.
+func (b *Broker) IngestSeries(ctx context.Context, f SeriesFilter) ([]SeriesPoint, error) {
+	return b.st.IngestSeries(ctx, f)
+}
+
+// CountDLQ counts tenant's dead letters of the named queues (all when nil)
+// that failed in [from, to].
+func (b *Broker) CountDLQ(ctx context.Context, tenant string, queues []string, from, to time.Time) (int64, error) {
+	return b.st.CountDLQ(ctx, tenant, queues, from, to)
+}
+
+// QueueDepths returns every queue's backlog and group lags, tenants summed.
+func (b *Broker) QueueDepths(ctx context.Context) ([]QueueDepth, error) { return b.st.QueueDepths(ctx) }
+
+// DatabaseStats reads SQLite's page figures.
+func (b *Broker) DatabaseStats(ctx context.Context) (DatabaseStats, error) {
+	return b.st.DatabaseStats(ctx)
 }

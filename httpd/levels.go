@@ -80,6 +80,10 @@ var routeLevels = map[string]Level{
 	"GET /api/v1/messages/:partitionId/:transactionId":    ReadOnly,
 	"DELETE /api/v1/messages/:partitionId/:transactionId": ReadWrite,
 
+	// Metrics are public: scrapers carry no token.
+	"GET /metrics":            Public,
+	"GET /metrics/prometheus": Public,
+
 	// Traces: recording is read-write, reading read-only. The one- and
 	// two-segment GETs also serve /traces/names and /traces/by-name/:name.
 	"POST /api/v1/traces":                            ReadWrite,

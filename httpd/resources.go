@@ -25,6 +25,8 @@ func (s *Server) operatorRoutes() {
 	s.handle("GET", "/api/v1/messages", s.listMessages)
 	s.handle("GET", "/api/v1/messages/:partitionId/:transactionId", s.getMessage)
 	s.handle("DELETE", "/api/v1/messages/:partitionId/:transactionId", s.deleteMessage)
+
+	s.metricsRoutes()
 }
 
 type countsOut struct {

@@ -46,6 +46,7 @@ type Server struct {
 	router *httprouter.Router
 	// registered lists "METHOD /path" of every route, in registration order.
 	registered []string
+	stats      *httpStats // request counters and metrics registry
 }
 
 // Routes lists every registered route as "METHOD /path/:param".
@@ -72,6 +73,8 @@ func New(b *broker.Broker, cfg Config) *Server {
 
 // ServeHTTP adds the CORS headers every reply carries and answers preflights.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w, done := s.stats.begin(w)
+	defer done()
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")

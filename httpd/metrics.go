@@ -1,0 +1,309 @@
+package httpd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/comb-broker/comb/broker"
+)
+
+// httpStats counts the requests a Server answered. It is set by
+// operatorRoutes; a nil *httpStats counts nothing.
+type httpStats struct {
+	clock   interface{ Now() time.Time }
+	total   atomic.Int64
+	byClass [6]atomic.Int64 // by status / 100; 0 = no status written
+	rate    rateCounter
+	reg     *prometheus.Registry
+}
+
+// begin counts a request and wraps w to learn the status it is answered
+// with; done records it.
+func (h *httpStats) begin(w http.ResponseWriter) (http.ResponseWriter, func()) {
+	if h == nil {
+		return w, func() {}
+	}
+	h.total.Add(1)
+	h.rate.add(h.clock.Now())
+	rec := &statusRecorder{ResponseWriter: w}
+	return rec, func() { h.byClass[min(rec.status/100, 5)].Add(1) }
+}
+
+// statusRecorder remembers the status of the answer.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// rateCounter counts events per minute: the per-second rate reported is
+// the previous complete minute's count over 60.
+type rateCounter struct {
+	mu       sync.Mutex
+	minute   int64 // unix minute of cur
+	cur      int64
+	previous int64 // count of minute-1
+}
+
+func (c *rateCounter) add(t time.Time) {
+	m := t.Unix() / 60
+	c.mu.Lock()
+	c.roll(m)
+	c.cur++
+	c.mu.Unlock()
+}
+
+// Lock should be held.
+func (c *rateCounter) roll(m int64) {
+	switch {
+	case m == c.minute:
+	case m == c.minute+1:
+		c.minute, c.previous, c.cur = m, c.cur, 0
+	default:
+		c.minute, c.previous, c.cur = m, 0, 0
+	}
+}
+
+func (c *rateCounter) perSecond(t time.Time) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roll(t.Unix() / 60)
+	return float64(c.previous) / 60
+}
+
+func (s *Server) metricsRoutes() {
+	s.stats = &httpStats{clock: s.b.Store(), reg: prometheus.NewRegistry()}
+	// The Server's own registry: two Servers in one process (tests, or an
+	// embedding program) never share or collide in a global one.
+	s.stats.reg.MustRegister(newPromCollector(s), collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.handle("GET", "/metrics", s.metricsJSON)
+	s.handle("GET", "/metrics/prometheus", s.metricsPrometheus)
+}
+
+// rssBytes is the resident set size from /proc/self/statm, 0 where there
+// is no such file.
+func rssBytes() int64 {
+	f, err := os.Open("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Split(bufio.ScanWords)
+	sc.Scan() // size
+	if !sc.Scan() {
+		return 0
+	}
+	pages, err := strconv.ParseInt(sc.Text(), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}
+
+// cpuMicros is the process's user and system CPU time in microseconds, as
+// Node's process.cpuUsage() reports it.
+func cpuMicros() (user, system int64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return ru.Utime.Sec*1e6 + int64(ru.Utime.Usec), ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
+}
+
+// metricsJSON answers Queen's JSON metrics. The shape is Node's: memory
+// heapTotal/heapUsed are the Go heap's reserved and live bytes, external
+// is what the runtime holds outside the heap, arrayBuffers has no Go
+// counterpart and is 0. waitingRequests is the writes queued for the
+// single writer.
+func (s *Server) metricsJSON(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	m := s.b.Metrics()
+	now := s.b.Store().Now()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	pool := s.b.Store().ReaderStats()
+	user, system := cpuMicros()
+	pushRate, _ := m.Rates()
+	rss := rssBytes()
+	if rss == 0 {
+		rss = int64(ms.Sys)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"uptime":   m.Uptime().Seconds(),
+		"requests": map[string]any{"total": s.stats.total.Load(), "rate": s.stats.rate.perSecond(now)},
+		"messages": map[string]any{"total": m.Pushed.Load(), "rate": pushRate},
+		"database": map[string]any{"poolSize": pool.MaxOpenConnections, "idleConnections": pool.Idle,
+			"waitingRequests": s.b.Store().PendingWrites()},
+		"memory": map[string]any{"rss": rss, "heapTotal": ms.HeapSys, "heapUsed": ms.HeapAlloc,
+			"external": ms.Sys - ms.HeapSys, "arrayBuffers": 0},
+		"cpu": map[string]any{"user": user, "system": system},
+	})
+}
+
+// metricsPrometheus answers the text exposition format 0.0.4 whatever the
+// Accept header says: SDKs send Accept: application/json and want text.
+func (s *Server) metricsPrometheus(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	families, err := s.stats.reg.Gather()
+	if err != nil {
+		// Gather still returns what it could collect; a failed store read
+		// leaves its families out rather than the whole answer.
+		s.log.Warn("metrics gather", "err", err)
+	}
+	var buf bytes.Buffer
+	for _, mf := range families {
+		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
+			s.log.Error("metrics encode", "err", err)
+			writeError(w, http.StatusInternalServerError, "Internal server error")
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf.Bytes())
+}
+
+// promCollector reads the broker's counters and the store's arithmetic at
+// scrape time; nothing is kept between scrapes.
+type promCollector struct {
+	s                              *Server
+	pushed, popped, acked, dlq     *prometheus.Desc
+	depth, stored, groupLag        *prometheus.Desc
+	commitOps, commitSeconds       *prometheus.Desc
+	dbSize, walSize, pendingWrites *prometheus.Desc
+	readerInUse, readerOpen        *prometheus.Desc
+	uptime, requests, parked       *prometheus.Desc
+	scrapeErrors                   *prometheus.Desc
+}
+
+func newPromCollector(s *Server) *promCollector {
+	// Queue series carry the queue's tenant: two tenants may each own a
+	// queue of the same name. Cluster totals have scope="cluster" and empty
+	// tenant and queue.
+	counterLabels := []string{"tenant", "queue", "scope"}
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &promCollector{
+		s:      s,
+		pushed: d("queen_messages_pushed_total", "Messages appended to the log (duplicates excluded).", counterLabels...),
+		popped: d("queen_messages_popped_total", "Messages delivered by pops.", counterLabels...),
+		acked:  d("queen_messages_acked_total", "Messages completed by acks (autoAck pops included).", counterLabels...),
+		dlq:    d("queen_messages_dlq_total", "Messages dead-lettered.", counterLabels...),
+		depth: d("queen_queue_depth", "Messages stored and not completed by the queue-mode cursor, else by the least advanced group.",
+			"tenant", "queue"),
+		stored: d("queen_queue_messages", "Messages stored (last_offset - log_start + 1, summed over partitions).",
+			"tenant", "queue"),
+		groupLag: d("queen_consumer_group_lag", "Messages a consumer group has not completed, summed over partitions.",
+			"tenant", "queue", "consumer_group"),
+		commitOps:     d("queen_commit_batch_size", "Writes fused into one commit."),
+		commitSeconds: d("queen_commit_duration_seconds", "Time from begin to durable commit."),
+		dbSize:        d("queen_database_size_bytes", "Database file plus write-ahead log, in bytes."),
+		walSize:       d("queen_database_wal_bytes", "Write-ahead log, in bytes."),
+		pendingWrites: d("queen_database_pending_writes", "Writes queued for the single writer."),
+		readerInUse:   d("queen_database_readers_in_use", "Reader pool connections in use."),
+		readerOpen:    d("queen_database_readers_open", "Reader pool connections open."),
+		uptime:        d("queen_uptime_seconds", "Seconds since the broker opened."),
+		requests:      d("queen_http_requests_total", "HTTP requests answered, by status class.", "code"),
+		parked:        d("queen_parked_pops", "Long-poll pops waiting for messages."),
+		scrapeErrors:  d("queen_scrape_errors", "Store reads that failed during this scrape."),
+	}
+}
+
+func (c *promCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.pushed, c.popped, c.acked, c.dlq, c.depth, c.stored, c.groupLag,
+		c.commitOps, c.commitSeconds, c.dbSize, c.walSize, c.pendingWrites, c.readerInUse, c.readerOpen,
+		c.uptime, c.requests, c.parked, c.scrapeErrors} {
+		ch <- d
+	}
+}
+
+func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
+	b := c.s.b
+	m := b.Metrics()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter(c.pushed, m.Pushed.Load(), "", "", "cluster")
+	counter(c.popped, m.Popped.Load(), "", "", "cluster")
+	counter(c.acked, m.Acked.Load(), "", "", "cluster")
+	counter(c.dlq, m.DeadLettered.Load(), "", "", "cluster")
+	for k, q := range m.Queues() {
+		counter(c.pushed, q.Pushed.Load(), k.Tenant, k.Queue, "queue")
+		counter(c.popped, q.Popped.Load(), k.Tenant, k.Queue, "queue")
+		counter(c.acked, q.Acked.Load(), k.Tenant, k.Queue, "queue")
+		counter(c.dlq, q.DeadLettered.Load(), k.Tenant, k.Queue, "queue")
+	}
+	histogram := func(d *prometheus.Desc, h *broker.Histogram) {
+		n, sum, buckets := h.Snapshot()
+		ch <- prometheus.MustNewConstHistogram(d, n, sum, buckets)
+	}
+	histogram(c.commitOps, m.CommitOps)
+	histogram(c.commitSeconds, m.CommitSeconds)
+
+	errs := 0
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if depths, err := b.QueueDepths(ctx); err != nil {
+		c.s.log.Warn("metrics: queue depths", "err", err)
+		errs++
+	} else {
+		for _, d := range depths {
+			gauge(c.depth, float64(d.Depth), d.Tenant, d.Queue)
+			gauge(c.stored, float64(d.Stored), d.Tenant, d.Queue)
+			for g, lag := range d.GroupLag {
+				gauge(c.groupLag, float64(lag), d.Tenant, d.Queue, g)
+			}
+		}
+	}
+	if file, wal, err := b.Store().DatabaseSize(); err != nil {
+		c.s.log.Warn("metrics: database size", "err", err)
+		errs++
+	} else {
+		gauge(c.dbSize, float64(file+wal))
+		gauge(c.walSize, float64(wal))
+	}
+	pool := b.Store().ReaderStats()
+	gauge(c.pendingWrites, float64(b.Store().PendingWrites()))
+	gauge(c.readerInUse, float64(pool.InUse))
+	gauge(c.readerOpen, float64(pool.OpenConnections))
+	gauge(c.uptime, m.Uptime().Seconds())
+	gauge(c.parked, float64(b.Parked()))
+	for class := 1; class <= 5; class++ {
+		counter(c.requests, c.s.stats.byClass[class].Load(), strconv.Itoa(class)+"xx")
+	}
+	gauge(c.scrapeErrors, float64(errs))
+}

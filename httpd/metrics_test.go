@@ -1,0 +1,182 @@
+package httpd_test
+
+import (
+	"bytes"
+	"net/http"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/comb-broker/comb/internal/combtest"
+)
+
+func TestMetricsJSON(t *testing.T) {
+	s, clk := opServer(t)
+	s.Push(opItem("mj", "", "1", 1), opItem("mj", "", "2", 2), opItem("mj", "", "2", 2)) // one duplicate
+	clk.Advance(90 * time.Second)
+
+	m := opGet(t, s, "/metrics")
+	opKeys(t, "metrics", m, "uptime", "requests", "messages", "database", "memory", "cpu")
+	opKeys(t, "requests", m["requests"], "total", "rate")
+	opKeys(t, "messages", m["messages"], "total", "rate")
+	opKeys(t, "database", m["database"], "poolSize", "idleConnections", "waitingRequests")
+	opKeys(t, "memory", m["memory"], "rss", "heapTotal", "heapUsed", "external", "arrayBuffers")
+	opKeys(t, "cpu", m["cpu"], "user", "system")
+	if m["uptime"] != 90.0 {
+		t.Errorf("uptime = %v, want 90 (the broker's clock)", m["uptime"])
+	}
+	if msgs := m["messages"].(map[string]any); msgs["total"] != 2.0 || msgs["rate"] != 2.0/60 {
+		t.Errorf("messages = %v (2 pushed in the previous minute)", msgs)
+	}
+	if req := m["requests"].(map[string]any); req["total"] != 2.0 || req["rate"] != 1.0/60 {
+		t.Errorf("requests = %v (one push, then this request)", req)
+	}
+	if db := m["database"].(map[string]any); db["poolSize"].(float64) < 1 {
+		t.Errorf("database = %v", db)
+	}
+	mem, cpu := m["memory"].(map[string]any), m["cpu"].(map[string]any)
+	if mem["rss"].(float64) <= 0 || mem["heapUsed"].(float64) <= 0 || mem["heapTotal"].(float64) < mem["heapUsed"].(float64) ||
+		cpu["user"].(float64) <= 0 {
+		t.Errorf("memory %v cpu %v", mem, cpu)
+	}
+}
+
+// scrape fetches /metrics/prometheus and parses it with Prometheus's own
+// text parser.
+func scrape(t *testing.T, s *combtest.Server) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, _ := http.NewRequest("GET", s.URL+"/metrics/prometheus", nil)
+	req.Header.Set("Accept", "application/json") // what the Go SDK sends
+	resp, err := s.HTTP.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Fatalf("scrape: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var buf bytes.Buffer
+	buf.ReadFrom(resp.Body)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(&buf)
+	if err != nil {
+		t.Fatalf("parse exposition: %v\n%s", err, buf.String())
+	}
+	return families
+}
+
+// sample returns the value of the sample of family name whose labels
+// include want, failing when there is none.
+func sample(t *testing.T, families map[string]*dto.MetricFamily, name string, want map[string]string) *dto.Metric {
+	t.Helper()
+	mf := families[name]
+	if mf == nil {
+		t.Fatalf("no family %s", name)
+	}
+next:
+	for _, m := range mf.Metric {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		return m
+	}
+	t.Fatalf("%s has no sample labelled %v", name, want)
+	return nil
+}
+
+func TestMetricsPrometheus(t *testing.T) {
+	s, _ := opServer(t)
+	s.Push(opItem("pa", "", "1", 1), opItem("pa", "", "2", 2), opItem("pa", "", "3", 3), opItem("pb", "", "4", 4))
+	p := s.Pop("/api/v1/pop/queue/pa?batch=3")
+	s.Ack(p.Messages[0], "completed", "")
+	s.Do("POST", "/api/v1/ack", map[string]any{"transactionId": p.Messages[1].TransactionID,
+		"partitionId": p.Messages[1].PartitionID, "leaseId": p.Messages[1].LeaseID, "status": "dlq"})
+	g := s.Pop("/api/v1/pop/queue/pb?consumerGroup=g&autoAck=true")
+	if len(g.Messages) != 1 {
+		t.Fatalf("group pop = %+v", g)
+	}
+
+	f := scrape(t, s)
+	counter := func(name string, labels map[string]string) float64 {
+		return sample(t, f, name, labels).GetCounter().GetValue()
+	}
+	gauge := func(name string, labels map[string]string) float64 {
+		return sample(t, f, name, labels).GetGauge().GetValue()
+	}
+	for _, c := range []struct {
+		name             string
+		cluster, pa, pbV float64
+	}{
+		{"queen_messages_pushed_total", 4, 3, 1},
+		{"queen_messages_popped_total", 4, 3, 1},
+		{"queen_messages_acked_total", 2, 1, 1},
+		{"queen_messages_dlq_total", 1, 1, 0},
+	} {
+		if got := counter(c.name, map[string]string{"scope": "cluster"}); got != c.cluster {
+			t.Errorf("%s cluster = %v, want %v", c.name, got, c.cluster)
+		}
+		if got := counter(c.name, map[string]string{"scope": "queue", "queue": "pa"}); got != c.pa {
+			t.Errorf("%s pa = %v, want %v", c.name, got, c.pa)
+		}
+		if got := counter(c.name, map[string]string{"scope": "queue", "queue": "pb"}); got != c.pbV {
+			t.Errorf("%s pb = %v, want %v", c.name, got, c.pbV)
+		}
+	}
+	// pa: 3 stored, m1 and m2 completed, m3 leased; pb: its only group passed it.
+	if got := gauge("queen_queue_depth", map[string]string{"queue": "pa"}); got != 1 {
+		t.Errorf("pa depth = %v", got)
+	}
+	if got := gauge("queen_queue_messages", map[string]string{"queue": "pa"}); got != 3 {
+		t.Errorf("pa stored = %v", got)
+	}
+	if got := gauge("queen_queue_depth", map[string]string{"queue": "pb"}); got != 0 {
+		t.Errorf("pb depth = %v", got)
+	}
+	if got := gauge("queen_consumer_group_lag", map[string]string{"queue": "pa", "consumer_group": "__QUEUE_MODE__"}); got != 1 {
+		t.Errorf("pa lag = %v", got)
+	}
+	if got := gauge("queen_consumer_group_lag", map[string]string{"queue": "pb", "consumer_group": "g"}); got != 0 {
+		t.Errorf("pb lag = %v", got)
+	}
+	for _, name := range []string{"queen_commit_batch_size", "queen_commit_duration_seconds"} {
+		h := sample(t, f, name, nil).GetHistogram()
+		if h.GetSampleCount() == 0 || len(h.GetBucket()) == 0 {
+			t.Errorf("%s = %v", name, h)
+		}
+	}
+	if got := gauge("queen_database_size_bytes", nil); got <= 0 {
+		t.Errorf("database size = %v", got)
+	}
+	if got := counter("queen_http_requests_total", map[string]string{"code": "2xx"}); got < 5 {
+		t.Errorf("2xx requests = %v", got)
+	}
+	for _, name := range []string{"queen_uptime_seconds", "queen_parked_pops", "go_goroutines", "process_cpu_seconds_total"} {
+		if f[name] == nil {
+			t.Errorf("no family %s", name)
+		}
+	}
+
+	// Each server has its own registry: another broker starts from zero.
+	other := combtest.MustServer(t, combtest.Options{})
+	if got := sample(t, scrape(t, other), "queen_messages_pushed_total", map[string]string{"scope": "cluster"}).GetCounter().GetValue(); got != 0 {
+		t.Errorf("second server's pushed = %v", got)
+	}
+	// A deleted queue's series go away.
+	s.Do("DELETE", "/api/v1/resources/queues/pb", nil)
+	for _, m := range scrape(t, s)["queen_messages_pushed_total"].Metric {
+		for _, l := range m.Label {
+			if l.GetValue() == "pb" {
+				t.Errorf("pb still exported after its deletion")
+			}
+		}
+	}
+}

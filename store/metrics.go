@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"time"
+)
+
+// Read-side figures for the status and metrics routes: counts over segment
+// index entries, cursors and watermarks, never over messages.
+
+// PendingWrites is the number of writes waiting for the writer, not yet in
+// a commit: the database's queue of waiting requests.
+func (s *Store) PendingWrites() int { return len(s.ops) }
+
+// ReaderStats are the reader pool's connection statistics.
+func (s *Store) ReaderStats() sql.DBStats { return s.rdb.Stats() }
+
+// DatabaseSize is the size in bytes of the database file and of its WAL.
+func (s *Store) DatabaseSize() (file, wal int64, err error) {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("stat database: %w", err)
+	}
+	wi, err := os.Stat(s.path + "-wal")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fi.Size(), 0, nil
+	case err != nil:
+		return 0, 0, fmt.Errorf("stat wal: %w", err)
+	}
+	return fi.Size(), wi.Size(), nil
+}
+
+// SeriesFilter selects the queues and time range of IngestSeries.
+type SeriesFilter struct {
+	Tenant    string
+	Queue     string // "" = any
+	Namespace string // "" = any
+	Task      string // "" = any
+	From, To  time.Time
+	Bucket    time.Duration // > 0
+}
+
+// SeriesPoint is the number of messages committed in [At, At+Bucket).
+type SeriesPoint struct {
+	At       time.Time
+	Messages int64
+}
+
+// IngestSeries counts the messages committed per bucket in [From, To],
+// from segment commit times and frame counts: one index range over
+// (partition_id, created_at) per partition, no frame decoded. Every bucket
+// is present, empty ones as 0. Messages retention removed are not counted.
+func (s *Store) IngestSeries(ctx context.Context, f SeriesFilter) ([]SeriesPoint, error) {
+	if f.Bucket <= 0 || f.To.Before(f.From) {
+		return nil, fmt.Errorf("%w: empty series", ErrInvalid)
+	}
+	from, to, bucket := micros(f.From), micros(f.To), f.Bucket.Microseconds()
+	n := (to-from)/bucket + 1
+	out := make([]SeriesPoint, n)
+	for i := range out {
+		out[i].At = fromMicros(from + int64(i)*bucket)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT (s.created_at - ?1) / ?2, SUM(s.frame_count) FROM queues q
+		JOIN partitions p ON p.queue_id = q.id
+		JOIN segments s ON s.partition_id = p.id AND s.created_at BETWEEN ?1 AND ?3
+		WHERE q.tenant = ?4 AND (?5 = '' OR q.name = ?5) AND (?6 = '' OR q.namespace = ?6) AND (?7 = '' OR q.task = ?7)
+		GROUP BY 1`, from, bucket, to, f.Tenant, f.Queue, f.Namespace, f.Task)
+	if err != nil {
+		return nil, fmt.Errorf("count messages per bucket: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i, count int64
+		if err := rows.Scan(&i, &count); err != nil {
+			return nil, fmt.Errorf("scan bucket: %w", err)
+		}
+		if i >= 0 && i < n {
+			out[i].Messages = count
+		}
+	}
+	return out, rows.Err()
+}
+
+// QueueDepth is one queue's backlog, for metrics.
+type QueueDepth struct {
+	Tenant string
+	Queue  string
+	// Stored is the number of messages stored; Depth the ones the status
+	// cursor (queue mode, else the least advanced group) has not completed.
+	Stored, Depth int64
+	// GroupLag is each group's offset lag summed over the partitions.
+	GroupLag map[string]int64
+}
+
+// QueueDepths returns every tenant's queues' depths and group lags, in two
+// aggregate queries over partitions and cursors.
+func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
+	type key struct{ tenant, queue string }
+	by := map[key]*QueueDepth{}
+	get := func(tenant, name string) *QueueDepth {
+		d := by[key{tenant, name}]
+		if d == nil {
+			d = &QueueDepth{Tenant: tenant, Queue: name, GroupLag: map[string]int64{}}
+			by[key{tenant, name}] = d
+		}
+		return d
+	}
+	lo, hi := detachedTenantPrefix, detachedTenantPrefix+"\xff"
+	rows, err := s.r.QueryContext(ctx, `SELECT q.tenant, q.name, SUM(MAX(p.last_offset - p.log_start + 1, 0)), SUM(COALESCE(
+			(SELECT MAX(p.last_offset - MAX(c.committed + 1, p.log_start) + 1, 0) FROM cursors c
+				WHERE c.partition_id = p.id AND c.group_name = ?3),
+			(SELECT MAX(MAX(p.last_offset - MAX(c.committed + 1, p.log_start) + 1, 0)) FROM cursors c
+				WHERE c.partition_id = p.id),
+			MAX(p.last_offset - p.log_start + 1, 0)))
+		FROM queues q JOIN partitions p ON p.queue_id = q.id
+		WHERE NOT (q.tenant >= ?1 AND q.tenant < ?2)
+		GROUP BY q.id`, lo, hi, QueueModeGroup)
+	if err != nil {
+		return nil, fmt.Errorf("read queue depths: %w", err)
+	}
+	for rows.Next() {
+		var tenant, name string
+		var stored, depth int64
+		if err := rows.Scan(&tenant, &name, &stored, &depth); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("scan queue depth: %w", err)
+		}
+		d := get(tenant, name)
+		d.Stored, d.Depth = stored, depth
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read queue depths: %w", err)
+	}
+	rows, err = s.r.QueryContext(ctx, `SELECT q.tenant, q.name, c.group_name,
+			SUM(MAX(p.last_offset - MAX(c.committed + 1, p.log_start) + 1, 0))
+		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE NOT (q.tenant >= ?1 AND q.tenant < ?2)
+		GROUP BY q.id, c.group_name`, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("read group lag: %w", err)
+	}
+	for rows.Next() {
+		var tenant, name, group string
+		var lag int64
+		if err := rows.Scan(&tenant, &name, &group, &lag); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("scan group lag: %w", err)
+		}
+		get(tenant, name).GroupLag[group] = lag
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read group lag: %w", err)
+	}
+	out := make([]QueueDepth, 0, len(by))
+	for _, d := range by {
+		out = append(out, *d)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Tenant < out[j].Tenant || out[i].Tenant == out[j].Tenant && out[i].Queue < out[j].Queue
+	})
+	return out, nil
+}
+
+// CountDLQ counts tenant's DLQ rows of the named queues (all queues when
+// nil) that failed in [from, to].
+func (s *Store) CountDLQ(ctx context.Context, tenant string, queues []string, from, to time.Time) (int64, error) {
+	var n int64
+	var list any
+	if queues != nil {
+		list = jsonStrings(queues)
+	}
+	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq WHERE tenant = ?1
+		AND (?2 IS NULL OR queue_name IN (SELECT value FROM json_each(?2))) AND failed_at BETWEEN ?3 AND ?4`,
+		tenant, list, micros(from), micros(to)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count dead letters: %w", err)
+	}
+	return n, nil
+}
+
+// DatabaseStats are SQLite's own page figures.
+type DatabaseStats struct {
+	PageSize, PageCount, FreelistCount int64
+	JournalMode                        string
+}
+
+// DatabaseStats reads SQLite's page figures.
+func (s *Store) DatabaseStats(ctx context.Context) (DatabaseStats, error) {
+	var d DatabaseStats
+	err := s.rdb.QueryRowContext(ctx, `SELECT page_size, page_count, freelist_count, journal_mode
+		FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_journal_mode()`).
+		Scan(&d.PageSize, &d.PageCount, &d.FreelistCount, &d.JournalMode)
+	if err != nil {
+		return d, fmt.Errorf("read database stats: %w", err)
+	}
+	return d, nil
+}
