@@ -80,6 +80,16 @@ var routeLevels = map[string]Level{
 	"GET /api/v1/messages/:partitionId/:transactionId":    ReadOnly,
 	"DELETE /api/v1/messages/:partitionId/:transactionId": ReadWrite,
 
+	// Status and analytics: read-only, but refreshing statistics is admin.
+	"GET /api/v1/status":                        ReadOnly,
+	"GET /api/v1/status/queues":                 ReadOnly,
+	"GET /api/v1/status/queues/:queue":          ReadOnly,
+	"GET /api/v1/status/queues/:queue/messages": ReadOnly,
+	"GET /api/v1/status/analytics":              ReadOnly,
+	"GET /api/v1/status/buffers":                ReadOnly,
+	"GET /api/v1/analytics/:kind":               ReadOnly,
+	"POST /api/v1/stats/refresh":                Admin,
+
 	// Metrics are public: scrapers carry no token.
 	"GET /metrics":            Public,
 	"GET /metrics/prometheus": Public,

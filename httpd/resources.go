@@ -26,6 +26,7 @@ func (s *Server) operatorRoutes() {
 	s.handle("GET", "/api/v1/messages/:partitionId/:transactionId", s.getMessage)
 	s.handle("DELETE", "/api/v1/messages/:partitionId/:transactionId", s.deleteMessage)
 
+	s.statusRoutes()
 	s.metricsRoutes()
 }
 

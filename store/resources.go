@@ -126,6 +126,8 @@ type PartitionStats struct {
 	BusGroups       int
 	// LeaseExpiresAt is the status cursor's live lease expiry, zero if none.
 	LeaseExpiresAt time.Time
+	// LiveLeases counts the groups holding a live lease on the partition.
+	LiveLeases int
 
 	cursors []cursorView
 }
@@ -290,6 +292,9 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*Queue, wit
 				ps.BatchesConsumed += c.batches
 				if c.lastConsumedAt.Valid && c.lastConsumedAt.Int64 > micros(ps.LastConsumedAt) {
 					ps.LastConsumedAt = fromMicros(c.lastConsumedAt.Int64)
+				}
+				if c.live(now) {
+					ps.LiveLeases++
 				}
 				if c.group == QueueModeGroup {
 					ps.HasQueueMode = true

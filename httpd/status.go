@@ -1,0 +1,398 @@
+package httpd
+
+import (
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+)
+
+// The status and analytics routes feed Queen's dashboard. Every figure is
+// computed when asked, from watermarks, cursors and segment index entries,
+// so nothing is ever stale and statsAge is 0.
+
+func (s *Server) statusRoutes() {
+	s.handle("GET", "/api/v1/status", s.status)
+	s.handle("GET", "/api/v1/status/queues", s.statusQueues)
+	s.handle("GET", "/api/v1/status/queues/:queue", s.statusQueue)
+	s.handle("GET", "/api/v1/status/queues/:queue/messages", s.statusQueueMessages)
+	s.handle("GET", "/api/v1/status/analytics", s.statusAnalytics)
+	s.handle("GET", "/api/v1/status/buffers", s.statusBuffers)
+	s.handle("GET", "/api/v1/analytics/:kind", s.analytics)
+	s.handle("POST", "/api/v1/stats/refresh", s.statsRefresh)
+}
+
+// maxSeriesPoints bounds a time series answer.
+const maxSeriesPoints = 10000
+
+// timeRange reads from and to; a missing to is now and a missing from is
+// to - def. ok is false (and a 400 written) when either is unparsable or
+// from is after to.
+func (s *Server) timeRange(w http.ResponseWriter, r *http.Request, def time.Duration) (from, to time.Time, ok bool) {
+	q := r.URL.Query()
+	f, okFrom := queryTime(q.Get("from"))
+	t, okTo := queryTime(q.Get("to"))
+	if !okFrom || !okTo {
+		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
+		return from, to, false
+	}
+	to = s.b.Store().Now()
+	if t != nil {
+		to = *t
+	}
+	from = to.Add(-def)
+	if f != nil {
+		from = *f
+	}
+	if from.After(to) {
+		writeError(w, http.StatusBadRequest, "from must not be after to")
+		return from, to, false
+	}
+	return from, to, true
+}
+
+// bucketFor picks a chart's bucket so a range gives at most a few hundred
+// points.
+func bucketFor(d time.Duration) time.Duration {
+	switch {
+	case d <= 2*time.Hour:
+		return time.Minute
+	case d <= 12*time.Hour:
+		return 5 * time.Minute
+	case d <= 48*time.Hour:
+		return 15 * time.Minute
+	case d <= 14*24*time.Hour:
+		return time.Hour
+	}
+	return 24 * time.Hour
+}
+
+// filteredQueues lists the tenant's queues matching namespace, task and
+// (exactly) queue.
+func (s *Server) filteredQueues(r *http.Request) ([]*broker.QueueStats, error) {
+	q := r.URL.Query()
+	stats, err := s.b.ListQueueStats(r.Context(), broker.QueueFilter{Tenant: tenant(r.Context()),
+		Namespace: q.Get("namespace"), Task: q.Get("task")})
+	if err != nil {
+		return nil, err
+	}
+	if name := q.Get("queue"); name != "" {
+		kept := stats[:0]
+		for _, qs := range stats {
+			if qs.Name == name {
+				kept = append(kept, qs)
+			}
+		}
+		stats = kept
+	}
+	return stats, nil
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	from, to, ok := s.timeRange(w, r, time.Hour)
+	if !ok {
+		return
+	}
+	bucket := bucketFor(to.Sub(from))
+	if to.Sub(from)/bucket >= maxSeriesPoints {
+		writeError(w, http.StatusBadRequest, "time range too large")
+		return
+	}
+	stats, err := s.filteredQueues(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	series, err := s.b.IngestSeries(r.Context(), broker.SeriesFilter{Tenant: tenant(r.Context()), Queue: q.Get("queue"),
+		Namespace: q.Get("namespace"), Task: q.Get("task"), From: from, To: to, Bucket: bucket})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// Completions are counted in memory per minute for the last day, for
+	// the whole broker: they are not split by queue or tenant.
+	processed := make([]int64, len(series))
+	for _, p := range s.b.Metrics().Throughput(from, to) {
+		if i := int(p.Minute.Sub(from) / bucket); i >= 0 && i < len(processed) {
+			processed[i] += p.Acked
+		}
+	}
+	secs := bucket.Seconds()
+	points := make([]map[string]any, len(series))
+	for i, p := range series {
+		points[i] = map[string]any{"timestamp": fmtMilli(p.At), "ingested": p.Messages, "processed": processed[i],
+			"ingestedPerSecond": float64(p.Messages) / secs, "processedPerSecond": float64(processed[i]) / secs}
+	}
+	var counts broker.MessageCounts
+	var leases, leasedPartitions int
+	names := []string{}
+	queues := make([]queueSummaryOut, len(stats))
+	for i, qs := range stats {
+		queues[i] = queueSummaryJSON(qs)
+		names = append(names, qs.Name)
+		counts.Total += qs.Counts.Total
+		counts.Pending += qs.Counts.Pending
+		counts.Processing += qs.Counts.Processing
+		counts.Completed += qs.Counts.Completed
+		counts.DeadLetter += qs.Counts.DeadLetter
+		for _, p := range qs.Partitions {
+			leases += p.LiveLeases
+			if p.LiveLeases > 0 {
+				leasedPartitions++
+			}
+		}
+	}
+	if q.Get("queue") == "" && q.Get("namespace") == "" && q.Get("task") == "" {
+		names = nil // every queue, deleted ones' rows included until they go
+	}
+	failed, err := s.b.CountDLQ(r.Context(), tenant(r.Context()), names, from, to)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"timeRange":     map[string]any{"from": fmtMilli(from), "to": fmtMilli(to)},
+		"bucketMinutes": int(bucket / time.Minute),
+		"pointCount":    len(points),
+		"throughput":    points,
+		"queues":        queues,
+		"messages":      countsJSON(counts),
+		"leases": map[string]any{"active": leases, "partitionsLeased": leasedPartitions,
+			"messagesLeased": counts.Processing},
+		"deadLetterQueue": map[string]any{"total": counts.DeadLetter, "inRange": failed},
+		// One process serves every request.
+		"workers": 1,
+		// Requests answered with a 5xx since the server started.
+		"errors":   s.stats.byClass[5].Load(),
+		"statsAge": 0,
+	})
+}
+
+func (s *Server) statusQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	f := queueFilter(r, 100)
+	stats, err := s.b.ListQueueStats(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]queueSummaryOut, len(stats))
+	for i, qs := range stats {
+		out[i] = queueSummaryJSON(qs)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": out, "pagination": paginationOut{Limit: f.Limit, Offset: f.Offset}})
+}
+
+func (s *Server) statusQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	qs, err := s.b.QueueStats(r.Context(), tenant(r.Context()), ps.ByName("queue"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	o := qs.Options
+	parts := make([]map[string]any, len(qs.Partitions))
+	for i := range qs.Partitions {
+		p := &qs.Partitions[i]
+		last := p.LastConsumedAt
+		if newest := p.Newest; newest.After(last) {
+			last = newest
+		}
+		parts[i] = map[string]any{"id": p.UUID, "name": p.Name, "createdAt": fmtMilli(p.CreatedAt),
+			"messages": map[string]any{"total": p.Counts.Total, "pending": p.Counts.Pending, "processing": p.Counts.Processing},
+			"stats":    countsJSON(p.Counts),
+			"cursor":   map[string]any{"totalConsumed": p.TotalConsumed, "batchesConsumed": p.BatchesConsumed},
+			// The last push or consumption, whichever came later.
+			"lastActivity":  optTime(last),
+			"oldestMessage": optTime(p.Oldest), "newestMessage": optTime(p.Newest)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"queue": map[string]any{"id": qs.UUID, "name": qs.Name, "namespace": qs.Namespace, "task": qs.Task,
+			"priority": o.Priority, "createdAt": fmtMilli(qs.CreatedAt),
+			"config": map[string]any{"leaseTime": o.LeaseTime, "retryLimit": o.RetryLimit, "retryDelay": o.RetryDelay,
+				"ttl": o.TTL, "maxQueueSize": o.MaxSize, "deadLetterQueue": o.DeadLetterQueue}},
+		"partitions": parts,
+		"totals":     countsJSON(qs.Counts),
+	})
+}
+
+func (s *Server) statusQueueMessages(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	name := ps.ByName("queue")
+	if _, err := s.b.QueueStats(r.Context(), tenant(r.Context()), name); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	limit := queryInt(q, "limit", 50)
+	if limit <= 0 {
+		limit = 50
+	}
+	msgs, _, err := s.b.ListMessages(r.Context(), broker.MessageFilter{Tenant: tenant(r.Context()), Queue: name,
+		Limit: min(limit, maxMessagesLimit), Offset: max(queryInt(q, "offset", 0), 0)})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]map[string]any, len(msgs))
+	for i, m := range msgs {
+		out[i] = map[string]any{"id": m.ID, "transactionId": m.TxnID, "partitionId": m.PartitionID,
+			"queuePath": m.Queue + "/" + m.Partition, "queue": m.Queue, "partition": m.Partition, "status": m.Status,
+			"createdAt": fmtMilli(m.CreatedAt)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+var analyticsIntervals = map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}
+
+func (s *Server) statusAnalytics(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	q := r.URL.Query()
+	interval := q.Get("interval")
+	bucket, known := analyticsIntervals[interval]
+	if !known {
+		interval, bucket = "hour", time.Hour
+	}
+	from, to, ok := s.timeRange(w, r, 24*time.Hour)
+	if !ok {
+		return
+	}
+	if to.Sub(from)/bucket >= maxSeriesPoints {
+		writeError(w, http.StatusBadRequest, "time range too large for interval "+interval)
+		return
+	}
+	// Buckets start on whole intervals, as a chart expects.
+	from = from.UTC().Truncate(bucket)
+	series, err := s.b.IngestSeries(r.Context(), broker.SeriesFilter{Tenant: tenant(r.Context()), Queue: q.Get("queue"),
+		Namespace: q.Get("namespace"), Task: q.Get("task"), From: from, To: to, Bucket: bucket})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	points := make([]map[string]any, len(series))
+	for i, p := range series {
+		points[i] = map[string]any{"timestamp": fmtMilli(p.At), "messages": p.Messages}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"dataPoints": points, "interval": interval,
+		"from": fmtMilli(from), "to": fmtMilli(to)})
+}
+
+func (s *Server) statusBuffers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	healthy := s.b.Ping(r.Context()) == nil
+	m, err := s.b.Maintenance(r.Context())
+	if err != nil {
+		healthy = false
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		// Pushes parked by push maintenance, not yet in the log.
+		"pending": m.Buffered,
+		// A parked push is retried until it drains; none is ever dropped.
+		"failed":    0,
+		"dbHealthy": healthy,
+		"worker": map[string]any{"id": 0, "parkedPops": s.b.Parked(), "pendingWrites": s.b.Store().PendingWrites(),
+			"pushMaintenance": m.PushMaintenance, "popMaintenance": m.PopMaintenance},
+	})
+}
+
+// analytics answers the dashboard's analytics panels with what a single
+// SQLite node has.
+func (s *Server) analytics(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	ctx := r.Context()
+	switch ps.ByName("kind") {
+	case "system-metrics":
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		user, system := cpuMicros()
+		pool := s.b.Store().ReaderStats()
+		writeJSON(w, http.StatusOK, map[string]any{
+			"timestamp": fmtMilli(s.b.Store().Now()), "uptime": s.b.Metrics().Uptime().Seconds(),
+			"memory":     map[string]any{"rss": rssBytes(), "heapTotal": ms.HeapSys, "heapUsed": ms.HeapAlloc, "gcCycles": ms.NumGC},
+			"cpu":        map[string]any{"user": user, "system": system},
+			"goroutines": runtime.NumGoroutine(),
+			"database": map[string]any{"poolSize": pool.MaxOpenConnections, "inUse": pool.InUse, "idle": pool.Idle,
+				"pendingWrites": s.b.Store().PendingWrites()},
+		})
+	case "worker-metrics":
+		st := s.b.Store().Stats()
+		commits, micros := st.Commits.Load(), st.CommitMicros.Load()
+		avg := 0.0
+		if commits > 0 {
+			avg = float64(micros) / float64(commits) / 1000
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"workers": []map[string]any{{
+			"workerId": 0, "commits": commits, "writesCommitted": st.CommitOps.Load(), "segments": st.Segments.Load(),
+			"messages": st.Frames.Load(), "avgCommitMs": avg, "parkedPops": s.b.Parked(),
+			"pendingWrites": s.b.Store().PendingWrites()}}})
+	case "queue-lag":
+		groups, err := s.b.Groups(ctx, tenant(ctx))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out := make([]map[string]any, len(groups))
+		for i, g := range groups {
+			out[i] = map[string]any{"queue": g.Queue, "consumerGroup": g.Group, "offsetLag": g.TotalLag,
+				"timeLagSeconds": int64(g.MaxTimeLag / time.Second), "partitionsWithLag": g.PartitionsWithLag}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"groups": out})
+	case "queue-ops":
+		stats, err := s.b.ListQueueStats(ctx, broker.QueueFilter{Tenant: tenant(ctx)})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		counters := s.b.Metrics().Queues()
+		out := make([]map[string]any, 0, len(stats))
+		for _, qs := range stats {
+			row := map[string]any{"queue": qs.Name, "pushed": 0, "popped": 0, "acked": 0, "deadLettered": 0}
+			if c := counters[broker.QueueKey{Tenant: qs.Tenant, Queue: qs.Name}]; c != nil {
+				row["pushed"], row["popped"], row["acked"], row["deadLettered"] =
+					c.Pushed.Load(), c.Popped.Load(), c.Acked.Load(), c.DeadLettered.Load()
+			}
+			out = append(out, row)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"queues": out, "since": fmtMilli(s.b.Store().Now().Add(-s.b.Metrics().Uptime()))})
+	case "queue-parked-replicas":
+		// No cluster: one replica, this process.
+		writeJSON(w, http.StatusOK, map[string]any{"replicas": []map[string]any{{"workerId": 0, "parkedPops": s.b.Parked()}}})
+	case "retention":
+		stats, err := s.b.ListQueueStats(ctx, broker.QueueFilter{Tenant: tenant(ctx)})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out := make([]map[string]any, len(stats))
+		for i, qs := range stats {
+			var evicted int64
+			for _, p := range qs.Partitions {
+				evicted += p.LogStart // offsets below log_start are gone
+			}
+			o := qs.Options
+			out[i] = map[string]any{"queue": qs.Name, "retentionEnabled": o.RetentionEnabled,
+				"retentionSeconds": o.RetentionSeconds, "completedRetentionSeconds": o.CompletedRetentionSeconds,
+				"maxWaitTimeSeconds": o.MaxWaitTimeSeconds, "stored": qs.Counts.Total, "evicted": evicted}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+	case "postgres-stats":
+		// The database is SQLite; these are its figures.
+		d, err := s.b.DatabaseStats(ctx)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		file, wal, err := s.b.Store().DatabaseSize()
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"database": "sqlite", "fileBytes": file, "walBytes": wal,
+			"pageSize": d.PageSize, "pageCount": d.PageCount, "freelistCount": d.FreelistCount, "journalMode": d.JournalMode})
+	default:
+		writeError(w, http.StatusNotFound, "Not found")
+	}
+}
+
+func (s *Server) statsRefresh(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "statsAge": 0,
+		"message": "Statistics are computed on every request; nothing to refresh"})
+}
