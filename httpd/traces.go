@@ -93,8 +93,10 @@ func (s *Server) recordTrace(w http.ResponseWriter, r *http.Request, _ httproute
 	id, err := s.b.RecordTrace(r.Context(), tenant(r.Context()), broker.TraceInput{PartitionID: part, TxnID: txn,
 		Group: group, Names: names, EventType: event, Data: bytes.TrimSpace(in.Data)})
 	if errors.Is(err, store.ErrMessageNotFound) {
-		// Queen's answer, kept: the SDKs swallow trace errors either way.
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"success": false, "error": "Message not found"})
+		// Queen answers 500 here; a client's unknown id is a 404 for comb,
+		// which also spares the SDKs three retries of a request that cannot
+		// succeed (they retry 5xx and swallow trace errors either way).
+		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error": "Message not found"})
 		return
 	}
 	if err != nil {

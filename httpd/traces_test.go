@@ -52,7 +52,7 @@ func TestTracesRecordAndRead(t *testing.T) {
 	}
 	// Queen's answer for an unknown message.
 	r = post(map[string]any{"transactionId": "nope", "partitionId": pid, "data": 1})
-	if m := r.Map(t); r.Status != http.StatusInternalServerError || m["success"] != false || m["error"] != "Message not found" {
+	if m := r.Map(t); r.Status != http.StatusNotFound || m["success"] != false || m["error"] != "Message not found" {
 		t.Fatalf("unknown message: %d %s", r.Status, r.Body)
 	}
 
