@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 )
 
 const dlqUsage = `Usage:
@@ -142,63 +140,6 @@ func (m *Main) dlqRedrive(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-}
-
-// apiClient calls a running comb server.
-type apiClient struct {
-	url   *string
-	token string
-	http  *http.Client
-}
-
-// apiFlags adds --url to fs and returns a client that reads it once parsed.
-func (m *Main) apiFlags(fs *flag.FlagSet) *apiClient {
-	return &apiClient{
-		url:   fs.String("url", m.env("COMB_URL", "http://127.0.0.1:6632"), "server URL (env COMB_URL)"),
-		token: m.Getenv("COMB_TOKEN"),
-		http:  &http.Client{Timeout: time.Minute},
-	}
-}
-
-// do sends a JSON request and returns the body of a 2xx reply; any other
-// reply is an error carrying the server's error text.
-func (c *apiClient) do(ctx context.Context, method, path string, body any) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("encode request: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(*c.url, "/")+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read reply: %w", err)
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("%s %s: %s (HTTP %d)", method, path, e.Error, resp.StatusCode)
-		}
-		return nil, fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
-	}
-	return data, nil
 }
 
 // oneLine shortens s to one line of at most n runes for a table cell.

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -47,70 +45,12 @@ messages would be redelivered or skipped, and changes nothing.
 Flags:
 `
 
-// opClient calls a running comb server for the operator subcommands.
-type opClient struct {
-	url   *string
-	token string
-	http  *http.Client
-}
-
-func (m *Main) opFlags(fs *flag.FlagSet) *opClient {
-	return &opClient{
-		url:   fs.String("url", m.env("COMB_URL", "http://127.0.0.1:6632"), "server URL (env COMB_URL)"),
-		token: m.Getenv("COMB_TOKEN"),
-		http:  &http.Client{Timeout: time.Minute},
-	}
-}
-
-// call sends a JSON request and returns the reply's status and body,
-// whatever the status.
-func (c *opClient) call(ctx context.Context, method, path string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, fmt.Errorf("encode request: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(*c.url, "/")+path, rd)
-	if err != nil {
-		return 0, nil, fmt.Errorf("build request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return 0, nil, fmt.Errorf("read reply: %w", err)
-	}
-	return resp.StatusCode, data, nil
-}
-
-// replyError turns a non-2xx reply into an error carrying the server's text.
-func replyError(what string, status int, body []byte) error {
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		return fmt.Errorf("%s: %s (HTTP %d)", what, e.Error, status)
-	}
-	return fmt.Errorf("%s: HTTP %d", what, status)
-}
-
 // groups runs "comb groups".
 func (m *Main) groups(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("groups", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.Usage = func() { fmt.Fprint(m.Stderr, groupsUsage); fs.PrintDefaults() }
-	cl := m.opFlags(fs)
+	cl := m.apiFlags(fs)
 	asJSON := fs.Bool("json", false, "print the server's JSON reply")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -160,7 +100,7 @@ func (m *Main) seekCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("seek", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.Usage = func() { fmt.Fprint(m.Stderr, seekUsage); fs.PrintDefaults() }
-	cl := m.opFlags(fs)
+	cl := m.apiFlags(fs)
 	group := fs.String("group", "", "consumer group (required; __QUEUE_MODE__ is the group of pops without one)")
 	queue := fs.String("queue", "", "queue (required)")
 	partition := fs.String("partition", "", "only this partition")
