@@ -191,25 +191,12 @@ func (s *Store) EvictAged(ctx context.Context, queueID, partitionID int64, now t
 		if err != nil {
 			return err
 		}
-		var take []segMeta
-		var bytes, frames int64
-		for _, sg := range segs {
+		take, more := takePrefix(segs, lim, func(sg segMeta) bool {
 			end := sg.base + sg.count - 1
 			aged := sg.createdAt < pol.cutoff || (sg.createdAt < pol.doneCutoff && end <= consumed)
-			if !aged || end >= floor {
-				break
-			}
-			if len(take) > 0 && (bytes+sg.size > lim.Bytes || frames+sg.count > lim.Frames) {
-				res.More = true
-				break
-			}
-			take = append(take, sg)
-			bytes += sg.size
-			frames += sg.count
-		}
-		if len(take) == lim.Segments && len(segs) == lim.Segments {
-			res.More = true
-		}
+			return aged && end < floor
+		})
+		res.More = more
 		r, err := w.evict(p, take)
 		if err != nil {
 			return err
@@ -300,29 +287,33 @@ func (s *Store) EvictPrefix(ctx context.Context, partitionID, upTo int64, now ti
 		if err != nil {
 			return err
 		}
-		var take []segMeta
-		var bytes, frames int64
-		for _, sg := range segs {
-			if sg.base+sg.count-1 >= floor {
-				break
-			}
-			if len(take) > 0 && (bytes+sg.size > lim.Bytes || frames+sg.count > lim.Frames) {
-				res.More = true
-				break
-			}
-			take = append(take, sg)
-			bytes += sg.size
-			frames += sg.count
-		}
-		if len(take) == lim.Segments && len(segs) == lim.Segments {
-			res.More = true
-		}
+		take, more := takePrefix(segs, lim, func(sg segMeta) bool { return sg.base+sg.count-1 < floor })
+		res.More = more
 		r, err := w.evict(p, take)
 		r.More = r.More || res.More
 		res = r
 		return err
 	}})
 	return res, err
+}
+
+// takePrefix returns the longest prefix of segs (oldest first) whose every
+// segment may go, cut to what one writer op may delete under lim; more
+// reports that evictable segments were left for the next op.
+func takePrefix(segs []segMeta, lim EvictLimits, mayGo func(segMeta) bool) (take []segMeta, more bool) {
+	var bytes, frames int64
+	for _, sg := range segs {
+		if !mayGo(sg) {
+			return take, false
+		}
+		if len(take) > 0 && (bytes+sg.size > lim.Bytes || frames+sg.count > lim.Frames) {
+			return take, true
+		}
+		take = append(take, sg)
+		bytes += sg.size
+		frames += sg.count
+	}
+	return take, len(take) == lim.Segments && len(segs) == lim.Segments
 }
 
 // segMeta is a segment row without its data.
