@@ -16,6 +16,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/comb-broker/comb/broker"
@@ -180,6 +181,9 @@ func (s *Server) metricsPrometheus(w http.ResponseWriter, r *http.Request, _ htt
 		// leaves its families out rather than the whole answer.
 		s.log.Warn("metrics gather", "err", err)
 	}
+	if s.cfg.Auth != nil {
+		families = tenantSeries(families, s.scrapeTenant(r))
+	}
 	var buf bytes.Buffer
 	for _, mf := range families {
 		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
@@ -306,4 +310,44 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.requests, c.s.stats.byClass[class].Load(), strconv.Itoa(class)+"xx")
 	}
 	gauge(c.scrapeErrors, float64(errs))
+}
+
+// scrapeTenant is the tenant whose series a scrape may see when auth is on.
+// The route is public, so a scrape without a valid token sees only the
+// series that name no tenant (cluster totals, the database, the runtime).
+func (s *Server) scrapeTenant(r *http.Request) *string {
+	if r.Header.Get("Authorization") == "" {
+		return nil
+	}
+	id, err := s.cfg.Auth.Verify(r.Header.Get("Authorization"))
+	if err != nil || id.Level < ReadOnly {
+		return nil
+	}
+	return &id.Tenant
+}
+
+// tenantSeries keeps the series labelled with no tenant, or with tenant
+// when it is not nil: one tenant never learns another's queue or group
+// names from the public scrape.
+func tenantSeries(families []*dto.MetricFamily, tenant *string) []*dto.MetricFamily {
+	out := families[:0]
+	for _, mf := range families {
+		kept := mf.Metric[:0]
+		for _, m := range mf.Metric {
+			owner := ""
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "tenant" {
+					owner = lp.GetValue()
+				}
+			}
+			if owner == "" || (tenant != nil && owner == *tenant) {
+				kept = append(kept, m)
+			}
+		}
+		if len(kept) > 0 {
+			mf.Metric = kept
+			out = append(out, mf)
+		}
+	}
+	return out
 }

@@ -641,11 +641,19 @@ func TestTenantsIsolated(t *testing.T) {
 
 	t.Run("metrics", func(t *testing.T) {
 		needs(t, "GET /metrics/prometheus")
-		// Public and unauthenticated: it must not name any tenant's queues
-		// unless it labels them with their tenant.
-		r := srv.Do("GET", "/metrics/prometheus", nil)
+		// Public: without a token it names no tenant's queues at all.
+		if r := srv.Do("GET", "/metrics/prometheus", nil); r.Status != http.StatusOK {
+			t.Fatalf("metrics: %d", r.Status)
+		} else if strings.Contains(string(r.Body), `queue="orders"`) || strings.Contains(string(r.Body), `tenant="acme"`) {
+			t.Errorf("an unauthenticated scrape names tenants' queues:\n%s", r.Body)
+		}
+		// With a tenant's token, its own series and nobody else's.
+		r := A.Do("GET", "/metrics/prometheus", nil)
 		if r.Status != http.StatusOK {
 			t.Fatalf("metrics: %d", r.Status)
+		}
+		if strings.Contains(string(r.Body), `tenant="globex"`) {
+			t.Errorf("A's scrape shows B's series:\n%s", r.Body)
 		}
 		seen := map[string]bool{}
 		acme := false
