@@ -96,10 +96,10 @@ func (s *Store) ListDLQ(ctx context.Context, f DLQFilter) ([]DLQEntry, int64, er
 	limit = min(limit, MaxDLQLimit)
 	where, args := f.where()
 	var total int64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&total); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count dead letters: %w", err)
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+dlqColumns+` FROM dlq WHERE `+where+`
+	rows, err := s.r.QueryContext(ctx, `SELECT `+dlqColumns+` FROM dlq WHERE `+where+`
 		ORDER BY failed_at DESC, id DESC LIMIT ? OFFSET ?`, append(args, limit, max(f.Offset, 0))...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list dead letters: %w", err)
@@ -187,7 +187,7 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 		// The limit counts messages, not rows, so the rows of several groups
 		// for one message are never split across calls.
 		selArgs := append(append(append([]any{}, args...), args...), limit)
-		rows, err := w.tx.QueryContext(w.ctx, `SELECT `+dlqColumns+` FROM dlq WHERE `+where+`
+		rows, err := w.QueryContext(w.ctx, `SELECT `+dlqColumns+` FROM dlq WHERE `+where+`
 			AND (partition_uuid, offset) IN (SELECT partition_uuid, offset FROM dlq WHERE `+where+`
 				GROUP BY partition_uuid, offset ORDER BY MIN(partition_name), offset LIMIT ?)
 			ORDER BY partition_name, offset, id`, selArgs...)
@@ -240,14 +240,14 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 		if err := w.push(req.Tenant, items, results, false); err != nil {
 			return err
 		}
-		del, err := w.tx.ExecContext(w.ctx, `DELETE FROM dlq WHERE id IN (SELECT value FROM json_each(?))`,
+		del, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE id IN (SELECT value FROM json_each(?))`,
 			"["+strings.Join(ids, ",")+"]")
 		if err != nil {
 			return fmt.Errorf("delete dead letters: %w", err)
 		}
 		n, _ := del.RowsAffected()
 		res.Deleted = int(n)
-		if err := w.tx.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&res.Remaining); err != nil {
+		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&res.Remaining); err != nil {
 			return fmt.Errorf("count dead letters: %w", err)
 		}
 		return nil

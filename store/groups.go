@@ -51,7 +51,7 @@ func (g *GroupSummary) State() string {
 // ordered by group then queue.
 func (s *Store) Groups(ctx context.Context, tenant string) ([]GroupSummary, error) {
 	now := micros(s.clock.Now())
-	rows, err := s.rdb.QueryContext(ctx, `SELECT group_name, queue_name, COUNT(*), SUM(lag > 0), SUM(lag),
+	rows, err := s.r.QueryContext(ctx, `SELECT group_name, queue_name, COUNT(*), SUM(lag > 0), SUM(lag),
 		COALESCE(MIN(oldest), 0), SUM(total_consumed)
 		FROM (SELECT c.group_name, q.name AS queue_name, `+lagExpr+` AS lag, `+oldestExpr+` AS oldest, c.total_consumed
 			FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
@@ -101,7 +101,7 @@ const partitionLagQuery = `SELECT c.group_name, q.name, p.name, p.uuid, c.lease_
 
 func (s *Store) queryPartitionLags(ctx context.Context, query string, args ...any) ([]PartitionLag, error) {
 	now := micros(s.clock.Now())
-	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read group cursors: %w", err)
 	}
@@ -151,7 +151,7 @@ func (s *Store) LaggingPartitions(ctx context.Context, tenant string, minLag tim
 func (s *Store) UpdateSubscription(ctx context.Context, tenant, group string, t time.Time) (int64, error) {
 	var n int64
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		rows, err := w.tx.QueryContext(w.ctx, `UPDATE subscriptions SET mode = ?1, from_time = ?2
+		rows, err := w.QueryContext(w.ctx, `UPDATE subscriptions SET mode = ?1, from_time = ?2
 			WHERE group_name = ?3 AND queue_id IN (SELECT id FROM queues WHERE tenant = ?4)
 			RETURNING (SELECT name FROM queues WHERE id = queue_id)`, ModeTimestamp, micros(t), group, tenant)
 		if err != nil {
@@ -183,7 +183,7 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 	var n int64
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		const inScope = `(SELECT id FROM queues WHERE tenant = ?2 AND (?3 = '' OR name = ?3))`
-		rows, err := w.tx.QueryContext(w.ctx, `DELETE FROM cursors WHERE group_name = ?1
+		rows, err := w.QueryContext(w.ctx, `DELETE FROM cursors WHERE group_name = ?1
 			AND partition_id IN (SELECT id FROM partitions WHERE queue_id IN `+inScope+`)
 			RETURNING (SELECT q.name FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = partition_id)`,
 			group, tenant, queue)
@@ -206,7 +206,7 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 			return fmt.Errorf("delete cursors: %w", err)
 		}
 		if deleteMetadata {
-			if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE group_name = ?1 AND queue_id IN `+inScope,
+			if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE group_name = ?1 AND queue_id IN `+inScope,
 				group, tenant, queue); err != nil {
 				return fmt.Errorf("delete subscriptions: %w", err)
 			}

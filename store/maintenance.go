@@ -18,7 +18,7 @@ const StatusBuffered = "buffered"
 // Setting returns the stored value of key and whether it is set.
 func (s *Store) Setting(ctx context.Context, key string) (string, bool, error) {
 	var v string
-	err := s.rdb.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
+	err := s.r.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -36,7 +36,7 @@ func (s *Store) SetSetting(ctx context.Context, key, value string) error {
 }
 
 func (w *wtx) setSetting(key, value string) error {
-	if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 		key, value, micros(w.now)); err != nil {
 		return fmt.Errorf("write setting %s: %w", key, err)
@@ -72,7 +72,7 @@ func (s *Store) BufferPush(ctx context.Context, tenant string, items []PushItem)
 				queues[it.Queue] = q // nil: created with defaults at drain, unencrypted
 			}
 			txn := cmp.Or(it.TxnID, newUUID())
-			if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO push_buffer (tenant, queue_name, partition_name, txn_id,
+			if _, err := w.ExecContext(w.ctx, `INSERT INTO push_buffer (tenant, queue_name, partition_name, txn_id,
 				trace_id, producer_sub, payload, created_at) VALUES (?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?)`,
 				tenant, it.Queue, cmp.Or(it.Partition, DefaultPartition), txn, it.TraceID, it.ProducerSub,
 				w.s.sealPayload(q, it.Payload), micros(w.now)); err != nil {
@@ -91,7 +91,7 @@ func (s *Store) BufferPush(ctx context.Context, tenant string, items []PushItem)
 // BufferedPushes is the number of pushes waiting in the buffer.
 func (s *Store) BufferedPushes(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM push_buffer`).Scan(&n); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM push_buffer`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count buffered pushes: %w", err)
 	}
 	return n, nil
@@ -113,7 +113,7 @@ func (s *Store) DrainPushBuffer(ctx context.Context, limit int, whenEmpty map[st
 		var tenant string
 		var items []PushItem
 		var lastID int64
-		rows, err := w.tx.QueryContext(w.ctx, `SELECT id, tenant, queue_name, partition_name, txn_id,
+		rows, err := w.QueryContext(w.ctx, `SELECT id, tenant, queue_name, partition_name, txn_id,
 			COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload FROM push_buffer ORDER BY id LIMIT ?`, limit)
 		if err != nil {
 			return fmt.Errorf("read push buffer: %w", err)
@@ -144,11 +144,11 @@ func (s *Store) DrainPushBuffer(ctx context.Context, limit int, whenEmpty map[st
 		// Everything that can fail comes before the pushes are staged: a
 		// failed op must not leave staged frames behind its rollback.
 		if drained > 0 {
-			if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM push_buffer WHERE id <= ?`, lastID); err != nil {
+			if _, err := w.ExecContext(w.ctx, `DELETE FROM push_buffer WHERE id <= ?`, lastID); err != nil {
 				return fmt.Errorf("delete drained pushes: %w", err)
 			}
 		}
-		if err := w.tx.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM push_buffer`).Scan(&left); err != nil {
+		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM push_buffer`).Scan(&left); err != nil {
 			return fmt.Errorf("count buffered pushes: %w", err)
 		}
 		if left == 0 {

@@ -196,7 +196,7 @@ type DatabaseStats struct {
 // DatabaseStats reads SQLite's page figures.
 func (s *Store) DatabaseStats(ctx context.Context) (DatabaseStats, error) {
 	var d DatabaseStats
-	err := s.rdb.QueryRowContext(ctx, `SELECT page_size, page_count, freelist_count, journal_mode
+	err := s.r.QueryRowContext(ctx, `SELECT page_size, page_count, freelist_count, journal_mode
 		FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_journal_mode()`).
 		Scan(&d.PageSize, &d.PageCount, &d.FreelistCount, &d.JournalMode)
 	if err != nil {

@@ -419,7 +419,7 @@ func (s *Store) Overview(ctx context.Context, tenant string) (*Overview, error) 
 	// Lag per cursor: offsets behind the end, and the age of the segment
 	// holding the next wanted offset, found through the unique
 	// (partition_id, base_offset) index; nothing is decoded.
-	rows, err := s.rdb.QueryContext(ctx, `SELECT lag, CASE WHEN lag > 0 THEN (SELECT s.created_at FROM segments s
+	rows, err := s.r.QueryContext(ctx, `SELECT lag, CASE WHEN lag > 0 THEN (SELECT s.created_at FROM segments s
 			WHERE s.partition_id = pid AND s.base_offset <= nxt ORDER BY s.base_offset DESC LIMIT 1) END
 		FROM (SELECT p.id AS pid, MAX(c.committed + 1, p.log_start) AS nxt,
 			MAX(p.last_offset - MAX(c.committed + 1, p.log_start) + 1, 0) AS lag
@@ -450,7 +450,7 @@ func (s *Store) Overview(ctx context.Context, tenant string) (*Overview, error) 
 	o.OffsetLag, o.TimeLag = summarise(offsets), summarise(ages)
 
 	// One index range per partition over (partition_id, created_at).
-	if err := s.rdb.QueryRowContext(ctx, `SELECT COALESCE(SUM(s.frame_count), 0) FROM queues q
+	if err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(s.frame_count), 0) FROM queues q
 		JOIN partitions p ON p.queue_id = q.id JOIN segments s ON s.partition_id = p.id AND s.created_at > ?
 		WHERE q.tenant = ?`, micros(now.Add(-time.Minute)), tenant).Scan(&o.IngestedLastMinute); err != nil {
 		return nil, fmt.Errorf("count recent messages: %w", err)
@@ -567,23 +567,23 @@ func (s *Store) detachQueue(ctx context.Context, tenant, name string) (bool, err
 			return err
 		}
 		delete(w.queues, queueKey{tenant, name})
-		if _, err := w.tx.ExecContext(w.ctx, `UPDATE queues SET tenant = ?, name = ? WHERE id = ?`,
+		if _, err := w.ExecContext(w.ctx, `UPDATE queues SET tenant = ?, name = ? WHERE id = ?`,
 			detachedTenantPrefix+q.UUID, q.UUID, q.ID); err != nil {
 			return fmt.Errorf("detach queue: %w", err)
 		}
 		if err := w.dropQueueState(q.ID); err != nil {
 			return err
 		}
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM dlq WHERE tenant = ? AND queue_name = ?`, tenant, name); err != nil {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE tenant = ? AND queue_name = ?`, tenant, name); err != nil {
 			return fmt.Errorf("delete dead letters: %w", err)
 		}
 		// Snapshots name the queue by uuid, so a recreated queue could never
 		// use them; they would only wait for their expiry.
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
 			(SELECT id FROM snapshots WHERE queue_uuid = ?)`, q.UUID); err != nil {
 			return fmt.Errorf("delete snapshot cursors: %w", err)
 		}
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshots WHERE queue_uuid = ?`, q.UUID); err != nil {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE queue_uuid = ?`, q.UUID); err != nil {
 			return fmt.Errorf("delete snapshots: %w", err)
 		}
 		w.touch(tenant, name)
@@ -601,7 +601,7 @@ func (w *wtx) dropQueueState(queueID int64) error {
 		`DELETE FROM subscriptions WHERE queue_id = ?`,
 		`DELETE FROM tombstones WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?)`,
 	} {
-		if _, err := w.tx.ExecContext(w.ctx, q, queueID); err != nil {
+		if _, err := w.ExecContext(w.ctx, q, queueID); err != nil {
 			return fmt.Errorf("drop queue state: %w", err)
 		}
 	}
@@ -631,7 +631,7 @@ func (s *Store) purgeDetached(ctx context.Context, segBatch, keyBatch int) error
 // is true when none is left.
 func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 	var queueID int64
-	err = w.tx.QueryRowContext(w.ctx, `SELECT id FROM queues WHERE tenant >= ? AND tenant < ? ORDER BY id LIMIT 1`,
+	err = w.QueryRowContext(w.ctx, `SELECT id FROM queues WHERE tenant >= ? AND tenant < ? ORDER BY id LIMIT 1`,
 		detachedTenantPrefix, detachedTenantPrefix+"\xff").Scan(&queueID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return true, nil
@@ -658,7 +658,7 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 		}
 		// Dedup keys in primary-key order: each batch starts where the
 		// last one stopped, so the whole pass is linear.
-		res, err := w.tx.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ?1 AND txn_id IN
+		res, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ?1 AND txn_id IN
 			(SELECT txn_id FROM txids WHERE partition_id = ?1 LIMIT ?2)`, p.ID, keyBudget)
 		if err != nil {
 			return false, fmt.Errorf("delete dedup keys: %w", err)
@@ -669,15 +669,15 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 		// partition stays a valid log at every commit.
 		var end sql.NullInt64
 		var segs int64
-		if err := w.tx.QueryRowContext(w.ctx, `SELECT MAX(base_offset + frame_count), COUNT(*) FROM (SELECT base_offset, frame_count
+		if err := w.QueryRowContext(w.ctx, `SELECT MAX(base_offset + frame_count), COUNT(*) FROM (SELECT base_offset, frame_count
 			FROM segments WHERE partition_id = ? ORDER BY base_offset LIMIT ?)`, p.ID, segBudget).Scan(&end, &segs); err != nil {
 			return false, fmt.Errorf("find segments to delete: %w", err)
 		}
 		if segs > 0 {
-			if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset < ?`, p.ID, end.Int64); err != nil {
+			if _, err := w.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset < ?`, p.ID, end.Int64); err != nil {
 				return false, fmt.Errorf("delete segments: %w", err)
 			}
-			if _, err := w.tx.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ?`, end.Int64, p.ID); err != nil {
+			if _, err := w.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ?`, end.Int64, p.ID); err != nil {
 				return false, fmt.Errorf("advance log_start: %w", err)
 			}
 			segBudget -= int(segs)
@@ -688,18 +688,18 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 			return false, nil
 		}
 		// Traces name their message by partition uuid; they go with it.
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN
 			(SELECT id FROM traces WHERE partition_uuid = ?)`, p.UUID); err != nil {
 			return false, fmt.Errorf("delete trace names: %w", err)
 		}
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?`, p.UUID); err != nil {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?`, p.UUID); err != nil {
 			return false, fmt.Errorf("delete traces: %w", err)
 		}
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM partitions WHERE id = ?`, p.ID); err != nil {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM partitions WHERE id = ?`, p.ID); err != nil {
 			return false, fmt.Errorf("delete partition: %w", err)
 		}
 	}
-	if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM queues WHERE id = ?`, queueID); err != nil {
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM queues WHERE id = ?`, queueID); err != nil {
 		return false, fmt.Errorf("delete queue: %w", err)
 	}
 	return false, nil

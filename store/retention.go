@@ -72,7 +72,7 @@ type EvictResult struct {
 // completedRetentionSeconds, maxWaitTimeSeconds (which applies without
 // retentionEnabled), or maxBytes. Every tenant's queues are included.
 func (s *Store) RetentionQueues(ctx context.Context) ([]*Queue, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+queueColumns+` FROM queues
+	rows, err := s.r.QueryContext(ctx, `SELECT `+queueColumns+` FROM queues
 		WHERE (retention_enabled = 1 AND (retention_seconds > 0 OR completed_retention_seconds > 0))
 			OR max_wait_time_seconds > 0 OR max_bytes > 0
 		ORDER BY id`)
@@ -123,7 +123,7 @@ func (s *Store) AgedPartitions(ctx context.Context, q *Queue, now time.Time) ([]
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT p.id FROM partitions p WHERE p.queue_id = ? AND
+	rows, err := s.r.QueryContext(ctx, `SELECT p.id FROM partitions p WHERE p.queue_id = ? AND
 		(SELECT s.created_at FROM segments s WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1) < ?
 		ORDER BY p.id`, q.ID, max(pol.cutoff, pol.doneCutoff))
 	if err != nil {
@@ -151,7 +151,7 @@ func (s *Store) EvictAged(ctx context.Context, queueID, partitionID int64, now t
 	var res EvictResult
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		res = EvictResult{}
-		q, err := scanQueue(w.tx.QueryRowContext(w.ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, queueID))
+		q, err := scanQueue(w.QueryRowContext(w.ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, queueID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -163,7 +163,7 @@ func (s *Store) EvictAged(ctx context.Context, queueID, partitionID int64, now t
 		if !ok {
 			return nil
 		}
-		p, err := scanPartition(w.tx.QueryRowContext(w.ctx, `SELECT `+partitionColumns+` FROM partitions WHERE id = ? AND queue_id = ?`,
+		p, err := scanPartition(w.QueryRowContext(w.ctx, `SELECT `+partitionColumns+` FROM partitions WHERE id = ? AND queue_id = ?`,
 			partitionID, queueID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -222,7 +222,7 @@ type SizeCut struct {
 // leases when it deletes.
 func (s *Store) OversizeCuts(ctx context.Context, queueID int64) ([]SizeCut, error) {
 	var maxBytes, total int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT q.max_bytes, COALESCE((SELECT SUM(length(s.data)) FROM partitions p
+	err := s.r.QueryRowContext(ctx, `SELECT q.max_bytes, COALESCE((SELECT SUM(length(s.data)) FROM partitions p
 		JOIN segments s ON s.partition_id = p.id WHERE p.queue_id = q.id), 0) FROM queues q WHERE q.id = ?`,
 		queueID).Scan(&maxBytes, &total)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -234,7 +234,7 @@ func (s *Store) OversizeCuts(ctx context.Context, queueID int64) ([]SizeCut, err
 	if maxBytes <= 0 || total <= maxBytes {
 		return nil, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT s.partition_id, s.base_offset + s.frame_count, length(s.data)
+	rows, err := s.r.QueryContext(ctx, `SELECT s.partition_id, s.base_offset + s.frame_count, length(s.data)
 		FROM partitions p JOIN segments s ON s.partition_id = p.id WHERE p.queue_id = ? ORDER BY s.created_at, s.id`, queueID)
 	if err != nil {
 		return nil, fmt.Errorf("list queue segments: %w", err)
@@ -271,7 +271,7 @@ func (s *Store) EvictPrefix(ctx context.Context, partitionID, upTo int64, now ti
 	var res EvictResult
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		res = EvictResult{}
-		p, err := scanPartition(w.tx.QueryRowContext(w.ctx, `SELECT `+partitionColumns+` FROM partitions WHERE id = ?`, partitionID))
+		p, err := scanPartition(w.QueryRowContext(w.ctx, `SELECT `+partitionColumns+` FROM partitions WHERE id = ?`, partitionID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -323,7 +323,7 @@ type segMeta struct {
 
 // firstSegments returns the oldest n segments of a partition.
 func (w *wtx) firstSegments(partitionID int64, n int) ([]segMeta, error) {
-	rows, err := w.tx.QueryContext(w.ctx, `SELECT base_offset, frame_count, created_at, length(data) FROM segments
+	rows, err := w.QueryContext(w.ctx, `SELECT base_offset, frame_count, created_at, length(data) FROM segments
 		WHERE partition_id = ? ORDER BY base_offset LIMIT ?`, partitionID, n)
 	if err != nil {
 		return nil, fmt.Errorf("list oldest segments: %w", err)
@@ -344,7 +344,7 @@ func (w *wtx) firstSegments(partitionID int64, n int) ([]segMeta, error) {
 // (math.MaxInt64 when none): no segment reaching it may go.
 func (w *wtx) leaseFloor(partitionID, now int64) (int64, error) {
 	var from sql.NullInt64
-	if err := w.tx.QueryRowContext(w.ctx, `SELECT MIN(lease_from) FROM cursors
+	if err := w.QueryRowContext(w.ctx, `SELECT MIN(lease_from) FROM cursors
 		WHERE partition_id = ? AND lease_id IS NOT NULL AND lease_expires_at > ?`, partitionID, now).Scan(&from); err != nil {
 		return 0, fmt.Errorf("find live leases: %w", err)
 	}
@@ -374,7 +374,7 @@ func (w *wtx) snapshotPin(partitionID, now int64) (int64, error) {
 // consumes has nothing completed.
 func (w *wtx) consumedByAll(queueID int64, p *Partition) (int64, error) {
 	var low sql.NullInt64
-	if err := w.tx.QueryRowContext(w.ctx, `SELECT MIN(c) FROM (
+	if err := w.QueryRowContext(w.ctx, `SELECT MIN(c) FROM (
 			SELECT committed AS c FROM cursors WHERE partition_id = ?1
 			UNION ALL
 			SELECT ?2 - 1 FROM subscriptions s WHERE s.queue_id = ?3
@@ -403,7 +403,7 @@ func (w *wtx) evict(p *Partition, segs []segMeta) (EvictResult, error) {
 		return res, err
 	}
 	if txns != nil {
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?
 			AND txn_id IN (SELECT value FROM json_each(?))`, p.ID, newStart, txns); err != nil {
 			return res, fmt.Errorf("delete evicted dedup keys: %w", err)
 		}
@@ -413,21 +413,17 @@ func (w *wtx) evict(p *Partition, segs []segMeta) (EvictResult, error) {
 	} else {
 		// A segment that does not decode cannot name its keys: find them by
 		// offset, a scan of the partition's keys, paid only in that case.
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
 			return res, fmt.Errorf("delete evicted dedup keys: %w", err)
 		}
 	}
-	if ok, err := w.hasTable("tombstones"); err != nil {
-		return res, err
-	} else if ok {
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM tombstones WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
-			return res, fmt.Errorf("delete evicted tombstones: %w", err)
-		}
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM tombstones WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
+		return res, fmt.Errorf("delete evicted tombstones: %w", err)
 	}
-	if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset <= ?`, p.ID, last.base); err != nil {
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset <= ?`, p.ID, last.base); err != nil {
 		return res, fmt.Errorf("delete segments: %w", err)
 	}
-	if _, err := w.tx.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ? AND log_start < ?`,
+	if _, err := w.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ? AND log_start < ?`,
 		newStart, p.ID, newStart); err != nil {
 		return res, fmt.Errorf("advance log_start: %w", err)
 	}
@@ -445,18 +441,18 @@ func (w *wtx) evict(p *Partition, segs []segMeta) (EvictResult, error) {
 // per-message lookups.
 func (w *wtx) evictTraces(partitionUUID, txns string) error {
 	var any bool
-	if err := w.tx.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM traces WHERE partition_uuid = ?)`,
+	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM traces WHERE partition_uuid = ?)`,
 		partitionUUID).Scan(&any); err != nil {
 		return fmt.Errorf("look up traces: %w", err)
 	}
 	if !any {
 		return nil
 	}
-	if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN (SELECT id FROM traces
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN (SELECT id FROM traces
 		WHERE partition_uuid = ? AND txn_id IN (SELECT value FROM json_each(?)))`, partitionUUID, txns); err != nil {
 		return fmt.Errorf("delete evicted trace names: %w", err)
 	}
-	if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?
 		AND txn_id IN (SELECT value FROM json_each(?))`, partitionUUID, txns); err != nil {
 		return fmt.Errorf("delete evicted traces: %w", err)
 	}
@@ -467,7 +463,7 @@ func (w *wtx) evictTraces(partitionUUID, txns string) error {
 // of partition based in [from, to], as a JSON array, or nil when one of
 // them does not decode.
 func (w *wtx) evictedTxnIDs(partitionID, from, to int64) (*string, error) {
-	rows, err := w.tx.QueryContext(w.ctx, `SELECT frame_count, codec, raw_size, checksum, data FROM segments
+	rows, err := w.QueryContext(w.ctx, `SELECT frame_count, codec, raw_size, checksum, data FROM segments
 		WHERE partition_id = ? AND base_offset >= ? AND base_offset <= ? ORDER BY base_offset`, partitionID, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("read evicted segments: %w", err)
@@ -499,17 +495,6 @@ func (w *wtx) evictedTxnIDs(partitionID, from, to int64) (*string, error) {
 	return &out, nil
 }
 
-// hasTable reports whether the schema has a table, for tables owned by
-// migrations that may come after this code.
-func (w *wtx) hasTable(name string) (bool, error) {
-	var ok bool
-	if err := w.tx.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?)`,
-		name).Scan(&ok); err != nil {
-		return false, fmt.Errorf("look up table %s: %w", name, err)
-	}
-	return ok, nil
-}
-
 // QueueRef names one tenant's queue.
 type QueueRef struct {
 	Tenant, Queue string
@@ -520,7 +505,7 @@ type QueueRef struct {
 // leased cursors keeps this a scan of the batches in flight, not of every
 // cursor.
 func (s *Store) LeasesExpiredBetween(ctx context.Context, after, upTo time.Time) ([]QueueRef, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT DISTINCT q.tenant, q.name FROM cursors c INDEXED BY cursors_lease
+	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT q.tenant, q.name FROM cursors c INDEXED BY cursors_lease
 		JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
 		WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > ? AND c.lease_expires_at <= ?
 		ORDER BY q.tenant, q.name`, micros(after), micros(upTo))
@@ -542,7 +527,7 @@ func (s *Store) LeasesExpiredBetween(ctx context.Context, after, upTo time.Time)
 // FreePages is the number of pages on the database's freelist.
 func (s *Store) FreePages(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.rdb.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&n); err != nil {
+	if err := s.r.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("read freelist_count: %w", err)
 	}
 	return n, nil
@@ -554,10 +539,10 @@ func (s *Store) FreePages(ctx context.Context) (int64, error) {
 func (s *Store) IncrementalVacuum(ctx context.Context, pages int) (int64, error) {
 	var left int64
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
-		if _, err := w.tx.ExecContext(w.ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, max(pages, 1))); err != nil {
+		if _, err := w.ExecContext(w.ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, max(pages, 1))); err != nil {
 			return fmt.Errorf("incremental vacuum: %w", err)
 		}
-		if err := w.tx.QueryRowContext(w.ctx, `PRAGMA freelist_count`).Scan(&left); err != nil {
+		if err := w.QueryRowContext(w.ctx, `PRAGMA freelist_count`).Scan(&left); err != nil {
 			return fmt.Errorf("read freelist_count: %w", err)
 		}
 		return nil

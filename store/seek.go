@@ -259,18 +259,13 @@ func resolveSeek(ctx context.Context, db querier, now int64, req *SeekRequest) (
 
 // applySeek writes the resolved placements.
 func (w *wtx) applySeek(res *SeekResult, tenant string) error {
-	stmt, err := w.tx.PrepareContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
-		VALUES (?1, ?2, ?3, ?4)
-		ON CONFLICT (partition_id, group_name) DO UPDATE SET committed = excluded.committed,
-			lease_id = NULL, lease_from = NULL, lease_to = NULL, lease_expires_at = NULL,
-			retry_count = 0, redelivery_count = 0`)
-	if err != nil {
-		return fmt.Errorf("prepare seek: %w", err)
-	}
-	defer stmt.Close()
 	now := micros(w.now)
 	for _, ps := range res.Partitions {
-		if _, err := stmt.ExecContext(w.ctx, ps.id, res.Group, ps.To, now); err != nil {
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+			VALUES (?1, ?2, ?3, ?4)
+			ON CONFLICT (partition_id, group_name) DO UPDATE SET committed = excluded.committed,
+				lease_id = NULL, lease_from = NULL, lease_to = NULL, lease_expires_at = NULL,
+				retry_count = 0, redelivery_count = 0`, ps.id, res.Group, ps.To, now); err != nil {
 			return fmt.Errorf("move cursor of partition %q: %w", ps.Partition, err)
 		}
 	}

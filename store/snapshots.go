@@ -155,16 +155,16 @@ func (s *Store) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (
 		if err != nil {
 			return err
 		}
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
 			(SELECT id FROM snapshots WHERE tenant = ?1 AND name = ?2 AND expires_at <= ?3)`, req.Tenant, req.Name, now); err != nil {
 			return fmt.Errorf("replace expired snapshot: %w", err)
 		}
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshots WHERE tenant = ?1 AND name = ?2 AND expires_at <= ?3`,
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE tenant = ?1 AND name = ?2 AND expires_at <= ?3`,
 			req.Tenant, req.Name, now); err != nil {
 			return fmt.Errorf("replace expired snapshot: %w", err)
 		}
 		var id int64
-		err = w.tx.QueryRowContext(w.ctx, `INSERT INTO snapshots (tenant, name, group_name, queue_uuid, queue_name, labels, created_at, expires_at)
+		err = w.QueryRowContext(w.ctx, `INSERT INTO snapshots (tenant, name, group_name, queue_uuid, queue_name, labels, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO NOTHING RETURNING id`,
 			req.Tenant, req.Name, req.Group, q.UUID, q.Name, labels, now, expires).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -173,7 +173,7 @@ func (s *Store) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (
 		if err != nil {
 			return fmt.Errorf("insert snapshot: %w", err)
 		}
-		if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO snapshot_cursors (snapshot_id, partition_uuid, partition_name, committed)
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO snapshot_cursors (snapshot_id, partition_uuid, partition_name, committed)
 			SELECT ?1, p.uuid, p.name, COALESCE(c.committed, p.log_start - 1)
 			FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?2
 			WHERE p.queue_id = ?3`, id, req.Group, q.ID); err != nil {
@@ -197,7 +197,7 @@ func (s *Store) Snapshot(ctx context.Context, tenant, name string) (*Snapshot, e
 // Snapshots lists tenant's live snapshots by name, optionally only those of
 // one group and/or one queue, without their cursors.
 func (s *Store) Snapshots(ctx context.Context, tenant, group, queue string) ([]Snapshot, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+snapshotColumns+` FROM snapshots
+	rows, err := s.r.QueryContext(ctx, `SELECT `+snapshotColumns+` FROM snapshots
 		WHERE tenant = ?1 AND expires_at > ?2 AND (?3 = '' OR group_name = ?3) AND (?4 = '' OR queue_name = ?4)
 		ORDER BY name`, tenant, micros(s.clock.Now()), group, queue)
 	if err != nil {
@@ -242,7 +242,7 @@ func (s *Store) UpdateSnapshot(ctx context.Context, tenant, name string, u Snaps
 		if expiresAt != nil {
 			exp = sql.NullInt64{Int64: micros(*expiresAt), Valid: true}
 		}
-		res, err := w.tx.ExecContext(w.ctx, `UPDATE snapshots SET labels = CASE WHEN ?1 THEN ?2 ELSE labels END,
+		res, err := w.ExecContext(w.ctx, `UPDATE snapshots SET labels = CASE WHEN ?1 THEN ?2 ELSE labels END,
 			expires_at = COALESCE(?3, expires_at) WHERE tenant = ?4 AND name = ?5 AND expires_at > ?6`,
 			setLabels, enc, exp, tenant, name, now)
 		if err != nil {
@@ -267,7 +267,7 @@ func (s *Store) UpdateSnapshot(ctx context.Context, tenant, name string, u Snaps
 func (s *Store) DeleteSnapshot(ctx context.Context, tenant, name string) error {
 	return s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		var id int64
-		err := w.tx.QueryRowContext(w.ctx, `DELETE FROM snapshots WHERE tenant = ? AND name = ? AND expires_at > ? RETURNING id`,
+		err := w.QueryRowContext(w.ctx, `DELETE FROM snapshots WHERE tenant = ? AND name = ? AND expires_at > ? RETURNING id`,
 			tenant, name, micros(w.now)).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %q", ErrSnapshotNotFound, name)
@@ -275,7 +275,7 @@ func (s *Store) DeleteSnapshot(ctx context.Context, tenant, name string) error {
 		if err != nil {
 			return fmt.Errorf("delete snapshot: %w", err)
 		}
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id = ?`, id); err != nil {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id = ?`, id); err != nil {
 			return fmt.Errorf("delete snapshot cursors: %w", err)
 		}
 		return nil
@@ -289,11 +289,11 @@ func (s *Store) ExpireSnapshots(ctx context.Context) (int, error) {
 	var n int
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		now := micros(w.now)
-		if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
 			(SELECT id FROM snapshots WHERE expires_at <= ?)`, now); err != nil {
 			return fmt.Errorf("expire snapshot cursors: %w", err)
 		}
-		res, err := w.tx.ExecContext(w.ctx, `DELETE FROM snapshots WHERE expires_at <= ?`, now)
+		res, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE expires_at <= ?`, now)
 		if err != nil {
 			return fmt.Errorf("expire snapshots: %w", err)
 		}

@@ -217,7 +217,7 @@ func (s *Store) Close() error {
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
-	if err := s.rdb.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+	if err := s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
 	return nil

@@ -55,7 +55,7 @@ func (s *Store) RecordTrace(ctx context.Context, tenant string, in TraceInput) (
 	names := slices.Compact(slices.Sorted(slices.Values(in.Names)))
 	err := s.submit(ctx, &writeOp{isolated: true, bytes: len(in.Data), apply: func(w *wtx) error {
 		var exists bool
-		if err := w.tx.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+		if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
 			JOIN txids t ON t.partition_id = p.id AND t.txn_id = ? WHERE p.uuid = ? AND q.tenant = ?)`,
 			in.TxnID, in.PartitionID, tenant).Scan(&exists); err != nil {
 			return fmt.Errorf("look up traced message: %w", err)
@@ -63,7 +63,7 @@ func (s *Store) RecordTrace(ctx context.Context, tenant string, in TraceInput) (
 		if !exists {
 			return ErrMessageNotFound
 		}
-		res, err := w.tx.ExecContext(w.ctx, `INSERT INTO traces (uuid, tenant, partition_uuid, txn_id, group_name, event_type,
+		res, err := w.ExecContext(w.ctx, `INSERT INTO traces (uuid, tenant, partition_uuid, txn_id, group_name, event_type,
 			data, worker_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?)`,
 			id, tenant, in.PartitionID, in.TxnID, cmp.Or(in.Group, QueueModeGroup), cmp.Or(in.EventType, "info"),
 			string(in.Data), in.WorkerID, micros(w.now))
@@ -75,7 +75,7 @@ func (s *Store) RecordTrace(ctx context.Context, tenant string, in TraceInput) (
 			return fmt.Errorf("insert trace: %w", err)
 		}
 		for _, name := range names {
-			if _, err := w.tx.ExecContext(w.ctx, `INSERT INTO trace_names (tenant, name, trace_id) VALUES (?, ?, ?)`,
+			if _, err := w.ExecContext(w.ctx, `INSERT INTO trace_names (tenant, name, trace_id) VALUES (?, ?, ?)`,
 				tenant, name, rowID); err != nil {
 				return fmt.Errorf("insert trace name: %w", err)
 			}
@@ -95,7 +95,7 @@ const traceColumns = `t.uuid, t.txn_id, t.partition_uuid, COALESCE(q.name, ''), 
 const traceJoins = ` LEFT JOIN partitions p ON p.uuid = t.partition_uuid LEFT JOIN queues q ON q.id = p.queue_id`
 
 func (s *Store) queryTraces(ctx context.Context, query string, args ...any) ([]Trace, error) {
-	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list traces: %w", err)
 	}
@@ -129,7 +129,7 @@ func (s *Store) MessageTraces(ctx context.Context, tenant, partitionID, txnID st
 // first, and how many there are in all.
 func (s *Store) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]Trace, int64, error) {
 	var total int64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM trace_names WHERE tenant = ? AND name = ?`,
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM trace_names WHERE tenant = ? AND name = ?`,
 		tenant, name).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count traces: %w", err)
 	}
@@ -146,11 +146,11 @@ func (s *Store) TracesByName(ctx context.Context, tenant, name string, limit, of
 // first, and how many names there are in all.
 func (s *Store) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]TraceName, int64, error) {
 	var total int64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(DISTINCT name) FROM trace_names WHERE tenant = ?`,
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(DISTINCT name) FROM trace_names WHERE tenant = ?`,
 		tenant).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count trace names: %w", err)
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT tn.name, COUNT(*), COUNT(DISTINCT t.partition_uuid || ' ' || t.txn_id),
+	rows, err := s.r.QueryContext(ctx, `SELECT tn.name, COUNT(*), COUNT(DISTINCT t.partition_uuid || ' ' || t.txn_id),
 		MAX(t.created_at) FROM trace_names tn JOIN traces t ON t.id = tn.trace_id
 		WHERE tn.tenant = ? GROUP BY tn.name ORDER BY MAX(t.created_at) DESC, tn.name LIMIT ? OFFSET ?`,
 		tenant, max(limit, 0), max(offset, 0))
