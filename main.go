@@ -123,7 +123,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode, MaxBatchOps: *batchOps,
-		RetentionInterval: ret.interval, EncryptionKey: ret.key, Logger: log})
+		RetentionInterval: ret.interval, SnapshotSweepInterval: ret.snapshots, EncryptionKey: ret.key, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err

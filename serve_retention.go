@@ -13,19 +13,27 @@ import (
 // retentionFlags are serve's settings for the work done at rest:
 // retention sweeps and payload encryption.
 type retentionFlags struct {
-	interval string // milliseconds
+	interval  string // milliseconds
+	snapshots time.Duration
 }
 
 // retentionSettings are retentionFlags checked and decoded.
 type retentionSettings struct {
-	interval time.Duration // negative = no periodic sweep
-	key      []byte        // nil = no encryption key
+	interval  time.Duration // negative = no periodic sweep
+	snapshots time.Duration // least time between expired-snapshot deletions
+	key       []byte        // nil = no encryption key
 }
 
 func (m *Main) retentionFlags(fs *flag.FlagSet) *retentionFlags {
 	var r retentionFlags
 	fs.StringVar(&r.interval, "retention-interval", m.env("RETENTION_INTERVAL", "300000"),
 		"milliseconds between retention sweeps; 0 disables them (env RETENTION_INTERVAL)")
+	def, err := time.ParseDuration(m.env("SNAPSHOT_SWEEP_INTERVAL", "1h"))
+	if err != nil {
+		def = time.Hour // a bad value in the environment is reported by the flag check below
+	}
+	fs.DurationVar(&r.snapshots, "snapshot-sweep-interval", def,
+		"least time between deletions of expired snapshots, run within retention sweeps (env SNAPSHOT_SWEEP_INTERVAL)")
 	return &r
 }
 
@@ -39,6 +47,15 @@ func (r *retentionFlags) settings(m *Main) (retentionSettings, error) {
 		return out, fmt.Errorf("retention interval %q: want a non-negative number of milliseconds", r.interval)
 	}
 	out.interval = time.Duration(ms) * time.Millisecond
+	if r.snapshots <= 0 {
+		return out, fmt.Errorf("snapshot sweep interval %v: want a positive duration", r.snapshots)
+	}
+	if v := m.Getenv("SNAPSHOT_SWEEP_INTERVAL"); v != "" {
+		if _, err := time.ParseDuration(v); err != nil {
+			return out, fmt.Errorf("SNAPSHOT_SWEEP_INTERVAL %q: %w", v, err)
+		}
+	}
+	out.snapshots = r.snapshots
 	if ms == 0 {
 		out.interval = -1
 	}

@@ -29,7 +29,8 @@ func (b *Broker) startBackground(ctx context.Context, opts Options) error {
 				"queues", n)
 		}
 	}
-	b.ret = retention.New(b.st, retention.Config{Interval: opts.RetentionInterval, Clock: opts.Clock, Logger: log})
+	b.ret = retention.New(b.st, retention.Config{Interval: opts.RetentionInterval,
+		SnapshotInterval: opts.SnapshotSweepInterval, Clock: opts.Clock, Logger: log})
 	b.ret.Start()
 	return nil
 }

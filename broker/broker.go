@@ -56,6 +56,10 @@ type Options struct {
 	// Default retention.DefaultInterval (5 minutes); negative disables the
 	// periodic sweep (Retention().RunOnce still works).
 	RetentionInterval time.Duration
+	// SnapshotSweepInterval is the least time between deletions of expired
+	// snapshots, which run within retention sweeps. Default
+	// retention.DefaultSnapshotInterval (an hour).
+	SnapshotSweepInterval time.Duration
 	// EncryptionKey is the 32-byte AES-256 key sealing the payloads of
 	// queues with encryptionEnabled. Nil stores them in clear.
 	EncryptionKey []byte

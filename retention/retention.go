@@ -33,6 +33,10 @@ const (
 	// DefaultVacuumSteps bounds the vacuum ops of one sweep; what is left
 	// is returned by the next sweep.
 	DefaultVacuumSteps = 256
+	// DefaultSnapshotInterval is how often expired snapshots are deleted.
+	// An expired snapshot pins nothing and cannot be sought to even before
+	// its row goes, so the sweep only tidies and need not be frequent.
+	DefaultSnapshotInterval = time.Hour
 )
 
 // Config configures a Service.
@@ -43,6 +47,10 @@ type Config struct {
 	// LeaseInterval is the period of the expired-lease check. Default
 	// DefaultLeaseInterval; negative disables it.
 	LeaseInterval time.Duration
+	// SnapshotInterval is the least time between two deletions of expired
+	// snapshots; they run within sweeps. Default DefaultSnapshotInterval;
+	// negative deletes them at every sweep.
+	SnapshotInterval time.Duration
 	// Limits bound each eviction op. Zero fields take the store's defaults.
 	Limits store.EvictLimits
 	// VacuumPages is the free pages returned per vacuum op. Default DefaultVacuumPages.
@@ -79,8 +87,9 @@ type Service struct {
 	cfg Config
 	log *slog.Logger
 
-	mu        sync.Mutex // one pass at a time
-	leaseSeen time.Time  // leases expiring up to here were already woken
+	mu           sync.Mutex // one pass at a time
+	leaseSeen    time.Time  // leases expiring up to here were already woken
+	snapshotsRan time.Time  // when expired snapshots were last deleted
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -92,6 +101,7 @@ type Service struct {
 func New(st *store.Store, cfg Config) *Service {
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
 	cfg.LeaseInterval = cmp.Or(cfg.LeaseInterval, DefaultLeaseInterval)
+	cfg.SnapshotInterval = cmp.Or(cfg.SnapshotInterval, DefaultSnapshotInterval)
 	cfg.VacuumPages = cmp.Or(cfg.VacuumPages, DefaultVacuumPages)
 	cfg.VacuumSteps = cmp.Or(cfg.VacuumSteps, DefaultVacuumSteps)
 	cfg.Clock = cmp.Or[clock.Clock](cfg.Clock, clock.Real{})
@@ -176,9 +186,13 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	start := time.Now()
-	// Expired snapshots go first, so they no longer hold back retention.
-	if st.Snapshots, err = s.st.ExpireSnapshots(ctx); err != nil {
-		return st, err
+	// Expired snapshots hold nothing back already; deleting their rows is
+	// tidying, done at most once per SnapshotInterval.
+	if s.snapshotsRan.IsZero() || now.Sub(s.snapshotsRan) >= s.cfg.SnapshotInterval {
+		if st.Snapshots, err = s.st.ExpireSnapshots(ctx); err != nil {
+			return st, err
+		}
+		s.snapshotsRan = now
 	}
 	queues, err := s.st.RetentionQueues(ctx)
 	if err != nil {

@@ -567,3 +567,23 @@ func TestTimeRetentionKeepsWhatALiveSnapshotNeeds(t *testing.T) {
 		t.Fatalf("segments %v left over maxBytes, want none", got)
 	}
 }
+
+func TestExpiredSnapshotsAreDeletedAtMostHourly(t *testing.T) {
+	f := newFixture(t)
+	f.push("q", "", "a", 1)
+	if st := f.sweep(); st.Snapshots != 0 {
+		t.Fatalf("first sweep deleted %d snapshots", st.Snapshots)
+	}
+	if _, err := f.b.Store().CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "short", Queue: "q", TTL: time.Minute}); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	// Expired, but the hourly sweep of snapshots ran less than an hour ago.
+	f.clock.Advance(30 * time.Minute)
+	if st := f.sweep(); st.Snapshots != 0 {
+		t.Fatalf("sweep 30 min after the last snapshot sweep deleted %d snapshots", st.Snapshots)
+	}
+	f.clock.Advance(31 * time.Minute)
+	if st := f.sweep(); st.Snapshots != 1 {
+		t.Fatalf("sweep an hour after the last snapshot sweep deleted %d snapshots, want 1", st.Snapshots)
+	}
+}
