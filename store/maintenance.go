@@ -54,11 +54,7 @@ func (s *Store) BufferPush(ctx context.Context, tenant string, items []PushItem)
 		return []PushResult{}, nil
 	}
 	results := make([]PushResult, len(items))
-	size := 0
-	for i := range items {
-		size += len(items[i].Payload) + 64
-	}
-	err := s.submit(ctx, &writeOp{isolated: true, bytes: size, apply: func(w *wtx) error {
+	err := s.submit(ctx, &writeOp{isolated: true, bytes: itemsBytes(items), apply: func(w *wtx) error {
 		queues := map[string]*Queue{}
 		for i := range items {
 			it := &items[i]

@@ -132,22 +132,9 @@ func (s *Store) popQueues(ctx context.Context, req *PopRequest) ([]*Queue, error
 		}
 		return []*Queue{q}, nil
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+queueColumns+` FROM queues
+	return listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues
 		WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
 		ORDER BY priority DESC, id`, req.Tenant, req.Namespace, req.Namespace, req.Task, req.Task)
-	if err != nil {
-		return nil, fmt.Errorf("list queues: %w", err)
-	}
-	defer rows.Close()
-	var qs []*Queue
-	for rows.Next() {
-		q, err := scanQueue(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan queue: %w", err)
-		}
-		qs = append(qs, q)
-	}
-	return qs, rows.Err()
 }
 
 // Pop claims and reads up to req.Batch messages without waiting. Looking is

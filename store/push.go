@@ -56,11 +56,7 @@ func (s *Store) Push(ctx context.Context, tenant string, items []PushItem) ([]Pu
 		return []PushResult{}, nil
 	}
 	results := make([]PushResult, len(items))
-	size := 0
-	for i := range items {
-		size += len(items[i].Payload) + 64
-	}
-	err := s.submit(ctx, &writeOp{bytes: size, apply: func(w *wtx) error {
+	err := s.submit(ctx, &writeOp{bytes: itemsBytes(items), apply: func(w *wtx) error {
 		return w.push(tenant, items, results, false)
 	}})
 	if err != nil {
@@ -121,6 +117,16 @@ func (w *wtx) push(tenant string, items []PushItem, results []PushResult, strict
 		pp.staged = append(pp.staged, staged{item: it, res: res, generated: generated})
 	}
 	return nil
+}
+
+// itemsBytes is roughly what items weigh in a commit, for the writer's
+// bound on the bytes one commit fuses.
+func itemsBytes(items []PushItem) int {
+	size := 0
+	for i := range items {
+		size += len(items[i].Payload) + 64
+	}
+	return size
 }
 
 // storedTxids returns which of ids partition already holds, with offsets.

@@ -72,23 +72,10 @@ type EvictResult struct {
 // completedRetentionSeconds, maxWaitTimeSeconds (which applies without
 // retentionEnabled), or maxBytes. Every tenant's queues are included.
 func (s *Store) RetentionQueues(ctx context.Context) ([]*Queue, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+queueColumns+` FROM queues
+	return listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues
 		WHERE (retention_enabled = 1 AND (retention_seconds > 0 OR completed_retention_seconds > 0))
 			OR max_wait_time_seconds > 0 OR max_bytes > 0
 		ORDER BY id`)
-	if err != nil {
-		return nil, fmt.Errorf("list retention queues: %w", err)
-	}
-	defer rows.Close()
-	var out []*Queue
-	for rows.Next() {
-		q, err := scanQueue(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan queue: %w", err)
-		}
-		out = append(out, q)
-	}
-	return out, rows.Err()
 }
 
 // agePolicy is what time-based retention allows on one partition.

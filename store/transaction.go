@@ -33,9 +33,7 @@ func (s *Store) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]T
 	results := make([]TxOpResult, len(ops))
 	size := 0
 	for _, op := range ops {
-		for _, it := range op.Items {
-			size += len(it.Payload) + 64
-		}
+		size += itemsBytes(op.Items)
 	}
 	err := s.submit(ctx, &writeOp{isolated: true, bytes: size, apply: func(w *wtx) error {
 		// Acks first: they can fail; pushes are staged last, in one call that
