@@ -192,14 +192,10 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 			return pausedPop(req.Group), nil // pop maintenance: nothing, at once
 		}
 		// Watch before looking, so a change in between is not missed.
-		var changed <-chan struct{}
-		if req.Queue != "" {
-			changed = b.st.Watch(req.Tenant, req.Queue)
-		} else {
-			changed = b.st.WatchAny()
-		}
+		changed, release := b.watch(req.Tenant, req.Queue)
 		res, err := b.st.Pop(ctx, sreq)
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
+			release()
 			b.metrics.countPop(req.Tenant, res, req.AutoAck)
 			return res, err
 		}
@@ -209,28 +205,14 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 			wait = min(wait, d+time.Millisecond)
 		}
 		if wait <= 0 {
+			release()
 			return res, nil
 		}
-		timer := time.NewTimer(wait)
-		b.parked.Add(1)
-		select {
-		case <-changed:
-		case <-timer.C:
-		case <-ctx.Done():
-			b.parked.Add(-1)
-			timer.Stop()
-			return &PopResult{Group: res.Group}, nil
-		case <-b.draining:
-			b.parked.Add(-1)
-			timer.Stop()
-			return &PopResult{Group: res.Group}, nil
-		case <-b.maint.popPaused():
-			b.parked.Add(-1)
-			timer.Stop()
+		woke := b.park(ctx, changed, wait)
+		release()
+		if !woke {
 			return &PopResult{Group: res.Group}, nil
 		}
-		b.parked.Add(-1)
-		timer.Stop()
 		if time.Until(deadline) <= 0 {
 			// One last look: the wake may have come right at the deadline.
 			res, err := b.st.Pop(ctx, sreq)
@@ -238,6 +220,36 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 			return res, err
 		}
 	}
+}
+
+// watch returns what a parked pop of queue (or, for "", of any queue) waits
+// on, and the release to call when it stops waiting.
+func (b *Broker) watch(tenant, queue string) (<-chan struct{}, func()) {
+	if queue == "" {
+		return b.st.WatchAny(), func() {}
+	}
+	return b.st.Watch(tenant, queue)
+}
+
+// park waits until changed closes or wait passes (true: look again), or
+// until the pop must answer empty at once (false): its caller left, the
+// broker is draining, or pop maintenance began.
+func (b *Broker) park(ctx context.Context, changed <-chan struct{}, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	b.parked.Add(1)
+	defer b.parked.Add(-1)
+	select {
+	case <-changed:
+	case <-timer.C:
+	case <-ctx.Done():
+		return false
+	case <-b.draining:
+		return false
+	case <-b.maint.popPaused():
+		return false
+	}
+	return true
 }
 
 // Replay: consumer groups, subscriptions and seek.

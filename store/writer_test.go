@@ -206,3 +206,45 @@ func TestSegmentRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestWatchersAreDroppedWhenNobodyWaits(t *testing.T) {
+	s := openTestStore(t, nil)
+	ch1, release1 := s.Watch("", "q")
+	ch2, release2 := s.Watch("", "q")
+	if ch1 != ch2 || s.watching() != 1 {
+		t.Fatalf("two waiters on one queue: %d entries, same channel %v", s.watching(), ch1 == ch2)
+	}
+	release1()
+	release1() // releasing twice is harmless
+	if s.watching() != 1 {
+		t.Fatalf("entry dropped while a waiter remains")
+	}
+	release2()
+	if s.watching() != 0 {
+		t.Fatalf("%d entries left after every waiter left", s.watching())
+	}
+
+	// A change closes the channel and drops the entry; a waiter that leaves
+	// afterwards must not drop the entry of the next watch.
+	old, releaseOld := s.Watch("", "q")
+	s.Notify("", "q")
+	select {
+	case <-old:
+	default:
+		t.Fatal("notify did not close the channel")
+	}
+	fresh, releaseFresh := s.Watch("", "q")
+	releaseOld()
+	if s.watching() != 1 {
+		t.Fatalf("a stale release dropped the fresh entry")
+	}
+	select {
+	case <-fresh:
+		t.Fatal("fresh channel closed by an earlier change")
+	default:
+	}
+	releaseFresh()
+	if s.watching() != 0 {
+		t.Fatalf("%d entries left", s.watching())
+	}
+}
