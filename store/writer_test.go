@@ -248,3 +248,61 @@ func TestWatchersAreDroppedWhenNobodyWaits(t *testing.T) {
 		t.Fatalf("%d entries left", s.watching())
 	}
 }
+
+func TestCreatedAtMonotoneUnderConcurrentPushesAndAJitteryClock(t *testing.T) {
+	c := clock.NewManual(time.Date(2026, 7, 30, 10, 0, 0, 0, time.UTC))
+	s := openTestStore(t, c)
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var jitter sync.WaitGroup
+	jitter.Add(1)
+	go func() {
+		defer jitter.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Forward most of the time, sometimes a step back.
+			if i%5 == 4 {
+				c.Advance(-3 * time.Millisecond)
+			} else {
+				c.Advance(time.Millisecond)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for p := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				if _, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: fmt.Sprint("p", p%3), Payload: []byte(`1`),
+					TxnID: fmt.Sprintf("%d-%d", p, i)}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	jitter.Wait()
+	var bad, segs int
+	if err := s.rdb.QueryRow(`SELECT COUNT(*) FROM (SELECT created_at,
+		LAG(created_at) OVER (PARTITION BY partition_id ORDER BY base_offset) AS prev FROM segments)
+		WHERE prev IS NOT NULL AND created_at < prev`).Scan(&bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.QueryRow(`SELECT COUNT(*) FROM segments`).Scan(&segs); err != nil {
+		t.Fatal(err)
+	}
+	if bad != 0 {
+		t.Errorf("%d of %d segments stamped earlier than the one before them", bad, segs)
+	}
+	if segs < 3 {
+		t.Errorf("only %d segments: the test did not exercise concurrent commits", segs)
+	}
+}
