@@ -664,3 +664,24 @@ func TestCORSAndHealth(t *testing.T) {
 		t.Errorf("health = %v", h)
 	}
 }
+
+func TestFailedAcksOfAReleasedBatchSucceedAcrossRequests(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	s.Push(item("rel", 1), item("rel", 2), item("rel", 3))
+	p := s.Pop("/api/v1/pop/queue/rel?batch=10")
+	for i, m := range p.Messages {
+		// One request per message, as a consumer nacking one by one sends.
+		a := s.Ack(m, "failed", "")
+		if a["success"] != true {
+			t.Fatalf("failed ack %d of the batch = %v", i, a)
+		}
+	}
+	again := s.Pop("/api/v1/pop/queue/rel?batch=10")
+	if len(again.Messages) != 3 || again.Messages[0].RetryCount != 1 {
+		t.Fatalf("redelivery = %+v, want the same 3 with one retry charged", again)
+	}
+	// A completed ack with the dropped lease is still refused.
+	if a := s.Ack(p.Messages[0], "completed", ""); a["success"] != false || a["error"] != "Invalid or expired lease" {
+		t.Fatalf("completed ack with the released lease = %v", a)
+	}
+}

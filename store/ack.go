@@ -59,9 +59,10 @@ type cursor struct {
 	lastConsumedAt sql.NullInt64
 	created        bool // not in the table yet
 	dirty          bool // changed since loaded
-	// dropped is the lease a failed or retry ack released earlier in this
-	// request. The SDKs nack a whole batch in one call, every item naming
-	// that lease: the first item releases it, the rest are no-ops.
+	// dropped is the lease a failed or retry ack released last
+	// (cursors.dropped_lease). Every failed ack of a batch names its lease:
+	// the first releases it, and the rest, in the same request or later
+	// ones, are no-ops that succeed.
 	dropped string
 }
 
@@ -132,9 +133,10 @@ func (w *wtx) locateAll(tenant string, items []AckItem) ([]*located, error) {
 func (w *wtx) loadCursor(partitionID int64, group string) (*cursor, error) {
 	var c cursor
 	err := w.QueryRowContext(w.ctx, `SELECT committed, lease_id, lease_from, lease_to, lease_expires_at, retry_count,
-		total_consumed, batches_consumed, last_consumed_at FROM cursors WHERE partition_id = ? AND group_name = ?`,
+		total_consumed, batches_consumed, last_consumed_at, COALESCE(dropped_lease, '') FROM cursors
+		WHERE partition_id = ? AND group_name = ?`,
 		partitionID, group).Scan(&c.committed, &c.leaseID, &c.leaseFrom, &c.leaseTo, &c.leaseExpires, &c.retry,
-		&c.totalConsumed, &c.batches, &c.lastConsumedAt)
+		&c.totalConsumed, &c.batches, &c.lastConsumedAt, &c.dropped)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -153,9 +155,9 @@ func (w *wtx) saveCursor(partitionID int64, group string, c *cursor) error {
 		c.created = false
 	}
 	_, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = ?, lease_from = ?, lease_to = ?,
-		lease_expires_at = ?, retry_count = ?, total_consumed = ?, batches_consumed = ?, last_consumed_at = ?
-		WHERE partition_id = ? AND group_name = ?`, c.committed, c.leaseID, c.leaseFrom, c.leaseTo, c.leaseExpires,
-		c.retry, c.totalConsumed, c.batches, c.lastConsumedAt, partitionID, group)
+		lease_expires_at = ?, retry_count = ?, total_consumed = ?, batches_consumed = ?, last_consumed_at = ?,
+		dropped_lease = NULLIF(?, '') WHERE partition_id = ? AND group_name = ?`, c.committed, c.leaseID, c.leaseFrom,
+		c.leaseTo, c.leaseExpires, c.retry, c.totalConsumed, c.batches, c.lastConsumedAt, c.dropped, partitionID, group)
 	if err != nil {
 		return fmt.Errorf("save cursor: %w", err)
 	}
