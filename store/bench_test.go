@@ -125,3 +125,28 @@ func reportBytesPerMessage(b *testing.B, st *store.Store, msgs float64) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkPopManyPartitions pops one message at a time from a queue whose
+// messages are spread over 1000 partitions.
+func BenchmarkPopManyPartitions(b *testing.B) {
+	st := combtest.MustOpenStore(b, combtest.Options{})
+	ctx := context.Background()
+	const parts = 1000
+	items := make([]store.PushItem, 0, parts)
+	for round := 0; round < max(1, b.N/parts+1); round++ {
+		items = items[:0]
+		for p := range parts {
+			items = append(items, store.PushItem{Queue: "wide", Partition: fmt.Sprint("p", p), Payload: payload100})
+		}
+		if _, err := st.Push(ctx, "", items); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := st.Pop(ctx, store.PopRequest{Queue: "wide", Batch: 1, AutoAck: true})
+		if err != nil || len(res.Messages) != 1 {
+			b.Fatalf("pop %d: %d messages, %v", i, len(res.Messages), err)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -90,34 +89,77 @@ func (c *candidate) leased(now int64) bool {
 	return c.leaseID.Valid && c.expires.Valid && c.expires.Int64 > now
 }
 
-func scanCandidates(ctx context.Context, db querier, queueID int64, group, partition string) ([]candidate, error) {
-	q := `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
+// scanCandidates returns at most limit (all for limit < 0) of the
+// partitions of queue that are due for group: those the group has no
+// cursor on yet (a first contact to seed), and those with something pending
+// past the cursor and no live lease. It walks partitions in name order
+// starting after the name given, wrapping around, through the (queue_id,
+// name) index, so with many partitions it stops as soon as it has found
+// limit due ones instead of reading them all; callers rotate the starting
+// name so every partition gets its turn.
+func scanCandidates(ctx context.Context, db querier, queueID int64, group, partition string, now int64, limit int, after string) ([]candidate, error) {
+	const cols = `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
 		c.committed IS NOT NULL, COALESCE(c.committed, 0), c.lease_id, c.lease_expires_at, COALESCE(c.retry_count, 0)
-		FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?
-		WHERE p.queue_id = ?`
-	args := []any{group, queueID}
+		FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+		WHERE p.queue_id = ?2 AND (c.committed IS NULL OR (p.last_offset >= MAX(c.committed + 1, p.log_start)
+			AND (c.lease_id IS NULL OR c.lease_expires_at <= ?3)))`
+	var out []candidate
+	scan := func(q string, args ...any) error {
+		rows, err := db.QueryContext(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("scan partitions: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c candidate
+			var created int64
+			p := &c.part
+			if err := rows.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created,
+				&c.hasCursor, &c.committed, &c.leaseID, &c.expires, &c.retry); err != nil {
+				return fmt.Errorf("scan partition: %w", err)
+			}
+			p.CreatedAt = fromMicros(created)
+			out = append(out, c)
+		}
+		return rows.Err()
+	}
 	if partition != "" {
-		q += ` AND p.name = ?`
+		return out, scan(cols+` AND p.name = ?4`, group, queueID, now, partition)
+	}
+	if err := scan(cols+` AND p.name > ?4 ORDER BY p.name LIMIT ?5`, group, queueID, now, after, limit); err != nil {
+		return nil, err
+	}
+	if limit >= 0 && len(out) >= limit {
+		return out, nil
+	}
+	rest := -1
+	if limit >= 0 {
+		rest = limit - len(out)
+	}
+	return out, scan(cols+` AND p.name <= ?4 ORDER BY p.name LIMIT ?5`, group, queueID, now, after, rest)
+}
+
+// leaseWake is when the earliest live lease of group over pending data in
+// queue expires (zero if none): when a pop that found nothing due should
+// look again.
+func leaseWake(ctx context.Context, db querier, queueID int64, group, partition string, now int64) (time.Time, error) {
+	q := `SELECT MIN(c.lease_expires_at) FROM partitions p
+		JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+		WHERE p.queue_id = ?2 AND c.lease_id IS NOT NULL AND c.lease_expires_at > ?3
+			AND p.last_offset >= MAX(c.committed + 1, p.log_start)`
+	args := []any{group, queueID, now}
+	if partition != "" {
+		q += ` AND p.name = ?4`
 		args = append(args, partition)
 	}
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("scan partitions: %w", err)
+	var at sql.NullInt64
+	if err := db.QueryRowContext(ctx, q, args...).Scan(&at); err != nil {
+		return time.Time{}, fmt.Errorf("find lease expiry: %w", err)
 	}
-	defer rows.Close()
-	var out []candidate
-	for rows.Next() {
-		var c candidate
-		var created int64
-		p := &c.part
-		if err := rows.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created,
-			&c.hasCursor, &c.committed, &c.leaseID, &c.expires, &c.retry); err != nil {
-			return nil, fmt.Errorf("scan partition: %w", err)
-		}
-		p.CreatedAt = fromMicros(created)
-		out = append(out, c)
+	if !at.Valid {
+		return time.Time{}, nil
 	}
-	return out, rows.Err()
+	return fromMicros(at.Int64), nil
 }
 
 // popQueues resolves the queues a pop may serve, highest priority first.
@@ -163,13 +205,16 @@ func (s *Store) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 			return nil, fmt.Errorf("look up subscription: %w", err)
 		}
 		if subscribed {
-			cands, err := scanCandidates(ctx, s.r, q.ID, req.Group, req.Partition)
+			due, err := scanCandidates(ctx, s.r, q.ID, req.Group, req.Partition, now, 1, s.turn.next(q.ID, req.Group))
 			if err != nil {
 				return nil, err
 			}
-			due, wake := dueCandidates(cands, now)
-			res.WakeAt = earliest(res.WakeAt, wake)
 			if len(due) == 0 {
+				wake, err := leaseWake(ctx, s.r, q.ID, req.Group, req.Partition, now)
+				if err != nil {
+					return nil, err
+				}
+				res.WakeAt = earliest(res.WakeAt, wake)
 				continue
 			}
 		}
@@ -198,28 +243,6 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// dueCandidates keeps the partitions with something pending and no live
-// lease, and returns when the earliest live lease over pending data expires.
-func dueCandidates(cands []candidate, now int64) ([]candidate, time.Time) {
-	var due []candidate
-	var wake time.Time
-	for _, c := range cands {
-		if !c.hasCursor {
-			due = append(due, c) // first contact with a partition created later
-			continue
-		}
-		if c.part.LastOffset < c.next() {
-			continue
-		}
-		if c.leased(now) {
-			wake = earliest(wake, fromMicros(c.expires.Int64))
-			continue
-		}
-		due = append(due, c)
-	}
-	return due, wake
 }
 
 type claimSpan struct {
@@ -291,24 +314,30 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 	if err := w.subscribe(q, req.Group, req.Start); err != nil {
 		return nil, "", time.Time{}, err
 	}
-	cands, err := scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition)
+	now := micros(w.now)
+	// Enough due partitions to fill the claim, with room for some that a
+	// run of deleted messages leaves empty; all of them when a delay or a
+	// window may hold some back.
+	limit := req.Partitions + 8
+	if q.Options.DelayedProcessing > 0 || q.Options.WindowBuffer > 0 {
+		limit = -1
+	}
+	after := w.s.turn.next(q.ID, req.Group)
+	due, err := scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after)
 	if err != nil {
 		return nil, "", time.Time{}, err
 	}
-	for _, c := range cands {
+	for _, c := range due {
 		if !c.hasCursor {
 			if err := w.seedMissingFrom(q, req.Group); err != nil {
 				return nil, "", time.Time{}, err
 			}
-			if cands, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition); err != nil {
+			if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after); err != nil {
 				return nil, "", time.Time{}, err
 			}
 			break
 		}
 	}
-	now := micros(w.now)
-	due, wake := dueCandidates(cands, now)
-	rand.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
 	budget := int64(req.Batch)
 	for i := range due {
 		if len(spans) == req.Partitions || budget == 0 {
@@ -356,10 +385,15 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 			continue
 		}
 		spans = append(spans, *sp)
+		w.s.turn.served(q.ID, req.Group, sp.part.Name)
 		budget -= sp.to - sp.from + 1 - int64(len(sp.dead))
 	}
 	if len(spans) == 0 {
-		return nil, "", wake, nil
+		lw, err := leaseWake(w.ctx, w, q.ID, req.Group, req.Partition, now)
+		if err != nil {
+			return nil, "", time.Time{}, err
+		}
+		return nil, "", earliest(wake, lw), nil
 	}
 	if !req.AutoAck {
 		leaseID = uuid.NewString()

@@ -82,6 +82,7 @@ type Store struct {
 	comp     lz4.Compressor // writer goroutine only
 	crypt    *payloadCipher // nil without an encryption key
 	watch    watchers
+	turn     turns // round robin over partitions, per (queue, group)
 	stats    Stats
 	onCommit func(ops int, d time.Duration) // nil = none
 }

@@ -306,3 +306,27 @@ func TestCreatedAtMonotoneUnderConcurrentPushesAndAJitteryClock(t *testing.T) {
 		t.Errorf("only %d segments: the test did not exercise concurrent commits", segs)
 	}
 }
+
+func TestPopsTakePartitionsInTurn(t *testing.T) {
+	s := openTestStore(t, nil)
+	ctx := context.Background()
+	for _, p := range []string{"a", "b", "c"} {
+		if _, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: p, Payload: []byte(`1`)}, {Queue: "q", Partition: p, Payload: []byte(`2`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for range 6 {
+		res, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 1, AutoAck: true})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("pop: %+v %v", res, err)
+		}
+		got = append(got, res.Messages[0].Partition)
+	}
+	// Each partition once before any comes again.
+	for i := 0; i+2 < len(got); i += 3 {
+		if seen := map[string]bool{got[i]: true, got[i+1]: true, got[i+2]: true}; len(seen) != 3 {
+			t.Fatalf("partitions served %v: one was starved", got)
+		}
+	}
+}
