@@ -11,6 +11,7 @@ import (
 
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
+	"github.com/comb-broker/comb/store"
 )
 
 func item(queue string, payload any, kv ...any) map[string]any {
@@ -683,5 +684,21 @@ func TestFailedAcksOfAReleasedBatchSucceedAcrossRequests(t *testing.T) {
 	// A completed ack with the dropped lease is still refused.
 	if a := s.Ack(p.Messages[0], "completed", ""); a["success"] != false || a["error"] != "Invalid or expired lease" {
 		t.Fatalf("completed ack with the released lease = %v", a)
+	}
+}
+
+func TestPopBatchIsBounded(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	items := make([]map[string]any, 0, store.MaxPopBatch+5)
+	for i := range store.MaxPopBatch + 5 {
+		items = append(items, item("big", i))
+	}
+	s.Push(items...)
+	p := s.Pop("/api/v1/pop/queue/big?batch=100000000&autoAck=true")
+	if len(p.Messages) != store.MaxPopBatch {
+		t.Fatalf("a huge batch delivered %d messages, want the bound %d", len(p.Messages), store.MaxPopBatch)
+	}
+	if rest := s.Pop("/api/v1/pop/queue/big?batch=100&autoAck=true"); len(rest.Messages) != 5 {
+		t.Fatalf("the rest = %d, want 5", len(rest.Messages))
 	}
 }

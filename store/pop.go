@@ -10,6 +10,13 @@ import (
 	"github.com/google/uuid"
 )
 
+// Bounds on one pop, so that a single request cannot pull a whole log into
+// memory; a client asking for more gets this much and pops again.
+const (
+	MaxPopBatch      = 10000
+	MaxPopPartitions = 1000
+)
+
 // QueueModeGroup is the cursor every pop without a consumer group shares.
 const QueueModeGroup = "__QUEUE_MODE__"
 
@@ -186,8 +193,8 @@ func (s *Store) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 	if req.Group == "" {
 		req.Group = QueueModeGroup
 	}
-	req.Batch = max(req.Batch, 1)
-	req.Partitions = max(req.Partitions, 1)
+	req.Batch = min(max(req.Batch, 1), MaxPopBatch)
+	req.Partitions = min(max(req.Partitions, 1), MaxPopPartitions)
 	if req.Partition != "" {
 		req.Partitions = 1
 	}
