@@ -23,6 +23,8 @@ import (
 const (
 	defaultTraceLimit     = 100
 	defaultTraceNameLimit = 50
+	// maxTraceLimit caps one page of the trace listings.
+	maxTraceLimit = 10000
 )
 
 type traceIn struct {
@@ -138,7 +140,7 @@ func (s *Server) traceOne(w http.ResponseWriter, r *http.Request, ps httprouter.
 		return
 	}
 	q := r.URL.Query()
-	limit, offset := max(queryInt(q, "limit", defaultTraceNameLimit), 0), max(queryInt(q, "offset", 0), 0)
+	limit, offset := min(max(queryInt(q, "limit", defaultTraceNameLimit), 0), maxTraceLimit), max(queryInt(q, "offset", 0), 0)
 	names, total, err := s.b.TraceNames(r.Context(), tenant(r.Context()), limit, offset)
 	if err != nil {
 		s.fail(w, r, err)
@@ -159,7 +161,7 @@ func (s *Server) traceTwo(w http.ResponseWriter, r *http.Request, ps httprouter.
 	first, second := ps.ByName("partitionId"), ps.ByName("transactionId")
 	if first == "by-name" {
 		q := r.URL.Query()
-		limit, offset := max(queryInt(q, "limit", defaultTraceLimit), 0), max(queryInt(q, "offset", 0), 0)
+		limit, offset := min(max(queryInt(q, "limit", defaultTraceLimit), 0), maxTraceLimit), max(queryInt(q, "offset", 0), 0)
 		traces, total, err := s.b.TracesByName(r.Context(), tenant(r.Context()), second, limit, offset)
 		if err != nil {
 			s.fail(w, r, err)
