@@ -1,28 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/comb-broker/comb/internal/combtest"
 )
-
-// dlqCmd runs "comb args..." against srv and returns stdout.
-func dlqCmd(t *testing.T, srv *combtest.Server, env map[string]string, args ...string) (string, error) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string {
-		if k == "COMB_URL" {
-			return srv.URL
-		}
-		return env[k]
-	}}
-	err := m.Run(context.Background(), args)
-	return out.String(), err
-}
 
 func TestDLQCommand(t *testing.T) {
 	srv := combtest.MustServer(t, combtest.Options{})
@@ -34,7 +18,7 @@ func TestDLQCommand(t *testing.T) {
 			"leaseId": m.LeaseID, "status": "dlq", "error": "bad\nrecord"})
 	}
 
-	out, err := dlqCmd(t, srv, nil, "dlq", "--queue", "cli")
+	out, err := runComb(t, srv, nil, "dlq", "--queue", "cli")
 	if err != nil {
 		t.Fatalf("dlq: %v", err)
 	}
@@ -42,12 +26,12 @@ func TestDLQCommand(t *testing.T) {
 		!strings.Contains(out, "2 shown, 2 in all") {
 		t.Fatalf("dlq output:\n%s", out)
 	}
-	out, err = dlqCmd(t, srv, nil, "dlq", "--queue", "cli", "--limit", "1", "--json")
+	out, err = runComb(t, srv, nil, "dlq", "--queue", "cli", "--limit", "1", "--json")
 	if err != nil || !strings.Contains(out, `"total":2`) || strings.Count(out, `"transactionId"`) != 1 {
 		t.Fatalf("dlq --json: %v\n%s", err, out)
 	}
 
-	out, err = dlqCmd(t, srv, nil, "dlq", "redrive", "--queue", "cli")
+	out, err = runComb(t, srv, nil, "dlq", "redrive", "--queue", "cli")
 	if err != nil || !strings.Contains(out, "re-drove 2 messages to cli") || !strings.Contains(out, "0 left") {
 		t.Fatalf("redrive: %v\n%s", err, out)
 	}
@@ -56,10 +40,10 @@ func TestDLQCommand(t *testing.T) {
 	}
 
 	// Server errors come back with the server's text.
-	if _, err := dlqCmd(t, srv, nil, "dlq", "redrive", "--queue", "missing"); err == nil || !strings.Contains(err.Error(), "Queue not found") {
+	if _, err := runComb(t, srv, nil, "dlq", "redrive", "--queue", "missing"); err == nil || !strings.Contains(err.Error(), "Queue not found") {
 		t.Fatalf("redrive of an unknown queue: %v", err)
 	}
-	if _, err := dlqCmd(t, srv, nil, "dlq", "redrive"); err == nil || !strings.Contains(err.Error(), "--queue is required") {
+	if _, err := runComb(t, srv, nil, "dlq", "redrive"); err == nil || !strings.Contains(err.Error(), "--queue is required") {
 		t.Fatalf("redrive without --queue: %v", err)
 	}
 }
@@ -72,7 +56,7 @@ func TestDLQCommandSendsToken(t *testing.T) {
 		got = r.Header.Get("Authorization")
 		inner.ServeHTTP(w, r)
 	})
-	if _, err := dlqCmd(t, srv, map[string]string{"COMB_TOKEN": "tok-123"}, "dlq"); err != nil {
+	if _, err := runComb(t, srv, map[string]string{"COMB_TOKEN": "tok-123"}, "dlq"); err != nil {
 		t.Fatalf("dlq: %v", err)
 	}
 	if got != "Bearer tok-123" {
