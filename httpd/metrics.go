@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -131,16 +130,6 @@ func rssBytes() int64 {
 		return 0
 	}
 	return pages * int64(os.Getpagesize())
-}
-
-// cpuMicros is the process's user and system CPU time in microseconds, as
-// Node's process.cpuUsage() reports it.
-func cpuMicros() (user, system int64) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
-	}
-	return ru.Utime.Sec*1e6 + int64(ru.Utime.Usec), ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
 }
 
 // metricsJSON answers Queen's JSON metrics. The shape is Node's: memory
