@@ -298,7 +298,7 @@ func (s *Store) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInf
 				fr := &frames[off-first]
 				st, qst, consumed, lease := v.status(off, containsOffset(dead, off), now)
 				out = append(out, MessageInfo{
-					ID: MessageID(sg.partition, off), TxnID: fr.TxnID, PartitionID: v.p.UUID, Partition: v.p.Name,
+					ID: MessageID(v.p.UUID, off), TxnID: fr.TxnID, PartitionID: v.p.UUID, Partition: v.p.Name,
 					Queue: v.q.Name, Namespace: v.q.Namespace, Task: v.q.Task, Priority: v.q.Options.Priority,
 					Offset: off, Status: st, QueueStatus: qst, ConsumedBy: consumed, TotalGroups: len(v.bus),
 					TraceID: fr.TraceID, ProducerSub: fr.ProducerSub, CreatedAt: fromMicros(sg.createdAt),
@@ -445,7 +445,7 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 	now := micros(s.clock.Now())
 	st, qst, consumed, lease := v.status(off, dlqRetry.Valid, now)
 	d.MessageInfo = MessageInfo{
-		ID: MessageID(p.ID, off), TxnID: frame.TxnID, PartitionID: p.UUID, Partition: p.Name, Queue: q.Name,
+		ID: MessageID(p.UUID, off), TxnID: frame.TxnID, PartitionID: p.UUID, Partition: p.Name, Queue: q.Name,
 		Namespace: q.Namespace, Task: q.Task, Priority: q.Options.Priority, Offset: off, Status: st, QueueStatus: qst,
 		ConsumedBy: consumed, TotalGroups: len(v.bus), TraceID: frame.TraceID, ProducerSub: frame.ProducerSub,
 		CreatedAt: fromMicros(createdAt), LeaseExpiresAt: lease,

@@ -478,7 +478,7 @@ func (s *Store) readSpans(ctx context.Context, q *Queue, req *PopRequest, spans 
 				return nil
 			}
 			res.Messages = append(res.Messages, Message{
-				ID: MessageID(sp.part.ID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
+				ID: MessageID(sp.part.UUID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
 				Queue: q.Name, LeaseID: leaseID, Group: req.Group, Payload: f.Payload, CreatedAt: fromMicros(createdAt),
 				TraceID: f.TraceID, ProducerSub: f.ProducerSub, RetryCount: sp.retry, Offset: off,
 			})

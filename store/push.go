@@ -2,10 +2,7 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-
-	"github.com/google/uuid"
 )
 
 // Push statuses.
@@ -33,18 +30,6 @@ type PushResult struct {
 	TraceID     string
 	Queue       string
 	Offset      int64
-}
-
-// MessageID is the id of the message at offset in partition: a UUID
-// (version 8, "custom") that carries both numbers, so no column stores it
-// and it can be turned back into a position.
-func MessageID(partitionID, offset int64) string {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[0:8], uint64(partitionID)<<16)
-	binary.BigEndian.PutUint64(b[8:16], uint64(offset))
-	b[6] = 0x80 | (b[6] & 0x0f)
-	b[8] = 0x80 | (b[8] & 0x3f)
-	return uuid.UUID(b).String()
 }
 
 // Push appends items, fused with every other pending write into one commit.

@@ -328,7 +328,7 @@ func (w *wtx) resolveStaged(pp *pendingPart) error {
 				Payload: w.s.sealPayload(pp.queue, it.Payload)})
 			res.Status, res.Offset = StatusQueued, off
 		}
-		res.MessageID = MessageID(pp.part.ID, off)
+		res.MessageID = MessageID(pp.part.UUID, off)
 	}
 	return nil
 }

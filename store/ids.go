@@ -1,0 +1,30 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+
+	"github.com/google/uuid"
+)
+
+// MessageID is the id of the message at offset in the partition whose uuid
+// is partitionUUID. No column stores it: it is derived from the position.
+//
+// It is a UUID of version 8 ("custom"). The first 9 bytes come from a hash
+// of the partition's uuid, which is random and never reused, so two
+// databases, or a queue deleted and created again under the same name,
+// never hand out the same id for different messages. The last 7 bytes are
+// the offset, big-endian, so within a partition ids sort in offset order
+// (Queen's JavaScript streams runner orders a batch by id). 2^56 offsets
+// per partition is more than any device writes.
+func MessageID(partitionUUID string, offset int64) string {
+	h := sha256.Sum256([]byte(partitionUUID))
+	var b [16]byte
+	copy(b[:9], h[:9])
+	b[6] = 0x80 | b[6]&0x0f // version 8
+	b[8] = 0x80 | b[8]&0x3f // RFC 9562 variant
+	var off [8]byte
+	binary.BigEndian.PutUint64(off[:], uint64(offset))
+	copy(b[9:], off[1:])
+	return uuid.UUID(b).String()
+}
