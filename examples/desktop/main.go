@@ -1,0 +1,123 @@
+// Command desktop is where a desktop or device program that embeds comb
+// starts from: one database file in the user's config directory, a
+// producer that records events as they happen, and a consumer group that
+// handles them, with nothing lost if the program is closed, killed or the
+// machine loses power between the two.
+//
+//	go run ./examples/desktop            # runs until Ctrl-C
+//	go run ./examples/desktop -n 20      # handles 20 events, then exits
+//
+// Run it twice: events recorded but not handled before the first run ended
+// are handled by the second, because the consumer group's position is
+// durable in the same file as the events.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"github.com/comb-broker/comb/broker"
+)
+
+func main() {
+	n := flag.Int("n", 0, "stop after handling this many events (0: run until interrupted)")
+	db := flag.String("db", "", "database file (default: comb-desktop/events.db in the user's config directory)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, *db, *n); err != nil && !errors.Is(err, context.Canceled) {
+		log.Fatal(err)
+	}
+}
+
+type event struct {
+	Kind string    `json:"kind"`
+	At   time.Time `json:"at"`
+}
+
+func run(ctx context.Context, path string, limit int) error {
+	if path == "" {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return fmt.Errorf("find config directory: %w", err)
+		}
+		path = filepath.Join(dir, "comb-desktop", "events.db")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	b, err := broker.Open(ctx, broker.Options{Path: path})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	log.Printf("events in %s", path)
+
+	// The producer: in a real program, whatever the user or a sensor does.
+	// Push returns once the event is durable on disk.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	produced := make(chan error, 1)
+	go func() { produced <- produce(ctx, b) }()
+
+	// The consumer: a named group gets every event once, at its own pace;
+	// a second group (say "sync") would get them all again, independently.
+	handled := 0
+	for limit == 0 || handled < limit {
+		res, err := b.Pop(ctx, broker.PopRequest{Queue: "events", Group: "ui", Batch: 10, Wait: true, Timeout: 5 * time.Second})
+		if err != nil {
+			break // ctx ended: the unacked batch is redelivered on the next run
+		}
+		acks := make([]broker.AckItem, 0, len(res.Messages))
+		for _, m := range res.Messages {
+			var e event
+			if err := json.Unmarshal(m.Payload, &e); err != nil {
+				// A payload this program cannot read goes to the dead-letter
+				// queue instead of blocking the ones behind it.
+				acks = append(acks, broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
+					Group: "ui", Status: "dlq", Error: err.Error()})
+				continue
+			}
+			fmt.Printf("handled %s from %s\n", e.Kind, e.At.Format(time.TimeOnly))
+			acks = append(acks, broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "ui"})
+			handled++
+		}
+		if len(acks) > 0 {
+			if _, err := b.Ack(context.WithoutCancel(ctx), "", "ui", acks); err != nil {
+				return fmt.Errorf("ack: %w", err)
+			}
+		}
+	}
+	cancel()
+	if err := <-produced; err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func produce(ctx context.Context, b *broker.Broker) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-tick.C:
+			payload, err := json.Marshal(event{Kind: "click", At: now})
+			if err != nil {
+				return err
+			}
+			if _, err := b.Push(ctx, "", []broker.PushItem{{Queue: "events", Payload: payload}}); err != nil {
+				return fmt.Errorf("push: %w", err)
+			}
+		}
+	}
+}
