@@ -169,9 +169,9 @@ func TestAuthLevelTableMatchesRoutes(t *testing.T) {
 	}()
 }
 
-// wireLevel is WIRE.md §2.2 (and Queen's route_access_level) as rules.
-// comb's snapshot routes (seed 003) are not in WIRE.md; they follow the
-// consumer-group pattern: reads read-only, deletes admin, the rest
+// wireLevel is the rule of docs/auth.md, Access levels (Queen's levels).
+// comb's snapshot routes are not Queen's; they follow the consumer-group
+// pattern: reads read-only, deletes admin, the rest
 // read-write.
 func wireLevel(method, path string) httpd.Level {
 	snapshots := path == "/api/v1/snapshots" || strings.HasPrefix(path, "/api/v1/snapshots/")
@@ -197,12 +197,12 @@ func wireLevel(method, path string) httpd.Level {
 }
 
 // TestAuthLevelsFollowWire checks every entry of the level table against
-// the rules of WIRE.md §2.2, so a route added with a guessed level fails.
+// the rules of docs/auth.md, so a route added with a guessed level fails.
 func TestAuthLevelsFollowWire(t *testing.T) {
 	for route, got := range httpd.RouteLevels() {
 		method, path, _ := strings.Cut(route, " ")
 		if want := wireLevel(method, path); got != want {
-			t.Errorf("%s is %s, WIRE.md §2.2 says %s", route, got, want)
+			t.Errorf("%s is %s, docs/auth.md says %s", route, got, want)
 		}
 	}
 }

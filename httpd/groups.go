@@ -15,7 +15,7 @@ import (
 	"github.com/comb-broker/comb/store"
 )
 
-// groupRoutes registers the consumer-group routes of WIRE.md §4.14.
+// groupRoutes registers the consumer-group routes (docs/snapshots.md).
 // httprouter cannot hold a static "lagging" beside ":group", so the lagging
 // listing is dispatched inside the :group handler: as in Queen, a group
 // literally named "lagging" cannot be read with this GET.

@@ -928,7 +928,7 @@ func TestLaggingConsumerGroups(t *testing.T) {
 	}
 }
 
-// --- seed 000's practical recipes, end to end ------------------------------
+// --- the replay recipes of docs/snapshots.md, end to end ---------------------------
 
 func TestRecipeReprocessTheLastHourForOneGroup(t *testing.T) {
 	r := newReplay(t)

@@ -11,8 +11,8 @@ import (
 	"github.com/comb-broker/comb/broker"
 )
 
-// maintenanceRoutes registers the maintenance (WIRE §4.15) and trace
-// (§4.9) routes.
+// maintenanceRoutes registers the maintenance and trace routes
+// (docs/wire.md, Routes).
 func (s *Server) maintenanceRoutes() {
 	s.handle("GET", "/api/v1/system/maintenance", s.getMaintenance)
 	s.handle("POST", "/api/v1/system/maintenance", s.setMaintenance)

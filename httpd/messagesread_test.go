@@ -181,7 +181,7 @@ func TestMessageDetail(t *testing.T) {
 			t.Errorf("GET %s = %d %s", path, r.Status, r.Body)
 		}
 	}
-	// §4.17 routes are not served.
+	// Routes the SDKs call but Queen does not serve (docs/wire.md, Routes).
 	for _, c := range [][2]string{{"POST", "/api/v1/messages/" + pid + "/t1/retry"}, {"POST", "/api/v1/messages/" + pid + "/t1/dlq"},
 		{"GET", "/api/v1/resources/partitions"}, {"DELETE", "/api/v1/queues/d/clear"}} {
 		if r := s.Do(c[0], c[1], nil); r.Status != http.StatusNotFound || !strings.Contains(string(r.Body), `"error"`) {

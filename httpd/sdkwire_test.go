@@ -1292,7 +1292,7 @@ func TestSDKJSConsumerGroupCalls(t *testing.T) {
 	}
 }
 
-// --- WIRE.md §5 checklist -------------------------------------------------
+// --- the clients' own checks (docs/wire.md) ---------------------------------------------
 
 // Go consume_test.go: a partition-route consumer handles exactly 3
 // (batch 1, auto-ack after each); Batch(5).Limit(10) handles exactly 10 in

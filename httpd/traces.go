@@ -12,7 +12,7 @@ import (
 	"github.com/comb-broker/comb/store"
 )
 
-// Traces (WIRE §4.9). The read shapes are the ones Queen's dashboard
+// Traces (docs/wire.md, Routes). The read shapes are the ones Queen's dashboard
 // parses: snake_case rows inside {"traces": [...]}, names inside
 // {"trace_names": [...]}, with count, total, limit and offset.
 //
