@@ -315,21 +315,18 @@ func (s *Server) scrapeTenant(r *http.Request) *string {
 	return &id.Tenant
 }
 
-// tenantSeries keeps the series labelled with no tenant, or with tenant
-// when it is not nil: one tenant never learns another's queue or group
-// names from the public scrape.
+// tenantSeries keeps the series that belong to no tenant, and those of
+// tenant when it is not nil: one tenant never learns another's queue or
+// group names from the public scrape. Ownership is not the tenant label's
+// value: cluster totals carry tenant="" and so do the default tenant's
+// queues, which an anonymous scrape must not see either.
 func tenantSeries(families []*dto.MetricFamily, tenant *string) []*dto.MetricFamily {
 	out := families[:0]
 	for _, mf := range families {
 		kept := mf.Metric[:0]
 		for _, m := range mf.Metric {
-			owner := ""
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "tenant" {
-					owner = lp.GetValue()
-				}
-			}
-			if owner == "" || (tenant != nil && owner == *tenant) {
+			owner, owned := seriesTenant(m)
+			if !owned || (tenant != nil && owner == *tenant) {
 				kept = append(kept, m)
 			}
 		}
@@ -339,4 +336,24 @@ func tenantSeries(families []*dto.MetricFamily, tenant *string) []*dto.MetricFam
 		}
 	}
 	return out
+}
+
+// seriesTenant reports the tenant a series belongs to, and whether it
+// belongs to one at all: it does when it names a queue (even the queue
+// named ""), unless it is a cluster total (scope="cluster").
+func seriesTenant(m *dto.Metric) (tenant string, owned bool) {
+	for _, lp := range m.GetLabel() {
+		switch lp.GetName() {
+		case "tenant":
+			tenant = lp.GetValue()
+		case "queue", "consumer_group":
+			owned = true
+		}
+	}
+	for _, lp := range m.GetLabel() {
+		if lp.GetName() == "scope" && lp.GetValue() == "cluster" {
+			owned = false
+		}
+	}
+	return tenant, owned
 }
