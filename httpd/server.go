@@ -36,6 +36,14 @@ type Config struct {
 	// Auth verifies bearer tokens and supplies each request's tenant and
 	// producerSub. Nil disables auth: every route is open, tenant "".
 	Auth *Authenticator
+	// CORSOrigins lists the web origins (scheme://host[:port]) whose pages
+	// may call the server. Without auth, no other origin but the server's
+	// own is served and "*" grants nothing; with auth, empty means every
+	// origin ("*"). See origin.go and docs/auth.md.
+	CORSOrigins []string
+	// AllowedHosts lists host names, besides loopback ones, that a request
+	// arriving on a loopback address without auth may carry in Host.
+	AllowedHosts []string
 }
 
 // Server is the HTTP adapter over a broker.
@@ -46,7 +54,8 @@ type Server struct {
 	router *httprouter.Router
 	// registered lists "METHOD /path" of every route, in registration order.
 	registered []string
-	stats      *httpStats // request counters and metrics registry
+	stats      *httpStats    // request counters and metrics registry
+	origins    *originPolicy // who may call, checked before routing
 }
 
 // Routes lists every registered route as "METHOD /path/:param".
@@ -56,7 +65,7 @@ func (s *Server) Routes() []string { return slices.Clone(s.registered) }
 func New(b *broker.Broker, cfg Config) *Server {
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.Version = cmp.Or(cfg.Version, "dev")
-	s := &Server{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New()}
+	s := &Server{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New(), origins: newOriginPolicy(cfg)}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.HandleMethodNotAllowed = false
@@ -71,14 +80,15 @@ func New(b *broker.Broker, cfg Config) *Server {
 	return s
 }
 
-// ServeHTTP adds the CORS headers every reply carries and answers preflights.
+// ServeHTTP refuses requests from web pages and hosts the server does not
+// trust, for every route alike, sets the CORS headers of the rest and
+// answers preflights.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w, done := s.stats.begin(w)
 	defer done()
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+	if !s.origins.admit(w, r) {
+		return
+	}
 	if r.Method == http.MethodOptions {
 		w.WriteHeader(http.StatusNoContent)
 		return
