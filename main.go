@@ -93,6 +93,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	subMode := fs.String("default-subscription-mode", m.env("DEFAULT_SUBSCRIPTION_MODE", "all"), "where a new consumer group starts when its first pop names no mode: all or new (env DEFAULT_SUBSCRIPTION_MODE)")
 	authCfg := m.authFlags(fs)
 	retCfg := m.retentionFlags(fs)
+	webCfg := m.webFlags(fs)
 	maxBody := fs.Int64("max-body-bytes", httpd.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
 	batchOps := fs.Int("max-batch-ops", 0, "most writes fused into one commit (0 = default 1024; 1 turns group commit off, to measure it)")
 	if err := fs.Parse(args); err != nil {
@@ -108,6 +109,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
 	auth, err := authCfg.authenticator(log)
 	if err != nil {
+		return err
+	}
+	httpCfg := httpd.Config{Version: version, Logger: log, Auth: auth, MaxBodyBytes: *maxBody}
+	if err := webCfg.config(&httpCfg); err != nil {
 		return err
 	}
 
@@ -133,7 +138,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler: httpd.New(b, httpd.Config{Version: version, Logger: log, Auth: auth, MaxBodyBytes: *maxBody}),
+		Handler: httpd.New(b, httpCfg),
 		// Headers must arrive promptly; a body may take minutes, as pushes
 		// of up to 64 MiB cross slow edge links. The read deadline is
 		// lifted once the body is read, so it never cuts a long-poll.
