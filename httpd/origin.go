@@ -162,8 +162,8 @@ func (p *originPolicy) granted(r *http.Request, origin string) bool {
 // cannot redirect, or is allowed by the operator.
 func (p *originPolicy) loopbackHost(hostport string) bool {
 	h := normalHost(hostport)
-	if p.hosts[h] {
-		return true
+	if p.hosts[h] || hostport == "" {
+		return true // HTTP/1.0 may omit Host; browsers never do
 	}
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		return true // browsers resolve these to loopback themselves

@@ -1,8 +1,11 @@
 package httpd_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -151,6 +154,16 @@ func TestWithoutAuthOnLoopbackAForeignHostIsRefused(t *testing.T) {
 		}
 	}
 	exists("after rebinding pages tried to delete it")
+	// HTTP/1.0 may leave Host out, which no browser does.
+	conn, err := net.Dial("tcp", hostPort(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET /health HTTP/1.0\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("HTTP/1.0 without Host: %v %v", resp, err)
+	}
 	for _, host := range []string{"localhost" + port(srv), "LOCALHOST" + port(srv), "127.0.0.1" + port(srv), "[::1]" + port(srv),
 		"127.0.0.2" + port(srv), "localhost", "comb.localhost" + port(srv)} {
 		if r := send(t, srv, "GET", "/api/v1/messages?queue=vault", host, "", nil); r.status != http.StatusOK {
