@@ -2,11 +2,13 @@ package httpd_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -271,5 +273,40 @@ func TestCheckCORSOriginsAndAllowedHosts(t *testing.T) {
 		if err := httpd.CheckAllowedHosts(tc.hosts); (err == nil) != tc.ok {
 			t.Errorf("CheckAllowedHosts(%q) = %v, want ok %v", tc.hosts, err, tc.ok)
 		}
+	}
+}
+
+// BenchmarkOriginCheck measures the check on a 404, where routing does no
+// other work: "none" skips it (no Origin, no local address, as for an
+// embedding program's own server), the others pay for the Host check and
+// an Origin parsed and looked up.
+func BenchmarkOriginCheck(b *testing.B) {
+	br := combtest.MustOpenBroker(b, combtest.Options{})
+	h := httpd.New(br, httpd.Config{CORSOrigins: []string{"http://127.0.0.1:5173"}})
+	loopback := context.WithValue(context.Background(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 6632})
+	for _, c := range []struct {
+		name, origin string
+		ctx          context.Context
+		status       int
+	}{
+		{"none", "", context.Background(), http.StatusNotFound},
+		{"host", "", loopback, http.StatusNotFound},
+		{"host+listed-origin", "http://127.0.0.1:5173", loopback, http.StatusNotFound},
+		{"host+own-origin", "http://127.0.0.1:6632", loopback, http.StatusNotFound},
+		{"host+refused-origin", "https://evil.example", loopback, http.StatusForbidden},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			req := httptest.NewRequestWithContext(c.ctx, "GET", "http://127.0.0.1:6632/no/such/route", nil)
+			if c.origin != "" {
+				req.Header.Set("Origin", c.origin)
+			}
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != c.status {
+					b.Fatalf("status %d, want %d", w.Code, c.status)
+				}
+			}
+		})
 	}
 }
