@@ -171,8 +171,8 @@ func TestAuthLevelTableMatchesRoutes(t *testing.T) {
 
 // wireLevel is the rule of docs/auth.md, Access levels (Queen's levels).
 // comb's snapshot routes are not Queen's; they follow the consumer-group
-// pattern: reads read-only, deletes admin, the rest
-// read-write.
+// pattern: reads read-only, deletes admin, the rest read-write. comb's
+// whoami (for the console) is a read like any other.
 func wireLevel(method, path string) httpd.Level {
 	snapshots := path == "/api/v1/snapshots" || strings.HasPrefix(path, "/api/v1/snapshots/")
 	switch {
@@ -190,7 +190,7 @@ func wireLevel(method, path string) httpd.Level {
 		strings.HasPrefix(path, "/api/v1/analytics/") || strings.HasPrefix(path, "/api/v1/consumer-groups") ||
 		strings.HasPrefix(path, "/api/v1/traces")),
 		method == "POST" && path == "/streams/v1/state/get",
-		method == "GET" && snapshots:
+		method == "GET" && snapshots, method == "GET" && path == "/api/v1/whoami":
 		return httpd.ReadOnly
 	}
 	return httpd.ReadWrite

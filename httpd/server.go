@@ -138,6 +138,7 @@ func (s *Server) routes() {
 	s.snapshotRoutes()
 	s.operatorRoutes()
 	s.maintenanceRoutes()
+	s.handle("GET", "/api/v1/whoami", s.whoami)
 }
 
 // handle registers a route. Every route must have a level in routeLevels;
