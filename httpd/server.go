@@ -18,6 +18,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/console"
 	"github.com/comb-broker/comb/store"
 )
 
@@ -69,7 +70,13 @@ func New(b *broker.Broker, cfg Config) *Server {
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.HandleMethodNotAllowed = false
+	ui := console.New()
 	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The console owns "/" and "/ui/": whatever no API route matched.
+		if console.Owns(r.URL.Path) {
+			ui.ServeHTTP(w, r)
+			return
+		}
 		writeError(w, http.StatusNotFound, "Not found")
 	})
 	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {

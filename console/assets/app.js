@@ -1,0 +1,123 @@
+// comb console: a hash-routed single page over the public JSON API.
+import { h, put } from "./dom.js";
+import { get, post, token, APIError } from "./api.js";
+import * as overview from "./overview.js";
+import * as queues from "./queues.js";
+import * as groups from "./groups.js";
+import * as snapshots from "./snapshots.js";
+import * as messages from "./messages.js";
+import * as dlq from "./dlq.js";
+
+const LEVELS = { "public": 0, "read-only": 1, "read-write": 2, "admin": 3 };
+const views = { overview, queues, groups, snapshots, messages, dlq };
+
+const main = document.getElementById("main");
+const flashEl = document.getElementById("flash");
+
+// ctx is what every view gets: who the caller is and how to report.
+const ctx = {
+  level: "read-only",
+  can(level) { return LEVELS[this.level] >= LEVELS[level]; },
+  flash(msg, kind = "ok") {
+    put(flashEl, h("div", { class: "flash " + kind }, msg));
+    clearTimeout(ctx.flashTimer);
+    ctx.flashTimer = setTimeout(() => put(flashEl), kind === "error" ? 10000 : 5000);
+  },
+  fail(err) {
+    if (err instanceof APIError && err.status === 401) return signIn(err.message);
+    ctx.flash(err.message || String(err), "error");
+  },
+};
+
+let current = null; // {refresh} of the shown view
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const name = views[parts[0]] ? parts[0] : "overview";
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.view === name);
+  const section = h("section", { id: "view-" + name, class: "view" });
+  put(main, section);
+  current = views[name].render(ctx, section, parts.slice(1)) || null;
+}
+
+function signIn(message) {
+  current = null;
+  const input = h("input", { id: "token", type: "password", autocomplete: "off", placeholder: "eyJ…", size: 60 });
+  const form = h("form", { id: "signin", class: "card" },
+    h("h2", {}, "Sign in"),
+    h("p", {}, "This broker checks bearer tokens. Paste a token: it is kept for this tab only (sessionStorage)."),
+    message ? h("p", { class: "error" }, message) : null,
+    h("label", {}, "Token ", input),
+    h("div", { class: "actions" }, h("button", { type: "submit", id: "token-save", class: "primary" }, "Sign in")));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    token.set(input.value.trim());
+    start();
+  });
+  put(main, form);
+  input.focus();
+}
+
+async function start() {
+  try {
+    const me = await get("/api/v1/whoami");
+    ctx.level = me.level;
+    put(document.getElementById("who"), me.auth ? `${me.subject || "token"} · ${me.level}${me.tenant ? " · tenant " + me.tenant : ""}` : "no auth");
+    document.getElementById("signout").hidden = !me.auth;
+    document.body.dataset.level = me.level;
+  } catch (err) {
+    if (err instanceof APIError && (err.status === 401 || err.status === 403)) return signIn(token.get() ? err.message : "");
+    return ctx.flash(err.message, "error");
+  }
+  header();
+  route();
+}
+
+async function header() {
+  try {
+    const health = await get("/health");
+    put(document.getElementById("version"), "v" + (health.version || "?"));
+  } catch { /* the version is decoration */ }
+  const slot = document.getElementById("maint");
+  put(slot);
+  if (!ctx.can("admin")) return;
+  try {
+    const m = await get("/api/v1/system/maintenance");
+    const toggle = (id, what, on, path, title) => {
+      const box = h("input", { type: "checkbox", id, checked: on });
+      box.addEventListener("change", async () => {
+        try {
+          await post(path, { enabled: box.checked });
+          ctx.flash(`${what} maintenance ${box.checked ? "on" : "off"}`);
+        } catch (err) {
+          box.checked = !box.checked;
+          ctx.fail(err);
+        }
+      });
+      return h("label", { class: "inline maint", title }, box, what);
+    };
+    put(slot, h("span", { class: "muted" }, "maintenance"),
+      toggle("maint-push", "push", m.maintenanceMode, "/api/v1/system/maintenance", "buffer pushes durably instead of appending them"),
+      toggle("maint-pop", "pop", m.popMaintenanceMode, "/api/v1/system/maintenance/pop", "answer pops with nothing"));
+  } catch (err) { ctx.fail(err); }
+}
+
+// Refresh: the shown view reloads its data every N seconds, not while the
+// tab is hidden and not while a dialog is open (it would move under the
+// user's hand).
+let timer = null;
+function schedule() {
+  clearInterval(timer);
+  const secs = Number(document.getElementById("refresh").value);
+  if (!secs || document.hidden) return;
+  timer = setInterval(() => {
+    if (current && current.refresh && !document.querySelector("dialog[open]")) current.refresh();
+  }, secs * 1000);
+}
+document.getElementById("refresh").addEventListener("change", schedule);
+document.addEventListener("visibilitychange", schedule);
+document.getElementById("signout").addEventListener("click", () => { token.clear(); signIn(""); });
+window.addEventListener("hashchange", () => { if (document.getElementById("signin")) return; route(); });
+
+schedule();
+start();

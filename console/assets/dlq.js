@@ -1,0 +1,101 @@
+// Dead letters: filter, see the top errors, redrive a selection or every
+// match (total shown first, then what moved and what remains).
+import { h, put, table, fmtNum, fmtTime, payloadText, confirmAction } from "./dom.js";
+import { get, post, qs } from "./api.js";
+
+const PAGE = 100;
+
+export function render(ctx, root) {
+  const f = {
+    queue: h("input", { id: "dlq-queue", placeholder: "queue" }),
+    consumerGroup: h("input", { id: "dlq-group", placeholder: "consumer group" }),
+    partition: h("input", { id: "dlq-partition", placeholder: "partition" }),
+    from: h("input", { id: "dlq-from", placeholder: "from (RFC 3339)", size: 22 }),
+    to: h("input", { id: "dlq-to", placeholder: "to", size: 22 }),
+  };
+  let offset = 0;
+  let rows = [];
+  const selected = new Set();
+  const summary = h("div", { id: "dlq-summary", class: "muted" });
+  const errors = h("div", { class: "card", id: "dlq-errors" });
+  const list = h("div", { class: "card", id: "dlq-list" });
+  const result = h("div", { id: "dlq-result" });
+  const pager = h("div", { class: "pager" });
+  const form = h("form", { class: "toolbar", id: "dlq-filter" }, Object.values(f), h("button", { type: "submit", class: "primary" }, "Filter"));
+  form.addEventListener("submit", (e) => { e.preventDefault(); offset = 0; selected.clear(); refresh(); });
+  const tools = h("div", { class: "toolbar" });
+  if (ctx.can("read-write")) {
+    tools.append(h("button", { type: "button", id: "dlq-redrive-selected", onclick: redriveSelected }, "Redrive selected"),
+      h("button", { type: "button", id: "dlq-redrive-all", class: "primary", onclick: redriveAll }, "Redrive all matching…"));
+  }
+  put(root, h("h1", {}, "Dead letters"), form, summary, tools, result, h("div", { class: "two wide-left" }, list, errors), pager);
+
+  const filters = () => Object.fromEntries(Object.entries(f).map(([k, el]) => [k, el.value.trim()]));
+
+  function showResult(what, r) {
+    put(result, h("div", { class: "card result" }, h("strong", {}, what + ": "),
+      `redriven ${fmtNum(r.redriven)}, duplicates ${fmtNum(r.duplicates)}, removed from the DLQ ${fmtNum(r.deleted)}, remaining ${fmtNum(r.remaining)}`));
+  }
+
+  async function redriveSelected() {
+    const picked = rows.filter((m) => selected.has(m.id));
+    if (!picked.length) return ctx.flash("Select rows first", "error");
+    // One call per queue: a redrive names its queue.
+    const byQueue = new Map();
+    for (const m of picked) byQueue.set(m.queue, [...(byQueue.get(m.queue) || []), m.id]);
+    if (!await confirmAction("Redrive", `Redrive ${picked.length} selected dead letter(s) to their queues?`, { label: "Redrive", danger: false })) return;
+    const sum = { redriven: 0, duplicates: 0, deleted: 0, remaining: 0 };
+    try {
+      for (const [queue, ids] of byQueue) {
+        const r = await post("/api/v1/dlq/redrive", { queue, ids });
+        for (const k of Object.keys(sum)) sum[k] += r[k];
+      }
+      showResult("Selected rows", sum);
+      selected.clear();
+      refresh();
+    } catch (err) { ctx.fail(err); }
+  }
+
+  async function redriveAll() {
+    const q = filters();
+    if (!q.queue) return ctx.flash("Filter by a queue first: a redrive moves the messages of one queue", "error");
+    try {
+      const count = await get("/api/v1/dlq" + qs({ ...q, limit: 1 }));
+      const where = [q.queue, q.consumerGroup && `group ${q.consumerGroup}`, q.partition && `partition ${q.partition}`].filter(Boolean).join(", ");
+      if (!await confirmAction("Redrive all matching", `${fmtNum(count.total)} dead letter(s) match (${where}). Redrive them all?`, { label: `Redrive ${count.total}`, danger: false })) return;
+      const body = { queue: q.queue };
+      if (q.consumerGroup) body.consumerGroup = q.consumerGroup;
+      if (q.partition) body.partition = q.partition;
+      const r = await post("/api/v1/dlq/redrive", body);
+      showResult(`All of ${fmtNum(count.total)} matching`, r);
+      refresh();
+    } catch (err) { ctx.fail(err); }
+  }
+
+  async function refresh() {
+    try {
+      const r = await get("/api/v1/dlq" + qs({ ...filters(), limit: PAGE, offset }));
+      rows = r.messages;
+      put(summary, `${fmtNum(r.total)} dead letter(s) match`);
+      const box = (m) => {
+        const c = h("input", { type: "checkbox", class: "dlq-pick", "aria-label": "select", checked: selected.has(m.id) });
+        c.addEventListener("change", () => (c.checked ? selected.add(m.id) : selected.delete(m.id)));
+        return c;
+      };
+      put(list, table(["", "Failed", "Queue", "Partition", "Group", "Retries", "Error", "Payload"], rows.map((m) =>
+        h("tr", { "data-id": m.id }, h("td", {}, ctx.can("read-write") ? box(m) : null), h("td", {}, fmtTime(m.failedAt)), h("td", {}, m.queue),
+          h("td", {}, m.partition), h("td", {}, m.consumerGroup || "–"), h("td", { class: "num" }, fmtNum(m.retryCount)),
+          h("td", {}, m.errorMessage || "–"), h("td", {}, h("code", { class: "clip" }, payloadText(m.data).slice(0, 200)))))));
+      const counts = new Map();
+      for (const m of rows) counts.set(m.errorMessage || "(no error text)", (counts.get(m.errorMessage || "(no error text)") || 0) + 1);
+      put(errors, h("h2", {}, "Top errors"), h("p", { class: "muted" }, rows.length < r.total ? `in these ${rows.length} rows` : "in all matches"),
+        table(["Error", "Count"], [...counts].sort((a, b) => b[1] - a[1]).slice(0, 10).map(([e, n]) => h("tr", {}, h("td", {}, e), h("td", { class: "num" }, fmtNum(n))))));
+      put(pager,
+        h("button", { type: "button", disabled: offset === 0, onclick: () => { offset = Math.max(0, offset - PAGE); refresh(); } }, "← Newer"),
+        h("span", { class: "muted" }, ` rows ${r.total ? offset + 1 : 0}–${offset + rows.length} of ${fmtNum(r.total)} `),
+        h("button", { type: "button", disabled: offset + rows.length >= r.total, onclick: () => { offset += PAGE; refresh(); } }, "Older →"));
+    } catch (err) { ctx.fail(err); }
+  }
+  refresh();
+  return { refresh };
+}

@@ -1,0 +1,106 @@
+// DOM helpers. Every piece of data reaches the page as a text node or an
+// attribute value set through the DOM, never as markup: a payload or a
+// queue name can hold anything.
+
+// h builds an element. attrs: "class", "on<event>" functions, booleans
+// (set or not), anything else a string attribute. Children: nodes,
+// strings/numbers (text), arrays, null/undefined/false (skipped).
+export function h(tag, attrs, ...children) {
+  const svg = SVG_TAGS.has(tag);
+  const el = svg ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
+    else if (v === true) el.setAttribute(k, "");
+    else el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+const SVG_TAGS = new Set(["svg", "polyline", "line", "text", "g", "rect", "title", "path"]);
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === undefined || c === null || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else if (c instanceof Node) el.appendChild(c);
+    else el.appendChild(document.createTextNode(String(c)));
+  }
+}
+
+// clear empties el and appends children.
+export function put(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+export function table(headers, rows, attrs) {
+  return h("table", attrs || {},
+    h("thead", {}, h("tr", {}, headers.map((x) => h("th", {}, x)))),
+    h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: headers.length, class: "muted" }, "nothing here"))));
+}
+
+export function fmtNum(n) {
+  if (n === null || n === undefined) return "–";
+  return Number(n).toLocaleString("en-US");
+}
+
+export function fmtTime(s) {
+  if (!s) return "–";
+  const d = new Date(s);
+  if (isNaN(d)) return String(s);
+  return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+export function fmtSecs(s) {
+  s = Number(s) || 0;
+  if (s < 60) return s + " s";
+  if (s < 3600) return Math.round(s / 60) + " min";
+  if (s < 86400) return (s / 3600).toFixed(1) + " h";
+  return (s / 86400).toFixed(1) + " d";
+}
+
+// payloadText shows a payload as indented JSON text.
+export function payloadText(p) {
+  if (p === undefined) return "";
+  try { return JSON.stringify(p, null, 2); } catch { return String(p); }
+}
+
+// modal shows a dialog and resolves with what the content's buttons pass to
+// close(value); Escape or Cancel resolve null. build(close) returns the body.
+export function modal(title, build) {
+  return new Promise((resolve) => {
+    const dlg = h("dialog", { class: "modal" });
+    let done = false;
+    const close = (v) => {
+      if (done) return;
+      done = true;
+      dlg.close();
+      dlg.remove();
+      resolve(v);
+    };
+    dlg.addEventListener("cancel", (e) => { e.preventDefault(); close(null); });
+    put(dlg, h("h2", {}, title), build(close));
+    document.body.appendChild(dlg);
+    dlg.showModal();
+  });
+}
+
+// confirmAction asks to confirm a destructive action. With typed set, the
+// confirm button stays disabled until the user has typed it exactly.
+export function confirmAction(title, text, { typed, label = "Confirm", danger = true } = {}) {
+  return modal(title, (close) => {
+    const ok = h("button", { type: "button", id: "confirm-ok", class: danger ? "danger" : "primary", onclick: () => close(true) }, label);
+    const parts = [h("p", {}, text)];
+    if (typed !== undefined) {
+      ok.disabled = true;
+      const input = h("input", { id: "confirm-typed", autocomplete: "off", spellcheck: "false" });
+      input.addEventListener("input", () => { ok.disabled = input.value !== typed; });
+      parts.push(h("label", {}, "Type ", h("code", {}, typed), " to confirm", input));
+    }
+    parts.push(h("div", { class: "actions" }, h("button", { type: "button", id: "confirm-cancel", onclick: () => close(null) }, "Cancel"), ok));
+    return h("div", {}, parts);
+  });
+}

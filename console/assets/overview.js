@@ -1,0 +1,61 @@
+// Overview: counts, throughput over time, top queues by pending, groups by lag.
+import { h, put, table, fmtNum, fmtSecs } from "./dom.js";
+import { get, seg } from "./api.js";
+
+export function render(ctx, root) {
+  const cards = h("div", { class: "cards", id: "ov-cards" });
+  const chart = h("div", { class: "card", id: "ov-chart" });
+  const topQueues = h("div", { class: "card", id: "ov-queues" });
+  const topGroups = h("div", { class: "card", id: "ov-groups" });
+  put(root, h("h1", {}, "Overview"), cards, chart, h("div", { class: "two" }, topQueues, topGroups));
+
+  async function refresh() {
+    try {
+      const [ov, status, qs, gs] = await Promise.all([
+        get("/api/v1/resources/overview"), get("/api/v1/status"),
+        get("/api/v1/resources/queues"), get("/api/v1/consumer-groups")]);
+      const m = ov.messages;
+      const card = (label, value, cls) => h("div", { class: "stat " + (cls || "") }, h("div", { class: "value" }, fmtNum(value)), h("div", { class: "label" }, label));
+      put(cards, card("queues", ov.queues), card("partitions", ov.partitions), card("messages", m.total),
+        card("pending", m.pending), card("processing", m.processing), card("completed", m.completed),
+        card("dead letters", m.deadLetter, m.deadLetter ? "bad" : ""), card("groups", gs.length));
+      put(chart, h("h2", {}, "Throughput (messages per bucket of " + status.bucketMinutes + " min)"), throughputChart(status.throughput || [], chart.clientWidth - 30));
+
+      const byPending = [...qs.queues].sort((a, b) => b.messages.pending - a.messages.pending).slice(0, 8);
+      put(topQueues, h("h2", {}, "Top queues by pending"), table(["Queue", "Partitions", "Pending", "Total"],
+        byPending.map((q) => h("tr", {}, h("td", {}, h("a", { href: "#/queues/" + seg(q.name) }, q.name)),
+          h("td", { class: "num" }, fmtNum(q.partitions)), h("td", { class: "num" }, fmtNum(q.messages.pending)),
+          h("td", { class: "num" }, fmtNum(q.messages.total))))));
+
+      const byLag = [...gs].sort((a, b) => b.totalLag - a.totalLag || b.maxTimeLag - a.maxTimeLag).slice(0, 8);
+      put(topGroups, h("h2", {}, "Consumer groups by lag"), table(["Group", "Queue", "Lag", "Max time lag", "State"],
+        byLag.map((g) => h("tr", {}, h("td", {}, h("a", { href: "#/groups/" + seg(g.name) + "/" + seg(g.queueName) }, g.name)),
+          h("td", {}, g.queueName), h("td", { class: "num" }, fmtNum(g.totalLag)), h("td", { class: "num" }, fmtSecs(g.maxTimeLag)),
+          h("td", {}, g.state)))));
+    } catch (err) { ctx.fail(err); }
+  }
+  refresh();
+  return { refresh };
+}
+
+// throughputChart draws ingested and processed counts as two polylines.
+function throughputChart(points, width) {
+  const W = Math.max(480, Math.round(width) || 720), H = 160, L = 44, B = 20, T = 8;
+  const max = Math.max(1, ...points.map((p) => Math.max(p.ingested, p.processed)));
+  const x = (i) => L + (points.length > 1 ? (i * (W - L - 8)) / (points.length - 1) : 0);
+  const y = (v) => T + (H - T - B) * (1 - v / max);
+  const line = (key, cls) => h("polyline", { class: cls, points: points.map((p, i) => `${x(i).toFixed(1)},${y(p[key]).toFixed(1)}`).join(" ") });
+  const first = points[0], last = points[points.length - 1];
+  const label = (p) => (p ? new Date(p.timestamp).toISOString().slice(11, 16) : "");
+  return h("div", {},
+    h("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", "aria-label": "throughput" },
+      h("line", { class: "axis", x1: L, y1: H - B, x2: W - 8, y2: H - B }),
+      h("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }),
+      h("text", { x: L - 4, y: T + 8, class: "tick end" }, fmtNum(max)),
+      h("text", { x: L - 4, y: H - B, class: "tick end" }, "0"),
+      h("text", { x: L, y: H - 4, class: "tick" }, label(first)),
+      h("text", { x: W - 8, y: H - 4, class: "tick end" }, label(last)),
+      points.length ? [line("ingested", "series in"), line("processed", "series out")] : null),
+    h("div", { class: "legend" }, h("span", { class: "key in" }, "ingested"), h("span", { class: "key out" }, "processed"),
+      h("span", { class: "muted" }, ` ${fmtNum(points.reduce((s, p) => s + p.ingested, 0))} in, ${fmtNum(points.reduce((s, p) => s + p.processed, 0))} out over the last hour`)));
+}

@@ -1,0 +1,108 @@
+// Package console serves comb's web console: a handful of hand-written
+// files (HTML, ES modules, CSS) embedded in the binary, so an operator can
+// open the broker in a browser with nothing else installed and no network
+// beyond the broker itself. The console speaks only the public JSON API, so
+// access levels and tenants apply to it exactly as to any client.
+package console
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// CSP allows nothing but this origin: no inline script or style, no
+// framing, no plugins. Charts are SVG built through the DOM, so they need
+// no exception either.
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; " +
+	"form-action 'self'; frame-ancestors 'none'"
+
+// Prefix is where the console's files live; "/" serves its page too.
+const Prefix = "/ui/"
+
+type file struct {
+	body  []byte
+	ctype string
+	etag  string
+}
+
+// Handler serves the console.
+type Handler struct {
+	files map[string]file // keyed by path under assets, e.g. "app.js"
+}
+
+// New reads the embedded files once and returns their handler.
+func New() *Handler {
+	h := &Handler{files: map[string]file{}}
+	err := fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := assets.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(body)
+		ctype := mime.TypeByExtension(path.Ext(p))
+		if ctype == "" {
+			ctype = "application/octet-stream"
+		}
+		h.files[strings.TrimPrefix(p, "assets/")] = file{body: body, ctype: ctype,
+			etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		return nil
+	})
+	if err != nil {
+		// The files are compiled in; failing to read them is a broken build.
+		panic(fmt.Sprintf("console: read embedded assets: %v", err))
+	}
+	return h
+}
+
+// Owns reports whether the console answers path: "/", "/ui" and
+// everything under "/ui/".
+func Owns(p string) bool {
+	return p == "/" || p == "/ui" || strings.HasPrefix(p, Prefix)
+}
+
+// ServeHTTP answers GET and HEAD for the console's page and files; anything
+// else is a 404 or 405.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", CSP)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Frame-Options", "DENY")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		hd.Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	name := strings.TrimPrefix(r.URL.Path, "/ui")
+	name = strings.TrimPrefix(name, "/")
+	if name == "" {
+		name = "index.html"
+	}
+	f, ok := h.files[name]
+	if !ok {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	hd.Set("Content-Type", f.ctype)
+	// Revalidate every time: the files change with the binary, and a 304
+	// on a matching ETag keeps the revalidation cheap.
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("ETag", f.etag)
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(f.body))
+}
