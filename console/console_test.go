@@ -306,6 +306,29 @@ func TestConsoleViewsDriveTheBrokerInABrowser(t *testing.T) {
 		t.Fatalf("lag after seek to snapshot = %v, want p0 14, p1 21 again", got)
 	}
 
+	// Skip one partition to its end; the other stays where it is.
+	p.show("#/groups/billing/orders", `#group-partitions tr[data-partition="p0"] .skip-end`)
+	p.click(`#group-partitions tr[data-partition="p0"] .skip-end`)
+	p.click("#seek-preview-btn")
+	p.wait(`.seek-result tr[data-partition="p0"]`)
+	if n := eval[int](p, `document.querySelectorAll(".seek-result tbody tr").length`); n != 1 {
+		t.Fatalf("a partition skip previews %d partitions, want 1", n)
+	}
+	p.click("#seek-apply")
+	p.do("dialog closes", chromedp.WaitNotPresent(chromedp.CSS("dialog[open]")))
+	if got := f.lag(t); got["p0"] != 0 || got["p1"] != 21 {
+		t.Fatalf("lag after skipping p0 = %v, want p0 0, p1 21", got)
+	}
+	p.click("#snapshot-now")
+	p.until(`document.querySelector("#flash").textContent.startsWith("Snapshot billing.orders.")`)
+	var snaps struct {
+		Snapshots []map[string]any `json:"snapshots"`
+	}
+	f.srv.Do("GET", "/api/v1/snapshots?consumerGroup=billing", nil).JSON(t, &snaps)
+	if len(snaps.Snapshots) != 2 {
+		t.Fatalf("%d snapshots after snapshot now, want 2", len(snaps.Snapshots))
+	}
+
 	// A hostile payload is text, never markup.
 	p.show("#/messages", "#message-filter")
 	p.fill("#msg-queue", "orders")
@@ -345,6 +368,20 @@ func TestConsoleViewsDriveTheBrokerInABrowser(t *testing.T) {
 	p.until(`document.querySelector("#dlq-result").textContent.includes("redriven 5,") && document.querySelector("#dlq-result").textContent.includes("remaining 0")`)
 	if got := f.dlqTotal(t, "payments"); got != 0 {
 		t.Fatalf("dead letters after redriving all = %d, want 0", got)
+	}
+
+	// Deleting a queue needs its name typed.
+	p.show("#/queues", `#queue-list tr[data-queue="payments"] .delete-queue`)
+	p.click(`#queue-list tr[data-queue="payments"] .delete-queue`)
+	p.fill("#confirm-typed", "payment")
+	if !eval[bool](p, `document.querySelector("#confirm-ok").disabled`) {
+		t.Fatal("delete is enabled with a name that is not the queue's")
+	}
+	p.fill("#confirm-typed", "payments")
+	p.click("#confirm-ok")
+	p.do("queue row goes", chromedp.WaitNotPresent(chromedp.CSS(`#queue-list tr[data-queue="payments"]`)))
+	if r := f.srv.Do("GET", "/api/v1/resources/queues/payments", nil); r.Status != http.StatusNotFound {
+		t.Fatalf("queue after delete: %d %s, want 404", r.Status, r.Body)
 	}
 
 	// Nothing came from anywhere but this origin.
