@@ -200,7 +200,7 @@ func newPage(t *testing.T, base string) *page {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := &page{t: t, ctx: browsertest.New(t, 2*time.Minute), dir: dir, base: base}
+	p := &page{t: t, ctx: browsertest.New(t, 3*time.Minute), dir: dir, base: base}
 	p.do("viewport", chromedp.EmulateViewport(1360, 900))
 	return p
 }
@@ -319,6 +319,28 @@ func TestConsoleViewsDriveTheBrokerInABrowser(t *testing.T) {
 	if got := f.lag(t); got["p0"] != 0 || got["p1"] != 21 {
 		t.Fatalf("lag after skipping p0 = %v, want p0 0, p1 21", got)
 	}
+	// An offset seek: every partition resumes after offset 3.
+	p.click("#seek-open")
+	p.do("choose offset", chromedp.Evaluate[chromedp.Void](`(() => { const m = document.querySelector("#seek-mode"); m.value = "offset"; m.dispatchEvent(new Event("change")); })()`))
+	p.fill("#seek-offset", "3")
+	p.click("#seek-preview-btn")
+	p.wait(`.seek-result tr[data-partition="p1"]`)
+	if got := p.text(`.seek-result tr[data-partition="p0"]`); !strings.Contains(got, "19 → 3") {
+		t.Fatalf("offset preview of p0 = %q, want 19 → 3", got)
+	}
+	p.fill("#seek-offset", "4") // a changed target needs a new preview
+	if !eval[bool](p, `document.querySelector("#seek-apply").disabled`) {
+		t.Fatal("apply stays enabled after the target changed")
+	}
+	p.fill("#seek-offset", "3")
+	p.click("#seek-preview-btn")
+	p.wait(`.seek-result tr[data-partition="p1"]`)
+	p.click("#seek-apply")
+	p.do("dialog closes", chromedp.WaitNotPresent(chromedp.CSS("dialog[open]")))
+	if got := f.lag(t); got["p0"] != 16 || got["p1"] != 17 {
+		t.Fatalf("lag after seek to offset 3 = %v, want p0 16, p1 17", got)
+	}
+
 	p.click("#snapshot-now")
 	p.until(`document.querySelector("#flash").textContent.startsWith("Snapshot billing.orders.")`)
 	var snaps struct {

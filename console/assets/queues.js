@@ -66,6 +66,7 @@ function detail(ctx, root, name) {
       // dry-run seek to the end: it moves nothing and needs read-write.
       const heads = {};
       const detailByGroup = {};
+      const committed = {}; // group -> partition -> offset
       await Promise.all(qGroups.map(async (g) => {
         const d = await get("/api/v1/consumer-groups/" + seg(g.name));
         detailByGroup[g.name] = (d[name] || { partitions: [] }).partitions;
@@ -74,7 +75,7 @@ function detail(ctx, root, name) {
             const pv = await post(`/api/v1/consumer-groups/${seg(g.name)}/queues/${seg(name)}/seek`, { toEnd: true, dryRun: true });
             for (const p of pv.partitions) {
               heads[p.partition] = p.to;
-              (detailByGroup[g.name].committed ||= {})[p.partition] = p.from;
+              (committed[g.name] ||= {})[p.partition] = p.from;
             }
           } catch { /* offsets are extra detail */ }
         }
@@ -89,9 +90,9 @@ function detail(ctx, root, name) {
       for (const g of qGroups) {
         const ps = detailByGroup[g.name] || [];
         for (const p of ps) {
-          const committed = ps.committed ? ps.committed[p.partition] : undefined;
+          const c = (committed[g.name] || {})[p.partition];
           rows.push(h("tr", {}, h("td", {}, h("a", { href: `#/groups/${seg(g.name)}/${seg(name)}` }, g.name)), h("td", {}, p.partition),
-            h("td", { class: "num" }, committed === undefined ? "–" : fmtNum(committed)), h("td", { class: "num" }, fmtNum(p.offsetLag)),
+            h("td", { class: "num" }, c === undefined ? "–" : fmtNum(c)), h("td", { class: "num" }, fmtNum(p.offsetLag)),
             h("td", { class: "num" }, fmtNum(p.timeLagSeconds) + " s"), h("td", {}, fmtTime(p.lastConsumedAt))));
         }
       }
