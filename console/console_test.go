@@ -521,3 +521,26 @@ func TestConsoleAssetsStaySmall(t *testing.T) {
 		t.Fatalf("assets are %d bytes, over 300 KiB", total)
 	}
 }
+
+// Without auth there is no sign-in, everything is offered, and the page's
+// own writes (which carry its Origin) pass the server's origin check.
+func TestConsoleWithoutAuthActsFromItsOwnOrigin(t *testing.T) {
+	srv := combtest.MustServer(t, combtest.Options{})
+	srv.Push(map[string]any{"queue": "scratch", "transactionId": "t1", "payload": map[string]any{"n": 1}})
+	p := newPage(t, srv.URL)
+	p.do("open console", chromedp.Navigate(srv.URL+"/#/queues"))
+	p.wait(`#queue-list tr[data-queue="scratch"] .delete-queue`)
+	if got := p.text("#who"); got != "no auth" {
+		t.Fatalf("who = %q, want no auth", got)
+	}
+	if n := eval[int](p, `document.querySelectorAll("#token").length`); n != 0 {
+		t.Fatal("asks for a token on a server without auth")
+	}
+	p.click(`#queue-list tr[data-queue="scratch"] .delete-queue`)
+	p.fill("#confirm-typed", "scratch")
+	p.click("#confirm-ok")
+	p.do("queue row goes", chromedp.WaitNotPresent(chromedp.CSS(`#queue-list tr[data-queue="scratch"]`)))
+	if r := srv.Do("GET", "/api/v1/resources/queues/scratch", nil); r.Status != http.StatusNotFound {
+		t.Fatalf("queue after delete from the console: %d %s, want 404", r.Status, r.Body)
+	}
+}
