@@ -100,6 +100,12 @@ var routeLevels = map[string]Level{
 	"GET /api/v1/traces/:partitionId":                ReadOnly,
 	"GET /api/v1/traces/:partitionId/:transactionId": ReadOnly,
 
+	// Streams: registering a query and committing a cycle write, reading
+	// state is read-only.
+	"POST /streams/v1/queries":   ReadWrite,
+	"POST /streams/v1/state/get": ReadOnly,
+	"POST /streams/v1/cycle":     ReadWrite,
+
 	// Maintenance: everything under /api/v1/system/ is admin.
 	"GET /api/v1/system/maintenance":      Admin,
 	"POST /api/v1/system/maintenance":     Admin,

@@ -146,6 +146,7 @@ func (s *Server) routes() {
 	s.operatorRoutes()
 	s.maintenanceRoutes()
 	s.handle("GET", "/api/v1/whoami", s.whoami)
+	s.streamRoutes()
 }
 
 // handle registers a route. Every route must have a level in routeLevels;

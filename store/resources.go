@@ -574,6 +574,9 @@ func (s *Store) detachQueue(ctx context.Context, tenant, name string) (bool, err
 		if err := w.dropQueueState(q.ID); err != nil {
 			return err
 		}
+		if err := w.dropStreamsOf(tenant, name); err != nil {
+			return err
+		}
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE tenant = ? AND queue_name = ?`, tenant, name); err != nil {
 			return fmt.Errorf("delete dead letters: %w", err)
 		}

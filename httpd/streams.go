@@ -1,0 +1,339 @@
+package httpd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+)
+
+// The streaming routes of Queen's SDK runtimes (docs/streams.md). Past the
+// body checks, a cycle always answers 200 and says success or failure in
+// the body: the runtimes read it and never retry it.
+
+func (s *Server) streamRoutes() {
+	s.handle("POST", "/streams/v1/queries", s.streamQueries)
+	s.handle("POST", "/streams/v1/state/get", s.streamStateGet)
+	s.handle("POST", "/streams/v1/cycle", s.streamCycle)
+}
+
+// readObject reads a body that must be one JSON object and answers the
+// 4xx itself when it is not; ok is false then.
+func (s *Server) readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.fail(w, r, err)
+		} else {
+			writeError(w, http.StatusBadRequest, "Invalid JSON: "+err.Error())
+		}
+		return nil, false
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		writeError(w, http.StatusBadRequest, "Empty request body")
+		return nil, false
+	}
+	if !json.Valid(body) {
+		var v any
+		err := json.Unmarshal(body, &v)
+		writeError(w, http.StatusBadRequest, "Invalid JSON: "+err.Error())
+		return nil, false
+	}
+	var m map[string]json.RawMessage
+	if body[0] != '{' || json.Unmarshal(body, &m) != nil {
+		writeError(w, http.StatusBadRequest, "request body must be a JSON object")
+		return nil, false
+	}
+	return m, true
+}
+
+// streamFail answers a storage failure; nothing was committed.
+func (s *Server) streamFail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, broker.ErrClosed) {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeJSON(w, http.StatusInternalServerError, map[string]any{"success": false, "error": "Internal server error"})
+}
+
+// requiredString reads a field that must be a non-empty string.
+func requiredString(m map[string]json.RawMessage, key string) (string, bool) {
+	v, present, ok := rawString(m[key])
+	return v, present && ok && v != ""
+}
+
+// strictBool reads an optional JSON boolean: only true, false or null.
+func strictBool(raw json.RawMessage) (v, present, ok bool) {
+	switch string(bytes.TrimSpace(raw)) {
+	case "", "null":
+		return false, false, true
+	case "true":
+		return true, true, true
+	case "false":
+		return false, true, true
+	}
+	return false, true, false
+}
+
+func (s *Server) streamQueries(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	in, ok := s.readObject(w, r)
+	if !ok {
+		return
+	}
+	req := broker.StreamRegisterRequest{Tenant: tenant(r.Context())}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"name", &req.Name}, {"source_queue", &req.SourceQueue}, {"config_hash", &req.ConfigHash}} {
+		if *f.dst, ok = requiredString(in, f.key); !ok {
+			writeError(w, http.StatusBadRequest, f.key+" is required")
+			return
+		}
+	}
+	if req.SinkQueue, _, ok = rawString(in["sink_queue"]); !ok {
+		writeError(w, http.StatusBadRequest, "sink_queue must be a string")
+		return
+	}
+	if req.Reset, _, ok = strictBool(in["reset"]); !ok {
+		writeError(w, http.StatusBadRequest, "reset must be a boolean")
+		return
+	}
+	reg, err := s.b.RegisterStreamQuery(r.Context(), req)
+	if err != nil {
+		s.streamFail(w, r, err)
+		return
+	}
+	if reg.Conflict {
+		writeJSON(w, http.StatusConflict, map[string]any{"success": false, "query_id": reg.Query.ID, "name": reg.Query.Name,
+			"error": fmt.Sprintf("config_hash mismatch: operator chain changed for queryId '%s'. "+
+				"Register with reset: true to delete its state and start over, or use a new queryId.", req.Name)})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "query_id": reg.Query.ID, "name": reg.Query.Name,
+		"config_hash": reg.Query.ConfigHash, "fresh": reg.Fresh, "reset": reg.Reset})
+}
+
+type stateRowOut struct {
+	Key       string          `json:"key"`
+	Value     json.RawMessage `json:"value"`
+	UpdatedAt string          `json:"updated_at"`
+}
+
+func (s *Server) streamStateGet(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	in, ok := s.readObject(w, r)
+	if !ok {
+		return
+	}
+	queryID, ok := requiredString(in, "query_id")
+	if !ok {
+		writeError(w, http.StatusBadRequest, "query_id is required")
+		return
+	}
+	partitionID, ok := requiredString(in, "partition_id")
+	if !ok {
+		writeError(w, http.StatusBadRequest, "partition_id is required")
+		return
+	}
+	if _, err := uuid.Parse(queryID); err != nil {
+		writeError(w, http.StatusBadRequest, "query_id must be a UUID")
+		return
+	}
+	if _, err := uuid.Parse(partitionID); err != nil {
+		writeError(w, http.StatusBadRequest, "partition_id must be a UUID")
+		return
+	}
+	var f broker.StateFilter
+	if raw := bytes.TrimSpace(in["keys"]); len(raw) > 0 && raw[0] == '[' {
+		if json.Unmarshal(raw, &f.Keys) != nil {
+			writeError(w, http.StatusBadRequest, "keys must be an array of strings")
+			return
+		}
+	}
+	if f.Prefix, _, ok = rawString(in["key_prefix"]); !ok {
+		writeError(w, http.StatusBadRequest, "key_prefix must be a string")
+		return
+	}
+	// Only a JSON number filters; anything else is ignored, as Queen does.
+	if raw := bytes.TrimSpace(in["ripe_at_or_before"]); len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		if v, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			f.RipeAtOrBefore = &v
+		}
+	}
+	rows, err := s.b.StreamState(r.Context(), tenant(r.Context()), queryID, partitionID, f)
+	if err != nil {
+		s.streamFail(w, r, err)
+		return
+	}
+	out := make([]stateRowOut, len(rows))
+	for i, row := range rows {
+		out[i] = stateRowOut{Key: row.Key, Value: row.Value, UpdatedAt: fmtMilli(row.UpdatedAt)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "rows": out})
+}
+
+type cycleAckOut struct {
+	Success       bool  `json:"success"`
+	Count         int64 `json:"count"`
+	LeaseReleased bool  `json:"lease_released"`
+	DLQ           bool  `json:"dlq"`
+}
+
+func (s *Server) streamCycle(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	in, ok := s.readObject(w, r)
+	if !ok {
+		return
+	}
+	queryID, ok := requiredString(in, "query_id")
+	if !ok {
+		writeError(w, http.StatusBadRequest, "query_id is required")
+		return
+	}
+	partitionID, ok := requiredString(in, "partition_id")
+	if !ok {
+		writeError(w, http.StatusBadRequest, "partition_id is required")
+		return
+	}
+	refuse := func(msg string) {
+		writeJSON(w, http.StatusOK, map[string]any{"success": false, "query_id": queryID, "partition_id": partitionID,
+			"error": msg, "state_ops_applied": 0, "push_results": []pushOut{}, "ack_result": nil})
+	}
+	req, msg := cycleRequest(in, producerSub(r.Context()))
+	if msg != "" {
+		refuse(msg)
+		return
+	}
+	req.Tenant, req.QueryID, req.PartitionID = tenant(r.Context()), queryID, partitionID
+	res, err := s.b.Cycle(r.Context(), req)
+	if err != nil {
+		s.streamFail(w, r, err)
+		return
+	}
+	if res.Error != "" {
+		refuse(res.Error)
+		return
+	}
+	var ack *cycleAckOut
+	if res.Ack != nil {
+		ack = &cycleAckOut{Success: true, Count: res.Ack.Count, LeaseReleased: res.Ack.LeaseReleased, DLQ: res.Ack.DLQ}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "query_id": queryID, "partition_id": partitionID,
+		"queueName": nullString(res.SourceQueue), "state_ops_applied": res.StateOpsApplied,
+		"push_results": pushResultsJSON(res.Pushes), "ack_result": ack})
+}
+
+// cycleRequest decodes everything of a cycle but its ids. A non-empty msg
+// is the failure to answer; nothing is written then.
+func cycleRequest(in map[string]json.RawMessage, sub string) (req broker.CycleRequest, msg string) {
+	group, _, ok := rawString(in["consumer_group"])
+	if !ok {
+		return req, "consumer_group must be a string"
+	}
+	req.Group = group
+
+	var ops []struct {
+		Type  json.RawMessage `json:"type"`
+		Key   json.RawMessage `json:"key"`
+		Value json.RawMessage `json:"value"`
+	}
+	if raw := bytes.TrimSpace(in["state_ops"]); len(raw) > 0 && string(raw) != "null" {
+		if raw[0] != '[' || json.Unmarshal(raw, &ops) != nil {
+			return req, "state_ops must be an array of objects"
+		}
+	}
+	req.StateOps = make([]broker.StateOp, len(ops))
+	for i, op := range ops {
+		typ, _, _ := rawString(op.Type)
+		if typ != broker.StateUpsert && typ != broker.StateDelete {
+			return req, "Unknown state_op type: " + string(bytes.Trim(op.Type, `"`))
+		}
+		key, present, ok := rawString(op.Key)
+		if !present || !ok {
+			return req, fmt.Sprintf("state_ops[%d].key is required", i)
+		}
+		req.StateOps[i] = broker.StateOp{Type: typ, Key: key}
+		if typ == broker.StateUpsert {
+			// Absent is {} (the SDKs drop undefined values); null stays null.
+			req.StateOps[i].Value = []byte("{}")
+			if len(op.Value) > 0 {
+				req.StateOps[i].Value = op.Value
+			}
+		}
+	}
+
+	var items []pushItemIn
+	if raw := bytes.TrimSpace(in["push_items"]); len(raw) > 0 && string(raw) != "null" {
+		if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+			return req, "push_items must be an array of objects"
+		}
+	}
+	for i := range items {
+		if len(items[i].Payload) == 0 {
+			items[i].Payload = json.RawMessage("{}")
+		}
+	}
+	push, err := pushItems(items, sub)
+	if err != nil {
+		return req, err.Error()
+	}
+	req.Push = push
+
+	if raw := bytes.TrimSpace(in["ack"]); len(raw) > 0 && string(raw) != "null" {
+		var a struct {
+			TxnID   json.RawMessage `json:"transactionId"`
+			LeaseID json.RawMessage `json:"leaseId"`
+			Status  json.RawMessage `json:"status"`
+			Count   json.RawMessage `json:"count"`
+			Error   json.RawMessage `json:"error"`
+		}
+		if raw[0] != '{' || json.Unmarshal(raw, &a) != nil {
+			return req, "ack must be an object"
+		}
+		ack := &broker.CycleAck{}
+		var fields = []struct {
+			name string
+			raw  json.RawMessage
+			dst  *string
+		}{{"transactionId", a.TxnID, &ack.TxnID}, {"leaseId", a.LeaseID, &ack.LeaseID},
+			{"status", a.Status, &ack.Status}, {"error", a.Error, &ack.Error}}
+		for _, f := range fields {
+			if *f.dst, _, ok = rawString(f.raw); !ok {
+				return req, "ack." + f.name + " must be a string"
+			}
+		}
+		if ack.TxnID == "" {
+			return req, "ack.transactionId is required"
+		}
+		switch ack.Status {
+		case "", broker.AckCompleted, broker.AckSuccess, broker.AckFailed, broker.AckDLQ:
+		default:
+			return req, "Unknown ack.status: " + ack.Status
+		}
+		count, present, ok := rawInt(a.Count)
+		if !ok || count < 0 {
+			return req, "ack.count must be a non-negative integer"
+		}
+		if !present {
+			count = 1
+		}
+		ack.Count = count
+		req.Ack = ack
+	}
+
+	release, present, ok := strictBool(in["release_lease"])
+	if !ok {
+		return req, "release_lease must be a boolean"
+	}
+	req.ReleaseLease = release || !present
+	return req, ""
+}

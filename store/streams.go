@@ -1,0 +1,417 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// StreamQuery is a registered streaming query. Its operators run in the
+// client; the store keeps its state and commits its cycles.
+type StreamQuery struct {
+	ID          string
+	Tenant      string
+	Name        string
+	SourceQueue string
+	SinkQueue   string // "" when the chain ends in foreach
+	ConfigHash  string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// StreamRegistration is the outcome of RegisterStreamQuery.
+type StreamRegistration struct {
+	Query StreamQuery
+	Fresh bool // the row was created by this call
+	Reset bool // the hash changed and every state row was deleted
+	// Conflict is set when the hash changed without reset: nothing was
+	// written and Query is the stored row.
+	Conflict bool
+}
+
+// StreamRegisterRequest registers a streaming query by name.
+type StreamRegisterRequest struct {
+	Tenant      string
+	Name        string
+	SourceQueue string
+	SinkQueue   string
+	ConfigHash  string
+	Reset       bool
+}
+
+// RegisterStreamQuery creates the query, or updates its queues when the
+// hash is unchanged. A changed hash is a conflict unless Reset, which
+// deletes all of the query's state and keeps its id. Concurrent
+// registrations of one name are serialized by the writer, so all of them
+// get the same id.
+func (s *Store) RegisterStreamQuery(ctx context.Context, req StreamRegisterRequest) (StreamRegistration, error) {
+	if req.Name == "" || req.SourceQueue == "" || req.ConfigHash == "" {
+		return StreamRegistration{}, fmt.Errorf("%w: name, source queue and config hash are required", ErrInvalid)
+	}
+	var out StreamRegistration
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		out = StreamRegistration{}
+		now := micros(w.now)
+		q, err := w.streamQueryByName(req.Tenant, req.Name)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			q = &StreamQuery{ID: newUUID(), Tenant: req.Tenant, Name: req.Name, SourceQueue: req.SourceQueue,
+				SinkQueue: req.SinkQueue, ConfigHash: req.ConfigHash, CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
+			if _, err := w.ExecContext(w.ctx, `INSERT INTO stream_queries (id, tenant, name, source_queue, sink_queue,
+				config_hash, created_at, updated_at) VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?)`,
+				q.ID, q.Tenant, q.Name, q.SourceQueue, q.SinkQueue, q.ConfigHash, now, now); err != nil {
+				return fmt.Errorf("insert stream query: %w", err)
+			}
+			out.Query, out.Fresh = *q, true
+			return nil
+		case err != nil:
+			return err
+		}
+		if q.ConfigHash != req.ConfigHash {
+			if !req.Reset {
+				out.Query, out.Conflict = *q, true
+				return nil
+			}
+			if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id = ?`, q.ID); err != nil {
+				return fmt.Errorf("reset stream state: %w", err)
+			}
+			out.Reset = true
+		}
+		q.SourceQueue, q.SinkQueue, q.ConfigHash, q.UpdatedAt = req.SourceQueue, req.SinkQueue, req.ConfigHash, fromMicros(now)
+		if _, err := w.ExecContext(w.ctx, `UPDATE stream_queries SET source_queue = ?, sink_queue = NULLIF(?, ''),
+			config_hash = ?, updated_at = ? WHERE id = ?`, q.SourceQueue, q.SinkQueue, q.ConfigHash, now, q.ID); err != nil {
+			return fmt.Errorf("update stream query: %w", err)
+		}
+		out.Query = *q
+		return nil
+	}})
+	return out, err
+}
+
+const streamQueryColumns = `id, tenant, name, source_queue, COALESCE(sink_queue, ''), config_hash, created_at, updated_at`
+
+func scanStreamQuery(r scanner) (*StreamQuery, error) {
+	var q StreamQuery
+	var created, updated int64
+	if err := r.Scan(&q.ID, &q.Tenant, &q.Name, &q.SourceQueue, &q.SinkQueue, &q.ConfigHash, &created, &updated); err != nil {
+		return nil, err
+	}
+	q.CreatedAt, q.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return &q, nil
+}
+
+func (w *wtx) streamQueryByName(tenant, name string) (*StreamQuery, error) {
+	q, err := scanStreamQuery(w.QueryRowContext(w.ctx, `SELECT `+streamQueryColumns+` FROM stream_queries
+		WHERE tenant = ? AND name = ?`, tenant, name))
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("load stream query: %w", err)
+	}
+	return q, err
+}
+
+// StreamQuery returns tenant's query by id; ErrQueryNotFound when there is
+// none (other tenants' ids included).
+func (s *Store) StreamQuery(ctx context.Context, tenant, id string) (*StreamQuery, error) {
+	q, err := scanStreamQuery(s.r.QueryRowContext(ctx, `SELECT `+streamQueryColumns+` FROM stream_queries
+		WHERE id = ? AND tenant = ?`, id, tenant))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrQueryNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load stream query: %w", err)
+	}
+	return q, nil
+}
+
+// ErrQueryNotFound is a streaming query id unknown to the tenant.
+var ErrQueryNotFound = errors.New("stream query not found")
+
+// StateFilter narrows a state read; the zero value reads the whole shard.
+// The filters are AND-ed.
+type StateFilter struct {
+	Keys   []string // exact keys; empty = any
+	Prefix string   // literal, case-sensitive key prefix; "" = any
+	// RipeAtOrBefore, when set, keeps only values that are objects with a
+	// numeric windowEnd at or before it (epoch ms).
+	RipeAtOrBefore *float64
+}
+
+// StateRow is one key of a state shard. Value is raw JSON.
+type StateRow struct {
+	Key       string
+	Value     []byte
+	UpdatedAt time.Time
+}
+
+// StreamState reads the shard (queryID, partitionID) of tenant's query in
+// byte order of key. An unknown query or shard reads as empty.
+func (s *Store) StreamState(ctx context.Context, tenant, queryID, partitionID string, f StateFilter) ([]StateRow, error) {
+	var keys any // NULL = no key filter
+	if len(f.Keys) > 0 {
+		keys = jsonStrings(f.Keys)
+	}
+	var ripe any
+	if f.RipeAtOrBefore != nil {
+		ripe = *f.RipeAtOrBefore
+	}
+	// The prefix is a lower bound in SQL, which the primary key serves;
+	// the scan stops at the first key past it, so wildcards and case
+	// folding never enter.
+	rows, err := s.r.QueryContext(ctx, `SELECT s.key, s.value, s.updated_at FROM stream_state s
+		WHERE s.query_id = ?1 AND s.partition_id = ?2 AND s.key >= ?3
+		AND EXISTS (SELECT 1 FROM stream_queries q WHERE q.id = ?1 AND q.tenant = ?4)
+		AND (?5 IS NULL OR s.key IN (SELECT value FROM json_each(?5)))
+		AND (?6 IS NULL OR s.window_end <= ?6)
+		ORDER BY s.key`, queryID, partitionID, f.Prefix, tenant, keys, ripe)
+	if err != nil {
+		return nil, fmt.Errorf("read stream state: %w", err)
+	}
+	defer rows.Close()
+	out := []StateRow{}
+	for rows.Next() {
+		var r StateRow
+		var value string
+		var updated int64
+		if err := rows.Scan(&r.Key, &value, &updated); err != nil {
+			return nil, fmt.Errorf("scan stream state: %w", err)
+		}
+		if !strings.HasPrefix(r.Key, f.Prefix) {
+			break
+		}
+		r.Value, r.UpdatedAt = []byte(value), fromMicros(updated)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// State op types.
+const (
+	StateUpsert = "upsert"
+	StateDelete = "delete"
+)
+
+// StateOp writes one key of a shard. Value is raw, valid JSON (upsert only).
+type StateOp struct {
+	Type  string
+	Key   string
+	Value []byte
+}
+
+// CycleAck acknowledges the source message a cycle consumed up to.
+type CycleAck struct {
+	TxnID   string
+	LeaseID string // checked when not ""
+	Status  string // "" = completed
+	Count   int64  // messages covered; statistics only
+	Error   string // dead-letter text for failed / dlq
+}
+
+// CycleRequest is one atomic step of a streaming query on one source
+// partition: state writes, sink pushes and the source ack.
+type CycleRequest struct {
+	Tenant       string
+	QueryID      string
+	PartitionID  string // the state shard, and the source partition the ack names
+	Group        string // "" = QueueModeGroup
+	StateOps     []StateOp
+	Push         []PushItem
+	Ack          *CycleAck // nil: nothing consumed (idle flush)
+	ReleaseLease bool
+}
+
+// CycleAckResult is the outcome of a committed cycle's ack.
+type CycleAckResult struct {
+	Count         int64
+	LeaseReleased bool
+	DLQ           bool
+}
+
+// CycleResult is a cycle's outcome. When Error is not "" nothing of the
+// cycle was written and the other fields are zero.
+type CycleResult struct {
+	Error           string
+	SourceQueue     string
+	StateOpsApplied int
+	Pushes          []PushResult
+	Ack             *CycleAckResult
+}
+
+// cycleError refuses a cycle; its savepoint rolls everything back.
+type cycleError struct{ msg string }
+
+func (e *cycleError) Error() string { return e.msg }
+
+// Cycle error texts.
+const (
+	ErrTextQueryNotFound = "Query not found"
+	ErrTextAlreadyAcked  = "Message already acknowledged"
+)
+
+// Cycle commits req all or nothing: state ops in order (later ops on a key
+// win), then the ack with its lease check, then the pushes with push
+// semantics (auto-created queues, dedup by transactionId). A refused cycle
+// is reported in CycleResult.Error with nothing written; a returned error
+// is a storage failure, also with nothing written. The writer runs one op
+// at a time, so cycles on one shard are serialized.
+func (s *Store) Cycle(ctx context.Context, req CycleRequest) (CycleResult, error) {
+	var res CycleResult
+	size := itemsBytes(req.Push)
+	for _, op := range req.StateOps {
+		size += len(op.Key) + len(op.Value)
+	}
+	err := s.submit(ctx, &writeOp{isolated: true, bytes: size, apply: func(w *wtx) error {
+		res = CycleResult{}
+		return w.cycle(&req, &res)
+	}})
+	var refused *cycleError
+	if errors.As(err, &refused) {
+		return CycleResult{Error: refused.msg}, nil
+	}
+	if err != nil {
+		return CycleResult{}, err
+	}
+	return res, nil
+}
+
+func (w *wtx) cycle(req *CycleRequest, res *CycleResult) error {
+	q, err := scanStreamQuery(w.QueryRowContext(w.ctx, `SELECT `+streamQueryColumns+` FROM stream_queries
+		WHERE id = ? AND tenant = ?`, req.QueryID, req.Tenant))
+	if errors.Is(err, sql.ErrNoRows) {
+		return &cycleError{ErrTextQueryNotFound}
+	}
+	if err != nil {
+		return fmt.Errorf("load stream query: %w", err)
+	}
+	res.SourceQueue = q.SourceQueue
+	now := micros(w.now)
+	for i := range req.StateOps {
+		op := &req.StateOps[i]
+		switch op.Type {
+		case StateUpsert:
+			value := op.Value
+			if len(value) == 0 {
+				value = []byte("{}")
+			}
+			if _, err := w.ExecContext(w.ctx, `INSERT INTO stream_state (query_id, partition_id, key, value, window_end, updated_at)
+				VALUES (?1, ?2, ?3, ?4, CASE WHEN json_type(?4, '$.windowEnd') IN ('integer', 'real')
+					THEN json_extract(?4, '$.windowEnd') END, ?5)
+				ON CONFLICT (query_id, partition_id, key) DO UPDATE SET value = excluded.value,
+					window_end = excluded.window_end, updated_at = excluded.updated_at`,
+				q.ID, req.PartitionID, op.Key, string(value), now); err != nil {
+				return fmt.Errorf("upsert stream state: %w", err)
+			}
+		case StateDelete:
+			if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id = ? AND partition_id = ? AND key = ?`,
+				q.ID, req.PartitionID, op.Key); err != nil {
+				return fmt.Errorf("delete stream state: %w", err)
+			}
+		default:
+			return &cycleError{"Unknown state_op type: " + op.Type}
+		}
+	}
+	if req.Ack != nil {
+		ack, err := w.cycleAck(req)
+		if err != nil {
+			return err
+		}
+		res.Ack = ack
+	}
+	// Pushes are staged last: staging is in memory, and nothing after it
+	// can fail, so a refused cycle never leaves items behind.
+	res.Pushes = make([]PushResult, len(req.Push))
+	if err := w.push(req.Tenant, req.Push, res.Pushes, false); err != nil {
+		if errors.Is(err, ErrInvalid) {
+			return &cycleError{err.Error()}
+		}
+		return err
+	}
+	res.StateOpsApplied = len(req.StateOps)
+	return nil
+}
+
+// cycleAck applies a cycle's ack to the cursor of (partition, group).
+func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
+	a := req.Ack
+	if a.TxnID == "" {
+		return nil, &cycleError{"ack.transactionId is required"}
+	}
+	status := cmp.Or(a.Status, AckCompleted)
+	switch status {
+	case AckCompleted, AckSuccess, AckFailed, AckDLQ:
+	default:
+		return nil, &cycleError{"Unknown ack.status: " + status}
+	}
+	if _, err := uuid.Parse(req.PartitionID); err != nil {
+		return nil, &cycleError{ErrTextMessageNotFound}
+	}
+	locs, err := w.locateAll(req.Tenant, []AckItem{{TxnID: a.TxnID, PartitionID: req.PartitionID}})
+	if err != nil {
+		return nil, err
+	}
+	loc := locs[0]
+	if loc == nil {
+		return nil, &cycleError{ErrTextMessageNotFound}
+	}
+	group := cmp.Or(req.Group, QueueModeGroup)
+	c, err := w.loadCursor(loc.p.ID, group)
+	if err != nil {
+		return nil, err
+	}
+	now := micros(w.now)
+	if a.LeaseID != "" && (c == nil || !c.leaseID.Valid || c.leaseID.String != a.LeaseID ||
+		!c.leaseExpires.Valid || c.leaseExpires.Int64 <= now) {
+		return nil, &cycleError{ErrTextInvalidLease}
+	}
+	if c == nil {
+		c = &cursor{committed: loc.p.LogStart - 1, created: true}
+	}
+	// A cycle acks past the cursor. One that acks at or behind it is a
+	// replay of a committed cycle (a client retry whose reply was lost,
+	// under a lease it kept): applying it again would fold the batch twice.
+	if loc.offset <= c.committed {
+		return nil, &cycleError{ErrTextAlreadyAcked}
+	}
+	out := &CycleAckResult{Count: a.Count}
+	release := req.ReleaseLease
+	if status == AckFailed || status == AckDLQ {
+		if err := w.deadLetter(loc, group, cmp.Or(a.Error, "Streaming cycle reported failure"), 0); err != nil {
+			return nil, err
+		}
+		out.DLQ, release = true, true
+	}
+	c.totalConsumed += loc.offset - c.committed
+	c.committed = loc.offset
+	c.lastConsumedAt = sql.NullInt64{Int64: now, Valid: true}
+	if release {
+		if c.leaseID.Valid {
+			c.releaseLease()
+			c.batches++
+		}
+		c.retry = 0
+		out.LeaseReleased = true
+		w.touch(loc.q.Tenant, loc.q.Name)
+	}
+	if err := w.saveCursor(loc.p.ID, group, c); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// dropStreamsOf deletes the queries reading tenant's queue, with their
+// state: a deleted source queue takes its streams with it.
+func (w *wtx) dropStreamsOf(tenant, queue string) error {
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id IN
+		(SELECT id FROM stream_queries WHERE tenant = ? AND source_queue = ?)`, tenant, queue); err != nil {
+		return fmt.Errorf("delete stream state: %w", err)
+	}
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_queries WHERE tenant = ? AND source_queue = ?`, tenant, queue); err != nil {
+		return fmt.Errorf("delete stream queries: %w", err)
+	}
+	return nil
+}
