@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1643,5 +1645,440 @@ func TestSDKEscapedPathsKeepTheirAccessLevel(t *testing.T) {
 	writer.Push(map[string]any{"queue": "a/b", "partition": "c/d", "payload": map[string]any{"n": 1}})
 	if p := writer.Pop(path); len(p.Messages) != 1 || p.Messages[0].Queue != "a/b" || p.Messages[0].Partition != "c/d" {
 		t.Fatalf("escaped pop as read-write = %+v", p)
+	}
+}
+
+// --- Streams runtimes --------------------------------------------------------
+
+// streamsPost is the streams runtime's own HTTP client (Go HTTPClient.Post,
+// JS StreamsHttpClient.post): POST with Content-Type: application/json and
+// nothing else, not the main client's headers.
+func (c sdk) streamsPost(path, body string) wireReply {
+	c.t.Helper()
+	req, err := http.NewRequest("POST", c.base+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatalf("new request: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("read POST %s: %v", path, err)
+	}
+	return wireReply{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// streamsResult reads a streams reply as both runtimes do: a 2xx must be a
+// JSON object (JS throws on an empty one); anything else is an error.
+func (c sdk) streamsResult(r wireReply) map[string]any {
+	c.t.Helper()
+	if r.status < 200 || r.status > 299 {
+		c.t.Fatalf("streams client error: HTTP %d: %s", r.status, r.body)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		c.t.Fatalf("streams reply is not a JSON object: %q", r.body)
+	}
+	return m
+}
+
+// goMarshal is how the Go runtime encodes a body: json.Marshal of a
+// map[string]interface{}, so keys sorted and U+001F escaped.
+func goMarshal(t testing.TB, v map[string]any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// jsObj is JSON.stringify of an object literal: keys in the given order,
+// undefined values dropped.
+func jsObj(kv ...any) string {
+	var parts []string
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == nil {
+			continue
+		}
+		v, ok := kv[i+1].(json.RawMessage)
+		if !ok {
+			v, _ = json.Marshal(kv[i+1])
+		}
+		parts = append(parts, jsonStr(kv[i].(string))+":"+string(v))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+func raw(s string) json.RawMessage { return json.RawMessage(s) }
+
+// goSortMessages is the Go runner's order: createdAt parsed to µs, then
+// transactionId.
+func goSortMessages(t testing.TB, msgs []sdkMessage) {
+	slices.SortFunc(msgs, func(a, b sdkMessage) int {
+		ta, _ := time.Parse(time.RFC3339Nano, a.CreatedAt)
+		tb, _ := time.Parse(time.RFC3339Nano, b.CreatedAt)
+		return cmp.Or(cmp.Compare(ta.UnixMicro(), tb.UnixMicro()), strings.Compare(a.TransactionID, b.TransactionID))
+	})
+}
+
+// jsSortMessages is the JS runner's order: createdAt parsed to ms, then id.
+func jsSortMessages(msgs []sdkMessage) {
+	slices.SortFunc(msgs, func(a, b sdkMessage) int {
+		ta, _ := time.Parse(time.RFC3339Nano, a.CreatedAt)
+		tb, _ := time.Parse(time.RFC3339Nano, b.CreatedAt)
+		return cmp.Or(cmp.Compare(ta.UnixMilli(), tb.UnixMilli()), strings.Compare(a.ID, b.ID))
+	})
+}
+
+// The Go runtime, a tumbling 2 s window summing v (tumbling_test.go):
+// register, pop with the query's group, read the whole shard with keys
+// null, commit the fold with the last message's ack, re-register after a
+// restart with the same hash, close the window by the idle flush, and get
+// the 409 of a changed chain. Checklist items 6, 8, 27 (state kept on
+// re-register), 30 and 32.
+func TestSDKGoStreamsTumblingRunner(t *testing.T) {
+	c0 := clock.NewManual(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
+	s := combtest.MustServer(t, combtest.Options{Clock: c0})
+	c := goSDK(t, s)
+	const name, src, sink = "test-go-tumbling", "test-go-tumbling-src", "test-go-tumbling-sink"
+	hash := strings.Repeat("9f2c", 16)
+	regBody := goMarshal(t, map[string]any{"name": name, "source_queue": src, "config_hash": hash, "reset": false, "sink_queue": sink})
+	reg := c.streamsResult(c.streamsPost("/streams/v1/queries", regBody))
+	qid, _ := reg["query_id"].(string)
+	if reg["success"] != true || qid == "" || reg["fresh"] != true || reg["reset"] != false || reg["name"] != name {
+		t.Fatalf("register = %s", c.streamsPost("/streams/v1/queries", regBody).body)
+	}
+	for i := 1; i <= 3; i++ {
+		c.send("POST", "/api/v1/push", goPushBody(src, "one", fmt.Sprintf(`{"v":%d}`, i)))
+		c0.Advance(300 * time.Millisecond)
+	}
+	group := "streams." + name
+	pop := goPopPath(src, "", url.Values{"consumerGroup": {group}, "partitions": {"4"}}, 200, true, 1000)
+	msgs := c.messages(c.send("GET", pop, ""))
+	if len(msgs) != 3 {
+		t.Fatalf("popped %d", len(msgs))
+	}
+	goSortMessages(t, msgs)
+	pid := msgs[0].PartitionID
+	st := c.streamsResult(c.streamsPost("/streams/v1/state/get",
+		goMarshal(t, map[string]any{"query_id": qid, "partition_id": pid, "keys": []string(nil)})))
+	if rows, ok := st["rows"].([]any); !ok || len(rows) != 0 {
+		t.Fatalf("fresh shard = %v", st)
+	}
+	key := "tumb:2\u001f2026-01-01T10:00:00.000Z\u001fone"
+	last := msgs[len(msgs)-1]
+	cyc := goMarshal(t, map[string]any{"query_id": qid, "partition_id": pid, "consumer_group": group,
+		"state_ops": []map[string]any{{"type": "upsert", "key": key,
+			"value": map[string]any{"acc": map[string]any{"count": 3, "sum": 6}, "windowStart": 1767261600000, "windowEnd": 1767261602000}}},
+		"push_items":    []map[string]any{},
+		"ack":           map[string]any{"transactionId": last.TransactionID, "leaseId": last.LeaseID, "status": "completed", "count": 3},
+		"release_lease": true})
+	if !strings.Contains(cyc, `\u001f`) {
+		t.Fatalf("the Go body escapes U+001F: %s", cyc)
+	}
+	res := c.streamsResult(c.streamsPost("/streams/v1/cycle", cyc))
+	if res["success"] != true {
+		t.Fatalf("cycle = %v", res)
+	}
+
+	// A restart: the same name and hash keep the id and the state.
+	again := c.streamsResult(c.streamsPost("/streams/v1/queries", regBody))
+	if again["query_id"] != qid || again["fresh"] != false {
+		t.Fatalf("re-register = %v", again)
+	}
+	st = c.streamsResult(c.streamsPost("/streams/v1/state/get",
+		goMarshal(t, map[string]any{"query_id": qid, "partition_id": pid, "keys": []string(nil)})))
+	if rows := st["rows"].([]any); len(rows) != 1 || rows[0].(map[string]any)["key"] != key {
+		t.Fatalf("state after re-register = %v", st)
+	}
+	// The cursor persisted: nothing is redelivered to the new runner.
+	if more := c.messages(c.send("GET", goPopPath(src, "", url.Values{"consumerGroup": {group}, "partitions": {"4"}}, 200, false, 1000), "")); len(more) != 0 {
+		t.Fatalf("after the restart the group got %d messages", len(more))
+	}
+
+	// Idle flush at clock - grace: a window ending exactly then is ripe.
+	flush := func(ripeAt int64) []any {
+		r := c.streamsResult(c.streamsPost("/streams/v1/state/get", goMarshal(t, map[string]any{"query_id": qid,
+			"partition_id": pid, "keys": []string{}, "key_prefix": "tumb:2\u001f", "ripe_at_or_before": ripeAt})))
+		return r["rows"].([]any)
+	}
+	if rows := flush(1767261601999); len(rows) != 0 {
+		t.Fatalf("unripe window flushed: %v", rows)
+	}
+	rows := flush(1767261602000)
+	if len(rows) != 1 {
+		t.Fatalf("ripe rows = %v", rows)
+	}
+	row := rows[0].(map[string]any)
+	value := row["value"].(map[string]any)
+	acc := value["acc"].(map[string]any)
+	if row["key"] != key || acc["sum"] != float64(6) || acc["count"] != float64(3) || value["windowEnd"] != float64(1767261602000) {
+		t.Fatalf("ripe row = %v", row)
+	}
+	fl := goMarshal(t, map[string]any{"query_id": qid, "partition_id": pid, "consumer_group": group,
+		"state_ops":  []map[string]any{{"type": "delete", "key": key}},
+		"push_items": []map[string]any{{"queue": sink, "partition": "one", "payload": map[string]any{"count": 3, "sum": 6}}},
+		"ack":        nil, "release_lease": true})
+	res = c.streamsResult(c.streamsPost("/streams/v1/cycle", fl))
+	if res["success"] != true || res["ack_result"] != nil || res["state_ops_applied"] != float64(1) {
+		t.Fatalf("flush cycle = %v", res)
+	}
+	out := c.messages(c.send("GET", goPopPath(sink, "", url.Values{"consumerGroup": {"check"}}, 50, true, 1000), ""))
+	if len(out) != 1 || goData(t, out[0])["sum"] != float64(6) || out[0].Partition != "one" {
+		t.Fatalf("sink = %+v", out)
+	}
+	if rows := flush(1767261602000); len(rows) != 0 {
+		t.Fatalf("flushed window still stored: %v", rows)
+	}
+
+	// A changed chain without reset: 409 whose error names the mismatch.
+	r := c.streamsPost("/streams/v1/queries", goMarshal(t, map[string]any{"name": name, "source_queue": src,
+		"config_hash": strings.Repeat("0", 64), "reset": false, "sink_queue": sink}))
+	var body map[string]any
+	json.Unmarshal(r.body, &body)
+	if e, _ := body["error"].(string); r.status != http.StatusConflict || !strings.Contains(e, "config_hash mismatch") {
+		t.Fatalf("changed hash = %d %s", r.status, r.body)
+	}
+}
+
+// The Go gate (gate_test.go): two partitions popped under one lease, batch
+// 10; partition A's cycle allows 3 and keeps the lease, partition B's
+// allows all and releases only B's. A's tail returns in order after the
+// lease expires, without a retry charge. Checklist items 9 and 33.
+func TestSDKGoStreamsGatePartialAcks(t *testing.T) {
+	c0 := clock.NewManual(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
+	s := combtest.MustServer(t, combtest.Options{Clock: c0})
+	c := goSDK(t, s)
+	const name, src, sink = "test-go-gate", "test-go-gate-src", "test-go-gate-sink"
+	c.send("POST", "/api/v1/configure", `{"queue":"test-go-gate-src","options":{"leaseTime":2,"retryLimit":100}}`)
+	reg := c.streamsResult(c.streamsPost("/streams/v1/queries", goMarshal(t, map[string]any{"name": name,
+		"source_queue": src, "config_hash": strings.Repeat("ab", 32), "reset": false, "sink_queue": sink})))
+	qid := reg["query_id"].(string)
+	for _, p := range []string{"tenant-a", "tenant-b"} {
+		var payloads []string
+		for i := range 5 {
+			payloads = append(payloads, fmt.Sprintf(`{"tenant":%q,"seq":%d}`, p, i))
+		}
+		c.send("POST", "/api/v1/push", goPushBody(src, p, payloads...))
+	}
+	group := "streams." + name
+	pop := goPopPath(src, "", url.Values{"consumerGroup": {group}, "partitions": {"2"}}, 10, true, 1000)
+	msgs := c.messages(c.send("GET", pop, ""))
+	if len(msgs) != 10 {
+		t.Fatalf("popped %d, want 10", len(msgs))
+	}
+	byPart := map[string][]sdkMessage{}
+	for _, m := range msgs {
+		byPart[m.Partition] = append(byPart[m.Partition], m)
+	}
+	if byPart["tenant-a"][0].LeaseID != byPart["tenant-b"][0].LeaseID {
+		t.Fatalf("a multi-partition pop under two leases")
+	}
+	commit := func(ms []sdkMessage, allowed int, release bool) map[string]any {
+		goSortMessages(t, ms)
+		var items []map[string]any
+		for _, m := range ms[:allowed] {
+			items = append(items, map[string]any{"queue": sink, "partition": m.Partition, "payload": goData(t, m)})
+		}
+		k := ms[allowed-1]
+		return c.streamsResult(c.streamsPost("/streams/v1/cycle", goMarshal(t, map[string]any{"query_id": qid,
+			"partition_id": k.PartitionID, "consumer_group": group,
+			"state_ops":     []map[string]any{{"type": "upsert", "key": k.Partition, "value": map[string]any{"tokens": 0, "lastRefillAt": 1}}},
+			"push_items":    items,
+			"ack":           map[string]any{"transactionId": k.TransactionID, "leaseId": k.LeaseID, "status": "completed", "count": allowed},
+			"release_lease": release})))
+	}
+	if res := commit(byPart["tenant-a"], 3, false); res["success"] != true {
+		t.Fatalf("partial cycle = %v", res)
+	}
+	if res := commit(byPart["tenant-b"], 5, true); res["success"] != true {
+		t.Fatalf("B's cycle after A's partial one = %v", res)
+	}
+	// B is free again, A still leased.
+	c.send("POST", "/api/v1/push", goPushBody(src, "tenant-b", `{"tenant":"tenant-b","seq":5}`))
+	next := c.messages(c.send("GET", pop, ""))
+	if len(next) != 1 || next[0].Partition != "tenant-b" {
+		t.Fatalf("while A is leased the pop got %+v", next)
+	}
+	commit(next, 1, true)
+	c0.Advance(2100 * time.Millisecond)
+	tail := c.messages(c.send("GET", pop, ""))
+	goSortMessages(t, tail)
+	var seqs []float64
+	for _, m := range tail {
+		if m.Partition != "tenant-a" || m.RetryCount != 0 {
+			t.Fatalf("tail message %+v", m)
+		}
+		seqs = append(seqs, goData(t, m)["seq"].(float64))
+	}
+	if fmt.Sprint(seqs) != "[3 4]" {
+		t.Fatalf("tail after expiry = %v, want [3 4]", seqs)
+	}
+	if res := commit(tail, 2, true); res["success"] != true {
+		t.Fatalf("tail cycle = %v", res)
+	}
+	// The sink got each message once, in order per tenant.
+	got := map[string][]float64{}
+	for {
+		out := c.messages(c.send("GET", goPopPath(sink, "", url.Values{"consumerGroup": {"check"}}, 50, false, 1000), ""))
+		if len(out) == 0 {
+			break
+		}
+		for _, m := range out {
+			got[m.Partition] = append(got[m.Partition], goData(t, m)["seq"].(float64))
+		}
+		c.send("POST", "/api/v1/ack/batch", goAckBatchBody(out, "completed", "", "check"))
+	}
+	if fmt.Sprint(got) != "map[tenant-a:[0 1 2 3 4] tenant-b:[0 1 2 3 4 5]]" {
+		t.Fatalf("sink = %v", got)
+	}
+}
+
+// The JS runtime (tumbling.js, session.js, operators.js, combined.js,
+// recovery.js): the bodies JSON.stringify puts on the wire, keys in the
+// runtime's order. A session chain keyed by user shares one shard; a
+// foreach query registers without sink_queue and commits empty
+// push_items; two queries on one partition keep separate groups and
+// shards; reset:true with a new hash wipes the state. Checklist items 3,
+// 12, 22-24, 31, 35, 36.
+func TestSDKJSStreamsRuntime(t *testing.T) {
+	c0 := clock.NewManual(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
+	s := combtest.MustServer(t, combtest.Options{Clock: c0})
+	c := jsSDK(t, s)
+	const src = "test-js-session-src"
+	register := func(name, sink, hash string, reset bool) map[string]any {
+		var sinkV any
+		if sink != "" {
+			sinkV = sink
+		}
+		return c.streamsResult(c.streamsPost("/streams/v1/queries", jsObj("name", name, "source_queue", src,
+			"sink_queue", sinkV, "config_hash", hash, "reset", reset)))
+	}
+	sess := register("test-js-session", "test-js-session-sink", strings.Repeat("1a", 32), false)
+	each := register("test-js-foreach", "", strings.Repeat("2b", 32), false)
+	if sess["query_id"] == each["query_id"] || each["fresh"] != true {
+		t.Fatalf("registrations = %v %v", sess, each)
+	}
+	c.send("POST", "/api/v1/push", jsPushBody(src, "Default", `{"user":"alice","v":1}`, `{"user":"bob","v":10}`))
+	c.send("POST", "/api/v1/push", jsPushBody(src, "Default", `{"user":"alice","v":2}`, `{"user":"bob","v":20}`))
+
+	run := func(q map[string]any, fold func(msgs []sdkMessage, state map[string]any) (ops, items []any)) {
+		qid := q["query_id"].(string)
+		group := "streams." + q["name"].(string)
+		msgs := c.messages(c.send("GET", jsPopPath(src, "", 200, true, 1000, "consumerGroup", group), ""))
+		if len(msgs) != 4 {
+			t.Fatalf("%s popped %d, want 4", group, len(msgs))
+		}
+		jsSortMessages(msgs)
+		for i, m := range msgs {
+			if m.raw["consumerGroup"] != group {
+				t.Fatalf("message consumerGroup %v, want %s", m.raw["consumerGroup"], group)
+			}
+			if d, ok := m.Data.(map[string]any); !ok || d["v"] == nil {
+				t.Fatalf("message %d data %v", i, m.Data)
+			}
+		}
+		pid := msgs[0].PartitionID
+		st := c.streamsResult(c.streamsPost("/streams/v1/state/get", jsObj("query_id", qid, "partition_id", pid, "keys", raw("[]"))))
+		state := map[string]any{}
+		for _, r := range st["rows"].([]any) {
+			row := r.(map[string]any)
+			state[row["key"].(string)] = row["value"]
+		}
+		ops, items := fold(msgs, state)
+		last := msgs[len(msgs)-1]
+		res := c.streamsResult(c.streamsPost("/streams/v1/cycle", jsObj("query_id", qid, "partition_id", pid,
+			"consumer_group", last.raw["consumerGroup"], "state_ops", ops, "push_items", items,
+			"ack", raw(jsObj("transactionId", last.TransactionID, "leaseId", last.LeaseID, "status", "completed", "count", len(msgs))),
+			"release_lease", true)))
+		if res["success"] != true {
+			t.Fatalf("%s cycle = %v", group, res)
+		}
+	}
+
+	// Sessions keyed by user share the partition's one shard.
+	run(sess, func(msgs []sdkMessage, state map[string]any) ([]any, []any) {
+		acc := map[string][2]float64{}
+		for _, m := range msgs {
+			d := m.Data.(map[string]any)
+			u := d["user"].(string)
+			a := acc[u]
+			acc[u] = [2]float64{a[0] + 1, a[1] + d["v"].(float64)}
+		}
+		var ops []any
+		for _, u := range []string{"alice", "bob"} {
+			ops = append(ops, map[string]any{"type": "upsert", "key": "sess:1000\u001fopen\u001f" + u,
+				"value": map[string]any{"acc": map[string]any{"count": acc[u][0], "sum": acc[u][1]}, "sessionStart": 1767261600000, "lastEventTime": 1767261600000}})
+		}
+		return ops, []any{}
+	})
+	// foreach: effects ran in the client; the cycle carries only the ack.
+	run(each, func(msgs []sdkMessage, state map[string]any) ([]any, []any) {
+		if len(state) != 0 {
+			t.Fatalf("the foreach query sees state %v", state)
+		}
+		return []any{}, []any{}
+	})
+
+	sessID := sess["query_id"].(string)
+	pidOf := func() string {
+		msgs := c.messages(c.send("GET", jsPopPath(src, "", 10, false, 1000, "consumerGroup", "peek", "autoAck", "true"), ""))
+		return msgs[0].PartitionID
+	}
+	pid := pidOf()
+	st := c.streamsResult(c.streamsPost("/streams/v1/state/get", jsObj("query_id", sessID, "partition_id", pid, "keys", raw("[]"))))
+	rows := st["rows"].([]any)
+	if len(rows) != 2 {
+		t.Fatalf("session shard = %v", rows)
+	}
+	for i, u := range []string{"alice", "bob"} {
+		row := rows[i].(map[string]any)
+		acc := row["value"].(map[string]any)["acc"].(map[string]any)
+		want := map[string][2]float64{"alice": {2, 3}, "bob": {2, 30}}[u]
+		if row["key"] != "sess:1000\u001fopen\u001f"+u || acc["count"] != want[0] || acc["sum"] != want[1] {
+			t.Fatalf("session row %d = %v", i, row)
+		}
+	}
+	if other := c.streamsResult(c.streamsPost("/streams/v1/state/get", jsObj("query_id", each["query_id"], "partition_id", pid, "keys", raw("[]")))); len(other["rows"].([]any)) != 0 {
+		t.Fatalf("the foreach query shares the session shard: %v", other)
+	}
+	// The session flush (ack null): whole-shard read, close alice's.
+	res := c.streamsResult(c.streamsPost("/streams/v1/cycle", jsObj("query_id", sessID, "partition_id", pid,
+		"consumer_group", "streams.test-js-session",
+		"state_ops", []any{map[string]any{"type": "delete", "key": "sess:1000\u001fopen\u001falice"}},
+		"push_items", []any{map[string]any{"queue": "test-js-session-sink", "partition": "Default", "payload": map[string]any{"count": 2, "sum": 3}}},
+		"ack", nil, "release_lease", true)))
+	if res["success"] != true || res["ack_result"] != nil {
+		t.Fatalf("session flush = %v", res)
+	}
+	// JS passes ack || null: an explicit null is the same.
+	res = c.streamsResult(c.streamsPost("/streams/v1/cycle", jsObj("query_id", sessID, "partition_id", pid,
+		"consumer_group", "streams.test-js-session", "state_ops", []any{}, "push_items", []any{}, "ack", raw("null"), "release_lease", true)))
+	if res["success"] != true || res["state_ops_applied"] != float64(0) {
+		t.Fatalf("empty flush = %v", res)
+	}
+
+	// recovery.js: a new shape with reset:true wipes state, keeps the id.
+	r := c.streamsPost("/streams/v1/queries", jsObj("name", "test-js-session", "source_queue", src,
+		"sink_queue", "never", "config_hash", strings.Repeat("3c", 32), "reset", false))
+	var body struct{ Error string }
+	json.Unmarshal(r.body, &body)
+	if r.status != http.StatusConflict || !regexp.MustCompile(`(?i)config_hash mismatch`).MatchString(body.Error) {
+		t.Fatalf("recoveryConfigHashMismatchRejects = %d %s", r.status, r.body)
+	}
+	reset := register("test-js-session", "never", strings.Repeat("3c", 32), true)
+	if reset["query_id"] != sessID || reset["reset"] != true {
+		t.Fatalf("reset = %v", reset)
+	}
+	st = c.streamsResult(c.streamsPost("/streams/v1/state/get", jsObj("query_id", sessID, "partition_id", pid, "keys", raw("[]"))))
+	if len(st["rows"].([]any)) != 0 {
+		t.Fatalf("state after reset = %v", st)
+	}
+	if sinkMsgs := c.messages(c.send("GET", jsPopPath("test-js-session-sink", "", 50, false, 1000), "")); len(sinkMsgs) != 1 {
+		t.Fatalf("session sink holds %d", len(sinkMsgs))
 	}
 }
