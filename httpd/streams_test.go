@@ -1,11 +1,13 @@
 package httpd_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -887,5 +889,64 @@ func TestStreamsWindowedSumSurvivesARestart(t *testing.T) {
 		if got[k] != w {
 			t.Errorf("window %s %s: count, sum = %v, want %v", k.dev, time.UnixMilli(k.start).UTC().Format("15:04"), got[k], w)
 		}
+	}
+}
+
+// TestStreamsSinkPushesGoThroughThePushPath: a cycle's sink messages are
+// sealed on an encrypted queue like any push, and read back in clear.
+func TestStreamsSinkPushesGoThroughThePushPath(t *testing.T) {
+	key := bytes.Repeat([]byte{9}, 32)
+	s := combtest.MustServer(t, combtest.Options{Broker: func(o *broker.Options) { o.EncryptionKey = key }})
+	s.Do("POST", "/api/v1/configure", map[string]any{"queue": "vault.out", "options": map[string]any{"encryptionEnabled": true}})
+	qid := register(t, s.Client, "sealed", "src", "vault.out", streamsHash("s"), false)["query_id"].(string)
+	res := cycle(t, s.Client, map[string]any{"query_id": qid, "partition_id": newTxnID(),
+		"push_items": []any{map[string]any{"queue": "vault.out", "payload": map[string]any{"pin": "CYCLE-SECRET-1234"}}}})
+	if res["success"] != true {
+		t.Fatalf("cycle = %v", res)
+	}
+	p := s.Pop("/api/v1/pop/queue/vault.out?wait=false&autoAck=true")
+	if len(p.Messages) != 1 || string(p.Messages[0].Data) != `{"pin":"CYCLE-SECRET-1234"}` {
+		t.Fatalf("pop: %+v", p.Messages)
+	}
+	path := s.Broker.Store().Path()
+	for _, f := range []string{path, path + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("CYCLE-SECRET")) {
+			t.Fatalf("%s holds the sink payload in clear", f)
+		}
+	}
+}
+
+// TestStreamsFailedAckDeadLettersTheMessage: status dlq (or failed)
+// dead-letters that one message at once, moves the cursor past it and
+// drops the lease even with release_lease false.
+func TestStreamsFailedAckDeadLettersTheMessage(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	qid := register(t, s.Client, "dl", "src", "", streamsHash("d"), false)["query_id"].(string)
+	s.Push(map[string]any{"queue": "src", "payload": map[string]any{"bad": true}},
+		map[string]any{"queue": "src", "payload": map[string]any{"ok": true}})
+	const group = "streams.dl"
+	m := s.Pop("/api/v1/pop/queue/src?batch=1&wait=false&consumerGroup=" + group).Messages[0]
+	res := cycle(t, s.Client, map[string]any{"query_id": qid, "partition_id": m.PartitionID, "consumer_group": group,
+		"ack":           map[string]any{"transactionId": m.TransactionID, "leaseId": m.LeaseID, "status": "dlq", "error": "poison"},
+		"release_lease": false})
+	mustJSONEqual(t, "dlq ack", res["ack_result"], `{"success":true,"count":1,"lease_released":true,"dlq":true}`)
+	r := s.Do("GET", "/api/v1/dlq?queue=src", nil)
+	var dlq struct {
+		Messages []struct {
+			Data         map[string]any `json:"data"`
+			ErrorMessage string         `json:"errorMessage"`
+		} `json:"messages"`
+	}
+	r.JSON(t, &dlq)
+	if len(dlq.Messages) != 1 || dlq.Messages[0].Data["bad"] != true || dlq.Messages[0].ErrorMessage != "poison" {
+		t.Fatalf("dlq: %s", r.Body)
+	}
+	next := s.Pop("/api/v1/pop/queue/src?batch=10&wait=false&consumerGroup=" + group).Messages
+	if len(next) != 1 || string(next[0].Data) != `{"ok":true}` {
+		t.Fatalf("after the dead letter the group got %+v", next)
 	}
 }
