@@ -531,6 +531,8 @@ func TestStreamsStateGetFilters(t *testing.T) {
 		map[string]any{"type": "upsert", "key": "tumb:600", "value": map[string]any{"windowEnd": 1}},
 		map[string]any{"type": "upsert", "key": "tumb_60\u001ff", "value": map[string]any{"windowEnd": 1}},
 		map[string]any{"type": "upsert", "key": "__wm__", "value": map[string]any{"eventTimeMs": 5}},
+		map[string]any{"type": "upsert", "key": "tumb:60\u001fg", "value": map[string]any{"WindowEnd": 1, "acc": map[string]any{"windowEnd": 1}}},
+		map[string]any{"type": "upsert", "key": "tumb:60\u001fh", "value": json.RawMessage(strings.Repeat("[", 2000) + strings.Repeat("]", 2000))},
 	}
 	if res := cycle(t, s.Client, map[string]any{"query_id": qid, "partition_id": pid, "state_ops": ops}); res["success"] != true {
 		t.Fatalf("cycle = %v", res)
@@ -555,16 +557,16 @@ func TestStreamsStateGetFilters(t *testing.T) {
 		body map[string]any
 		want string
 	}{
-		{with("keys", []any{}), "TUMB:60|e __wm__ tumb:600 tumb:60|a tumb:60|b tumb:60|c tumb:60|d tumb_60|f"},
+		{with("keys", []any{}), "TUMB:60|e __wm__ tumb:600 tumb:60|a tumb:60|b tumb:60|c tumb:60|d tumb:60|g tumb:60|h tumb_60|f"},
 		{with("keys", []any{"__wm__", "missing", "__wm__"}), "__wm__"},
-		{with("key_prefix", "tumb:60\u001f"), "tumb:60|a tumb:60|b tumb:60|c tumb:60|d"},
-		{with("key_prefix", ""), "TUMB:60|e __wm__ tumb:600 tumb:60|a tumb:60|b tumb:60|c tumb:60|d tumb_60|f"},
+		{with("key_prefix", "tumb:60\u001f"), "tumb:60|a tumb:60|b tumb:60|c tumb:60|d tumb:60|g tumb:60|h"},
+		{with("key_prefix", ""), "TUMB:60|e __wm__ tumb:600 tumb:60|a tumb:60|b tumb:60|c tumb:60|d tumb:60|g tumb:60|h tumb_60|f"},
 		{with("key_prefix", "tumb:60\u001f", "ripe_at_or_before", 1000), "tumb:60|a"},
 		{with("key_prefix", "tumb:60\u001f", "ripe_at_or_before", 2000.5), "tumb:60|a tumb:60|b"},
 		{with("key_prefix", "tumb:60\u001f", "ripe_at_or_before", 999), ""},
 		{with("ripe_at_or_before", 1), "TUMB:60|e tumb:600 tumb_60|f"},
 		{with("key_prefix", "tumb:60\u001f", "keys", []any{"tumb:60\u001fb", "__wm__"}), "tumb:60|b"},
-		{with("key_prefix", "tumb:60\u001f", "ripe_at_or_before", "2000"), "tumb:60|a tumb:60|b tumb:60|c tumb:60|d"},
+		{with("key_prefix", "tumb:60\u001f", "ripe_at_or_before", "2000"), "tumb:60|a tumb:60|b tumb:60|c tumb:60|d tumb:60|g tumb:60|h"},
 	} {
 		if got := keys(c.body); got != c.want {
 			t.Errorf("state/get %v = %q, want %q", c.body, got, c.want)
@@ -949,4 +951,46 @@ func TestStreamsFailedAckDeadLettersTheMessage(t *testing.T) {
 	if len(next) != 1 || string(next[0].Data) != `{"ok":true}` {
 		t.Fatalf("after the dead letter the group got %+v", next)
 	}
+}
+
+// FuzzStreamRoutes sends arbitrary bodies to the streaming routes, against
+// a registered query: whatever a client sends, the answer is never a 5xx
+// and always JSON.
+func FuzzStreamRoutes(f *testing.F) {
+	b := combtest.MustOpenBroker(f, combtest.Options{})
+	reg, err := b.RegisterStreamQuery(context.Background(), broker.StreamRegisterRequest{Name: "fuzz", SourceQueue: "src", ConfigHash: "h"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	qid, pid := reg.Query.ID, newTxnID()
+	for _, seed := range []string{
+		`{"name":"fuzz","source_queue":"src","config_hash":"h2","reset":true}`,
+		`{"name":"n","source_queue":"s","config_hash":"h","reset":"x","sink_queue":null}`,
+		`{"query_id":"` + qid + `","partition_id":"` + pid + `","keys":null,"key_prefix":"tumb:60\u001f","ripe_at_or_before":1e400}`,
+		`{"query_id":"` + qid + `","partition_id":"` + pid + `","keys":[1,null],"ripe_at_or_before":-0}`,
+		`{"query_id":"` + qid + `","partition_id":"` + pid + `","state_ops":[{"type":"upsert","key":"k","value":{"windowEnd":1e308}}],"push_items":[{"queue":"out","payload":1}]}`,
+		`{"query_id":"` + qid + `","partition_id":"` + pid + `","state_ops":[{"type":"upsert","key":"k","value":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}]}`,
+		`{"query_id":"` + qid + `","partition_id":"` + pid + `","state_ops":[{"type":"delete","key":""}],"ack":{"transactionId":"t","leaseId":"l","count":1e30}}`,
+		`{"query_id":"` + qid + `","partition_id":"` + pid + `","push_items":[{"queue":""}],"ack":[],"release_lease":null}`,
+		`[]`, `null`, `"x"`, `{`, ``, `{"query_id":1}`,
+	} {
+		for route := range 3 {
+			f.Add(uint8(route), []byte(seed))
+		}
+	}
+	h := httpd.New(b, httpd.Config{MaxBodyBytes: 1 << 20})
+	routes := []string{"/streams/v1/queries", "/streams/v1/state/get", "/streams/v1/cycle"}
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		path := routes[int(route)%len(routes)]
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %q: %d %s", path, body, rec.Code, rec.Body.Bytes())
+		}
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("%s %q: body is not JSON: %s", path, body, rec.Body.Bytes())
+		}
+	})
 }

@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -298,12 +301,15 @@ func (w *wtx) cycle(req *CycleRequest, res *CycleResult) error {
 			if len(value) == 0 {
 				value = []byte("{}")
 			}
+			end, ok := windowEnd(value)
+			if !ok {
+				return &cycleError{fmt.Sprintf("state_ops[%d].value is not valid JSON", i)}
+			}
 			if _, err := w.ExecContext(w.ctx, `INSERT INTO stream_state (query_id, partition_id, key, value, window_end, updated_at)
-				VALUES (?1, ?2, ?3, ?4, CASE WHEN json_type(?4, '$.windowEnd') IN ('integer', 'real')
-					THEN json_extract(?4, '$.windowEnd') END, ?5)
+				VALUES (?, ?, ?, ?, ?, ?)
 				ON CONFLICT (query_id, partition_id, key) DO UPDATE SET value = excluded.value,
 					window_end = excluded.window_end, updated_at = excluded.updated_at`,
-				q.ID, req.PartitionID, op.Key, string(value), now); err != nil {
+				q.ID, req.PartitionID, op.Key, string(value), end, now); err != nil {
 				return fmt.Errorf("upsert stream state: %w", err)
 			}
 		case StateDelete:
@@ -333,6 +339,31 @@ func (w *wtx) cycle(req *CycleRequest, res *CycleResult) error {
 	}
 	res.StateOpsApplied = len(req.StateOps)
 	return nil
+}
+
+// windowEnd is the numeric windowEnd of value when it is an object that
+// has one. It is read in Go rather than with SQLite's JSON functions,
+// which refuse values nested deeper than they allow. ok is false when
+// value is not JSON.
+func windowEnd(value []byte) (end sql.NullFloat64, ok bool) {
+	if !json.Valid(value) {
+		return end, false
+	}
+	value = bytes.TrimSpace(value)
+	if len(value) == 0 || value[0] != '{' {
+		return end, true
+	}
+	// A map, not a struct: struct fields match keys case-insensitively.
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(value, &fields) != nil {
+		return end, true
+	}
+	if raw := fields["windowEnd"]; len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			end = sql.NullFloat64{Float64: f, Valid: true}
+		}
+	}
+	return end, true
 }
 
 // cycleAck applies a cycle's ack to the cursor of (partition, group).
