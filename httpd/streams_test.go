@@ -994,3 +994,52 @@ func FuzzStreamRoutes(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamsCycleWakesParkedPops: a parked pop of the sink wakes on the
+// cycle's pushes, and a parked pop of the source group wakes when the
+// cycle releases the lease, each long before its timeout.
+func TestStreamsCycleWakesParkedPops(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	qid := register(t, s.Client, "wake", "src", "out", streamsHash("w"), false)["query_id"].(string)
+	s.Push(map[string]any{"queue": "src", "payload": 1}, map[string]any{"queue": "src", "payload": 2})
+	const group = "streams.wake"
+	m := s.Pop("/api/v1/pop/queue/src?batch=1&wait=false&consumerGroup=" + group).Messages[0]
+	s.Push(map[string]any{"queue": "out", "payload": 0}) // the sink exists, empty for group "reader"
+	s.Pop("/api/v1/pop/queue/out?wait=false&autoAck=true&consumerGroup=reader")
+
+	parked := func(path string) chan int {
+		done := make(chan int, 1)
+		go func() {
+			r := s.Do("GET", path, nil)
+			var body struct{ Messages []any }
+			json.Unmarshal(r.Body, &body)
+			done <- len(body.Messages)
+		}()
+		return done
+	}
+	sink := parked("/api/v1/pop/queue/out?wait=true&timeout=20000&autoAck=true&consumerGroup=reader")
+	source := parked("/api/v1/pop/queue/src?wait=true&timeout=20000&consumerGroup=" + group)
+	combtest.CheckFor(t, 5*time.Second, func() error {
+		if n := s.Broker.Parked(); n != 2 {
+			return fmt.Errorf("%d pops parked", n)
+		}
+		return nil
+	})
+	res := cycle(t, s.Client, map[string]any{"query_id": qid, "partition_id": m.PartitionID, "consumer_group": group,
+		"push_items":    []any{map[string]any{"queue": "out", "payload": map[string]any{"sum": 1}}},
+		"ack":           map[string]any{"transactionId": m.TransactionID, "leaseId": m.LeaseID},
+		"release_lease": true})
+	if res["success"] != true {
+		t.Fatalf("cycle = %v", res)
+	}
+	for name, ch := range map[string]chan int{"sink": sink, "source": source} {
+		select {
+		case n := <-ch:
+			if n != 1 {
+				t.Errorf("parked %s pop got %d messages, want 1", name, n)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("parked %s pop did not wake on the cycle", name)
+		}
+	}
+}
