@@ -32,9 +32,6 @@ const (
 	AckDLQ       = store.AckDLQ
 )
 
-// DefaultPartition is the partition a push names when it names none.
-const DefaultPartition = store.DefaultPartition
-
 // RegisterStreamQuery registers a query by name; see store.RegisterStreamQuery.
 func (b *Broker) RegisterStreamQuery(ctx context.Context, req StreamRegisterRequest) (StreamRegistration, error) {
 	return b.st.RegisterStreamQuery(ctx, req)

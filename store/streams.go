@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // StreamQuery is a registered streaming query. Its operators run in the
@@ -117,23 +115,6 @@ func (w *wtx) streamQueryByName(tenant, name string) (*StreamQuery, error) {
 	}
 	return q, err
 }
-
-// StreamQuery returns tenant's query by id; ErrQueryNotFound when there is
-// none (other tenants' ids included).
-func (s *Store) StreamQuery(ctx context.Context, tenant, id string) (*StreamQuery, error) {
-	q, err := scanStreamQuery(s.r.QueryRowContext(ctx, `SELECT `+streamQueryColumns+` FROM stream_queries
-		WHERE id = ? AND tenant = ?`, id, tenant))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrQueryNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load stream query: %w", err)
-	}
-	return q, nil
-}
-
-// ErrQueryNotFound is a streaming query id unknown to the tenant.
-var ErrQueryNotFound = errors.New("stream query not found")
 
 // StateFilter narrows a state read; the zero value reads the whole shard.
 // The filters are AND-ed.
@@ -377,9 +358,6 @@ func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 	case AckCompleted, AckSuccess, AckFailed, AckDLQ:
 	default:
 		return nil, &cycleError{"Unknown ack.status: " + status}
-	}
-	if _, err := uuid.Parse(req.PartitionID); err != nil {
-		return nil, &cycleError{ErrTextMessageNotFound}
 	}
 	locs, err := w.locateAll(req.Tenant, []AckItem{{TxnID: a.TxnID, PartitionID: req.PartitionID}})
 	if err != nil {
