@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -15,6 +16,9 @@ import (
 const (
 	MaxPopBatch      = 10000
 	MaxPopPartitions = 1000
+	// MaxPopBytes bounds the payload bytes of one pop; a pop always
+	// delivers at least one message, however large.
+	MaxPopBytes = 4 << 20
 )
 
 // QueueModeGroup is the cursor every pop without a consumer group shares.
@@ -74,6 +78,9 @@ type PopResult struct {
 	Group             string
 	PartitionsClaimed int
 	Messages          []Message
+	// FramesEvicted counts frames retention removed before this group
+	// consumed them, skipped by this claim.
+	FramesEvicted int64
 	// WakeAt, when not zero and nothing was delivered, is the earliest time
 	// something held back (a live lease, a delay, a window) becomes due.
 	WakeAt time.Time
@@ -225,22 +232,26 @@ func (s *Store) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 				continue
 			}
 		}
-		var spans []claimSpan
-		var leaseID string
+		var got *PopResult
 		var wake time.Time
+		// The frames are read inside the claim, on the writer, before its
+		// commit: an autoAck cursor only moves with the messages in hand,
+		// retention cannot remove a claimed frame before it is read, and
+		// the client leaving cannot fail the read (the writer's context is
+		// not the request's).
 		err = s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 			var err error
-			spans, leaseID, wake, err = w.claim(q, &req)
+			got, wake, err = w.claim(q, &req)
 			return err
 		}})
 		if err != nil {
 			return nil, err
 		}
 		res.WakeAt = earliest(res.WakeAt, wake)
-		if len(spans) == 0 {
+		if got == nil {
 			continue
 		}
-		return s.readSpans(ctx, q, &req, spans, leaseID)
+		return got, nil
 	}
 	return res, nil
 }
@@ -257,6 +268,7 @@ type claimSpan struct {
 	from, to int64
 	retry    int64
 	dead     []int64 // tombstoned offsets inside [from, to], ascending
+	evicted  int64   // frames retention removed below from that the group had not consumed
 }
 
 // seedExpr is the committed value of a new cursor on partition p: just below
@@ -299,8 +311,19 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 		mode = ModeAll
 		newSeed = ""
 	}
-	if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at)
-		VALUES (?, ?, ?, ?, ?)`, q.ID, group, mode, from, now); err != nil {
+	// Partitions created after the registration hold only messages pushed
+	// after it: they are taken from their start. Which partitions those
+	// are is told by id, not by comparing wall-clock times, which a clock
+	// stepping back would get wrong.
+	var after sql.NullInt64
+	if from.Valid && from.Int64 <= now {
+		if err := w.QueryRowContext(w.ctx, `SELECT COALESCE(MAX(id), 0) FROM partitions`).Scan(&after.Int64); err != nil {
+			return fmt.Errorf("read registration point: %w", err)
+		}
+		after.Valid = true
+	}
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
+		VALUES (?, ?, ?, ?, ?, ?)`, q.ID, group, mode, from, now, after); err != nil {
 		return fmt.Errorf("insert subscription: %w", err)
 	}
 	expr := seedExpr
@@ -316,10 +339,26 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 	return nil
 }
 
-// claim leases (or, with autoAck, consumes) the due spans of q for the group.
-func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID string, wake time.Time, err error) {
+// claim leases (or, with autoAck, consumes) the due spans of q for the
+// group and reads their messages. It returns nil when nothing was due.
+// When every span it took met a damaged segment, the cursors moved past
+// them and it claims again, a few times at most.
+func (w *wtx) claim(q *Queue, req *PopRequest) (res *PopResult, wake time.Time, err error) {
+	for range 4 {
+		res, wake, err = w.claimOnce(q, req)
+		if !errors.Is(err, errAgain) {
+			return res, wake, err
+		}
+	}
+	return nil, w.now, nil
+}
+
+// errAgain is a claim that only moved cursors past damaged segments.
+var errAgain = errors.New("claim again")
+
+func (w *wtx) claimOnce(q *Queue, req *PopRequest) (res *PopResult, wake time.Time, err error) {
 	if err := w.subscribe(q, req.Group, req.Start); err != nil {
-		return nil, "", time.Time{}, err
+		return nil, time.Time{}, err
 	}
 	now := micros(w.now)
 	// Enough due partitions to fill the claim, with room for some that a
@@ -332,19 +371,21 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 	after := w.s.turn.next(q.ID, req.Group)
 	due, err := scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after)
 	if err != nil {
-		return nil, "", time.Time{}, err
+		return nil, time.Time{}, err
 	}
 	for _, c := range due {
 		if !c.hasCursor {
 			if err := w.seedMissingFrom(q, req.Group); err != nil {
-				return nil, "", time.Time{}, err
+				return nil, time.Time{}, err
 			}
 			if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after); err != nil {
-				return nil, "", time.Time{}, err
+				return nil, time.Time{}, err
 			}
 			break
 		}
 	}
+	var spans []claimSpan
+	var evicted int64
 	budget := int64(req.Batch)
 	for i := range due {
 		if len(spans) == req.Partitions || budget == 0 {
@@ -354,18 +395,19 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 		from := c.next()
 		last := c.part.LastOffset // the last offset this claim may take
 		if q.Options.WindowBuffer > 0 {
-			if ready := c.part.LastSegmentAt + q.Options.WindowBuffer*1e6; ready > now {
+			if ready := addMicros(c.part.LastSegmentAt, secondsMicros(q.Options.WindowBuffer)); ready > now {
 				wake = earliest(wake, fromMicros(ready))
 				continue
 			}
 		}
 		if q.Options.DelayedProcessing > 0 {
-			visible, nextAt, err := w.visibleUpTo(c.part.ID, from, now-q.Options.DelayedProcessing*1e6)
+			delay := secondsMicros(q.Options.DelayedProcessing)
+			visible, nextAt, err := w.visibleUpTo(c.part.ID, from, addMicros(now, -delay))
 			if err != nil {
-				return nil, "", time.Time{}, err
+				return nil, time.Time{}, err
 			}
 			if nextAt > 0 {
-				wake = earliest(wake, fromMicros(nextAt+q.Options.DelayedProcessing*1e6))
+				wake = earliest(wake, fromMicros(addMicros(nextAt, delay)))
 			}
 			last = min(last, visible)
 			if last < from {
@@ -378,12 +420,12 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 		for from <= last && sp == nil {
 			var skipTo int64
 			if sp, skipTo, err = w.trimTombstones(c, from, last, budget); err != nil {
-				return nil, "", time.Time{}, err
+				return nil, time.Time{}, err
 			}
 			if sp == nil {
 				if _, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = MAX(committed, ?)
 					WHERE partition_id = ? AND group_name = ?`, skipTo, c.part.ID, req.Group); err != nil {
-					return nil, "", time.Time{}, fmt.Errorf("skip deleted messages: %w", err)
+					return nil, time.Time{}, fmt.Errorf("skip deleted messages: %w", err)
 				}
 				from = skipTo + 1
 			}
@@ -391,22 +433,45 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 		if sp == nil {
 			continue
 		}
+		if gap := c.part.LogStart - (c.committed + 1); gap > 0 {
+			// Retention removed frames this group had not consumed yet: say
+			// so rather than count them as delivered.
+			sp.evicted = gap
+			evicted += gap
+		}
 		spans = append(spans, *sp)
-		w.s.turn.served(q.ID, req.Group, sp.part.Name)
 		budget -= sp.to - sp.from + 1 - int64(len(sp.dead))
 	}
 	if len(spans) == 0 {
 		lw, err := leaseWake(w.ctx, w, q.ID, req.Group, req.Partition, now)
 		if err != nil {
-			return nil, "", time.Time{}, err
+			return nil, time.Time{}, err
 		}
-		return nil, "", earliest(wake, lw), nil
+		return nil, earliest(wake, lw), nil
 	}
+	leaseID := ""
 	if !req.AutoAck {
 		leaseID = uuid.NewString()
 	}
-	expires := now + q.LeaseDuration().Microseconds()
+	msgs, spans, err := w.readSpans(q, req, spans, leaseID)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(spans) == 0 {
+		// Every span met a segment put aside; the cursors moved past them.
+		return nil, time.Time{}, errAgain
+	}
+	expires := addMicros(now, q.LeaseDuration().Microseconds())
+	res = &PopResult{Queue: q.Name, Group: req.Group, LeaseID: leaseID, PartitionsClaimed: len(spans),
+		Partition: spans[0].part.Name, PartitionID: spans[0].part.UUID, Messages: msgs}
 	for _, sp := range spans {
+		w.s.turn.served(q.ID, req.Group, sp.part.Name)
+		res.FramesEvicted += sp.evicted
+		if sp.evicted > 0 {
+			w.s.stats.FramesEvicted.Add(sp.evicted)
+			w.s.log.Warn("retention removed frames a consumer group had not consumed",
+				"queue", q.Name, "partition", sp.part.Name, "group", req.Group, "frames", sp.evicted)
+		}
 		var err error
 		if req.AutoAck {
 			_, err = w.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = NULL, lease_from = NULL,
@@ -421,22 +486,122 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (spans []claimSpan, leaseID strin
 				WHERE partition_id = ? AND group_name = ?`, leaseID, sp.from, sp.to, expires, sp.from-1, sp.part.ID, req.Group)
 		}
 		if err != nil {
-			return nil, "", time.Time{}, fmt.Errorf("claim partition %q: %w", sp.part.Name, err)
+			return nil, time.Time{}, fmt.Errorf("claim partition %q: %w", sp.part.Name, err)
 		}
 	}
-	return spans, leaseID, time.Time{}, nil
+	return res, time.Time{}, nil
+}
+
+// readSpans reads the messages of spans inside the claim, at most
+// MaxPopBytes of payload (always at least one message), and returns the
+// spans cut to what was read. A segment that fails its checksum or does
+// not decode is put aside (see quarantine) and its span ends before it; a
+// span whose payloads cannot be decrypted is left unclaimed, and its error
+// is returned only when no other span delivered anything.
+func (w *wtx) readSpans(q *Queue, req *PopRequest, spans []claimSpan, leaseID string) ([]Message, []claimSpan, error) {
+	var msgs []Message
+	var size int64
+	var sealedErr error
+	kept := spans[:0]
+	full := false
+	for _, sp := range spans {
+		if full {
+			break
+		}
+		start := len(msgs)
+		err := w.s.scanFrames(w.ctx, w, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *Frame) error {
+			if sp.deleted(off) {
+				return nil
+			}
+			if len(msgs) > 0 && size+int64(len(f.Payload)) > MaxPopBytes {
+				full = true
+				return errFull
+			}
+			size += int64(len(f.Payload))
+			msgs = append(msgs, Message{
+				ID: MessageID(sp.part.UUID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
+				Queue: q.Name, LeaseID: leaseID, Group: req.Group, Payload: f.Payload, CreatedAt: fromMicros(createdAt),
+				TraceID: f.TraceID, ProducerSub: f.ProducerSub, RetryCount: sp.retry, Offset: off,
+			})
+			return nil
+		})
+		var bad *segmentError
+		switch {
+		case err == nil, errors.Is(err, errFull):
+		case errors.As(err, &bad) && errors.Is(err, ErrCorrupt):
+			if err := w.quarantine(q, &sp, bad, req.Group); err != nil {
+				return nil, nil, err
+			}
+			sp.to = min(sp.to, bad.base-1)
+		case errors.Is(err, ErrNoEncryptionKey):
+			// Not damage: a key is missing or wrong. The span is left
+			// unclaimed so the partition waits for the right key without
+			// holding back the others.
+			w.s.log.Error("cannot decrypt a claimed segment; partition skipped", "queue", q.Name,
+				"partition", sp.part.Name, "group", req.Group, "err", err)
+			sealedErr = cmp.Or(sealedErr, err)
+			msgs = msgs[:start]
+			continue
+		default:
+			return nil, nil, err
+		}
+		if len(msgs) == start {
+			continue // nothing of this span was read
+		}
+		sp.to = min(sp.to, msgs[len(msgs)-1].Offset)
+		for len(sp.dead) > 0 && sp.dead[len(sp.dead)-1] > sp.to {
+			sp.dead = sp.dead[:len(sp.dead)-1]
+		}
+		kept = append(kept, sp)
+	}
+	if len(kept) == 0 && sealedErr != nil {
+		return nil, nil, sealedErr
+	}
+	return msgs, kept, nil
+}
+
+// errFull stops a scan once a pop has its bytes.
+var errFull = errors.New("pop full")
+
+// quarantine puts aside the damaged segment bad of sp's partition: a copy
+// of it goes to quarantined_segments (once, whoever meets it first), the
+// group's cursor moves past it when the span starts inside it, and the
+// log and the stats say so. The segment row stays until retention takes it.
+func (w *wtx) quarantine(q *Queue, sp *claimSpan, bad *segmentError, group string) error {
+	res, err := w.ExecContext(w.ctx, `INSERT INTO quarantined_segments (tenant, queue_name, partition_name, partition_uuid,
+		base_offset, frame_count, reason, segment_created_at, codec, raw_size, checksum, data, quarantined_at)
+		SELECT ?, ?, ?, ?, base_offset, frame_count, ?, created_at, codec, raw_size, checksum, data, ?
+		FROM segments WHERE partition_id = ? AND base_offset = ?
+		ON CONFLICT DO NOTHING`, q.Tenant, q.Name, sp.part.Name, sp.part.UUID, bad.err.Error(), micros(w.now),
+		sp.part.ID, bad.base)
+	if err != nil {
+		return fmt.Errorf("quarantine segment: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		w.s.stats.Quarantined.Add(1)
+	}
+	w.s.log.Error("segment put aside: it fails its checksum or does not decode", "queue", q.Name,
+		"partition", sp.part.Name, "baseOffset", bad.base, "frames", bad.count, "group", group, "err", bad.err)
+	if bad.base <= sp.from {
+		if _, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = MAX(committed, ?)
+			WHERE partition_id = ? AND group_name = ?`, bad.base+bad.count-1, sp.part.ID, group); err != nil {
+			return fmt.Errorf("move past quarantined segment: %w", err)
+		}
+		w.touch(q.Tenant, q.Name)
+	}
+	return nil
 }
 
 func (w *wtx) seedMissingFrom(q *Queue, group string) error {
-	var from sql.NullInt64
-	if err := w.QueryRowContext(w.ctx, `SELECT from_time FROM subscriptions WHERE queue_id = ? AND group_name = ?`,
-		q.ID, group).Scan(&from); err != nil {
+	var from, after sql.NullInt64
+	if err := w.QueryRowContext(w.ctx, `SELECT from_time, after_partition FROM subscriptions WHERE queue_id = ? AND group_name = ?`,
+		q.ID, group).Scan(&from, &after); err != nil {
 		return fmt.Errorf("read subscription: %w", err)
 	}
 	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
-		SELECT p.id, ?2, `+seedExpr+`, ?3 FROM partitions p
+		SELECT p.id, ?2, CASE WHEN p.id > ?5 THEN p.log_start - 1 ELSE `+seedExpr+` END, ?3 FROM partitions p
 		WHERE p.queue_id = ?4 AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?2)`,
-		from, group, micros(w.now), q.ID); err != nil {
+		from, group, micros(w.now), q.ID, after); err != nil {
 		return fmt.Errorf("seed new partitions: %w", err)
 	}
 	return nil
@@ -467,30 +632,6 @@ func (w *wtx) visibleUpTo(partitionID, from, cutoff int64) (int64, int64, error)
 	return visible, at, nil
 }
 
-// readSpans decodes the claimed spans into messages. Segments are immutable,
-// so this runs on a reader after the claim committed.
-func (s *Store) readSpans(ctx context.Context, q *Queue, req *PopRequest, spans []claimSpan, leaseID string) (*PopResult, error) {
-	res := &PopResult{Queue: q.Name, Group: req.Group, LeaseID: leaseID, PartitionsClaimed: len(spans),
-		Partition: spans[0].part.Name, PartitionID: spans[0].part.UUID}
-	for _, sp := range spans {
-		err := s.scanFrames(ctx, s.r, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *Frame) error {
-			if sp.deleted(off) {
-				return nil
-			}
-			res.Messages = append(res.Messages, Message{
-				ID: MessageID(sp.part.UUID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
-				Queue: q.Name, LeaseID: leaseID, Group: req.Group, Payload: f.Payload, CreatedAt: fromMicros(createdAt),
-				TraceID: f.TraceID, ProducerSub: f.ProducerSub, RetryCount: sp.retry, Offset: off,
-			})
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
-}
-
 // scanFrames calls fn for every stored frame of partition in [from, to], in
 // offset order. Offsets that retention removed are skipped.
 func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, to int64, fn func(off, createdAt int64, f *Frame) error) error {
@@ -511,7 +652,7 @@ func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, t
 		}
 		frames, err := decodeSegment(codec, rawSize, uint32(sum), data, int(count))
 		if err != nil {
-			return fmt.Errorf("segment %d of partition %d: %w", base, partitionID, err)
+			return &segmentError{partitionID: partitionID, base: base, count: count, err: err}
 		}
 		for i := range frames {
 			off := base + int64(i)
@@ -519,7 +660,8 @@ func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, t
 				continue
 			}
 			if frames[i].Payload, err = s.DecryptPayload(frames[i].Payload); err != nil {
-				return fmt.Errorf("frame %d of partition %d: %w", off, partitionID, err)
+				return &segmentError{partitionID: partitionID, base: base, count: count,
+					err: fmt.Errorf("frame %d: %w", off, err)}
 			}
 			if err := fn(off, createdAt, &frames[i]); err != nil {
 				return err
@@ -528,3 +670,15 @@ func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, t
 	}
 	return rows.Err()
 }
+
+// segmentError is a stored segment that cannot be read.
+type segmentError struct {
+	partitionID, base, count int64
+	err                      error
+}
+
+func (e *segmentError) Error() string {
+	return fmt.Sprintf("segment %d of partition %d: %v", e.base, e.partitionID, e.err)
+}
+
+func (e *segmentError) Unwrap() error { return e.err }

@@ -9,6 +9,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"strings"
@@ -56,6 +58,9 @@ type Options struct {
 	// the payloads of queues with encryptionEnabled. Nil stores them in
 	// clear; frames sealed earlier then fail to read with ErrNoEncryptionKey.
 	EncryptionKey []byte
+	// Logger receives what the store reports on its own, such as a segment
+	// put aside. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Store is the database. All writes go through one goroutine that fuses
@@ -85,6 +90,7 @@ type Store struct {
 	turn     turns // round robin over partitions, per (queue, group)
 	stats    Stats
 	onCommit func(ops int, d time.Duration) // nil = none
+	log      *slog.Logger
 }
 
 // Stats are counters of the writer, read with atomic loads.
@@ -94,6 +100,12 @@ type Stats struct {
 	Segments     atomic.Int64
 	Frames       atomic.Int64
 	CommitMicros atomic.Int64
+	// Quarantined counts segments put aside because they failed their
+	// checksum or did not decode.
+	Quarantined atomic.Int64
+	// FramesEvicted counts frames retention removed before a group that
+	// still needed them consumed them, as claims met them.
+	FramesEvicted atomic.Int64
 }
 
 // Open opens or creates the database at opts.Path, applies migrations and
@@ -121,6 +133,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		crypt:    crypt,
 		path:     opts.Path,
 		onCommit: opts.OnCommit,
+		log:      cmp.Or(opts.Logger, slog.Default()),
 		clock:    cmp.Or[clock.Clock](opts.Clock, clock.Real{}),
 		maxOps:   cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
 		maxBytes: cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
@@ -240,3 +253,30 @@ func (s *Store) ReadDB() *sql.DB { return s.rdb }
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// maxMicros bounds every time the store computes, about 292,000 years after
+// the epoch: time arithmetic saturates there instead of wrapping around.
+const maxMicros = math.MaxInt64 / 2
+
+// secondsMicros is s seconds in microseconds, saturating.
+func secondsMicros(s int64) int64 {
+	if s > maxMicros/1_000_000 {
+		return maxMicros
+	}
+	if s < -maxMicros/1_000_000 {
+		return -maxMicros
+	}
+	return s * 1e6
+}
+
+// addMicros is a+b, saturating at ±maxMicros.
+func addMicros(a, b int64) int64 {
+	sum := a + b
+	switch {
+	case b > 0 && sum < a, sum > maxMicros:
+		return maxMicros
+	case b < 0 && sum > a, sum < -maxMicros:
+		return -maxMicros
+	}
+	return sum
+}
