@@ -135,6 +135,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 			}
 			continue
 		}
+		staged := w.stagedMark()
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
 			return nil, nil, fmt.Errorf("savepoint: %w", err)
 		}
@@ -143,7 +144,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
 				return nil, nil, fmt.Errorf("rollback to savepoint: %w", err)
 			}
-			w.forgetResolved()
+			w.forgetResolved(staged)
 		}
 		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
 			return nil, nil, fmt.Errorf("release savepoint: %w", err)
@@ -216,17 +217,42 @@ func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 	}
 }
 
-// forgetResolved drops lookups that a rolled-back savepoint may have created.
-func (w *wtx) forgetResolved() {
+// stagedMark is how many pushes each partition had staged when an
+// isolated op began.
+type stagedMark map[*pendingPart]int
+
+func (w *wtx) stagedMark() stagedMark {
+	m := make(stagedMark, len(w.pending))
+	for _, p := range w.pending {
+		m[p] = len(p.staged)
+	}
+	return m
+}
+
+// forgetResolved undoes what a rolled-back savepoint left in memory: the
+// lookups it may have created, and the pushes it staged, so that an op
+// that failed after staging writes none of them.
+func (w *wtx) forgetResolved(mark stagedMark) {
 	clear(w.queues)
 	clear(w.partitions)
 	kept := w.pending[:0]
 	for _, p := range w.pending {
-		if len(p.staged) > 0 {
-			kept = append(kept, p)
-		} else {
+		n, ok := mark[p]
+		if !ok || n == 0 {
 			delete(w.byPart, p.part.ID)
+			continue
 		}
+		if n < len(p.staged) {
+			clear(p.staged[n:])
+			p.staged = p.staged[:n]
+			clear(p.ids)
+			for _, st := range p.staged {
+				if !st.generated {
+					p.ids[st.item.TxnID] = true
+				}
+			}
+		}
+		kept = append(kept, p)
 	}
 	w.pending = kept
 }
