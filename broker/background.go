@@ -32,10 +32,24 @@ func (b *Broker) startBackground(ctx context.Context, opts Options) error {
 	b.ret = retention.New(b.st, retention.Config{Interval: opts.RetentionInterval,
 		SnapshotInterval: opts.SnapshotSweepInterval, Clock: opts.Clock, Logger: log})
 	b.ret.Start()
+	// A queue delete a crash interrupted is finished now, not by the next
+	// delete; the queue is already invisible, so this runs behind traffic.
+	resumeCtx, cancel := context.WithCancel(context.Background())
+	b.resumeStop, b.resumeDone = cancel, make(chan struct{})
+	go func() {
+		defer close(b.resumeDone)
+		if err := b.st.ResumeDeletes(resumeCtx); err != nil && resumeCtx.Err() == nil {
+			log.Error("finishing an interrupted queue delete", "err", err)
+		}
+	}()
 	return nil
 }
 
 func (b *Broker) stopBackground() {
+	if b.resumeStop != nil {
+		b.resumeStop()
+		<-b.resumeDone
+	}
 	if b.ret != nil {
 		b.ret.Stop()
 	}

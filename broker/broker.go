@@ -77,6 +77,8 @@ type Broker struct {
 	metrics    *Metrics
 	maint      maintenance        // maintenance switches (maintenance.go)
 	ret        *retention.Service // started by Open, stopped by Close
+	resumeStop context.CancelFunc // stops the resumed queue deletes
+	resumeDone chan struct{}      // closed when they have returned
 }
 
 // Parked is the number of pops waiting for something to deliver.

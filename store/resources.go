@@ -536,7 +536,7 @@ const detachedTenantPrefix = "\x00deleted\x00"
 // empty queue, and parked pops of the old one wake. Bounded ops then empty
 // the detached queue from the front, moving log_start as retention does,
 // and a last op removes its rows. A detached queue left by a crash is
-// emptied by the next DeleteQueue.
+// emptied by ResumeDeletes, which the broker runs when it opens.
 func (s *Store) DeleteQueue(ctx context.Context, tenant, name string) (existed bool, err error) {
 	return s.deleteQueue(ctx, tenant, name, DefaultDeleteSegmentBatch, DefaultDeleteKeyBatch)
 }
@@ -552,6 +552,13 @@ func (s *Store) deleteQueue(ctx context.Context, tenant, name string, segBatch, 
 		return existed, err
 	}
 	return existed, nil
+}
+
+// ResumeDeletes finishes the queue deletes a crash interrupted: it empties
+// and removes every detached queue, one bounded op at a time, and returns
+// when none is left, ctx ends or the store closes.
+func (s *Store) ResumeDeletes(ctx context.Context) error {
+	return s.purgeDetached(ctx, DefaultDeleteSegmentBatch, DefaultDeleteKeyBatch)
 }
 
 // detachQueue is DeleteQueue's first op; it reports whether the queue existed.
