@@ -403,7 +403,7 @@ func TestTransactionFailedAckDeadLettersAtOnce(t *testing.T) {
 	m := s.Pop("/api/v1/pop/queue/tq").Messages[0]
 	out := s.Do("POST", "/api/v1/transaction", map[string]any{"operations": []any{
 		map[string]any{"type": "ack", "transactionId": m.TransactionID, "partitionId": m.PartitionID, "status": "failed"},
-	}}).Map(t)
+	}, "requiredLeases": []string{m.LeaseID}}).Map(t)
 	if out["success"] != true {
 		t.Fatalf("transaction = %v", out)
 	}

@@ -417,7 +417,8 @@ type txOpIn struct {
 
 func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var in struct {
-		Operations json.RawMessage `json:"operations"`
+		Operations     json.RawMessage `json:"operations"`
+		RequiredLeases json.RawMessage `json:"requiredLeases"`
 	}
 	if err := s.readJSON(w, r, &in); err != nil {
 		s.reject(w, r, err)
@@ -431,6 +432,15 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 	if len(raw) == 0 {
 		writeError(w, http.StatusBadRequest, "operations array cannot be empty")
 		return
+	}
+	// The leases the client holds: an ack op without a leaseId may only
+	// touch a batch leased by one of them.
+	var held []string
+	if len(in.RequiredLeases) > 0 && string(in.RequiredLeases) != "null" {
+		if json.Unmarshal(in.RequiredLeases, &held) != nil {
+			writeError(w, http.StatusBadRequest, "requiredLeases must be an array of strings")
+			return
+		}
 	}
 	txID := uuid.NewString()
 	refuse := func(msg string) {
@@ -447,6 +457,7 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 				refuse("ACK operation failed: " + err.Error())
 				return
 			}
+			it.HeldLeases = held
 			ops[i].Ack = it
 		case "push":
 			var items []pushItemIn

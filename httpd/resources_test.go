@@ -51,8 +51,9 @@ func TestResourcesQueueDetail(t *testing.T) {
 	clk.Advance(time.Minute)
 	s.Push(opItem("orders", "p2", "x1", 1), opItem("orders", "p2", "x2", 2), opItem("orders", "p2", "x3", 3))
 
-	// Queue mode on Default: 2 leased, the first completed, one dead-lettered.
-	pop := s.Pop("/api/v1/pop/queue/orders/partition/Default?batch=2")
+	// Queue mode on Default: 3 leased, the first completed, the last
+	// dead-lettered (an ack may not reach past its batch).
+	pop := s.Pop("/api/v1/pop/queue/orders/partition/Default?batch=3")
 	s.Ack(pop.Messages[0], "completed", "")
 	s.Do("POST", "/api/v1/ack", map[string]any{"transactionId": "d2", "partitionId": pop.Messages[0].PartitionID, "status": "dlq"})
 
@@ -63,7 +64,7 @@ func TestResourcesQueueDetail(t *testing.T) {
 	}
 	def := opPartition(t, d, "Default")
 	opKeys(t, "partition", def, "id", "name", "createdAt", "stats", "oldestMessage", "newestMessage")
-	// d2 was dead-lettered while d1 was leased: the cursor moved to 2, so
+	// d2 was dead-lettered while d1 was unacked: the cursor moved to 2, so
 	// d0-d2 are completed and d3, d4 pending.
 	wantCounts(t, "Default", opCounts(t, "stats", def["stats"]), 5, 2, 0, 3, 1)
 	if def["oldestMessage"] != "2026-07-30T08:00:00.000Z" || def["newestMessage"] != "2026-07-30T08:00:00.000Z" {

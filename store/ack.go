@@ -33,6 +33,10 @@ type AckItem struct {
 	Status      string // "" means completed
 	Error       string // reason for failed / dlq
 	Group       string // "" = QueueModeGroup
+	// HeldLeases are the leases the caller holds (a transaction's
+	// requiredLeases). In a transaction, an item without LeaseID may touch
+	// a cursor under a live lease only when that lease is among them.
+	HeldLeases []string
 }
 
 // AckResult is the outcome of one AckItem, in request order.
@@ -212,6 +216,17 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 		res.Error = ErrTextInvalidLease
 		return res, c, nil
 	}
+	if c != nil && c.leaseID.Valid && c.leaseExpires.Valid && c.leaseExpires.Int64 > now {
+		// A live batch bounds what an ack may do: none may move the cursor
+		// past the batch (that would consume what nobody received), and in
+		// a transaction none may release another consumer's lease.
+		beyond := c.leaseTo.Valid && loc.offset > c.leaseTo.Int64
+		foreign := mode == ackInTransaction && it.LeaseID == "" && !slices.Contains(it.HeldLeases, c.leaseID.String)
+		if beyond || foreign {
+			res.Error = ErrTextInvalidLease
+			return res, c, nil
+		}
+	}
 	if c == nil {
 		if mode == ackPlain {
 			res.Success = true // no cursor for this group: nothing to move
@@ -389,7 +404,7 @@ func (s *Store) ExtendLease(ctx context.Context, tenant, leaseID string, d time.
 			res.Error = "Lease already expired"
 			return nil
 		}
-		target := now + d.Microseconds()
+		target := addMicros(now, max(d.Microseconds(), 0))
 		if _, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_expires_at = MAX(lease_expires_at, ?)
 			WHERE lease_id = ? AND lease_expires_at > ?`, target, leaseID, now); err != nil {
 			return fmt.Errorf("extend lease: %w", err)
