@@ -139,7 +139,7 @@ func (s *Store) Group(ctx context.Context, tenant, group string) ([]PartitionLag
 // older than minLag, oldest first. A backlog that retention evicted has no
 // oldest segment and is not listed.
 func (s *Store) LaggingPartitions(ctx context.Context, tenant string, minLag time.Duration) ([]PartitionLag, error) {
-	cutoff := micros(s.clock.Now()) - minLag.Microseconds()
+	cutoff := addMicros(micros(s.clock.Now()), -minLag.Microseconds())
 	return s.queryPartitionLags(ctx, `SELECT * FROM (`+partitionLagQuery+`) WHERE oldest < ?2 ORDER BY oldest, 1, 2, 3`,
 		tenant, cutoff)
 }
@@ -151,7 +151,7 @@ func (s *Store) LaggingPartitions(ctx context.Context, tenant string, minLag tim
 func (s *Store) UpdateSubscription(ctx context.Context, tenant, group string, t time.Time) (int64, error) {
 	var n int64
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		rows, err := w.QueryContext(w.ctx, `UPDATE subscriptions SET mode = ?1, from_time = ?2
+		rows, err := w.QueryContext(w.ctx, `UPDATE subscriptions SET mode = ?1, from_time = ?2, after_partition = NULL
 			WHERE group_name = ?3 AND queue_id IN (SELECT id FROM queues WHERE tenant = ?4)
 			RETURNING (SELECT name FROM queues WHERE id = queue_id)`, ModeTimestamp, micros(t), group, tenant)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -58,7 +59,8 @@ func (q *Queue) LeaseDuration() time.Duration {
 	if q.Options.LeaseTime <= 0 {
 		return 60 * time.Second
 	}
-	return time.Duration(q.Options.LeaseTime) * time.Second
+	// Saturates rather than wrapping into a lease born expired.
+	return time.Duration(secondsMicros(min(q.Options.LeaseTime, math.MaxInt64/int64(time.Second)))) * time.Microsecond
 }
 
 // Partition is a partition row.

@@ -91,13 +91,13 @@ type agePolicy struct {
 func newAgePolicy(o QueueOptions, now int64) (agePolicy, bool) {
 	p := agePolicy{cutoff: math.MinInt64, doneCutoff: math.MinInt64}
 	if o.RetentionEnabled && o.RetentionSeconds > 0 {
-		p.cutoff = now - o.RetentionSeconds*1e6
+		p.cutoff = addMicros(now, -secondsMicros(o.RetentionSeconds))
 	}
 	if o.MaxWaitTimeSeconds > 0 {
-		p.cutoff = max(p.cutoff, now-o.MaxWaitTimeSeconds*1e6)
+		p.cutoff = max(p.cutoff, addMicros(now, -secondsMicros(o.MaxWaitTimeSeconds)))
 	}
 	if o.RetentionEnabled && o.CompletedRetentionSeconds > 0 {
-		p.doneCutoff = now - o.CompletedRetentionSeconds*1e6
+		p.doneCutoff = addMicros(now, -secondsMicros(o.CompletedRetentionSeconds))
 	}
 	return p, p.cutoff != math.MinInt64 || p.doneCutoff != math.MinInt64
 }

@@ -143,7 +143,7 @@ func (s *Store) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (
 			if ttl == 0 {
 				ttl = DefaultSnapshotTTL
 			}
-			expires = now + ttl.Microseconds()
+			expires = addMicros(now, ttl.Microseconds())
 		}
 		if expires <= now {
 			return fmt.Errorf("%w: expireTime %s is not in the future", ErrInvalid, fromMicros(expires).Format(time.RFC3339))
