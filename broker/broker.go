@@ -119,7 +119,12 @@ func (b *Broker) Store() *store.Store { return b.st }
 func (b *Broker) Ping(ctx context.Context) error { return b.st.Ping(ctx) }
 
 // Configure creates a queue or replaces all of its options.
+// Options outside their ranges (see ValidateOptions) are refused with a
+// *RangeError and nothing is written.
 func (b *Broker) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *Partition, error) {
+	if err := ValidateOptions(req.Options); err != nil {
+		return nil, nil, err
+	}
 	return b.st.Configure(ctx, req)
 }
 
@@ -154,8 +159,18 @@ func (b *Broker) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]
 }
 
 // ExtendLease extends every (partition, group) held by leaseID.
+// A d outside [1s, MaxLeaseSeconds] is refused with a *RangeError.
 func (b *Broker) ExtendLease(ctx context.Context, tenant, leaseID string, d time.Duration) (LeaseExtension, error) {
+	if d < time.Second || d > MaxLeaseSeconds*time.Second {
+		return LeaseExtension{}, &RangeError{Name: "seconds", Value: int64(d / time.Second), Min: 1, Max: MaxLeaseSeconds}
+	}
 	return b.st.ExtendLease(ctx, tenant, leaseID, d)
+}
+
+// ReleaseLease gives back every batch leaseID still holds, at once and
+// without charging a retry: for a pop whose reply could not be delivered.
+func (b *Broker) ReleaseLease(ctx context.Context, tenant, leaseID string) (int64, error) {
+	return b.st.ReleaseLease(ctx, tenant, leaseID)
 }
 
 // PopRequest asks for messages; see store.PopRequest for the fields it
@@ -183,6 +198,9 @@ type PopRequest struct {
 // released or expired lease or a seek makes something deliverable, the
 // timeout passes, or ctx ends; it never polls the database in a loop.
 func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
+	if req.Timeout < 0 || req.Timeout > MaxPopTimeout {
+		return nil, &RangeError{Name: "timeout", Value: req.Timeout.Milliseconds(), Min: 0, Max: MaxPopTimeout.Milliseconds()}
+	}
 	sreq := store.PopRequest{
 		Tenant: req.Tenant, Queue: req.Queue, Partition: req.Partition, Namespace: req.Namespace, Task: req.Task,
 		Group: req.Group, Batch: req.Batch, Partitions: req.Partitions, AutoAck: req.AutoAck,

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -269,8 +270,13 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		SubscriptionMode: q.Get("subscriptionMode"),
 		SubscriptionFrom: q.Get("subscriptionFrom"),
 		Wait:             queryBool(q, "wait"),
-		Timeout:          time.Duration(queryInt(q, "timeout", int(DefaultPopTimeout/time.Millisecond))) * time.Millisecond,
 	}
+	timeout := int64(queryInt(q, "timeout", int(DefaultPopTimeout/time.Millisecond)))
+	if err := broker.CheckPopTimeout(timeout); err != nil {
+		s.fail(w, r, err) // checked before it is turned into a Duration
+		return
+	}
+	req.Timeout = time.Duration(timeout) * time.Millisecond
 	if req.Queue == "" && req.Namespace == "" && req.Task == "" && strings.HasSuffix(r.URL.Path, "/pop") {
 		writeError(w, http.StatusBadRequest, "namespace or task is required")
 		return
@@ -287,6 +293,12 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	if r.Context().Err() != nil {
+		// The client left while the claim committed: its lease goes back
+		// now instead of holding the partitions for leaseTime.
+		s.releaseUndelivered(r, res.LeaseID)
+		return
+	}
 	out := popOut{Success: true, Queue: res.Queue, Partition: res.Partition, PartitionID: res.PartitionID,
 		LeaseID: res.LeaseID, ConsumerGroup: res.Group, PartitionsClaimed: res.PartitionsClaimed,
 		Messages: make([]popMessageOut, len(res.Messages))}
@@ -295,7 +307,28 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 			Queue: m.Queue, LeaseID: m.LeaseID, ConsumerGroup: m.Group, Data: m.Payload, CreatedAt: fmtMicro(m.CreatedAt),
 			TraceID: nullString(m.TraceID), ProducerSub: nullString(m.ProducerSub), RetryCount: m.RetryCount}
 	}
-	writeJSON(w, http.StatusOK, out)
+	body, err := json.Marshal(out)
+	if err != nil {
+		s.releaseUndelivered(r, res.LeaseID)
+		s.fail(w, r, fmt.Errorf("encode pop reply: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(body); err != nil {
+		s.releaseUndelivered(r, res.LeaseID)
+	}
+}
+
+// releaseUndelivered gives back the lease of a pop reply that could not be
+// written; an autoAck reply holds none.
+func (s *Server) releaseUndelivered(r *http.Request, leaseID string) {
+	if leaseID == "" {
+		return
+	}
+	if _, err := s.b.ReleaseLease(context.WithoutCancel(r.Context()), tenant(r.Context()), leaseID); err != nil {
+		s.log.Error("releasing the lease of an undelivered pop", "leaseId", leaseID, "err", err)
+	}
 }
 
 // --- ack ---------------------------------------------------------------
@@ -519,6 +552,10 @@ func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, ps httprout
 	}
 	if !present || secs == 0 {
 		secs = 60
+	}
+	if err := broker.CheckLeaseExtension(secs); err != nil {
+		s.fail(w, r, err) // checked before it is turned into a Duration
+		return
 	}
 	leaseID := ps.ByName("leaseId")
 	res, err := s.b.ExtendLease(r.Context(), tenant(r.Context()), leaseID, time.Duration(secs)*time.Second)

@@ -414,3 +414,33 @@ func (s *Store) ExtendLease(ctx context.Context, tenant, leaseID string, d time.
 	}})
 	return res, err
 }
+
+// ReleaseLease gives back, at once, every batch still held by leaseID: a
+// lease whose messages never reached the client would otherwise hold its
+// partitions for the whole lease time. It charges no retry and reports
+// how many (partition, group) leases it released.
+func (s *Store) ReleaseLease(ctx context.Context, tenant, leaseID string) (int64, error) {
+	var n int64
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		rows, err := w.QueryContext(w.ctx, `UPDATE cursors SET lease_id = NULL, lease_from = NULL, lease_to = NULL,
+			lease_expires_at = NULL WHERE lease_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p
+			JOIN queues q ON q.id = p.queue_id WHERE q.tenant = ?2)
+			RETURNING (SELECT q.name FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = partition_id)`,
+			leaseID, tenant)
+		if err != nil {
+			return fmt.Errorf("release lease: %w", err)
+		}
+		defer rows.Close()
+		n = 0
+		for rows.Next() {
+			var queue string
+			if err := rows.Scan(&queue); err != nil {
+				return fmt.Errorf("release lease: %w", err)
+			}
+			n++
+			w.touch(tenant, queue)
+		}
+		return rows.Err()
+	}})
+	return n, err
+}

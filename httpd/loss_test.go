@@ -1,0 +1,57 @@
+package httpd_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/httpd"
+	"github.com/comb-broker/comb/internal/combtest"
+)
+
+// brokenWriter is a connection that dies before the reply gets out.
+type brokenWriter struct{ *httptest.ResponseRecorder }
+
+func (brokenWriter) Write([]byte) (int, error) { return 0, errors.New("connection reset by peer") }
+
+func TestAPopWhoseReplyCannotBeWrittenGivesItsLeaseBack(t *testing.T) {
+	ctx := context.Background()
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	if _, err := b.Push(ctx, "", []broker.PushItem{{Queue: "q", Payload: []byte(`{"n":1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	h := httpd.New(b, httpd.Config{})
+	h.ServeHTTP(brokenWriter{httptest.NewRecorder()}, httptest.NewRequest("GET", "/api/v1/pop/queue/q?batch=1", nil))
+	// The partition is not held for leaseTime by a reply nobody received.
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Batch: 1})
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].RetryCount != 0 {
+		t.Fatalf("pop after an undelivered reply = %+v, %v", res, err)
+	}
+}
+
+func TestOutOfRangeOptionsAnswer400AndWriteNothing(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	for _, c := range []struct{ body, want string }{
+		{`{"queue":"q","options":{"retentionSeconds":1e13}}`, "options.retentionSeconds must be between 0 and 315360000 (got 10000000000000)"},
+		{`{"queue":"q","options":{"leaseTime":1e10}}`, "options.leaseTime must be between 0 and 31536000 (got 10000000000)"},
+	} {
+		r := s.Do("POST", "/api/v1/configure", c.body)
+		if r.Status != http.StatusBadRequest || r.Map(t)["error"] != c.want {
+			t.Fatalf("configure %s = %d %s", c.body, r.Status, r.Body)
+		}
+	}
+	if q, err := s.Broker.Store().Queue(context.Background(), "", "q"); err == nil {
+		t.Fatalf("a refused configure created %+v", q)
+	}
+	r := s.Do("POST", "/api/v1/lease/00000000-0000-0000-0000-000000000000/extend", `{"seconds":10000000000}`)
+	if r.Status != http.StatusBadRequest || r.Map(t)["error"] != "seconds must be between 1 and 31536000 (got 10000000000)" {
+		t.Fatalf("extend = %d %s", r.Status, r.Body)
+	}
+	r = s.Do("GET", "/api/v1/pop/queue/q?timeout=9223372036854775807", nil)
+	if r.Status != http.StatusBadRequest || r.Map(t)["error"] != "timeout must be between 0 and 3600000 (got 9223372036854775807)" {
+		t.Fatalf("pop = %d %s", r.Status, r.Body)
+	}
+}
