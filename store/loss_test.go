@@ -261,3 +261,48 @@ func TestAnAckNeverMovesTheCursorPastItsBatch(t *testing.T) {
 }
 
 var _ = errors.Is
+
+func TestAHugePushIsStoredInBoundedSegments(t *testing.T) {
+	s := openTestStore(t, clock.NewManual(t0))
+	items := make([]PushItem, 5000)
+	for i := range items {
+		items[i] = PushItem{Queue: "q", Payload: []byte(`"x"`)}
+	}
+	big := make([]byte, 600<<10)
+	items = append(items, PushItem{Queue: "q", Payload: big}, PushItem{Queue: "q", Payload: big})
+	if _, err := s.Push(context.Background(), "", items); err != nil {
+		t.Fatal(err)
+	}
+	var segs, maxFrames, frames int
+	var maxRaw int64
+	if err := s.rdb.QueryRow(`SELECT COUNT(*), MAX(frame_count), SUM(frame_count), MAX(raw_size) FROM segments`).
+		Scan(&segs, &maxFrames, &frames, &maxRaw); err != nil {
+		t.Fatal(err)
+	}
+	if frames != 5002 || maxFrames > MaxSegmentFrames || maxRaw > 2*MaxSegmentBytes || segs < 6 {
+		t.Fatalf("%d segments, %d frames, largest %d frames / %d bytes", segs, frames, maxFrames, maxRaw)
+	}
+	res, err := s.Pop(context.Background(), PopRequest{Queue: "q", Batch: MaxPopBatch})
+	if err != nil || len(res.Messages) != 5002 {
+		t.Fatalf("pop = %d messages, %v", len(res.Messages), err)
+	}
+}
+
+func TestAPopIsBoundedByBytesAndDeliversAtLeastOneMessage(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	mid := make([]byte, MaxPopBytes*3/8)
+	huge := make([]byte, MaxPopBytes+1)
+	lossPush(t, s, "q", "", string(huge), string(mid), string(mid), string(mid))
+	var sizes []int
+	for range 3 {
+		res, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 10, AutoAck: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(res.Messages))
+	}
+	if sizes[0] != 1 || sizes[1] != 2 || sizes[2] != 1 {
+		t.Fatalf("messages per pop = %v, want [1 2 1]", sizes)
+	}
+}

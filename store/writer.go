@@ -293,17 +293,9 @@ func (w *wtx) flush() error {
 		if len(pp.frames) == 0 {
 			continue
 		}
-		seg, err := encodeSegment(&w.s.comp, pp.frames)
-		if err != nil {
-			return err
-		}
 		createdAt := max(micros(w.now), pp.part.LastSegmentAt)
-		base := pp.next - int64(len(pp.frames))
-		if _, err := w.ExecContext(w.ctx,
-			`INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			pp.part.ID, base, len(pp.frames), createdAt, seg.codec, seg.rawSize, int64(seg.checksum), seg.data); err != nil {
-			return fmt.Errorf("insert segment: %w", err)
+		if err := w.insertSegments(pp, createdAt); err != nil {
+			return err
 		}
 		if err := w.insertTxids(pp); err != nil {
 			return err
@@ -313,9 +305,43 @@ func (w *wtx) flush() error {
 			pp.next-1, createdAt, pp.part.ID); err != nil {
 			return fmt.Errorf("advance last_offset: %w", err)
 		}
-		w.s.stats.Segments.Add(1)
 		w.s.stats.Frames.Add(int64(len(pp.frames)))
 		w.touch(pp.queue.Tenant, pp.queue.Name)
+	}
+	return nil
+}
+
+// Bounds on one segment. A pop decodes whole segments, so however large a
+// push or a fused commit, a pop costs what its batch costs, not what the
+// commit was: the frames of one partition are cut into segments of at most
+// this many frames and payload bytes (one frame at least).
+const (
+	MaxSegmentFrames = 1024
+	MaxSegmentBytes  = 1 << 20
+)
+
+// insertSegments writes the frames of pp as one or more bounded segments.
+func (w *wtx) insertSegments(pp *pendingPart, createdAt int64) error {
+	base := pp.next - int64(len(pp.frames))
+	for start := 0; start < len(pp.frames); {
+		end, size := start, 0
+		for end < len(pp.frames) && end-start < MaxSegmentFrames &&
+			(end == start || size+len(pp.frames[end].Payload) <= MaxSegmentBytes) {
+			size += len(pp.frames[end].Payload)
+			end++
+		}
+		seg, err := encodeSegment(&w.s.comp, pp.frames[start:end])
+		if err != nil {
+			return err
+		}
+		if _, err := w.ExecContext(w.ctx,
+			`INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			pp.part.ID, base+int64(start), end-start, createdAt, seg.codec, seg.rawSize, int64(seg.checksum), seg.data); err != nil {
+			return fmt.Errorf("insert segment: %w", err)
+		}
+		w.s.stats.Segments.Add(1)
+		start = end
 	}
 	return nil
 }
