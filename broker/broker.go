@@ -65,6 +65,10 @@ type Options struct {
 	EncryptionKey []byte
 	// Logger receives the background services' logs. Default slog.Default().
 	Logger *slog.Logger
+	// MaxPushBytesInFlight bounds the payload bytes of pushes and
+	// transactions accepted but not yet committed; past it they fail with
+	// ErrBusy. Default DefaultMaxPushBytesInFlight.
+	MaxPushBytesInFlight int64
 }
 
 // Broker is an open comb database.
@@ -79,6 +83,7 @@ type Broker struct {
 	ret        *retention.Service // started by Open, stopped by Close
 	resumeStop context.CancelFunc // stops the resumed queue deletes
 	resumeDone chan struct{}      // closed when they have returned
+	inFlight   byteGate           // payload bytes of pushes not yet committed
 }
 
 // Parked is the number of pops waiting for something to deliver.
@@ -94,6 +99,7 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	}
 	b := &Broker{st: st, defaultSub: cmp.Or(opts.DefaultSubscriptionMode, store.ModeAll), draining: make(chan struct{}),
 		metrics: m}
+	b.inFlight.max = cmp.Or(opts.MaxPushBytesInFlight, DefaultMaxPushBytesInFlight)
 	if err := b.startBackground(ctx, opts); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("open broker: %w", err)
@@ -133,6 +139,11 @@ func (b *Broker) Push(ctx context.Context, tenant string, items []PushItem) ([]P
 	if results, ok, err := b.pushBuffered(ctx, tenant, items); ok {
 		return results, err // push maintenance: parked, not in the log yet
 	}
+	n := pushBytes(items)
+	if !b.inFlight.acquire(n) {
+		return nil, ErrBusy
+	}
+	defer b.inFlight.release(n)
 	results, err := b.st.Push(ctx, tenant, items)
 	if err == nil {
 		b.metrics.countPush(tenant, results)
@@ -141,7 +152,11 @@ func (b *Broker) Push(ctx context.Context, tenant string, items []PushItem) ([]P
 }
 
 // Ack acknowledges delivered messages; group, when not "", applies to all.
+// More than MaxAckItems items are refused with a *RangeError.
 func (b *Broker) Ack(ctx context.Context, tenant, group string, items []AckItem) ([]AckResult, error) {
+	if err := CheckRange("acknowledgments", int64(len(items)), 0, MaxAckItems); err != nil {
+		return nil, err
+	}
 	results, err := b.st.Ack(ctx, tenant, group, items)
 	for i := range results {
 		b.metrics.countAck(tenant, &items[i], &results[i])
@@ -150,7 +165,21 @@ func (b *Broker) Ack(ctx context.Context, tenant, group string, items []AckItem)
 }
 
 // Transaction applies acks and pushes all or nothing.
+// More than MaxTransactionOps acks and pushed items are refused with a
+// *RangeError; its pushes count against MaxPushBytesInFlight.
 func (b *Broker) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]TxOpResult, error) {
+	var count, n int64
+	for i := range ops {
+		count += 1 + int64(max(len(ops[i].Items)-1, 0))
+		n += pushBytes(ops[i].Items)
+	}
+	if err := CheckRange("operations", count, 0, MaxTransactionOps); err != nil {
+		return nil, err
+	}
+	if !b.inFlight.acquire(n) {
+		return nil, ErrBusy
+	}
+	defer b.inFlight.release(n)
 	results, err := b.st.Transaction(ctx, tenant, ops)
 	if err == nil {
 		b.metrics.countTransaction(tenant, ops, results)

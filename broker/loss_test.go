@@ -70,3 +70,54 @@ func TestOutOfRangeOptionsAreRefusedByTheBroker(t *testing.T) {
 		t.Fatalf("extend = %v", err)
 	}
 }
+
+func TestPushesPastTheInFlightBoundAreRefusedAsBusy(t *testing.T) {
+	ctx := context.Background()
+	b, err := broker.Open(ctx, broker.Options{Path: filepath.Join(t.TempDir(), "comb.db"), RetentionInterval: -1,
+		MaxPushBytesInFlight: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeBroker(t, b)
+	payload := make([]byte, 512<<10)
+	errs := make(chan error, 32)
+	for range cap(errs) {
+		go func() {
+			_, err := b.Push(ctx, "", []broker.PushItem{{Queue: "q", Payload: payload}})
+			errs <- err
+		}()
+	}
+	var busy, ok int
+	for range cap(errs) {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, broker.ErrBusy):
+			busy++
+		default:
+			t.Fatal(err)
+		}
+	}
+	var stored int
+	if err := b.Store().ReadDB().QueryRow(`SELECT COALESCE(SUM(frame_count), 0) FROM segments`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if busy == 0 || ok == 0 || stored != ok {
+		t.Fatalf("%d accepted, %d busy, %d stored: 32 concurrent pushes of 512 KiB under a 1 MiB bound", ok, busy, stored)
+	}
+}
+
+func TestAnAckBatchPastItsBoundIsRefused(t *testing.T) {
+	ctx := context.Background()
+	b := openBrokerAt(t, filepath.Join(t.TempDir(), "comb.db"))
+	defer closeBroker(t, b)
+	items := make([]broker.AckItem, broker.MaxAckItems+1)
+	var re *broker.RangeError
+	if _, err := b.Ack(ctx, "", "", items); !errors.As(err, &re) || re.Name != "acknowledgments" {
+		t.Fatalf("ack of %d items = %v", len(items), err)
+	}
+	ops := []broker.TxOp{{Type: "push", Items: make([]broker.PushItem, broker.MaxTransactionOps+1)}}
+	if _, err := b.Transaction(ctx, "", ops); !errors.As(err, &re) || re.Name != "operations" {
+		t.Fatalf("transaction of %d items = %v", len(ops[0].Items), err)
+	}
+}

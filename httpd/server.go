@@ -213,6 +213,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, "Message not found")
 	case errors.Is(err, store.ErrInvalid):
 		writeError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": "))
+	case errors.Is(err, broker.ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "Too many pushes in flight, retry shortly")
 	case errors.Is(err, store.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, "Server is shutting down")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

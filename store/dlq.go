@@ -86,6 +86,10 @@ func scanDLQ(r scanner) (DLQEntry, error) {
 	return e, err
 }
 
+// MaxListBytes bounds the payload bytes of one page of dead letters
+// (one entry at least).
+const MaxListBytes = 4 << 20
+
 // ListDLQ returns one page of tenant's dead-lettered messages matching f,
 // newest failure first, and how many match in all.
 func (s *Store) ListDLQ(ctx context.Context, f DLQFilter) ([]DLQEntry, int64, error) {
@@ -106,6 +110,7 @@ func (s *Store) ListDLQ(ctx context.Context, f DLQFilter) ([]DLQEntry, int64, er
 	}
 	defer rows.Close()
 	out := []DLQEntry{}
+	size := 0
 	for rows.Next() {
 		e, err := scanDLQ(rows)
 		if err != nil {
@@ -113,6 +118,11 @@ func (s *Store) ListDLQ(ctx context.Context, f DLQFilter) ([]DLQEntry, int64, er
 		}
 		if e.Payload, err = s.openDLQPayload(&e); err != nil {
 			return nil, 0, err
+		}
+		// A page is bounded by bytes as well as by count; the client
+		// pages on with the offset, as it does past the count.
+		if size += len(e.Payload); len(out) > 0 && size > MaxListBytes {
+			break
 		}
 		out = append(out, e)
 	}

@@ -306,3 +306,29 @@ func TestAPopIsBoundedByBytesAndDeliversAtLeastOneMessage(t *testing.T) {
 		t.Fatalf("messages per pop = %v, want [1 2 1]", sizes)
 	}
 }
+
+func TestADeadLetterPageIsBoundedByBytes(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	lossConfigure(t, s, "q", func(o *QueueOptions) { o.RetryLimit = 0 })
+	big := string(make([]byte, MaxListBytes*3/8))
+	lossPush(t, s, "q", "", big, big, big)
+	res, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 3})
+	if err != nil || len(res.Messages) != 2 {
+		t.Fatalf("pop = %d, %v", len(res.Messages), err)
+	}
+	for _, m := range res.Messages {
+		if _, err := s.Ack(ctx, "", "", []AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: AckDLQ}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, _ = s.Pop(ctx, PopRequest{Queue: "q", Batch: 3})
+	m := res.Messages[0]
+	if _, err := s.Ack(ctx, "", "", []AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: AckDLQ}}); err != nil {
+		t.Fatal(err)
+	}
+	page, total, err := s.ListDLQ(ctx, DLQFilter{Queue: "q", Limit: 100})
+	if err != nil || total != 3 || len(page) != 2 {
+		t.Fatalf("page of %d of %d, %v; want 2 of 3", len(page), total, err)
+	}
+}
