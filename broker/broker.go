@@ -93,7 +93,7 @@ func (b *Broker) Parked() int64 { return b.parked.Load() }
 func Open(ctx context.Context, opts Options) (*Broker, error) {
 	m := newMetrics(cmp.Or[clock.Clock](opts.Clock, clock.Real{}))
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: opts.Clock, MaxBatchOps: opts.MaxBatchOps,
-		OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey})
+		OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}

@@ -197,6 +197,7 @@ type promCollector struct {
 	readerInUse, readerOpen        *prometheus.Desc
 	uptime, requests, parked       *prometheus.Desc
 	scrapeErrors                   *prometheus.Desc
+	quarantined, evicted           *prometheus.Desc
 }
 
 func newPromCollector(s *Server) *promCollector {
@@ -230,13 +231,17 @@ func newPromCollector(s *Server) *promCollector {
 		requests:      d("queen_http_requests_total", "HTTP requests answered, by status class.", "code"),
 		parked:        d("queen_parked_pops", "Long-poll pops waiting for messages."),
 		scrapeErrors:  d("queen_scrape_errors", "Store reads that failed during this scrape."),
+		quarantined: d("comb_segments_quarantined_total",
+			"Segments put aside because they failed their checksum or did not decode (docs/limits.md)."),
+		evicted: d("comb_frames_evicted_unconsumed_total",
+			"Frames retention removed before a consumer group that needed them consumed them."),
 	}
 }
 
 func (c *promCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.pushed, c.popped, c.acked, c.dlq, c.depth, c.stored, c.groupLag,
 		c.commitOps, c.commitSeconds, c.dbSize, c.walSize, c.pendingWrites, c.readerInUse, c.readerOpen,
-		c.uptime, c.requests, c.parked, c.scrapeErrors} {
+		c.uptime, c.requests, c.parked, c.scrapeErrors, c.quarantined, c.evicted} {
 		ch <- d
 	}
 }
@@ -266,6 +271,8 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	histogram(c.commitOps, m.CommitOps)
 	histogram(c.commitSeconds, m.CommitSeconds)
+	counter(c.quarantined, b.Store().Stats().Quarantined.Load())
+	counter(c.evicted, b.Store().Stats().FramesEvicted.Load())
 
 	errs := 0
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
