@@ -268,7 +268,7 @@ func TestAHugePushIsStoredInBoundedSegments(t *testing.T) {
 	for i := range items {
 		items[i] = PushItem{Queue: "q", Payload: []byte(`"x"`)}
 	}
-	big := make([]byte, 600<<10)
+	big := make([]byte, MaxSegmentBytes*3/2)
 	items = append(items, PushItem{Queue: "q", Payload: big}, PushItem{Queue: "q", Payload: big})
 	if _, err := s.Push(context.Background(), "", items); err != nil {
 		t.Fatal(err)

@@ -316,8 +316,8 @@ func (w *wtx) flush() error {
 // commit was: the frames of one partition are cut into segments of at most
 // this many frames and payload bytes (one frame at least).
 const (
-	MaxSegmentFrames = 1024
-	MaxSegmentBytes  = 1 << 20
+	MaxSegmentFrames = 256
+	MaxSegmentBytes  = 256 << 10
 )
 
 // insertSegments writes the frames of pp as one or more bounded segments.
