@@ -238,8 +238,9 @@ func (s *Store) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		// commit: an autoAck cursor only moves with the messages in hand,
 		// retention cannot remove a claimed frame before it is read, and
 		// the client leaving cannot fail the read (the writer's context is
-		// not the request's).
-		err = s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		// not the request's). Isolated: a claim that fails (a payload no
+		// key opens) rolls back alone instead of failing its neighbours.
+		err = s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 			var err error
 			got, wake, err = w.claim(q, &req)
 			return err
