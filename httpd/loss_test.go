@@ -3,8 +3,10 @@ package httpd_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/comb-broker/comb/broker"
@@ -53,5 +55,44 @@ func TestOutOfRangeOptionsAnswer400AndWriteNothing(t *testing.T) {
 	r = s.Do("GET", "/api/v1/pop/queue/q?timeout=9223372036854775807", nil)
 	if r.Status != http.StatusBadRequest || r.Map(t)["error"] != "timeout must be between 0 and 3600000 (got 9223372036854775807)" {
 		t.Fatalf("pop = %d %s", r.Status, r.Body)
+	}
+}
+
+func TestPushesPastTheInFlightBoundAnswer503WithRetryAfter(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{Broker: func(o *broker.Options) { o.MaxPushBytesInFlight = 1 << 20 }})
+	body := `{"items":[{"queue":"q","payload":"` + strings.Repeat("x", 512<<10) + `"}]}`
+	type answer struct {
+		status     int
+		retryAfter string
+		body       string
+	}
+	answers := make(chan answer, 32)
+	for range cap(answers) {
+		go func() {
+			r, err := http.Post(s.HTTP.URL+"/api/v1/push", "application/json", strings.NewReader(body))
+			if err != nil {
+				answers <- answer{status: -1, body: err.Error()}
+				return
+			}
+			defer r.Body.Close()
+			b, _ := io.ReadAll(r.Body)
+			answers <- answer{r.StatusCode, r.Header.Get("Retry-After"), string(b)}
+		}()
+	}
+	var busy, created int
+	for range cap(answers) {
+		a := <-answers
+		switch {
+		case a.status == http.StatusCreated:
+			created++
+		case a.status == http.StatusServiceUnavailable && a.retryAfter != "" &&
+			a.body == `{"error":"Too many pushes in flight, retry shortly"}`:
+			busy++
+		default:
+			t.Fatalf("push answered %d %q %s", a.status, a.retryAfter, a.body)
+		}
+	}
+	if busy == 0 || created == 0 {
+		t.Fatalf("%d created, %d busy: 32 concurrent pushes of 512 KiB under a 1 MiB bound", created, busy)
 	}
 }
