@@ -260,7 +260,6 @@ func TestAnAckNeverMovesTheCursorPastItsBatch(t *testing.T) {
 	}
 }
 
-var _ = errors.Is
 
 func TestAHugePushIsStoredInBoundedSegments(t *testing.T) {
 	s := openTestStore(t, clock.NewManual(t0))
@@ -330,5 +329,38 @@ func TestADeadLetterPageIsBoundedByBytes(t *testing.T) {
 	page, total, err := s.ListDLQ(ctx, DLQFilter{Queue: "q", Limit: 100})
 	if err != nil || total != 3 || len(page) != 2 {
 		t.Fatalf("page of %d of %d, %v; want 2 of 3", len(page), total, err)
+	}
+}
+
+func TestAPartitionNoKeyOpensDoesNotHoldBackTheOthers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "comb.db")
+	key := make([]byte, 32)
+	s, err := Open(ctx, Options{Path: path, EncryptionKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossConfigure(t, s, "q", func(o *QueueOptions) { o.EncryptionEnabled = true })
+	lossPush(t, s, "q", "sealed", "secret")
+	lossConfigure(t, s, "q", nil)
+	lossPush(t, s, "q", "clear", "plain")
+	s.Close()
+
+	s, err = Open(ctx, Options{Path: path}) // the key was forgotten
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, Partitions: 2})
+	if err != nil || len(res.Messages) != 1 || string(res.Messages[0].Payload) != "plain" {
+		t.Fatalf("pop beside a partition no key opens = %+v, %v", res, err)
+	}
+	// The sealed partition waits, unclaimed, for the key.
+	if _, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, Partition: "sealed"}); !errors.Is(err, ErrNoEncryptionKey) {
+		t.Fatalf("pop of the sealed partition = %v", err)
+	}
+	var leased int
+	if err := s.rdb.QueryRow(`SELECT COUNT(*) FROM cursors c JOIN partitions p ON p.id = c.partition_id WHERE c.lease_id IS NOT NULL AND p.name = 'sealed'`).Scan(&leased); err != nil || leased != 0 {
+		t.Fatalf("%d leases on the sealed partition, %v", leased, err)
 	}
 }
