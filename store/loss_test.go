@@ -260,7 +260,6 @@ func TestAnAckNeverMovesTheCursorPastItsBatch(t *testing.T) {
 	}
 }
 
-
 func TestAHugePushIsStoredInBoundedSegments(t *testing.T) {
 	s := openTestStore(t, clock.NewManual(t0))
 	items := make([]PushItem, 5000)
