@@ -52,6 +52,8 @@ Usage:
   comb dlq [redrive]     list or re-drive dead-lettered messages (comb dlq -h)
   comb groups            list consumer groups with their lag (comb groups -h)
   comb seek              move a consumer group's cursor: replay or skip (comb seek -h)
+  comb check --db FILE   verify a database offline (comb check -h)
+  comb backup --out COPY consistent copy of a running server or a file (comb backup -h)
   comb version           print the version
 `
 
@@ -70,6 +72,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.groups(ctx, args[1:])
 	case "seek":
 		return m.seekCmd(ctx, args[1:])
+	case "check":
+		return m.check(ctx, args[1:])
+	case "backup":
+		return m.backup(ctx, args[1:])
 	case "version":
 		fmt.Fprintln(m.Stdout, version)
 		return nil
@@ -95,12 +101,16 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	retCfg := m.retentionFlags(fs)
 	webCfg := m.webFlags(fs)
 	maxBody := fs.Int64("max-body-bytes", httpd.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
+	maxDB := fs.Int64("max-db-bytes", 0, "cap on the database file in bytes (0 = the disk's size); writes past it get 507 until retention or deletes make room")
 	batchOps := fs.Int("max-batch-ops", 0, "most writes fused into one commit (0 = default 1024; 1 turns group commit off, to measure it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *maxBody <= 0 {
 		return fmt.Errorf("--max-body-bytes %d: want a positive number of bytes", *maxBody)
+	}
+	if *maxDB < 0 {
+		return fmt.Errorf("--max-db-bytes %d: want 0 (no cap) or a positive number of bytes", *maxDB)
 	}
 	ret, err := retCfg.settings(m)
 	if err != nil {
@@ -131,7 +141,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		ln.Close()
 		return err
 	}
-	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode, MaxBatchOps: *batchOps,
+	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode, MaxBatchOps: *batchOps, MaxDBBytes: *maxDB,
 		RetentionInterval: ret.interval, SnapshotSweepInterval: ret.snapshots, EncryptionKey: ret.key, Logger: log})
 	if err != nil {
 		ln.Close()

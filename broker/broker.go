@@ -60,6 +60,9 @@ type Options struct {
 	// snapshots, which run within retention sweeps. Default
 	// retention.DefaultSnapshotInterval (an hour).
 	SnapshotSweepInterval time.Duration
+	// MaxDBBytes caps the database file (0 = only the disk's size); a
+	// write past it fails with ErrFull.
+	MaxDBBytes int64
 	// EncryptionKey is the 32-byte AES-256 key sealing the payloads of
 	// queues with encryptionEnabled. Nil stores them in clear.
 	EncryptionKey []byte
@@ -93,7 +96,7 @@ func (b *Broker) Parked() int64 { return b.parked.Load() }
 func Open(ctx context.Context, opts Options) (*Broker, error) {
 	m := newMetrics(cmp.Or[clock.Clock](opts.Clock, clock.Real{}))
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: opts.Clock, MaxBatchOps: opts.MaxBatchOps,
-		OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger})
+		OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger, MaxDBBytes: opts.MaxDBBytes})
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}

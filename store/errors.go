@@ -17,3 +17,16 @@ var (
 	// ErrInvalid wraps a request the store refuses before writing anything.
 	ErrInvalid = errors.New("invalid request")
 )
+
+// Errors about the database file and its space.
+var (
+	// ErrFull is returned when a write finds the disk, or the size cap set
+	// by Options.MaxDBBytes, full. Nothing of that write was stored.
+	ErrFull = errors.New("database or disk is full")
+	// ErrNotComb is returned when a file is not a comb database.
+	ErrNotComb = errors.New("not a comb database")
+	// ErrSchemaTooNew is returned when a database was written by a newer comb.
+	ErrSchemaTooNew = errors.New("database schema is newer than this comb")
+	// ErrLocked is returned when another process has the database open.
+	ErrLocked = errors.New("database is in use by another comb process")
+)

@@ -54,6 +54,10 @@ type Options struct {
 	// of writes fused into it and the time from begin to durable. It runs on
 	// the writer goroutine, so it must return at once.
 	OnCommit func(ops int, d time.Duration)
+	// MaxDBBytes caps the database file (0 = no cap, only the disk's
+	// size). A write that would pass it fails with ErrFull and stores
+	// nothing; reads, and writes that free space, keep working.
+	MaxDBBytes int64
 	// EncryptionKey is the AES-256 key (EncryptionKeySize bytes) that seals
 	// the payloads of queues with encryptionEnabled. Nil stores them in
 	// clear; frames sealed earlier then fail to read with ErrNoEncryptionKey.
@@ -71,6 +75,7 @@ type Store struct {
 	wdb   *sql.DB   // holds wconn
 	wconn *sql.Conn // the writer's one connection, used only by the writer goroutine
 	rdb   *sql.DB   // readers, query_only
+	lock  *os.File  // held while open: one process writes the file
 
 	wstmts *stmtCache // statements prepared on the writer's connection
 	rstmts *stmtCache // statements prepared on the reader pool
@@ -124,6 +129,31 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	f.Close()
+	if opts.MaxDBBytes < 0 {
+		return nil, fmt.Errorf("open store: %w: max db bytes %d", ErrInvalid, opts.MaxDBBytes)
+	}
+	if err := checkHeader(opts.Path); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	// The schema is checked on a read-only connection first: the writer's
+	// pragmas switch the file to WAL, which must not happen to a file that
+	// is not comb's.
+	if ro, err := openReadOnly(ctx, opts.Path); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	} else if err := ro.Close(); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	// Locked only after the checks, which read but never write, so a
+	// refused file gets no lock file beside it.
+	lock, err := lockDB(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
 
 	crypt, err := newPayloadCipher(opts.EncryptionKey)
 	if err != nil {
@@ -131,6 +161,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	}
 	s := &Store{
 		crypt:    crypt,
+		lock:     lock,
 		path:     opts.Path,
 		onCommit: opts.OnCommit,
 		log:      cmp.Or(opts.Logger, slog.Default()),
@@ -198,6 +229,11 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
 		return nil, fmt.Errorf("writer connection: %w", err)
 	}
+	if opts.MaxDBBytes > 0 {
+		if err := s.capSize(ctx, opts.MaxDBBytes); err != nil {
+			return nil, err
+		}
+	}
 	s.wstmts, s.rstmts = newStmtCache(s.wconn), newStmtCache(s.rdb)
 	s.r = readDB{s.rstmts}
 	s.ops = make(chan *writeOp, s.maxOps)
@@ -225,7 +261,24 @@ func (s *Store) Close() error {
 	s.wstmts.close()
 	s.rstmts.close()
 	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close())
+	// Unlocked last, once nothing of this process touches the file.
+	errs = append(errs, s.lock.Close())
 	return errors.Join(errs...)
+}
+
+// capSize sets SQLite's page cap on the writer's connection, so that a
+// write past maxBytes fails like one on a full disk.
+func (s *Store) capSize(ctx context.Context, maxBytes int64) error {
+	var pageSize int64
+	if err := s.wconn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return fmt.Errorf("read page_size: %w", err)
+	}
+	pages := max(maxBytes/pageSize, 1)
+	// SQLite never sets the cap below the pages already in use.
+	if _, err := s.wconn.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+		return fmt.Errorf("set max_page_count: %w", err)
+	}
+	return nil
 }
 
 // Ping reports whether the database answers.

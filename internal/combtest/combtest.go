@@ -6,7 +6,6 @@ package combtest
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,8 +13,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	_ "modernc.org/sqlite"
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/httpd"
@@ -250,42 +247,19 @@ func CheckFor(tb testing.TB, total time.Duration, fn func() error) {
 	}
 }
 
-// CheckInvariants opens the closed database file and checks what must hold
-// whatever a test did: each partition's segments tile [log_start,
-// last_offset] with no gap or overlap, created_at never decreases with the
-// offset, every dedup key points inside its partition, and no cursor is past
-// the end of its partition.
+// CheckInvariants checks the closed database file with broker.Check, the
+// same check "comb check" runs: SQLite's integrity check, every segment's
+// checksum, the segments tiling each partition, created_at monotone,
+// cursors, leases, dedup keys and tombstones inside their partition, and no
+// orphan rows.
 func CheckInvariants(tb testing.TB, path string) {
 	tb.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=query_only(1)")
+	rep, err := broker.Check(context.Background(), path)
 	if err != nil {
-		tb.Errorf("invariants: open: %v", err)
+		tb.Errorf("invariants: %v", err)
 		return
 	}
-	defer db.Close()
-	check := func(name, query string) {
-		var n int
-		if err := db.QueryRow(query).Scan(&n); err != nil {
-			tb.Errorf("invariant %s: %v", name, err)
-		} else if n != 0 {
-			tb.Errorf("invariant %s: %d violations", name, n)
-		}
+	for _, f := range rep.Findings {
+		tb.Errorf("invariant: %s", f)
 	}
-	check("segments tile the log", `SELECT COUNT(*) FROM (
-		SELECT base_offset, frame_count,
-			LAG(base_offset + frame_count) OVER (PARTITION BY partition_id ORDER BY base_offset) AS prev_end
-		FROM segments) WHERE prev_end IS NOT NULL AND prev_end != base_offset`)
-	check("created_at monotone", `SELECT COUNT(*) FROM (
-		SELECT created_at, LAG(created_at) OVER (PARTITION BY partition_id ORDER BY base_offset) AS prev
-		FROM segments) WHERE prev IS NOT NULL AND created_at < prev`)
-	check("last segment ends at last_offset", `SELECT COUNT(*) FROM partitions p WHERE p.last_offset + 1 !=
-		COALESCE((SELECT MAX(base_offset + frame_count) FROM segments s WHERE s.partition_id = p.id), p.log_start)`)
-	check("first segment starts at log_start", `SELECT COUNT(*) FROM partitions p WHERE EXISTS (SELECT 1 FROM segments s
-		WHERE s.partition_id = p.id) AND p.log_start != (SELECT MIN(base_offset) FROM segments s WHERE s.partition_id = p.id)`)
-	check("dedup keys inside the log", `SELECT COUNT(*) FROM txids t JOIN partitions p ON p.id = t.partition_id
-		WHERE t.offset > p.last_offset`)
-	check("cursors not past the end", `SELECT COUNT(*) FROM cursors c JOIN partitions p ON p.id = c.partition_id
-		WHERE c.committed > p.last_offset`)
-	check("frames counted", `SELECT COUNT(*) FROM partitions p WHERE (p.last_offset + 1 - p.log_start) !=
-		COALESCE((SELECT SUM(frame_count) FROM segments s WHERE s.partition_id = p.id), 0)`)
 }

@@ -1,0 +1,280 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// A Finding is one thing Check found wrong in a database.
+type Finding struct {
+	// Check names the rule broken: "integrity", "checksum", "tiling",
+	// "created_at", "bounds" or "orphan".
+	Check     string
+	Tenant    string // "" for the default tenant or when not about a queue
+	Queue     string // "" when not about one queue
+	Partition string // "" when not about one partition
+	// From and To are the offsets concerned when HasOffsets.
+	From, To   int64
+	HasOffsets bool
+	Detail     string
+}
+
+func (f Finding) String() string {
+	var b strings.Builder
+	b.WriteString(f.Check + ":")
+	if f.Queue != "" {
+		b.WriteString(" queue ")
+		if f.Tenant != "" {
+			b.WriteString(f.Tenant + "/")
+		}
+		b.WriteString(f.Queue)
+		if f.Partition != "" {
+			b.WriteString(" partition " + f.Partition)
+		}
+	}
+	if f.HasOffsets {
+		if f.From == f.To {
+			fmt.Fprintf(&b, " offset %d", f.From)
+		} else {
+			fmt.Fprintf(&b, " offsets %d-%d", f.From, f.To)
+		}
+	}
+	if f.Queue != "" || f.HasOffsets {
+		b.WriteString(":")
+	}
+	b.WriteString(" " + f.Detail)
+	return b.String()
+}
+
+// CheckReport is what Check found.
+type CheckReport struct {
+	SchemaVersion int64
+	Queues        int64
+	Partitions    int64
+	Segments      int64
+	Frames        int64
+	Findings      []Finding
+}
+
+// Check verifies the database file at path without changing it: SQLite's
+// integrity check, every segment's checksum and encoding, the log
+// invariants (each partition's segments tile [log_start, last_offset] with
+// no gap or overlap, created_at never decreases with the offset, cursors,
+// leases, dedup keys and tombstones inside their partition) and rows whose
+// owner is gone. It works on a file a running server has open. An error
+// means the check could not run; what it found is in the report.
+func Check(ctx context.Context, path string) (*CheckReport, error) {
+	db, err := openReadOnly(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	// One read transaction: every query sees the same snapshot, even while
+	// a server keeps writing.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("check: begin: %w", err)
+	}
+	defer tx.Rollback()
+	rep := &CheckReport{}
+	if err := tx.QueryRowContext(ctx,
+		`SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&rep.SchemaVersion); err != nil {
+		return nil, fmt.Errorf("check: schema version: %w", err)
+	}
+	for _, step := range []func(context.Context, *sql.Tx, *CheckReport) error{checkIntegrity, checkSegments, checkRows} {
+		if err := step(ctx, tx, rep); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func checkIntegrity(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
+	rows, err := tx.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("check: integrity: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("check: integrity: %w", err)
+		}
+		if line != "ok" {
+			rep.Findings = append(rep.Findings, Finding{Check: "integrity", Detail: line})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check: integrity: %w", err)
+	}
+	return nil
+}
+
+// partInfo is a partition as checkSegments walks it.
+type partInfo struct {
+	id                   int64
+	tenant, queue, name  string
+	lastOffset, logStart int64
+}
+
+func (p *partInfo) finding(check string, from, to int64, detail string, args ...any) Finding {
+	return Finding{Check: check, Tenant: p.tenant, Queue: p.queue, Partition: p.name,
+		From: from, To: to, HasOffsets: true, Detail: fmt.Sprintf(detail, args...)}
+}
+
+// checkSegments reads every segment once, in offset order per partition,
+// verifying its checksum and frames and that the segments tile the log.
+func checkSegments(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
+	parts := map[int64]*partInfo{}
+	rows, err := tx.QueryContext(ctx, `SELECT p.id, q.tenant, q.name, p.name, p.last_offset, p.log_start
+		FROM partitions p JOIN queues q ON q.id = p.queue_id`)
+	if err != nil {
+		return fmt.Errorf("check: partitions: %w", err)
+	}
+	for rows.Next() {
+		p := &partInfo{}
+		if err := rows.Scan(&p.id, &p.tenant, &p.queue, &p.name, &p.lastOffset, &p.logStart); err != nil {
+			rows.Close()
+			return fmt.Errorf("check: partitions: %w", err)
+		}
+		parts[p.id] = p
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check: partitions: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM queues`).Scan(&rep.Queues); err != nil {
+		return fmt.Errorf("check: queues: %w", err)
+	}
+	rep.Partitions = int64(len(parts))
+
+	// next is where the partition being walked expects its next segment.
+	type walk struct {
+		next, lastAt int64
+	}
+	walked := map[int64]*walk{}
+	rows, err = tx.QueryContext(ctx, `SELECT partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data
+		FROM segments ORDER BY partition_id, base_offset`)
+	if err != nil {
+		return fmt.Errorf("check: segments: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid, base, count, createdAt, checksum int64
+		var codec, rawSize int
+		var data []byte
+		if err := rows.Scan(&pid, &base, &count, &createdAt, &codec, &rawSize, &checksum, &data); err != nil {
+			return fmt.Errorf("check: segments: %w", err)
+		}
+		rep.Segments++
+		rep.Frames += count
+		last := base + count - 1
+		p := parts[pid]
+		if p == nil {
+			rep.Findings = append(rep.Findings, Finding{Check: "orphan", From: base, To: last, HasOffsets: true,
+				Detail: fmt.Sprintf("segment of partition id %d, which does not exist", pid)})
+			continue
+		}
+		if _, err := decodeSegment(codec, rawSize, uint32(checksum), data, int(count)); err != nil {
+			rep.Findings = append(rep.Findings, p.finding("checksum", base, last, "%v", err))
+		}
+		w := walked[pid]
+		if w == nil {
+			w = &walk{next: p.logStart, lastAt: createdAt}
+			walked[pid] = w
+		}
+		switch {
+		case base > w.next:
+			rep.Findings = append(rep.Findings, p.finding("tiling", w.next, base-1, "gap: no segment holds these offsets"))
+		case base < w.next:
+			rep.Findings = append(rep.Findings, p.finding("tiling", base, min(w.next-1, last), "overlap: segment at %d starts before %d", base, w.next))
+		}
+		if createdAt < w.lastAt {
+			rep.Findings = append(rep.Findings, p.finding("created_at", base, last, "created_at %d is before the previous segment's %d", createdAt, w.lastAt))
+		}
+		w.next, w.lastAt = max(w.next, last+1), max(w.lastAt, createdAt)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check: segments: %w", err)
+	}
+	for id, p := range parts {
+		end := p.logStart
+		if w := walked[id]; w != nil {
+			end = w.next
+		}
+		switch {
+		case end < p.lastOffset+1:
+			rep.Findings = append(rep.Findings, p.finding("tiling", end, p.lastOffset, "missing: last_offset is %d but the segments end at %d", p.lastOffset, end-1))
+		case end > p.lastOffset+1:
+			rep.Findings = append(rep.Findings, p.finding("tiling", p.lastOffset+1, end-1, "segments run past last_offset %d", p.lastOffset))
+		}
+	}
+	return nil
+}
+
+// rowChecks are the invariants that hold row by row. Each query returns
+// (tenant, queue, partition, from, to, detail) of every violation; queue ”
+// marks a row whose owner is gone.
+var rowChecks = []struct{ check, query string }{
+	{"bounds", `SELECT q.tenant, q.name, p.name, c.committed, c.committed,
+			'cursor of group ' || quote(c.group_name) || ' outside [-1, last_offset ' || p.last_offset || ']'
+		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE c.committed > p.last_offset OR c.committed < -1`},
+	{"bounds", `SELECT q.tenant, q.name, p.name, c.lease_from, c.lease_to,
+			'lease of group ' || quote(c.group_name) || ' outside [0, last_offset ' || p.last_offset || ']'
+		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE c.lease_id IS NOT NULL AND (c.lease_from < 0 OR c.lease_to > p.last_offset OR c.lease_from > c.lease_to)`},
+	{"bounds", `SELECT q.tenant, q.name, p.name, t.offset, t.offset,
+			'dedup key ' || quote(t.txn_id) || ' past last_offset ' || p.last_offset
+		FROM txids t JOIN partitions p ON p.id = t.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE t.offset > p.last_offset OR t.offset < 0`},
+	{"bounds", `SELECT q.tenant, q.name, p.name, t.offset, t.offset,
+			'tombstone past last_offset ' || p.last_offset
+		FROM tombstones t JOIN partitions p ON p.id = t.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE t.offset > p.last_offset`},
+	{"bounds", `SELECT q.tenant, q.name, p.name, p.log_start, p.last_offset, 'log_start past last_offset + 1'
+		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.log_start > p.last_offset + 1 OR p.log_start < 0`},
+	{"orphan", `SELECT '', '', '', NULL, NULL, 'partition ' || quote(p.name) || ' of queue id ' || p.queue_id || ', which does not exist'
+		FROM partitions p WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = p.queue_id)`},
+	{"orphan", `SELECT '', '', '', c.committed, c.committed, 'cursor of group ' || quote(c.group_name) || ' on partition id ' || c.partition_id || ', which does not exist'
+		FROM cursors c WHERE NOT EXISTS (SELECT 1 FROM partitions p WHERE p.id = c.partition_id)`},
+	{"orphan", `SELECT '', '', '', NULL, NULL, COUNT(*) || ' dedup keys of partition id ' || t.partition_id || ', which does not exist'
+		FROM txids t WHERE NOT EXISTS (SELECT 1 FROM partitions p WHERE p.id = t.partition_id) GROUP BY t.partition_id`},
+	{"orphan", `SELECT '', '', '', NULL, NULL, COUNT(*) || ' tombstones of partition id ' || t.partition_id || ', which does not exist'
+		FROM tombstones t WHERE NOT EXISTS (SELECT 1 FROM partitions p WHERE p.id = t.partition_id) GROUP BY t.partition_id`},
+	{"orphan", `SELECT '', '', '', NULL, NULL, 'subscription of group ' || quote(s.group_name) || ' to queue id ' || s.queue_id || ', which does not exist'
+		FROM subscriptions s WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.id = s.queue_id)`},
+	{"orphan", `SELECT '', '', '', NULL, NULL, COUNT(*) || ' snapshot cursors of snapshot id ' || c.snapshot_id || ', which does not exist'
+		FROM snapshot_cursors c WHERE NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.id = c.snapshot_id) GROUP BY c.snapshot_id`},
+	{"orphan", `SELECT '', '', '', NULL, NULL, COUNT(*) || ' trace names of trace id ' || n.trace_id || ', which does not exist'
+		FROM trace_names n WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.id = n.trace_id) GROUP BY n.trace_id`},
+}
+
+func checkRows(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
+	for _, c := range rowChecks {
+		if err := func() error {
+			rows, err := tx.QueryContext(ctx, c.query)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				f := Finding{Check: c.check}
+				var from, to sql.NullInt64
+				if err := rows.Scan(&f.Tenant, &f.Queue, &f.Partition, &from, &to, &f.Detail); err != nil {
+					return err
+				}
+				if from.Valid && to.Valid {
+					f.From, f.To, f.HasOffsets = from.Int64, to.Int64, true
+				}
+				rep.Findings = append(rep.Findings, f)
+			}
+			return rows.Err()
+		}(); err != nil {
+			return fmt.Errorf("check %s: %w", c.check, err)
+		}
+	}
+	return nil
+}

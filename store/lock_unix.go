@@ -1,0 +1,23 @@
+//go:build unix
+
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockFile takes an exclusive, non-blocking lock on f that the kernel
+// releases when the process exits, however it exits.
+func lockFile(f *os.File) error {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return ErrLocked
+		}
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/comb-broker/comb/migrations"
+)
+
+// sqliteHeader opens every SQLite database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// checkHeader refuses a non-empty file that is not a SQLite database, before
+// any connection could write to it.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	n, err := io.ReadFull(f, head)
+	if n == 0 && (err == io.EOF || err == nil) {
+		return nil // a new, empty file
+	}
+	if !bytes.Equal(head[:n], sqliteHeader) {
+		return fmt.Errorf("%w: %s is not a SQLite database", ErrNotComb, path)
+	}
+	return nil
+}
+
+// latestMigration is the highest migration version this binary carries.
+func latestMigration() (int64, error) {
+	entries, err := fs.ReadDir(migrations.FS, ".")
+	if err != nil {
+		return 0, fmt.Errorf("list migrations: %w", err)
+	}
+	var latest int64
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			continue
+		}
+		latest = max(latest, v)
+	}
+	return latest, nil
+}
+
+// checkSchema refuses a database that holds tables but none of comb's
+// schema bookkeeping (someone else's file), and one whose schema is newer
+// than this binary knows: applying migrations to either would change a file
+// comb cannot read correctly.
+func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, err error) {
+	var tables, goose int
+	if err := db.QueryRowContext(ctx,
+		`SELECT COUNT(*), COUNT(*) FILTER (WHERE name = 'goose_db_version') FROM sqlite_schema WHERE type = 'table'`).
+		Scan(&tables, &goose); err != nil {
+		return 0, fmt.Errorf("%w: %s: %w", ErrNotComb, path, err)
+	}
+	if tables == 0 {
+		return 0, nil
+	}
+	if goose == 0 {
+		return 0, fmt.Errorf("%w: %s holds tables but no comb schema", ErrNotComb, path)
+	}
+	if err := db.QueryRowContext(ctx,
+		`SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&version); err != nil {
+		return 0, fmt.Errorf("read schema version of %s: %w", path, err)
+	}
+	latest, err := latestMigration()
+	if err != nil {
+		return 0, err
+	}
+	if version > latest {
+		return version, fmt.Errorf("%w: %s has schema version %d, this comb knows up to %d", ErrSchemaTooNew, path, version, latest)
+	}
+	return version, nil
+}
+
+// openReadOnly opens path for reading only (mode=ro, which unlike
+// query_only still allows VACUUM INTO another file): it is never created,
+// migrated or switched to WAL, so an operator command cannot change the
+// file it inspects.
+func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := checkHeader(path); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+
+		"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := checkSchema(ctx, db, path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// isFull reports whether err is SQLite's "database or disk is full", from
+// the disk or from the page cap set by Options.MaxDBBytes.
+func isFull(err error) bool {
+	var se interface{ Code() int }
+	// Extended result codes keep the primary code in the low byte.
+	return errors.As(err, &se) && se.Code()&0xff == sqliteFull
+}
+
+const sqliteFull = 13 // SQLITE_FULL
+
+// classify marks a write that failed for lack of space with ErrFull, so
+// callers can tell it from a bug and answer it as such.
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrFull) || !isFull(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrFull, err)
+}
