@@ -112,6 +112,7 @@ var routeLevels = map[string]Level{
 	"GET /api/v1/system/maintenance/pop":  Admin,
 	"POST /api/v1/system/maintenance/pop": Admin,
 	"GET /api/v1/system/shared-state":     Admin,
+	"GET /api/v1/system/backup":           Admin,
 
 	// Who the caller is: any reader may ask, so the console can hide what
 	// the token could not do anyway.

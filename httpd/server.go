@@ -147,6 +147,7 @@ func (s *Server) routes() {
 	s.maintenanceRoutes()
 	s.handle("GET", "/api/v1/whoami", s.whoami)
 	s.streamRoutes()
+	s.backupRoutes()
 }
 
 // handle registers a route. Every route must have a level in routeLevels;
