@@ -217,6 +217,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, broker.ErrBusy):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "Too many pushes in flight, retry shortly")
+	case errors.Is(err, broker.ErrFull):
+		// Nothing of the request was stored; reads, pops and acks go on,
+		// and writes resume once space returns (retention, a larger cap).
+		writeError(w, http.StatusInsufficientStorage, "Database is full (disk or --max-db-bytes): nothing was written; free space and retry")
 	case errors.Is(err, store.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, "Server is shutting down")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -100,10 +100,12 @@ func (s *Store) commit(batch []*writeOp) {
 		return
 	}
 	for i, op := range batch {
+		// A full disk fails the write, not the writer: SQLite has rolled
+		// the transaction back, and the next commit starts clean.
 		if err != nil {
-			op.done <- err
+			op.done <- classify(err)
 		} else {
-			op.done <- errs[i]
+			op.done <- classify(errs[i])
 		}
 	}
 	if err == nil {
