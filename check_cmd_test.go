@@ -219,3 +219,25 @@ func TestServeRefusesForeignNewerAndLockedFiles(t *testing.T) {
 		resp.Body.Close()
 	})
 }
+
+func TestCheckFindsOverlapsMissingTailsAndTimeGoingBack(t *testing.T) {
+	path := makeDB(t)
+	tamper(t, path,
+		`UPDATE segments SET base_offset = 8, created_at = 0 WHERE base_offset = 10`,
+		`INSERT INTO tombstones (partition_id, offset, created_at) SELECT id, 20, 0 FROM partitions`)
+	out, err := runCheck(t, path)
+	if err == nil {
+		t.Fatalf("check passed a broken file:\n%s", out)
+	}
+	for _, want := range []string{
+		"tiling: queue orders partition p1 offsets 8-9: overlap: segment at 8 starts before 10",
+		"created_at: queue orders partition p1 offsets 8-12: created_at 0 is before",
+		"tiling: queue orders partition p1 offsets 13-14: missing: last_offset is 14 but the segments end at 12",
+		"bounds: queue orders partition p1 offset 20: tombstone past last_offset 14",
+		"4 findings",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
