@@ -54,6 +54,7 @@ Usage:
   comb seek              move a consumer group's cursor: replay or skip (comb seek -h)
   comb check --db FILE   verify a database offline (comb check -h)
   comb backup --out COPY consistent copy of a running server or a file (comb backup -h)
+  comb forward           list, create, pause, resume or delete forwarders (comb forward -h)
   comb version           print the version
 `
 
@@ -76,6 +77,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.check(ctx, args[1:])
 	case "backup":
 		return m.backup(ctx, args[1:])
+	case "forward":
+		return m.forwardCmd(ctx, args[1:])
 	case "version":
 		fmt.Fprintln(m.Stdout, version)
 		return nil
@@ -100,6 +103,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	authCfg := m.authFlags(fs)
 	retCfg := m.retentionFlags(fs)
 	webCfg := m.webFlags(fs)
+	fwdCfg := m.forwardFlags(fs)
 	maxBody := fs.Int64("max-body-bytes", httpd.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
 	maxDB := fs.Int64("max-db-bytes", 0, "cap on the database file in bytes (0 = the disk's size); writes past it get 507 until retention or deletes make room")
 	batchOps := fs.Int("max-batch-ops", 0, "most writes fused into one commit (0 = default 1024; 1 turns group commit off, to measure it)")
@@ -147,6 +151,13 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		ln.Close()
 		return err
 	}
+	fwd, err := fwdCfg.start(ctx, b, log)
+	if err != nil {
+		b.Close()
+		ln.Close()
+		return err
+	}
+	httpCfg.Forwarders = fwd
 	srv := &http.Server{
 		Handler: httpd.New(b, httpCfg),
 		// Headers must arrive promptly; a body may take minutes, as pushes
@@ -174,8 +185,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 		log.Info("shutting down")
 	}
-	// Parked long-polls answer at once; requests in flight finish; the
-	// writer commits what it was handed; then the database closes.
+	// Forwarders stop first (a batch in flight is sent again after the
+	// next start); parked long-polls answer at once; requests in flight
+	// finish; the writer commits what it was handed; then the database closes.
+	fwd.Stop()
 	b.Drain()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

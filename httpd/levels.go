@@ -117,4 +117,12 @@ var routeLevels = map[string]Level{
 	// Who the caller is: any reader may ask, so the console can hide what
 	// the token could not do anyway.
 	"GET /api/v1/whoami": ReadOnly,
+
+	// Forwarders reach other brokers with stored tokens: admin only.
+	"GET /api/v1/forwarders":               Admin,
+	"POST /api/v1/forwarders":              Admin,
+	"GET /api/v1/forwarders/:name":         Admin,
+	"DELETE /api/v1/forwarders/:name":      Admin,
+	"POST /api/v1/forwarders/:name/pause":  Admin,
+	"POST /api/v1/forwarders/:name/resume": Admin,
 }

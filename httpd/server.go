@@ -45,6 +45,8 @@ type Config struct {
 	// AllowedHosts lists host names, besides loopback ones, that a request
 	// arriving on a loopback address without auth may carry in Host.
 	AllowedHosts []string
+	// Forwarders serves the /api/v1/forwarders routes. Nil answers them 503.
+	Forwarders Forwarders
 }
 
 // Server is the HTTP adapter over a broker.
@@ -148,6 +150,7 @@ func (s *Server) routes() {
 	s.handle("GET", "/api/v1/whoami", s.whoami)
 	s.streamRoutes()
 	s.backupRoutes()
+	s.forwarderRoutes()
 }
 
 // handle registers a route. Every route must have a level in routeLevels;

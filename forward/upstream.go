@@ -1,0 +1,227 @@
+package forward
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/comb-broker/comb/broker"
+)
+
+// upstream speaks the push, pop and ack routes of one upstream broker.
+type upstream struct {
+	client *http.Client
+	base   string // without a trailing slash
+	token  string
+}
+
+// UpstreamError is a reply of the upstream other than the one expected.
+type UpstreamError struct {
+	Status int // HTTP status; 0 for a transport failure
+	Msg    string
+}
+
+func (e *UpstreamError) Error() string {
+	if e.Status == 0 {
+		return "upstream unreachable: " + e.Msg
+	}
+	return fmt.Sprintf("upstream HTTP %d: %s", e.Status, e.Msg)
+}
+
+// Permanent reports whether sending the same request again can never
+// succeed: the upstream refused its content (malformed, too large,
+// forbidden). Everything else (5xx, transport errors, 401 for a token
+// being rotated, 404 for an upstream still starting, 429) is worth a retry.
+func (e *UpstreamError) Permanent() bool {
+	switch e.Status {
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusRequestEntityTooLarge, http.StatusRequestURITooLong,
+		http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
+}
+
+// permanent reports whether err is a refusal that no retry fixes, by the
+// upstream or by the local broker.
+func permanent(err error) bool {
+	var ue *UpstreamError
+	return (errors.As(err, &ue) && ue.Permanent()) || errors.Is(err, broker.ErrInvalid)
+}
+
+// do sends a JSON request and returns the status and body of any HTTP reply.
+func (u *upstream) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, fmt.Errorf("encode upstream request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.base+path, rd)
+	if err != nil {
+		return 0, nil, &UpstreamError{Msg: err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if u.token != "" {
+		req.Header.Set("Authorization", "Bearer "+u.token)
+	}
+	resp, err := u.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil, ctx.Err()
+		}
+		return 0, nil, &UpstreamError{Msg: err.Error()}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil, ctx.Err()
+		}
+		return 0, nil, &UpstreamError{Msg: "read reply: " + err.Error()}
+	}
+	return resp.StatusCode, b, nil
+}
+
+// replyError turns an unexpected reply into an UpstreamError carrying the
+// upstream's own error text when it sent one.
+func replyError(status int, body []byte) error {
+	var e struct {
+		Error string `json:"error"`
+	}
+	msg := strings.TrimSpace(string(body))
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		msg = e.Error
+	}
+	if len(msg) > 500 {
+		msg = msg[:500] + "…"
+	}
+	return &UpstreamError{Status: status, Msg: cmp.Or(msg, http.StatusText(status))}
+}
+
+// wireItem is one push item.
+type wireItem struct {
+	Queue         string          `json:"queue"`
+	Partition     string          `json:"partition"`
+	Payload       json.RawMessage `json:"payload"`
+	TransactionID string          `json:"transactionId"`
+	TraceID       string          `json:"traceId,omitempty"`
+}
+
+// push sends items and succeeds only when the upstream answered 201 with
+// every item stored (queued), already stored (duplicate: an earlier send
+// arrived) or parked durably by its maintenance mode (buffered).
+func (u *upstream) push(ctx context.Context, items []wireItem) error {
+	status, body, err := u.do(ctx, http.MethodPost, "/api/v1/push", map[string]any{"items": items})
+	if err != nil {
+		return err
+	}
+	if status != http.StatusCreated {
+		return replyError(status, body)
+	}
+	var results []struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if err := json.Unmarshal(body, &results); err != nil {
+		return &UpstreamError{Status: status, Msg: "push reply is not an array: " + err.Error()}
+	}
+	if len(results) != len(items) {
+		return &UpstreamError{Status: status, Msg: fmt.Sprintf("push of %d items answered %d results", len(items), len(results))}
+	}
+	for i, r := range results {
+		switch r.Status {
+		case "queued", "duplicate", "buffered":
+		default:
+			// A per-item failure is the upstream's trouble, not the
+			// message's: the whole batch is sent again; dedup absorbs the
+			// items that were stored.
+			return &UpstreamError{Status: http.StatusServiceUnavailable,
+				Msg: fmt.Sprintf("item %d (%s) not stored: %s %s", i, items[i].TransactionID, r.Status, r.Error)}
+		}
+	}
+	return nil
+}
+
+// wireMessage is one message of a pop reply.
+type wireMessage struct {
+	TransactionID string          `json:"transactionId"`
+	PartitionID   string          `json:"partitionId"`
+	Partition     string          `json:"partition"`
+	LeaseID       string          `json:"leaseId"`
+	Data          json.RawMessage `json:"data"`
+	TraceID       *string         `json:"traceId"`
+}
+
+// pop long-polls queue for group; no messages is (nil, nil).
+func (u *upstream) pop(ctx context.Context, queue, group string, batch int, wait time.Duration) ([]wireMessage, error) {
+	q := url.Values{
+		"batch":         {strconv.Itoa(batch)},
+		"wait":          {strconv.FormatBool(wait > 0)},
+		"timeout":       {strconv.FormatInt(wait.Milliseconds(), 10)},
+		"consumerGroup": {group},
+	}
+	status, body, err := u.do(ctx, http.MethodGet, "/api/v1/pop/queue/"+url.PathEscape(queue)+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	switch status {
+	case http.StatusNoContent:
+		return nil, nil
+	case http.StatusOK:
+	default:
+		return nil, replyError(status, body)
+	}
+	var reply struct {
+		Messages []wireMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &reply); err != nil {
+		return nil, &UpstreamError{Status: status, Msg: "pop reply: " + err.Error()}
+	}
+	return reply.Messages, nil
+}
+
+// wireAck is one acknowledgement.
+type wireAck struct {
+	TransactionID string `json:"transactionId"`
+	PartitionID   string `json:"partitionId"`
+	LeaseID       string `json:"leaseId,omitempty"`
+	Status        string `json:"status"`
+	Error         string `json:"error,omitempty"`
+}
+
+// ack sends acks for group. Items the upstream refused (an expired lease,
+// typically) are not an error: their messages come back and the local
+// dedup absorbs them; the count of refused items is returned.
+func (u *upstream) ack(ctx context.Context, group string, acks []wireAck) (refused int, err error) {
+	status, body, err := u.do(ctx, http.MethodPost, "/api/v1/ack/batch",
+		map[string]any{"acknowledgments": acks, "consumerGroup": group})
+	if err != nil {
+		return 0, err
+	}
+	if status != http.StatusOK {
+		return 0, replyError(status, body)
+	}
+	var results []struct {
+		Success bool `json:"success"`
+	}
+	if json.Unmarshal(body, &results) == nil {
+		for _, r := range results {
+			if !r.Success {
+				refused++
+			}
+		}
+	}
+	return refused, nil
+}

@@ -1,0 +1,393 @@
+package forward
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/comb-broker/comb/broker"
+)
+
+// popPartitions is how many partitions one local pop of a push forwarder
+// may claim: more fills batches when partitions are many and short.
+const popPartitions = 32
+
+// worker moves the messages of one forwarder until its context ends.
+type worker struct {
+	r      *Runner
+	def    *broker.Forwarder
+	up     *upstream
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// lastAcked is, per local partition uuid, the last offset this worker
+	// acked; a batch starting further on means something in between was
+	// evicted unforwarded (or has to be checked).
+	lastAcked map[string]int64
+	failures  int // consecutive failures, for the backoff
+
+	mu     sync.Mutex
+	status broker.ForwarderStatus
+}
+
+func (w *worker) run(ctx context.Context) {
+	log := w.r.log.With("forwarder", w.def.Name, "direction", w.def.Direction)
+	log.Info("forwarder started", "queue", w.def.Queue, "upstream", w.def.UpstreamURL)
+	var err error
+	if w.def.Direction == broker.ForwardPull {
+		err = w.runPull(ctx)
+	} else {
+		err = w.runPush(ctx)
+	}
+	if err != nil && ctx.Err() == nil {
+		log.Error("forwarder stopped", "err", err)
+		w.setError(err)
+	}
+	w.mu.Lock()
+	w.status.State = "stopped"
+	w.mu.Unlock()
+}
+
+func (w *worker) succeeded(n int) {
+	w.failures = 0
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.status.State = "running"
+	w.status.Forwarded += int64(n)
+	w.status.LastSuccessAt = w.r.opts.Clock.Now()
+}
+
+func (w *worker) setError(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.status.LastError = err.Error()
+	w.status.LastErrorAt = w.r.opts.Clock.Now()
+}
+
+// fail records err and waits out the backoff; it returns an error only
+// when ctx ended.
+func (w *worker) fail(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	w.setError(err)
+	d := w.r.backoff(w.failures)
+	w.failures++
+	w.mu.Lock()
+	w.status.State = "backoff"
+	w.mu.Unlock()
+	w.r.log.Warn("forwarder failed; retrying", "forwarder", w.def.Name, "err", err, "in", d)
+	if err := w.r.opts.Sleep(ctx, d); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.status.State = "running"
+	w.mu.Unlock()
+	return nil
+}
+
+// retry runs op until it succeeds, backing off after each failure, and
+// gives up only when ctx ends or op fails permanently.
+func (w *worker) retry(ctx context.Context, op func() error) error {
+	for {
+		err := op()
+		if err == nil || permanent(err) || ctx.Err() != nil {
+			return err
+		}
+		if err := w.fail(ctx, err); err != nil {
+			return err
+		}
+	}
+}
+
+// runPush drains the local queue(s) upstream, one batch at a time per
+// worker, so each partition reaches the upstream in order.
+func (w *worker) runPush(ctx context.Context) error {
+	// This worker is its group's only consumer: a lease the group holds
+	// now is a batch a previous run (a crash, a pause) left unacked.
+	if err := w.retry(ctx, func() error {
+		_, err := w.r.b.ReleaseGroupLeases(ctx, w.def.Tenant, w.def.Group)
+		return err
+	}); err != nil {
+		return err
+	}
+	single := !isPattern(w.def.Queue)
+	for ctx.Err() == nil {
+		queues, err := w.r.queues(ctx, w.def)
+		if err != nil {
+			if err := w.fail(ctx, err); err != nil {
+				return err
+			}
+			continue
+		}
+		moved := false
+		for _, q := range queues {
+			res, err := w.r.b.Pop(ctx, broker.PopRequest{Tenant: w.def.Tenant, Queue: q, Group: w.def.Group,
+				Batch: w.def.Batch, Partitions: popPartitions, SubscriptionMode: "all",
+				Wait: single, Timeout: w.r.opts.Poll})
+			if err != nil {
+				if err := w.fail(ctx, fmt.Errorf("pop local %s: %w", q, err)); err != nil {
+					return err
+				}
+				continue
+			}
+			if len(res.Messages) == 0 {
+				continue
+			}
+			moved = true
+			if err := w.forward(ctx, q, res.Messages); err != nil {
+				return err
+			}
+		}
+		if !moved && !single {
+			if err := w.r.opts.Sleep(ctx, w.r.opts.Poll/5); err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// forward sends one popped batch upstream and acks it locally. The
+// messages are acked only once the upstream answered 201 for each of them;
+// one the upstream refuses for good is dead-lettered locally with the
+// upstream's error. It returns an error only when ctx ended.
+func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Message) error {
+	w.countEvicted(ctx, msgs)
+	upQueue := cmp.Or(w.def.UpstreamQueue, queue)
+	items := make([]wireItem, len(msgs))
+	for i, m := range msgs {
+		items[i] = wireItem{Queue: upQueue, Partition: m.Partition, Payload: json.RawMessage(m.Payload),
+			TransactionID: m.TxnID, TraceID: m.TraceID}
+	}
+	acks := make([]broker.AckItem, 0, len(msgs))
+	ack := func(m *broker.Message, status, errText string) {
+		acks = append(acks, broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, Status: status, Error: errText})
+	}
+	err := w.retry(ctx, func() error { return w.up.push(ctx, items) })
+	switch {
+	case err == nil:
+		for i := range msgs {
+			ack(&msgs[i], "completed", "")
+		}
+	case permanent(err):
+		// Something in the batch is refused for good; find what by sending
+		// one at a time, in order, so the partition keeps moving.
+		for i := range msgs {
+			err := w.retry(ctx, func() error { return w.up.push(ctx, items[i:i+1]) })
+			switch {
+			case err == nil:
+				ack(&msgs[i], "completed", "")
+			case permanent(err):
+				w.setError(fmt.Errorf("dead-lettered %s: %w", msgs[i].TxnID, err))
+				ack(&msgs[i], "dlq", "forward to "+w.def.UpstreamURL+" refused: "+err.Error())
+			default:
+				return err // ctx ended
+			}
+		}
+	default:
+		return err // ctx ended
+	}
+	// The ack carries no lease: this worker is the group's only consumer,
+	// and a lease that expired during a long backoff must not turn a batch
+	// the upstream holds into a resend.
+	var results []broker.AckResult
+	if err := w.retry(ctx, func() error {
+		var err error
+		results, err = w.r.b.Ack(context.WithoutCancel(ctx), w.def.Tenant, w.def.Group, acks)
+		return err
+	}); err != nil {
+		return err
+	}
+	done, dead := 0, 0
+	for i, res := range results {
+		if !res.Success {
+			w.setError(fmt.Errorf("local ack of %s: %s", acks[i].TxnID, res.Error))
+			continue
+		}
+		done++
+		if res.DLQ {
+			dead++
+		}
+	}
+	for _, m := range msgs {
+		w.lastAcked[m.PartitionID] = max(w.lastAcked[m.PartitionID], m.Offset)
+	}
+	w.succeeded(done - dead)
+	if dead > 0 {
+		w.mu.Lock()
+		w.status.DeadLettered += int64(dead)
+		w.mu.Unlock()
+	}
+	return nil
+}
+
+// countEvicted adds to the forwarder's evicted count the messages that
+// retention removed between the group's cursor and the first message of
+// each partition of this batch: they were never forwarded and never will be.
+func (w *worker) countEvicted(ctx context.Context, msgs []broker.Message) {
+	first := map[string]int64{}
+	for _, m := range msgs {
+		if f, ok := first[m.PartitionID]; !ok || m.Offset < f {
+			first[m.PartitionID] = m.Offset
+		}
+	}
+	var evicted int64
+	for pid, f := range first {
+		if last, ok := w.lastAcked[pid]; ok && f == last+1 {
+			continue
+		}
+		committed, logStart, err := w.r.b.CursorPosition(ctx, pid, w.def.Group)
+		if err != nil {
+			w.setError(fmt.Errorf("check evictions: %w", err))
+			continue
+		}
+		if n := min(f, logStart) - committed - 1; n > 0 {
+			evicted += n
+		}
+	}
+	if evicted == 0 {
+		return
+	}
+	w.r.log.Warn("retention evicted messages before they were forwarded", "forwarder", w.def.Name, "messages", evicted)
+	w.setError(fmt.Errorf("retention evicted %d messages before they were forwarded", evicted))
+	if err := w.r.b.AddForwarderEvicted(ctx, w.def.Tenant, w.def.Name, evicted); err != nil {
+		w.setError(fmt.Errorf("count evicted messages: %w", err))
+	}
+}
+
+// pendingAck is the upstream ack a pull worker owes, kept in the broker
+// so that a restart gives the batch back at once instead of leaving it
+// leased upstream until the lease expires.
+type pendingAck struct {
+	LeaseID string    `json:"leaseId"`
+	Items   []wireAck `json:"items"`
+}
+
+// runPull feeds the local queue from the upstream group, one batch at a
+// time: pop upstream, push locally, ack upstream.
+func (w *worker) runPull(ctx context.Context) error {
+	upQueue := cmp.Or(w.def.UpstreamQueue, w.def.Queue)
+	if w.def.PendingAck != "" {
+		var p pendingAck
+		if json.Unmarshal([]byte(w.def.PendingAck), &p) == nil && len(p.Items) > 0 {
+			// Whether the last batch reached the local log is unknown: give
+			// it back ("retry" drops the lease without using a retry); it
+			// comes again and the local dedup absorbs what was stored.
+			for i := range p.Items {
+				p.Items[i].Status = "retry"
+			}
+			if err := w.retry(ctx, func() error {
+				_, err := w.up.ack(ctx, w.def.Group, p.Items)
+				return err
+			}); err != nil && ctx.Err() != nil {
+				return err
+			}
+		}
+	}
+	for ctx.Err() == nil {
+		msgs, err := w.up.pop(ctx, upQueue, w.def.Group, w.def.Batch, w.r.opts.Poll)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err := w.fail(ctx, fmt.Errorf("pop upstream %s: %w", upQueue, err)); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(msgs) == 0 {
+			w.succeeded(0)
+			continue
+		}
+		if err := w.pull(ctx, msgs); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// pull commits one upstream batch locally and then acks it upstream. It
+// returns an error only when ctx ended.
+func (w *worker) pull(ctx context.Context, msgs []wireMessage) error {
+	acks := make([]wireAck, len(msgs))
+	for i, m := range msgs {
+		acks[i] = wireAck{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: "completed"}
+	}
+	pending, _ := json.Marshal(pendingAck{LeaseID: msgs[0].LeaseID, Items: acks})
+	if err := w.retry(ctx, func() error {
+		return w.r.b.SetForwarderPendingAck(ctx, w.def.Tenant, w.def.Name, string(pending))
+	}); err != nil {
+		return err
+	}
+	items := make([]broker.PushItem, len(msgs))
+	for i, m := range msgs {
+		payload := []byte(m.Data)
+		if len(payload) == 0 {
+			payload = []byte("null")
+		}
+		items[i] = broker.PushItem{Queue: w.def.Queue, Partition: m.Partition, Payload: payload, TxnID: m.TransactionID}
+		if m.TraceID != nil {
+			items[i].TraceID = *m.TraceID
+		}
+	}
+	err := w.retry(ctx, func() error { return w.localPush(ctx, items) })
+	switch {
+	case err == nil:
+	case errors.Is(err, broker.ErrInvalid):
+		// The local broker refuses something in the batch for good: find
+		// it one by one and dead-letter it upstream with the local error.
+		for i := range items {
+			err := w.retry(ctx, func() error { return w.localPush(ctx, items[i:i+1]) })
+			switch {
+			case err == nil:
+			case errors.Is(err, broker.ErrInvalid):
+				acks[i].Status, acks[i].Error = "dlq", "pull into "+w.def.Queue+" refused: "+err.Error()
+			default:
+				return err
+			}
+		}
+	default:
+		return err
+	}
+	var refused int
+	if err := w.retry(ctx, func() error {
+		var err error
+		refused, err = w.up.ack(ctx, w.def.Group, acks)
+		return err
+	}); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// Refused for good: the messages come back when the lease ends,
+		// and the local dedup absorbs them.
+		w.setError(fmt.Errorf("upstream ack: %w", err))
+		return nil
+	}
+	if refused > 0 {
+		w.setError(fmt.Errorf("upstream refused %d of %d acks; they come back and are absorbed by dedup", refused, len(acks)))
+	}
+	dead := 0
+	for _, a := range acks {
+		if a.Status == "dlq" {
+			dead++
+		}
+	}
+	w.succeeded(len(msgs) - dead)
+	if dead > 0 {
+		w.mu.Lock()
+		w.status.DeadLettered += int64(dead)
+		w.mu.Unlock()
+	}
+	return nil
+}
+
+// localPush pushes items into the local broker; a refusal of their content
+// is permanent, anything else (the broker closing) is not.
+func (w *worker) localPush(ctx context.Context, items []broker.PushItem) error {
+	_, err := w.r.b.Push(context.WithoutCancel(ctx), w.def.Tenant, items)
+	return err
+}

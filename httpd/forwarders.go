@@ -1,0 +1,206 @@
+package httpd
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/comb-broker/comb/broker"
+)
+
+// Forwarders runs the forwarders between this broker and upstream ones.
+// The command passes its runner in; the HTTP layer only calls it.
+type Forwarders interface {
+	Create(ctx context.Context, f *broker.Forwarder) (*broker.ForwarderStatus, error)
+	Get(ctx context.Context, tenant, name string) (*broker.ForwarderStatus, error)
+	List(ctx context.Context, tenant string) ([]broker.ForwarderStatus, error)
+	All(ctx context.Context) ([]broker.ForwarderStatus, error)
+	SetPaused(ctx context.Context, tenant, name string, paused bool) (*broker.ForwarderStatus, error)
+	Delete(ctx context.Context, tenant, name string) error
+}
+
+func (s *Server) forwarderRoutes() {
+	s.handle("GET", "/api/v1/forwarders", s.listForwarders)
+	s.handle("POST", "/api/v1/forwarders", s.createForwarder)
+	s.handle("GET", "/api/v1/forwarders/:name", s.getForwarder)
+	s.handle("DELETE", "/api/v1/forwarders/:name", s.deleteForwarder)
+	s.handle("POST", "/api/v1/forwarders/:name/pause", s.pauseForwarder)
+	s.handle("POST", "/api/v1/forwarders/:name/resume", s.pauseForwarder)
+	if s.cfg.Forwarders != nil {
+		s.stats.reg.MustRegister(&forwarderCollector{f: s.cfg.Forwarders})
+	}
+}
+
+// forwarderJSON is a forwarder as the admin routes show it; the token is
+// never shown, only whether there is one.
+func forwarderJSON(f *broker.ForwarderStatus) map[string]any {
+	return map[string]any{
+		"name": f.Name, "direction": f.Direction, "queue": f.Queue, "upstream": f.UpstreamURL,
+		"upstreamQueue": f.UpstreamQueue, "consumerGroup": f.Group, "batch": f.Batch, "hasToken": f.Token != "",
+		"paused": f.Paused, "state": f.State, "lag": f.Lag, "forwarded": f.Forwarded, "deadLettered": f.DeadLettered,
+		"evicted": f.Evicted, "lastSuccessAt": optTime(f.LastSuccessAt), "lastError": optString(f.LastError),
+		"lastErrorAt": optTime(f.LastErrorAt), "createdAt": optTime(f.CreatedAt), "updatedAt": optTime(f.UpdatedAt),
+	}
+}
+
+func optString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// forwarders answers 503 and returns nil when this server runs none.
+func (s *Server) forwarders(w http.ResponseWriter) Forwarders {
+	if s.cfg.Forwarders == nil {
+		writeError(w, http.StatusServiceUnavailable, "Forwarding is not enabled on this server")
+	}
+	return s.cfg.Forwarders
+}
+
+func (s *Server) forwarderFail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, broker.ErrForwarderNotFound):
+		writeError(w, http.StatusNotFound, "Forwarder not found")
+	case errors.Is(err, broker.ErrForwarderExists):
+		writeError(w, http.StatusConflict, "Forwarder already exists")
+	default:
+		s.fail(w, r, err)
+	}
+}
+
+func (s *Server) listForwarders(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	fw := s.forwarders(w)
+	if fw == nil {
+		return
+	}
+	list, err := fw.List(r.Context(), tenant(r.Context()))
+	if err != nil {
+		s.forwarderFail(w, r, err)
+		return
+	}
+	out := make([]map[string]any, len(list))
+	for i := range list {
+		out[i] = forwarderJSON(&list[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"forwarders": out})
+}
+
+func (s *Server) getForwarder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	fw := s.forwarders(w)
+	if fw == nil {
+		return
+	}
+	st, err := fw.Get(r.Context(), tenant(r.Context()), ps.ByName("name"))
+	if err != nil {
+		s.forwarderFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, forwarderJSON(st))
+}
+
+func (s *Server) createForwarder(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	fw := s.forwarders(w)
+	if fw == nil {
+		return
+	}
+	var body struct {
+		Name          string `json:"name"`
+		Direction     string `json:"direction"`
+		Queue         string `json:"queue"`
+		Upstream      string `json:"upstream"`
+		UpstreamQueue string `json:"upstreamQueue"`
+		Token         string `json:"token"`
+		ConsumerGroup string `json:"consumerGroup"`
+		Batch         int    `json:"batch"`
+		Paused        bool   `json:"paused"`
+	}
+	if err := s.readJSON(w, r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	st, err := fw.Create(r.Context(), &broker.Forwarder{Tenant: tenant(r.Context()), Name: body.Name,
+		Direction: body.Direction, Queue: body.Queue, UpstreamURL: body.Upstream, UpstreamQueue: body.UpstreamQueue,
+		Token: body.Token, Group: body.ConsumerGroup, Batch: body.Batch, Paused: body.Paused})
+	if err != nil {
+		s.forwarderFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, forwarderJSON(st))
+}
+
+func (s *Server) pauseForwarder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	fw := s.forwarders(w)
+	if fw == nil {
+		return
+	}
+	paused := strings.HasSuffix(r.URL.Path, "/pause")
+	st, err := fw.SetPaused(r.Context(), tenant(r.Context()), ps.ByName("name"), paused)
+	if err != nil {
+		s.forwarderFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, forwarderJSON(st))
+}
+
+func (s *Server) deleteForwarder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	fw := s.forwarders(w)
+	if fw == nil {
+		return
+	}
+	name := ps.ByName("name")
+	if err := fw.Delete(r.Context(), tenant(r.Context()), name); err != nil {
+		s.forwarderFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "name": name})
+}
+
+// forwarderCollector exposes each forwarder's lag, counters and state.
+type forwarderCollector struct{ f Forwarders }
+
+var (
+	fwLabels      = []string{"tenant", "forwarder", "direction"}
+	fwLag         = prometheus.NewDesc("comb_forwarder_lag", "Messages not yet forwarded (push: local messages not yet upstream; -1 unknown).", fwLabels, nil)
+	fwForwarded   = prometheus.NewDesc("comb_forwarder_forwarded_total", "Messages forwarded since the server started.", fwLabels, nil)
+	fwDead        = prometheus.NewDesc("comb_forwarder_dead_lettered_total", "Messages dead-lettered because the other side refused them for good, since the server started.", fwLabels, nil)
+	fwEvicted     = prometheus.NewDesc("comb_forwarder_evicted_total", "Messages retention removed before they were forwarded.", fwLabels, nil)
+	fwUp          = prometheus.NewDesc("comb_forwarder_up", "1 when the forwarder is running and its last attempt succeeded.", fwLabels, nil)
+	fwLastSuccess = prometheus.NewDesc("comb_forwarder_last_success_timestamp_seconds", "Time of the last successful exchange with the upstream.", fwLabels, nil)
+)
+
+func (c *forwarderCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{fwLag, fwForwarded, fwDead, fwEvicted, fwUp, fwLastSuccess} {
+		ch <- d
+	}
+}
+
+func (c *forwarderCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	all, err := c.f.All(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(fwLag, err)
+		return
+	}
+	for _, f := range all {
+		l := []string{f.Tenant, f.Name, f.Direction}
+		ch <- prometheus.MustNewConstMetric(fwLag, prometheus.GaugeValue, float64(f.Lag), l...)
+		ch <- prometheus.MustNewConstMetric(fwForwarded, prometheus.CounterValue, float64(f.Forwarded), l...)
+		ch <- prometheus.MustNewConstMetric(fwDead, prometheus.CounterValue, float64(f.DeadLettered), l...)
+		ch <- prometheus.MustNewConstMetric(fwEvicted, prometheus.CounterValue, float64(f.Evicted), l...)
+		up := 0.0
+		if f.State == "running" {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(fwUp, prometheus.GaugeValue, up, l...)
+		if !f.LastSuccessAt.IsZero() {
+			ch <- prometheus.MustNewConstMetric(fwLastSuccess, prometheus.GaugeValue, float64(f.LastSuccessAt.UnixMilli())/1000, l...)
+		}
+	}
+}

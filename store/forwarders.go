@@ -1,0 +1,255 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Forwarder directions.
+const (
+	ForwardPush = "push" // local queue -> upstream queue
+	ForwardPull = "pull" // upstream queue -> local queue
+)
+
+// Forwarder errors.
+var (
+	// ErrForwarderNotFound is returned for an unknown forwarder name.
+	ErrForwarderNotFound = errors.New("forwarder not found")
+	// ErrForwarderExists is returned when a forwarder already has the name.
+	ErrForwarderExists = errors.New("forwarder already exists")
+)
+
+// Forwarder is the stored definition of one forwarder and the state that
+// must survive a restart.
+type Forwarder struct {
+	Tenant        string
+	Name          string
+	Direction     string // ForwardPush or ForwardPull
+	Queue         string // local queue, or a glob of queue names (push)
+	UpstreamURL   string
+	UpstreamQueue string // "" = the local queue's name
+	Token         string // bearer token for the upstream; "" = none
+	Group         string // local group (push) or upstream group (pull)
+	Batch         int
+	Paused        bool
+	// Evicted counts messages retention removed before they were forwarded.
+	Evicted int64
+	// PendingAck is the upstream ack owed by a pull forwarder, "" if none.
+	PendingAck string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+const forwarderColumns = `tenant, name, direction, queue, upstream_url, upstream_queue, token, group_name, batch,
+	paused, evicted, COALESCE(pending_ack, ''), created_at, updated_at`
+
+func scanForwarder(r scanner) (*Forwarder, error) {
+	f := &Forwarder{}
+	var created, updated int64
+	if err := r.Scan(&f.Tenant, &f.Name, &f.Direction, &f.Queue, &f.UpstreamURL, &f.UpstreamQueue, &f.Token, &f.Group,
+		&f.Batch, &f.Paused, &f.Evicted, &f.PendingAck, &created, &updated); err != nil {
+		return nil, err
+	}
+	f.CreatedAt, f.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return f, nil
+}
+
+// PutForwarder stores f. With replace an existing forwarder of that name
+// gets f's definition and keeps its state (paused, evicted, pending ack);
+// without, an existing name is ErrForwarderExists.
+func (s *Store) PutForwarder(ctx context.Context, f *Forwarder, replace bool) error {
+	return s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		now := micros(w.now)
+		var exists int
+		err := w.QueryRowContext(w.ctx, `SELECT 1 FROM forwarders WHERE tenant = ? AND name = ?`, f.Tenant, f.Name).Scan(&exists)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = w.ExecContext(w.ctx, `INSERT INTO forwarders (tenant, name, direction, queue, upstream_url, upstream_queue,
+				token, group_name, batch, paused, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				f.Tenant, f.Name, f.Direction, f.Queue, f.UpstreamURL, f.UpstreamQueue, f.Token, f.Group, f.Batch, f.Paused, now, now)
+		case err != nil:
+		case !replace:
+			return ErrForwarderExists
+		default:
+			_, err = w.ExecContext(w.ctx, `UPDATE forwarders SET direction = ?, queue = ?, upstream_url = ?, upstream_queue = ?,
+				token = ?, group_name = ?, batch = ?, updated_at = ? WHERE tenant = ? AND name = ?`,
+				f.Direction, f.Queue, f.UpstreamURL, f.UpstreamQueue, f.Token, f.Group, f.Batch, now, f.Tenant, f.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("store forwarder %q: %w", f.Name, err)
+		}
+		return nil
+	}})
+}
+
+// Forwarders lists the forwarders of every tenant, by tenant then name.
+func (s *Store) Forwarders(ctx context.Context) ([]*Forwarder, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+forwarderColumns+` FROM forwarders ORDER BY tenant, name`)
+	if err != nil {
+		return nil, fmt.Errorf("list forwarders: %w", err)
+	}
+	defer rows.Close()
+	var out []*Forwarder
+	for rows.Next() {
+		f, err := scanForwarder(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan forwarder: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// Forwarder returns one forwarder.
+func (s *Store) Forwarder(ctx context.Context, tenant, name string) (*Forwarder, error) {
+	f, err := scanForwarder(s.r.QueryRowContext(ctx, `SELECT `+forwarderColumns+` FROM forwarders WHERE tenant = ? AND name = ?`,
+		tenant, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrForwarderNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read forwarder %q: %w", name, err)
+	}
+	return f, nil
+}
+
+// updateForwarder runs one UPDATE on a forwarder row; no row is
+// ErrForwarderNotFound.
+func (s *Store) updateForwarder(ctx context.Context, tenant, name, set string, args ...any) error {
+	return s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		res, err := w.ExecContext(w.ctx, `UPDATE forwarders SET `+set+`, updated_at = ? WHERE tenant = ? AND name = ?`,
+			append(args, micros(w.now), tenant, name)...)
+		if err != nil {
+			return fmt.Errorf("update forwarder %q: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrForwarderNotFound
+		}
+		return nil
+	}})
+}
+
+// SetForwarderPaused pauses or resumes a forwarder.
+func (s *Store) SetForwarderPaused(ctx context.Context, tenant, name string, paused bool) error {
+	return s.updateForwarder(ctx, tenant, name, `paused = ?`, paused)
+}
+
+// AddForwarderEvicted adds n to a forwarder's count of messages evicted
+// before they were forwarded.
+func (s *Store) AddForwarderEvicted(ctx context.Context, tenant, name string, n int64) error {
+	return s.updateForwarder(ctx, tenant, name, `evicted = evicted + ?`, n)
+}
+
+// SetForwarderPendingAck records ("" clears) the upstream ack a pull
+// forwarder owes.
+func (s *Store) SetForwarderPendingAck(ctx context.Context, tenant, name, ack string) error {
+	return s.updateForwarder(ctx, tenant, name, `pending_ack = NULLIF(?, '')`, ack)
+}
+
+// DeleteForwarder removes a forwarder. Its consumer group's cursors stay:
+// they are an ordinary group's, removed with the group routes.
+func (s *Store) DeleteForwarder(ctx context.Context, tenant, name string) error {
+	return s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		res, err := w.ExecContext(w.ctx, `DELETE FROM forwarders WHERE tenant = ? AND name = ?`, tenant, name)
+		if err != nil {
+			return fmt.Errorf("delete forwarder %q: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrForwarderNotFound
+		}
+		return nil
+	}})
+}
+
+// QueueNames lists the names of tenant's queues.
+func (s *Store) QueueNames(ctx context.Context, tenant string) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT name FROM queues WHERE tenant = ? ORDER BY name`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list queue names: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("scan queue name: %w", err)
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// CursorPosition returns group's committed offset on a partition (by
+// uuid) and the partition's first retained offset: offsets from
+// committed+1 up to below logStart were evicted before group consumed them.
+// A group without a cursor there has committed logStart-1.
+func (s *Store) CursorPosition(ctx context.Context, partitionUUID, group string) (committed, logStart int64, err error) {
+	err = s.r.QueryRowContext(ctx, `SELECT COALESCE(c.committed, p.log_start - 1), p.log_start FROM partitions p
+		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ? WHERE p.uuid = ?`, group, partitionUUID).Scan(&committed, &logStart)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, ErrPartitionNotFound
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("read cursor position: %w", err)
+	}
+	return committed, logStart, nil
+}
+
+// ReleaseGroupLeases drops every lease group holds on tenant's queues,
+// keeping the cursors where they are, and returns how many it dropped. It
+// is for a group with a single consumer that is starting: a lease still
+// held then is a leftover of its previous run (a crash, a pause), and
+// waiting for it to expire would stall those partitions for a lease time.
+func (s *Store) ReleaseGroupLeases(ctx context.Context, tenant, group string) (int64, error) {
+	var n int64
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		rows, err := w.QueryContext(w.ctx, `SELECT DISTINCT q.name FROM cursors c JOIN partitions p ON p.id = c.partition_id
+			JOIN queues q ON q.id = p.queue_id WHERE q.tenant = ? AND c.group_name = ? AND c.lease_id IS NOT NULL`, tenant, group)
+		if err != nil {
+			return fmt.Errorf("find leases of %q: %w", group, err)
+		}
+		var queues []string
+		for rows.Next() {
+			var q string
+			if err := rows.Scan(&q); err != nil {
+				rows.Close()
+				return fmt.Errorf("scan queue: %w", err)
+			}
+			queues = append(queues, q)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("find leases of %q: %w", group, err)
+		}
+		res, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = NULL, lease_from = NULL, lease_to = NULL,
+			lease_expires_at = NULL WHERE group_name = ? AND lease_id IS NOT NULL AND partition_id IN
+			(SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE q.tenant = ?)`, group, tenant)
+		if err != nil {
+			return fmt.Errorf("release leases of %q: %w", group, err)
+		}
+		n, _ = res.RowsAffected()
+		for _, q := range queues {
+			w.touch(tenant, q)
+		}
+		return nil
+	}})
+	return n, err
+}
+
+// Backlog is the number of retained messages of tenant's queue that group
+// has not consumed, counting partitions it has no cursor on yet from their
+// first retained offset. An unknown queue has none.
+func (s *Store) Backlog(ctx context.Context, tenant, queue, group string) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(MAX(p.last_offset - MAX(COALESCE(c.committed + 1, 0), p.log_start) + 1, 0)), 0)
+		FROM partitions p JOIN queues q ON q.id = p.queue_id
+		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?
+		WHERE q.tenant = ? AND q.name = ?`, group, tenant, queue).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("backlog of %q on %q: %w", group, queue, err)
+	}
+	return n, nil
+}
