@@ -554,13 +554,19 @@ func crashFreeAddr(t *testing.T) string {
 // process is killed at cleanup; its output is logged if the test failed.
 func crashStartServer(t *testing.T, bin, db, name string) *crashServer {
 	t.Helper()
-	addr := crashFreeAddr(t)
+	return crashStartServerAt(t, bin, db, name, crashFreeAddr(t))
+}
+
+// crashStartServerAt is crashStartServer on addr, with extra serve flags:
+// a server restarted on the same address is the same upstream to its peers.
+func crashStartServerAt(t *testing.T, bin, db, name, addr string, flags ...string) *crashServer {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--db", db)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--db", db}, flags...)...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	if err := cmd.Start(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/forward"
@@ -78,9 +79,11 @@ func parseForwardSpec(v string) (forwardSpec, error) {
 }
 
 type forwardConfig struct {
-	specs  []forwardSpec
-	file   *string
-	envTok func(string) string
+	specs      []forwardSpec
+	file       *string
+	maxBackoff *time.Duration
+	poll       *time.Duration
+	envTok     func(string) string
 }
 
 // forwardFlags adds --forward (repeatable) and --forward-config to fs.
@@ -95,6 +98,8 @@ func (m *Main) forwardFlags(fs *flag.FlagSet) *forwardConfig {
 		c.specs = append(c.specs, s)
 		return nil
 	})
+	c.maxBackoff = fs.Duration("forward-max-backoff", forward.DefaultMaxBackoff, "longest wait between a forwarder's retries while its upstream fails")
+	c.poll = fs.Duration("forward-poll", forward.DefaultPoll, "how long a forwarder's pop waits for messages")
 	c.file = fs.String("forward-config", m.env("COMB_FORWARD_CONFIG", ""), `JSON file declaring forwarders: [{"name","queue","upstream",...}] (env COMB_FORWARD_CONFIG)`)
 	return c
 }
@@ -130,7 +135,10 @@ func (c *forwardConfig) start(ctx context.Context, b *broker.Broker, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	r := forward.New(b, forward.Options{Logger: log})
+	if *c.maxBackoff <= 0 || *c.poll <= 0 {
+		return nil, fmt.Errorf("--forward-max-backoff and --forward-poll must be positive")
+	}
+	r := forward.New(b, forward.Options{Logger: log, MaxBackoff: *c.maxBackoff, Poll: *c.poll})
 	if err := r.Start(ctx); err != nil {
 		return nil, err
 	}
