@@ -80,10 +80,14 @@ func (b *Broker) QueueNames(ctx context.Context, tenant string) ([]string, error
 	return b.st.QueueNames(ctx, tenant)
 }
 
-// CursorPosition returns group's committed offset on a partition and the
-// partition's first retained offset.
-func (b *Broker) CursorPosition(ctx context.Context, partitionUUID, group string) (committed, logStart int64, err error) {
-	return b.st.CursorPosition(ctx, partitionUUID, group)
+// GroupCommitted returns group's committed offset per partition uuid.
+func (b *Broker) GroupCommitted(ctx context.Context, tenant, group string) (map[string]int64, error) {
+	return b.st.GroupCommitted(ctx, tenant, group)
+}
+
+// LogStart returns a partition's first retained offset.
+func (b *Broker) LogStart(ctx context.Context, partitionUUID string) (int64, error) {
+	return b.st.LogStart(ctx, partitionUUID)
 }
 
 // ReleaseGroupLeases drops every lease group holds on tenant's queues; for

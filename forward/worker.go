@@ -114,6 +114,13 @@ func (w *worker) runPush(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if err := w.retry(ctx, func() error {
+		var err error
+		w.lastAcked, err = w.r.b.GroupCommitted(ctx, w.def.Tenant, w.def.Group)
+		return err
+	}); err != nil {
+		return err
+	}
 	single := !isPattern(w.def.Queue)
 	for ctx.Err() == nil {
 		queues, err := w.r.queues(ctx, w.def)
@@ -226,8 +233,13 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 }
 
 // countEvicted adds to the forwarder's evicted count the messages that
-// retention removed between the group's cursor and the first message of
-// each partition of this batch: they were never forwarded and never will be.
+// retention removed between the last offset the group is known to have
+// completed on a partition and this batch's first message there: they were
+// never forwarded and never will be. (A pop moves the cursor past evicted
+// offsets when it claims, so what the group had completed is taken from
+// the worker's own acks, seeded from the cursors when it started.)
+// Messages evicted from a partition before the group first met it are not
+// counted: the group never had a position there.
 func (w *worker) countEvicted(ctx context.Context, msgs []broker.Message) {
 	first := map[string]int64{}
 	for _, m := range msgs {
@@ -237,15 +249,17 @@ func (w *worker) countEvicted(ctx context.Context, msgs []broker.Message) {
 	}
 	var evicted int64
 	for pid, f := range first {
-		if last, ok := w.lastAcked[pid]; ok && f == last+1 {
+		last, ok := w.lastAcked[pid]
+		if !ok || f == last+1 {
 			continue
 		}
-		committed, logStart, err := w.r.b.CursorPosition(ctx, pid, w.def.Group)
+		// A gap above log_start is deleted messages, skipped on purpose.
+		logStart, err := w.r.b.LogStart(ctx, pid)
 		if err != nil {
 			w.setError(fmt.Errorf("check evictions: %w", err))
 			continue
 		}
-		if n := min(f, logStart) - committed - 1; n > 0 {
+		if n := min(f, logStart) - last - 1; n > 0 {
 			evicted += n
 		}
 	}

@@ -182,20 +182,39 @@ func (s *Store) QueueNames(ctx context.Context, tenant string) ([]string, error)
 	return out, rows.Err()
 }
 
-// CursorPosition returns group's committed offset on a partition (by
-// uuid) and the partition's first retained offset: offsets from
-// committed+1 up to below logStart were evicted before group consumed them.
-// A group without a cursor there has committed logStart-1.
-func (s *Store) CursorPosition(ctx context.Context, partitionUUID, group string) (committed, logStart int64, err error) {
-	err = s.r.QueryRowContext(ctx, `SELECT COALESCE(c.committed, p.log_start - 1), p.log_start FROM partitions p
-		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ? WHERE p.uuid = ?`, group, partitionUUID).Scan(&committed, &logStart)
+// GroupCommitted returns group's committed offset on each partition of
+// tenant's queues it has a cursor on, by partition uuid.
+func (s *Store) GroupCommitted(ctx context.Context, tenant, group string) (map[string]int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT p.uuid, c.committed FROM cursors c JOIN partitions p ON p.id = c.partition_id
+		JOIN queues q ON q.id = p.queue_id WHERE q.tenant = ? AND c.group_name = ?`, tenant, group)
+	if err != nil {
+		return nil, fmt.Errorf("read cursors of %q: %w", group, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var committed int64
+		if err := rows.Scan(&id, &committed); err != nil {
+			return nil, fmt.Errorf("scan cursor: %w", err)
+		}
+		out[id] = committed
+	}
+	return out, rows.Err()
+}
+
+// LogStart returns the first retained offset of a partition (by uuid):
+// every offset below it was evicted.
+func (s *Store) LogStart(ctx context.Context, partitionUUID string) (int64, error) {
+	var start int64
+	err := s.r.QueryRowContext(ctx, `SELECT log_start FROM partitions WHERE uuid = ?`, partitionUUID).Scan(&start)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, ErrPartitionNotFound
+		return 0, ErrPartitionNotFound
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("read cursor position: %w", err)
+		return 0, fmt.Errorf("read log start: %w", err)
 	}
-	return committed, logStart, nil
+	return start, nil
 }
 
 // ReleaseGroupLeases drops every lease group holds on tenant's queues,

@@ -184,6 +184,7 @@ type PopMessage struct {
 	Data          json.RawMessage `json:"data"`
 	CreatedAt     string          `json:"createdAt"`
 	RetryCount    int             `json:"retryCount"`
+	TraceID       *string         `json:"traceId"`
 }
 
 // PopReply is a pop's 200 body; Status is 204 with no messages.

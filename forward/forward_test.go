@@ -1,0 +1,414 @@
+package forward_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/forward"
+	"github.com/comb-broker/comb/httpd"
+	"github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/internal/combtest"
+)
+
+var t0 = time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC)
+
+// startRunner starts a runner over b, stopped at cleanup before b closes.
+func startRunner(t *testing.T, b *broker.Broker, opts forward.Options) *forward.Runner {
+	t.Helper()
+	opts.MinBackoff = cmpOr(opts.MinBackoff, time.Millisecond)
+	opts.MaxBackoff = cmpOr(opts.MaxBackoff, 10*time.Millisecond)
+	opts.Poll = cmpOr(opts.Poll, 200*time.Millisecond)
+	r := forward.New(b, opts)
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+func cmpOr(a, b time.Duration) time.Duration {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+func push(t *testing.T, b *broker.Broker, items ...broker.PushItem) {
+	t.Helper()
+	if _, err := b.Push(context.Background(), "", items); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// popAll pops everything group gets from queue on s, acking as it goes.
+func popAll(t *testing.T, s *combtest.Server, queue, group string) []combtest.PopMessage {
+	t.Helper()
+	var out []combtest.PopMessage
+	for {
+		r := s.Pop("/api/v1/pop/queue/" + queue + "?batch=1000&consumerGroup=" + group)
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			s.Ack(m, "completed", group)
+		}
+		out = append(out, r.Messages...)
+	}
+}
+
+func waitLag(t *testing.T, r *forward.Runner, name string, want int64) *broker.ForwarderStatus {
+	t.Helper()
+	var st *broker.ForwarderStatus
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		var err error
+		if st, err = r.Get(context.Background(), "", name); err != nil {
+			return err
+		}
+		if st.Lag != want {
+			return fmt.Errorf("lag %d, want %d (state %s, last error %q)", st.Lag, want, st.State, st.LastError)
+		}
+		return nil
+	})
+	return st
+}
+
+func TestAPushForwarderCopiesPartitionsTransactionIDsPayloadsAndTraceIDsInOrder(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	clk := clock.NewManual(t0)
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	const trace = "0b9a3c2e-8f1d-4e5a-9b7c-1d2e3f4a5b6c"
+	for i := range 30 {
+		it := broker.PushItem{Queue: "telemetry", Partition: fmt.Sprintf("p%d", i%3), TxnID: fmt.Sprintf("tx-%02d", i),
+			Payload: fmt.Appendf(nil, `{"seq":%d}`, i)}
+		if i == 4 {
+			it.TraceID = trace
+		}
+		push(t, b, it)
+	}
+	r := startRunner(t, b, forward.Options{Clock: clk})
+	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "up", Queue: "telemetry", UpstreamURL: up.URL + "/",
+		UpstreamQueue: "from-edge", Batch: 7}); err != nil {
+		t.Fatal(err)
+	}
+	st := waitLag(t, r, "up", 0)
+	if st.Forwarded != 30 || !st.LastSuccessAt.Equal(t0) || st.State != "running" || st.Group != "comb-forward.up" {
+		t.Errorf("status %+v: want 30 forwarded, last success at the clock's time, running, group comb-forward.up", st)
+	}
+	got := popAll(t, up, "from-edge", "check")
+	if len(got) != 30 {
+		t.Fatalf("upstream holds %d messages, want 30", len(got))
+	}
+	last := map[string]int{}
+	for _, m := range got {
+		var d struct{ Seq int }
+		json.Unmarshal(m.Data, &d)
+		if want := fmt.Sprintf("tx-%02d", d.Seq); m.TransactionID != want || m.Partition != fmt.Sprintf("p%d", d.Seq%3) {
+			t.Errorf("upstream message %s in %s carries seq %d", m.TransactionID, m.Partition, d.Seq)
+		}
+		if prev, ok := last[m.Partition]; ok && d.Seq <= prev {
+			t.Errorf("partition %s: seq %d after %d", m.Partition, d.Seq, prev)
+		}
+		last[m.Partition] = d.Seq
+		if (d.Seq == 4) != (m.TraceID != nil && *m.TraceID == trace) {
+			t.Errorf("seq %d arrived with traceId %v", d.Seq, m.TraceID)
+		}
+	}
+}
+
+func TestAMessageTheUpstreamRefusesForGoodIsDeadLetteredLocallyAndThePartitionMovesOn(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{HTTP: func(c *httpd.Config) { c.MaxBodyBytes = 4096 }})
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	big := `{"blob":"` + strings.Repeat("x", 8000) + `"}`
+	push(t, b, broker.PushItem{Queue: "q", TxnID: "a", Payload: []byte(`{"n":1}`)},
+		broker.PushItem{Queue: "q", TxnID: "big", Payload: []byte(big)},
+		broker.PushItem{Queue: "q", TxnID: "c", Payload: []byte(`{"n":3}`)})
+	r := startRunner(t, b, forward.Options{})
+	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
+		t.Fatal(err)
+	}
+	st := waitLag(t, r, "up", 0)
+	if st.Forwarded != 2 || st.DeadLettered != 1 || !strings.Contains(st.LastError, "413") {
+		t.Errorf("status: forwarded %d, dead-lettered %d, last error %q; want 2, 1 and the upstream's 413",
+			st.Forwarded, st.DeadLettered, st.LastError)
+	}
+	got := popAll(t, up, "q", "check")
+	if len(got) != 2 || got[0].TransactionID != "a" || got[1].TransactionID != "c" {
+		t.Errorf("upstream holds %v, want a then c", got)
+	}
+	dead, _, err := b.DeadLetters(context.Background(), broker.DLQFilter{Queue: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 1 || dead[0].TxnID != "big" || dead[0].Group != "comb-forward.up" ||
+		!strings.Contains(dead[0].ErrorMessage, "413") || !strings.Contains(dead[0].ErrorMessage, "larger than 4096") {
+		t.Errorf("local DLQ %+v: want only big, for the forwarder's group, with the upstream's error", dead)
+	}
+}
+
+func TestWhileTheUpstreamIsDownTheForwarderBacksOffExponentiallyWithBoundedJitterAndAcksNothing(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String()
+	l.Close() // nothing listens there now
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	push(t, b, broker.PushItem{Queue: "q", TxnID: "a", Payload: []byte(`1`)})
+	var mu sync.Mutex
+	var waits []time.Duration
+	enough := make(chan struct{})
+	r := startRunner(t, b, forward.Options{
+		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
+		Jitter: func() float64 { return 0.5 },
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			waits = append(waits, d)
+			n := len(waits)
+			mu.Unlock()
+			if n == 7 {
+				close(enough)
+			}
+			if n >= 7 {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		},
+	})
+	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: down}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-enough:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forwarder did not retry 7 times")
+	}
+	st, err := r.Get(context.Background(), "", "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != "backoff" || !strings.Contains(st.LastError, "unreachable") || st.Lag != 1 || st.Forwarded != 0 {
+		t.Errorf("status %+v: want backoff, the connection error, lag 1, nothing forwarded", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// d = min(100ms << k, 1s); the wait is d/2 + jitter*d/2.
+	want := []time.Duration{75, 150, 300, 600, 750, 750, 750}
+	for i, w := range want {
+		if waits[i] != w*time.Millisecond {
+			t.Errorf("waits %v, want %v ms", waits, want)
+			break
+		}
+	}
+}
+
+func TestAPullForwarderFeedsTheLocalQueueFromAnUpstreamGroupInOrder(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	for i := range 25 {
+		up.Push(map[string]any{"queue": "commands", "partition": fmt.Sprintf("dev%d", i%2), "transactionId": fmt.Sprintf("c%02d", i),
+			"payload": map[string]int{"seq": i}})
+	}
+	local := combtest.MustServer(t, combtest.Options{})
+	r := startRunner(t, local.Broker, forward.Options{})
+	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "down", Direction: "pull", Queue: "cmds",
+		UpstreamQueue: "commands", UpstreamURL: up.URL, Batch: 4}); err != nil {
+		t.Fatal(err)
+	}
+	var got []combtest.PopMessage
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		got = append(got, popAll(t, local, "cmds", "device")...)
+		if len(got) < 25 {
+			return fmt.Errorf("%d of 25 commands arrived", len(got))
+		}
+		return nil
+	})
+	last := map[string]int{}
+	for _, m := range got {
+		var d struct{ Seq int }
+		json.Unmarshal(m.Data, &d)
+		if m.TransactionID != fmt.Sprintf("c%02d", d.Seq) || m.Partition != fmt.Sprintf("dev%d", d.Seq%2) {
+			t.Errorf("local message %s in %s carries seq %d", m.TransactionID, m.Partition, d.Seq)
+		}
+		if prev, ok := last[m.Partition]; ok && d.Seq <= prev {
+			t.Errorf("partition %s: seq %d after %d", m.Partition, d.Seq, prev)
+		}
+		last[m.Partition] = d.Seq
+	}
+	// Acked upstream: the forwarder's group has nothing left there.
+	combtest.CheckFor(t, 5*time.Second, func() error {
+		groups, err := up.Broker.Groups(context.Background(), "")
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			if g.Group == "comb-forward.down" && g.TotalLag == 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("upstream groups %+v", groups)
+	})
+}
+
+func TestAPullBatchLeftUnackedByACrashIsGivenBackUpstreamAtStart(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	for i := range 3 {
+		up.Push(map[string]any{"queue": "commands", "transactionId": fmt.Sprintf("c%d", i), "payload": i})
+	}
+	// The crashed run popped the batch (the default lease is 300 s) and
+	// recorded what it owed before pushing locally.
+	popped := up.Pop("/api/v1/pop/queue/commands?batch=10&consumerGroup=comb-forward.down")
+	if len(popped.Messages) != 3 {
+		t.Fatalf("popped %d", len(popped.Messages))
+	}
+	var items []map[string]string
+	for _, m := range popped.Messages {
+		items = append(items, map[string]string{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
+			"leaseId": m.LeaseID, "status": "completed"})
+	}
+	owed, _ := json.Marshal(map[string]any{"leaseId": popped.Messages[0].LeaseID, "items": items})
+	local := combtest.MustServer(t, combtest.Options{})
+	ctx := context.Background()
+	f := &broker.Forwarder{Name: "down", Direction: "pull", Queue: "commands", UpstreamURL: up.URL, Paused: true}
+	if err := forward.Normalize(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Broker.PutForwarder(ctx, f, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Broker.SetForwarderPendingAck(ctx, "", "down", string(owed)); err != nil {
+		t.Fatal(err)
+	}
+	r := startRunner(t, local.Broker, forward.Options{})
+	if _, err := r.SetPaused(ctx, "", "down", false); err != nil {
+		t.Fatal(err)
+	}
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		if n, err := local.Broker.Backlog(ctx, "", "commands", "device"); err != nil || n != 3 {
+			return fmt.Errorf("local backlog %d, %v; want the 3 commands long before the 300 s lease ends", n, err)
+		}
+		return nil
+	})
+}
+
+func TestARestartedPushForwarderDropsTheLeaseItsGroupLeftBehind(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	push(t, b, broker.PushItem{Queue: "q", TxnID: "a", Payload: []byte(`1`)})
+	// A previous run popped and died before acking: a 300 s lease.
+	res, err := b.Pop(context.Background(), broker.PopRequest{Queue: "q", Group: "comb-forward.up", Batch: 10})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop: %v %v", res, err)
+	}
+	r := startRunner(t, b, forward.Options{})
+	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
+		t.Fatal(err)
+	}
+	waitLag(t, r, "up", 0)
+	if got := popAll(t, up, "q", "check"); len(got) != 1 {
+		t.Errorf("upstream holds %d messages, want 1", len(got))
+	}
+}
+
+func TestMessagesRetentionEvictsBeforeTheyAreForwardedAreCountedAndThePausePersists(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	clk := clock.NewManual(t0)
+	b := combtest.MustOpenBroker(t, combtest.Options{Clock: clk,
+		Broker: func(o *broker.Options) { o.RetentionInterval = -1 }})
+	ctx := context.Background()
+	opts := broker.QueueOptions{LeaseTime: 300, RetryLimit: 3, RetentionEnabled: true, RetentionSeconds: 60}
+	if _, _, err := b.Configure(ctx, broker.ConfigureRequest{Queue: "q", Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	push(t, b, broker.PushItem{Queue: "q", TxnID: "first", Payload: []byte(`1`)})
+	r := startRunner(t, b, forward.Options{Clock: clk})
+	if _, err := r.Create(ctx, &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
+		t.Fatal(err)
+	}
+	waitLag(t, r, "up", 0)
+	if _, err := r.SetPaused(ctx, "", "up", true); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		push(t, b, broker.PushItem{Queue: "q", TxnID: fmt.Sprintf("lost-%d", i), Payload: []byte(`2`)})
+	}
+	clk.Advance(2 * time.Minute)
+	if _, err := b.Retention().RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	push(t, b, broker.PushItem{Queue: "q", TxnID: "last", Payload: []byte(`3`)})
+
+	// A runner started anew finds it paused.
+	r.Stop()
+	r = startRunner(t, b, forward.Options{Clock: clk})
+	if st, err := r.Get(ctx, "", "up"); err != nil || st.State != "paused" || st.Lag != 1 {
+		t.Fatalf("after a restart: %+v, %v; want paused with lag 1", st, err)
+	}
+	if _, err := r.SetPaused(ctx, "", "up", false); err != nil {
+		t.Fatal(err)
+	}
+	st := waitLag(t, r, "up", 0)
+	if st.Evicted != 4 || !strings.Contains(st.LastError, "evicted 4") {
+		t.Errorf("evicted %d, last error %q; want the 4 messages retention removed unforwarded", st.Evicted, st.LastError)
+	}
+	got := popAll(t, up, "q", "check")
+	if len(got) != 2 || got[0].TransactionID != "first" || got[1].TransactionID != "last" {
+		t.Errorf("upstream holds %v, want first and last", got)
+	}
+}
+
+func TestInvalidDefinitionsAreRefusedAndNothingIsStored(t *testing.T) {
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	r := startRunner(t, b, forward.Options{})
+	for _, f := range []broker.Forwarder{
+		{Name: "", Queue: "q", UpstreamURL: "http://h"},
+		{Name: "a b", Queue: "q", UpstreamURL: "http://h"},
+		{Name: "n", Queue: "", UpstreamURL: "http://h"},
+		{Name: "n", Queue: "q", UpstreamURL: "ftp://h"},
+		{Name: "n", Queue: "q", UpstreamURL: "h:1"},
+		{Name: "n", Queue: "q", UpstreamURL: "http://h", Direction: "sideways"},
+		{Name: "n", Queue: "q.*", UpstreamURL: "http://h", Direction: "pull"},
+		{Name: "n", Queue: "q.*", UpstreamURL: "http://h", UpstreamQueue: "other"},
+		{Name: "n", Queue: "q[", UpstreamURL: "http://h"},
+		{Name: "n", Queue: "q", UpstreamURL: "http://h", Batch: forward.MaxBatch + 1},
+	} {
+		if _, err := r.Create(context.Background(), &f); !errors.Is(err, broker.ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", f, err)
+		}
+	}
+	if list, err := r.List(context.Background(), ""); err != nil || len(list) != 0 {
+		t.Errorf("stored %v, %v", list, err)
+	}
+}
+
+func TestAPatternForwarderForwardsEveryMatchingQueueUnderItsOwnName(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	push(t, b, broker.PushItem{Queue: "sensors.a", TxnID: "a", Payload: []byte(`1`)},
+		broker.PushItem{Queue: "sensors.b", TxnID: "b", Payload: []byte(`2`)},
+		broker.PushItem{Queue: "other", TxnID: "o", Payload: []byte(`3`)})
+	r := startRunner(t, b, forward.Options{})
+	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "s", Queue: "sensors.*", UpstreamURL: up.URL}); err != nil {
+		t.Fatal(err)
+	}
+	// A queue that appears later is picked up too.
+	push(t, b, broker.PushItem{Queue: "sensors.c", TxnID: "c", Payload: []byte(`4`)})
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		for _, q := range []string{"sensors.a", "sensors.b", "sensors.c"} {
+			if n, err := up.Broker.Backlog(context.Background(), "", q, "check"); err != nil || n != 1 {
+				return fmt.Errorf("upstream %s holds %d, %v", q, n, err)
+			}
+		}
+		return nil
+	})
+	if n, _ := up.Broker.Backlog(context.Background(), "", "other", "check"); n != 0 {
+		t.Errorf("the non-matching queue reached the upstream: %d messages", n)
+	}
+}
