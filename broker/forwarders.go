@@ -27,7 +27,8 @@ var (
 
 // ForwarderStatus is a forwarder's definition with what its runner knows.
 type ForwarderStatus struct {
-	Forwarder
+	Forwarder // with Token cleared: a status never carries it
+	HasToken  bool
 	// State is "running", "backoff" (the upstream failed; waiting to retry),
 	// "paused" or "stopped" (not running in this process).
 	State string

@@ -319,7 +319,7 @@ func (r *Runner) All(ctx context.Context) ([]broker.ForwarderStatus, error) {
 // push forwarder, the lag of its local group.
 func (r *Runner) status(ctx context.Context, def *broker.Forwarder) *broker.ForwarderStatus {
 	st := &broker.ForwarderStatus{Forwarder: *def, State: "stopped", Lag: -1}
-	st.Token = ""
+	st.Token, st.HasToken = "", def.Token != ""
 	r.mu.Lock()
 	w := r.workers[key{def.Tenant, def.Name}]
 	r.mu.Unlock()

@@ -172,7 +172,8 @@ func TestAuthLevelTableMatchesRoutes(t *testing.T) {
 // wireLevel is the rule of docs/auth.md, Access levels (Queen's levels).
 // comb's snapshot routes are not Queen's; they follow the consumer-group
 // pattern: reads read-only, deletes admin, the rest read-write. comb's
-// whoami (for the console) is a read like any other.
+// whoami (for the console) is a read like any other. The forwarder routes
+// (comb's own) are admin: they reach other brokers with stored tokens.
 func wireLevel(method, path string) httpd.Level {
 	snapshots := path == "/api/v1/snapshots" || strings.HasPrefix(path, "/api/v1/snapshots/")
 	switch {
@@ -183,7 +184,8 @@ func wireLevel(method, path string) httpd.Level {
 		method == "DELETE" && strings.HasPrefix(path, "/api/v1/resources/queues/"),
 		method == "DELETE" && strings.HasPrefix(path, "/api/v1/consumer-groups/"),
 		path == "/api/v1/stats/refresh",
-		method == "DELETE" && snapshots:
+		method == "DELETE" && snapshots,
+		path == "/api/v1/forwarders" || strings.HasPrefix(path, "/api/v1/forwarders/"):
 		return httpd.Admin
 	case method == "GET" && (strings.HasPrefix(path, "/api/v1/resources/") || strings.HasPrefix(path, "/api/v1/messages") ||
 		strings.HasPrefix(path, "/api/v1/dlq") || strings.HasPrefix(path, "/api/v1/status") ||

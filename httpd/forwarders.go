@@ -41,7 +41,7 @@ func (s *Server) forwarderRoutes() {
 func forwarderJSON(f *broker.ForwarderStatus) map[string]any {
 	return map[string]any{
 		"name": f.Name, "direction": f.Direction, "queue": f.Queue, "upstream": f.UpstreamURL,
-		"upstreamQueue": f.UpstreamQueue, "consumerGroup": f.Group, "batch": f.Batch, "hasToken": f.Token != "",
+		"upstreamQueue": f.UpstreamQueue, "consumerGroup": f.Group, "batch": f.Batch, "hasToken": f.HasToken,
 		"paused": f.Paused, "state": f.State, "lag": f.Lag, "forwarded": f.Forwarded, "deadLettered": f.DeadLettered,
 		"evicted": f.Evicted, "lastSuccessAt": optTime(f.LastSuccessAt), "lastError": optString(f.LastError),
 		"lastErrorAt": optTime(f.LastErrorAt), "createdAt": optTime(f.CreatedAt), "updatedAt": optTime(f.UpdatedAt),
@@ -121,6 +121,10 @@ func (s *Server) createForwarder(w http.ResponseWriter, r *http.Request, _ httpr
 		Paused        bool   `json:"paused"`
 	}
 	if err := s.readJSON(w, r, &body); err != nil {
+		if errors.Is(err, errEmptyBody) {
+			writeError(w, http.StatusBadRequest, "A JSON body naming the forwarder is required")
+			return
+		}
 		s.fail(w, r, err)
 		return
 	}

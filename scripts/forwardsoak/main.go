@@ -131,7 +131,18 @@ func run(c config) error {
 	fmt.Printf("forward:  %d messages forwarded in batches of %d in %v (%.0f msg/s) = %.2f x baseline\n", c.n, c.batch,
 		fwd.Round(time.Millisecond), float64(c.n)/fwd.Seconds(), base.Seconds()/fwd.Seconds())
 
-	// 3: chaos.
+	// 3: chaos. The commands wait upstream; the upstream stops; the
+	// device buffers; then the upstream starts and both directions flow.
+	// A pop whose reply an upstream crash swallowed stays leased upstream
+	// until the lease expires; a short lease keeps that wait short.
+	if _, err := call(http.MethodPost, upURL+"/api/v1/configure", map[string]any{"queue": "commands",
+		"options": map[string]any{"leaseTime": 5}}); err != nil {
+		return err
+	}
+	commands := makeMessages(c.pull, c.partitions)
+	if err := pushAll(upURL, "commands", commands, c.pushBatch); err != nil {
+		return err
+	}
 	up.kill()
 	for _, f := range []map[string]any{
 		{"name": "up", "queue": "telemetry", "upstream": upURL, "batch": c.batch},
@@ -148,16 +159,6 @@ func run(c config) error {
 	}
 	fmt.Printf("chaos: %d messages buffered on the device in %v with the upstream down\n", c.n, time.Since(t0).Round(time.Millisecond))
 	if err := up.start(dir); err != nil {
-		return err
-	}
-	// A pop whose reply an upstream crash swallowed stays leased upstream
-	// until the lease expires; a short lease keeps that wait short.
-	if _, err := call(http.MethodPost, upURL+"/api/v1/configure", map[string]any{"queue": "commands",
-		"options": map[string]any{"leaseTime": 5}}); err != nil {
-		return err
-	}
-	commands := makeMessages(c.pull, c.partitions)
-	if err := pushAll(upURL, "commands", commands, c.pushBatch); err != nil {
 		return err
 	}
 	t0 = time.Now()

@@ -1,0 +1,174 @@
+package httpd_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/forward"
+	"github.com/comb-broker/comb/httpd"
+	"github.com/comb-broker/comb/internal/combtest"
+)
+
+// forwarderServer is a server whose forwarder routes run a real runner.
+func forwarderServer(t *testing.T) *combtest.Server {
+	t.Helper()
+	var runner *forward.Runner
+	s := combtest.MustServer(t, combtest.Options{HTTP: func(c *httpd.Config) {
+		c.Forwarders = lazyRunner{&runner}
+	}})
+	runner = forward.New(s.Broker, forward.Options{MaxBackoff: 10 * time.Millisecond, Poll: 100 * time.Millisecond})
+	if err := runner.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(runner.Stop)
+	return s
+}
+
+// lazyRunner lets the server be built before the runner over its broker.
+type lazyRunner struct{ r **forward.Runner }
+
+func (l lazyRunner) Create(ctx context.Context, f *broker.Forwarder) (*broker.ForwarderStatus, error) {
+	return (*l.r).Create(ctx, f)
+}
+func (l lazyRunner) Get(ctx context.Context, tenant, name string) (*broker.ForwarderStatus, error) {
+	return (*l.r).Get(ctx, tenant, name)
+}
+func (l lazyRunner) List(ctx context.Context, tenant string) ([]broker.ForwarderStatus, error) {
+	return (*l.r).List(ctx, tenant)
+}
+func (l lazyRunner) All(ctx context.Context) ([]broker.ForwarderStatus, error) { return (*l.r).All(ctx) }
+func (l lazyRunner) SetPaused(ctx context.Context, tenant, name string, paused bool) (*broker.ForwarderStatus, error) {
+	return (*l.r).SetPaused(ctx, tenant, name, paused)
+}
+func (l lazyRunner) Delete(ctx context.Context, tenant, name string) error {
+	return (*l.r).Delete(ctx, tenant, name)
+}
+
+func TestForwarderRoutesCreateListPauseResumeAndDeleteWithoutShowingTheToken(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	s := forwarderServer(t)
+	s.Push(map[string]any{"queue": "q", "transactionId": "a", "payload": 1})
+
+	r := s.Do("POST", "/api/v1/forwarders", map[string]any{"name": "up", "queue": "q", "upstream": up.URL, "token": "s3cret"})
+	if r.Status != http.StatusCreated || strings.Contains(string(r.Body), "s3cret") {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	if m := r.Map(t); m["hasToken"] != true || m["direction"] != "push" || m["consumerGroup"] != "comb-forward.up" ||
+		m["batch"] != float64(forward.DefaultBatch) || m["paused"] != false {
+		t.Errorf("create answered %v", m)
+	}
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		r := s.Do("GET", "/api/v1/forwarders/up", nil)
+		if m := r.Map(t); m["lag"] != 0.0 || m["forwarded"] != 1.0 || m["lastSuccessAt"] == nil {
+			return &statusErr{r}
+		}
+		return nil
+	})
+	if r := s.Do("POST", "/api/v1/forwarders", map[string]any{"name": "up", "queue": "q", "upstream": up.URL}); r.Status != http.StatusConflict {
+		t.Errorf("second create of one name: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do("POST", "/api/v1/forwarders/up/pause", nil); r.Status != http.StatusOK || r.Map(t)["state"] != "paused" {
+		t.Errorf("pause: %d %s", r.Status, r.Body)
+	}
+	s.Push(map[string]any{"queue": "q", "transactionId": "b", "payload": 2})
+	r = s.Do("GET", "/api/v1/forwarders", nil)
+	var list struct {
+		Forwarders []map[string]any `json:"forwarders"`
+	}
+	r.JSON(t, &list)
+	if len(list.Forwarders) != 1 || list.Forwarders[0]["lag"] != 1.0 || list.Forwarders[0]["state"] != "paused" {
+		t.Errorf("list while paused: %s", r.Body)
+	}
+	if r := s.Do("POST", "/api/v1/forwarders/up/resume", nil); r.Status != http.StatusOK || r.Map(t)["paused"] != false {
+		t.Errorf("resume: %d %s", r.Status, r.Body)
+	}
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		if r := s.Do("GET", "/api/v1/forwarders/up", nil); r.Map(t)["lag"] != 0.0 {
+			return &statusErr{r}
+		}
+		return nil
+	})
+	if r := s.Do("DELETE", "/api/v1/forwarders/up", nil); r.Status != http.StatusOK {
+		t.Errorf("delete: %d %s", r.Status, r.Body)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/api/v1/forwarders/up"}, {"DELETE", "/api/v1/forwarders/up"}, {"POST", "/api/v1/forwarders/up/pause"},
+	} {
+		if r := s.Do(c.method, c.path, nil); r.Status != http.StatusNotFound || r.Map(t)["error"] != "Forwarder not found" {
+			t.Errorf("%s %s after delete: %d %s", c.method, c.path, r.Status, r.Body)
+		}
+	}
+	if got := popAllHTTP(t, up, "q"); len(got) != 2 {
+		t.Errorf("upstream holds %d messages, want 2", len(got))
+	}
+}
+
+func TestBadForwarderDefinitionsAre400AndStoreNothing(t *testing.T) {
+	s := forwarderServer(t)
+	for _, body := range []any{
+		"", `{"name":`, `[]`,
+		map[string]any{"queue": "q", "upstream": "http://h"},
+		map[string]any{"name": "n", "upstream": "http://h"},
+		map[string]any{"name": "n", "queue": "q"},
+		map[string]any{"name": "n", "queue": "q", "upstream": "not a url"},
+		map[string]any{"name": "n", "queue": "q", "upstream": "http://h", "direction": "both"},
+		map[string]any{"name": "n", "queue": "q", "upstream": "http://h", "batch": -1},
+		map[string]any{"name": "n", "queue": "q", "upstream": "http://h", "batch": "ten"},
+	} {
+		if r := s.Do("POST", "/api/v1/forwarders", body); r.Status != http.StatusBadRequest || r.Map(t)["error"] == nil {
+			t.Errorf("POST %v: %d %s", body, r.Status, r.Body)
+		}
+	}
+	if r := s.Do("GET", "/api/v1/forwarders", nil); r.Status != http.StatusOK || string(r.Body) != `{"forwarders":[]}` {
+		t.Errorf("after refused creates: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestForwarderRoutesAnswer503WhenTheServerRunsNoForwarders(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	if r := s.Do("GET", "/api/v1/forwarders", nil); r.Status != http.StatusServiceUnavailable || r.Map(t)["error"] == nil {
+		t.Errorf("GET: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestForwarderMetricsAreScraped(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	s := forwarderServer(t)
+	if r := s.Do("POST", "/api/v1/forwarders", map[string]any{"name": "up", "queue": "q", "upstream": up.URL, "paused": true}); r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	s.Push(map[string]any{"queue": "q", "transactionId": "a", "payload": 1})
+	r := s.Do("GET", "/metrics/prometheus", nil)
+	for _, want := range []string{
+		`comb_forwarder_lag{direction="push",forwarder="up",tenant=""} 1`,
+		`comb_forwarder_up{direction="push",forwarder="up",tenant=""} 0`,
+		`comb_forwarder_evicted_total{direction="push",forwarder="up",tenant=""} 0`,
+	} {
+		if !strings.Contains(string(r.Body), want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+}
+
+type statusErr struct{ r *combtest.Response }
+
+func (e *statusErr) Error() string { return string(e.r.Body) }
+
+func popAllHTTP(t *testing.T, s *combtest.Server, queue string) []combtest.PopMessage {
+	t.Helper()
+	var out []combtest.PopMessage
+	for {
+		p := s.Pop("/api/v1/pop/queue/" + queue + "?batch=1000&consumerGroup=check")
+		if len(p.Messages) == 0 {
+			return out
+		}
+		for _, m := range p.Messages {
+			s.Ack(m, "completed", "check")
+		}
+		out = append(out, p.Messages...)
+	}
+}
