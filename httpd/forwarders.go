@@ -55,6 +55,23 @@ func optString(s string) any {
 	return s
 }
 
+// forwarderSummary is what the read-only status route shows of the
+// tenant's forwarders: their health, not their upstreams or errors, which
+// the admin routes show. Only a server running forwarders adds it.
+func (s *Server) forwarderSummary(r *http.Request) []map[string]any {
+	out := []map[string]any{}
+	list, err := s.cfg.Forwarders.List(r.Context(), tenant(r.Context()))
+	if err != nil {
+		s.log.Warn("status: list forwarders", "err", err)
+		return out
+	}
+	for _, f := range list {
+		out = append(out, map[string]any{"name": f.Name, "direction": f.Direction, "queue": f.Queue, "state": f.State,
+			"lag": f.Lag, "evicted": f.Evicted, "lastSuccessAt": optTime(f.LastSuccessAt), "failing": f.State == "backoff"})
+	}
+	return out
+}
+
 // forwarders answers 503 and returns nil when this server runs none.
 func (s *Server) forwarders(w http.ResponseWriter) Forwarders {
 	if s.cfg.Forwarders == nil {

@@ -40,7 +40,9 @@ func (l lazyRunner) Get(ctx context.Context, tenant, name string) (*broker.Forwa
 func (l lazyRunner) List(ctx context.Context, tenant string) ([]broker.ForwarderStatus, error) {
 	return (*l.r).List(ctx, tenant)
 }
-func (l lazyRunner) All(ctx context.Context) ([]broker.ForwarderStatus, error) { return (*l.r).All(ctx) }
+func (l lazyRunner) All(ctx context.Context) ([]broker.ForwarderStatus, error) {
+	return (*l.r).All(ctx)
+}
 func (l lazyRunner) SetPaused(ctx context.Context, tenant, name string, paused bool) (*broker.ForwarderStatus, error) {
 	return (*l.r).SetPaused(ctx, tenant, name, paused)
 }
@@ -82,6 +84,15 @@ func TestForwarderRoutesCreateListPauseResumeAndDeleteWithoutShowingTheToken(t *
 	r.JSON(t, &list)
 	if len(list.Forwarders) != 1 || list.Forwarders[0]["lag"] != 1.0 || list.Forwarders[0]["state"] != "paused" {
 		t.Errorf("list while paused: %s", r.Body)
+	}
+	r = s.Do("GET", "/api/v1/status", nil)
+	var status struct {
+		Forwarders []map[string]any `json:"forwarders"`
+	}
+	r.JSON(t, &status)
+	if len(status.Forwarders) != 1 || status.Forwarders[0]["name"] != "up" || status.Forwarders[0]["lag"] != 1.0 ||
+		status.Forwarders[0]["state"] != "paused" {
+		t.Errorf("status route forwarders: %s", r.Body)
 	}
 	if r := s.Do("POST", "/api/v1/forwarders/up/resume", nil); r.Status != http.StatusOK || r.Map(t)["paused"] != false {
 		t.Errorf("resume: %d %s", r.Status, r.Body)

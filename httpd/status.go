@@ -154,7 +154,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	body := map[string]any{
 		"timeRange":     map[string]any{"from": fmtMilli(from), "to": fmtMilli(to)},
 		"bucketMinutes": int(bucket / time.Minute),
 		"pointCount":    len(points),
@@ -169,7 +169,11 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		// Requests answered with a 5xx since the server started.
 		"errors":   s.stats.byClass[5].Load(),
 		"statsAge": 0,
-	})
+	}
+	if s.cfg.Forwarders != nil {
+		body["forwarders"] = s.forwarderSummary(r)
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Server) statusQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
