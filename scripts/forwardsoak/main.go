@@ -69,9 +69,9 @@ type msg struct {
 
 type server struct {
 	name, addr, db, bin string
-	args           []string
-	cmd            *exec.Cmd
-	exited         chan struct{}
+	args                []string
+	cmd                 *exec.Cmd
+	exited              chan struct{}
 }
 
 var client = &http.Client{Timeout: time.Minute}
