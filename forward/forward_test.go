@@ -64,7 +64,10 @@ func popAll(t *testing.T, s *combtest.Server, queue, group string) []combtest.Po
 	}
 }
 
-func waitLag(t *testing.T, r *forward.Runner, name string, want int64) *broker.ForwarderStatus {
+// waitLag waits until forwarder name's lag is want and, since the
+// counters move just after the local ack, until it has forwarded at least
+// forwarded messages.
+func waitLag(t *testing.T, r *forward.Runner, name string, want, forwarded int64) *broker.ForwarderStatus {
 	t.Helper()
 	var st *broker.ForwarderStatus
 	combtest.CheckFor(t, 10*time.Second, func() error {
@@ -72,8 +75,9 @@ func waitLag(t *testing.T, r *forward.Runner, name string, want int64) *broker.F
 		if st, err = r.Get(context.Background(), "", name); err != nil {
 			return err
 		}
-		if st.Lag != want {
-			return fmt.Errorf("lag %d, want %d (state %s, last error %q)", st.Lag, want, st.State, st.LastError)
+		if st.Lag != want || st.Forwarded < forwarded {
+			return fmt.Errorf("lag %d, forwarded %d; want %d, %d (state %s, last error %q)", st.Lag, st.Forwarded, want,
+				forwarded, st.State, st.LastError)
 		}
 		return nil
 	})
@@ -98,7 +102,7 @@ func TestAPushForwarderCopiesPartitionsTransactionIDsPayloadsAndTraceIDsInOrder(
 		UpstreamQueue: "from-edge", Batch: 7}); err != nil {
 		t.Fatal(err)
 	}
-	st := waitLag(t, r, "up", 0)
+	st := waitLag(t, r, "up", 0, 30)
 	if st.Forwarded != 30 || !st.LastSuccessAt.Equal(t0) || st.State != "running" || st.Group != "comb-forward.up" {
 		t.Errorf("status %+v: want 30 forwarded, last success at the clock's time, running, group comb-forward.up", st)
 	}
@@ -134,7 +138,7 @@ func TestAMessageTheUpstreamRefusesForGoodIsDeadLetteredLocallyAndThePartitionMo
 	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
 		t.Fatal(err)
 	}
-	st := waitLag(t, r, "up", 0)
+	st := waitLag(t, r, "up", 0, 2)
 	if st.Forwarded != 2 || st.DeadLettered != 1 || !strings.Contains(st.LastError, "413") {
 		t.Errorf("status: forwarded %d, dead-lettered %d, last error %q; want 2, 1 and the upstream's 413",
 			st.Forwarded, st.DeadLettered, st.LastError)
@@ -311,7 +315,7 @@ func TestARestartedPushForwarderDropsTheLeaseItsGroupLeftBehind(t *testing.T) {
 	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
 		t.Fatal(err)
 	}
-	waitLag(t, r, "up", 0)
+	waitLag(t, r, "up", 0, 1)
 	if got := popAll(t, up, "q", "check"); len(got) != 1 {
 		t.Errorf("upstream holds %d messages, want 1", len(got))
 	}
@@ -332,7 +336,7 @@ func TestMessagesRetentionEvictsBeforeTheyAreForwardedAreCountedAndThePausePersi
 	if _, err := r.Create(ctx, &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
 		t.Fatal(err)
 	}
-	waitLag(t, r, "up", 0)
+	waitLag(t, r, "up", 0, 1)
 	if _, err := r.SetPaused(ctx, "", "up", true); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +358,7 @@ func TestMessagesRetentionEvictsBeforeTheyAreForwardedAreCountedAndThePausePersi
 	if _, err := r.SetPaused(ctx, "", "up", false); err != nil {
 		t.Fatal(err)
 	}
-	st := waitLag(t, r, "up", 0)
+	st := waitLag(t, r, "up", 0, 1)
 	if st.Evicted != 4 || !strings.Contains(st.LastError, "evicted 4") {
 		t.Errorf("evicted %d, last error %q; want the 4 messages retention removed unforwarded", st.Evicted, st.LastError)
 	}

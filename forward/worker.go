@@ -51,12 +51,15 @@ func (w *worker) run(ctx context.Context) {
 	w.mu.Unlock()
 }
 
-func (w *worker) succeeded(n int) {
+// succeeded records an exchange that worked: n messages delivered, dead
+// more dead-lettered.
+func (w *worker) succeeded(n, dead int) {
 	w.failures = 0
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.status.State = "running"
 	w.status.Forwarded += int64(n)
+	w.status.DeadLettered += int64(dead)
 	w.status.LastSuccessAt = w.r.opts.Clock.Now()
 }
 
@@ -223,12 +226,7 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 	for _, m := range msgs {
 		w.lastAcked[m.PartitionID] = max(w.lastAcked[m.PartitionID], m.Offset)
 	}
-	w.succeeded(done - dead)
-	if dead > 0 {
-		w.mu.Lock()
-		w.status.DeadLettered += int64(dead)
-		w.mu.Unlock()
-	}
+	w.succeeded(done-dead, dead)
 	return nil
 }
 
@@ -314,7 +312,7 @@ func (w *worker) runPull(ctx context.Context) error {
 			continue
 		}
 		if len(msgs) == 0 {
-			w.succeeded(0)
+			w.succeeded(0, 0)
 			continue
 		}
 		if err := w.pull(ctx, msgs); err != nil {
@@ -390,12 +388,7 @@ func (w *worker) pull(ctx context.Context, msgs []wireMessage) error {
 			dead++
 		}
 	}
-	w.succeeded(len(msgs) - dead)
-	if dead > 0 {
-		w.mu.Lock()
-		w.status.DeadLettered += int64(dead)
-		w.mu.Unlock()
-	}
+	w.succeeded(len(msgs)-dead, dead)
 	return nil
 }
 
