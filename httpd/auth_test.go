@@ -185,7 +185,8 @@ func wireLevel(method, path string) httpd.Level {
 		method == "DELETE" && strings.HasPrefix(path, "/api/v1/consumer-groups/"),
 		path == "/api/v1/stats/refresh",
 		method == "DELETE" && snapshots,
-		path == "/api/v1/forwarders" || strings.HasPrefix(path, "/api/v1/forwarders/"):
+		path == "/api/v1/forwarders" || strings.HasPrefix(path, "/api/v1/forwarders/"),
+		method == "DELETE" && path == "/api/v1/dlq":
 		return httpd.Admin
 	case method == "GET" && (strings.HasPrefix(path, "/api/v1/resources/") || strings.HasPrefix(path, "/api/v1/messages") ||
 		strings.HasPrefix(path, "/api/v1/dlq") || strings.HasPrefix(path, "/api/v1/status") ||

@@ -63,9 +63,10 @@ var routeLevels = map[string]Level{
 	"DELETE /api/v1/snapshots/:name": Admin,
 
 	// Operator routes: the DLQ listing is read-only, a re-drive appends
-	// messages, so read-write.
+	// messages, so read-write; a purge destroys them, so admin.
 	"GET /api/v1/dlq":          ReadOnly,
 	"POST /api/v1/dlq/redrive": ReadWrite,
+	"DELETE /api/v1/dlq":       Admin,
 
 	// Resources: reads read-only, deleting a queue admin.
 	"GET /api/v1/resources/overview":         ReadOnly,

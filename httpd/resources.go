@@ -14,6 +14,7 @@ import (
 func (s *Server) operatorRoutes() {
 	s.handle("GET", "/api/v1/dlq", s.listDLQ)
 	s.handle("POST", "/api/v1/dlq/redrive", s.redriveDLQ)
+	s.handle("DELETE", "/api/v1/dlq", s.purgeDLQ)
 
 	s.handle("GET", "/api/v1/resources/overview", s.resourcesOverview)
 	s.handle("GET", "/api/v1/resources/queues", s.resourcesQueues)

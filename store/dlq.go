@@ -287,3 +287,80 @@ func jsonStrings(ss []string) string {
 	}
 	return string(append(buf, ']'))
 }
+
+// Bounds of one DLQ purge.
+const (
+	// DefaultPurgeLimit caps how many DLQ rows one purge deletes, so one
+	// call is one bounded commit; call again while Remaining > 0.
+	DefaultPurgeLimit = 10000
+	// MaxPurgeLimit is the most rows one purge may delete.
+	MaxPurgeLimit = 100000
+)
+
+// PurgeRequest selects dead-lettered rows to delete for good.
+type PurgeRequest struct {
+	Tenant    string
+	Queue     string
+	Group     string
+	Partition string
+	From, To  *time.Time // bounds on the time the message failed, inclusive
+	IDs       []string   // message ids as ListDLQ reports them; nil = every matching row, empty = none
+	// All must be set to purge with no filter at all: an empty request
+	// would otherwise wipe the tenant's whole DLQ.
+	All   bool
+	Limit int // rows deleted; <= 0 means DefaultPurgeLimit, capped at MaxPurgeLimit
+}
+
+// Filtered reports whether req narrows the purge by anything.
+func (req *PurgeRequest) Filtered() bool {
+	return req.Queue != "" || req.Group != "" || req.Partition != "" || req.From != nil || req.To != nil || req.IDs != nil
+}
+
+// PurgeResult counts what a purge did.
+type PurgeResult struct {
+	// Deleted is the number of DLQ rows removed.
+	Deleted int64
+	// Remaining is the number of rows still matching the request.
+	Remaining int64
+}
+
+// PurgeDLQ deletes dead-lettered rows of req.Tenant matching req, oldest
+// failure first, in one commit. Nothing is appended anywhere: the messages
+// are gone from the DLQ for good. A request with no filter is refused
+// unless req.All is set.
+func (s *Store) PurgeDLQ(ctx context.Context, req PurgeRequest) (*PurgeResult, error) {
+	if !req.Filtered() && !req.All {
+		return nil, fmt.Errorf("%w: a purge needs a filter (queue, consumerGroup, partition, from, to or ids), or all=true to delete every dead letter", ErrInvalid)
+	}
+	limit := req.Limit
+	if limit <= 0 {
+		limit = DefaultPurgeLimit
+	}
+	limit = min(limit, MaxPurgeLimit)
+	f := DLQFilter{Tenant: req.Tenant, Queue: req.Queue, Group: req.Group, Partition: req.Partition, From: req.From, To: req.To}
+	where, args := f.where()
+	if req.IDs != nil {
+		where += ` AND message_id IN (SELECT value FROM json_each(?))`
+		args = append(args, jsonStrings(req.IDs))
+	}
+	res := &PurgeResult{}
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		*res = PurgeResult{}
+		del, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE id IN (SELECT id FROM dlq WHERE `+where+`
+			ORDER BY failed_at, id LIMIT ?)`, append(append([]any{}, args...), limit)...)
+		if err != nil {
+			return fmt.Errorf("purge dead letters: %w", err)
+		}
+		if res.Deleted, err = del.RowsAffected(); err != nil {
+			return fmt.Errorf("purge dead letters: %w", err)
+		}
+		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&res.Remaining); err != nil {
+			return fmt.Errorf("count dead letters: %w", err)
+		}
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}

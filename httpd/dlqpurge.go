@@ -1,0 +1,76 @@
+package httpd
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+)
+
+// purgeParams are the query parameters DELETE /api/v1/dlq understands.
+// Any other is refused: a misspelt filter must not widen a purge.
+var purgeParams = map[string]bool{"queue": true, "consumerGroup": true, "partition": true, "from": true, "to": true,
+	"ids": true, "all": true, "limit": true}
+
+// purgeDLQ deletes dead letters for good: the filters of the listing, plus
+// ids (comma-separated or repeated) and limit. With no filter it answers
+// 400 unless all=true, so an empty DELETE cannot wipe the DLQ.
+func (s *Server) purgeDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	q := r.URL.Query()
+	for k := range q {
+		if !purgeParams[k] {
+			writeError(w, http.StatusBadRequest, "unknown parameter "+strconv.Quote(k)+
+				": a purge takes queue, consumerGroup, partition, from, to, ids, all and limit")
+			return
+		}
+	}
+	from, okFrom := queryTime(q.Get("from"))
+	to, okTo := queryTime(q.Get("to"))
+	if !okFrom || !okTo {
+		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
+		return
+	}
+	req := broker.PurgeRequest{Tenant: tenant(r.Context()), Queue: q.Get("queue"), Group: q.Get("consumerGroup"),
+		Partition: q.Get("partition"), From: from, To: to}
+	if vs, ok := q["ids"]; ok {
+		req.IDs = []string{}
+		for _, v := range vs {
+			for _, id := range strings.Split(v, ",") {
+				if id = strings.TrimSpace(id); id == "" {
+					writeError(w, http.StatusBadRequest, "ids must be a comma-separated list of message ids")
+					return
+				}
+				req.IDs = append(req.IDs, id)
+			}
+		}
+	}
+	switch q.Get("all") {
+	case "", "false":
+	case "true":
+		req.All = true
+	default:
+		writeError(w, http.StatusBadRequest, "all must be true or false")
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "limit must be a non-negative integer")
+			return
+		}
+		req.Limit = min(n, broker.MaxPurgeLimit)
+	}
+	if !req.Filtered() && !req.All {
+		writeError(w, http.StatusBadRequest, "a purge needs a filter (queue, consumerGroup, partition, from, to or ids), or all=true to delete every dead letter")
+		return
+	}
+	res, err := s.b.PurgeDLQ(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "deleted": res.Deleted, "remaining": res.Remaining})
+}
