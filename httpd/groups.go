@@ -73,6 +73,12 @@ type groupPartitionOut struct {
 	OffsetLag      int64   `json:"offsetLag"`
 	TimeLagSeconds int64   `json:"timeLagSeconds"`
 	LeaseActive    bool    `json:"leaseActive"`
+	// comb's additions, so a read-only token sees where the group stands:
+	// the highest offset completed, the highest written, the first kept.
+	// null when the cursor went between the two reads.
+	CommittedOffset *int64 `json:"committedOffset"`
+	LastOffset      *int64 `json:"lastOffset"`
+	LogStart        *int64 `json:"logStart"`
 }
 
 func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -82,6 +88,11 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, ps httprouter.
 		return
 	}
 	lags, err := s.b.Group(r.Context(), tenant(r.Context()), group)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	offsets, err := s.b.GroupOffsets(r.Context(), tenant(r.Context()), group)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -96,11 +107,15 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, ps httprouter.
 			q = &queueOut{Partitions: []groupPartitionOut{}}
 			out[l.Queue] = q
 		}
-		q.Partitions = append(q.Partitions, groupPartitionOut{
+		po := groupPartitionOut{
 			Partition: l.Partition, PartitionID: l.PartitionID, WorkerID: nullString(l.LeaseID),
 			LastConsumedAt: nullTime(l.LastConsumedAt), TotalConsumed: l.TotalConsumed, OffsetLag: l.OffsetLag,
 			TimeLagSeconds: int64(l.TimeLag / time.Second), LeaseActive: l.LeaseActive,
-		})
+		}
+		if o, ok := offsets[l.PartitionID]; ok {
+			po.CommittedOffset, po.LastOffset, po.LogStart = &o.Committed, &o.LastOffset, &o.LogStart
+		}
+		q.Partitions = append(q.Partitions, po)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
