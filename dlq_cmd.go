@@ -16,8 +16,9 @@ import (
 const dlqUsage = `Usage:
   comb dlq [flags]            list dead-lettered messages, newest first
   comb dlq redrive [flags]    append dead-lettered messages back to their queue
+  comb dlq purge [flags]      delete dead-lettered messages for good (admin)
 
-Both talk to a running server: --url (env COMB_URL, default
+All talk to a running server: --url (env COMB_URL, default
 http://127.0.0.1:6632), with Authorization: Bearer $COMB_TOKEN when set.
 `
 
@@ -25,6 +26,9 @@ http://127.0.0.1:6632), with Authorization: Bearer $COMB_TOKEN when set.
 func (m *Main) dlq(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "redrive" {
 		return m.dlqRedrive(ctx, args[1:])
+	}
+	if len(args) > 0 && args[0] == "purge" {
+		return m.dlqPurge(ctx, args[1:])
 	}
 	fs := flag.NewFlagSet("dlq", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -137,6 +141,81 @@ func (m *Main) dlqRedrive(ctx context.Context, args []string) error {
 		if *limit > 0 || res.Remaining == 0 || res.Deleted == 0 {
 			_, err := fmt.Fprintf(m.Stdout, "re-drove %d messages to %s (%d already re-driven), removed %d DLQ rows, %d left\n",
 				redriven, *queue, duplicates, deleted, res.Remaining)
+			return err
+		}
+	}
+}
+
+// dlqPurge runs "comb dlq purge ...". It needs a filter or --all, as the
+// server does. Without --limit it calls the server until nothing matching
+// is left, each call one bounded commit.
+func (m *Main) dlqPurge(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("dlq purge", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() { fmt.Fprint(m.Stderr, dlqUsage, "\nFlags of comb dlq purge:\n"); fs.PrintDefaults() }
+	cl := m.apiFlags(fs)
+	queue := fs.String("queue", "", "only this queue")
+	group := fs.String("group", "", "only rows of this consumer group")
+	partition := fs.String("partition", "", "only this partition")
+	from := fs.String("from", "", "only messages that failed at or after this time (RFC 3339 or YYYY-MM-DD)")
+	to := fs.String("to", "", "only messages that failed at or before this time")
+	ids := fs.String("ids", "", "only these message ids (comma-separated, as comb dlq --json shows them)")
+	all := fs.Bool("all", false, "allow a purge with no filter: every dead letter of the tenant")
+	limit := fs.Int("limit", 0, "delete at most this many rows in one call (0 = all, in batches)")
+	dryRun := fs.Bool("dry-run", false, "only say how many dead letters match")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("dlq purge: unexpected argument %q", fs.Arg(0))
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"queue": *queue, "consumerGroup": *group, "partition": *partition,
+		"from": *from, "to": *to, "ids": *ids} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if len(q) == 0 && !*all {
+		fs.Usage()
+		return fmt.Errorf("dlq purge: give a filter (--queue, --group, --partition, --from, --to, --ids) or --all")
+	}
+	if *dryRun {
+		if *ids != "" {
+			return fmt.Errorf("dlq purge: --dry-run counts by filters; it cannot count --ids")
+		}
+		q.Set("limit", "1")
+		body, err := cl.do(ctx, http.MethodGet, "/api/v1/dlq?"+q.Encode(), nil)
+		if err != nil {
+			return err
+		}
+		var reply struct{ Total int64 }
+		if err := json.Unmarshal(body, &reply); err != nil {
+			return fmt.Errorf("dlq purge: decode reply: %w", err)
+		}
+		_, err = fmt.Fprintf(m.Stdout, "%d dead letters match; nothing deleted (dry run)\n", reply.Total)
+		return err
+	}
+	if *all {
+		q.Set("all", "true")
+	}
+	if *limit > 0 {
+		q.Set("limit", strconv.Itoa(*limit))
+	}
+	var deleted int64
+	for {
+		body, err := cl.do(ctx, http.MethodDelete, "/api/v1/dlq?"+q.Encode(), nil)
+		if err != nil {
+			return err
+		}
+		var res struct{ Deleted, Remaining int64 }
+		if err := json.Unmarshal(body, &res); err != nil {
+			return fmt.Errorf("dlq purge: decode reply: %w", err)
+		}
+		deleted += res.Deleted
+		if *limit > 0 || res.Remaining == 0 || res.Deleted == 0 {
+			_, err := fmt.Fprintf(m.Stdout, "purged %d dead letters, %d left\n", deleted, res.Remaining)
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -61,5 +62,60 @@ func TestDLQCommandSendsToken(t *testing.T) {
 	}
 	if got != "Bearer tok-123" {
 		t.Fatalf("Authorization = %q", got)
+	}
+}
+
+func TestDLQPurgeCommandDeletesWhatItsFiltersMatchInBatches(t *testing.T) {
+	srv := combtest.MustServer(t, combtest.Options{})
+	var items []map[string]any
+	for i := range 5 {
+		items = append(items, map[string]any{"queue": "cli", "partition": "a", "payload": i, "transactionId": fmt.Sprintf("a%d", i)},
+			map[string]any{"queue": "cli", "partition": "b", "payload": i, "transactionId": fmt.Sprintf("b%d", i)})
+	}
+	srv.Push(items...)
+	for _, p := range []string{"a", "b"} {
+		for _, m := range srv.Pop("/api/v1/pop/queue/cli/partition/" + p + "?batch=100").Messages {
+			srv.Do("POST", "/api/v1/ack", map[string]any{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
+				"leaseId": m.LeaseID, "status": "dlq"})
+		}
+	}
+	total := func(query string) int {
+		var out struct{ Total int }
+		srv.Do("GET", "/api/v1/dlq?"+query, nil).JSON(t, &out)
+		return out.Total
+	}
+	if total("") != 10 {
+		t.Fatalf("seeded %d dead letters, want 10", total(""))
+	}
+
+	// No filter and no --all: refused before any request.
+	if _, err := runComb(t, srv, nil, "dlq", "purge"); err == nil || !strings.Contains(err.Error(), "or --all") {
+		t.Fatalf("purge without a filter: %v", err)
+	}
+	out, err := runComb(t, srv, nil, "dlq", "purge", "--queue", "cli", "--partition", "a", "--dry-run")
+	if err != nil || !strings.Contains(out, "5 dead letters match; nothing deleted") {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	if total("") != 10 {
+		t.Fatal("a dry run deleted something")
+	}
+	// --limit makes one call of that size.
+	out, err = runComb(t, srv, nil, "dlq", "purge", "--queue", "cli", "--partition", "a", "--limit", "2")
+	if err != nil || !strings.Contains(out, "purged 2 dead letters, 3 left") {
+		t.Fatalf("purge --limit 2: %v\n%s", err, out)
+	}
+	if total("partition=a") != 3 || total("partition=b") != 5 {
+		t.Fatalf("after purging 2 of a: a %d, b %d", total("partition=a"), total("partition=b"))
+	}
+	// Server errors come back with the server's text and delete nothing.
+	if _, err := runComb(t, srv, nil, "dlq", "purge", "--from", "yesterday"); err == nil || !strings.Contains(err.Error(), "from and to must be") {
+		t.Fatalf("purge with a bad time: %v", err)
+	}
+	out, err = runComb(t, srv, nil, "dlq", "purge", "--all")
+	if err != nil || !strings.Contains(out, "purged 8 dead letters, 0 left") {
+		t.Fatalf("purge --all: %v\n%s", err, out)
+	}
+	if total("") != 0 {
+		t.Fatalf("%d dead letters after purge --all", total(""))
 	}
 }
