@@ -249,7 +249,7 @@ func TestConsoleViewsDriveTheBrokerInABrowser(t *testing.T) {
 
 	p.show("#/queues/orders", "#queue-groups tbody tr td a")
 	p.until(`document.querySelector("#queue-config").textContent.includes("retention")`)
-	// Committed offsets and heads come from a dry-run seek: p0 has completed offsets 0 to 5.
+	// Committed offsets and heads come with the group detail: p0 has completed offsets 0 to 5.
 	p.until(`[...document.querySelectorAll("#queue-groups tbody tr")].some(r => r.textContent.includes("p0") && r.cells[2].textContent === "5")`)
 	p.shot("queue-detail")
 
@@ -421,7 +421,14 @@ func TestConsoleShowsAReadOnlyTokenNoDestructiveButtons(t *testing.T) {
 
 	p.signIn("/ui/#/queues", f.reader)
 	p.wait(`#queue-list tr[data-queue="orders"]`)
-	p.show("#/groups/billing/orders", `#group-partitions tr[data-partition="p0"]`)
+	// Offsets come from read-only routes: a reader sees them too.
+	p.show("#/queues/orders", "#queue-groups tbody tr td a")
+	p.until(`[...document.querySelectorAll("#queue-groups tbody tr")].some(r => r.textContent.includes("p0") && r.cells[2].textContent === "5")`)
+	p.until(`[...document.querySelectorAll("#queue-partitions tbody tr")].some(r => r.cells[0].textContent === "p1" && r.cells[1].textContent === "20")`)
+	p.show("#/groups/billing/orders", `#group-partitions tr[data-partition="p0"] td.committed`)
+	if got := p.text(`#group-partitions tr[data-partition="p0"] td.committed`); got != "5" {
+		t.Fatalf("a reader sees p0's committed offset as %q, want 5", got)
+	}
 	p.show("#/snapshots", `tr[data-snapshot="before-replay"]`)
 	p.show("#/dlq", "#dlq-list tbody tr")
 	p.show("#/messages", "#message-list tbody tr")
@@ -434,7 +441,7 @@ func TestConsoleShowsAReadOnlyTokenNoDestructiveButtons(t *testing.T) {
 	for _, hash := range []string{"#/overview", "#/queues", "#/groups", "#/groups/billing/orders", "#/snapshots", "#/dlq"} {
 		p.do("show "+hash, chromedp.Evaluate[chromedp.Void](fmt.Sprintf("location.hash = %q", hash)))
 		p.until(`document.querySelectorAll("#main tbody tr").length > 0`)
-		n := eval[int](p, `document.querySelectorAll("button.danger, #seek-open, #snapshot-now, #dlq-redrive-all, .skip-end, .seek-here, .dlq-pick, #maint-push, #snapshot-create").length`)
+		n := eval[int](p, `document.querySelectorAll("button.danger, #seek-open, #snapshot-now, #dlq-redrive-all, #dlq-purge-all, #dlq-purge-selected, .skip-end, .seek-here, .edit-snapshot, .dlq-pick, #maint-push, #snapshot-create").length`)
 		if n != 0 {
 			t.Fatalf("%s shows %d actions a read-only token cannot take", hash, n)
 		}
@@ -448,6 +455,9 @@ func TestConsoleShowsAReadOnlyTokenNoDestructiveButtons(t *testing.T) {
 	}
 	if r := reader.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "payments"}); r.Status != http.StatusForbidden {
 		t.Fatalf("reader redrive: %d %s, want 403", r.Status, r.Body)
+	}
+	if r := reader.Do("DELETE", "/api/v1/dlq?queue=payments", nil); r.Status != http.StatusForbidden {
+		t.Fatalf("reader purge: %d %s, want 403", r.Status, r.Body)
 	}
 	if got := f.dlqTotal(t, "payments"); got != 6 {
 		t.Fatalf("dead letters = %d after refused calls, want 6", got)

@@ -1,7 +1,7 @@
-// Dead letters: filter, see the top errors, redrive a selection or every
-// match (total shown first, then what moved and what remains).
+// Dead letters: filter, see the top errors, redrive or purge a selection
+// or every match (total shown first, then what moved and what remains).
 import { h, put, table, fmtNum, fmtTime, payloadText, confirmAction } from "./dom.js";
-import { get, post, qs } from "./api.js";
+import { get, post, del, qs } from "./api.js";
 
 const PAGE = 100;
 
@@ -27,6 +27,10 @@ export function render(ctx, root) {
   if (ctx.can("read-write")) {
     tools.append(h("button", { type: "button", id: "dlq-redrive-selected", onclick: redriveSelected }, "Redrive selected"),
       h("button", { type: "button", id: "dlq-redrive-all", class: "primary", onclick: redriveAll }, "Redrive all matching…"));
+  }
+  if (ctx.can("admin")) {
+    tools.append(h("button", { type: "button", id: "dlq-purge-selected", class: "danger", onclick: purgeSelected }, "Purge selected"),
+      h("button", { type: "button", id: "dlq-purge-all", class: "danger", onclick: purgeAll }, "Purge all matching…"));
   }
   put(root, h("h1", {}, "Dead letters"), form, summary, tools, result, h("div", { class: "two wide-left" }, list, errors), pager);
 
@@ -68,6 +72,47 @@ export function render(ctx, root) {
       if (q.partition) body.partition = q.partition;
       const r = await post("/api/v1/dlq/redrive", body);
       showResult(`All of ${fmtNum(count.total)} matching`, r);
+      refresh();
+    } catch (err) { ctx.fail(err); }
+  }
+
+  function showPurged(what, deleted, remaining) {
+    put(result, h("div", { class: "card result" }, h("strong", {}, what + ": "),
+      `deleted ${fmtNum(deleted)}, remaining ${fmtNum(remaining)}`));
+  }
+
+  async function purgeSelected() {
+    const ids = rows.filter((m) => selected.has(m.id)).map((m) => m.id);
+    if (!ids.length) return ctx.flash("Select rows first", "error");
+    if (!await confirmAction("Purge", `Delete ${ids.length} selected dead letter(s) for good? They are not redriven.`, { label: "Purge" })) return;
+    try {
+      const r = await del("/api/v1/dlq" + qs({ ids: ids.join(",") }));
+      showPurged("Selected rows", r.deleted, r.remaining);
+      selected.clear();
+      refresh();
+    } catch (err) { ctx.fail(err); }
+  }
+
+  // A purge of every match runs in bounded batches until none is left.
+  // With no filter the broker wants all=true, and the user types it too.
+  async function purgeAll() {
+    const q = filters();
+    const unfiltered = Object.values(q).every((v) => !v);
+    try {
+      const count = await get("/api/v1/dlq" + qs({ ...q, limit: 1 }));
+      if (!count.total) return ctx.flash("No dead letter matches", "error");
+      const text = unfiltered ? `${fmtNum(count.total)} dead letter(s) match: no filter is set, so this is every dead letter. Delete them all for good?`
+        : `${fmtNum(count.total)} dead letter(s) match. Delete them all for good? They are not redriven.`;
+      if (!await confirmAction("Purge all matching", text, { label: `Purge ${count.total}`, typed: unfiltered ? "purge all" : undefined })) return;
+      const query = qs(unfiltered ? { all: "true" } : q);
+      let deleted = 0;
+      let r;
+      do {
+        r = await del("/api/v1/dlq" + query);
+        deleted += r.deleted;
+      } while (r.remaining > 0 && r.deleted > 0);
+      showPurged(`All of ${fmtNum(count.total)} matching`, deleted, r.remaining);
+      selected.clear();
       refresh();
     } catch (err) { ctx.fail(err); }
   }

@@ -69,8 +69,10 @@ function detail(ctx, root, group, queue) {
     try {
       const d = await get("/api/v1/consumer-groups/" + seg(group));
       const ps = (d[queue] || { partitions: [] }).partitions;
-      put(parts, h("h2", {}, "Partitions"), table(["Partition", "Lag", "Time lag", "Consumed", "Last consumed", "Lease", ""],
-        ps.map((p) => h("tr", { "data-partition": p.partition }, h("td", {}, p.partition), h("td", { class: "num lag" }, fmtNum(p.offsetLag)),
+      put(parts, h("h2", {}, "Partitions"), table(["Partition", "Committed", "Last offset", "Log start", "Lag", "Time lag", "Consumed", "Last consumed", "Lease", ""],
+        ps.map((p) => h("tr", { "data-partition": p.partition }, h("td", {}, p.partition),
+          h("td", { class: "num committed" }, fmtNum(p.committedOffset)), h("td", { class: "num" }, fmtNum(p.lastOffset)),
+          h("td", { class: "num" }, fmtNum(p.logStart)), h("td", { class: "num lag" }, fmtNum(p.offsetLag)),
           h("td", { class: "num" }, fmtSecs(p.timeLagSeconds)), h("td", { class: "num" }, fmtNum(p.totalConsumed)),
           h("td", {}, fmtTime(p.lastConsumedAt)), h("td", {}, p.leaseActive ? "leased" : "–"),
           h("td", {}, ctx.can("read-write") && p.offsetLag > 0 ? h("button", { type: "button", class: "small skip-end", onclick: () =>

@@ -1,7 +1,7 @@
 // Queues: a filterable list, and one queue's configuration, retention,
 // partitions and each group's committed offset and lag per partition.
 import { h, put, table, fmtNum, fmtTime, confirmAction } from "./dom.js";
-import { get, post, del, seg } from "./api.js";
+import { get, del, seg } from "./api.js";
 import { seekDialog } from "./seek.js";
 
 export function render(ctx, root, params) {
@@ -62,23 +62,14 @@ function detail(ctx, root, name) {
       put(conf, h("h2", {}, "Configuration"), h("dl", { class: "kv" }, kv.map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))])));
 
       const qGroups = gs.filter((g) => g.queueName === name);
-      // The committed offset and the head of each partition come from a
-      // dry-run seek to the end: it moves nothing and needs read-write.
+      // Committed offsets and each partition's head come with the group
+      // detail, a read-only route.
       const heads = {};
       const detailByGroup = {};
-      const committed = {}; // group -> partition -> offset
       await Promise.all(qGroups.map(async (g) => {
         const d = await get("/api/v1/consumer-groups/" + seg(g.name));
         detailByGroup[g.name] = (d[name] || { partitions: [] }).partitions;
-        if (ctx.can("read-write")) {
-          try {
-            const pv = await post(`/api/v1/consumer-groups/${seg(g.name)}/queues/${seg(name)}/seek`, { toEnd: true, dryRun: true });
-            for (const p of pv.partitions) {
-              heads[p.partition] = p.to;
-              (committed[g.name] ||= {})[p.partition] = p.from;
-            }
-          } catch { /* offsets are extra detail */ }
-        }
+        for (const p of detailByGroup[g.name]) if (p.lastOffset != null) heads[p.partition] = p.lastOffset;
       }));
       put(parts, h("h2", {}, "Partitions"), table(["Partition", "Last offset", "Total", "Pending", "Processing", "Dead", "Oldest", "Newest"],
         st.partitions.map((p) => h("tr", {}, h("td", {}, p.name), h("td", { class: "num" }, heads[p.name] === undefined ? "–" : fmtNum(heads[p.name])),
@@ -90,9 +81,9 @@ function detail(ctx, root, name) {
       for (const g of qGroups) {
         const ps = detailByGroup[g.name] || [];
         for (const p of ps) {
-          const c = (committed[g.name] || {})[p.partition];
+          const c = p.committedOffset;
           rows.push(h("tr", {}, h("td", {}, h("a", { href: `#/groups/${seg(g.name)}/${seg(name)}` }, g.name)), h("td", {}, p.partition),
-            h("td", { class: "num" }, c === undefined ? "–" : fmtNum(c)), h("td", { class: "num" }, fmtNum(p.offsetLag)),
+            h("td", { class: "num" }, c == null ? "–" : fmtNum(c)), h("td", { class: "num" }, fmtNum(p.offsetLag)),
             h("td", { class: "num" }, fmtNum(p.timeLagSeconds) + " s"), h("td", {}, fmtTime(p.lastConsumedAt))));
         }
       }

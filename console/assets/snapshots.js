@@ -80,8 +80,8 @@ export function render(ctx, root) {
           h("td", { class: "buttons" },
             ctx.can("read-write") && s.consumerGroup ? h("button", { type: "button", class: "small seek-here", onclick: () =>
               seekDialog(ctx, { group: s.consumerGroup, queue: s.queue, mode: "snapshot", snapshot: s.name }).then(refresh) }, "Seek a group here…") : null,
-            ctx.can("read-write") ? h("button", { type: "button", class: "small", onclick: () => edit(s) }, "Edit") : null,
-            ctx.can("admin") ? h("button", { type: "button", class: "small danger", onclick: () => remove(s) }, "Delete") : null)))));
+            ctx.can("read-write") ? h("button", { type: "button", class: "small edit-snapshot", onclick: () => edit(s) }, "Edit") : null,
+            ctx.can("admin") ? h("button", { type: "button", class: "small danger delete-snapshot", onclick: () => remove(s) }, "Delete") : null)))));
     } catch (err) { ctx.fail(err); }
   }
   refresh();
