@@ -160,6 +160,19 @@ func TestConsoleSeeksByTimeEditsAndDeletesInABrowser(t *testing.T) {
 	if got := f.dlqTotal(t, "payments"); got != 5 {
 		t.Fatalf("a cancelled purge deleted something: %d left", got)
 	}
+	// With no filter the purge means every dead letter: the name must be typed.
+	p.fill("#dlq-queue", "")
+	p.click("#dlq-purge-all")
+	p.wait("#confirm-typed")
+	if got := p.text("dialog[open] p"); !strings.Contains(got, "every dead letter") {
+		t.Fatalf("unfiltered purge confirmation = %q", got)
+	}
+	if !eval[bool](p, `document.querySelector("#confirm-ok").disabled`) {
+		t.Fatal("an unfiltered purge is offered without typing")
+	}
+	p.click("#confirm-cancel")
+	p.do("dialog closes", chromedp.WaitNotPresent(chromedp.CSS("dialog[open]")))
+	p.fill("#dlq-queue", "payments")
 	p.click("#dlq-purge-all")
 	p.click("#confirm-ok")
 	p.until(`document.querySelector("#dlq-result").textContent.includes("deleted 5, remaining 0")`)
