@@ -83,10 +83,13 @@ func (w *wtx) push(tenant string, items []PushItem, results []PushResult, strict
 		if err != nil {
 			return err
 		}
+		// An id named twice in this call is a repeat as well.
+		repeated := make(map[string]bool, len(ids))
 		for _, id := range ids {
-			if _, ok := stored[id]; ok || pp.ids[id] {
+			if _, ok := stored[id]; ok || pp.ids[id] || repeated[id] {
 				return fmt.Errorf("%w: transactionId %q already exists", ErrInvalid, id)
 			}
+			repeated[id] = true
 		}
 	}
 	for i := range items {
