@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs N kill -9 cycles of comb serve under mixed load (pushes, pops, acks,
+# autoAck pops, seeks, retention sweeps) on one database file, checking after
+# every restart that no answered push is lost and nothing consumed comes back.
+# Usage: scripts/crashloop/crashloop.sh [cycles]   (default 100)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cycles="${1:-100}"
+exec go test . -run '^TestKillNineUnderMixedLoadLosesNothing$' -count=1 -v -timeout 0 -crash.cycles="$cycles"
