@@ -85,8 +85,8 @@ func modelBudget(t *testing.T) time.Duration {
 }
 
 // TestTheBrokerAgreesWithTheModelAfterEveryStep is the model test. By
-// default it runs 200 cases (10 with -short; -rapid.checks sets another
-// number); with a time budget it runs batches of them until it is spent.
+// default it runs 150 cases of about 80 steps (10 cases of 40 with -short;
+// -rapid.checks and -rapid.steps set others); with a time budget it runs batches of them until it is spent.
 func TestTheBrokerAgreesWithTheModelAfterEveryStep(t *testing.T) {
 	budget := modelBudget(t)
 	checks := 0
@@ -100,7 +100,10 @@ func TestTheBrokerAgreesWithTheModelAfterEveryStep(t *testing.T) {
 	case testing.Short():
 		flag.Set("rapid.checks", "10")
 	default:
-		flag.Set("rapid.checks", "200")
+		flag.Set("rapid.checks", "150")
+	}
+	if !slices.ContainsFunc(os.Args, func(a string) bool { return strings.Contains(a, "rapid.steps") }) {
+		flag.Set("rapid.steps", "80")
 	}
 	dir := t.TempDir()
 	prop := func(rt *rapid.T) {
@@ -308,12 +311,42 @@ func (m *model) queueParts(queue string) []*mPart {
 	return out
 }
 
+// subscribed draws a (group, queue) pair that has subscribed, or pops to
+// make one when none has.
+func (m *model) subscribed(rt *rapid.T) (string, string, bool) {
+	var pairs []string
+	for k, ok := range m.subs {
+		if ok {
+			pairs = append(pairs, k)
+		}
+	}
+	if len(pairs) == 0 {
+		m.pop(rt)
+		return "", "", false
+	}
+	slices.Sort(pairs)
+	group, queue, _ := strings.Cut(rapid.SampledFrom(pairs).Draw(rt, "groupQueue"), "|")
+	return group, queue, true
+}
+
+// delivered draws an unacked delivery, or pops when there is none.
+func (m *model) delivered(rt *rapid.T) (delivery, bool) {
+	if len(m.out) == 0 {
+		m.pop(rt)
+		return delivery{}, false
+	}
+	return m.out[rapid.IntRange(0, len(m.out)-1).Draw(rt, "delivery")], true
+}
+
 func (m *model) actions() map[string]func(*rapid.T) {
 	a := map[string]func(*rapid.T){
 		"":             m.check,
 		"push":         m.push,
 		"pushRejected": m.pushRejected,
 		"pop":          m.pop,
+		"pop2":         m.pop,
+		"push2":        m.push,
+		"ack2":         m.ack,
 		"ack":          m.ack,
 		"advanceClock": m.advance,
 		"extend":       m.extend,
@@ -545,10 +578,10 @@ func (m *model) applyPop(rt *rapid.T, req broker.PopRequest, msgs []broker.Messa
 // ack acknowledges one delivered message, completed or failed, with the
 // lease it came with; the lease may have expired or been replaced since.
 func (m *model) ack(rt *rapid.T) {
-	if len(m.out) == 0 {
-		rt.Skip("nothing delivered")
+	d, ok := m.delivered(rt)
+	if !ok {
+		return
 	}
-	d := m.out[rapid.IntRange(0, len(m.out)-1).Draw(rt, "delivery")]
 	status := rapid.SampledFrom([]string{store.AckCompleted, store.AckCompleted, store.AckFailed}).Draw(rt, "status")
 	rt.Logf("ack %s %s/%s offset %d group=%q lease %s", status, d.queue, d.part, d.off, d.group, d.lease)
 	res, err := m.b.Ack(context.Background(), "", "", []broker.AckItem{{TxnID: d.txid, PartitionID: d.uuid,
@@ -617,7 +650,8 @@ func (m *model) ackAhead(rt *rapid.T) {
 		}
 	}
 	if len(cands) == 0 {
-		rt.Skip("no live lease with messages past its batch")
+		m.pop(rt) // no live lease with messages past its batch
+		return
 	}
 	d := cands[rapid.IntRange(0, len(cands)-1).Draw(rt, "delivery")]
 	c, p := m.cursor(d.group, d.queue, d.part), m.parts[d.queue+"/"+d.part]
@@ -674,10 +708,10 @@ func (m *model) clockBack(rt *rapid.T) {
 
 // extend extends a delivered batch's lease over HTTP.
 func (m *model) extend(rt *rapid.T) {
-	if len(m.out) == 0 {
-		rt.Skip("nothing delivered")
+	d, ok := m.delivered(rt)
+	if !ok {
+		return
 	}
-	d := m.out[rapid.IntRange(0, len(m.out)-1).Draw(rt, "delivery")]
 	choices := []int64{1, 30, 600}
 	if pathOn("extendWrap") {
 		choices = append(choices, 9_300_000_000, hugeSeconds)
@@ -712,10 +746,9 @@ func (m *model) extend(rt *rapid.T) {
 }
 
 func (m *model) snapshot(rt *rapid.T) {
-	group := rapid.SampledFrom(mGroups).Draw(rt, "group")
-	queue := rapid.SampledFrom(mQueues).Draw(rt, "queue")
-	if !m.subs[group+"|"+queue] {
-		rt.Skip("group not subscribed")
+	group, queue, ok := m.subscribed(rt)
+	if !ok {
+		return
 	}
 	m.seq++
 	name := fmt.Sprintf("s%d", m.seq)
@@ -735,10 +768,9 @@ func (m *model) snapshot(rt *rapid.T) {
 
 // seek moves a subscribed group by time, offset, to the end or to a snapshot.
 func (m *model) seek(rt *rapid.T) {
-	group := rapid.SampledFrom(mGroups).Draw(rt, "group")
-	queue := rapid.SampledFrom(mQueues).Draw(rt, "queue")
-	if !m.subs[group+"|"+queue] {
-		rt.Skip("group not subscribed")
+	group, queue, ok := m.subscribed(rt)
+	if !ok {
+		return
 	}
 	req := broker.SeekRequest{Group: group, Queue: queue}
 	parts := m.queueParts(queue)
@@ -755,10 +787,8 @@ func (m *model) seek(rt *rapid.T) {
 			want[p.name] = p.last()
 		}
 	case "offset":
-		if len(parts) != 1 {
-			rt.Skip("offset seeks name one partition")
-		}
-		p := parts[0]
+		p := parts[len(parts)-1] // an offset seek names one partition
+		req.Partition, parts = p.name, []*mPart{p}
 		off := rapid.Int64Range(p.logStart-1, p.last()).Draw(rt, "offset")
 		req.Target.Offset = &off
 		want[p.name] = off
@@ -783,7 +813,8 @@ func (m *model) seek(rt *rapid.T) {
 			}
 		}
 		if len(names) == 0 {
-			rt.Skip("no snapshot of the queue")
+			m.snapshot(rt)
+			return
 		}
 		slices.Sort(names)
 		name := rapid.SampledFrom(names).Draw(rt, "snapshot")
@@ -967,7 +998,8 @@ func (m *model) cancelPop(rt *rapid.T) {
 	group := rapid.SampledFrom(mGroups).Draw(rt, "group")
 	autoAck := pathOn("cancelAutoAck") && rapid.Bool().Draw(rt, "autoAck")
 	if len(m.due(group, queue, "")) > 0 || !m.subs[group+"|"+queue] {
-		rt.Skip("the pop would not park")
+		m.pop(rt) // a pop would not park
+		return
 	}
 	rt.Logf("pop %s group=%q autoAck=%v over HTTP, woken by a push and abandoned", queue, group, autoAck)
 	ctx, cancel := context.WithCancel(context.Background())
