@@ -949,9 +949,26 @@ func (m *model) sweepDuringPop(rt *rapid.T) {
 	if err != nil || popErr != nil {
 		rt.Fatalf("sweep: %v; pop: %v", err, popErr)
 	}
+	// The pop ran before the sweep if it delivered what the sweep then
+	// removed; otherwise it must deliver from what the sweep left.
+	popFirst := false
+	if len(res.Messages) > 0 {
+		var start int64
+		if err := m.b.Store().ReadDB().QueryRow(`SELECT log_start FROM partitions WHERE uuid = ?`,
+			res.Messages[0].PartitionID).Scan(&start); err != nil {
+			rt.Fatalf("read log_start: %v", err)
+		}
+		popFirst = res.Messages[0].Offset < start
+	}
+	if popFirst {
+		m.applyPop(rt, req, res.Messages, res.LeaseID, false)
+		for q := range m.opts {
+			allowed[q] = m.deletable(q)
+		}
+		m.adoptLogStarts(rt, allowed)
+		return
+	}
 	m.adoptLogStarts(rt, allowed)
-	// The pop may have run before or after the sweep; it must deliver from
-	// where the group stood, minus what the sweep may have removed first.
 	m.applyPop(rt, req, res.Messages, res.LeaseID, false)
 }
 
