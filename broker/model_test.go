@@ -85,7 +85,7 @@ func modelBudget(t *testing.T) time.Duration {
 }
 
 // TestTheBrokerAgreesWithTheModelAfterEveryStep is the model test. By
-// default it runs 150 cases of about 80 steps (10 cases of 40 with -short;
+// default it runs 100 cases of about 80 steps (10 cases of 40 with -short;
 // -rapid.checks and -rapid.steps set others); with a time budget it runs batches of them until it is spent.
 func TestTheBrokerAgreesWithTheModelAfterEveryStep(t *testing.T) {
 	budget := modelBudget(t)
@@ -100,7 +100,7 @@ func TestTheBrokerAgreesWithTheModelAfterEveryStep(t *testing.T) {
 	case testing.Short():
 		flag.Set("rapid.checks", "10")
 	default:
-		flag.Set("rapid.checks", "150")
+		flag.Set("rapid.checks", "100")
 	}
 	if !slices.ContainsFunc(os.Args, func(a string) bool { return strings.Contains(a, "rapid.steps") }) {
 		flag.Set("rapid.steps", "80")
