@@ -1,0 +1,226 @@
+// Command bench runs comb and an embedded NATS JetStream server side by side
+// on this machine, drives both with the same payload and concurrency, and
+// prints one table of rates and ratios.
+//
+// comb runs as a separate `comb serve` process built from the repository,
+// so the HTTP path is measured as clients see it; JetStream runs embedded in
+// this process, once with its default flush policy and once with
+// sync_always, which fsyncs every write the way comb does every commit.
+//
+//	cd bench && go run . -duration 5s
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+type config struct {
+	repo       string
+	combBin    string
+	duration   time.Duration
+	conns      int
+	partitions int
+	consumers  int
+	popBatch   int
+	prefill    int
+	groups     int
+	fanPrefill int
+	only       string
+	keep       bool
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.repo, "repo", "..", "comb repository to build `comb serve` from")
+	flag.StringVar(&cfg.combBin, "comb", "", "use this comb binary instead of building one")
+	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "length of each push run and the longest a drain may take")
+	flag.IntVar(&cfg.conns, "conns", 50, "producer connections in push runs")
+	flag.IntVar(&cfg.partitions, "partitions", 10, "partitions (subjects) producers spread over")
+	flag.IntVar(&cfg.consumers, "consumers", 8, "consumers of one group in the pop+ack run")
+	flag.IntVar(&cfg.popBatch, "popbatch", 100, "messages per pop / fetch")
+	flag.IntVar(&cfg.prefill, "prefill", 100000, "messages stored before the pop+ack run")
+	flag.IntVar(&cfg.groups, "groups", 10, "consumer groups in the fan-out run")
+	flag.IntVar(&cfg.fanPrefill, "fanout-prefill", 20000, "messages stored before the fan-out run (each group reads them all)")
+	flag.StringVar(&cfg.only, "only", "", "comma-separated rows to run (push1,push10,push100,popack,fanout); empty runs all")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// row is one shape measured on every system.
+type row struct {
+	key   string
+	label string
+	comb  func(ctx context.Context, c *combServer) (float64, error)
+	js    func(ctx context.Context, j *jsServer) (float64, error)
+}
+
+func run(ctx context.Context, cfg config) error {
+	dir, err := os.MkdirTemp("", "comb-bench-")
+	if err != nil {
+		return err
+	}
+	if !cfg.keep {
+		defer os.RemoveAll(dir)
+	}
+	bin := cfg.combBin
+	if bin == "" {
+		bin = filepath.Join(dir, "comb")
+		fmt.Fprintln(os.Stderr, "building comb from", cfg.repo)
+		if err := buildComb(ctx, cfg.repo, bin); err != nil {
+			return err
+		}
+	}
+	pl := newPayloads()
+	fmt.Fprintf(os.Stderr, "payload %d bytes, %d conns, %d partitions, %s per run\n", len(pl.at(0)), cfg.conns, cfg.partitions, cfg.duration)
+
+	push := func(batch int) row {
+		return row{
+			key:   "push" + strconv.Itoa(batch),
+			label: fmt.Sprintf("push batch %d, %d conns, %d partitions", batch, cfg.conns, cfg.partitions),
+			comb: func(ctx context.Context, c *combServer) (float64, error) {
+				return c.push(ctx, cfg, pl, "orders", batch)
+			},
+			js: func(ctx context.Context, j *jsServer) (float64, error) {
+				return j.push(ctx, cfg, pl, batch)
+			},
+		}
+	}
+	rows := []row{
+		push(1), push(10), push(100),
+		{
+			key:   "popack",
+			label: fmt.Sprintf("pop+ack batch %d, %d consumers of 1 group, %d partitions", cfg.popBatch, cfg.consumers, cfg.consumers),
+			comb: func(ctx context.Context, c *combServer) (float64, error) {
+				return c.popAck(ctx, cfg, pl, cfg.consumers, cfg.consumers, 1, cfg.prefill)
+			},
+			js: func(ctx context.Context, j *jsServer) (float64, error) {
+				return j.fetchAck(ctx, cfg, pl, cfg.consumers, cfg.consumers, 1, cfg.prefill)
+			},
+		},
+		{
+			key:   "fanout",
+			label: fmt.Sprintf("fan-out: %d groups x 1 consumer, pop+ack batch %d, %d partitions", cfg.groups, cfg.popBatch, cfg.consumers),
+			comb: func(ctx context.Context, c *combServer) (float64, error) {
+				return c.popAck(ctx, cfg, pl, cfg.consumers, 1, cfg.groups, cfg.fanPrefill)
+			},
+			js: func(ctx context.Context, j *jsServer) (float64, error) {
+				return j.fetchAck(ctx, cfg, pl, cfg.consumers, 1, cfg.groups, cfg.fanPrefill)
+			},
+		},
+	}
+	if cfg.only != "" {
+		want := map[string]bool{}
+		for _, k := range strings.Split(cfg.only, ",") {
+			want[strings.TrimSpace(k)] = true
+		}
+		kept := rows[:0]
+		for _, r := range rows {
+			if want[r.key] {
+				kept = append(kept, r)
+			}
+		}
+		rows = kept
+	}
+
+	type outcome struct {
+		comb, jsDefault, jsSync float64
+		mem                     memStats
+	}
+	results := make([]outcome, len(rows))
+	for i, r := range rows {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var o outcome
+		// Every system gets a fresh store for every row, so no run pays for
+		// the previous one's backlog.
+		c, err := startComb(ctx, bin, filepath.Join(dir, fmt.Sprintf("comb-%d", i)))
+		if err != nil {
+			return err
+		}
+		o.comb, err = r.comb(ctx, c)
+		o.mem = c.stop()
+		if err != nil {
+			return fmt.Errorf("comb %s: %w", r.label, err)
+		}
+		fmt.Fprintf(os.Stderr, "%-60s comb        %9.0f msg/s\n", r.label, o.comb)
+		for _, sync := range []bool{false, true} {
+			j, err := startJetStream(filepath.Join(dir, fmt.Sprintf("js-%d-%v", i, sync)), sync)
+			if err != nil {
+				return err
+			}
+			rate, err := r.js(ctx, j)
+			j.stop()
+			if err != nil {
+				return fmt.Errorf("jetstream %s: %w", r.label, err)
+			}
+			name := "js default"
+			if sync {
+				o.jsSync, name = rate, "js fsync"
+			} else {
+				o.jsDefault = rate
+			}
+			fmt.Fprintf(os.Stderr, "%-60s %-11s %9.0f msg/s\n", r.label, name, rate)
+		}
+		results[i] = o
+	}
+
+	fmt.Printf("\ncomb vs NATS JetStream, same machine, same run; %d-byte JSON payload; %s per run\n\n", len(pl.at(0)), cfg.duration)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "shape\tcomb msg/s\tJS default msg/s\tcomb/JS default\tJS fsync msg/s\tcomb/JS fsync\tcomb RSS idle/peak MB\tcomb disk B/msg\t")
+	for i, r := range rows {
+		o := results[i]
+		disk := "-"
+		if o.mem.bytesPerMsg > 0 {
+			disk = fmt.Sprintf("%.0f", o.mem.bytesPerMsg)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2fx\t%.0f\t%.2fx\t%.1f / %.1f\t%s\t\n", r.label, o.comb, o.jsDefault, ratio(o.comb, o.jsDefault),
+			o.jsSync, ratio(o.comb, o.jsSync), o.mem.idleMB, o.mem.peakMB, disk)
+	}
+	tw.Flush()
+	fmt.Println("\nJS default: async publish, fsync every 2 min (JetStream's default); JS fsync: sync_always.")
+	fmt.Println("comb answers a push or an ack only after its commit is fsynced (synchronous=FULL).")
+	return nil
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// payloads are the message bodies both systems carry: one JSON order of
+// about 200 bytes per sequence number, built ahead of time so that building
+// them costs neither side anything while measured.
+type payloads struct{ bodies [][]byte }
+
+func newPayloads() *payloads {
+	const n = 4096
+	p := &payloads{bodies: make([][]byte, n)}
+	for i := range n {
+		p.bodies[i] = fmt.Appendf(nil,
+			`{"orderId":"ord-%08d","customerId":"cus-%06d","items":[{"sku":"SKU-%05d","qty":%d,"price":%d.99},{"sku":"SKU-%05d","qty":1,"price":4.50}],"currency":"EUR","total":%d.49,"status":"placed","ts":1764547200%03d}`,
+			i, i%99991, i%50000, 1+i%5, 10+i%90, (i*7)%50000, 15+i%90, i%1000)
+	}
+	return p
+}
+
+func (p *payloads) at(i int64) []byte { return p.bodies[i%int64(len(p.bodies))] }
