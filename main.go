@@ -107,6 +107,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	maxBody := fs.Int64("max-body-bytes", httpd.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
 	maxDB := fs.Int64("max-db-bytes", 0, "cap on the database file in bytes (0 = the disk's size); writes past it get 507 until retention or deletes make room")
 	batchOps := fs.Int("max-batch-ops", 0, "most writes fused into one commit (0 = default 1024; 1 turns group commit off, to measure it)")
+	pprofAddr := fs.String("pprof", m.env("COMB_PPROF", ""), "serve Go's profiles at /debug/pprof/ on this loopback address, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -144,6 +145,14 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err := checkBind(ln.Addr(), auth, authCfg.allowInsecureBind, log); err != nil {
 		ln.Close()
 		return err
+	}
+	if *pprofAddr != "" {
+		stopPprof, err := startPprof(*pprofAddr, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopPprof()
 	}
 	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode, MaxBatchOps: *batchOps, MaxDBBytes: *maxDB,
 		RetentionInterval: ret.interval, SnapshotSweepInterval: ret.snapshots, EncryptionKey: ret.key, Logger: log})
