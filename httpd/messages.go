@@ -213,7 +213,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, pushResultsJSON(results))
+	writeJSONBytes(w, http.StatusCreated, appendPushResults(make([]byte, 0, 256*len(results)), results))
 }
 
 // producerSub is the verified subject of the caller; "" without auth.
@@ -299,15 +299,11 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		s.releaseUndelivered(r, res.LeaseID)
 		return
 	}
-	out := popOut{Success: true, Queue: res.Queue, Partition: res.Partition, PartitionID: res.PartitionID,
-		LeaseID: res.LeaseID, ConsumerGroup: res.Group, PartitionsClaimed: res.PartitionsClaimed,
-		Messages: make([]popMessageOut, len(res.Messages))}
-	for i, m := range res.Messages {
-		out.Messages[i] = popMessageOut{ID: m.ID, TransactionID: m.TxnID, PartitionID: m.PartitionID, Partition: m.Partition,
-			Queue: m.Queue, LeaseID: m.LeaseID, ConsumerGroup: m.Group, Data: m.Payload, CreatedAt: fmtMicro(m.CreatedAt),
-			TraceID: nullString(m.TraceID), ProducerSub: nullString(m.ProducerSub), RetryCount: m.RetryCount}
+	size := 256
+	for i := range res.Messages {
+		size += 400 + len(res.Messages[i].Payload)
 	}
-	body, err := json.Marshal(out)
+	body, err := appendPop(make([]byte, 0, size), res)
 	if err != nil {
 		s.releaseUndelivered(r, res.LeaseID)
 		s.fail(w, r, fmt.Errorf("encode pop reply: %w", err))
@@ -329,6 +325,19 @@ func (s *Server) releaseUndelivered(r *http.Request, leaseID string) {
 	if _, err := s.b.ReleaseLease(context.WithoutCancel(r.Context()), tenant(r.Context()), leaseID); err != nil {
 		s.log.Error("releasing the lease of an undelivered pop", "leaseId", leaseID, "err", err)
 	}
+}
+
+// popJSON is the reply appendPop encodes, as a struct.
+func popJSON(res *broker.PopResult) popOut {
+	out := popOut{Success: true, Queue: res.Queue, Partition: res.Partition, PartitionID: res.PartitionID,
+		LeaseID: res.LeaseID, ConsumerGroup: res.Group, PartitionsClaimed: res.PartitionsClaimed,
+		Messages: make([]popMessageOut, len(res.Messages))}
+	for i, m := range res.Messages {
+		out.Messages[i] = popMessageOut{ID: m.ID, TransactionID: m.TxnID, PartitionID: m.PartitionID, Partition: m.Partition,
+			Queue: m.Queue, LeaseID: m.LeaseID, ConsumerGroup: m.Group, Data: m.Payload, CreatedAt: fmtMicro(m.CreatedAt),
+			TraceID: nullString(m.TraceID), ProducerSub: nullString(m.ProducerSub), RetryCount: m.RetryCount}
+	}
+	return out
 }
 
 // --- ack ---------------------------------------------------------------
@@ -397,7 +406,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ackResultsJSON(results))
+	writeJSONBytes(w, http.StatusOK, appendAckResults(make([]byte, 0, 160*len(results)), results))
 }
 
 func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -437,7 +446,7 @@ func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ackResultsJSON(results))
+	writeJSONBytes(w, http.StatusOK, appendAckResults(make([]byte, 0, 160*len(results)), results))
 }
 
 // --- transaction -------------------------------------------------------

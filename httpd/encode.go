@@ -1,0 +1,180 @@
+package httpd
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/store"
+)
+
+// The replies of push, pop and ack are the hot path: they are appended
+// directly instead of through encoding/json's reflection, which measured
+// as a large share of the HTTP layer's CPU. Each appender writes exactly
+// the bytes json.Marshal writes for the matching struct (pushOut, popOut,
+// ackOut); encode_test.go holds them to that.
+
+// writeJSONBytes answers body, already encoded.
+func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// appendString appends s as json.Marshal does. Plain ASCII, the common case,
+// is copied; anything that json.Marshal escapes or replaces (quotes,
+// backslashes, control and HTML characters, non-ASCII) goes through it.
+func appendString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always encodes
+			return append(buf, b...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
+// appendNullString appends "" as null, like nullString does.
+func appendNullString(buf []byte, s string) []byte {
+	if s == "" {
+		return append(buf, "null"...)
+	}
+	return appendString(buf, s)
+}
+
+// appendRaw appends a stored payload as json.Marshal does a json.RawMessage:
+// compacted, HTML characters escaped. Payloads were validated at push, and
+// one without whitespace, HTML characters or non-ASCII bytes is already in
+// that form, so it is copied without being parsed again.
+func appendRaw(buf []byte, raw []byte) ([]byte, error) {
+	if len(raw) == 0 {
+		return append(buf, "null"...), nil
+	}
+	for _, c := range raw {
+		if c <= ' ' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+			b, err := json.Marshal(json.RawMessage(raw))
+			if err != nil {
+				return buf, err
+			}
+			return append(buf, b...), nil
+		}
+	}
+	return append(buf, raw...), nil
+}
+
+// appendPushResults encodes what pushResultsJSON would.
+func appendPushResults(buf []byte, results []store.PushResult) []byte {
+	buf = append(buf, '[')
+	for i := range results {
+		res := &results[i]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"index":`...)
+		buf = strconv.AppendInt(buf, int64(i), 10)
+		buf = append(buf, `,"transaction_id":`...)
+		buf = appendString(buf, res.TxnID)
+		buf = append(buf, `,"transactionId":`...)
+		buf = appendString(buf, res.TxnID)
+		buf = append(buf, `,"status":`...)
+		buf = appendString(buf, res.Status)
+		buf = append(buf, `,"message_id":`...)
+		buf = appendString(buf, res.MessageID)
+		buf = append(buf, `,"partition_id":`...)
+		buf = appendString(buf, res.PartitionID)
+		buf = append(buf, `,"trace_id":`...)
+		buf = appendNullString(buf, res.TraceID)
+		buf = append(buf, `,"queueName":`...)
+		buf = appendString(buf, res.Queue)
+		buf = append(buf, '}')
+	}
+	return append(buf, ']')
+}
+
+// appendAckResults encodes what ackResultsJSON would.
+func appendAckResults(buf []byte, results []store.AckResult) []byte {
+	buf = append(buf, '[')
+	for i := range results {
+		res := &results[i]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"index":`...)
+		buf = strconv.AppendInt(buf, int64(i), 10)
+		buf = append(buf, `,"transactionId":`...)
+		buf = appendString(buf, res.TxnID)
+		buf = append(buf, `,"success":`...)
+		buf = strconv.AppendBool(buf, res.Success)
+		buf = append(buf, `,"error":`...)
+		buf = appendNullString(buf, res.Error)
+		buf = append(buf, `,"queueName":`...)
+		buf = appendNullString(buf, res.Queue)
+		buf = append(buf, `,"partitionName":`...)
+		buf = appendNullString(buf, res.Partition)
+		buf = append(buf, `,"leaseReleased":`...)
+		buf = strconv.AppendBool(buf, res.LeaseReleased)
+		buf = append(buf, `,"dlq":`...)
+		buf = strconv.AppendBool(buf, res.DLQ)
+		buf = append(buf, '}')
+	}
+	return append(buf, ']')
+}
+
+// appendPop encodes the popOut the pop handler would build from res.
+func appendPop(buf []byte, res *broker.PopResult) ([]byte, error) {
+	buf = append(buf, `{"success":true`...)
+	buf = append(buf, `,"queue":`...)
+	buf = appendString(buf, res.Queue)
+	buf = append(buf, `,"partition":`...)
+	buf = appendString(buf, res.Partition)
+	buf = append(buf, `,"partitionId":`...)
+	buf = appendString(buf, res.PartitionID)
+	buf = append(buf, `,"leaseId":`...)
+	buf = appendString(buf, res.LeaseID)
+	buf = append(buf, `,"consumerGroup":`...)
+	buf = appendString(buf, res.Group)
+	buf = append(buf, `,"partitionsClaimed":`...)
+	buf = strconv.AppendInt(buf, int64(res.PartitionsClaimed), 10)
+	buf = append(buf, `,"messages":[`...)
+	var err error
+	for i := range res.Messages {
+		m := &res.Messages[i]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"id":`...)
+		buf = appendString(buf, m.ID)
+		buf = append(buf, `,"transactionId":`...)
+		buf = appendString(buf, m.TxnID)
+		buf = append(buf, `,"partitionId":`...)
+		buf = appendString(buf, m.PartitionID)
+		buf = append(buf, `,"partition":`...)
+		buf = appendString(buf, m.Partition)
+		buf = append(buf, `,"queue":`...)
+		buf = appendString(buf, m.Queue)
+		buf = append(buf, `,"leaseId":`...)
+		buf = appendString(buf, m.LeaseID)
+		buf = append(buf, `,"consumerGroup":`...)
+		buf = appendString(buf, m.Group)
+		buf = append(buf, `,"data":`...)
+		if buf, err = appendRaw(buf, m.Payload); err != nil {
+			return nil, err
+		}
+		buf = append(buf, `,"createdAt":`...)
+		// A formatted time is plain ASCII: no escaping to do.
+		buf = append(buf, '"')
+		buf = m.CreatedAt.UTC().AppendFormat(buf, timeMicro)
+		buf = append(buf, '"')
+		buf = append(buf, `,"traceId":`...)
+		buf = appendNullString(buf, m.TraceID)
+		buf = append(buf, `,"producerSub":`...)
+		buf = appendNullString(buf, m.ProducerSub)
+		buf = append(buf, `,"retryCount":`...)
+		buf = strconv.AppendInt(buf, m.RetryCount, 10)
+		buf = append(buf, '}')
+	}
+	return append(buf, "]}"...), nil
+}

@@ -1,0 +1,106 @@
+package httpd
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/store"
+)
+
+// strs are strings json.Marshal copies as they are and strings it escapes
+// or rewrites, so the appenders' fast path and fallback are both checked.
+var strs = []string{"", "orders", "0198c0de-7a1b-7c2d-8e3f-0123456789ab", `quo"te`, `back\slash`,
+	"tab\there", "new\nline", "<script>&", "héllo", "\u2028\u2029", "bad\xffutf8", "\x00\x1f"}
+
+var payloads = [][]byte{nil, []byte(`null`), []byte(`{"a":1,"b":[true,false,null],"c":"x"}`),
+	[]byte(`{ "a" : 1 ,
+	"b" : "spaced" }`), []byte(`{"h":"<b>&amp;</b>"}`), []byte(`{"u":"héllo \u2028"}`), []byte(`"str"`), []byte(`12.5e3`),
+	[]byte("{\"raw\":\"\u2028\"}")}
+
+func TestReplyAppendersWriteWhatEncodingJSONWrites(t *testing.T) {
+	var pushes []store.PushResult
+	var acks []store.AckResult
+	res := &broker.PopResult{Queue: "q<1>", Partition: "p", PartitionID: "pid", LeaseID: "lease", Group: "g\"", PartitionsClaimed: 3}
+	for i, s := range strs {
+		other := strs[(i+5)%len(strs)]
+		pushes = append(pushes, store.PushResult{TxnID: s, Status: store.StatusQueued, MessageID: other, PartitionID: s,
+			TraceID: other, Queue: s, Offset: int64(i)})
+		acks = append(acks, store.AckResult{TxnID: s, Success: i%2 == 0, Error: other, Queue: s, Partition: other,
+			LeaseReleased: i%3 == 0, DLQ: i%4 == 0})
+		for j, p := range payloads {
+			res.Messages = append(res.Messages, store.Message{ID: s, TxnID: other, PartitionID: s, Partition: other, Queue: s,
+				LeaseID: other, Group: s, Payload: p, CreatedAt: time.Date(2026, 7, 30, 8, 0, j, 123456789, time.UTC),
+				TraceID: other, ProducerSub: s, RetryCount: int64(i * j)})
+		}
+	}
+	same := func(name string, got []byte, v any) {
+		t.Helper()
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%s: json.Marshal: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+	same("push", appendPushResults(nil, pushes), pushResultsJSON(pushes))
+	same("push, none", appendPushResults(nil, nil), pushResultsJSON(nil))
+	same("ack", appendAckResults(nil, acks), ackResultsJSON(acks))
+	got, err := appendPop(nil, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("pop", got, popJSON(res))
+}
+
+func TestAPopOfAnInvalidStoredPayloadFailsInsteadOfSendingIt(t *testing.T) {
+	res := &broker.PopResult{Messages: []store.Message{{Payload: []byte(`{"a": nope}`)}}}
+	if _, err := appendPop(nil, res); err == nil {
+		t.Error("appendPop passed an invalid payload through")
+	}
+}
+
+// BenchmarkReplies compares the appenders with encoding/json on a pop of
+// 100 ~200-byte orders and a push reply of 100 items.
+func BenchmarkReplies(b *testing.B) {
+	res := &broker.PopResult{Queue: "orders", Partition: "p1", PartitionID: "0198c0de-7a1b-8c2d-8e3f-0123456789ab",
+		LeaseID: "0198c0de-7a1b-7c2d-8e3f-0123456789ab", Group: "workers", PartitionsClaimed: 1}
+	pushes := make([]store.PushResult, 100)
+	for i := range 100 {
+		res.Messages = append(res.Messages, store.Message{ID: "0198c0de-7a1b-8c2d-8e3f-0123456789ab",
+			TxnID: "0198c0de-7a1b-7c2d-8e3f-0123456789ab", PartitionID: res.PartitionID, Partition: "p1", Queue: "orders",
+			LeaseID: res.LeaseID, Group: "workers", CreatedAt: time.Now(),
+			Payload: []byte(`{"orderId":"ord-00000042","customerId":"cus-000042","items":[{"sku":"SKU-00042","qty":3,"price":52.99},{"sku":"SKU-00294","qty":1,"price":4.50}],"currency":"EUR","total":57.49,"status":"placed","ts":1764547200042}`)})
+		pushes[i] = store.PushResult{TxnID: "0198c0de-7a1b-7c2d-8e3f-0123456789ab", Status: store.StatusQueued,
+			MessageID: "0198c0de-7a1b-8c2d-8e3f-0123456789ab", PartitionID: res.PartitionID, Queue: "orders", Offset: int64(i)}
+	}
+	b.Run("pop/encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(popJSON(res)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pop/append", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := appendPop(make([]byte, 0, 100*600), res); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("push/encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(pushResultsJSON(pushes)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("push/append", func(b *testing.B) {
+		for b.Loop() {
+			appendPushResults(make([]byte, 0, 256*100), pushes)
+		}
+	})
+}
