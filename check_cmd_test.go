@@ -98,7 +98,7 @@ func TestCheckFindsGapsCursorsPastTheEndAndOrphanRows(t *testing.T) {
 	tamper(t, path,
 		`DELETE FROM segments WHERE base_offset = 5`,
 		`UPDATE cursors SET committed = 40`,
-		`INSERT INTO txids (partition_id, txn_id, offset) VALUES (999, 'lost', 0)`,
+		`INSERT INTO txids (partition_id, txn_key, offset) VALUES (999, 1, 0)`,
 		`INSERT INTO cursors (partition_id, group_name, committed, created_at) VALUES (998, 'ghost', 3, 0)`)
 	out, err := runCheck(t, path)
 	if err == nil {

@@ -75,12 +75,16 @@ CREATE UNIQUE INDEX segments_partition_offset ON segments (partition_id, base_of
 -- cost does not grow with the backlog.
 CREATE INDEX segments_partition_time ON segments (partition_id, created_at);
 
--- Producer dedup: (partition, transactionId) -> offset.
+-- Producer dedup: (partition, transactionId) -> offset. txn_key is a
+-- 64-bit key computed from the transactionId (store/txnkey.go), not unique
+-- to it: a key found is confirmed against the id stored in the frame at
+-- its offset. An integer key keeps this table, the only one with a row per
+-- message, about a third of the size a text key made it.
 CREATE TABLE txids (
     partition_id INTEGER NOT NULL,
-    txn_id       TEXT    NOT NULL,
+    txn_key      INTEGER NOT NULL,
     offset       INTEGER NOT NULL,
-    PRIMARY KEY (partition_id, txn_id)
+    PRIMARY KEY (partition_id, txn_key, offset)
 ) STRICT, WITHOUT ROWID;
 
 -- One row per (partition, consumer group): everything a group knows.

@@ -38,7 +38,7 @@ func TestUpDownUp(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO queues (uuid, name, created_at) VALUES ('q', 'orders', 1);
 		INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES ('p', 1, 'Default', 1);
 		INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data) VALUES (1, 0, 1, 1, 0, 1, 0, x'00');
-		INSERT INTO txids (partition_id, txn_id, offset) VALUES (1, 't', 0);
+		INSERT INTO txids (partition_id, txn_key, offset) VALUES (1, 1, 0);
 		INSERT INTO cursors (partition_id, group_name, committed, created_at) VALUES (1, 'g', -1, 1);
 		INSERT INTO subscriptions (queue_id, group_name, mode, created_at) VALUES (1, 'g', 'all', 1);`); err != nil {
 		t.Fatalf("insert rows: %v", err)

@@ -227,7 +227,7 @@ var rowChecks = []struct{ check, query string }{
 		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
 		WHERE c.lease_id IS NOT NULL AND (c.lease_from < 0 OR c.lease_to > p.last_offset OR c.lease_from > c.lease_to)`},
 	{"bounds", `SELECT q.tenant, q.name, p.name, t.offset, t.offset,
-			'dedup key ' || quote(t.txn_id) || ' past last_offset ' || p.last_offset
+			'dedup key ' || t.txn_key || ' past last_offset ' || p.last_offset
 		FROM txids t JOIN partitions p ON p.id = t.partition_id JOIN queues q ON q.id = p.queue_id
 		WHERE t.offset > p.last_offset OR t.offset < 0`},
 	{"bounds", `SELECT q.tenant, q.name, p.name, t.offset, t.offset,

@@ -227,13 +227,13 @@ func TestAnAckNeverMovesTheCursorPastItsBatch(t *testing.T) {
 	}
 	// The transactionIds of c and d, which this batch did not receive.
 	var far []string
-	rows, _ := s.rdb.Query(`SELECT txn_id FROM txids WHERE offset >= 2 ORDER BY offset`)
-	for rows.Next() {
-		var id string
-		rows.Scan(&id)
-		far = append(far, id)
+	var partID int64
+	if err := s.rdb.QueryRow(`SELECT id FROM partitions`).Scan(&partID); err != nil {
+		t.Fatal(err)
 	}
-	rows.Close()
+	if err := txnIDsAt(ctx, s.rdb, partID, []int64{2, 3}, func(_ int64, txn string) { far = append(far, txn) }); err != nil || len(far) != 2 {
+		t.Fatal(far, err)
+	}
 	pid := res.Messages[0].PartitionID
 	for _, it := range []AckItem{
 		{TxnID: far[1], PartitionID: pid, LeaseID: res.LeaseID},

@@ -378,16 +378,12 @@ type MessageDetail struct {
 // tombstoned messages are all ErrMessageNotFound.
 func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn string) (*Queue, *Partition, int64, error) {
 	var p Partition
-	var created, off int64
-	var queueID int64
+	var created, queueID int64
 	err := db.QueryRowContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at,
-			p.created_at, t.offset, q.id FROM partitions p
-		JOIN queues q ON q.id = p.queue_id
-		JOIN txids t ON t.partition_id = p.id AND t.txn_id = ?
-		WHERE p.uuid = ? AND q.tenant = ? AND t.offset >= p.log_start
-			AND NOT EXISTS (SELECT 1 FROM tombstones x WHERE x.partition_id = p.id AND x.offset = t.offset)`,
-		txn, partitionUUID, tenant).Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart,
-		&p.LastSegmentAt, &created, &off, &queueID)
+			p.created_at, q.id FROM partitions p JOIN queues q ON q.id = p.queue_id
+		WHERE p.uuid = ? AND q.tenant = ?`,
+		partitionUUID, tenant).Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart,
+		&p.LastSegmentAt, &created, &queueID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, 0, ErrMessageNotFound
 	}
@@ -395,6 +391,22 @@ func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn st
 		return nil, nil, 0, fmt.Errorf("locate message: %w", err)
 	}
 	p.CreatedAt = fromMicros(created)
+	found, err := txnOffsets(ctx, db, p.ID, []string{txn})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("locate message: %w", err)
+	}
+	off, ok := found[txn]
+	if !ok || off < p.LogStart {
+		return nil, nil, 0, ErrMessageNotFound
+	}
+	var deleted bool
+	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tombstones WHERE partition_id = ? AND offset = ?)`,
+		p.ID, off).Scan(&deleted); err != nil {
+		return nil, nil, 0, fmt.Errorf("locate message: %w", err)
+	}
+	if deleted {
+		return nil, nil, 0, ErrMessageNotFound
+	}
 	q, err := scanQueue(db.QueryRowContext(ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, queueID))
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("load queue: %w", err)

@@ -119,32 +119,5 @@ func itemsBytes(items []PushItem) int {
 
 // storedTxids returns which of ids partition already holds, with offsets.
 func (w *wtx) storedTxids(partitionID int64, ids []string) (map[string]int64, error) {
-	buf := make([]byte, 0, 40*len(ids))
-	buf = append(buf, '[')
-	for i, id := range ids {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = appendJSONString(buf, id)
-	}
-	buf = append(buf, ']')
-	rows, err := w.QueryContext(w.ctx,
-		// IN (subquery) makes SQLite probe the primary key once per id; a
-		// join lets it scan the partition's whole key range instead.
-		`SELECT txn_id, offset FROM txids WHERE partition_id = ?2 AND txn_id IN (SELECT value FROM json_each(?1))`,
-		string(buf), partitionID)
-	if err != nil {
-		return nil, fmt.Errorf("look up dedup keys: %w", err)
-	}
-	defer rows.Close()
-	found := map[string]int64{}
-	for rows.Next() {
-		var id string
-		var off int64
-		if err := rows.Scan(&id, &off); err != nil {
-			return nil, fmt.Errorf("scan dedup key: %w", err)
-		}
-		found[id] = off
-	}
-	return found, rows.Err()
+	return txnOffsets(w.ctx, w, partitionID, ids)
 }

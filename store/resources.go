@@ -668,8 +668,8 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 		}
 		// Dedup keys in primary-key order: each batch starts where the
 		// last one stopped, so the whole pass is linear.
-		res, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ?1 AND txn_id IN
-			(SELECT txn_id FROM txids WHERE partition_id = ?1 LIMIT ?2)`, p.ID, keyBudget)
+		res, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ?1 AND (txn_key, offset) IN
+			(SELECT txn_key, offset FROM txids WHERE partition_id = ?1 LIMIT ?2)`, p.ID, keyBudget)
 		if err != nil {
 			return false, fmt.Errorf("delete dedup keys: %w", err)
 		}

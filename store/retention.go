@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -390,8 +391,12 @@ func (w *wtx) evict(p *Partition, segs []segMeta) (EvictResult, error) {
 		return res, err
 	}
 	if txns != nil {
+		var ids []string
+		if err := json.Unmarshal([]byte(*txns), &ids); err != nil {
+			return res, fmt.Errorf("evicted transaction ids: %w", err)
+		}
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?
-			AND txn_id IN (SELECT value FROM json_each(?))`, p.ID, newStart, txns); err != nil {
+			AND txn_key IN (SELECT value FROM json_each(?))`, p.ID, newStart, string(appendTxnKeys(nil, ids))); err != nil {
 			return res, fmt.Errorf("delete evicted dedup keys: %w", err)
 		}
 		if err := w.evictTraces(p.UUID, *txns); err != nil {

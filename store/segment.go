@@ -69,16 +69,16 @@ func encodeSegment(c *lz4.Compressor, frames []Frame) (encodedSegment, error) {
 	return seg, nil
 }
 
-// decodeSegment verifies and unpacks a stored segment into want frames.
-func decodeSegment(codec, rawSize int, checksum uint32, data []byte, want int) ([]Frame, error) {
+// segmentBytes verifies a stored segment and returns its packed frames.
+func segmentBytes(codec, rawSize int, checksum uint32, data []byte) ([]byte, error) {
 	if got := crc32.Checksum(data, castagnoli); got != checksum {
 		return nil, fmt.Errorf("%w: checksum %08x, stored %08x", ErrCorrupt, got, checksum)
 	}
-	raw := data
 	switch codec {
 	case codecRaw:
+		return data, nil
 	case codecLZ4:
-		raw = make([]byte, rawSize)
+		raw := make([]byte, rawSize)
 		n, err := lz4.UncompressBlock(data, raw)
 		if err != nil {
 			return nil, fmt.Errorf("%w: decompress: %v", ErrCorrupt, err)
@@ -86,8 +86,17 @@ func decodeSegment(codec, rawSize int, checksum uint32, data []byte, want int) (
 		if n != rawSize {
 			return nil, fmt.Errorf("%w: decompressed %d bytes, want %d", ErrCorrupt, n, rawSize)
 		}
+		return raw, nil
 	default:
 		return nil, fmt.Errorf("%w: unknown codec %d", ErrCorrupt, codec)
+	}
+}
+
+// decodeSegment verifies and unpacks a stored segment into want frames.
+func decodeSegment(codec, rawSize int, checksum uint32, data []byte, want int) ([]Frame, error) {
+	raw, err := segmentBytes(codec, rawSize, checksum, data)
+	if err != nil {
+		return nil, err
 	}
 	frames := make([]Frame, 0, want)
 	for len(raw) > 0 {

@@ -3,7 +3,9 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -54,13 +56,20 @@ func (s *Store) RecordTrace(ctx context.Context, tenant string, in TraceInput) (
 	id := newUUID()
 	names := slices.Compact(slices.Sorted(slices.Values(in.Names)))
 	err := s.submit(ctx, &writeOp{isolated: true, bytes: len(in.Data), apply: func(w *wtx) error {
-		var exists bool
-		if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
-			JOIN txids t ON t.partition_id = p.id AND t.txn_id = ? WHERE p.uuid = ? AND q.tenant = ?)`,
-			in.TxnID, in.PartitionID, tenant).Scan(&exists); err != nil {
+		var partitionID int64
+		err := w.QueryRowContext(w.ctx, `SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id
+			WHERE p.uuid = ? AND q.tenant = ?`, in.PartitionID, tenant).Scan(&partitionID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrMessageNotFound
+		}
+		if err != nil {
 			return fmt.Errorf("look up traced message: %w", err)
 		}
-		if !exists {
+		found, err := txnOffsets(w.ctx, w, partitionID, []string{in.TxnID})
+		if err != nil {
+			return fmt.Errorf("look up traced message: %w", err)
+		}
+		if _, ok := found[in.TxnID]; !ok {
 			return ErrMessageNotFound
 		}
 		res, err := w.ExecContext(w.ctx, `INSERT INTO traces (uuid, tenant, partition_uuid, txn_id, group_name, event_type,

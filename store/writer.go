@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -392,7 +393,7 @@ func (w *wtx) resolveStaged(pp *pendingPart) error {
 func (w *wtx) insertTxids(pp *pendingPart) error {
 	const chunk = 4096
 	base := pp.next - int64(len(pp.frames))
-	buf := make([]byte, 0, 64*min(len(pp.frames), chunk))
+	buf := make([]byte, 0, 20*min(len(pp.frames), chunk))
 	for start := 0; start < len(pp.frames); start += chunk {
 		end := min(start+chunk, len(pp.frames))
 		buf = append(buf[:0], '[')
@@ -400,11 +401,11 @@ func (w *wtx) insertTxids(pp *pendingPart) error {
 			if i > start {
 				buf = append(buf, ',')
 			}
-			buf = appendJSONString(buf, pp.frames[i].TxnID)
+			buf = strconv.AppendInt(buf, txnKey(pp.frames[i].TxnID), 10)
 		}
 		buf = append(buf, ']')
 		if _, err := w.ExecContext(w.ctx,
-			`INSERT INTO txids (partition_id, txn_id, offset)
+			`INSERT INTO txids (partition_id, txn_key, offset)
 			 SELECT ?, value, ? + key FROM json_each(?)`,
 			pp.part.ID, base+int64(start), string(buf)); err != nil {
 			return fmt.Errorf("insert dedup keys: %w", err)

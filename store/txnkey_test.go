@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/comb-broker/comb/internal/clock"
+)
+
+// collidingIDs returns two different UUID-shaped transactionIds with the
+// same dedup key: same first 48 bits, same 15 hash bits.
+func collidingIDs(t *testing.T) (string, string) {
+	t.Helper()
+	seen := map[int64]string{}
+	for i := range 1 << 22 {
+		id := fmt.Sprintf("0198c0de-7a1b-7000-8000-%012x", i)
+		k := txnKey(id)
+		if other, ok := seen[k]; ok {
+			return other, id
+		}
+		seen[k] = id
+	}
+	t.Fatal("no colliding ids found")
+	return "", ""
+}
+
+func TestTransactionIdsSharingADedupKeyStayDistinctMessages(t *testing.T) {
+	s := openTestStore(t, clock.Real{})
+	ctx := context.Background()
+	a, b := collidingIDs(t)
+	if txnKey(a) != txnKey(b) || a == b {
+		t.Fatalf("ids %s and %s do not collide", a, b)
+	}
+	push := func(id string) PushResult {
+		t.Helper()
+		res, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: "p", Payload: []byte(`{"id":"` + id + `"}`), TxnID: id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	ra := push(a)
+	rb := push(b)
+	if ra.Status != StatusQueued || rb.Status != StatusQueued || ra.Offset == rb.Offset {
+		t.Fatalf("colliding ids: %+v and %+v, want both queued at different offsets", ra, rb)
+	}
+	if again := push(a); again.Status != StatusDuplicate || again.Offset != ra.Offset {
+		t.Errorf("repeat of %s: %+v, want duplicate of offset %d", a, again, ra.Offset)
+	}
+	if again := push(b); again.Status != StatusDuplicate || again.Offset != rb.Offset {
+		t.Errorf("repeat of %s: %+v, want duplicate of offset %d", b, again, rb.Offset)
+	}
+	// In one commit too: the second is new, its repeat a duplicate of it.
+	res, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: "p2", Payload: []byte(`1`), TxnID: a},
+		{Queue: "q", Partition: "p2", Payload: []byte(`2`), TxnID: b}, {Queue: "q", Partition: "p2", Payload: []byte(`3`), TxnID: b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Status != StatusQueued || res[1].Status != StatusQueued || res[2].Status != StatusDuplicate || res[2].Offset != res[1].Offset {
+		t.Errorf("one commit: %+v", res)
+	}
+
+	for _, want := range []PushResult{ra, rb} {
+		d, err := s.GetMessage(ctx, "", want.PartitionID, want.TxnID)
+		if err != nil {
+			t.Fatalf("get %s: %v", want.TxnID, err)
+		}
+		if got := string(d.Payload); got != `{"id":"`+want.TxnID+`"}` {
+			t.Errorf("get %s: payload %s", want.TxnID, got)
+		}
+	}
+
+	// Acks complete up to the acked offset, so acking a must resolve to a's
+	// offset for b to stay deliverable.
+	pop, err := s.Pop(ctx, PopRequest{Queue: "q", Partition: "p", Batch: 1})
+	if err != nil || len(pop.Messages) != 1 || pop.Messages[0].TxnID != a {
+		t.Fatalf("pop: %+v %v", pop, err)
+	}
+	acks, err := s.Ack(ctx, "", "", []AckItem{{TxnID: a, PartitionID: ra.PartitionID, LeaseID: pop.Messages[0].LeaseID}})
+	if err != nil || !acks[0].Success {
+		t.Fatalf("ack %s: %+v %v", a, acks, err)
+	}
+	pop, err = s.Pop(ctx, PopRequest{Queue: "q", Partition: "p", Batch: 10})
+	if err != nil || len(pop.Messages) != 1 || pop.Messages[0].TxnID != b {
+		t.Fatalf("after acking %s, pop: %+v %v, want %s still there", a, pop, err, b)
+	}
+}
+
+func TestAnUnknownTransactionIdIsNotFoundEvenWhenItsKeyIsStored(t *testing.T) {
+	s := openTestStore(t, clock.Real{})
+	ctx := context.Background()
+	a, b := collidingIDs(t)
+	res, err := s.Push(ctx, "", []PushItem{{Queue: "q", Payload: []byte(`1`), TxnID: a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetMessage(ctx, "", res[0].PartitionID, b); err != ErrMessageNotFound {
+		t.Errorf("get %s (shares %s's key): %v, want ErrMessageNotFound", b, a, err)
+	}
+}
