@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -39,6 +40,7 @@ func benchShapePush(b *testing.B, batch int) {
 	var seq atomic.Int64
 	b.SetParallelism(max(1, 50/runtimeProcs()))
 	b.ResetTimer()
+	cpu := processCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		items := make([]store.PushItem, batch)
 		for pb.Next() {
@@ -54,6 +56,7 @@ func benchShapePush(b *testing.B, batch int) {
 		}
 	})
 	msgs := float64(b.N * batch)
+	reportCPU(b, processCPU()-cpu, msgs)
 	b.ReportMetric(msgs/b.Elapsed().Seconds(), "msg/s")
 	b.ReportMetric(float64(st.Stats().CommitOps.Load())/float64(max(1, st.Stats().Commits.Load())), "ops/commit")
 	b.StopTimer()
@@ -80,6 +83,7 @@ func benchShapePopAck(b *testing.B, perGroup, groups int) {
 		}
 	}
 	b.ResetTimer()
+	cpu := processCPU()
 	var wg sync.WaitGroup
 	for g := range groups {
 		group := "g" + strconv.Itoa(g)
@@ -109,6 +113,15 @@ func benchShapePopAck(b *testing.B, perGroup, groups int) {
 		}
 	}
 	wg.Wait()
+	reportCPU(b, processCPU()-cpu, float64(stored*groups))
 	b.ReportMetric(float64(stored*groups)/b.Elapsed().Seconds(), "msg/s")
 	b.ReportMetric(float64(st.Stats().CommitOps.Load())/float64(max(1, st.Stats().Commits.Load())), "ops/commit")
+}
+
+// reportCPU reports messages per CPU second of the whole process, the rate
+// to compare between runs on a loaded machine.
+func reportCPU(b *testing.B, cpu time.Duration, msgs float64) {
+	if cpu > 0 {
+		b.ReportMetric(msgs/cpu.Seconds(), "msg/cpu-s")
+	}
 }
