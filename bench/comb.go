@@ -49,7 +49,7 @@ type memStats struct {
 	bytesPerMsg    float64
 }
 
-func startComb(ctx context.Context, bin, dir string) (*combServer, error) {
+func startComb(ctx context.Context, bin, dir, pprofAddr string) (*combServer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -61,6 +61,9 @@ func startComb(ctx context.Context, bin, dir string) (*combServer, error) {
 	ln.Close()
 	c := &combServer{dir: dir, db: filepath.Join(dir, "comb.db"), base: "http://" + addr}
 	c.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", c.db)
+	if pprofAddr != "" {
+		c.cmd.Args = append(c.cmd.Args, "--pprof", pprofAddr)
+	}
 	c.cmd.Env = append(os.Environ(), "COMB_LOG_LEVEL=error")
 	logf, err := os.Create(filepath.Join(dir, "serve.log"))
 	if err != nil {

@@ -36,6 +36,7 @@ type config struct {
 	groups     int
 	fanPrefill int
 	only       string
+	pprof      string
 	keep       bool
 }
 
@@ -52,6 +53,7 @@ func main() {
 	flag.IntVar(&cfg.groups, "groups", 10, "consumer groups in the fan-out run")
 	flag.IntVar(&cfg.fanPrefill, "fanout-prefill", 20000, "messages stored before the fan-out run (each group reads them all)")
 	flag.StringVar(&cfg.only, "only", "", "comma-separated rows to run (push1,push10,push100,popack,fanout); empty runs all")
+	flag.StringVar(&cfg.pprof, "pprof", "", "run comb serve with --pprof on this loopback address, to profile it during a row")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories")
 	flag.Parse()
 
@@ -151,7 +153,7 @@ func run(ctx context.Context, cfg config) error {
 		var o outcome
 		// Every system gets a fresh store for every row, so no run pays for
 		// the previous one's backlog.
-		c, err := startComb(ctx, bin, filepath.Join(dir, fmt.Sprintf("comb-%d", i)))
+		c, err := startComb(ctx, bin, filepath.Join(dir, fmt.Sprintf("comb-%d", i)), cfg.pprof)
 		if err != nil {
 			return err
 		}
