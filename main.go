@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -93,6 +94,9 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 
 func (m *Main) env(key, def string) string { return cmp.Or(m.Getenv(key), def) }
 
+// defaultMemoryLimit is serve's Go heap soft limit unless GOMEMLIMIT is set.
+const defaultMemoryLimit = 32 << 20
+
 func (m *Main) serve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -122,6 +126,12 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	if m.Getenv("GOMEMLIMIT") == "" {
+		// A soft bound on the Go heap, so garbage from bursts of requests
+		// is collected before the edge box's memory is; the live heap is a
+		// few MB, and GOMEMLIMIT overrides this.
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	auth, err := authCfg.authenticator(log)
 	if err != nil {
 		return err
