@@ -286,6 +286,7 @@ func (c *combServer) popAck(ctx context.Context, cfg config, pl *payloads, parti
 	if err := c.prefill(ctx, pl, queue, prefill, partitions); err != nil {
 		return 0, fmt.Errorf("prefill: %w", err)
 	}
+	fmt.Fprintf(os.Stderr, "  comb prefilled %d messages; draining\n", prefill)
 	target := int64(prefill * groups)
 	var acked atomic.Int64
 	start := time.Now()
