@@ -14,7 +14,9 @@ const checkUsage = `Usage:
 Verifies a database without changing it: SQLite's integrity check, every
 segment's checksum, that each partition's segments tile its log with no gap
 or overlap, that cursors, leases and dedup keys lie inside their partition,
-and that no row has lost its owner. The file may be in use by a running
+that no row has lost its owner, and every segment a consumer group met
+damaged and put aside ("quarantine": its offsets, which the groups past it
+did not receive). The file may be in use by a running
 server. Prints one line per finding, naming queue, partition and offsets,
 and exits non-zero when there is any.
 `

@@ -53,6 +53,7 @@ Usage:
   comb dlq [redrive]     list or re-drive dead-lettered messages (comb dlq -h)
   comb groups            list consumer groups with their lag (comb groups -h)
   comb seek              move a consumer group's cursor: replay or skip (comb seek -h)
+  comb quarantine        list damaged segments put aside (comb quarantine -h)
   comb check --db FILE   verify a database offline (comb check -h)
   comb backup --out COPY consistent copy of a running server or a file (comb backup -h)
   comb forward           list, create, pause, resume or delete forwarders (comb forward -h)
@@ -74,6 +75,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.groups(ctx, args[1:])
 	case "seek":
 		return m.seekCmd(ctx, args[1:])
+	case "quarantine":
+		return m.quarantine(ctx, args[1:])
 	case "check":
 		return m.check(ctx, args[1:])
 	case "backup":

@@ -189,7 +189,7 @@ func wireLevel(method, path string) httpd.Level {
 		method == "DELETE" && path == "/api/v1/dlq":
 		return httpd.Admin
 	case method == "GET" && (strings.HasPrefix(path, "/api/v1/resources/") || strings.HasPrefix(path, "/api/v1/messages") ||
-		strings.HasPrefix(path, "/api/v1/dlq") || strings.HasPrefix(path, "/api/v1/status") ||
+		strings.HasPrefix(path, "/api/v1/dlq") || path == "/api/v1/quarantine" || strings.HasPrefix(path, "/api/v1/status") ||
 		strings.HasPrefix(path, "/api/v1/analytics/") || strings.HasPrefix(path, "/api/v1/consumer-groups") ||
 		strings.HasPrefix(path, "/api/v1/traces")),
 		method == "POST" && path == "/streams/v1/state/get",

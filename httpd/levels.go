@@ -62,11 +62,13 @@ var routeLevels = map[string]Level{
 	"PUT /api/v1/snapshots/:name":    ReadWrite,
 	"DELETE /api/v1/snapshots/:name": Admin,
 
-	// Operator routes: the DLQ listing is read-only, a re-drive appends
-	// messages, so read-write; a purge destroys them, so admin.
+	// Operator routes: the DLQ and quarantine listings are read-only, a
+	// re-drive appends messages, so read-write; a purge destroys them, so
+	// admin.
 	"GET /api/v1/dlq":          ReadOnly,
 	"POST /api/v1/dlq/redrive": ReadWrite,
 	"DELETE /api/v1/dlq":       Admin,
+	"GET /api/v1/quarantine":   ReadOnly,
 
 	// Resources: reads read-only, deleting a queue admin.
 	"GET /api/v1/resources/overview":         ReadOnly,

@@ -15,6 +15,7 @@ func (s *Server) operatorRoutes() {
 	s.handle("GET", "/api/v1/dlq", s.listDLQ)
 	s.handle("POST", "/api/v1/dlq/redrive", s.redriveDLQ)
 	s.handle("DELETE", "/api/v1/dlq", s.purgeDLQ)
+	s.handle("GET", "/api/v1/quarantine", s.listQuarantine)
 
 	s.handle("GET", "/api/v1/resources/overview", s.resourcesOverview)
 	s.handle("GET", "/api/v1/resources/queues", s.resourcesQueues)

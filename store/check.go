@@ -10,7 +10,8 @@ import (
 // A Finding is one thing Check found wrong in a database.
 type Finding struct {
 	// Check names the rule broken: "integrity", "checksum", "tiling",
-	// "created_at", "bounds" or "orphan".
+	// "created_at", "bounds", "orphan" or "quarantine" (a segment a claim
+	// put aside; see ListQuarantine).
 	Check     string
 	Tenant    string // "" for the default tenant or when not about a queue
 	Queue     string // "" when not about one queue
@@ -83,7 +84,7 @@ func Check(ctx context.Context, path string) (*CheckReport, error) {
 		`SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&rep.SchemaVersion); err != nil {
 		return nil, fmt.Errorf("check: schema version: %w", err)
 	}
-	for _, step := range []func(context.Context, *sql.Tx, *CheckReport) error{checkIntegrity, checkSegments, checkRows} {
+	for _, step := range []func(context.Context, *sql.Tx, *CheckReport) error{checkIntegrity, checkSegments, checkRows, checkQuarantine} {
 		if err := step(ctx, tx, rep); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,59 @@
+package httpd
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/comb-broker/comb/broker"
+)
+
+type quarantinedOut struct {
+	ID               int64    `json:"id"`
+	Queue            string   `json:"queue"`
+	Partition        string   `json:"partition"`
+	PartitionID      string   `json:"partitionId"`
+	FirstOffset      int64    `json:"firstOffset"`
+	LastOffset       int64    `json:"lastOffset"`
+	Frames           int64    `json:"frames"`
+	Reason           string   `json:"reason"`
+	Bytes            int64    `json:"bytes"`
+	SegmentCreatedAt string   `json:"segmentCreatedAt"`
+	QuarantinedAt    string   `json:"quarantinedAt"`
+	PassedBy         []string `json:"passedBy"`
+}
+
+// listQuarantine lists the caller's tenant's quarantined segments, paged
+// like the DLQ listing.
+func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	q := r.URL.Query()
+	f := broker.QuarantineFilter{Tenant: tenant(r.Context()), Queue: q.Get("queue"), Partition: q.Get("partition"),
+		Limit: broker.DefaultQuarantineLimit}
+	for key, dst := range map[string]*int{"limit": &f.Limit, "offset": &f.Offset} {
+		if v := q.Get(key); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				writeError(w, http.StatusBadRequest, key+" must be a non-negative integer")
+				return
+			}
+			*dst = n
+		}
+	}
+	if f.Limit == 0 {
+		f.Limit = broker.DefaultQuarantineLimit
+	}
+	f.Limit = min(f.Limit, broker.MaxQuarantineLimit)
+	segs, total, err := s.b.Quarantined(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]quarantinedOut, len(segs))
+	for i, g := range segs {
+		out[i] = quarantinedOut{ID: g.ID, Queue: g.Queue, Partition: g.Partition, PartitionID: g.PartitionID,
+			FirstOffset: g.FirstOffset, LastOffset: g.LastOffset, Frames: g.Frames, Reason: g.Reason, Bytes: g.Bytes,
+			SegmentCreatedAt: fmtMilli(g.SegmentCreatedAt), QuarantinedAt: fmtMilli(g.QuarantinedAt), PassedBy: g.PassedBy}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"segments": out, "total": total, "limit": f.Limit, "offset": f.Offset})
+}

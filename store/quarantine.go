@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Defaults for the quarantine listing.
+const (
+	DefaultQuarantineLimit = 100
+	// MaxQuarantineLimit caps one page of the quarantine listing.
+	MaxQuarantineLimit = 1000
+)
+
+// QuarantineFilter selects quarantined segments of one tenant. Empty
+// strings match everything.
+type QuarantineFilter struct {
+	Tenant    string
+	Queue     string
+	Partition string // partition name
+	Limit     int    // <= 0 means DefaultQuarantineLimit; capped at MaxQuarantineLimit
+	Offset    int
+}
+
+// QuarantinedSegment is a segment that failed its checksum or did not
+// decode when a claim met it, put aside with a copy of its bytes.
+type QuarantinedSegment struct {
+	ID          int64
+	Tenant      string
+	Queue       string
+	Partition   string
+	PartitionID string // the partition's uuid
+	// FirstOffset and LastOffset bound the frames the segment held: the
+	// groups that met it moved past them without receiving them.
+	FirstOffset, LastOffset int64
+	Frames                  int64
+	Reason                  string
+	Bytes                   int64     // size of the stored copy
+	SegmentCreatedAt        time.Time // commit time of the segment
+	QuarantinedAt           time.Time
+	// PassedBy are the groups whose cursor on the partition is at or past
+	// the segment's last offset. Which group met the segment is not
+	// recorded, so a group that read the frames before they were damaged
+	// is listed too; any group not listed will still meet the segment and
+	// move past it.
+	PassedBy []string
+}
+
+func (f *QuarantineFilter) where() (string, []any) {
+	conds := []string{"qs.tenant = ?"}
+	args := []any{f.Tenant}
+	if f.Queue != "" {
+		conds, args = append(conds, "qs.queue_name = ?"), append(args, f.Queue)
+	}
+	if f.Partition != "" {
+		conds, args = append(conds, "qs.partition_name = ?"), append(args, f.Partition)
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// ListQuarantine returns one page of the tenant's quarantined segments
+// matching f, the most recently put aside first, and how many match in all.
+func (s *Store) ListQuarantine(ctx context.Context, f QuarantineFilter) ([]QuarantinedSegment, int64, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultQuarantineLimit
+	}
+	limit = min(limit, MaxQuarantineLimit)
+	where, args := f.where()
+	var total int64
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM quarantined_segments qs WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count quarantined segments: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, quarantineSelect+` WHERE `+where+`
+		ORDER BY qs.quarantined_at DESC, qs.id DESC LIMIT ? OFFSET ?`, append(args, limit, max(f.Offset, 0))...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list quarantined segments: %w", err)
+	}
+	out, err := scanQuarantine(rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// quarantineSelect reads quarantined segments with the groups past each,
+// as scanQuarantine expects; the caller adds WHERE over alias qs.
+const quarantineSelect = `SELECT qs.id, qs.tenant, qs.queue_name, qs.partition_name, qs.partition_uuid, qs.base_offset,
+	qs.frame_count, qs.reason, length(qs.data), qs.segment_created_at, qs.quarantined_at,
+	COALESCE((SELECT json_group_array(group_name) FROM (SELECT c.group_name FROM cursors c JOIN partitions p ON p.id = c.partition_id
+		WHERE p.uuid = qs.partition_uuid AND c.committed >= qs.base_offset + qs.frame_count - 1 ORDER BY c.group_name)), '[]')
+	FROM quarantined_segments qs`
+
+func scanQuarantine(rows *sql.Rows) ([]QuarantinedSegment, error) {
+	defer rows.Close()
+	out := []QuarantinedSegment{}
+	for rows.Next() {
+		var q QuarantinedSegment
+		var groups string
+		var created, at int64
+		if err := rows.Scan(&q.ID, &q.Tenant, &q.Queue, &q.Partition, &q.PartitionID, &q.FirstOffset, &q.Frames,
+			&q.Reason, &q.Bytes, &created, &at, &groups); err != nil {
+			return nil, fmt.Errorf("scan quarantined segment: %w", err)
+		}
+		q.LastOffset = q.FirstOffset + q.Frames - 1
+		q.SegmentCreatedAt, q.QuarantinedAt = fromMicros(created), fromMicros(at)
+		if err := json.Unmarshal([]byte(groups), &q.PassedBy); err != nil {
+			return nil, fmt.Errorf("quarantined segment %d: groups: %w", q.ID, err)
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list quarantined segments: %w", err)
+	}
+	return out, nil
+}
+
+// CountQuarantine returns how many segments of tenant are quarantined.
+func (s *Store) CountQuarantine(ctx context.Context, tenant string) (int64, error) {
+	var n int64
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM quarantined_segments WHERE tenant = ?`, tenant).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count quarantined segments: %w", err)
+	}
+	return n, nil
+}
+
+// checkQuarantine reports each quarantined segment as a finding of its own
+// kind: its frames were set aside, and the groups past it did not get them.
+func checkQuarantine(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
+	// A file from before the table existed has nothing put aside.
+	var tables int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master
+		WHERE type = 'table' AND name = 'quarantined_segments'`).Scan(&tables); err != nil {
+		return fmt.Errorf("check: quarantine: %w", err)
+	}
+	if tables == 0 {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, quarantineSelect+` ORDER BY qs.tenant, qs.queue_name, qs.partition_name, qs.base_offset`)
+	if err != nil {
+		return fmt.Errorf("check: quarantine: %w", err)
+	}
+	segs, err := scanQuarantine(rows)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	for _, q := range segs {
+		groups := "no group is past it yet"
+		if len(q.PassedBy) > 0 {
+			groups = fmt.Sprintf("groups past it, which did not receive offsets %d-%d unless they read them before: %s",
+				q.FirstOffset, q.LastOffset, strings.Join(q.PassedBy, ", "))
+		}
+		rep.Findings = append(rep.Findings, Finding{Check: "quarantine", Tenant: q.Tenant, Queue: q.Queue,
+			Partition: q.Partition, From: q.FirstOffset, To: q.LastOffset, HasOffsets: true,
+			Detail: fmt.Sprintf("segment %d of %d messages set aside at %s (%s); %s",
+				q.ID, q.Frames, q.QuarantinedAt.UTC().Format(time.RFC3339), q.Reason, groups)})
+	}
+	return nil
+}
