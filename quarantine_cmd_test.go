@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/comb-broker/comb/broker"
@@ -15,21 +16,26 @@ import (
 // serveFile serves the existing database file path over real HTTP on
 // 127.0.0.1 until the test ends. Unlike combtest.MustServer it does not
 // require the file to pass comb check at cleanup: these tests damage it.
-func serveFile(t *testing.T, path string) *combtest.Server {
+// The returned stop closes it earlier; it may be called more than once.
+func serveFile(t *testing.T, path string) (*combtest.Server, func()) {
 	t.Helper()
 	b, err := broker.Open(context.Background(), broker.Options{Path: path, RetentionInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(httpd.New(b, httpd.Config{}))
-	t.Cleanup(func() {
-		b.Drain()
-		ts.Close()
-		if err := b.Close(); err != nil {
-			t.Errorf("close broker: %v", err)
-		}
-	})
-	return &combtest.Server{Client: &combtest.Client{TB: t, URL: ts.URL, HTTP: ts.Client()}, Broker: b, HTTP: ts}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			b.Drain()
+			ts.Close()
+			if err := b.Close(); err != nil {
+				t.Errorf("close broker: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return &combtest.Server{Client: &combtest.Client{TB: t, URL: ts.URL, HTTP: ts.Client()}, Broker: b, HTTP: ts}, stop
 }
 
 // TestADamagedSegmentIsListedByTheRouteTheCommandAndCheck damages the
@@ -39,7 +45,7 @@ func serveFile(t *testing.T, path string) *combtest.Server {
 func TestADamagedSegmentIsListedByTheRouteTheCommandAndCheck(t *testing.T) {
 	path := makeDB(t) // billing has completed offsets 0-4
 	tamper(t, path, `UPDATE segments SET data = zeroblob(length(data)) WHERE base_offset = 5`)
-	srv := serveFile(t, path)
+	srv, _ := serveFile(t, path)
 
 	var quiet struct {
 		Segments []map[string]any `json:"segments"`
@@ -148,5 +154,99 @@ func TestADamagedSegmentIsListedByTheRouteTheCommandAndCheck(t *testing.T) {
 		if !strings.Contains(out, w) {
 			t.Errorf("comb check lacks %q:\n%s", w, out)
 		}
+	}
+}
+
+// popPast pops queue orders for each group with autoAck and returns what
+// was delivered as "group:transactionId".
+func popPast(t *testing.T, srv *combtest.Server, groups ...string) []string {
+	t.Helper()
+	var got []string
+	for _, group := range groups {
+		p := srv.Pop("/api/v1/pop/queue/orders?batch=10&autoAck=true&consumerGroup=" + group)
+		if p.Status != http.StatusOK && p.Status != http.StatusNoContent {
+			t.Fatalf("pop %s = %d", group, p.Status)
+		}
+		for _, m := range p.Messages {
+			got = append(got, group+":"+m.TransactionID)
+		}
+	}
+	return got
+}
+
+func totals(t *testing.T, srv *combtest.Server) (quarantined, dead int64) {
+	t.Helper()
+	var q, d struct {
+		Total int64 `json:"total"`
+	}
+	srv.Do("GET", "/api/v1/quarantine", nil).JSON(t, &q)
+	srv.Do("GET", "/api/v1/dlq?queue=orders", nil).JSON(t, &d)
+	return q.Total, d.Total
+}
+
+// TestARestoredSegmentIsDeadLetteredOnlyOnceItReads: restoring a copy that
+// still fails its checksum is a 409 that changes nothing; once the stored
+// copy is repaired, its messages are dead-lettered for each group past it,
+// and a re-drive appends them once under new transactionIds, though the
+// original dedup keys are still recorded.
+func TestARestoredSegmentIsDeadLetteredOnlyOnceItReads(t *testing.T) {
+	path := makeDB(t)
+	tamper(t, path, `UPDATE segments SET checksum = checksum + 1 WHERE base_offset = 5`)
+	srv, stop := serveFile(t, path)
+	popPast(t, srv, "billing", "audit", "audit")
+	if q, d := totals(t, srv); q != 1 || d != 0 {
+		t.Fatalf("after popping past the damage: %d quarantined, %d dead letters", q, d)
+	}
+	for _, tc := range []struct {
+		path string
+		code int
+		text string
+	}{
+		{"/api/v1/quarantine/1/restore", http.StatusConflict, "still cannot be read"},
+		{"/api/v1/quarantine/99/restore", http.StatusNotFound, "Quarantined segment not found"},
+		{"/api/v1/quarantine/x/restore", http.StatusBadRequest, "positive integer"},
+		{"/api/v1/quarantine/0/restore", http.StatusBadRequest, "positive integer"},
+	} {
+		if r := srv.Do("POST", tc.path, nil); r.Status != tc.code || !strings.Contains(string(r.Body), tc.text) {
+			t.Fatalf("POST %s = %d %s, want %d %q", tc.path, r.Status, r.Body, tc.code, tc.text)
+		}
+	}
+	if q, d := totals(t, srv); q != 1 || d != 0 {
+		t.Fatalf("a refused restore changed something: %d quarantined, %d dead letters", q, d)
+	}
+	stop()
+
+	// The operator repairs the stored copy by hand.
+	tamper(t, path, `UPDATE quarantined_segments SET checksum = checksum - 1 WHERE id = 1`)
+	srv, _ = serveFile(t, path)
+	r := srv.Do("POST", "/api/v1/quarantine/1/restore", nil)
+	var res struct {
+		Messages       int      `json:"messages"`
+		ConsumerGroups []string `json:"consumerGroups"`
+		DeadLettered   int      `json:"deadLettered"`
+	}
+	r.JSON(t, &res)
+	if r.Status != http.StatusOK || res.Messages != 5 || res.DeadLettered != 10 ||
+		strings.Join(res.ConsumerGroups, ",") != "audit,billing" {
+		t.Fatalf("restore of the repaired copy = %d %s", r.Status, r.Body)
+	}
+	if q, d := totals(t, srv); q != 0 || d != 10 {
+		t.Fatalf("after restore: %d quarantined, %d dead letters", q, d)
+	}
+	if r := srv.Do("POST", "/api/v1/quarantine/1/restore", nil); r.Status != http.StatusNotFound {
+		t.Fatalf("a second restore = %d %s", r.Status, r.Body)
+	}
+	out, err := runComb(t, srv, nil, "dlq", "--queue", "orders", "--group", "audit")
+	if err != nil || !strings.Contains(out, "restored from quarantined segment 1") || !strings.Contains(out, "5 shown, 5 in all") {
+		t.Fatalf("comb dlq after restore: %v\n%s", err, out)
+	}
+
+	out, err = runComb(t, srv, nil, "dlq", "redrive", "--queue", "orders")
+	if err != nil || !strings.Contains(out, "re-drove 5 messages to orders") {
+		t.Fatalf("redrive after restore: %v\n%s", err, out)
+	}
+	got := popPast(t, srv, "billing", "audit")
+	if len(got) != 10 || !strings.HasPrefix(got[0], "billing:m5:redrive:") || !strings.HasPrefix(got[9], "audit:m9:redrive:") {
+		t.Fatalf("delivered after redrive: %v", got)
 	}
 }

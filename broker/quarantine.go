@@ -10,6 +10,14 @@ import (
 type (
 	QuarantineFilter   = store.QuarantineFilter
 	QuarantinedSegment = store.QuarantinedSegment
+	RestoreResult      = store.RestoreResult
+)
+
+// Errors of Restore.
+var (
+	ErrQuarantineNotFound = store.ErrQuarantineNotFound
+	ErrStillDamaged       = store.ErrStillDamaged
+	ErrNoGroupPast        = store.ErrNoGroupPast
 )
 
 // Limits of the quarantine listing.
@@ -23,4 +31,12 @@ const (
 // how many match f in all.
 func (b *Broker) Quarantined(ctx context.Context, f QuarantineFilter) ([]QuarantinedSegment, int64, error) {
 	return b.st.ListQuarantine(ctx, f)
+}
+
+// RestoreQuarantined re-verifies the stored copy of quarantined segment id
+// of tenant and, if it now reads, dead-letters its messages for every group
+// past it, for the operator to inspect and re-drive (see
+// store.RestoreQuarantined for why not straight back into the log).
+func (b *Broker) RestoreQuarantined(ctx context.Context, tenant string, id int64) (*RestoreResult, error) {
+	return b.st.RestoreQuarantined(ctx, tenant, id)
 }

@@ -185,6 +185,7 @@ func wireLevel(method, path string) httpd.Level {
 		method == "DELETE" && strings.HasPrefix(path, "/api/v1/consumer-groups/"),
 		path == "/api/v1/stats/refresh",
 		method == "DELETE" && snapshots,
+		method == "POST" && strings.HasPrefix(path, "/api/v1/quarantine/"),
 		path == "/api/v1/forwarders" || strings.HasPrefix(path, "/api/v1/forwarders/"),
 		method == "DELETE" && path == "/api/v1/dlq":
 		return httpd.Admin

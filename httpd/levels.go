@@ -70,6 +70,10 @@ var routeLevels = map[string]Level{
 	"DELETE /api/v1/dlq":       Admin,
 	"GET /api/v1/quarantine":   ReadOnly,
 
+	// Restoring a quarantined segment writes bytes an operator repaired
+	// by hand into the DLQ: admin.
+	"POST /api/v1/quarantine/:id/restore": Admin,
+
 	// Resources: reads read-only, deleting a queue admin.
 	"GET /api/v1/resources/overview":         ReadOnly,
 	"GET /api/v1/resources/queues":           ReadOnly,

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -56,4 +57,28 @@ func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ httpro
 			SegmentCreatedAt: fmtMilli(g.SegmentCreatedAt), QuarantinedAt: fmtMilli(g.QuarantinedAt), PassedBy: g.PassedBy}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"segments": out, "total": total, "limit": f.Limit, "offset": f.Offset})
+}
+
+// restoreQuarantined tries a quarantined segment again; see
+// broker.RestoreQuarantined. Admin: it writes what an operator repaired.
+func (s *Server) restoreQuarantined(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	id, err := strconv.ParseInt(ps.ByName("id"), 10, 64)
+	if err != nil || id <= 0 {
+		writeError(w, http.StatusBadRequest, "id must be a positive integer")
+		return
+	}
+	res, err := s.b.RestoreQuarantined(r.Context(), tenant(r.Context()), id)
+	switch {
+	case errors.Is(err, broker.ErrQuarantineNotFound):
+		writeError(w, http.StatusNotFound, "Quarantined segment not found")
+		return
+	case errors.Is(err, broker.ErrStillDamaged), errors.Is(err, broker.ErrNoGroupPast):
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": res.ID, "queue": res.Queue,
+		"messages": res.Frames, "consumerGroups": res.Groups, "deadLettered": res.DeadLettered})
 }

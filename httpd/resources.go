@@ -16,6 +16,7 @@ func (s *Server) operatorRoutes() {
 	s.handle("POST", "/api/v1/dlq/redrive", s.redriveDLQ)
 	s.handle("DELETE", "/api/v1/dlq", s.purgeDLQ)
 	s.handle("GET", "/api/v1/quarantine", s.listQuarantine)
+	s.handle("POST", "/api/v1/quarantine/:id/restore", s.restoreQuarantined)
 
 	s.handle("GET", "/api/v1/resources/overview", s.resourcesOverview)
 	s.handle("GET", "/api/v1/resources/queues", s.resourcesQueues)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -160,4 +161,110 @@ func checkQuarantine(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
 				q.ID, q.Frames, q.QuarantinedAt.UTC().Format(time.RFC3339), q.Reason, groups)})
 	}
 	return nil
+}
+
+// Errors of RestoreQuarantined.
+var (
+	// ErrQuarantineNotFound is returned for an id that names no quarantined
+	// segment of the tenant.
+	ErrQuarantineNotFound = errors.New("quarantined segment not found")
+	// ErrStillDamaged is returned when the stored copy of a quarantined
+	// segment still fails its checksum, does not decode or cannot be
+	// decrypted. Nothing was changed.
+	ErrStillDamaged = errors.New("quarantined segment still cannot be read")
+	// ErrNoGroupPast is returned when no group has moved past a quarantined
+	// segment: nobody lost its messages yet, so there is nothing to restore.
+	ErrNoGroupPast = errors.New("no consumer group has moved past the segment")
+)
+
+// RestoreResult is what RestoreQuarantined did.
+type RestoreResult struct {
+	ID     int64
+	Queue  string
+	Frames int      // messages the segment held
+	Groups []string // groups past it, one DLQ row per message each
+	// DeadLettered is the number of DLQ rows written: Frames × len(Groups).
+	DeadLettered int
+}
+
+// RestoreQuarantined tries a quarantined segment of tenant again: if its
+// stored copy now passes its checksum, decodes and decrypts (an operator
+// repaired the bytes in quarantined_segments.data, or the right encryption
+// key is now loaded), each of its messages is dead-lettered for every group
+// past it and the quarantine row is removed, in one commit. Otherwise
+// nothing changes and the error wraps ErrStillDamaged.
+//
+// The messages go to the DLQ rather than straight back into the log: their
+// original dedup keys are still recorded, so a push with the same
+// transactionIds would be dropped as duplicates, and a push with new ones
+// would reach every group, including those that read them before the
+// damage. From the DLQ the operator inspects them and re-drives them
+// (POST /api/v1/dlq/redrive), which appends them under new keys
+// (":redrive:<row id>" appended) exactly once. The damaged row in segments
+// stays until retention takes it: a group that meets it later puts it aside
+// again and it is listed anew.
+func (s *Store) RestoreQuarantined(ctx context.Context, tenant string, id int64) (*RestoreResult, error) {
+	var res *RestoreResult
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		res = nil
+		rows, err := w.QueryContext(w.ctx, quarantineSelect+` WHERE qs.id = ? AND qs.tenant = ?`, id, tenant)
+		if err != nil {
+			return fmt.Errorf("read quarantined segment %d: %w", id, err)
+		}
+		segs, err := scanQuarantine(rows)
+		if err != nil {
+			return err
+		}
+		if len(segs) == 0 {
+			return fmt.Errorf("%w: %d", ErrQuarantineNotFound, id)
+		}
+		seg := segs[0]
+		var codec, rawSize int
+		var checksum int64
+		var data []byte
+		var createdAt int64
+		if err := w.QueryRowContext(w.ctx, `SELECT codec, raw_size, checksum, data, segment_created_at
+			FROM quarantined_segments WHERE id = ?`, id).Scan(&codec, &rawSize, &checksum, &data, &createdAt); err != nil {
+			return fmt.Errorf("read quarantined segment %d: %w", id, err)
+		}
+		frames, err := decodeSegment(codec, rawSize, uint32(checksum), data, int(seg.Frames))
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrStillDamaged, err)
+		}
+		for i := range frames {
+			if _, err := w.s.DecryptPayload(frames[i].Payload); err != nil {
+				return fmt.Errorf("%w: frame %d: %v", ErrStillDamaged, seg.FirstOffset+int64(i), err)
+			}
+		}
+		if len(seg.PassedBy) == 0 {
+			return fmt.Errorf("%w: its groups will meet it and put it aside again", ErrNoGroupPast)
+		}
+		note := fmt.Sprintf("restored from quarantined segment %d (%s)", id, seg.Reason)
+		now := micros(w.now)
+		for _, g := range seg.PassedBy {
+			for i := range frames {
+				f := &frames[i]
+				off := seg.FirstOffset + int64(i)
+				// The payload is kept as the segment stored it, sealed
+				// or escaped, as every DLQ row of its queue is.
+				if _, err := w.ExecContext(w.ctx, `INSERT INTO dlq (message_id, tenant, queue_name, partition_name, partition_uuid,
+					group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, 0, ?, ?)`,
+					MessageID(seg.PartitionID, off), tenant, seg.Queue, seg.Partition, seg.PartitionID, g, f.TxnID, off,
+					f.TraceID, f.ProducerSub, f.Payload, note, createdAt, now); err != nil {
+					return fmt.Errorf("dead-letter restored message: %w", err)
+				}
+			}
+		}
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM quarantined_segments WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("remove quarantined segment %d: %w", id, err)
+		}
+		res = &RestoreResult{ID: id, Queue: seg.Queue, Frames: len(frames), Groups: seg.PassedBy,
+			DeadLettered: len(frames) * len(seg.PassedBy)}
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
