@@ -32,7 +32,8 @@ export function render(ctx, root) {
     tools.append(h("button", { type: "button", id: "dlq-purge-selected", class: "danger", onclick: purgeSelected }, "Purge selected"),
       h("button", { type: "button", id: "dlq-purge-all", class: "danger", onclick: purgeAll }, "Purge all matching…"));
   }
-  put(root, h("h1", {}, "Dead letters"), form, summary, tools, result, h("div", { class: "two wide-left" }, list, errors), pager);
+  const quarantined = h("div", { id: "dlq-quarantine" });
+  put(root, h("h1", {}, "Dead letters"), form, summary, tools, result, h("div", { class: "two wide-left" }, list, errors), pager, quarantined);
 
   const filters = () => Object.fromEntries(Object.entries(f).map(([k, el]) => [k, el.value.trim()]));
 
@@ -117,8 +118,32 @@ export function render(ctx, root) {
     } catch (err) { ctx.fail(err); }
   }
 
+  // Damaged segments a group met and moved past: their messages were not
+  // delivered to it. Shown only when there are any.
+  async function refreshQuarantine() {
+    const q = filters();
+    const r = await get("/api/v1/quarantine" + qs({ queue: q.queue, partition: q.partition, limit: PAGE }));
+    if (!r.total) return put(quarantined);
+    const restore = (s) => h("button", { type: "button", class: "quarantine-restore", onclick: async () => {
+      if (!await confirmAction("Try again", `Re-verify segment ${s.id} (${s.queue}/${s.partition}, offsets ${s.firstOffset}–${s.lastOffset}) and, if it now reads, dead-letter its ${s.frames} message(s) for the groups past it?`, { label: "Try again", danger: false })) return;
+      try {
+        const res = await post(`/api/v1/quarantine/${s.id}/restore`, {});
+        ctx.flash(`${fmtNum(res.deadLettered)} dead letter(s) written from segment ${s.id}`);
+        refresh();
+      } catch (err) { ctx.fail(err); }
+    } }, "Try again");
+    put(quarantined, h("div", { class: "card" }, h("h2", {}, "Damaged segments set aside"),
+      h("p", { class: "muted" }, `${fmtNum(r.total)} segment(s) failed their checksum or did not decode; the groups past each did not receive its offsets.`),
+      table(["Set aside", "Queue", "Partition", "Offsets", "Messages", "Groups past it", "Reason", ""], r.segments.map((s) =>
+        h("tr", { "data-quarantine-id": s.id }, h("td", {}, fmtTime(s.quarantinedAt)), h("td", {}, s.queue), h("td", {}, s.partition),
+          h("td", {}, `${s.firstOffset}–${s.lastOffset}`), h("td", { class: "num" }, fmtNum(s.frames)),
+          h("td", {}, s.passedBy.length ? s.passedBy.join(", ") : "–"), h("td", {}, s.reason),
+          h("td", {}, ctx.can("admin") ? restore(s) : null))))));
+  }
+
   async function refresh() {
     try {
+      await refreshQuarantine();
       const r = await get("/api/v1/dlq" + qs({ ...filters(), limit: PAGE, offset }));
       rows = r.messages;
       put(summary, `${fmtNum(r.total)} dead letter(s) match`);

@@ -11,14 +11,15 @@ export function render(ctx, root) {
 
   async function refresh() {
     try {
-      const [ov, status, qs, gs] = await Promise.all([
+      const [ov, status, qs, gs, quar] = await Promise.all([
         get("/api/v1/resources/overview"), get("/api/v1/status"),
-        get("/api/v1/resources/queues"), get("/api/v1/consumer-groups")]);
+        get("/api/v1/resources/queues"), get("/api/v1/consumer-groups"), get("/api/v1/quarantine?limit=1")]);
       const m = ov.messages;
       const card = (label, value, cls) => h("div", { class: "stat " + (cls || "") }, h("div", { class: "value" }, fmtNum(value)), h("div", { class: "label" }, label));
       put(cards, card("queues", ov.queues), card("partitions", ov.partitions), card("messages", m.total),
         card("pending", m.pending), card("processing", m.processing), card("completed", m.completed),
-        card("dead letters", m.deadLetter, m.deadLetter ? "bad" : ""), card("groups", gs.length));
+        card("dead letters", m.deadLetter, m.deadLetter ? "bad" : ""), card("groups", gs.length),
+        quar.total ? h("a", { href: "#/dlq", id: "ov-quarantined" }, card("damaged segments set aside", quar.total, "bad")) : null);
       put(chart, h("h2", {}, "Throughput (messages per bucket of " + status.bucketMinutes + " min)"), throughputChart(status.throughput || [], chart.clientWidth - 30));
 
       const byPending = [...qs.queues].sort((a, b) => b.messages.pending - a.messages.pending).slice(0, 8);
