@@ -15,17 +15,23 @@ import (
 
 const quarantineUsage = `Usage:
   comb quarantine [flags]     list the damaged segments a running server put aside
+  comb quarantine restore ID  try one again: if its stored copy now reads,
+                              dead-letter its messages for the groups past it
 
 A segment that fails its checksum or does not decode when a consumer group
 meets it is copied aside and the group moves past it: its messages were not
 delivered to that group. This lists them, the most recent first, with the
 offsets they held and the groups now past them. Talks to a running server:
 --url (env COMB_URL, default http://127.0.0.1:6632), with Authorization:
-Bearer $COMB_TOKEN when set. comb check --db FILE reports them offline.
+Bearer $COMB_TOKEN when set (restore needs an admin token). comb check
+--db FILE reports them offline. See docs/quarantine.md.
 `
 
 // quarantine runs "comb quarantine ...".
 func (m *Main) quarantine(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "restore" {
+		return m.quarantineRestore(ctx, args[1:])
+	}
 	fs := flag.NewFlagSet("quarantine", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.Usage = func() { fmt.Fprint(m.Stderr, quarantineUsage, "\nFlags of comb quarantine:\n"); fs.PrintDefaults() }
@@ -90,5 +96,40 @@ func (m *Main) quarantine(ctx context.Context, args []string) error {
 		return err
 	}
 	_, err = fmt.Fprintf(m.Stdout, "%d shown, %d in all\n", len(reply.Segments), reply.Total)
+	return err
+}
+
+// quarantineRestore runs "comb quarantine restore ID".
+func (m *Main) quarantineRestore(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("quarantine restore", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() {
+		fmt.Fprint(m.Stderr, quarantineUsage, "\nFlags of comb quarantine restore:\n")
+		fs.PrintDefaults()
+	}
+	cl := m.apiFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+	if fs.NArg() != 1 || err != nil || id <= 0 {
+		fs.Usage()
+		return fmt.Errorf("quarantine restore: one segment id (a positive integer) is required")
+	}
+	body, err := cl.do(ctx, http.MethodPost, "/api/v1/quarantine/"+strconv.FormatInt(id, 10)+"/restore", nil)
+	if err != nil {
+		return err
+	}
+	var reply struct {
+		Queue          string   `json:"queue"`
+		Messages       int      `json:"messages"`
+		ConsumerGroups []string `json:"consumerGroups"`
+		DeadLettered   int      `json:"deadLettered"`
+	}
+	if err := json.Unmarshal(body, &reply); err != nil {
+		return fmt.Errorf("quarantine restore: decode reply: %w", err)
+	}
+	_, err = fmt.Fprintf(m.Stdout, "segment %d of %s reads again: %d messages dead-lettered for %s (%d rows); comb dlq redrive --queue %s appends them\n",
+		id, reply.Queue, reply.Messages, strings.Join(reply.ConsumerGroups, ", "), reply.DeadLettered, reply.Queue)
 	return err
 }

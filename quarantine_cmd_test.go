@@ -219,16 +219,15 @@ func TestARestoredSegmentIsDeadLetteredOnlyOnceItReads(t *testing.T) {
 	// The operator repairs the stored copy by hand.
 	tamper(t, path, `UPDATE quarantined_segments SET checksum = checksum - 1 WHERE id = 1`)
 	srv, _ = serveFile(t, path)
-	r := srv.Do("POST", "/api/v1/quarantine/1/restore", nil)
-	var res struct {
-		Messages       int      `json:"messages"`
-		ConsumerGroups []string `json:"consumerGroups"`
-		DeadLettered   int      `json:"deadLettered"`
+	if _, err := runComb(t, srv, nil, "quarantine", "restore", "x"); err == nil || !strings.Contains(err.Error(), "positive integer") {
+		t.Fatalf("comb quarantine restore x: %v", err)
 	}
-	r.JSON(t, &res)
-	if r.Status != http.StatusOK || res.Messages != 5 || res.DeadLettered != 10 ||
-		strings.Join(res.ConsumerGroups, ",") != "audit,billing" {
-		t.Fatalf("restore of the repaired copy = %d %s", r.Status, r.Body)
+	if _, err := runComb(t, srv, nil, "quarantine", "restore", "7"); err == nil || !strings.Contains(err.Error(), "Quarantined segment not found") {
+		t.Fatalf("comb quarantine restore 7: %v", err)
+	}
+	out, err := runComb(t, srv, nil, "quarantine", "restore", "1")
+	if err != nil || !strings.Contains(out, "segment 1 of orders reads again: 5 messages dead-lettered for audit, billing (10 rows)") {
+		t.Fatalf("comb quarantine restore 1 of the repaired copy: %v\n%s", err, out)
 	}
 	if q, d := totals(t, srv); q != 0 || d != 10 {
 		t.Fatalf("after restore: %d quarantined, %d dead letters", q, d)
@@ -236,7 +235,7 @@ func TestARestoredSegmentIsDeadLetteredOnlyOnceItReads(t *testing.T) {
 	if r := srv.Do("POST", "/api/v1/quarantine/1/restore", nil); r.Status != http.StatusNotFound {
 		t.Fatalf("a second restore = %d %s", r.Status, r.Body)
 	}
-	out, err := runComb(t, srv, nil, "dlq", "--queue", "orders", "--group", "audit")
+	out, err = runComb(t, srv, nil, "dlq", "--queue", "orders", "--group", "audit")
 	if err != nil || !strings.Contains(out, "restored from quarantined segment 1") || !strings.Contains(out, "5 shown, 5 in all") {
 		t.Fatalf("comb dlq after restore: %v\n%s", err, out)
 	}
