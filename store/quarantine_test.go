@@ -44,3 +44,27 @@ func TestQuarantinedSegmentsAreSeenOnlyByTheirTenant(t *testing.T) {
 		t.Fatalf("a refused restore removed the row: total %d", total)
 	}
 }
+
+// TestARestoreWithNoGroupPastTheSegmentIsRefused: when every group that
+// moved past a segment is gone, nobody is owed its messages; the restore is
+// refused and the row stays.
+func TestARestoreWithNoGroupPastTheSegmentIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	lossPush(t, s, "q", "p", "a")
+	lossPush(t, s, "q", "p", "b")
+	writeSQL(t, s, `UPDATE segments SET checksum = checksum + 1 WHERE base_offset = 0`)
+	if _, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true}); err != nil {
+		t.Fatal(err)
+	}
+	writeSQL(t, s, `UPDATE quarantined_segments SET checksum = checksum - 1`) // repaired
+	writeSQL(t, s, `DELETE FROM cursors`)
+	if _, err := s.RestoreQuarantined(ctx, "", 1); !errors.Is(err, ErrNoGroupPast) {
+		t.Fatalf("restore with no group past = %v, want ErrNoGroupPast", err)
+	}
+	var rows, dead int
+	if err := s.rdb.QueryRow(`SELECT (SELECT COUNT(*) FROM quarantined_segments), (SELECT COUNT(*) FROM dlq)`).Scan(&rows, &dead); err != nil ||
+		rows != 1 || dead != 0 {
+		t.Fatalf("after a refused restore: %d quarantined, %d dead letters, %v", rows, dead, err)
+	}
+}
