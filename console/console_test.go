@@ -140,7 +140,23 @@ func (p *page) wait(sel string) {
 	p.t.Helper()
 	p.do("wait "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
 }
-func (p *page) click(sel string) { p.t.Helper(); p.do("click "+sel, chromedp.Click(chromedp.CSS(sel))) }
+
+// click clicks sel. A view that renders its table again (a refresh, or the
+// answer to an earlier request arriving late) replaces the node between
+// the query and the click; the click is then tried on the new node.
+func (p *page) click(sel string) {
+	p.t.Helper()
+	var err error
+	for range 5 {
+		if err = chromedp.Do(p.ctx, chromedp.Click(chromedp.CSS(sel))); err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node") && !strings.Contains(err.Error(), "not attached") {
+			break
+		}
+	}
+	p.t.Fatalf("click %s: %v", sel, err)
+}
 
 func (p *page) fill(sel, text string) {
 	p.t.Helper()
