@@ -123,7 +123,7 @@ func TestBackupUnderWriteLoadHoldsEveryMessageAnsweredBeforeIt(t *testing.T) {
 	waitFor(t, &got, len(got.snapshot())+300)
 	beforeOffline := got.snapshot()
 	offline := filepath.Join(dir, "offline.db")
-	out, err = runComb(t, srv, nil, "backup", "--db", srv.Broker.Store().Path(), "--out", offline)
+	out, err = runComb(t, srv, nil, "backup", "--db", srv.Broker.Path(), "--out", offline)
 	if err != nil || !strings.Contains(out, "check ok") {
 		t.Fatalf("backup --db: %v\n%s", err, out)
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/comb-broker/comb/store"
+	"github.com/comb-broker/comb/broker"
 )
 
 // retentionFlags are serve's settings for the work done at rest:
@@ -59,7 +59,7 @@ func (r *retentionFlags) settings(m *Main) (retentionSettings, error) {
 	if ms == 0 {
 		out.interval = -1
 	}
-	out.key, err = store.ParseEncryptionKey(cmp.Or(m.Getenv("QUEEN_ENCRYPTION_KEY"), m.Getenv("COMB_ENCRYPTION_KEY")))
+	out.key, err = broker.ParseEncryptionKey(cmp.Or(m.Getenv("QUEEN_ENCRYPTION_KEY"), m.Getenv("COMB_ENCRYPTION_KEY")))
 	if err != nil {
 		return out, fmt.Errorf("QUEEN_ENCRYPTION_KEY: %w", err)
 	}

@@ -2,6 +2,12 @@
 // partitions, consumer groups, leases, retries, a dead-letter queue and
 // replay, on one SQLite file. The HTTP server is a thin adapter over it; a
 // Go program can import it and skip HTTP entirely.
+//
+// broker is the one package an embedder (and comb's own HTTP server and
+// command) imports. Its request and result types are type aliases of the
+// engine's (QueueOptions = store.QueueOptions and so on), and its error
+// values are the engine's, so errors.Is holds whichever layer returned them;
+// the engine packages behind it are not part of the API.
 package broker
 
 import (
@@ -120,9 +126,6 @@ func (b *Broker) Close() error {
 	b.stopBackground()
 	return b.st.Close()
 }
-
-// Store is the underlying database, for read-only views.
-func (b *Broker) Store() *store.Store { return b.st }
 
 // Ping reports whether the database answers.
 func (b *Broker) Ping(ctx context.Context) error { return b.st.Ping(ctx) }

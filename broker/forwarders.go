@@ -19,8 +19,6 @@ const (
 )
 
 var (
-	// ErrInvalid wraps a request refused before anything was written.
-	ErrInvalid           = store.ErrInvalid
 	ErrForwarderNotFound = store.ErrForwarderNotFound
 	ErrForwarderExists   = store.ErrForwarderExists
 )

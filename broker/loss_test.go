@@ -11,6 +11,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/store"
 )
 
@@ -35,9 +36,10 @@ func TestAQueueDeleteInterruptedByACrashIsFinishedWhenTheBrokerOpens(t *testing.
 
 	b = openBrokerAt(t, path)
 	defer closeBroker(t, b)
+	rdb := combtest.ReadDB(t, b.Path())
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		var queues, segments int
-		if err := b.Store().ReadDB().QueryRow(`SELECT (SELECT COUNT(*) FROM queues), (SELECT COUNT(*) FROM segments)`).
+		if err := rdb.QueryRow(`SELECT (SELECT COUNT(*) FROM queues), (SELECT COUNT(*) FROM segments)`).
 			Scan(&queues, &segments); err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +65,7 @@ func TestOutOfRangeOptionsAreRefusedByTheBroker(t *testing.T) {
 		!errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("configure = %v", err)
 	}
-	if _, err := b.Store().Queue(ctx, "", "q"); !errors.Is(err, store.ErrQueueNotFound) {
+	if _, err := b.QueueStats(ctx, "", "q"); !errors.Is(err, store.ErrQueueNotFound) {
 		t.Fatalf("refused configure wrote the queue: %v", err)
 	}
 	if _, err := b.ExtendLease(ctx, "", "l", 400*24*time.Hour); !errors.As(err, &re) {
@@ -99,7 +101,7 @@ func TestPushesPastTheInFlightBoundAreRefusedAsBusy(t *testing.T) {
 		}
 	}
 	var stored int
-	if err := b.Store().ReadDB().QueryRow(`SELECT COALESCE(SUM(frame_count), 0) FROM segments`).Scan(&stored); err != nil {
+	if err := combtest.ReadDB(t, b.Path()).QueryRow(`SELECT COALESCE(SUM(frame_count), 0) FROM segments`).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if busy == 0 || ok == 0 || stored != ok {

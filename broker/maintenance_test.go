@@ -29,7 +29,7 @@ func closeBroker(t *testing.T, b *broker.Broker) {
 	if err := b.Close(); err != nil {
 		t.Fatalf("close broker: %v", err)
 	}
-	combtest.CheckInvariants(t, b.Store().Path())
+	combtest.CheckInvariants(t, b.Path())
 }
 
 func TestMaintenanceModeSurvivesARestart(t *testing.T) {

@@ -189,6 +189,7 @@ type model struct {
 	path   string
 	clk    *clock.Manual
 	b      *broker.Broker
+	rdb    *sql.DB // read-only, on the file b has open
 	srv    *httptest.Server
 	served sync.WaitGroup // requests in the handler
 
@@ -224,6 +225,9 @@ func (m *model) open(rt *rapid.T) {
 		rt.Fatalf("open broker: %v", err)
 	}
 	m.b = b
+	if m.rdb, err = sql.Open("sqlite", "file:"+m.path+"?_pragma=query_only(1)&_pragma=busy_timeout(10000)"); err != nil {
+		rt.Fatalf("open %s read-only: %v", m.path, err)
+	}
 	h := httpd.New(b, httpd.Config{})
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.served.Add(1)
@@ -236,6 +240,7 @@ func (m *model) shut(rt *rapid.T) {
 	m.b.Drain()
 	m.srv.Close()
 	m.served.Wait()
+	m.rdb.Close()
 	if err := m.b.Close(); err != nil {
 		rt.Fatalf("close broker: %v", err)
 	}
@@ -681,7 +686,7 @@ func (m *model) ackAhead(rt *rapid.T) {
 func (m *model) dbCursor(rt *rapid.T, group string, p *mPart) (int64, string, int64, bool) {
 	var committed, expiry sql.NullInt64
 	var lease sql.NullString
-	err := m.b.Store().ReadDB().QueryRow(`SELECT c.committed, c.lease_id, c.lease_expires_at FROM cursors c
+	err := m.rdb.QueryRow(`SELECT c.committed, c.lease_id, c.lease_expires_at FROM cursors c
 		JOIN partitions p ON p.id = c.partition_id WHERE p.uuid = ? AND c.group_name = ?`, p.uuid, wire(group)).
 		Scan(&committed, &lease, &expiry)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -912,7 +917,7 @@ func (m *model) adoptLogStarts(rt *rapid.T, allowed map[string]map[string]int64)
 	for q := range m.opts {
 		for _, p := range m.queueParts(q) {
 			var start int64
-			if err := m.b.Store().ReadDB().QueryRow(`SELECT log_start FROM partitions WHERE uuid = ?`, p.uuid).
+			if err := m.rdb.QueryRow(`SELECT log_start FROM partitions WHERE uuid = ?`, p.uuid).
 				Scan(&start); err != nil {
 				rt.Fatalf("read log_start: %v", err)
 			}
@@ -954,7 +959,7 @@ func (m *model) sweepDuringPop(rt *rapid.T) {
 	popFirst := false
 	if len(res.Messages) > 0 {
 		var start int64
-		if err := m.b.Store().ReadDB().QueryRow(`SELECT log_start FROM partitions WHERE uuid = ?`,
+		if err := m.rdb.QueryRow(`SELECT log_start FROM partitions WHERE uuid = ?`,
 			res.Messages[0].PartitionID).Scan(&start); err != nil {
 			rt.Fatalf("read log_start: %v", err)
 		}
@@ -1105,7 +1110,7 @@ func (m *model) cancelPop(rt *rapid.T) {
 
 // check compares every partition and cursor with the model.
 func (m *model) check(rt *rapid.T) {
-	db := m.b.Store().ReadDB()
+	db := m.rdb
 	now := m.now()
 	for _, k := range m.partOrder {
 		p := m.parts[k]

@@ -52,6 +52,3 @@ func (b *Broker) Cycle(ctx context.Context, req CycleRequest) (CycleResult, erro
 	}
 	return res, err
 }
-
-// ErrClosed is returned by every call made after Close.
-var ErrClosed = store.ErrClosed

@@ -59,9 +59,9 @@ func BenchmarkPushHTTP(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N*c.batch)/b.Elapsed().Seconds(), "msg/s")
-			st := s.Broker.Store().Stats()
-			b.ReportMetric(float64(st.CommitOps.Load())/float64(max(1, st.Commits.Load())), "ops/commit")
-			b.ReportMetric(float64(st.CommitMicros.Load())/float64(max(1, st.Commits.Load())), "µs/commit")
+			st := s.Broker.EngineStats()
+			b.ReportMetric(float64(st.CommitOps)/float64(max(1, st.Commits)), "ops/commit")
+			b.ReportMetric(float64(st.CommitMicros)/float64(max(1, st.Commits)), "µs/commit")
 		})
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/store"
 )
 
 func item(queue string, payload any, kv ...any) map[string]any {
@@ -207,7 +207,7 @@ func TestBadInputIsA4xxJSONErrorAndWritesNothing(t *testing.T) {
 		t.Errorf("a refused request left messages behind: %+v", p)
 	}
 	var queues int
-	if err := s.Broker.Store().ReadDB().QueryRow(`SELECT COUNT(*) FROM queues WHERE name = 'bad'`).Scan(&queues); err != nil || queues != 0 {
+	if err := combtest.ReadDB(t, s.Broker.Path()).QueryRow(`SELECT COUNT(*) FROM queues WHERE name = 'bad'`).Scan(&queues); err != nil || queues != 0 {
 		t.Errorf("queues named bad = %d (%v), want 0", queues, err)
 	}
 }
@@ -306,7 +306,7 @@ func TestFailedAcksRetryTheBatchThenDeadLetter(t *testing.T) {
 	}
 	var errMsg string
 	var retries int
-	err := s.Broker.Store().ReadDB().QueryRow(`SELECT error_message, retry_count FROM dlq WHERE txn_id = 'boom' AND group_name = 'g'`).Scan(&errMsg, &retries)
+	err := combtest.ReadDB(t, s.Broker.Path()).QueryRow(`SELECT error_message, retry_count FROM dlq WHERE txn_id = 'boom' AND group_name = 'g'`).Scan(&errMsg, &retries)
 	if err != nil || errMsg != "Retries exhausted" || retries != 2 {
 		t.Fatalf("dlq row = %q, %d (%v)", errMsg, retries, err)
 	}
@@ -411,7 +411,7 @@ func TestTransactionFailedAckDeadLettersAtOnce(t *testing.T) {
 		t.Fatal("message still in the source")
 	}
 	var msg string
-	if err := s.Broker.Store().ReadDB().QueryRow(`SELECT error_message FROM dlq`).Scan(&msg); err != nil || msg != "Unknown error" {
+	if err := combtest.ReadDB(t, s.Broker.Path()).QueryRow(`SELECT error_message FROM dlq`).Scan(&msg); err != nil || msg != "Unknown error" {
 		t.Fatalf("dlq error = %q (%v)", msg, err)
 	}
 }
@@ -689,14 +689,14 @@ func TestFailedAcksOfAReleasedBatchSucceedAcrossRequests(t *testing.T) {
 
 func TestPopBatchIsBounded(t *testing.T) {
 	s := combtest.MustServer(t, combtest.Options{})
-	items := make([]map[string]any, 0, store.MaxPopBatch+5)
-	for i := range store.MaxPopBatch + 5 {
+	items := make([]map[string]any, 0, broker.MaxPopBatch+5)
+	for i := range broker.MaxPopBatch + 5 {
 		items = append(items, item("big", i))
 	}
 	s.Push(items...)
 	p := s.Pop("/api/v1/pop/queue/big?batch=100000000&autoAck=true")
-	if len(p.Messages) != store.MaxPopBatch {
-		t.Fatalf("a huge batch delivered %d messages, want the bound %d", len(p.Messages), store.MaxPopBatch)
+	if len(p.Messages) != broker.MaxPopBatch {
+		t.Fatalf("a huge batch delivered %d messages, want the bound %d", len(p.Messages), broker.MaxPopBatch)
 	}
 	if rest := s.Pop("/api/v1/pop/queue/big?batch=100&autoAck=true"); len(rest.Messages) != 5 {
 		t.Fatalf("the rest = %d, want 5", len(rest.Messages))

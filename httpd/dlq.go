@@ -8,7 +8,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
-	"github.com/comb-broker/comb/seek"
 )
 
 // queryTime reads an optional time parameter; ok is false when it is
@@ -17,7 +16,7 @@ func queryTime(v string) (t *time.Time, ok bool) {
 	if v == "" {
 		return nil, true
 	}
-	parsed, ok := seek.ParseTime(v)
+	parsed, ok := broker.ParseTime(v)
 	if !ok {
 		return nil, false
 	}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/comb-broker/comb/broker"
-	"github.com/comb-broker/comb/store"
 )
 
 // The replies of push, pop and ack are the hot path: they are appended
@@ -66,7 +65,7 @@ func appendRaw(buf []byte, raw []byte) ([]byte, error) {
 }
 
 // appendPushResults encodes what pushResultsJSON would.
-func appendPushResults(buf []byte, results []store.PushResult) []byte {
+func appendPushResults(buf []byte, results []broker.PushResult) []byte {
 	buf = append(buf, '[')
 	for i := range results {
 		res := &results[i]
@@ -95,7 +94,7 @@ func appendPushResults(buf []byte, results []store.PushResult) []byte {
 }
 
 // appendAckResults encodes what ackResultsJSON would.
-func appendAckResults(buf []byte, results []store.AckResult) []byte {
+func appendAckResults(buf []byte, results []broker.AckResult) []byte {
 	buf = append(buf, '[')
 	for i := range results {
 		res := &results[i]

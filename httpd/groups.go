@@ -11,8 +11,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
-	"github.com/comb-broker/comb/seek"
-	"github.com/comb-broker/comb/store"
 )
 
 // groupRoutes registers the consumer-group routes (docs/snapshots.md).
@@ -180,7 +178,7 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request, ps h
 		writeError(w, http.StatusBadRequest, "subscriptionTimestamp is required")
 		return
 	}
-	t, ok := seek.ParseTime(sent)
+	t, ok := broker.ParseTime(sent)
 	if !ok {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("subscriptionTimestamp %q is not a valid time (RFC 3339 or YYYY-MM-DD)", sent))
 		return
@@ -208,12 +206,12 @@ type seekIn struct {
 // toEnd:false) is toEnd when emptyIsEnd (the per-partition route: the
 // dashboard sends nothing and Queen's Go SDK sends {}), and otherwise the
 // seed's 400.
-func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bool) (seek.Target, bool, error) {
+func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bool) (broker.SeekTarget, bool, error) {
 	var in seekIn
 	if err := s.readJSON(w, r, &in); err != nil && !errors.Is(err, errEmptyBody) {
-		return seek.Target{}, false, err
+		return broker.SeekTarget{}, false, err
 	}
-	var t seek.Target
+	var t broker.SeekTarget
 	toEnd, _, ok := rawBool(in.ToEnd)
 	if !ok {
 		return t, false, &badRequest{"toEnd must be a boolean"}
@@ -224,7 +222,7 @@ func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bo
 		return t, false, &badRequest{"timestamp must be a string"}
 	}
 	if ts != "" {
-		at, ok := seek.ParseTime(ts)
+		at, ok := broker.ParseTime(ts)
 		if !ok {
 			return t, false, &badRequest{fmt.Sprintf("timestamp %q is not a valid time (RFC 3339 or YYYY-MM-DD)", ts)}
 		}
@@ -245,7 +243,7 @@ func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bo
 		return t, false, &badRequest{"dryRun must be a boolean"}
 	}
 	err := t.Validate()
-	if errors.Is(err, seek.ErrNoTarget) && emptyIsEnd {
+	if errors.Is(err, broker.ErrNoTarget) && emptyIsEnd {
 		t.ToEnd, err = true, nil
 	}
 	if err != nil {
@@ -270,7 +268,7 @@ type partitionSeekOut struct {
 // seekBody is what both seek routes answer beyond their own fields: the
 // seed's seekToEnd and targetTimestamp (the parsed time, RFC 3339 with
 // milliseconds, UTC, on both routes), then comb's additions.
-func seekBody(t seek.Target, dryRun bool, res *broker.SeekResult) map[string]any {
+func seekBody(t broker.SeekTarget, dryRun bool, res *broker.SeekResult) map[string]any {
 	body := map[string]any{"success": true, "consumerGroup": res.Group, "queueName": res.Queue,
 		"seekToEnd": t.ToEnd, "targetTimestamp": nil}
 	if t.Time != nil {
@@ -306,7 +304,7 @@ func (s *Server) seekQueue(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	res, err := s.b.Seek(r.Context(), broker.SeekRequest{Tenant: tenant(r.Context()), Group: group, Queue: queue,
 		Target: t, DryRun: dryRun})
-	if errors.Is(err, store.ErrQueueNotFound) {
+	if errors.Is(err, broker.ErrQueueNotFound) {
 		// Failing loudly: a misdirected seek must not look like it worked.
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error": "Queue not found or has no partitions",
 			"consumerGroup": group, "queueName": queue, "partitionsUpdated": 0})
@@ -333,7 +331,7 @@ func (s *Server) seekPartition(w http.ResponseWriter, r *http.Request, ps httpro
 	}
 	res, err := s.b.Seek(r.Context(), broker.SeekRequest{Tenant: tenant(r.Context()), Group: group, Queue: queue,
 		Partition: partition, Target: t, DryRun: dryRun})
-	if errors.Is(err, store.ErrPartitionNotFound) || errors.Is(err, store.ErrQueueNotFound) {
+	if errors.Is(err, broker.ErrPartitionNotFound) || errors.Is(err, broker.ErrQueueNotFound) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error": "Partition not found"})
 		return
 	}

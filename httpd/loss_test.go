@@ -45,7 +45,7 @@ func TestOutOfRangeOptionsAnswer400AndWriteNothing(t *testing.T) {
 			t.Fatalf("configure %s = %d %s", c.body, r.Status, r.Body)
 		}
 	}
-	if q, err := s.Broker.Store().Queue(context.Background(), "", "q"); err == nil {
+	if q, err := s.Broker.QueueStats(context.Background(), "", "q"); err == nil {
 		t.Fatalf("a refused configure created %+v", q)
 	}
 	r := s.Do("POST", "/api/v1/lease/00000000-0000-0000-0000-000000000000/extend", `{"seconds":10000000000}`)

@@ -13,7 +13,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
-	"github.com/comb-broker/comb/store"
 )
 
 // badRequest is a refusal whose text goes to the client as is.
@@ -42,8 +41,8 @@ type configureIn struct {
 	Options   map[string]json.RawMessage `json:"options"`
 }
 
-func parseOptions(in map[string]json.RawMessage) (store.QueueOptions, error) {
-	o := store.DefaultQueueOptions()
+func parseOptions(in map[string]json.RawMessage) (broker.QueueOptions, error) {
+	o := broker.DefaultQueueOptions()
 	ints := map[string]*int64{
 		"leaseTime": &o.LeaseTime, "retryLimit": &o.RetryLimit, "retryDelay": &o.RetryDelay, "maxSize": &o.MaxSize,
 		"ttl": &o.TTL, "priority": &o.Priority, "delayedProcessing": &o.DelayedProcessing, "windowBuffer": &o.WindowBuffer,
@@ -76,7 +75,7 @@ func parseOptions(in map[string]json.RawMessage) (store.QueueOptions, error) {
 	return o, nil
 }
 
-func optionsJSON(o store.QueueOptions) map[string]any {
+func optionsJSON(o broker.QueueOptions) map[string]any {
 	m := map[string]any{
 		"priority": o.Priority, "leaseTime": o.LeaseTime, "retryLimit": o.RetryLimit, "retryDelay": o.RetryDelay,
 		"maxSize": o.MaxSize, "ttl": o.TTL, "deadLetterQueue": o.DeadLetterQueue, "dlqAfterMaxRetries": o.DLQAfterMaxRetries,
@@ -144,8 +143,8 @@ type pushOut struct {
 }
 
 // pushItems validates wire items; a bad item fails the whole request.
-func pushItems(in []pushItemIn, producerSub string) ([]store.PushItem, error) {
-	items := make([]store.PushItem, len(in))
+func pushItems(in []pushItemIn, producerSub string) ([]broker.PushItem, error) {
+	items := make([]broker.PushItem, len(in))
 	for i := range in {
 		it := &in[i]
 		q, present, ok := rawString(it.Queue)
@@ -176,12 +175,12 @@ func pushItems(in []pushItemIn, producerSub string) ([]store.PushItem, error) {
 		if len(payload) == 0 {
 			payload = []byte("null")
 		}
-		items[i] = store.PushItem{Queue: q, Partition: p, Payload: payload, TxnID: txn, TraceID: trace, ProducerSub: producerSub}
+		items[i] = broker.PushItem{Queue: q, Partition: p, Payload: payload, TxnID: txn, TraceID: trace, ProducerSub: producerSub}
 	}
 	return items, nil
 }
 
-func pushResultsJSON(results []store.PushResult) []pushOut {
+func pushResultsJSON(results []broker.PushResult) []pushOut {
 	out := make([]pushOut, len(results))
 	for i, res := range results {
 		out[i] = pushOut{Index: i, TxnIDSnake: res.TxnID, TransactionID: res.TxnID, Status: res.Status,
@@ -362,26 +361,26 @@ type ackOut struct {
 	DLQ           bool    `json:"dlq"`
 }
 
-func (a *ackIn) item() (store.AckItem, error) {
+func (a *ackIn) item() (broker.AckItem, error) {
 	txn, present, ok := rawString(a.TransactionID)
 	if !present || !ok || txn == "" {
-		return store.AckItem{}, &badRequest{"transactionId is required"}
+		return broker.AckItem{}, &badRequest{"transactionId is required"}
 	}
 	part, present, ok := rawString(a.PartitionID)
 	if !present || !ok || part == "" {
-		return store.AckItem{}, &badRequest{"partitionId is required to ensure message uniqueness"}
+		return broker.AckItem{}, &badRequest{"partitionId is required to ensure message uniqueness"}
 	}
 	lease, _, ok1 := rawString(a.LeaseID)
 	status, _, ok2 := rawString(a.Status)
 	msg, _, ok3 := rawString(a.Error)
 	group, _, ok4 := rawString(a.ConsumerGroup)
 	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return store.AckItem{}, &badRequest{"leaseId, status, error and consumerGroup must be strings"}
+		return broker.AckItem{}, &badRequest{"leaseId, status, error and consumerGroup must be strings"}
 	}
-	return store.AckItem{TxnID: txn, PartitionID: part, LeaseID: lease, Status: status, Error: msg, Group: group}, nil
+	return broker.AckItem{TxnID: txn, PartitionID: part, LeaseID: lease, Status: status, Error: msg, Group: group}, nil
 }
 
-func ackResultsJSON(results []store.AckResult) []ackOut {
+func ackResultsJSON(results []broker.AckResult) []ackOut {
 	out := make([]ackOut, len(results))
 	for i, res := range results {
 		out[i] = ackOut{Index: i, TransactionID: res.TxnID, Success: res.Success, Error: nullString(res.Error),
@@ -401,7 +400,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 		s.reject(w, r, err)
 		return
 	}
-	results, err := s.b.Ack(r.Context(), tenant(r.Context()), "", []store.AckItem{it})
+	results, err := s.b.Ack(r.Context(), tenant(r.Context()), "", []broker.AckItem{it})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -428,7 +427,7 @@ func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		writeError(w, http.StatusBadRequest, "consumerGroup must be a string")
 		return
 	}
-	items := make([]store.AckItem, len(raw))
+	items := make([]broker.AckItem, len(raw))
 	for i := range raw {
 		it, err := raw[i].item()
 		if err != nil {
@@ -439,7 +438,7 @@ func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	}
 	// The batch's group applies to every item, null meaning queue mode.
 	if group == "" {
-		group = store.QueueModeGroup
+		group = broker.QueueModeGroup
 	}
 	results, err := s.b.Ack(r.Context(), tenant(r.Context()), group, items)
 	if err != nil {
@@ -488,7 +487,7 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 	refuse := func(msg string) {
 		writeJSON(w, http.StatusOK, map[string]any{"transactionId": txID, "success": false, "error": msg, "results": []any{}})
 	}
-	ops := make([]store.TxOp, len(raw))
+	ops := make([]broker.TxOp, len(raw))
 	for i := range raw {
 		typ, _, _ := rawString(raw[i].Type)
 		ops[i].Type = typ
@@ -519,7 +518,7 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 		}
 	}
 	results, err := s.b.Transaction(r.Context(), tenant(r.Context()), ops)
-	var txErr *store.TxError
+	var txErr *broker.TxError
 	if errors.As(err, &txErr) {
 		refuse(txErr.Msg)
 		return

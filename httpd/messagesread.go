@@ -68,7 +68,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprout
 		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
 		return
 	}
-	now := s.b.Store().Now()
+	now := s.b.Now()
 	f := broker.MessageFilter{Tenant: tenant(r.Context()), Queue: q.Get("queue"), Partition: q.Get("partition"),
 		Namespace: q.Get("ns"), Task: q.Get("task"), Status: status, From: now.Add(-time.Hour), To: now,
 		Limit: queryInt(q, "limit", broker.DefaultMessageLimit), Offset: max(queryInt(q, "offset", 0), 0)}

@@ -102,7 +102,7 @@ func (c *rateCounter) perSecond(t time.Time) float64 {
 }
 
 func (s *Server) metricsRoutes() {
-	s.stats = &httpStats{clock: s.b.Store(), reg: prometheus.NewRegistry()}
+	s.stats = &httpStats{clock: s.b, reg: prometheus.NewRegistry()}
 	// The Server's own registry: two Servers in one process (tests, or an
 	// embedding program) never share or collide in a global one.
 	s.stats.reg.MustRegister(newPromCollector(s), collectors.NewGoCollector(),
@@ -139,10 +139,10 @@ func rssBytes() int64 {
 // single writer.
 func (s *Server) metricsJSON(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	m := s.b.Metrics()
-	now := s.b.Store().Now()
+	now := s.b.Now()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	pool := s.b.Store().ReaderStats()
+	pool := s.b.EngineStats().Readers
 	user, system := cpuMicros()
 	pushRate, _ := m.Rates()
 	rss := rssBytes()
@@ -153,8 +153,8 @@ func (s *Server) metricsJSON(w http.ResponseWriter, r *http.Request, _ httproute
 		"uptime":   m.Uptime().Seconds(),
 		"requests": map[string]any{"total": s.stats.total.Load(), "rate": s.stats.rate.perSecond(now)},
 		"messages": map[string]any{"total": m.Pushed.Load(), "rate": pushRate},
-		"database": map[string]any{"poolSize": pool.MaxOpenConnections, "idleConnections": pool.Idle,
-			"waitingRequests": s.b.Store().PendingWrites()},
+		"database": map[string]any{"poolSize": pool.MaxOpen, "idleConnections": pool.Idle,
+			"waitingRequests": s.b.PendingWrites()},
 		"memory": map[string]any{"rss": rss, "heapTotal": ms.HeapSys, "heapUsed": ms.HeapAlloc,
 			"external": ms.Sys - ms.HeapSys, "arrayBuffers": 0},
 		"cpu": map[string]any{"user": user, "system": system},
@@ -271,8 +271,9 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	histogram(c.commitOps, m.CommitOps)
 	histogram(c.commitSeconds, m.CommitSeconds)
-	counter(c.quarantined, b.Store().Stats().Quarantined.Load())
-	counter(c.evicted, b.Store().Stats().FramesEvicted.Load())
+	es := b.EngineStats()
+	counter(c.quarantined, es.Quarantined)
+	counter(c.evicted, es.FramesEvicted)
 
 	errs := 0
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -289,17 +290,17 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	if file, wal, err := b.Store().DatabaseSize(); err != nil {
+	if file, wal, err := b.DatabaseSize(); err != nil {
 		c.s.log.Warn("metrics: database size", "err", err)
 		errs++
 	} else {
 		gauge(c.dbSize, float64(file+wal))
 		gauge(c.walSize, float64(wal))
 	}
-	pool := b.Store().ReaderStats()
-	gauge(c.pendingWrites, float64(b.Store().PendingWrites()))
-	gauge(c.readerInUse, float64(pool.InUse))
-	gauge(c.readerOpen, float64(pool.OpenConnections))
+	es = b.EngineStats() // after the queries above, as the scrape ends
+	gauge(c.pendingWrites, float64(es.PendingWrites))
+	gauge(c.readerInUse, float64(es.Readers.InUse))
+	gauge(c.readerOpen, float64(es.Readers.Open))
 	gauge(c.uptime, m.Uptime().Seconds())
 	gauge(c.parked, float64(b.Parked()))
 	for class := 1; class <= 5; class++ {

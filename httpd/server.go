@@ -19,7 +19,6 @@ import (
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/console"
-	"github.com/comb-broker/comb/store"
 )
 
 // DefaultMaxBodyBytes bounds a request body. Clients push payloads of a few
@@ -209,14 +208,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", tooBig.Limit))
 	case errors.As(err, &syntax), errors.As(err, &typ), errors.Is(err, errBadBody):
 		writeError(w, http.StatusBadRequest, "Invalid JSON body: "+err.Error())
-	case errors.Is(err, store.ErrQueueNotFound):
+	case errors.Is(err, broker.ErrQueueNotFound):
 		writeError(w, http.StatusNotFound, "Queue not found")
-	case errors.Is(err, store.ErrPartitionNotFound):
+	case errors.Is(err, broker.ErrPartitionNotFound):
 		writeError(w, http.StatusNotFound, "Partition not found")
-	case errors.Is(err, store.ErrMessageNotFound):
+	case errors.Is(err, broker.ErrMessageNotFound):
 		writeError(w, http.StatusNotFound, "Message not found")
-	case errors.Is(err, store.ErrInvalid):
-		writeError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": "))
+	case errors.Is(err, broker.ErrInvalid):
+		writeError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), broker.ErrInvalid.Error()+": "))
 	case errors.Is(err, broker.ErrBusy):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "Too many pushes in flight, retry shortly")
@@ -224,7 +223,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// Nothing of the request was stored; reads, pops and acks go on,
 		// and writes resume once space returns (retention, a larger cap).
 		writeError(w, http.StatusInsufficientStorage, "Database is full (disk or --max-db-bytes): nothing was written; free space and retry")
-	case errors.Is(err, store.ErrClosed):
+	case errors.Is(err, broker.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, "Server is shutting down")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		writeError(w, http.StatusServiceUnavailable, "Request cancelled")

@@ -13,8 +13,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
-	"github.com/comb-broker/comb/seek"
-	"github.com/comb-broker/comb/store"
 )
 
 // snapshotRoutes registers the snapshot routes. A snapshot is seeked to
@@ -62,15 +60,15 @@ func snapshotJSON(sn *broker.Snapshot, withCursors bool) snapshotOut {
 // snapshotFail maps the snapshot errors, then defers to fail.
 func (s *Server) snapshotFail(w http.ResponseWriter, r *http.Request, name string, err error) {
 	switch {
-	case errors.Is(err, store.ErrSnapshotNotFound):
+	case errors.Is(err, broker.ErrSnapshotNotFound):
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false,
 			"error": fmt.Sprintf("Snapshot %q not found (unknown or expired)", name)})
-	case errors.Is(err, store.ErrSnapshotExists):
+	case errors.Is(err, broker.ErrSnapshotExists):
 		writeJSON(w, http.StatusConflict, map[string]any{"success": false,
 			"error": fmt.Sprintf("Snapshot %q already exists", name)})
-	case errors.Is(err, store.ErrSnapshotConflict):
+	case errors.Is(err, broker.ErrSnapshotConflict):
 		writeJSON(w, http.StatusConflict, map[string]any{"success": false,
-			"error": strings.TrimPrefix(err.Error(), store.ErrSnapshotConflict.Error()+": ")})
+			"error": strings.TrimPrefix(err.Error(), broker.ErrSnapshotConflict.Error()+": ")})
 	default:
 		s.reject(w, r, err)
 	}
@@ -118,7 +116,7 @@ func parseExpireTime(raw json.RawMessage) (*time.Time, error) {
 	if !present || v == "" {
 		return nil, nil
 	}
-	t, ok := seek.ParseTime(v)
+	t, ok := broker.ParseTime(v)
 	if !ok {
 		return nil, &badRequest{fmt.Sprintf("expireTime %q is not a valid time (RFC 3339)", v)}
 	}

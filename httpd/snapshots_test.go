@@ -325,7 +325,6 @@ func TestSnapshotsExpire(t *testing.T) {
 	r.drain("q", "g")
 	r.snapshot("g", "q", "weekly", nil)
 	r.snapshot("g", "q", "hourly", map[string]any{"ttlSeconds": 3600})
-	st := r.Broker.Store()
 
 	r.clk.Advance(7*24*time.Hour - time.Second)
 	if resp := r.Do("GET", "/api/v1/snapshots/weekly", nil); resp.Status != 200 {
@@ -340,8 +339,8 @@ func TestSnapshotsExpire(t *testing.T) {
 	// An expired name can be taken again before the sweep.
 	r.snapshot("g", "q", "hourly", map[string]any{"ttlSeconds": 60})
 
-	n, err := st.ExpireSnapshots(context.Background())
-	if err != nil || n != 1 {
+	swept, err := r.Broker.Retention().RunOnce(context.Background())
+	if n := swept.Snapshots; err != nil || n != 1 {
 		t.Fatalf("sweep = %d, %v; want 1 (weekly)", n, err)
 	}
 	var rows int

@@ -39,7 +39,7 @@ func (s *Server) timeRange(w http.ResponseWriter, r *http.Request, def time.Dura
 		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
 		return from, to, false
 	}
-	to = s.b.Store().Now()
+	to = s.b.Now()
 	if t != nil {
 		to = *t
 	}
@@ -293,7 +293,7 @@ func (s *Server) statusBuffers(w http.ResponseWriter, r *http.Request, _ httprou
 		// A parked push is retried until it drains; none is ever dropped.
 		"failed":    0,
 		"dbHealthy": healthy,
-		"worker": map[string]any{"id": 0, "parkedPops": s.b.Parked(), "pendingWrites": s.b.Store().PendingWrites(),
+		"worker": map[string]any{"id": 0, "parkedPops": s.b.Parked(), "pendingWrites": s.b.PendingWrites(),
 			"pushMaintenance": m.PushMaintenance, "popMaintenance": m.PopMaintenance},
 	})
 }
@@ -307,26 +307,26 @@ func (s *Server) analytics(w http.ResponseWriter, r *http.Request, ps httprouter
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		user, system := cpuMicros()
-		pool := s.b.Store().ReaderStats()
+		pool := s.b.EngineStats().Readers
 		writeJSON(w, http.StatusOK, map[string]any{
-			"timestamp": fmtMilli(s.b.Store().Now()), "uptime": s.b.Metrics().Uptime().Seconds(),
+			"timestamp": fmtMilli(s.b.Now()), "uptime": s.b.Metrics().Uptime().Seconds(),
 			"memory":     map[string]any{"rss": rssBytes(), "heapTotal": ms.HeapSys, "heapUsed": ms.HeapAlloc, "gcCycles": ms.NumGC},
 			"cpu":        map[string]any{"user": user, "system": system},
 			"goroutines": runtime.NumGoroutine(),
-			"database": map[string]any{"poolSize": pool.MaxOpenConnections, "inUse": pool.InUse, "idle": pool.Idle,
-				"pendingWrites": s.b.Store().PendingWrites()},
+			"database": map[string]any{"poolSize": pool.MaxOpen, "inUse": pool.InUse, "idle": pool.Idle,
+				"pendingWrites": s.b.PendingWrites()},
 		})
 	case "worker-metrics":
-		st := s.b.Store().Stats()
-		commits, micros := st.Commits.Load(), st.CommitMicros.Load()
+		st := s.b.EngineStats()
+		commits, micros := st.Commits, st.CommitMicros
 		avg := 0.0
 		if commits > 0 {
 			avg = float64(micros) / float64(commits) / 1000
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"workers": []map[string]any{{
-			"workerId": 0, "commits": commits, "writesCommitted": st.CommitOps.Load(), "segments": st.Segments.Load(),
-			"messages": st.Frames.Load(), "avgCommitMs": avg, "parkedPops": s.b.Parked(),
-			"pendingWrites": s.b.Store().PendingWrites()}}})
+			"workerId": 0, "commits": commits, "writesCommitted": st.CommitOps, "segments": st.Segments,
+			"messages": st.Frames, "avgCommitMs": avg, "parkedPops": s.b.Parked(),
+			"pendingWrites": st.PendingWrites}}})
 	case "queue-lag":
 		groups, err := s.b.Groups(ctx, tenant(ctx))
 		if err != nil {
@@ -355,7 +355,7 @@ func (s *Server) analytics(w http.ResponseWriter, r *http.Request, ps httprouter
 			}
 			out = append(out, row)
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"queues": out, "since": fmtMilli(s.b.Store().Now().Add(-s.b.Metrics().Uptime()))})
+		writeJSON(w, http.StatusOK, map[string]any{"queues": out, "since": fmtMilli(s.b.Now().Add(-s.b.Metrics().Uptime()))})
 	case "queue-parked-replicas":
 		// No cluster: one replica, this process.
 		writeJSON(w, http.StatusOK, map[string]any{"replicas": []map[string]any{{"workerId": 0, "parkedPops": s.b.Parked()}}})
@@ -384,7 +384,7 @@ func (s *Server) analytics(w http.ResponseWriter, r *http.Request, ps httprouter
 			s.fail(w, r, err)
 			return
 		}
-		file, wal, err := s.b.Store().DatabaseSize()
+		file, wal, err := s.b.DatabaseSize()
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -910,7 +910,7 @@ func TestStreamsSinkPushesGoThroughThePushPath(t *testing.T) {
 	if len(p.Messages) != 1 || string(p.Messages[0].Data) != `{"pin":"CYCLE-SECRET-1234"}` {
 		t.Fatalf("pop: %+v", p.Messages)
 	}
-	path := s.Broker.Store().Path()
+	path := s.Broker.Path()
 	for _, f := range []string{path, path + "-wal"} {
 		b, err := os.ReadFile(f)
 		if err != nil && !os.IsNotExist(err) {

@@ -9,7 +9,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
-	"github.com/comb-broker/comb/store"
 )
 
 // Traces (docs/wire.md, Routes). The read shapes are the ones Queen's dashboard
@@ -94,7 +93,7 @@ func (s *Server) recordTrace(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	id, err := s.b.RecordTrace(r.Context(), tenant(r.Context()), broker.TraceInput{PartitionID: part, TxnID: txn,
 		Group: group, Names: names, EventType: event, Data: bytes.TrimSpace(in.Data)})
-	if errors.Is(err, store.ErrMessageNotFound) {
+	if errors.Is(err, broker.ErrMessageNotFound) {
 		// Queen answers 500 here; a client's unknown id is a 404 for comb,
 		// which also spares the SDKs three retries of a request that cannot
 		// succeed (they retry 5xx and swallow trace errors either way).

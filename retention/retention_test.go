@@ -2,6 +2,7 @@ package retention_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"os"
@@ -24,6 +25,15 @@ type fixture struct {
 	b     *broker.Broker
 	clock *clock.Manual
 	ctx   context.Context
+	rdb   *sql.DB // read-only, opened by db
+}
+
+// db is a read-only connection on the fixture's database file.
+func (f *fixture) db() *sql.DB {
+	if f.rdb == nil {
+		f.rdb = combtest.ReadDB(f.t, f.b.Path())
+	}
+	return f.rdb
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -71,7 +81,7 @@ func (f *fixture) sweep() retention.Stats {
 // bases returns the base offsets of a partition's segments.
 func (f *fixture) bases(queue, partition string) []int64 {
 	f.t.Helper()
-	rows, err := f.b.Store().ReadDB().QueryContext(f.ctx, `SELECT s.base_offset FROM segments s
+	rows, err := f.db().QueryContext(f.ctx, `SELECT s.base_offset FROM segments s
 		JOIN partitions p ON p.id = s.partition_id JOIN queues q ON q.id = p.queue_id
 		WHERE q.name = ? AND p.name = ? ORDER BY s.base_offset`, queue, partition)
 	if err != nil {
@@ -92,7 +102,7 @@ func (f *fixture) bases(queue, partition string) []int64 {
 func (f *fixture) logStart(queue, partition string) int64 {
 	f.t.Helper()
 	var n int64
-	if err := f.b.Store().ReadDB().QueryRowContext(f.ctx, `SELECT p.log_start FROM partitions p JOIN queues q ON q.id = p.queue_id
+	if err := f.db().QueryRowContext(f.ctx, `SELECT p.log_start FROM partitions p JOIN queues q ON q.id = p.queue_id
 		WHERE q.name = ? AND p.name = ?`, queue, partition).Scan(&n); err != nil {
 		f.t.Fatalf("read log_start: %v", err)
 	}
@@ -102,7 +112,7 @@ func (f *fixture) logStart(queue, partition string) int64 {
 func (f *fixture) count(query string, args ...any) int64 {
 	f.t.Helper()
 	var n int64
-	if err := f.b.Store().ReadDB().QueryRowContext(f.ctx, query, args...).Scan(&n); err != nil {
+	if err := f.db().QueryRowContext(f.ctx, query, args...).Scan(&n); err != nil {
 		f.t.Fatalf("%s: %v", query, err)
 	}
 	return n
@@ -410,7 +420,7 @@ func TestMaxBytesEvictsTheOldestSegmentsOfTheQueue(t *testing.T) {
 func TestIncrementalVacuumShrinksTheFile(t *testing.T) {
 	f := newFixture(t)
 	var mode int
-	if err := f.b.Store().ReadDB().QueryRowContext(f.ctx, `PRAGMA auto_vacuum`).Scan(&mode); err != nil || mode != 2 {
+	if err := f.db().QueryRowContext(f.ctx, `PRAGMA auto_vacuum`).Scan(&mode); err != nil || mode != 2 {
 		t.Fatalf("auto_vacuum = %d (%v), want 2 (incremental)", mode, err)
 	}
 	f.configure("q", retained(60))
@@ -440,7 +450,7 @@ func TestIncrementalVacuumShrinksTheFile(t *testing.T) {
 		t.Fatalf("page_count %d -> %d: the file did not shrink", before, after)
 	}
 	// The file itself shrinks at the next checkpoint; Close checkpoints.
-	info, err := os.Stat(f.b.Store().Path())
+	info, err := os.Stat(f.b.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +548,7 @@ func TestTimeRetentionKeepsWhatALiveSnapshotNeeds(t *testing.T) {
 		t.Fatalf("consume: %v", err)
 	}
 	// g's position (committed 1) is captured: replaying it needs offset 2 on.
-	if _, err := f.b.Store().CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "before-deploy", Group: "g", Queue: "q",
+	if _, err := f.b.CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "before-deploy", Group: "g", Queue: "q",
 		TTL: time.Hour}); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
@@ -559,7 +569,7 @@ func TestTimeRetentionKeepsWhatALiveSnapshotNeeds(t *testing.T) {
 	f.configure("small", o)
 	f.push("small", "", "x", 1)
 	f.push("small", "", "y", 1)
-	if _, err := f.b.Store().CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "pin", Queue: "small", TTL: time.Hour}); err != nil {
+	if _, err := f.b.CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "pin", Queue: "small", TTL: time.Hour}); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	f.sweep()
@@ -574,7 +584,7 @@ func TestExpiredSnapshotsAreDeletedAtMostHourly(t *testing.T) {
 	if st := f.sweep(); st.Snapshots != 0 {
 		t.Fatalf("first sweep deleted %d snapshots", st.Snapshots)
 	}
-	if _, err := f.b.Store().CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "short", Queue: "q", TTL: time.Minute}); err != nil {
+	if _, err := f.b.CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "short", Queue: "q", TTL: time.Minute}); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	// Expired, but the hourly sweep of snapshots ran less than an hour ago.

@@ -6,6 +6,7 @@ package combtest
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -43,6 +44,18 @@ func MustOpenStore(tb testing.TB, opts Options) *store.Store {
 		CheckInvariants(tb, path)
 	})
 	return st
+}
+
+// ReadDB opens the database file at path read-only, for a test to look at
+// rows no API returns; it is closed at cleanup.
+func ReadDB(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=query_only(1)&_pragma=busy_timeout(10000)")
+	if err != nil {
+		tb.Fatalf("open %s read-only: %v", path, err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
 }
 
 // MustOpenBroker opens a broker on a new file in tb.TempDir.

@@ -1,0 +1,53 @@
+package broker
+
+import "time"
+
+// EngineStats is a point-in-time view of the engine for status pages and
+// metrics: the writer's counters since Open and the state of its queues.
+type EngineStats struct {
+	// PendingWrites is the writes queued for the single writer.
+	PendingWrites int
+	// Commits is the transactions the writer committed; CommitOps the
+	// writes they fused; CommitMicros the time they took.
+	Commits, CommitOps, CommitMicros int64
+	// Segments and Frames are the segments and messages appended.
+	Segments, Frames int64
+	// Quarantined counts segments put aside because they failed their
+	// checksum or did not decode.
+	Quarantined int64
+	// FramesEvicted counts messages retention removed before a group that
+	// still needed them consumed them.
+	FramesEvicted int64
+	// Readers is the reader pool: its size, connections open, in use and idle.
+	Readers ReaderStats
+}
+
+// ReaderStats describe the reader connection pool.
+type ReaderStats struct {
+	MaxOpen, Open, InUse, Idle int
+}
+
+// EngineStats reads the engine's counters; it does not touch the database.
+func (b *Broker) EngineStats() EngineStats {
+	st, pool := b.st.Stats(), b.st.ReaderStats()
+	return EngineStats{
+		PendingWrites: b.st.PendingWrites(),
+		Commits:       st.Commits.Load(), CommitOps: st.CommitOps.Load(), CommitMicros: st.CommitMicros.Load(),
+		Segments: st.Segments.Load(), Frames: st.Frames.Load(),
+		Quarantined: st.Quarantined.Load(), FramesEvicted: st.FramesEvicted.Load(),
+		Readers: ReaderStats{MaxOpen: pool.MaxOpenConnections, Open: pool.OpenConnections, InUse: pool.InUse, Idle: pool.Idle},
+	}
+}
+
+// PendingWrites is the writes queued for the single writer right now.
+func (b *Broker) PendingWrites() int { return b.st.PendingWrites() }
+
+// DatabaseSize is the size in bytes of the database file and of its WAL.
+func (b *Broker) DatabaseSize() (file, wal int64, err error) { return b.st.DatabaseSize() }
+
+// Now reads the broker's clock (Options.Clock): the time every timestamp
+// it writes is taken from.
+func (b *Broker) Now() time.Time { return b.st.Now() }
+
+// Path is the database file.
+func (b *Broker) Path() string { return b.st.Path() }
