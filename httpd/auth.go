@@ -15,7 +15,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"maps"
 	"math/big"
 	"net/http"
 	"slices"
@@ -444,10 +443,6 @@ func (s *Server) guard(level Level, h httprouter.Handle) httprouter.Handle {
 		h(w, r.WithContext(ctx), ps)
 	}
 }
-
-// RouteLevels returns the access level of every route, keyed "METHOD /path"
-// as registered.
-func RouteLevels() map[string]Level { return maps.Clone(routeLevels) }
 
 // ParsePublicKeysPEM reads every public key in PEM data: PUBLIC KEY (PKIX:
 // RSA, EC or Ed25519), RSA PUBLIC KEY (PKCS #1) or CERTIFICATE blocks.

@@ -2,6 +2,8 @@ package httpd
 
 import "github.com/julienschmidt/httprouter"
 
-// HandleForTest registers a route as routes() does, so a test can check
-// that a route without an access level is refused.
-func (s *Server) HandleForTest(method, path string, h httprouter.Handle) { s.handle(method, path, h) }
+// HandleForTest registers a route as New does its table's rows, but with
+// no level, so a test can check that such a route is refused.
+func (s *Server) HandleForTest(method, path string, h httprouter.Handle) {
+	s.handle(route{method: method, path: path, h: h})
+}

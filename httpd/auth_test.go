@@ -608,7 +608,7 @@ func popSubs(t *testing.T, c *combtest.Client, queue string, n int) []any {
 	return subs
 }
 
-var updateDocs = flag.Bool("update-docs", false, "rewrite the level table in docs/auth.md from routeLevels")
+var updateDocs = flag.Bool("update-docs", false, "rewrite the level table in docs/auth.md from the route table")
 
 const (
 	docsPath       = "../docs/auth.md"
@@ -617,7 +617,7 @@ const (
 )
 
 // TestAuthDocsLevels keeps the level table of docs/auth.md true to
-// routeLevels: a row that disagrees with the code fails; -update-docs
+// the route table: a row that disagrees with the code fails; -update-docs
 // regenerates the table.
 func TestAuthDocsLevels(t *testing.T) {
 	levels := httpd.RouteLevels()

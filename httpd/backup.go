@@ -11,11 +11,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// backupRoutes registers the online backup.
-func (s *Server) backupRoutes() {
-	s.handle("GET", "/api/v1/system/backup", s.backup)
-}
-
 // backup answers a consistent copy of the whole database as a SQLite file.
 // The copy is made first into a temporary file (os.TempDir, so TMPDIR picks
 // the filesystem) and then streamed, so a failure is still a JSON error and

@@ -24,18 +24,6 @@ type Forwarders interface {
 	Delete(ctx context.Context, tenant, name string) error
 }
 
-func (s *Server) forwarderRoutes() {
-	s.handle("GET", "/api/v1/forwarders", s.listForwarders)
-	s.handle("POST", "/api/v1/forwarders", s.createForwarder)
-	s.handle("GET", "/api/v1/forwarders/:name", s.getForwarder)
-	s.handle("DELETE", "/api/v1/forwarders/:name", s.deleteForwarder)
-	s.handle("POST", "/api/v1/forwarders/:name/pause", s.pauseForwarder)
-	s.handle("POST", "/api/v1/forwarders/:name/resume", s.pauseForwarder)
-	if s.cfg.Forwarders != nil {
-		s.stats.reg.MustRegister(&forwarderCollector{f: s.cfg.Forwarders})
-	}
-}
-
 // forwarderJSON is a forwarder as the admin routes show it; the token is
 // never shown, only whether there is one.
 func forwarderJSON(f *broker.ForwarderStatus) map[string]any {

@@ -13,20 +13,6 @@ import (
 	"github.com/comb-broker/comb/broker"
 )
 
-// groupRoutes registers the consumer-group routes (docs/snapshots.md).
-// httprouter cannot hold a static "lagging" beside ":group", so the lagging
-// listing is dispatched inside the :group handler: as in Queen, a group
-// literally named "lagging" cannot be read with this GET.
-func (s *Server) groupRoutes() {
-	s.handle("GET", "/api/v1/consumer-groups", s.listGroups)
-	s.handle("GET", "/api/v1/consumer-groups/:group", s.getGroup)
-	s.handle("POST", "/api/v1/consumer-groups/:group/subscription", s.updateSubscription)
-	s.handle("POST", "/api/v1/consumer-groups/:group/queues/:queue/seek", s.seekQueue)
-	s.handle("POST", "/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek", s.seekPartition)
-	s.handle("DELETE", "/api/v1/consumer-groups/:group", s.deleteGroup)
-	s.handle("DELETE", "/api/v1/consumer-groups/:group/queues/:queue", s.deleteGroupQueue)
-}
-
 // --- listings ----------------------------------------------------------
 
 type groupOut struct {

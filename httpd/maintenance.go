@@ -11,20 +11,6 @@ import (
 	"github.com/comb-broker/comb/broker"
 )
 
-// maintenanceRoutes registers the maintenance and trace routes
-// (docs/wire.md, Routes).
-func (s *Server) maintenanceRoutes() {
-	s.handle("GET", "/api/v1/system/maintenance", s.getMaintenance)
-	s.handle("POST", "/api/v1/system/maintenance", s.setMaintenance)
-	s.handle("GET", "/api/v1/system/maintenance/pop", s.getPopMaintenance)
-	s.handle("POST", "/api/v1/system/maintenance/pop", s.setPopMaintenance)
-	s.handle("GET", "/api/v1/system/shared-state", s.sharedState)
-
-	s.handle("POST", "/api/v1/traces", s.recordTrace)
-	s.handle("GET", "/api/v1/traces/:partitionId", s.traceOne)
-	s.handle("GET", "/api/v1/traces/:partitionId/:transactionId", s.traceTwo)
-}
-
 func maintenanceJSON(st broker.MaintenanceStatus) map[string]any {
 	return map[string]any{
 		"maintenanceMode":    st.PushMaintenance,

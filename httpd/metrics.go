@@ -21,8 +21,8 @@ import (
 	"github.com/comb-broker/comb/broker"
 )
 
-// httpStats counts the requests a Server answered. It is set by
-// operatorRoutes; a nil *httpStats counts nothing.
+// httpStats counts the requests a Server answered and holds its metrics
+// registry.
 type httpStats struct {
 	clock   interface{ Now() time.Time }
 	total   atomic.Int64
@@ -101,14 +101,17 @@ func (c *rateCounter) perSecond(t time.Time) float64 {
 	return float64(c.previous) / 60
 }
 
-func (s *Server) metricsRoutes() {
-	s.stats = &httpStats{clock: s.b, reg: prometheus.NewRegistry()}
-	// The Server's own registry: two Servers in one process (tests, or an
-	// embedding program) never share or collide in a global one.
-	s.stats.reg.MustRegister(newPromCollector(s), collectors.NewGoCollector(),
+// newHTTPStats makes s's request counters and its own metrics registry:
+// two Servers in one process (tests, or an embedding program) never share
+// or collide in a global one.
+func newHTTPStats(s *Server) *httpStats {
+	h := &httpStats{clock: s.b, reg: prometheus.NewRegistry()}
+	h.reg.MustRegister(newPromCollector(s), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s.handle("GET", "/metrics", s.metricsJSON)
-	s.handle("GET", "/metrics/prometheus", s.metricsPrometheus)
+	if s.cfg.Forwarders != nil {
+		h.reg.MustRegister(&forwarderCollector{f: s.cfg.Forwarders})
+	}
+	return h
 }
 
 // rssBytes is the resident set size from /proc/self/statm, 0 where there

@@ -9,30 +9,6 @@ import (
 	"github.com/comb-broker/comb/broker"
 )
 
-// operatorRoutes registers the operator's routes: the dead-letter queue,
-// resources, message reads, status and metrics.
-func (s *Server) operatorRoutes() {
-	s.handle("GET", "/api/v1/dlq", s.listDLQ)
-	s.handle("POST", "/api/v1/dlq/redrive", s.redriveDLQ)
-	s.handle("DELETE", "/api/v1/dlq", s.purgeDLQ)
-	s.handle("GET", "/api/v1/quarantine", s.listQuarantine)
-	s.handle("POST", "/api/v1/quarantine/:id/restore", s.restoreQuarantined)
-
-	s.handle("GET", "/api/v1/resources/overview", s.resourcesOverview)
-	s.handle("GET", "/api/v1/resources/queues", s.resourcesQueues)
-	s.handle("GET", "/api/v1/resources/queues/:queue", s.resourcesQueue)
-	s.handle("DELETE", "/api/v1/resources/queues/:queue", s.deleteQueue)
-	s.handle("GET", "/api/v1/resources/namespaces", s.resourcesNamespaces)
-	s.handle("GET", "/api/v1/resources/tasks", s.resourcesTasks)
-
-	s.handle("GET", "/api/v1/messages", s.listMessages)
-	s.handle("GET", "/api/v1/messages/:partitionId/:transactionId", s.getMessage)
-	s.handle("DELETE", "/api/v1/messages/:partitionId/:transactionId", s.deleteMessage)
-
-	s.statusRoutes()
-	s.metricsRoutes()
-}
-
 type countsOut struct {
 	Total      int64 `json:"total"`
 	Pending    int64 `json:"pending"`

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -54,14 +53,11 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	router *httprouter.Router
-	// registered lists "METHOD /path" of every route, in registration order.
-	registered []string
+	// registered is the route table as registered, in order.
+	registered []route
 	stats      *httpStats    // request counters and metrics registry
 	origins    *originPolicy // who may call, checked before routing
 }
-
-// Routes lists every registered route as "METHOD /path/:param".
-func (s *Server) Routes() []string { return slices.Clone(s.registered) }
 
 // New returns the handler of every route.
 func New(b *broker.Broker, cfg Config) *Server {
@@ -84,7 +80,10 @@ func New(b *broker.Broker, cfg Config) *Server {
 		s.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", v)
 		writeError(w, http.StatusInternalServerError, "Internal server error")
 	}
-	s.routes()
+	s.stats = newHTTPStats(s)
+	for _, rt := range s.routes() {
+		s.handle(rt)
+	}
 	return s
 }
 
@@ -129,38 +128,6 @@ func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request) bool {
 	}()
 	h(w, r, ps)
 	return true
-}
-
-func (s *Server) routes() {
-	s.handle("GET", "/health", s.health)
-	s.handle("POST", "/api/v1/configure", s.configure)
-	s.handle("POST", "/api/v1/push", s.push)
-	s.handle("GET", "/api/v1/pop/queue/:queue", s.pop)
-	s.handle("GET", "/api/v1/pop/queue/:queue/partition/:partition", s.pop)
-	s.handle("GET", "/api/v1/pop", s.pop)
-	s.handle("POST", "/api/v1/ack", s.ack)
-	s.handle("POST", "/api/v1/ack/batch", s.ackBatch)
-	s.handle("POST", "/api/v1/transaction", s.transaction)
-	s.handle("POST", "/api/v1/lease/:leaseId/extend", s.extendLease)
-	s.groupRoutes()
-	s.snapshotRoutes()
-	s.operatorRoutes()
-	s.maintenanceRoutes()
-	s.handle("GET", "/api/v1/whoami", s.whoami)
-	s.streamRoutes()
-	s.backupRoutes()
-	s.forwarderRoutes()
-}
-
-// handle registers a route. Every route must have a level in routeLevels;
-// registering one without is a programming error, caught by any test.
-func (s *Server) handle(method, path string, h httprouter.Handle) {
-	level, ok := routeLevels[method+" "+path]
-	if !ok {
-		panic(fmt.Sprintf("httpd: route %s %s has no access level in routeLevels", method, path))
-	}
-	s.registered = append(s.registered, method+" "+path)
-	s.router.Handle(method, path, s.guard(level, h))
 }
 
 // tenant is the tenant a request acts for. Without auth there is one, "".

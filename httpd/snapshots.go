@@ -15,17 +15,6 @@ import (
 	"github.com/comb-broker/comb/broker"
 )
 
-// snapshotRoutes registers the snapshot routes. A snapshot is seeked to
-// through the seek routes, with {"snapshot": name}.
-func (s *Server) snapshotRoutes() {
-	s.handle("POST", "/api/v1/consumer-groups/:group/queues/:queue/snapshots", s.createGroupSnapshot)
-	s.handle("POST", "/api/v1/snapshots", s.createSnapshot)
-	s.handle("GET", "/api/v1/snapshots", s.listSnapshots)
-	s.handle("GET", "/api/v1/snapshots/:name", s.getSnapshot)
-	s.handle("PUT", "/api/v1/snapshots/:name", s.updateSnapshot)
-	s.handle("DELETE", "/api/v1/snapshots/:name", s.deleteSnapshot)
-}
-
 // snapshotName keeps names usable as one path segment from every SDK.
 var snapshotName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,255}$`)
 

@@ -14,17 +14,6 @@ import (
 // computed when asked, from watermarks, cursors and segment index entries,
 // so nothing is ever stale and statsAge is 0.
 
-func (s *Server) statusRoutes() {
-	s.handle("GET", "/api/v1/status", s.status)
-	s.handle("GET", "/api/v1/status/queues", s.statusQueues)
-	s.handle("GET", "/api/v1/status/queues/:queue", s.statusQueue)
-	s.handle("GET", "/api/v1/status/queues/:queue/messages", s.statusQueueMessages)
-	s.handle("GET", "/api/v1/status/analytics", s.statusAnalytics)
-	s.handle("GET", "/api/v1/status/buffers", s.statusBuffers)
-	s.handle("GET", "/api/v1/analytics/:kind", s.analytics)
-	s.handle("POST", "/api/v1/stats/refresh", s.statsRefresh)
-}
-
 // maxSeriesPoints bounds a time series answer.
 const maxSeriesPoints = 10000
 

@@ -19,12 +19,6 @@ import (
 // body checks, a cycle always answers 200 and says success or failure in
 // the body: the runtimes read it and never retry it.
 
-func (s *Server) streamRoutes() {
-	s.handle("POST", "/streams/v1/queries", s.streamQueries)
-	s.handle("POST", "/streams/v1/state/get", s.streamStateGet)
-	s.handle("POST", "/streams/v1/cycle", s.streamCycle)
-}
-
 // readObject reads a body that must be one JSON object and answers the
 // 4xx itself when it is not; ok is false then.
 func (s *Server) readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, bool) {
