@@ -89,7 +89,7 @@ func (s *Server) redriveDLQ(w http.ResponseWriter, r *http.Request, _ httprouter
 		Limit         json.RawMessage `json:"limit"`
 	}
 	if err := s.readJSON(w, r, &in); err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	queue, _, ok := rawString(in.Queue)

@@ -68,17 +68,6 @@ func (s *Server) forwarders(w http.ResponseWriter) Forwarders {
 	return s.cfg.Forwarders
 }
 
-func (s *Server) forwarderFail(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, broker.ErrForwarderNotFound):
-		writeError(w, http.StatusNotFound, "Forwarder not found")
-	case errors.Is(err, broker.ErrForwarderExists):
-		writeError(w, http.StatusConflict, "Forwarder already exists")
-	default:
-		s.fail(w, r, err)
-	}
-}
-
 func (s *Server) listForwarders(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	fw := s.forwarders(w)
 	if fw == nil {
@@ -86,7 +75,7 @@ func (s *Server) listForwarders(w http.ResponseWriter, r *http.Request, _ httpro
 	}
 	list, err := fw.List(r.Context(), tenant(r.Context()))
 	if err != nil {
-		s.forwarderFail(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	out := make([]map[string]any, len(list))
@@ -103,7 +92,7 @@ func (s *Server) getForwarder(w http.ResponseWriter, r *http.Request, ps httprou
 	}
 	st, err := fw.Get(r.Context(), tenant(r.Context()), ps.ByName("name"))
 	if err != nil {
-		s.forwarderFail(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, forwarderJSON(st))
@@ -127,8 +116,7 @@ func (s *Server) createForwarder(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	if err := s.readJSON(w, r, &body); err != nil {
 		if errors.Is(err, errEmptyBody) {
-			writeError(w, http.StatusBadRequest, "A JSON body naming the forwarder is required")
-			return
+			err = &badRequest{"A JSON body naming the forwarder is required"}
 		}
 		s.fail(w, r, err)
 		return
@@ -137,7 +125,7 @@ func (s *Server) createForwarder(w http.ResponseWriter, r *http.Request, _ httpr
 		Direction: body.Direction, Queue: body.Queue, UpstreamURL: body.Upstream, UpstreamQueue: body.UpstreamQueue,
 		Token: body.Token, Group: body.ConsumerGroup, Batch: body.Batch, Paused: body.Paused})
 	if err != nil {
-		s.forwarderFail(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, forwarderJSON(st))
@@ -151,7 +139,7 @@ func (s *Server) pauseForwarder(w http.ResponseWriter, r *http.Request, ps httpr
 	paused := strings.HasSuffix(r.URL.Path, "/pause")
 	st, err := fw.SetPaused(r.Context(), tenant(r.Context()), ps.ByName("name"), paused)
 	if err != nil {
-		s.forwarderFail(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, forwarderJSON(st))
@@ -164,7 +152,7 @@ func (s *Server) deleteForwarder(w http.ResponseWriter, r *http.Request, ps http
 	}
 	name := ps.ByName("name")
 	if err := fw.Delete(r.Context(), tenant(r.Context()), name); err != nil {
-		s.forwarderFail(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "name": name})

@@ -152,7 +152,7 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request, ps h
 		SubscriptionTimestamp json.RawMessage `json:"subscriptionTimestamp"`
 	}
 	if err := s.readJSON(w, r, &in); err != nil && !errors.Is(err, errEmptyBody) {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	sent, present, ok := rawString(in.SubscriptionTimestamp)
@@ -285,19 +285,20 @@ func (s *Server) seekQueue(w http.ResponseWriter, r *http.Request, ps httprouter
 	group, queue := ps.ByName("group"), ps.ByName("queue")
 	t, dryRun, err := s.parseSeek(w, r, false)
 	if err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	res, err := s.b.Seek(r.Context(), broker.SeekRequest{Tenant: tenant(r.Context()), Group: group, Queue: queue,
 		Target: t, DryRun: dryRun})
-	if errors.Is(err, broker.ErrQueueNotFound) {
-		// Failing loudly: a misdirected seek must not look like it worked.
-		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error": "Queue not found or has no partitions",
-			"consumerGroup": group, "queueName": queue, "partitionsUpdated": 0})
-		return
-	}
 	if err != nil {
-		s.snapshotFail(w, r, t.Snapshot, err)
+		// Failing loudly: a misdirected seek must not look like it worked.
+		s.fail(w, r, err, func(err error, _ int, _ string) any {
+			if !errors.Is(err, broker.ErrQueueNotFound) {
+				return nil
+			}
+			return map[string]any{"success": false, "error": "Queue not found or has no partitions",
+				"consumerGroup": group, "queueName": queue, "partitionsUpdated": 0}
+		}, snapshotNamed(t.Snapshot))
 		return
 	}
 	body := seekBody(t, dryRun, res)
@@ -312,17 +313,18 @@ func (s *Server) seekPartition(w http.ResponseWriter, r *http.Request, ps httpro
 	group, queue, partition := ps.ByName("group"), ps.ByName("queue"), ps.ByName("partition")
 	t, dryRun, err := s.parseSeek(w, r, true)
 	if err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	res, err := s.b.Seek(r.Context(), broker.SeekRequest{Tenant: tenant(r.Context()), Group: group, Queue: queue,
 		Partition: partition, Target: t, DryRun: dryRun})
-	if errors.Is(err, broker.ErrPartitionNotFound) || errors.Is(err, broker.ErrQueueNotFound) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error": "Partition not found"})
-		return
-	}
 	if err != nil {
-		s.snapshotFail(w, r, t.Snapshot, err)
+		s.fail(w, r, err, func(err error, _ int, _ string) any {
+			if !errors.Is(err, broker.ErrPartitionNotFound) && !errors.Is(err, broker.ErrQueueNotFound) {
+				return nil
+			}
+			return map[string]any{"success": false, "error": "Partition not found"}
+		}, snapshotNamed(t.Snapshot))
 		return
 	}
 	body := seekBody(t, dryRun, res)

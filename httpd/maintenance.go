@@ -39,7 +39,7 @@ func (s *Server) readEnabled(w http.ResponseWriter, r *http.Request) (bool, bool
 	}
 	err := s.readJSON(w, r, &in)
 	if err != nil && !errors.Is(err, errEmptyBody) {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return false, false
 	}
 	switch string(bytes.TrimSpace(in.Enabled)) {

@@ -15,23 +15,6 @@ import (
 	"github.com/comb-broker/comb/broker"
 )
 
-// badRequest is a refusal whose text goes to the client as is.
-type badRequest struct{ msg string }
-
-func (e *badRequest) Error() string { return e.msg }
-
-func (s *Server) reject(w http.ResponseWriter, r *http.Request, err error) {
-	var br *badRequest
-	switch {
-	case errors.As(err, &br):
-		writeError(w, http.StatusBadRequest, br.msg)
-	case errors.Is(err, errEmptyBody):
-		writeError(w, http.StatusBadRequest, "Request body is required")
-	default:
-		s.fail(w, r, err)
-	}
-}
-
 // --- configure ---------------------------------------------------------
 
 type configureIn struct {
@@ -92,7 +75,7 @@ func optionsJSON(o broker.QueueOptions) map[string]any {
 func (s *Server) configure(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var in configureIn
 	if err := s.readJSON(w, r, &in); err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	name, present, ok := rawString(in.Queue)
@@ -108,7 +91,7 @@ func (s *Server) configure(w http.ResponseWriter, r *http.Request, _ httprouter.
 	}
 	opts, err := parseOptions(in.Options)
 	if err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	q, p, err := s.b.Configure(r.Context(), broker.ConfigureRequest{Tenant: tenant(r.Context()), Queue: name,
@@ -194,7 +177,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		Items json.RawMessage `json:"items"`
 	}
 	if err := s.readJSON(w, r, &in); err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	var raw []pushItemIn
@@ -204,7 +187,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	}
 	items, err := pushItems(raw, producerSub(r.Context()))
 	if err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	results, err := s.b.Push(r.Context(), tenant(r.Context()), items)
@@ -392,12 +375,12 @@ func ackResultsJSON(results []broker.AckResult) []ackOut {
 func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var in ackIn
 	if err := s.readJSON(w, r, &in); err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	it, err := in.item()
 	if err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	results, err := s.b.Ack(r.Context(), tenant(r.Context()), "", []broker.AckItem{it})
@@ -414,7 +397,7 @@ func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		ConsumerGroup   json.RawMessage `json:"consumerGroup"`
 	}
 	if err := s.readJSON(w, r, &in); err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	var raw []ackIn
@@ -431,7 +414,7 @@ func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	for i := range raw {
 		it, err := raw[i].item()
 		if err != nil {
-			s.reject(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		items[i] = it
@@ -462,7 +445,7 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 		RequiredLeases json.RawMessage `json:"requiredLeases"`
 	}
 	if err := s.readJSON(w, r, &in); err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	var raw []txOpIn
@@ -550,7 +533,7 @@ func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, ps httprout
 		Seconds json.RawMessage `json:"seconds"`
 	}
 	if err := s.readJSON(w, r, &in); err != nil && !errors.Is(err, errEmptyBody) {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	secs, present, ok := rawInt(in.Seconds)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"runtime"
@@ -179,8 +180,7 @@ func (s *Server) metricsPrometheus(w http.ResponseWriter, r *http.Request, _ htt
 	var buf bytes.Buffer
 	for _, mf := range families {
 		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
-			s.log.Error("metrics encode", "err", err)
-			writeError(w, http.StatusInternalServerError, "Internal server error")
+			s.fail(w, r, fmt.Errorf("encode metrics: %w", err))
 			return
 		}
 	}

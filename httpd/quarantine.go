@@ -1,7 +1,6 @@
 package httpd
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -68,14 +67,7 @@ func (s *Server) restoreQuarantined(w http.ResponseWriter, r *http.Request, ps h
 		return
 	}
 	res, err := s.b.RestoreQuarantined(r.Context(), tenant(r.Context()), id)
-	switch {
-	case errors.Is(err, broker.ErrQuarantineNotFound):
-		writeError(w, http.StatusNotFound, "Quarantined segment not found")
-		return
-	case errors.Is(err, broker.ErrStillDamaged), errors.Is(err, broker.ErrNoGroupPast):
-		writeError(w, http.StatusConflict, err.Error())
-		return
-	case err != nil:
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -164,43 +163,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
-
-// fail maps an error from the broker to a status, in one place.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var tooBig *http.MaxBytesError
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", tooBig.Limit))
-	case errors.As(err, &syntax), errors.As(err, &typ), errors.Is(err, errBadBody):
-		writeError(w, http.StatusBadRequest, "Invalid JSON body: "+err.Error())
-	case errors.Is(err, broker.ErrQueueNotFound):
-		writeError(w, http.StatusNotFound, "Queue not found")
-	case errors.Is(err, broker.ErrPartitionNotFound):
-		writeError(w, http.StatusNotFound, "Partition not found")
-	case errors.Is(err, broker.ErrMessageNotFound):
-		writeError(w, http.StatusNotFound, "Message not found")
-	case errors.Is(err, broker.ErrInvalid):
-		writeError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), broker.ErrInvalid.Error()+": "))
-	case errors.Is(err, broker.ErrBusy):
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "Too many pushes in flight, retry shortly")
-	case errors.Is(err, broker.ErrFull):
-		// Nothing of the request was stored; reads, pops and acks go on,
-		// and writes resume once space returns (retention, a larger cap).
-		writeError(w, http.StatusInsufficientStorage, "Database is full (disk or --max-db-bytes): nothing was written; free space and retry")
-	case errors.Is(err, broker.ErrClosed):
-		writeError(w, http.StatusServiceUnavailable, "Server is shutting down")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		writeError(w, http.StatusServiceUnavailable, "Request cancelled")
-	default:
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, "Internal server error")
-	}
-}
-
-var errBadBody = errors.New("bad body")
 
 // readJSON decodes the body into v. An empty body is errEmptyBody.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {

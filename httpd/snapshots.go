@@ -2,7 +2,6 @@ package httpd
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -44,23 +43,6 @@ func snapshotJSON(sn *broker.Snapshot, withCursors bool) snapshotOut {
 		}
 	}
 	return out
-}
-
-// snapshotFail maps the snapshot errors, then defers to fail.
-func (s *Server) snapshotFail(w http.ResponseWriter, r *http.Request, name string, err error) {
-	switch {
-	case errors.Is(err, broker.ErrSnapshotNotFound):
-		writeJSON(w, http.StatusNotFound, map[string]any{"success": false,
-			"error": fmt.Sprintf("Snapshot %q not found (unknown or expired)", name)})
-	case errors.Is(err, broker.ErrSnapshotExists):
-		writeJSON(w, http.StatusConflict, map[string]any{"success": false,
-			"error": fmt.Sprintf("Snapshot %q already exists", name)})
-	case errors.Is(err, broker.ErrSnapshotConflict):
-		writeJSON(w, http.StatusConflict, map[string]any{"success": false,
-			"error": strings.TrimPrefix(err.Error(), broker.ErrSnapshotConflict.Error()+": ")})
-	default:
-		s.reject(w, r, err)
-	}
 }
 
 // readFields decodes a JSON object body and refuses keys outside allowed.
@@ -118,32 +100,32 @@ func (s *Server) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in m
 	name, present, ok := rawString(in["name"])
 	switch {
 	case !ok:
-		s.reject(w, r, &badRequest{"name must be a string"})
+		s.fail(w, r, &badRequest{"name must be a string"})
 		return
 	case !present || name == "":
-		s.reject(w, r, &badRequest{"name is required"})
+		s.fail(w, r, &badRequest{"name is required"})
 		return
 	case !snapshotName.MatchString(name):
-		s.reject(w, r, &badRequest{"name must be 1 to 255 characters from A-Z, a-z, 0-9, '_', '.' and '-'"})
+		s.fail(w, r, &badRequest{"name must be 1 to 255 characters from A-Z, a-z, 0-9, '_', '.' and '-'"})
 		return
 	}
 	labels, err := parseLabels(in["labels"])
 	if err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	expires, err := parseExpireTime(in["expireTime"])
 	if err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	ttl, ttlPresent, ok := rawInt(in["ttlSeconds"])
 	switch {
 	case !ok || (ttlPresent && ttl <= 0):
-		s.reject(w, r, &badRequest{"ttlSeconds must be a positive integer"})
+		s.fail(w, r, &badRequest{"ttlSeconds must be a positive integer"})
 		return
 	case ttlPresent && expires != nil:
-		s.reject(w, r, &badRequest{"give expireTime or ttlSeconds, not both"})
+		s.fail(w, r, &badRequest{"give expireTime or ttlSeconds, not both"})
 		return
 	}
 	req := broker.CreateSnapshotRequest{Tenant: tenant(r.Context()), Name: name, Group: group, Queue: queue, Labels: labels,
@@ -153,7 +135,7 @@ func (s *Server) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in m
 	}
 	sn, err := s.b.CreateSnapshot(r.Context(), req)
 	if err != nil {
-		s.snapshotFail(w, r, name, err)
+		s.fail(w, r, err, snapshotNamed(name))
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "snapshot": snapshotJSON(sn, true)})
@@ -162,7 +144,7 @@ func (s *Server) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in m
 func (s *Server) createGroupSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	in, err := s.readFields(w, r, "name", "labels", "expireTime", "ttlSeconds")
 	if err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	s.createSnapshotFrom(w, r, in, ps.ByName("group"), ps.ByName("queue"))
@@ -171,17 +153,17 @@ func (s *Server) createGroupSnapshot(w http.ResponseWriter, r *http.Request, ps 
 func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	in, err := s.readFields(w, r, "name", "consumerGroup", "queue", "labels", "expireTime", "ttlSeconds")
 	if err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	queue, present, ok := rawString(in["queue"])
 	if !ok || !present || queue == "" {
-		s.reject(w, r, &badRequest{"queue is required"})
+		s.fail(w, r, &badRequest{"queue is required"})
 		return
 	}
 	group, _, ok := rawString(in["consumerGroup"])
 	if !ok {
-		s.reject(w, r, &badRequest{"consumerGroup must be a string"})
+		s.fail(w, r, &badRequest{"consumerGroup must be a string"})
 		return
 	}
 	s.createSnapshotFrom(w, r, in, group, queue)
@@ -205,7 +187,7 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, ps httprout
 	name := ps.ByName("name")
 	sn, err := s.b.Snapshot(r.Context(), tenant(r.Context()), name)
 	if err != nil {
-		s.snapshotFail(w, r, name, err)
+		s.fail(w, r, err, snapshotNamed(name))
 		return
 	}
 	writeJSON(w, http.StatusOK, snapshotJSON(sn, true))
@@ -216,34 +198,34 @@ func (s *Server) updateSnapshot(w http.ResponseWriter, r *http.Request, ps httpr
 	name := ps.ByName("name")
 	in, err := s.readFields(w, r, "labels", "expireTime")
 	if err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	var u broker.SnapshotUpdate
 	if raw, ok := in["labels"]; ok {
 		if u.Labels, err = parseLabels(raw); err != nil {
-			s.reject(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		u.SetLabels = true
 	}
 	if raw, ok := in["expireTime"]; ok {
 		if u.ExpiresAt, err = parseExpireTime(raw); err != nil {
-			s.reject(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		if u.ExpiresAt == nil {
-			s.reject(w, r, &badRequest{"expireTime must be a time"})
+			s.fail(w, r, &badRequest{"expireTime must be a time"})
 			return
 		}
 	}
 	if !u.SetLabels && u.ExpiresAt == nil {
-		s.reject(w, r, &badRequest{"nothing to update: give labels and/or expireTime"})
+		s.fail(w, r, &badRequest{"nothing to update: give labels and/or expireTime"})
 		return
 	}
 	sn, err := s.b.UpdateSnapshot(r.Context(), tenant(r.Context()), name, u)
 	if err != nil {
-		s.snapshotFail(w, r, name, err)
+		s.fail(w, r, err, snapshotNamed(name))
 		return
 	}
 	writeJSON(w, http.StatusOK, snapshotJSON(sn, true))
@@ -252,7 +234,7 @@ func (s *Server) updateSnapshot(w http.ResponseWriter, r *http.Request, ps httpr
 func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("name")
 	if err := s.b.DeleteSnapshot(r.Context(), tenant(r.Context()), name); err != nil {
-		s.snapshotFail(w, r, name, err)
+		s.fail(w, r, err, snapshotNamed(name))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "name": name, "deleted": true})

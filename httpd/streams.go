@@ -51,16 +51,6 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request) (map[string]
 	return m, true
 }
 
-// streamFail answers a storage failure; nothing was committed.
-func (s *Server) streamFail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, broker.ErrClosed) {
-		s.fail(w, r, err)
-		return
-	}
-	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	writeJSON(w, http.StatusInternalServerError, map[string]any{"success": false, "error": "Internal server error"})
-}
-
 // requiredString reads a field that must be a non-empty string.
 func requiredString(m map[string]json.RawMessage, key string) (string, bool) {
 	v, present, ok := rawString(m[key])
@@ -105,7 +95,7 @@ func (s *Server) streamQueries(w http.ResponseWriter, r *http.Request, _ httprou
 	}
 	reg, err := s.b.RegisterStreamQuery(r.Context(), req)
 	if err != nil {
-		s.streamFail(w, r, err)
+		s.fail(w, r, err, failed(http.StatusInternalServerError))
 		return
 	}
 	if reg.Conflict {
@@ -166,7 +156,7 @@ func (s *Server) streamStateGet(w http.ResponseWriter, r *http.Request, _ httpro
 	}
 	rows, err := s.b.StreamState(r.Context(), tenant(r.Context()), queryID, partitionID, f)
 	if err != nil {
-		s.streamFail(w, r, err)
+		s.fail(w, r, err, failed(http.StatusInternalServerError))
 		return
 	}
 	out := make([]stateRowOut, len(rows))
@@ -210,7 +200,7 @@ func (s *Server) streamCycle(w http.ResponseWriter, r *http.Request, _ httproute
 	req.Tenant, req.QueryID, req.PartitionID = tenant(r.Context()), queryID, partitionID
 	res, err := s.b.Cycle(r.Context(), req)
 	if err != nil {
-		s.streamFail(w, r, err)
+		s.fail(w, r, err, failed(http.StatusInternalServerError))
 		return
 	}
 	if res.Error != "" {

@@ -3,7 +3,6 @@ package httpd
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -63,7 +62,7 @@ func traceNames(raw json.RawMessage) ([]string, bool) {
 func (s *Server) recordTrace(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var in traceIn
 	if err := s.readJSON(w, r, &in); err != nil {
-		s.reject(w, r, err)
+		s.fail(w, r, err)
 		return
 	}
 	txn, _, ok1 := rawString(in.TransactionID)
@@ -93,15 +92,12 @@ func (s *Server) recordTrace(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	id, err := s.b.RecordTrace(r.Context(), tenant(r.Context()), broker.TraceInput{PartitionID: part, TxnID: txn,
 		Group: group, Names: names, EventType: event, Data: bytes.TrimSpace(in.Data)})
-	if errors.Is(err, broker.ErrMessageNotFound) {
-		// Queen answers 500 here; a client's unknown id is a 404 for comb,
-		// which also spares the SDKs three retries of a request that cannot
-		// succeed (they retry 5xx and swallow trace errors either way).
-		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error": "Message not found"})
-		return
-	}
 	if err != nil {
-		s.fail(w, r, err)
+		// Queen answers 500 for an unknown message; a client's unknown id
+		// is a 404 for comb, which also spares the SDKs three retries of a
+		// request that cannot succeed (they retry 5xx and swallow trace
+		// errors either way).
+		s.fail(w, r, err, failed(http.StatusNotFound))
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "traceId": id})
