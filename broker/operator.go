@@ -109,11 +109,18 @@ const (
 	MessageCompleted    = store.MessageCompleted
 	MessageDeadLetter   = store.MessageDeadLetter
 	DefaultMessageLimit = store.DefaultMessageLimit
+	// MaxMessageLimit caps one page of ListMessages.
+	MaxMessageLimit = 10000
 )
 
 // ListMessages returns one page of messages, newest first, decoding only
-// the segments the page needs.
+// the segments the page needs. A Limit <= 0 is DefaultMessageLimit, one
+// above MaxMessageLimit is MaxMessageLimit; a negative Offset is 0.
 func (b *Broker) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInfo, ModeInfo, error) {
+	if f.Limit <= 0 {
+		f.Limit = DefaultMessageLimit
+	}
+	f.Limit, f.Offset = min(f.Limit, MaxMessageLimit), max(f.Offset, 0)
 	return b.st.ListMessages(ctx, f)
 }
 

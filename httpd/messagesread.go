@@ -10,9 +10,6 @@ import (
 	"github.com/comb-broker/comb/broker"
 )
 
-// maxMessagesLimit caps one page of GET /api/v1/messages.
-const maxMessagesLimit = 10000
-
 type busStatusOut struct {
 	ConsumedBy  int `json:"consumedBy"`
 	TotalGroups int `json:"totalGroups"`
@@ -84,7 +81,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprout
 	if f.Limit <= 0 {
 		f.Limit = broker.DefaultMessageLimit
 	}
-	f.Limit = min(f.Limit, maxMessagesLimit)
+	f.Limit = min(f.Limit, broker.MaxMessageLimit)
 	msgs, mode, err := s.b.ListMessages(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)

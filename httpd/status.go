@@ -223,7 +223,7 @@ func (s *Server) statusQueueMessages(w http.ResponseWriter, r *http.Request, ps 
 		limit = 50
 	}
 	msgs, _, err := s.b.ListMessages(r.Context(), broker.MessageFilter{Tenant: tenant(r.Context()), Queue: name,
-		Limit: min(limit, maxMessagesLimit), Offset: max(queryInt(q, "offset", 0), 0)})
+		Limit: min(limit, broker.MaxMessageLimit), Offset: max(queryInt(q, "offset", 0), 0)})
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -18,13 +18,6 @@ import (
 // /traces/:partitionId/:transactionId, so the one- and two-segment forms
 // are each registered once and dispatched on their first segment.
 
-const (
-	defaultTraceLimit     = 100
-	defaultTraceNameLimit = 50
-	// maxTraceLimit caps one page of the trace listings.
-	maxTraceLimit = 10000
-)
-
 type traceIn struct {
 	TransactionID json.RawMessage `json:"transactionId"`
 	PartitionID   json.RawMessage `json:"partitionId"`
@@ -135,7 +128,7 @@ func (s *Server) traceOne(w http.ResponseWriter, r *http.Request, ps httprouter.
 		return
 	}
 	q := r.URL.Query()
-	limit, offset := min(max(queryInt(q, "limit", defaultTraceNameLimit), 0), maxTraceLimit), max(queryInt(q, "offset", 0), 0)
+	limit, offset := min(max(queryInt(q, "limit", broker.DefaultTraceNameLimit), 0), broker.MaxTraceLimit), max(queryInt(q, "offset", 0), 0)
 	names, total, err := s.b.TraceNames(r.Context(), tenant(r.Context()), limit, offset)
 	if err != nil {
 		s.fail(w, r, err)
@@ -156,7 +149,7 @@ func (s *Server) traceTwo(w http.ResponseWriter, r *http.Request, ps httprouter.
 	first, second := ps.ByName("partitionId"), ps.ByName("transactionId")
 	if first == "by-name" {
 		q := r.URL.Query()
-		limit, offset := min(max(queryInt(q, "limit", defaultTraceLimit), 0), maxTraceLimit), max(queryInt(q, "offset", 0), 0)
+		limit, offset := min(max(queryInt(q, "limit", broker.DefaultTraceLimit), 0), broker.MaxTraceLimit), max(queryInt(q, "offset", 0), 0)
 		traces, total, err := s.b.TracesByName(r.Context(), tenant(r.Context()), second, limit, offset)
 		if err != nil {
 			s.fail(w, r, err)
