@@ -18,11 +18,11 @@ import (
 func TestAQueueDeleteInterruptedByACrashIsFinishedWhenTheBrokerOpens(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "comb.db")
-	b := openBrokerAt(t, path)
+	b := combtest.OpenBrokerAt(t, path, combtest.Options{})
 	if _, err := b.Push(ctx, "", []broker.PushItem{{Queue: "gone", Payload: []byte("1")}, {Queue: "kept", Payload: []byte("2")}}); err != nil {
 		t.Fatal(err)
 	}
-	closeBroker(t, b)
+	combtest.CloseBroker(t, b)
 	// What a crash right after a delete's first commit leaves: the queue
 	// detached (under a tenant no request can name) but not emptied.
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -34,8 +34,8 @@ func TestAQueueDeleteInterruptedByACrashIsFinishedWhenTheBrokerOpens(t *testing.
 	}
 	db.Close()
 
-	b = openBrokerAt(t, path)
-	defer closeBroker(t, b)
+	b = combtest.OpenBrokerAt(t, path, combtest.Options{})
+	defer combtest.CloseBroker(t, b)
 	rdb := combtest.ReadDB(t, b.Path())
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		var queues, segments int
@@ -55,8 +55,8 @@ func TestAQueueDeleteInterruptedByACrashIsFinishedWhenTheBrokerOpens(t *testing.
 
 func TestOutOfRangeOptionsAreRefusedByTheBroker(t *testing.T) {
 	ctx := context.Background()
-	b := openBrokerAt(t, filepath.Join(t.TempDir(), "comb.db"))
-	defer closeBroker(t, b)
+	b := combtest.OpenBrokerAt(t, filepath.Join(t.TempDir(), "comb.db"), combtest.Options{})
+	defer combtest.CloseBroker(t, b)
 	o := store.DefaultQueueOptions()
 	o.RetentionSeconds = 1e13
 	_, _, err := b.Configure(ctx, broker.ConfigureRequest{Queue: "q", Options: o})
@@ -80,7 +80,7 @@ func TestPushesPastTheInFlightBoundAreRefusedAsBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeBroker(t, b)
+	defer combtest.CloseBroker(t, b)
 	payload := make([]byte, 512<<10)
 	errs := make(chan error, 32)
 	for range cap(errs) {
@@ -111,8 +111,8 @@ func TestPushesPastTheInFlightBoundAreRefusedAsBusy(t *testing.T) {
 
 func TestAnAckBatchPastItsBoundIsRefused(t *testing.T) {
 	ctx := context.Background()
-	b := openBrokerAt(t, filepath.Join(t.TempDir(), "comb.db"))
-	defer closeBroker(t, b)
+	b := combtest.OpenBrokerAt(t, filepath.Join(t.TempDir(), "comb.db"), combtest.Options{})
+	defer combtest.CloseBroker(t, b)
 	items := make([]broker.AckItem, broker.MaxAckItems+1)
 	var re *broker.RangeError
 	if _, err := b.Ack(ctx, "", "", items); !errors.As(err, &re) || re.Name != "acknowledgments" {

@@ -14,28 +14,10 @@ import (
 	"github.com/comb-broker/comb/store"
 )
 
-func openBrokerAt(t *testing.T, path string) *broker.Broker {
-	t.Helper()
-	b, err := broker.Open(context.Background(), broker.Options{Path: path, RetentionInterval: -1})
-	if err != nil {
-		t.Fatalf("open broker: %v", err)
-	}
-	return b
-}
-
-func closeBroker(t *testing.T, b *broker.Broker) {
-	t.Helper()
-	b.Drain()
-	if err := b.Close(); err != nil {
-		t.Fatalf("close broker: %v", err)
-	}
-	combtest.CheckInvariants(t, b.Path())
-}
-
 func TestMaintenanceModeSurvivesARestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "comb.db")
-	b := openBrokerAt(t, path)
+	b := combtest.OpenBrokerAt(t, path, combtest.Options{})
 	if _, err := b.SetPushMaintenance(ctx, true); err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +28,10 @@ func TestMaintenanceModeSurvivesARestart(t *testing.T) {
 	if err != nil || res[0].Status != store.StatusBuffered {
 		t.Fatalf("push: %v %+v", err, res)
 	}
-	closeBroker(t, b)
+	combtest.CloseBroker(t, b)
 
-	b = openBrokerAt(t, path)
-	defer closeBroker(t, b)
+	b = combtest.OpenBrokerAt(t, path, combtest.Options{})
+	defer combtest.CloseBroker(t, b)
 	st, err := b.Maintenance(ctx)
 	if err != nil || !st.PushMaintenance || !st.PopMaintenance || st.Buffered != 1 {
 		t.Fatalf("after restart %+v (%v), want both switches on and 1 buffered", st, err)

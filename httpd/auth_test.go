@@ -7,7 +7,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -35,13 +34,6 @@ func mustAuthServer(t *testing.T, cfg httpd.AuthConfig) *combtest.Server {
 	return combtest.MustServer(t, combtest.Options{HTTP: func(c *httpd.Config) { c.Auth = a }})
 }
 
-// as returns a client of srv that sends header on every request.
-func as(srv *combtest.Server, header http.Header) *combtest.Client {
-	c := *srv.Client
-	c.Header = header
-	return &c
-}
-
 // routePath fills a route's parameters with plausible values.
 func routePath(pattern string) string {
 	values := map[string]string{
@@ -60,17 +52,6 @@ func routePath(pattern string) string {
 		}
 	}
 	return strings.Join(segs, "/")
-}
-
-func errorOf(t *testing.T, r *combtest.Response) string {
-	t.Helper()
-	var body struct {
-		Error string `json:"error"`
-	}
-	if err := json.Unmarshal(r.Body, &body); err != nil {
-		t.Fatalf("error body %q: %v", r.Body, err)
-	}
-	return body.Error
 }
 
 // TestAuthEveryRoute walks every registered route with no token and with

@@ -178,16 +178,6 @@ func (r *replay) committed(queue, partition, group string) int64 {
 	return c
 }
 
-func wantError(t *testing.T, resp *combtest.Response, status int, msg string) {
-	t.Helper()
-	if resp.Status != status {
-		t.Fatalf("status %d %s, want %d", resp.Status, resp.Body, status)
-	}
-	if got := resp.Map(t)["error"]; got != msg {
-		t.Fatalf("error %q, want %q", got, msg)
-	}
-}
-
 // threeSegments pushes offsets 0-4 at 10:00, 5-9 at 10:05 and 10-14 at 10:10.
 func (r *replay) threeSegments(queue string) {
 	r.t.Helper()

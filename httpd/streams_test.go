@@ -110,7 +110,7 @@ func TestStreamsRoutesRefuseBadBodiesWithTheirErrors(t *testing.T) {
 			{"null", "request body must be a JSON object"},
 		} {
 			r := s.Do("POST", path, c.body)
-			if r.Status != http.StatusBadRequest || !strings.HasPrefix(errorText(t, r), c.want) {
+			if r.Status != http.StatusBadRequest || !strings.HasPrefix(errorOf(t, r), c.want) {
 				t.Errorf("POST %s %q: %d %s, want 400 %q", path, c.body, r.Status, r.Body, c.want)
 			}
 		}
@@ -138,7 +138,7 @@ func TestStreamsRoutesRefuseBadBodiesWithTheirErrors(t *testing.T) {
 		{"/streams/v1/cycle", map[string]any{"query_id": qid, "partition_id": ""}, "partition_id is required"},
 	} {
 		r := s.Do("POST", c.path, c.body)
-		if r.Status != http.StatusBadRequest || errorText(t, r) != c.want {
+		if r.Status != http.StatusBadRequest || errorOf(t, r) != c.want {
 			t.Errorf("POST %s %v: %d %s, want 400 %q", c.path, c.body, r.Status, r.Body, c.want)
 		}
 	}
@@ -155,17 +155,6 @@ func TestStreamsRoutesRefuseBadBodiesWithTheirErrors(t *testing.T) {
 			t.Errorf("state/get %v = %v", body, rows)
 		}
 	}
-}
-
-func errorText(t testing.TB, r *combtest.Response) string {
-	t.Helper()
-	var body struct {
-		Error string `json:"error"`
-	}
-	if err := json.Unmarshal(r.Body, &body); err != nil {
-		t.Fatalf("error body %q: %v", r.Body, err)
-	}
-	return body.Error
 }
 
 func TestStreamsRegisterKeepsResetsOrRefusesByHash(t *testing.T) {
@@ -786,10 +775,7 @@ func (r *runner) flush(pid string) {
 // both, as a process exit would after its last answered request.
 func startAt(t *testing.T, path string, c clock.Clock) (*combtest.Client, func()) {
 	t.Helper()
-	b, err := broker.Open(context.Background(), broker.Options{Path: path, Clock: c, RetentionInterval: -1})
-	if err != nil {
-		t.Fatalf("open broker: %v", err)
-	}
+	b := combtest.OpenBrokerAt(t, path, combtest.Options{Clock: c})
 	ts := httptest.NewServer(httpd.New(b, httpd.Config{}))
 	stopped := false
 	stop := func() {

@@ -80,6 +80,33 @@ func MustOpenBroker(tb testing.TB, opts Options) *broker.Broker {
 	return b
 }
 
+// OpenBrokerAt opens a broker on the file at path, with no periodic
+// retention sweep, for a test that closes and reopens one database (a
+// restart); the test closes it itself, with CloseBroker.
+func OpenBrokerAt(tb testing.TB, path string, opts Options) *broker.Broker {
+	tb.Helper()
+	bo := broker.Options{Path: path, Clock: opts.Clock, RetentionInterval: -1}
+	if opts.Broker != nil {
+		opts.Broker(&bo)
+	}
+	b, err := broker.Open(context.Background(), bo)
+	if err != nil {
+		tb.Fatalf("open broker: %v", err)
+	}
+	return b
+}
+
+// CloseBroker lets b's parked pops go, closes it as a process exit would
+// after its last answer, and checks the invariants of its file.
+func CloseBroker(tb testing.TB, b *broker.Broker) {
+	tb.Helper()
+	b.Drain()
+	if err := b.Close(); err != nil {
+		tb.Fatalf("close broker: %v", err)
+	}
+	CheckInvariants(tb, b.Path())
+}
+
 // Server is a broker behind a real HTTP server on 127.0.0.1.
 type Server struct {
 	*Client
