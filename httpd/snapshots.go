@@ -128,6 +128,14 @@ func (s *Server) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in m
 		s.fail(w, r, &badRequest{"give expireTime or ttlSeconds, not both"})
 		return
 	}
+	if ttlPresent {
+		// Checked before it is multiplied into a Duration, which would wrap
+		// around past 292 years and give a snapshot an arbitrary expiry.
+		if err := broker.CheckRange("ttlSeconds", ttl, 1, broker.MaxDurationSeconds); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	req := broker.CreateSnapshotRequest{Tenant: tenant(r.Context()), Name: name, Group: group, Queue: queue, Labels: labels,
 		TTL: time.Duration(ttl) * time.Second}
 	if expires != nil {

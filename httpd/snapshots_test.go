@@ -297,6 +297,10 @@ func TestSnapshotCreateRefusals(t *testing.T) {
 		{"ttl and expiry", path, map[string]any{"name": "x", "expireTime": "2026-08-29T00:00:00Z", "ttlSeconds": 60}, 400,
 			"give expireTime or ttlSeconds, not both"},
 		{"zero ttl", path, map[string]any{"name": "x", "ttlSeconds": 0}, 400, "ttlSeconds must be a positive integer"},
+		{"ttl past ten years", path, map[string]any{"name": "x", "ttlSeconds": 1e13}, 400,
+			"ttlSeconds must be between 1 and 315360000 (got 10000000000000)"},
+		{"ttl that would wrap a duration", path, map[string]any{"name": "x", "ttlSeconds": int64(1) << 40}, 400,
+			"ttlSeconds must be between 1 and 315360000 (got 1099511627776)"},
 		{"unknown field", path, map[string]any{"name": "x", "ttl": 60}, 400,
 			`unknown field "ttl": accepted fields are name, labels, expireTime, ttlSeconds`},
 	}
