@@ -61,10 +61,9 @@ func TestDLQListShapeAndOrder(t *testing.T) {
 		page.Messages[0]["transactionId"] != "t2" || page.Limit != 1 || page.Offset != 1 {
 		t.Errorf("page = %+v", page)
 	}
-	// Malformed integers fall back to the defaults.
-	if page := opDLQ(t, s, "queue=orders&limit=x&offset=-4"); page.Limit != 100 || page.Offset != 0 || len(page.Messages) != 3 {
-		t.Errorf("malformed paging = %+v", page)
-	}
+	// Malformed or negative paging is refused, naming the parameter.
+	opWantError(t, s.Do("GET", "/api/v1/dlq?queue=orders&limit=x", nil), http.StatusBadRequest, `limit must be a non-negative integer (got "x")`)
+	opWantError(t, s.Do("GET", "/api/v1/dlq?queue=orders&offset=-4", nil), http.StatusBadRequest, `offset must be a non-negative integer (got "-4")`)
 }
 
 func TestDLQFilters(t *testing.T) {

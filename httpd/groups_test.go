@@ -908,9 +908,8 @@ func TestLaggingConsumerGroups(t *testing.T) {
 	if got := lagging("?minLagSeconds=7421"); len(got) != 0 {
 		t.Fatalf("time lag must exceed the threshold: %v", got)
 	}
-	if got := lagging("?minLagSeconds=abc"); len(got) != 1 {
-		t.Fatalf("a malformed threshold falls back to 3600: %v", got)
-	}
+	wantError(t, r.Do("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=abc", nil), 400,
+		`minLagSeconds must be an integer (got "abc")`)
 	// A backlog that retention evicted entirely drops out.
 	r.evictBelow("orders", "eu-3", 4)
 	if got := lagging("?minLagSeconds=0"); len(got) != 0 {

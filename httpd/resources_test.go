@@ -146,7 +146,6 @@ func TestResourcesQueuesListing(t *testing.T) {
 		"limit=2":                        "[plain shipping.label]",
 		"limit=2&offset=3":               "[billing.invoice]",
 		"offset=3":                       "[billing.invoice]",
-		"limit=junk":                     "[plain shipping.label billing.refund billing.invoice]",
 		"namespace=none":                 "[]",
 	} {
 		var got []string
@@ -157,6 +156,7 @@ func TestResourcesQueuesListing(t *testing.T) {
 			t.Errorf("%s = %v, want %s", query, got, want)
 		}
 	}
+	opWantError(t, s.Do("GET", "/api/v1/resources/queues?limit=junk", nil), 400, `limit must be a non-negative integer (got "junk")`)
 }
 
 func TestResourcesOverviewNamespacesTasks(t *testing.T) {

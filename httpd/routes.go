@@ -159,7 +159,7 @@ func (s *Server) handle(rt route) {
 		panic(fmt.Sprintf("httpd: route %s %s has no access level", rt.method, rt.path))
 	}
 	s.registered = append(s.registered, rt)
-	s.router.Handle(rt.method, rt.path, s.guard(rt.level, rt.h))
+	s.router.Handle(rt.method, rt.path, s.guard(rt.level, checkIntQuery(rt.h)))
 }
 
 // Routes lists every registered route as "METHOD /path/:param", in table

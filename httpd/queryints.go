@@ -1,0 +1,54 @@
+package httpd
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// intQueryParams are the query parameters that are integers on every
+// route that reads them. A malformed one ("1e13", "1.5", "abc", or past
+// int64) used to fall back to its default silently, so a client asking for
+// timeout=1e13 long-polled 30 s and one paging with limit=1.5 got 100
+// rows; it is refused instead, before the handler runs.
+var intQueryParams = []struct {
+	name        string
+	nonNegative bool
+}{
+	{"batch", false},      // clamped into range by the broker
+	{"partitions", false}, // clamped into range by the broker
+	{"timeout", false},    // range-checked by the broker
+	{"limit", true},
+	{"offset", true},
+	{"minLagSeconds", false},
+}
+
+// checkIntQuery answers 400 naming the parameter when one of
+// intQueryParams is present but not an integer (or negative where a
+// count or position is meant); an empty value counts as absent.
+func checkIntQuery(h httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if r.URL.RawQuery != "" {
+			q := r.URL.Query()
+			for _, p := range intQueryParams {
+				for _, v := range q[p.name] {
+					if v == "" {
+						continue
+					}
+					n, err := strconv.ParseInt(v, 10, 64)
+					switch {
+					case p.nonNegative && (err != nil || n < 0):
+						writeError(w, http.StatusBadRequest, fmt.Sprintf("%s must be a non-negative integer (got %q)", p.name, v))
+						return
+					case err != nil:
+						writeError(w, http.StatusBadRequest, fmt.Sprintf("%s must be an integer (got %q)", p.name, v))
+						return
+					}
+				}
+			}
+		}
+		h(w, r, ps)
+	}
+}
