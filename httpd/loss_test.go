@@ -34,6 +34,36 @@ func TestAPopWhoseReplyCannotBeWrittenGivesItsLeaseBack(t *testing.T) {
 	}
 }
 
+func TestAnAutoAckPopWhoseReplyCannotBeWrittenLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	if _, err := b.Push(ctx, "", []broker.PushItem{{Queue: "q", Payload: []byte(`{"n":1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	h := httpd.New(b, httpd.Config{})
+	h.ServeHTTP(brokenWriter{httptest.NewRecorder()}, httptest.NewRequest("GET", "/api/v1/pop/queue/q?batch=1&autoAck=true", nil))
+	// The client never saw the message, so it was not acknowledged.
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Batch: 1})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop after an undelivered autoAck reply = %+v, %v", res, err)
+	}
+}
+
+func TestAnAutoAckPopThatWasDeliveredIsAcknowledged(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	s.Do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "q", "payload": 1}, map[string]any{"queue": "q", "payload": 2}}})
+	r := s.Do("GET", "/api/v1/pop/queue/q?batch=1&autoAck=true&wait=false", nil)
+	if r.Status != http.StatusOK || r.Map(t)["leaseId"] != "" {
+		t.Fatalf("autoAck pop = %d %s", r.Status, r.Body)
+	}
+	// Not leased: the next pop gets the second message at once, and
+	// after it nothing is left.
+	r = s.Do("GET", "/api/v1/pop/queue/q?batch=10&wait=false", nil)
+	if msgs, _ := r.Map(t)["messages"].([]any); r.Status != http.StatusOK || len(msgs) != 1 || msgs[0].(map[string]any)["data"] != float64(2) {
+		t.Fatalf("pop after an autoAck pop = %d %s", r.Status, r.Body)
+	}
+}
+
 func TestOutOfRangeOptionsAnswer400AndWriteNothing(t *testing.T) {
 	s := combtest.MustServer(t, combtest.Options{})
 	for _, c := range []struct{ body, want string }{

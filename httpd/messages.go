@@ -263,6 +263,12 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		writeError(w, http.StatusBadRequest, "namespace or task is required")
 		return
 	}
+	// An autoAck pop is claimed under a lease and acknowledged only once
+	// its reply is written: acknowledged in the claim, a batch whose client
+	// left while it committed (a long-poll cancelled at its deadline) was
+	// lost, since there was no lease to give back.
+	autoAck := req.AutoAck
+	req.AutoAck = false
 	res, err := s.b.Pop(r.Context(), req)
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -281,20 +287,56 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		s.releaseUndelivered(r, res.LeaseID)
 		return
 	}
+	leaseID := res.LeaseID
+	if autoAck {
+		// The reply carries no lease, as before: nothing for the client
+		// to ack or extend.
+		res.LeaseID = ""
+		for i := range res.Messages {
+			res.Messages[i].LeaseID = ""
+		}
+	}
 	size := 256
 	for i := range res.Messages {
 		size += 400 + len(res.Messages[i].Payload)
 	}
 	body, err := appendPop(make([]byte, 0, size), res)
 	if err != nil {
-		s.releaseUndelivered(r, res.LeaseID)
+		s.releaseUndelivered(r, leaseID)
 		s.fail(w, r, fmt.Errorf("encode pop reply: %w", err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(body); err != nil {
-		s.releaseUndelivered(r, res.LeaseID)
+		s.releaseUndelivered(r, leaseID)
+		return
+	}
+	if autoAck {
+		s.ackDelivered(r, res, leaseID)
+	}
+}
+
+// ackDelivered acknowledges an autoAck pop whose reply was written. It
+// runs whether or not the client is still there: the reply is out.
+func (s *Server) ackDelivered(r *http.Request, res *broker.PopResult, leaseID string) {
+	items := make([]broker.AckItem, len(res.Messages))
+	for i, m := range res.Messages {
+		items[i] = broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: leaseID}
+	}
+	results, err := s.b.Ack(context.WithoutCancel(r.Context()), tenant(r.Context()), res.Group, items)
+	if err == nil {
+		for _, ar := range results {
+			if ar.Error != "" {
+				err = errors.New(ar.Error)
+				break
+			}
+		}
+	}
+	if err != nil {
+		// The lease then expires and the batch is delivered again: at
+		// least once, never lost.
+		s.log.Error("acknowledging an autoAck pop", "leaseId", leaseID, "err", err)
 	}
 }
 
