@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // Ack statuses.
@@ -48,26 +47,6 @@ type AckResult struct {
 	Partition     string
 	LeaseReleased bool
 	DLQ           bool
-}
-
-// cursor is a cursor row loaded for update.
-type cursor struct {
-	committed      int64
-	leaseID        sql.NullString
-	leaseFrom      sql.NullInt64
-	leaseTo        sql.NullInt64
-	leaseExpires   sql.NullInt64
-	retry          int64
-	totalConsumed  int64
-	batches        int64
-	lastConsumedAt sql.NullInt64
-	created        bool // not in the table yet
-	dirty          bool // changed since loaded
-	// dropped is the lease a failed or retry ack released last
-	// (cursors.dropped_lease). Every failed ack of a batch names its lease:
-	// the first releases it, and the rest, in the same request or later
-	// ones, are no-ops that succeed.
-	dropped string
 }
 
 type located struct {
@@ -134,61 +113,6 @@ func (w *wtx) locateAll(tenant string, items []AckItem) ([]*located, error) {
 	return out, nil
 }
 
-func (w *wtx) loadCursor(partitionID int64, group string) (*cursor, error) {
-	var c cursor
-	err := w.QueryRowContext(w.ctx, `SELECT committed, lease_id, lease_from, lease_to, lease_expires_at, retry_count,
-		total_consumed, batches_consumed, last_consumed_at, COALESCE(dropped_lease, '') FROM cursors
-		WHERE partition_id = ? AND group_name = ?`,
-		partitionID, group).Scan(&c.committed, &c.leaseID, &c.leaseFrom, &c.leaseTo, &c.leaseExpires, &c.retry,
-		&c.totalConsumed, &c.batches, &c.lastConsumedAt, &c.dropped)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load cursor: %w", err)
-	}
-	return &c, nil
-}
-
-func (w *wtx) saveCursor(partitionID int64, group string, c *cursor) error {
-	if c.created {
-		if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
-			VALUES (?, ?, ?, ?)`, partitionID, group, c.committed, micros(w.now)); err != nil {
-			return fmt.Errorf("create cursor: %w", err)
-		}
-		c.created = false
-	}
-	_, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = ?, lease_from = ?, lease_to = ?,
-		lease_expires_at = ?, retry_count = ?, total_consumed = ?, batches_consumed = ?, last_consumed_at = ?,
-		dropped_lease = NULLIF(?, '') WHERE partition_id = ? AND group_name = ?`, c.committed, c.leaseID, c.leaseFrom,
-		c.leaseTo, c.leaseExpires, c.retry, c.totalConsumed, c.batches, c.lastConsumedAt, c.dropped, partitionID, group)
-	if err != nil {
-		return fmt.Errorf("save cursor: %w", err)
-	}
-	return nil
-}
-
-func (c *cursor) releaseLease() {
-	c.leaseID, c.leaseFrom, c.leaseTo, c.leaseExpires = sql.NullString{}, sql.NullInt64{}, sql.NullInt64{}, sql.NullInt64{}
-}
-
-// advance moves committed forward to off (never back) and releases the
-// lease once its whole batch is behind the cursor.
-func (c *cursor) advance(off, now int64) (released bool) {
-	if off > c.committed {
-		c.totalConsumed += off - c.committed
-		c.committed = off
-		c.lastConsumedAt = sql.NullInt64{Int64: now, Valid: true}
-	}
-	if c.leaseID.Valid && c.leaseTo.Valid && c.committed >= c.leaseTo.Int64 {
-		c.releaseLease()
-		c.retry = 0
-		c.batches++
-		return true
-	}
-	return false
-}
-
 // ackMode distinguishes /ack from the acks inside /transaction, which
 // dead-letter failures at once and create a missing cursor.
 type ackMode int
@@ -207,8 +131,7 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 	group := cmp.Or(it.Group, QueueModeGroup)
 	now := micros(w.now)
 	status := cmp.Or(it.Status, AckCompleted)
-	if it.LeaseID != "" && (c == nil || !c.leaseID.Valid || c.leaseID.String != it.LeaseID ||
-		!c.leaseExpires.Valid || c.leaseExpires.Int64 <= now) {
+	if it.LeaseID != "" && (c == nil || !c.live(now) || c.leaseID.String != it.LeaseID) {
 		if c != nil && c.dropped == it.LeaseID && (status == AckFailed || status == AckRetry) {
 			res.Success = true // its batch is already given back
 			return res, c, nil
@@ -216,7 +139,7 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 		res.Error = ErrTextInvalidLease
 		return res, c, nil
 	}
-	if c != nil && c.leaseID.Valid && c.leaseExpires.Valid && c.leaseExpires.Int64 > now {
+	if c != nil && c.live(now) {
 		// A live batch bounds what an ack may do: none may move the cursor
 		// past the batch (that would consume what nobody received), and in
 		// a transaction none may release another consumer's lease.
@@ -373,74 +296,4 @@ func (s *Store) Ack(ctx context.Context, tenant, group string, items []AckItem) 
 		return nil, err
 	}
 	return results, nil
-}
-
-// LeaseExtension is the outcome of extending one lease.
-type LeaseExtension struct {
-	LeaseID   string
-	Success   bool
-	Error     string
-	ExpiresAt time.Time
-}
-
-// ExtendLease pushes the expiry of every (partition, group) held by leaseID
-// to at least now + d.
-func (s *Store) ExtendLease(ctx context.Context, tenant, leaseID string, d time.Duration) (LeaseExtension, error) {
-	res := LeaseExtension{LeaseID: leaseID}
-	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		now := micros(w.now)
-		var held, live int
-		var latest sql.NullInt64
-		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE c.lease_expires_at > ?), MAX(c.lease_expires_at)
-			FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-			WHERE c.lease_id = ? AND q.tenant = ?`, now, leaseID, tenant).Scan(&held, &live, &latest); err != nil {
-			return fmt.Errorf("look up lease: %w", err)
-		}
-		switch {
-		case held == 0:
-			res.Error = "Lease not found"
-			return nil
-		case live == 0:
-			res.Error = "Lease already expired"
-			return nil
-		}
-		target := addMicros(now, max(d.Microseconds(), 0))
-		if _, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_expires_at = MAX(lease_expires_at, ?)
-			WHERE lease_id = ? AND lease_expires_at > ?`, target, leaseID, now); err != nil {
-			return fmt.Errorf("extend lease: %w", err)
-		}
-		res.Success, res.ExpiresAt = true, fromMicros(max(target, latest.Int64))
-		return nil
-	}})
-	return res, err
-}
-
-// ReleaseLease gives back, at once, every batch still held by leaseID: a
-// lease whose messages never reached the client would otherwise hold its
-// partitions for the whole lease time. It charges no retry and reports
-// how many (partition, group) leases it released.
-func (s *Store) ReleaseLease(ctx context.Context, tenant, leaseID string) (int64, error) {
-	var n int64
-	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		rows, err := w.QueryContext(w.ctx, `UPDATE cursors SET lease_id = NULL, lease_from = NULL, lease_to = NULL,
-			lease_expires_at = NULL WHERE lease_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p
-			JOIN queues q ON q.id = p.queue_id WHERE q.tenant = ?2)
-			RETURNING (SELECT q.name FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = partition_id)`,
-			leaseID, tenant)
-		if err != nil {
-			return fmt.Errorf("release lease: %w", err)
-		}
-		defer rows.Close()
-		n = 0
-		for rows.Next() {
-			var queue string
-			if err := rows.Scan(&queue); err != nil {
-				return fmt.Errorf("release lease: %w", err)
-			}
-			n++
-			w.touch(tenant, queue)
-		}
-		return rows.Err()
-	}})
-	return n, err
 }

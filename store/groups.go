@@ -7,20 +7,6 @@ import (
 	"time"
 )
 
-// Lag arithmetic. A cursor wants next = max(committed+1, log_start): frames
-// evicted by retention are not lag. Offset lag is last_offset-next+1 when
-// positive; time lag is the age of the segment holding next, the one segment
-// a lag figure ever reads, found by the unique (partition_id, base_offset)
-// index. Nothing here scans messages.
-const (
-	nextExpr = `MAX(c.committed + 1, p.log_start)`
-	lagExpr  = `MAX(p.last_offset - ` + nextExpr + ` + 1, 0)`
-	// oldestExpr is the created_at of the oldest unconsumed segment, NULL
-	// when nothing is pending.
-	oldestExpr = `CASE WHEN p.last_offset >= ` + nextExpr + ` THEN (SELECT s.created_at FROM segments s
-		WHERE s.partition_id = p.id AND s.base_offset <= ` + nextExpr + ` ORDER BY s.base_offset DESC LIMIT 1) END`
-)
-
 // GroupSummary is one (consumer group, queue) pair.
 type GroupSummary struct {
 	Group string
@@ -109,14 +95,14 @@ func (s *Store) queryPartitionLags(ctx context.Context, query string, args ...an
 	var out []PartitionLag
 	for rows.Next() {
 		var l PartitionLag
-		var lease sql.NullString
-		var expires, consumed, oldest sql.NullInt64
-		if err := rows.Scan(&l.Group, &l.Queue, &l.Partition, &l.PartitionID, &lease, &expires, &consumed,
+		var c cursor
+		var consumed, oldest sql.NullInt64
+		if err := rows.Scan(&l.Group, &l.Queue, &l.Partition, &l.PartitionID, &c.leaseID, &c.leaseExpires, &consumed,
 			&l.TotalConsumed, &l.OffsetLag, &oldest); err != nil {
 			return nil, fmt.Errorf("scan group cursor: %w", err)
 		}
-		l.LeaseID = lease.String
-		l.LeaseActive = lease.Valid && expires.Valid && expires.Int64 > now
+		l.LeaseID = c.leaseID.String
+		l.LeaseActive = c.live(now)
 		if consumed.Valid {
 			l.LastConsumedAt = fromMicros(consumed.Int64)
 		}

@@ -92,9 +92,9 @@ type partitionView struct {
 	p    *PartitionStats
 	dlq  bool // some DLQ row names this partition
 	tomb bool // some tombstone names this partition
-	qm   *cursorView
-	sc   *cursorView // status cursor
-	bus  []cursorView
+	qm   *cursor
+	sc   *cursor // status cursor
+	bus  []cursor
 }
 
 func newPartitionView(q *Queue, p *PartitionStats) *partitionView {
@@ -112,7 +112,7 @@ func newPartitionView(q *Queue, p *PartitionStats) *partitionView {
 
 // status classifies offset off; dead is whether a DLQ row names it.
 func (v *partitionView) status(off int64, dead bool, now int64) (status, queueStatus string, consumedBy int, lease time.Time) {
-	cursorStatus := func(c *cursorView) string {
+	cursorStatus := func(c *cursor) string {
 		switch {
 		case c == nil:
 			return MessagePending

@@ -113,12 +113,10 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 		return d
 	}
 	lo, hi := detachedTenantPrefix, detachedTenantPrefix+"\xff"
-	rows, err := s.r.QueryContext(ctx, `SELECT q.tenant, q.name, SUM(MAX(p.last_offset - p.log_start + 1, 0)), SUM(COALESCE(
-			(SELECT MAX(p.last_offset - MAX(c.committed + 1, p.log_start) + 1, 0) FROM cursors c
-				WHERE c.partition_id = p.id AND c.group_name = ?3),
-			(SELECT MAX(MAX(p.last_offset - MAX(c.committed + 1, p.log_start) + 1, 0)) FROM cursors c
-				WHERE c.partition_id = p.id),
-			MAX(p.last_offset - p.log_start + 1, 0)))
+	rows, err := s.r.QueryContext(ctx, `SELECT q.tenant, q.name, SUM(`+storedExpr+`), SUM(COALESCE(
+			(SELECT `+lagExpr+` FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?3),
+			(SELECT MAX(`+lagExpr+`) FROM cursors c WHERE c.partition_id = p.id),
+			`+storedExpr+`))
 		FROM queues q JOIN partitions p ON p.queue_id = q.id
 		WHERE NOT (q.tenant >= ?1 AND q.tenant < ?2)
 		GROUP BY q.id`, lo, hi, QueueModeGroup)
@@ -140,7 +138,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 		return nil, fmt.Errorf("read queue depths: %w", err)
 	}
 	rows, err = s.r.QueryContext(ctx, `SELECT q.tenant, q.name, c.group_name,
-			SUM(MAX(p.last_offset - MAX(c.committed + 1, p.log_start) + 1, 0))
+			SUM(`+lagExpr+`)
 		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
 		WHERE NOT (q.tenant >= ?1 AND q.tenant < ?2)
 		GROUP BY q.id, c.group_name`, lo, hi)

@@ -86,22 +86,15 @@ type PopResult struct {
 	WakeAt time.Time
 }
 
+// candidate is a partition a pop may claim, with the group's cursor on it.
 type candidate struct {
 	part      Partition
-	hasCursor bool
-	committed int64
-	leaseID   sql.NullString
-	expires   sql.NullInt64
-	retry     int64
+	hasCursor bool // false: the group never met the partition, cursor is zero
+	cursor
 }
 
-// next is the first offset the group still wants; a cursor left below the
-// retention watermark resumes at the first offset that exists.
-func (c *candidate) next() int64 { return max(c.committed+1, c.part.LogStart) }
-
-func (c *candidate) leased(now int64) bool {
-	return c.leaseID.Valid && c.expires.Valid && c.expires.Int64 > now
-}
+// next is the first offset the group still wants (see nextOffset).
+func (c *candidate) next() int64 { return nextOffset(c.committed, c.part.LogStart) }
 
 // scanCandidates returns at most limit (all for limit < 0) of the
 // partitions of queue that are due for group: those the group has no
@@ -115,8 +108,8 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 	const cols = `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
 		c.committed IS NOT NULL, COALESCE(c.committed, 0), c.lease_id, c.lease_expires_at, COALESCE(c.retry_count, 0)
 		FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
-		WHERE p.queue_id = ?2 AND (c.committed IS NULL OR (p.last_offset >= MAX(c.committed + 1, p.log_start)
-			AND (c.lease_id IS NULL OR c.lease_expires_at <= ?3)))`
+		WHERE p.queue_id = ?2 AND (c.committed IS NULL OR (` + pendingExpr + `
+			AND NOT (` + liveLeaseAt + `?3)))`
 	var out []candidate
 	scan := func(q string, args ...any) error {
 		rows, err := db.QueryContext(ctx, q, args...)
@@ -129,10 +122,11 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 			var created int64
 			p := &c.part
 			if err := rows.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created,
-				&c.hasCursor, &c.committed, &c.leaseID, &c.expires, &c.retry); err != nil {
+				&c.hasCursor, &c.committed, &c.leaseID, &c.leaseExpires, &c.retry); err != nil {
 				return fmt.Errorf("scan partition: %w", err)
 			}
 			p.CreatedAt = fromMicros(created)
+			c.partitionID, c.group = p.ID, group
 			out = append(out, c)
 		}
 		return rows.Err()
@@ -159,8 +153,8 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 func leaseWake(ctx context.Context, db querier, queueID int64, group, partition string, now int64) (time.Time, error) {
 	q := `SELECT MIN(c.lease_expires_at) FROM partitions p
 		JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
-		WHERE p.queue_id = ?2 AND c.lease_id IS NOT NULL AND c.lease_expires_at > ?3
-			AND p.last_offset >= MAX(c.committed + 1, p.log_start)`
+		WHERE p.queue_id = ?2 AND ` + liveLeaseAt + `?3
+			AND ` + pendingExpr
 	args := []any{group, queueID, now}
 	if partition != "" {
 		q += ` AND p.name = ?4`

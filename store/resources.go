@@ -51,51 +51,9 @@ func (c *MessageCounts) add(o MessageCounts) {
 	c.DeadLetter += o.DeadLetter
 }
 
-// cursorView is one cursor row as the read views need it.
-type cursorView struct {
-	partitionID    int64
-	group          string
-	committed      int64
-	leaseID        sql.NullString
-	leaseFrom      sql.NullInt64
-	leaseTo        sql.NullInt64
-	leaseExpires   sql.NullInt64
-	retry          int64
-	totalConsumed  int64
-	batches        int64
-	lastConsumedAt sql.NullInt64
-}
-
-func (c *cursorView) live(now int64) bool {
-	return c.leaseID.Valid && c.leaseExpires.Valid && c.leaseExpires.Int64 > now
-}
-
-// inLease reports whether off is in the cursor's live lease and not yet
-// completed.
-func (c *cursorView) inLease(off, now int64) bool {
-	return c.live(now) && c.leaseFrom.Valid && c.leaseTo.Valid && off > c.committed &&
-		off >= c.leaseFrom.Int64 && off <= c.leaseTo.Int64
-}
-
-// statusCursor picks the cursor that decides a message's status: the
-// queue-mode cursor if there is one, else the least advanced named group.
-func statusCursor(cs []cursorView) *cursorView {
-	var pick *cursorView
-	for i := range cs {
-		c := &cs[i]
-		if c.group == QueueModeGroup {
-			return c
-		}
-		if pick == nil || c.committed < pick.committed {
-			pick = c
-		}
-	}
-	return pick
-}
-
 // partitionCounts splits p's stored messages by the status cursor.
-func partitionCounts(p *Partition, cs []cursorView, now int64) MessageCounts {
-	total := max(p.LastOffset-p.LogStart+1, 0)
+func partitionCounts(p *Partition, cs []cursor, now int64) MessageCounts {
+	total := storedCount(p)
 	counts := MessageCounts{Total: total, Pending: total}
 	c := statusCursor(cs)
 	if c == nil || total == 0 {
@@ -129,7 +87,7 @@ type PartitionStats struct {
 	// LiveLeases counts the groups holding a live lease on the partition.
 	LiveLeases int
 
-	cursors []cursorView
+	cursors []cursor
 }
 
 // QueueStats is a queue with its partitions and summed counts.
@@ -213,16 +171,6 @@ func jsonInts(ids []int64) string {
 	return string(append(buf, ']'))
 }
 
-const cursorViewColumns = `c.partition_id, c.group_name, c.committed, c.lease_id, c.lease_from, c.lease_to,
-	c.lease_expires_at, c.retry_count, c.total_consumed, c.batches_consumed, c.last_consumed_at`
-
-func scanCursorView(r scanner) (cursorView, error) {
-	var c cursorView
-	err := r.Scan(&c.partitionID, &c.group, &c.committed, &c.leaseID, &c.leaseFrom, &c.leaseTo, &c.leaseExpires,
-		&c.retry, &c.totalConsumed, &c.batches, &c.lastConsumedAt)
-	return c, err
-}
-
 // queueStats loads the partitions, cursors and DLQ counts of queues in a
 // few set-based queries. withTimes also reads each partition's oldest
 // segment time (one index seek per partition).
@@ -257,13 +205,13 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*Queue, wit
 			uuidIdx[ps.UUID] = ps
 		}
 	}
-	rows, err := db.QueryContext(ctx, `SELECT `+cursorViewColumns+` FROM cursors c JOIN partitions p ON p.id = c.partition_id
+	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c JOIN partitions p ON p.id = c.partition_id
 		WHERE p.queue_id IN (SELECT value FROM json_each(?))`, idList)
 	if err != nil {
 		return nil, fmt.Errorf("read cursors: %w", err)
 	}
 	for rows.Next() {
-		c, err := scanCursorView(rows)
+		c, err := scanCursor(rows)
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan cursor: %w", err)
@@ -361,27 +309,6 @@ func dlqCountsByPartition(ctx context.Context, db querier, parts []*Partition) (
 	return out, rows.Err()
 }
 
-// LagSummary summarises one lag figure over every cursor.
-type LagSummary struct {
-	Avg, Median, Min, Max float64
-}
-
-func summarise(vals []float64) LagSummary {
-	if len(vals) == 0 {
-		return LagSummary{}
-	}
-	slices.Sort(vals)
-	var sum float64
-	for _, v := range vals {
-		sum += v
-	}
-	median := vals[len(vals)/2]
-	if len(vals)%2 == 0 {
-		median = (vals[len(vals)/2-1] + vals[len(vals)/2]) / 2
-	}
-	return LagSummary{Avg: sum / float64(len(vals)), Median: median, Min: vals[0], Max: vals[len(vals)-1]}
-}
-
 // Overview is the tenant-wide summary of the resources views.
 type Overview struct {
 	Queues, Partitions, Namespaces, Tasks int64
@@ -419,12 +346,9 @@ func (s *Store) Overview(ctx context.Context, tenant string) (*Overview, error) 
 	// Lag per cursor: offsets behind the end, and the age of the segment
 	// holding the next wanted offset, found through the unique
 	// (partition_id, base_offset) index; nothing is decoded.
-	rows, err := s.r.QueryContext(ctx, `SELECT lag, CASE WHEN lag > 0 THEN (SELECT s.created_at FROM segments s
-			WHERE s.partition_id = pid AND s.base_offset <= nxt ORDER BY s.base_offset DESC LIMIT 1) END
-		FROM (SELECT p.id AS pid, MAX(c.committed + 1, p.log_start) AS nxt,
-			MAX(p.last_offset - MAX(c.committed + 1, p.log_start) + 1, 0) AS lag
-			FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-			WHERE q.tenant = ?)`, tenant)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+lagExpr+`, `+oldestExpr+`
+		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE q.tenant = ?`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("read lag: %w", err)
 	}

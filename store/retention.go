@@ -332,8 +332,8 @@ func (w *wtx) firstSegments(partitionID int64, n int) ([]segMeta, error) {
 // (math.MaxInt64 when none): no segment reaching it may go.
 func (w *wtx) leaseFloor(partitionID, now int64) (int64, error) {
 	var from sql.NullInt64
-	if err := w.QueryRowContext(w.ctx, `SELECT MIN(lease_from) FROM cursors
-		WHERE partition_id = ? AND lease_id IS NOT NULL AND lease_expires_at > ?`, partitionID, now).Scan(&from); err != nil {
+	if err := w.QueryRowContext(w.ctx, `SELECT MIN(c.lease_from) FROM cursors c
+		WHERE c.partition_id = ? AND `+liveLeaseAt+`?`, partitionID, now).Scan(&from); err != nil {
 		return 0, fmt.Errorf("find live leases: %w", err)
 	}
 	if !from.Valid {
@@ -485,35 +485,6 @@ func (w *wtx) evictedTxnIDs(partitionID, from, to int64) (*string, error) {
 	}
 	out := string(append(buf, ']'))
 	return &out, nil
-}
-
-// QueueRef names one tenant's queue.
-type QueueRef struct {
-	Tenant, Queue string
-}
-
-// LeasesExpiredBetween returns the queues holding a lease that expired in
-// (after, upTo], so parked pops on them can be woken. The partial index on
-// leased cursors keeps this a scan of the batches in flight, not of every
-// cursor.
-func (s *Store) LeasesExpiredBetween(ctx context.Context, after, upTo time.Time) ([]QueueRef, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT q.tenant, q.name FROM cursors c INDEXED BY cursors_lease
-		JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-		WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > ? AND c.lease_expires_at <= ?
-		ORDER BY q.tenant, q.name`, micros(after), micros(upTo))
-	if err != nil {
-		return nil, fmt.Errorf("find expired leases: %w", err)
-	}
-	defer rows.Close()
-	var out []QueueRef
-	for rows.Next() {
-		var r QueueRef
-		if err := rows.Scan(&r.Tenant, &r.Queue); err != nil {
-			return nil, fmt.Errorf("scan expired lease: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 // FreePages is the number of pages on the database's freelist.

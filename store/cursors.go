@@ -1,0 +1,240 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Cursors. A cursor row is everything one consumer group knows about one
+// partition: committed, the last offset it completed; the batch it holds
+// under a lease (lease_from..lease_to until lease_expires_at); the failed
+// rounds of that batch; and what it consumed. Acks, pops and the read
+// views load it through the one type, column list and scan below, and ask
+// whether its lease is live through the one predicate, in Go (live) or in
+// SQL (liveLeaseAt).
+
+// cursor is one cursor row.
+type cursor struct {
+	partitionID    int64
+	group          string
+	committed      int64
+	leaseID        sql.NullString
+	leaseFrom      sql.NullInt64
+	leaseTo        sql.NullInt64
+	leaseExpires   sql.NullInt64
+	retry          int64
+	totalConsumed  int64
+	batches        int64
+	lastConsumedAt sql.NullInt64
+	// dropped is the lease a failed or retry ack released last
+	// (cursors.dropped_lease). Every failed ack of a batch names its lease:
+	// the first releases it, and the rest, in the same request or later
+	// ones, are no-ops that succeed.
+	dropped string
+	created bool // not in the table yet
+	dirty   bool // changed since loaded
+}
+
+// cursorColumns are the columns scanCursor reads, over table alias c.
+const cursorColumns = `c.partition_id, c.group_name, c.committed, c.lease_id, c.lease_from, c.lease_to,
+	c.lease_expires_at, c.retry_count, c.total_consumed, c.batches_consumed, c.last_consumed_at,
+	COALESCE(c.dropped_lease, '')`
+
+func scanCursor(r scanner) (cursor, error) {
+	var c cursor
+	err := r.Scan(&c.partitionID, &c.group, &c.committed, &c.leaseID, &c.leaseFrom, &c.leaseTo, &c.leaseExpires,
+		&c.retry, &c.totalConsumed, &c.batches, &c.lastConsumedAt, &c.dropped)
+	return c, err
+}
+
+// live reports whether the cursor holds a lease that has not expired at
+// now. liveLeaseAt is the same predicate in SQL.
+func (c *cursor) live(now int64) bool {
+	return c.leaseID.Valid && c.leaseExpires.Valid && c.leaseExpires.Int64 > now
+}
+
+// liveLeaseAt is live in SQL, over cursor alias c: the query appends the
+// placeholder of now, as in liveLeaseAt + "?3". lease_id and
+// lease_expires_at are NULL together (a CHECK of the table), so the
+// negation NOT (...) is exactly "no live lease".
+const liveLeaseAt = `c.lease_id IS NOT NULL AND c.lease_expires_at > `
+
+// inLease reports whether off is in the cursor's live lease and not yet
+// completed.
+func (c *cursor) inLease(off, now int64) bool {
+	return c.live(now) && c.leaseFrom.Valid && c.leaseTo.Valid && off > c.committed &&
+		off >= c.leaseFrom.Int64 && off <= c.leaseTo.Int64
+}
+
+// statusCursor picks the cursor that decides a message's status: the
+// queue-mode cursor if there is one, else the least advanced named group.
+func statusCursor(cs []cursor) *cursor {
+	var pick *cursor
+	for i := range cs {
+		c := &cs[i]
+		if c.group == QueueModeGroup {
+			return c
+		}
+		if pick == nil || c.committed < pick.committed {
+			pick = c
+		}
+	}
+	return pick
+}
+
+// loadCursor reads the cursor of (partitionID, group) for update; nil
+// when there is none.
+func (w *wtx) loadCursor(partitionID int64, group string) (*cursor, error) {
+	c, err := scanCursor(w.QueryRowContext(w.ctx, `SELECT `+cursorColumns+` FROM cursors c
+		WHERE c.partition_id = ? AND c.group_name = ?`, partitionID, group))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load cursor: %w", err)
+	}
+	return &c, nil
+}
+
+func (w *wtx) saveCursor(partitionID int64, group string, c *cursor) error {
+	if c.created {
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+			VALUES (?, ?, ?, ?)`, partitionID, group, c.committed, micros(w.now)); err != nil {
+			return fmt.Errorf("create cursor: %w", err)
+		}
+		c.created = false
+	}
+	_, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = ?, lease_from = ?, lease_to = ?,
+		lease_expires_at = ?, retry_count = ?, total_consumed = ?, batches_consumed = ?, last_consumed_at = ?,
+		dropped_lease = NULLIF(?, '') WHERE partition_id = ? AND group_name = ?`, c.committed, c.leaseID, c.leaseFrom,
+		c.leaseTo, c.leaseExpires, c.retry, c.totalConsumed, c.batches, c.lastConsumedAt, c.dropped, partitionID, group)
+	if err != nil {
+		return fmt.Errorf("save cursor: %w", err)
+	}
+	return nil
+}
+
+func (c *cursor) releaseLease() {
+	c.leaseID, c.leaseFrom, c.leaseTo, c.leaseExpires = sql.NullString{}, sql.NullInt64{}, sql.NullInt64{}, sql.NullInt64{}
+}
+
+// advance moves committed forward to off (never back) and releases the
+// lease once its whole batch is behind the cursor.
+func (c *cursor) advance(off, now int64) (released bool) {
+	if off > c.committed {
+		c.totalConsumed += off - c.committed
+		c.committed = off
+		c.lastConsumedAt = sql.NullInt64{Int64: now, Valid: true}
+	}
+	if c.leaseID.Valid && c.leaseTo.Valid && c.committed >= c.leaseTo.Int64 {
+		c.releaseLease()
+		c.retry = 0
+		c.batches++
+		return true
+	}
+	return false
+}
+
+// --- leases ----------------------------------------------------------
+
+// LeaseExtension is the outcome of extending one lease.
+type LeaseExtension struct {
+	LeaseID   string
+	Success   bool
+	Error     string
+	ExpiresAt time.Time
+}
+
+// ExtendLease pushes the expiry of every (partition, group) held by leaseID
+// to at least now + d.
+func (s *Store) ExtendLease(ctx context.Context, tenant, leaseID string, d time.Duration) (LeaseExtension, error) {
+	res := LeaseExtension{LeaseID: leaseID}
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		now := micros(w.now)
+		var held, live int
+		var latest sql.NullInt64
+		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE `+liveLeaseAt+`?), MAX(c.lease_expires_at)
+			FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+			WHERE c.lease_id = ? AND q.tenant = ?`, now, leaseID, tenant).Scan(&held, &live, &latest); err != nil {
+			return fmt.Errorf("look up lease: %w", err)
+		}
+		switch {
+		case held == 0:
+			res.Error = "Lease not found"
+			return nil
+		case live == 0:
+			res.Error = "Lease already expired"
+			return nil
+		}
+		target := addMicros(now, max(d.Microseconds(), 0))
+		if _, err := w.ExecContext(w.ctx, `UPDATE cursors AS c SET lease_expires_at = MAX(c.lease_expires_at, ?)
+			WHERE c.lease_id = ? AND `+liveLeaseAt+`?`, target, leaseID, now); err != nil {
+			return fmt.Errorf("extend lease: %w", err)
+		}
+		res.Success, res.ExpiresAt = true, fromMicros(max(target, latest.Int64))
+		return nil
+	}})
+	return res, err
+}
+
+// ReleaseLease gives back, at once, every batch still held by leaseID: a
+// lease whose messages never reached the client would otherwise hold its
+// partitions for the whole lease time. It charges no retry and reports
+// how many (partition, group) leases it released.
+func (s *Store) ReleaseLease(ctx context.Context, tenant, leaseID string) (int64, error) {
+	var n int64
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		rows, err := w.QueryContext(w.ctx, `UPDATE cursors SET lease_id = NULL, lease_from = NULL, lease_to = NULL,
+			lease_expires_at = NULL WHERE lease_id = ?1 AND partition_id IN (SELECT p.id FROM partitions p
+			JOIN queues q ON q.id = p.queue_id WHERE q.tenant = ?2)
+			RETURNING (SELECT q.name FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = partition_id)`,
+			leaseID, tenant)
+		if err != nil {
+			return fmt.Errorf("release lease: %w", err)
+		}
+		defer rows.Close()
+		n = 0
+		for rows.Next() {
+			var queue string
+			if err := rows.Scan(&queue); err != nil {
+				return fmt.Errorf("release lease: %w", err)
+			}
+			n++
+			w.touch(tenant, queue)
+		}
+		return rows.Err()
+	}})
+	return n, err
+}
+
+// QueueRef names one tenant's queue.
+type QueueRef struct {
+	Tenant, Queue string
+}
+
+// LeasesExpiredBetween returns the queues holding a lease that expired in
+// (after, upTo], so parked pops on them can be woken. The partial index on
+// leased cursors keeps this a scan of the batches in flight, not of every
+// cursor.
+func (s *Store) LeasesExpiredBetween(ctx context.Context, after, upTo time.Time) ([]QueueRef, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT q.tenant, q.name FROM cursors c INDEXED BY cursors_lease
+		JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE `+liveLeaseAt+`? AND c.lease_expires_at <= ?
+		ORDER BY q.tenant, q.name`, micros(after), micros(upTo))
+	if err != nil {
+		return nil, fmt.Errorf("find expired leases: %w", err)
+	}
+	defer rows.Close()
+	var out []QueueRef
+	for rows.Next() {
+		var r QueueRef
+		if err := rows.Scan(&r.Tenant, &r.Queue); err != nil {
+			return nil, fmt.Errorf("scan expired lease: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
