@@ -254,31 +254,6 @@ func (w *wtx) ackAll(tenant string, items []AckItem, results []AckResult, mode a
 	return nil
 }
 
-// deadLetter copies the message at loc into the dead-letter table.
-func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error {
-	var frame *Frame
-	var createdAt int64
-	err := w.s.scanFrames(w.ctx, w, loc.p.ID, loc.offset, loc.offset, func(off, at int64, f *Frame) error {
-		frame, createdAt = f, at
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if frame == nil {
-		return nil // removed by retention before it failed: nothing left to copy
-	}
-	_, err = w.ExecContext(w.ctx, `INSERT INTO dlq (message_id, tenant, queue_name, partition_name, partition_uuid,
-		group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?)`,
-		MessageID(loc.p.UUID, loc.offset), loc.q.Tenant, loc.q.Name, loc.p.Name, loc.p.UUID, group, frame.TxnID,
-		loc.offset, frame.TraceID, frame.ProducerSub, w.s.sealPayload(loc.q, frame.Payload), errText, retry, createdAt, micros(w.now))
-	if err != nil {
-		return fmt.Errorf("insert dead letter: %w", err)
-	}
-	return nil
-}
-
 // Ack applies acknowledgements atomically, in (partition, group, offset)
 // order, and answers in request order. group, when not "", overrides every
 // item's group.

@@ -275,17 +275,57 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 	return res, nil
 }
 
-// jsonStrings encodes ss as a JSON array for json_each.
-func jsonStrings(ss []string) string {
-	buf := make([]byte, 0, 40*len(ss)+2)
-	buf = append(buf, '[')
-	for i, s := range ss {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = appendJSONString(buf, s)
+// deadLetter copies the message at loc into the dead-letter table.
+func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error {
+	var frame *Frame
+	var createdAt int64
+	err := w.s.scanFrames(w.ctx, w, loc.p.ID, loc.offset, loc.offset, func(off, at int64, f *Frame) error {
+		frame, createdAt = f, at
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	return string(append(buf, ']'))
+	if frame == nil {
+		return nil // removed by retention before it failed: nothing left to copy
+	}
+	_, err = w.ExecContext(w.ctx, `INSERT INTO dlq (message_id, tenant, queue_name, partition_name, partition_uuid,
+		group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?)`,
+		MessageID(loc.p.UUID, loc.offset), loc.q.Tenant, loc.q.Name, loc.p.Name, loc.p.UUID, group, frame.TxnID,
+		loc.offset, frame.TraceID, frame.ProducerSub, w.s.sealPayload(loc.q, frame.Payload), errText, retry, createdAt, micros(w.now))
+	if err != nil {
+		return fmt.Errorf("insert dead letter: %w", err)
+	}
+	return nil
+}
+
+// dlqCountsByPartition counts DLQ rows per partition uuid, through the
+// (partition_uuid, offset) index.
+func dlqCountsByPartition(ctx context.Context, db querier, parts []*Partition) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(parts) == 0 {
+		return out, nil
+	}
+	uuids := make([]string, len(parts))
+	for i, p := range parts {
+		uuids[i] = p.UUID
+	}
+	rows, err := db.QueryContext(ctx, `SELECT partition_uuid, COUNT(*) FROM dlq
+		WHERE partition_uuid IN (SELECT value FROM json_each(?)) GROUP BY partition_uuid`, jsonStrings(uuids))
+	if err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u string
+		var n int64
+		if err := rows.Scan(&u, &n); err != nil {
+			return nil, fmt.Errorf("scan dead letter count: %w", err)
+		}
+		out[u] = n
+	}
+	return out, rows.Err()
 }
 
 // Bounds of one DLQ purge.

@@ -130,36 +130,6 @@ func (s *Store) LaggingPartitions(ctx context.Context, tenant string, minLag tim
 		tenant, cutoff)
 }
 
-// UpdateSubscription rewrites the stored subscription of group on every
-// queue of tenant it has one for, to start from t: partitions the group meets
-// later are seeded from t. No cursor moves. It returns the number of records
-// updated and wakes parked pops of those queues.
-func (s *Store) UpdateSubscription(ctx context.Context, tenant, group string, t time.Time) (int64, error) {
-	var n int64
-	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		rows, err := w.QueryContext(w.ctx, `UPDATE subscriptions SET mode = ?1, from_time = ?2, after_partition = NULL
-			WHERE group_name = ?3 AND queue_id IN (SELECT id FROM queues WHERE tenant = ?4)
-			RETURNING (SELECT name FROM queues WHERE id = queue_id)`, ModeTimestamp, micros(t), group, tenant)
-		if err != nil {
-			return fmt.Errorf("update subscriptions: %w", err)
-		}
-		defer rows.Close()
-		n = 0
-		for rows.Next() {
-			var queue string
-			if err := rows.Scan(&queue); err != nil {
-				return fmt.Errorf("scan subscription: %w", err)
-			}
-			n++
-			// Pops always look at cursor rows, so there is no empty-scan
-			// state to clear; waking parked pops is what is left of it.
-			w.touch(tenant, queue)
-		}
-		return rows.Err()
-	}})
-	return n, err
-}
-
 // DeleteGroup removes group's cursors on every queue of tenant, or on one
 // queue when queue is not "", and with deleteMetadata its subscription
 // records too, so the group starts afresh at its next pop. Leases held by

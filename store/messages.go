@@ -337,23 +337,6 @@ func (s *Store) markTombstoned(ctx context.Context, views map[int64]*partitionVi
 	return rows.Err()
 }
 
-// segmentFrames decodes one segment's frames without opening payloads:
-// the listing shows ids and metadata only.
-func (s *Store) segmentFrames(ctx context.Context, segmentID int64, want int) ([]Frame, error) {
-	var codec, rawSize int
-	var sum int64
-	var data []byte
-	if err := s.r.QueryRowContext(ctx, `SELECT codec, raw_size, checksum, data FROM segments WHERE id = ?`, segmentID).
-		Scan(&codec, &rawSize, &sum, &data); err != nil {
-		return nil, fmt.Errorf("read segment %d: %w", segmentID, err)
-	}
-	frames, err := decodeSegment(codec, rawSize, uint32(sum), data, want)
-	if err != nil {
-		return nil, fmt.Errorf("segment %d: %w", segmentID, err)
-	}
-	return frames, nil
-}
-
 // GroupPosition is one group's view of a message.
 type GroupPosition struct {
 	Group          string
@@ -515,68 +498,3 @@ func (s *Store) DeleteMessage(ctx context.Context, tenant, partitionUUID, txn st
 	}})
 	return found, err
 }
-
-// maxTombstoneScan bounds how many tombstones one claim reads for a
-// partition; a longer run of deleted messages is skipped over several pops.
-const maxTombstoneScan = 4096
-
-// trimTombstones shapes the claim of partition c from offset from (up to
-// last, at most budget live messages) around deleted messages.
-//
-// The lease span is kept free of tombstones at both ends: deleted offsets
-// before the first live message are skipped by moving committed past them
-// (they count as consumed), and the span ends on the last live message it
-// holds. A consumer that acks every message it received therefore acks
-// lease_to, which releases the lease. Deleted offsets inside the span are
-// returned in dead: readSpans leaves them out, and acking the live message
-// after them moves the cursor over them as over any acked prefix.
-//
-// It returns nil when every offset it looked at up to skipTo is deleted;
-// the caller moves committed to skipTo and looks further.
-func (w *wtx) trimTombstones(c *candidate, from, last, budget int64) (sp *claimSpan, skipTo int64, err error) {
-	var dead []int64
-	rows, err := w.QueryContext(w.ctx, `SELECT offset FROM tombstones WHERE partition_id = ? AND offset BETWEEN ? AND ?
-		ORDER BY offset LIMIT ?`, c.part.ID, from, last, maxTombstoneScan)
-	if err != nil {
-		return nil, 0, fmt.Errorf("read tombstones: %w", err)
-	}
-	for rows.Next() {
-		var off int64
-		if err := rows.Scan(&off); err != nil {
-			rows.Close()
-			return nil, 0, fmt.Errorf("scan tombstone: %w", err)
-		}
-		dead = append(dead, off)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("read tombstones: %w", err)
-	}
-	if len(dead) == maxTombstoneScan {
-		last = dead[len(dead)-1] // what lies beyond was not looked at
-	}
-	i, off := 0, from
-	for i < len(dead) && dead[i] == off {
-		i, off = i+1, off+1
-	}
-	if off > last {
-		return nil, last, nil
-	}
-	sp = &claimSpan{part: c.part, from: off, to: off - 1, retry: c.retry}
-	for live := int64(0); off <= last && live < budget; off++ {
-		if i < len(dead) && dead[i] == off {
-			sp.dead = append(sp.dead, off)
-			i++
-			continue
-		}
-		live++
-		sp.to = off
-	}
-	for len(sp.dead) > 0 && sp.dead[len(sp.dead)-1] > sp.to {
-		sp.dead = sp.dead[:len(sp.dead)-1]
-	}
-	return sp, sp.from - 1, nil
-}
-
-// deleted reports whether off is a tombstoned offset inside the span.
-func (sp *claimSpan) deleted(off int64) bool { return containsOffset(sp.dead, off) }

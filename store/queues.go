@@ -291,3 +291,20 @@ func (s *Store) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *P
 	}
 	return q, p, nil
 }
+
+func listQueues(ctx context.Context, db querier, query string, args ...any) ([]*Queue, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	defer rows.Close()
+	var out []*Queue
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan queue: %w", err)
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}

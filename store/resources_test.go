@@ -5,11 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"path/filepath"
-	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/store"
@@ -57,114 +53,6 @@ func fillQueuePadded(t testing.TB, st *store.Store, queue string, parts, perPart
 	}
 }
 
-func TestDeleteQueueInBatches(t *testing.T) {
-	ctx := context.Background()
-	st := combtest.MustOpenStore(t, combtest.Options{})
-	fillQueue(t, st, "keep", 2, 3, 2)
-	before := rowCounts(t, st)
-	fillQueue(t, st, "big", 5, 4, 30) // 150 segments, 600 keys
-	// Cursors, a live lease, a subscription, a dead letter, a tombstone, a
-	// trace and a snapshot on the doomed queue.
-	res, err := st.Pop(ctx, store.PopRequest{Queue: "big", Group: "g", Batch: 3})
-	if err != nil || len(res.Messages) != 3 {
-		t.Fatalf("pop: %+v, %v", res, err)
-	}
-	m := res.Messages[0]
-	if _, err := st.Ack(ctx, "", "g", []store.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, Status: store.AckDLQ}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.RecordTrace(ctx, "", store.TraceInput{PartitionID: m.PartitionID, TxnID: res.Messages[1].TxnID,
-		Names: []string{"n"}, Data: []byte(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.DeleteMessage(ctx, "", m.PartitionID, res.Messages[2].TxnID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CreateSnapshot(ctx, store.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "big"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Pop(ctx, store.PopRequest{Queue: "big", Batch: 3, AutoAck: true}); err != nil {
-		t.Fatalf("pop: %v", err)
-	}
-	for table, n := range rowCounts(t, st) {
-		if n == 0 {
-			t.Fatalf("no %s row before the delete: the test would prove nothing", table)
-		}
-	}
-	commits := st.Stats().Commits.Load()
-	// Batches that do not divide anything evenly.
-	existed, err := st.DeleteQueueBatched(ctx, "", "big", 7, 11)
-	if err != nil || !existed {
-		t.Fatalf("delete = %v, %v", existed, err)
-	}
-	after := rowCounts(t, st)
-	if fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatalf("rows after delete = %v, want what was there before the queue: %v", after, before)
-	}
-	// 600 keys at 11 per op cannot fit in fewer than 55 commits.
-	if n := st.Stats().Commits.Load() - commits; n < 600/11 {
-		t.Errorf("delete took %d commits; the batches were not bounded", n)
-	}
-	if existed, err := st.DeleteQueue(ctx, "", "big"); err != nil || existed {
-		t.Errorf("second delete = %v, %v", existed, err)
-	}
-	if _, err := st.Queue(ctx, "", "big"); err != store.ErrQueueNotFound {
-		t.Errorf("queue after delete: %v", err)
-	}
-}
-
-func TestDeleteQueueIsTenantScoped(t *testing.T) {
-	ctx := context.Background()
-	st := combtest.MustOpenStore(t, combtest.Options{})
-	for _, tenant := range []string{"t1", "t2"} {
-		if _, err := st.Push(ctx, tenant, []store.PushItem{{Queue: "q", TxnID: "x", Payload: []byte("1")}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if existed, err := st.DeleteQueue(ctx, "t1", "q"); err != nil || !existed {
-		t.Fatalf("delete = %v, %v", existed, err)
-	}
-	if _, err := st.Queue(ctx, "t2", "q"); err != nil {
-		t.Fatalf("t2's queue: %v", err)
-	}
-	if existed, err := st.DeleteQueue(ctx, "t3", "q"); err != nil || existed {
-		t.Fatalf("delete by another tenant = %v, %v", existed, err)
-	}
-}
-
-// A crash between detaching a queue and emptying it leaves a detached
-// queue: invisible, its name free, and emptied by the next DeleteQueue.
-func TestDeleteQueueResumesAfterCrash(t *testing.T) {
-	ctx := context.Background()
-	st := combtest.MustOpenStore(t, combtest.Options{})
-	fillQueue(t, st, "a", 3, 2, 4)
-	if existed, err := st.DetachQueueOnly(ctx, "", "a"); err != nil || !existed {
-		t.Fatalf("detach = %v, %v", existed, err)
-	}
-	// The name is free at once: a push creates a new, empty queue.
-	if res, err := st.Push(ctx, "", []store.PushItem{{Queue: "a", TxnID: "0-0-0", Payload: []byte("2")}}); err != nil ||
-		res[0].Status != store.StatusQueued {
-		t.Fatalf("push after detach = %+v, %v", res, err)
-	}
-	stats, err := st.ListQueueStats(ctx, store.QueueFilter{})
-	if err != nil || len(stats) != 1 || stats[0].Counts.Total != 1 || len(stats[0].Partitions) != 1 {
-		t.Fatalf("queues after detach = %+v, %v", stats, err)
-	}
-	if c := rowCounts(t, st); c["segments"] != 13 {
-		t.Fatalf("segments = %d, want 12 detached + 1", c["segments"])
-	}
-	if _, err := st.DeleteQueue(ctx, "", "unrelated"); err != nil {
-		t.Fatal(err)
-	}
-	if c := rowCounts(t, st); c["segments"] != 1 || c["queues"] != 1 || c["partitions"] != 1 || c["txids"] != 1 {
-		t.Fatalf("rows after the leftover was purged = %v", c)
-	}
-	res, err := st.Pop(ctx, store.PopRequest{Queue: "a", Batch: 10})
-	if err != nil || len(res.Messages) != 1 || string(res.Messages[0].Payload) != "2" {
-		t.Fatalf("pop = %+v, %v", res, err)
-	}
-}
-
 func TestQueueStatsCounts(t *testing.T) {
 	ctx := context.Background()
 	st := combtest.MustOpenStore(t, combtest.Options{})
@@ -188,66 +76,5 @@ func TestQueueStatsCounts(t *testing.T) {
 	}
 	if _, err := st.QueueStats(ctx, "other-tenant", "c"); err != store.ErrQueueNotFound {
 		t.Fatalf("other tenant: %v", err)
-	}
-}
-
-// BenchmarkDeleteQueue deletes a queue of 100 partitions x 1000 segments x
-// 10 messages of ~220 bytes (100k segments of ~2 KB, 1M dedup keys) in one
-// writer op and in bounded batches of several sizes, while another
-// goroutine pushes one message at a time to another queue, and reports how
-// long the delete took and the pusher's latency.
-//
-//	go test ./store -run XXX -bench DeleteQueue -benchtime 1x
-func BenchmarkDeleteQueue(b *testing.B) {
-	for _, c := range []struct {
-		name       string
-		segs, keys int
-	}{
-		{"one-op", 1 << 30, 1 << 30},
-		{"batch=2000+20000", 2000, 20000},
-		{"batch=250+2500", 250, 2500},
-		{"default", store.DefaultDeleteSegmentBatch, store.DefaultDeleteKeyBatch},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			for range b.N {
-				b.StopTimer()
-				st, err := store.Open(context.Background(), store.Options{Path: filepath.Join(b.TempDir(), "comb.db")})
-				if err != nil {
-					b.Fatal(err)
-				}
-				fillQueuePadded(b, st, "big", 100, 10, 1000, 100)
-				ctx, stop := context.WithCancel(context.Background())
-				var wg sync.WaitGroup
-				var lat []time.Duration
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := 0; ctx.Err() == nil; i++ {
-						t0 := time.Now()
-						if _, err := st.Push(context.Background(), "", []store.PushItem{{Queue: "live", Payload: []byte("1")}}); err != nil {
-							b.Error(err)
-							return
-						}
-						lat = append(lat, time.Since(t0))
-					}
-				}()
-				time.Sleep(50 * time.Millisecond) // a baseline of undisturbed pushes
-				b.StartTimer()
-				t0 := time.Now()
-				if _, err := st.DeleteQueueBatched(context.Background(), "", "big", c.segs, c.keys); err != nil {
-					b.Fatal(err)
-				}
-				took := time.Since(t0)
-				b.StopTimer()
-				stop()
-				wg.Wait()
-				slices.Sort(lat)
-				b.ReportMetric(float64(took.Milliseconds()), "delete-ms")
-				b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-push-ms")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-push-ms")
-				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-push-ms")
-				st.Close()
-			}
-		})
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -115,6 +116,74 @@ func decodeSegment(codec, rawSize int, checksum uint32, data []byte, want int) (
 	}
 	if len(frames) != want {
 		return nil, fmt.Errorf("%w: %d frames, want %d", ErrCorrupt, len(frames), want)
+	}
+	return frames, nil
+}
+
+// scanFrames calls fn for every stored frame of partition in [from, to], in
+// offset order. Offsets that retention removed are skipped.
+func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, to int64, fn func(off, createdAt int64, f *Frame) error) error {
+	rows, err := db.QueryContext(ctx, `SELECT base_offset, frame_count, created_at, codec, raw_size, checksum, data FROM segments
+		WHERE partition_id = ?1 AND base_offset <= ?3 AND base_offset >= COALESCE(
+			(SELECT base_offset FROM segments WHERE partition_id = ?1 AND base_offset <= ?2 ORDER BY base_offset DESC LIMIT 1), 0)
+		ORDER BY base_offset`, partitionID, from, to)
+	if err != nil {
+		return fmt.Errorf("read segments: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var base, count, createdAt, sum int64
+		var codec, rawSize int
+		var data []byte
+		if err := rows.Scan(&base, &count, &createdAt, &codec, &rawSize, &sum, &data); err != nil {
+			return fmt.Errorf("scan segment: %w", err)
+		}
+		frames, err := decodeSegment(codec, rawSize, uint32(sum), data, int(count))
+		if err != nil {
+			return &segmentError{partitionID: partitionID, base: base, count: count, err: err}
+		}
+		for i := range frames {
+			off := base + int64(i)
+			if off < from || off > to {
+				continue
+			}
+			if frames[i].Payload, err = s.DecryptPayload(frames[i].Payload); err != nil {
+				return &segmentError{partitionID: partitionID, base: base, count: count,
+					err: fmt.Errorf("frame %d: %w", off, err)}
+			}
+			if err := fn(off, createdAt, &frames[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return rows.Err()
+}
+
+// segmentError is a stored segment that cannot be read.
+type segmentError struct {
+	partitionID, base, count int64
+	err                      error
+}
+
+func (e *segmentError) Error() string {
+	return fmt.Sprintf("segment %d of partition %d: %v", e.base, e.partitionID, e.err)
+}
+
+func (e *segmentError) Unwrap() error { return e.err }
+
+// segmentFrames decodes one segment's frames without opening payloads:
+// the listing shows ids and metadata only.
+func (s *Store) segmentFrames(ctx context.Context, segmentID int64, want int) ([]Frame, error) {
+	var codec, rawSize int
+	var sum int64
+	var data []byte
+	if err := s.r.QueryRowContext(ctx, `SELECT codec, raw_size, checksum, data FROM segments WHERE id = ?`, segmentID).
+		Scan(&codec, &rawSize, &sum, &data); err != nil {
+		return nil, fmt.Errorf("read segment %d: %w", segmentID, err)
+	}
+	frames, err := decodeSegment(codec, rawSize, uint32(sum), data, want)
+	if err != nil {
+		return nil, fmt.Errorf("segment %d: %w", segmentID, err)
 	}
 	return frames, nil
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"sync"
 )
 
@@ -88,17 +87,4 @@ func (w *watchers) notify(keys []string) {
 	}
 	close(w.any)
 	w.any = make(chan struct{})
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			b, _ := json.Marshal(s)
-			return append(buf, b...)
-		}
-	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
-	return append(buf, '"')
 }

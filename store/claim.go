@@ -1,0 +1,367 @@
+package store
+
+import (
+	"cmp"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Claiming: what a pop takes from the partitions due for its group, under
+// a lease or (autoAck) as consumed, and the reading of the claimed frames
+// inside the same write.
+
+// claimSpan is one partition's part of a claim: offsets from..to of it.
+type claimSpan struct {
+	part     Partition
+	from, to int64
+	retry    int64
+	dead     []int64 // tombstoned offsets inside [from, to], ascending
+	evicted  int64   // frames retention removed below from that the group had not consumed
+}
+
+// claim leases (or, with autoAck, consumes) the due spans of q for the
+// group and reads their messages. It returns nil when nothing was due.
+// When every span it took met a damaged segment, the cursors moved past
+// them and it claims again, a few times at most.
+func (w *wtx) claim(q *Queue, req *PopRequest) (res *PopResult, wake time.Time, err error) {
+	for range 4 {
+		res, wake, err = w.claimOnce(q, req)
+		if !errors.Is(err, errAgain) {
+			return res, wake, err
+		}
+	}
+	return nil, w.now, nil
+}
+
+// errAgain is a claim that only moved cursors past damaged segments.
+var errAgain = errors.New("claim again")
+
+func (w *wtx) claimOnce(q *Queue, req *PopRequest) (res *PopResult, wake time.Time, err error) {
+	if err := w.subscribe(q, req.Group, req.Start); err != nil {
+		return nil, time.Time{}, err
+	}
+	now := micros(w.now)
+	// Enough due partitions to fill the claim, with room for some that a
+	// run of deleted messages leaves empty; all of them when a delay or a
+	// window may hold some back.
+	limit := req.Partitions + 8
+	if q.Options.DelayedProcessing > 0 || q.Options.WindowBuffer > 0 {
+		limit = -1
+	}
+	after := w.s.turn.next(q.ID, req.Group)
+	due, err := scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	for _, c := range due {
+		if !c.hasCursor {
+			if err := w.seedMissingFrom(q, req.Group); err != nil {
+				return nil, time.Time{}, err
+			}
+			if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after); err != nil {
+				return nil, time.Time{}, err
+			}
+			break
+		}
+	}
+	var spans []claimSpan
+	var evicted int64
+	budget := int64(req.Batch)
+	for i := range due {
+		if len(spans) == req.Partitions || budget == 0 {
+			break
+		}
+		c := &due[i]
+		from := c.next()
+		last := c.part.LastOffset // the last offset this claim may take
+		if q.Options.WindowBuffer > 0 {
+			if ready := addMicros(c.part.LastSegmentAt, secondsMicros(q.Options.WindowBuffer)); ready > now {
+				wake = earliest(wake, fromMicros(ready))
+				continue
+			}
+		}
+		if q.Options.DelayedProcessing > 0 {
+			delay := secondsMicros(q.Options.DelayedProcessing)
+			visible, nextAt, err := w.visibleUpTo(c.part.ID, from, addMicros(now, -delay))
+			if err != nil {
+				return nil, time.Time{}, err
+			}
+			if nextAt > 0 {
+				wake = earliest(wake, fromMicros(addMicros(nextAt, delay)))
+			}
+			last = min(last, visible)
+			if last < from {
+				continue
+			}
+		}
+		// Deleted messages are skipped here, at claim time, so that a lease
+		// never starts or ends on one (see trimTombstones).
+		var sp *claimSpan
+		for from <= last && sp == nil {
+			var skipTo int64
+			if sp, skipTo, err = w.trimTombstones(c, from, last, budget); err != nil {
+				return nil, time.Time{}, err
+			}
+			if sp == nil {
+				if _, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = MAX(committed, ?)
+					WHERE partition_id = ? AND group_name = ?`, skipTo, c.part.ID, req.Group); err != nil {
+					return nil, time.Time{}, fmt.Errorf("skip deleted messages: %w", err)
+				}
+				from = skipTo + 1
+			}
+		}
+		if sp == nil {
+			continue
+		}
+		if gap := c.part.LogStart - (c.committed + 1); gap > 0 {
+			// Retention removed frames this group had not consumed yet: say
+			// so rather than count them as delivered.
+			sp.evicted = gap
+			evicted += gap
+		}
+		spans = append(spans, *sp)
+		budget -= sp.to - sp.from + 1 - int64(len(sp.dead))
+	}
+	if len(spans) == 0 {
+		lw, err := leaseWake(w.ctx, w, q.ID, req.Group, req.Partition, now)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		return nil, earliest(wake, lw), nil
+	}
+	leaseID := ""
+	if !req.AutoAck {
+		leaseID = uuid.NewString()
+	}
+	msgs, spans, err := w.readSpans(q, req, spans, leaseID)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(spans) == 0 {
+		// Every span met a segment put aside; the cursors moved past them.
+		return nil, time.Time{}, errAgain
+	}
+	expires := addMicros(now, q.LeaseDuration().Microseconds())
+	res = &PopResult{Queue: q.Name, Group: req.Group, LeaseID: leaseID, PartitionsClaimed: len(spans),
+		Partition: spans[0].part.Name, PartitionID: spans[0].part.UUID, Messages: msgs}
+	for _, sp := range spans {
+		w.s.turn.served(q.ID, req.Group, sp.part.Name)
+		res.FramesEvicted += sp.evicted
+		if sp.evicted > 0 {
+			w.s.stats.FramesEvicted.Add(sp.evicted)
+			w.s.log.Warn("retention removed frames a consumer group had not consumed",
+				"queue", q.Name, "partition", sp.part.Name, "group", req.Group, "frames", sp.evicted)
+		}
+		var err error
+		if req.AutoAck {
+			_, err = w.ExecContext(w.ctx, `UPDATE cursors SET committed = ?, lease_id = NULL, lease_from = NULL,
+				lease_to = NULL, lease_expires_at = NULL, retry_count = 0, redelivery_count = 0,
+				total_consumed = total_consumed + ?, batches_consumed = batches_consumed + 1, last_consumed_at = ?
+				WHERE partition_id = ? AND group_name = ?`, sp.to, sp.to-sp.from+1, now, sp.part.ID, req.Group)
+		} else {
+			// A lease still recorded here has expired: this is a redelivery.
+			// Deleted messages before the span count as consumed.
+			_, err = w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = ?, lease_from = ?, lease_to = ?, lease_expires_at = ?,
+				redelivery_count = redelivery_count + (lease_id IS NOT NULL), committed = MAX(committed, ?)
+				WHERE partition_id = ? AND group_name = ?`, leaseID, sp.from, sp.to, expires, sp.from-1, sp.part.ID, req.Group)
+		}
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("claim partition %q: %w", sp.part.Name, err)
+		}
+	}
+	return res, time.Time{}, nil
+}
+
+// readSpans reads the messages of spans inside the claim, at most
+// MaxPopBytes of payload (always at least one message), and returns the
+// spans cut to what was read. A segment that fails its checksum or does
+// not decode is put aside (see quarantine) and its span ends before it; a
+// span whose payloads cannot be decrypted is left unclaimed, and its error
+// is returned only when no other span delivered anything.
+func (w *wtx) readSpans(q *Queue, req *PopRequest, spans []claimSpan, leaseID string) ([]Message, []claimSpan, error) {
+	var msgs []Message
+	var size int64
+	var sealedErr error
+	kept := spans[:0]
+	full := false
+	for _, sp := range spans {
+		if full {
+			break
+		}
+		start := len(msgs)
+		err := w.s.scanFrames(w.ctx, w, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *Frame) error {
+			if sp.deleted(off) {
+				return nil
+			}
+			if len(msgs) > 0 && size+int64(len(f.Payload)) > MaxPopBytes {
+				full = true
+				return errFull
+			}
+			size += int64(len(f.Payload))
+			msgs = append(msgs, Message{
+				ID: MessageID(sp.part.UUID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
+				Queue: q.Name, LeaseID: leaseID, Group: req.Group, Payload: f.Payload, CreatedAt: fromMicros(createdAt),
+				TraceID: f.TraceID, ProducerSub: f.ProducerSub, RetryCount: sp.retry, Offset: off,
+			})
+			return nil
+		})
+		var bad *segmentError
+		switch {
+		case err == nil, errors.Is(err, errFull):
+		case errors.As(err, &bad) && errors.Is(err, ErrCorrupt):
+			if err := w.quarantine(q, &sp, bad, req.Group); err != nil {
+				return nil, nil, err
+			}
+			sp.to = min(sp.to, bad.base-1)
+		case errors.Is(err, ErrNoEncryptionKey):
+			// Not damage: a key is missing or wrong. The span is left
+			// unclaimed so the partition waits for the right key without
+			// holding back the others.
+			w.s.log.Error("cannot decrypt a claimed segment; partition skipped", "queue", q.Name,
+				"partition", sp.part.Name, "group", req.Group, "err", err)
+			sealedErr = cmp.Or(sealedErr, err)
+			msgs = msgs[:start]
+			continue
+		default:
+			return nil, nil, err
+		}
+		if len(msgs) == start {
+			continue // nothing of this span was read
+		}
+		sp.to = min(sp.to, msgs[len(msgs)-1].Offset)
+		for len(sp.dead) > 0 && sp.dead[len(sp.dead)-1] > sp.to {
+			sp.dead = sp.dead[:len(sp.dead)-1]
+		}
+		kept = append(kept, sp)
+	}
+	if len(kept) == 0 && sealedErr != nil {
+		return nil, nil, sealedErr
+	}
+	return msgs, kept, nil
+}
+
+// errFull stops a scan once a pop has its bytes.
+var errFull = errors.New("pop full")
+
+// quarantine puts aside the damaged segment bad of sp's partition: a copy
+// of it goes to quarantined_segments (once, whoever meets it first), the
+// group's cursor moves past it when the span starts inside it, and the
+// log and the stats say so. The segment row stays until retention takes it.
+func (w *wtx) quarantine(q *Queue, sp *claimSpan, bad *segmentError, group string) error {
+	res, err := w.ExecContext(w.ctx, `INSERT INTO quarantined_segments (tenant, queue_name, partition_name, partition_uuid,
+		base_offset, frame_count, reason, segment_created_at, codec, raw_size, checksum, data, quarantined_at)
+		SELECT ?, ?, ?, ?, base_offset, frame_count, ?, created_at, codec, raw_size, checksum, data, ?
+		FROM segments WHERE partition_id = ? AND base_offset = ?
+		ON CONFLICT DO NOTHING`, q.Tenant, q.Name, sp.part.Name, sp.part.UUID, bad.err.Error(), micros(w.now),
+		sp.part.ID, bad.base)
+	if err != nil {
+		return fmt.Errorf("quarantine segment: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		w.s.stats.Quarantined.Add(1)
+	}
+	w.s.log.Error("segment put aside: it fails its checksum or does not decode", "queue", q.Name,
+		"partition", sp.part.Name, "baseOffset", bad.base, "frames", bad.count, "group", group, "err", bad.err)
+	if bad.base <= sp.from {
+		if _, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = MAX(committed, ?)
+			WHERE partition_id = ? AND group_name = ?`, bad.base+bad.count-1, sp.part.ID, group); err != nil {
+			return fmt.Errorf("move past quarantined segment: %w", err)
+		}
+		w.touch(q.Tenant, q.Name)
+	}
+	return nil
+}
+
+// visibleUpTo returns the last offset committed at or before cutoff (from-1
+// if none), and the commit time of the segment holding from when that
+// segment is not yet visible.
+func (w *wtx) visibleUpTo(partitionID, from, cutoff int64) (int64, int64, error) {
+	var last sql.NullInt64
+	if err := w.QueryRowContext(w.ctx, `SELECT base_offset + frame_count - 1 FROM segments
+		WHERE partition_id = ? AND created_at <= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+		partitionID, cutoff).Scan(&last); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, fmt.Errorf("find visible offset: %w", err)
+	}
+	visible := from - 1
+	if last.Valid {
+		visible = last.Int64
+	}
+	if visible >= from {
+		return visible, 0, nil
+	}
+	var at int64
+	if err := w.QueryRowContext(w.ctx, `SELECT created_at FROM segments WHERE partition_id = ? AND base_offset + frame_count > ?
+		ORDER BY base_offset LIMIT 1`, partitionID, from).Scan(&at); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, fmt.Errorf("find next segment: %w", err)
+	}
+	return visible, at, nil
+}
+
+// maxTombstoneScan bounds how many tombstones one claim reads for a
+// partition; a longer run of deleted messages is skipped over several pops.
+const maxTombstoneScan = 4096
+
+// trimTombstones shapes the claim of partition c from offset from (up to
+// last, at most budget live messages) around deleted messages.
+//
+// The lease span is kept free of tombstones at both ends: deleted offsets
+// before the first live message are skipped by moving committed past them
+// (they count as consumed), and the span ends on the last live message it
+// holds. A consumer that acks every message it received therefore acks
+// lease_to, which releases the lease. Deleted offsets inside the span are
+// returned in dead: readSpans leaves them out, and acking the live message
+// after them moves the cursor over them as over any acked prefix.
+//
+// It returns nil when every offset it looked at up to skipTo is deleted;
+// the caller moves committed to skipTo and looks further.
+func (w *wtx) trimTombstones(c *candidate, from, last, budget int64) (sp *claimSpan, skipTo int64, err error) {
+	var dead []int64
+	rows, err := w.QueryContext(w.ctx, `SELECT offset FROM tombstones WHERE partition_id = ? AND offset BETWEEN ? AND ?
+		ORDER BY offset LIMIT ?`, c.part.ID, from, last, maxTombstoneScan)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read tombstones: %w", err)
+	}
+	for rows.Next() {
+		var off int64
+		if err := rows.Scan(&off); err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("scan tombstone: %w", err)
+		}
+		dead = append(dead, off)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("read tombstones: %w", err)
+	}
+	if len(dead) == maxTombstoneScan {
+		last = dead[len(dead)-1] // what lies beyond was not looked at
+	}
+	i, off := 0, from
+	for i < len(dead) && dead[i] == off {
+		i, off = i+1, off+1
+	}
+	if off > last {
+		return nil, last, nil
+	}
+	sp = &claimSpan{part: c.part, from: off, to: off - 1, retry: c.retry}
+	for live := int64(0); off <= last && live < budget; off++ {
+		if i < len(dead) && dead[i] == off {
+			sp.dead = append(sp.dead, off)
+			i++
+			continue
+		}
+		live++
+		sp.to = off
+	}
+	for len(sp.dead) > 0 && sp.dead[len(sp.dead)-1] > sp.to {
+		sp.dead = sp.dead[:len(sp.dead)-1]
+	}
+	return sp, sp.from - 1, nil
+}
+
+// deleted reports whether off is a tombstoned offset inside the span.
+func (sp *claimSpan) deleted(off int64) bool { return containsOffset(sp.dead, off) }

@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Deleting a queue: a first op detaches it, bounded ops then empty it.
+
+// Batch sizes of DeleteQueue: each writer op removes at most this many
+// segments, or dedup keys, so pushes fused with it wait for one bounded
+// delete rather than for the whole queue.
+const (
+	DefaultDeleteSegmentBatch = 500
+	DefaultDeleteKeyBatch     = 5000
+	deletePartitionBatch      = 500
+)
+
+// detachedTenantPrefix marks a queue that DeleteQueue has detached and is
+// still emptying. No request can carry this tenant, so every tenant-scoped
+// query (all of them) already ignores such a queue.
+const detachedTenantPrefix = "\x00deleted\x00"
+
+// DeleteQueue removes tenant's queue and everything it holds: partitions,
+// segments, dedup keys, cursors and leases, subscriptions, tombstones,
+// traces, snapshots and its DLQ rows. It reports whether the queue existed.
+// Pushes parked by push maintenance are not touched: they were accepted as
+// pushes to that name and recreate the queue when they drain.
+//
+// A big queue is not deleted in one transaction, which would stall every
+// push for as long as it takes. The first op detaches the queue: it moves
+// the queue row to a tenant no request can name and drops what is small
+// and keyed by name or cursor (cursors, subscriptions, tombstones, DLQ
+// rows), so from that commit on the name is free, a new push creates a new,
+// empty queue, and parked pops of the old one wake. Bounded ops then empty
+// the detached queue from the front, moving log_start as retention does,
+// and a last op removes its rows. A detached queue left by a crash is
+// emptied by ResumeDeletes, which the broker runs when it opens.
+func (s *Store) DeleteQueue(ctx context.Context, tenant, name string) (existed bool, err error) {
+	return s.deleteQueue(ctx, tenant, name, DefaultDeleteSegmentBatch, DefaultDeleteKeyBatch)
+}
+
+func (s *Store) deleteQueue(ctx context.Context, tenant, name string, segBatch, keyBatch int) (bool, error) {
+	existed, err := s.detachQueue(ctx, tenant, name)
+	if err != nil {
+		return false, err
+	}
+	// The queue is gone for every client once detached; emptying it goes
+	// on if the caller leaves, and stops only when the store closes.
+	if err := s.purgeDetached(context.WithoutCancel(ctx), segBatch, keyBatch); err != nil {
+		return existed, err
+	}
+	return existed, nil
+}
+
+// ResumeDeletes finishes the queue deletes a crash interrupted: it empties
+// and removes every detached queue, one bounded op at a time, and returns
+// when none is left, ctx ends or the store closes.
+func (s *Store) ResumeDeletes(ctx context.Context) error {
+	return s.purgeDetached(ctx, DefaultDeleteSegmentBatch, DefaultDeleteKeyBatch)
+}
+
+// detachQueue is DeleteQueue's first op; it reports whether the queue existed.
+func (s *Store) detachQueue(ctx context.Context, tenant, name string) (bool, error) {
+	var detached bool
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		detached = false
+		q, err := w.queue(tenant, name, false)
+		if errors.Is(err, ErrQueueNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		delete(w.queues, queueKey{tenant, name})
+		if _, err := w.ExecContext(w.ctx, `UPDATE queues SET tenant = ?, name = ? WHERE id = ?`,
+			detachedTenantPrefix+q.UUID, q.UUID, q.ID); err != nil {
+			return fmt.Errorf("detach queue: %w", err)
+		}
+		if err := w.dropQueueState(q.ID); err != nil {
+			return err
+		}
+		if err := w.dropStreamsOf(tenant, name); err != nil {
+			return err
+		}
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE tenant = ? AND queue_name = ?`, tenant, name); err != nil {
+			return fmt.Errorf("delete dead letters: %w", err)
+		}
+		// Snapshots name the queue by uuid, so a recreated queue could never
+		// use them; they would only wait for their expiry.
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
+			(SELECT id FROM snapshots WHERE queue_uuid = ?)`, q.UUID); err != nil {
+			return fmt.Errorf("delete snapshot cursors: %w", err)
+		}
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE queue_uuid = ?`, q.UUID); err != nil {
+			return fmt.Errorf("delete snapshots: %w", err)
+		}
+		w.touch(tenant, name)
+		detached = true
+		return nil
+	}})
+	return detached, err
+}
+
+// dropQueueState deletes the cursors, subscriptions and tombstones of
+// queue id: the small state keyed by cursor, group or message.
+func (w *wtx) dropQueueState(queueID int64) error {
+	for _, q := range []string{
+		`DELETE FROM cursors WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?)`,
+		`DELETE FROM subscriptions WHERE queue_id = ?`,
+		`DELETE FROM tombstones WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?)`,
+	} {
+		if _, err := w.ExecContext(w.ctx, q, queueID); err != nil {
+			return fmt.Errorf("drop queue state: %w", err)
+		}
+	}
+	return nil
+}
+
+// purgeDetached empties and removes every detached queue, one bounded op
+// at a time.
+func (s *Store) purgeDetached(ctx context.Context, segBatch, keyBatch int) error {
+	for {
+		var done bool
+		err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+			var err error
+			done, err = w.purgeStep(segBatch, keyBatch)
+			return err
+		}})
+		if err != nil {
+			return fmt.Errorf("purge deleted queue: %w", err)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// purgeStep does one bounded piece of emptying the detached queues; done
+// is true when none is left.
+func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
+	var queueID int64
+	err = w.QueryRowContext(w.ctx, `SELECT id FROM queues WHERE tenant >= ? AND tenant < ? ORDER BY id LIMIT 1`,
+		detachedTenantPrefix, detachedTenantPrefix+"\xff").Scan(&queueID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find deleted queue: %w", err)
+	}
+	// A pop that resolved the queue before it was detached may have
+	// subscribed it since; drop that state again.
+	if err := w.dropQueueState(queueID); err != nil {
+		return false, err
+	}
+	parts, err := queryPartitions(w.ctx, w.tx, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id`, queueID)
+	if err != nil {
+		return false, err
+	}
+	// Each step spends both budgets: keys and segments of the same
+	// partitions go in the same commit, halving the commits of a purge.
+	// Partitions cost a few statements each even when empty.
+	segBudget, keyBudget, partBudget := segBatch, keyBatch, deletePartitionBatch
+	for _, p := range parts {
+		if partBudget--; partBudget < 0 {
+			return false, nil
+		}
+		// Dedup keys in primary-key order: each batch starts where the
+		// last one stopped, so the whole pass is linear.
+		res, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ?1 AND (txn_key, offset) IN
+			(SELECT txn_key, offset FROM txids WHERE partition_id = ?1 LIMIT ?2)`, p.ID, keyBudget)
+		if err != nil {
+			return false, fmt.Errorf("delete dedup keys: %w", err)
+		}
+		keys, _ := res.RowsAffected()
+		keyBudget -= int(keys)
+		// Segments from the front, moving log_start with them so the
+		// partition stays a valid log at every commit.
+		var end sql.NullInt64
+		var segs int64
+		if err := w.QueryRowContext(w.ctx, `SELECT MAX(base_offset + frame_count), COUNT(*) FROM (SELECT base_offset, frame_count
+			FROM segments WHERE partition_id = ? ORDER BY base_offset LIMIT ?)`, p.ID, segBudget).Scan(&end, &segs); err != nil {
+			return false, fmt.Errorf("find segments to delete: %w", err)
+		}
+		if segs > 0 {
+			if _, err := w.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset < ?`, p.ID, end.Int64); err != nil {
+				return false, fmt.Errorf("delete segments: %w", err)
+			}
+			if _, err := w.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ?`, end.Int64, p.ID); err != nil {
+				return false, fmt.Errorf("advance log_start: %w", err)
+			}
+			segBudget -= int(segs)
+		}
+		if keyBudget <= 0 || segBudget <= 0 {
+			// Budget spent: this partition may hold more; the next step
+			// sees it again.
+			return false, nil
+		}
+		// Traces name their message by partition uuid; they go with it.
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN
+			(SELECT id FROM traces WHERE partition_uuid = ?)`, p.UUID); err != nil {
+			return false, fmt.Errorf("delete trace names: %w", err)
+		}
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?`, p.UUID); err != nil {
+			return false, fmt.Errorf("delete traces: %w", err)
+		}
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM partitions WHERE id = ?`, p.ID); err != nil {
+			return false, fmt.Errorf("delete partition: %w", err)
+		}
+	}
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM queues WHERE id = ?`, queueID); err != nil {
+		return false, fmt.Errorf("delete queue: %w", err)
+	}
+	return false, nil
+}

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Subscriptions: a group's durable record of where it starts on a queue,
+// and the seeding of its cursors from it.
+
+// Subscription modes as stored.
+const (
+	ModeAll       = "all"
+	ModeNew       = "new"
+	ModeTimestamp = "timestamp"
+)
+
+// SubscriptionStart is where a group starts on first contact with a queue.
+type SubscriptionStart struct {
+	Mode string     // ModeAll, ModeNew or ModeTimestamp
+	From *time.Time // ModeTimestamp only
+}
+
+// seedExpr is the committed value of a new cursor on partition p: just below
+// the oldest retained offset, or, from a time, just below the first segment
+// committed at or after it (the partition's last offset if none is).
+const seedExpr = `CASE WHEN ?1 IS NULL THEN p.log_start - 1 ELSE MAX(p.log_start - 1, COALESCE(
+	(SELECT s.base_offset - 1 FROM segments s WHERE s.partition_id = p.id AND s.created_at >= ?1 ORDER BY s.created_at, s.id LIMIT 1),
+	p.last_offset)) END`
+
+// subscribe writes the group's durable subscription record for q if it has
+// none, seeding a cursor on every existing partition in one statement.
+func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
+	var exists bool
+	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
+		q.ID, group).Scan(&exists); err != nil {
+		return fmt.Errorf("look up subscription: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	now := micros(w.now)
+	mode := start.Mode
+	if group == QueueModeGroup {
+		mode = ModeAll // queue mode never skips a backlog
+	}
+	var from sql.NullInt64
+	newSeed := "p.last_offset"
+	switch mode {
+	case ModeNew:
+		// Partitions met later are seeded from the registration time, so
+		// their messages, all pushed after it, are delivered.
+		from = sql.NullInt64{Int64: now, Valid: true}
+	case ModeTimestamp:
+		if start.From == nil {
+			return fmt.Errorf("%w: timestamp subscription without a time", ErrInvalid)
+		}
+		from = sql.NullInt64{Int64: micros(*start.From), Valid: true}
+		newSeed = ""
+	default:
+		mode = ModeAll
+		newSeed = ""
+	}
+	// Partitions created after the registration hold only messages pushed
+	// after it: they are taken from their start. Which partitions those
+	// are is told by id, not by comparing wall-clock times, which a clock
+	// stepping back would get wrong.
+	var after sql.NullInt64
+	if from.Valid && from.Int64 <= now {
+		if err := w.QueryRowContext(w.ctx, `SELECT COALESCE(MAX(id), 0) FROM partitions`).Scan(&after.Int64); err != nil {
+			return fmt.Errorf("read registration point: %w", err)
+		}
+		after.Valid = true
+	}
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
+		VALUES (?, ?, ?, ?, ?, ?)`, q.ID, group, mode, from, now, after); err != nil {
+		return fmt.Errorf("insert subscription: %w", err)
+	}
+	expr := seedExpr
+	args := []any{from, group, now, q.ID}
+	if newSeed != "" {
+		expr, args = newSeed, []any{nil, group, now, q.ID}
+	}
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+		SELECT p.id, ?2, `+expr+`, ?3 FROM partitions p WHERE p.queue_id = ?4
+		ON CONFLICT DO NOTHING`, args...); err != nil {
+		return fmt.Errorf("seed cursors: %w", err)
+	}
+	return nil
+}
+
+func (w *wtx) seedMissingFrom(q *Queue, group string) error {
+	var from, after sql.NullInt64
+	if err := w.QueryRowContext(w.ctx, `SELECT from_time, after_partition FROM subscriptions WHERE queue_id = ? AND group_name = ?`,
+		q.ID, group).Scan(&from, &after); err != nil {
+		return fmt.Errorf("read subscription: %w", err)
+	}
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+		SELECT p.id, ?2, CASE WHEN p.id > ?5 THEN p.log_start - 1 ELSE `+seedExpr+` END, ?3 FROM partitions p
+		WHERE p.queue_id = ?4 AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?2)`,
+		from, group, micros(w.now), q.ID, after); err != nil {
+		return fmt.Errorf("seed new partitions: %w", err)
+	}
+	return nil
+}
+
+// UpdateSubscription rewrites the stored subscription of group on every
+// queue of tenant it has one for, to start from t: partitions the group meets
+// later are seeded from t. No cursor moves. It returns the number of records
+// updated and wakes parked pops of those queues.
+func (s *Store) UpdateSubscription(ctx context.Context, tenant, group string, t time.Time) (int64, error) {
+	var n int64
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		rows, err := w.QueryContext(w.ctx, `UPDATE subscriptions SET mode = ?1, from_time = ?2, after_partition = NULL
+			WHERE group_name = ?3 AND queue_id IN (SELECT id FROM queues WHERE tenant = ?4)
+			RETURNING (SELECT name FROM queues WHERE id = queue_id)`, ModeTimestamp, micros(t), group, tenant)
+		if err != nil {
+			return fmt.Errorf("update subscriptions: %w", err)
+		}
+		defer rows.Close()
+		n = 0
+		for rows.Next() {
+			var queue string
+			if err := rows.Scan(&queue); err != nil {
+				return fmt.Errorf("scan subscription: %w", err)
+			}
+			n++
+			// Pops always look at cursor rows, so there is no empty-scan
+			// state to clear; waking parked pops is what is left of it.
+			w.touch(tenant, queue)
+		}
+		return rows.Err()
+	}})
+	return n, err
+}
