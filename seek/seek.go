@@ -67,6 +67,10 @@ func (t Target) Validate() error {
 //     such segment puts it on last_offset, a future-only cursor. The cursor
 //     can only land on a segment boundary, so up to frame_count-1 frames
 //     committed before the time are delivered again (OvershootBound).
+//     A group that subscribes from a time is seeded by the same rule,
+//     written in SQL as seedExpr (store/subscriptions.go); a store test,
+//     TestATimestampSubscriptionStartsWhereATimeSeekLands, checks that
+//     both land on the same offsets.
 //   - Offset: committed = the offset, refused outside [log_start-1, last_offset].
 //   - Snapshot: committed = the captured value; log_start-1 on a partition
 //     the snapshot does not cover (created after it).

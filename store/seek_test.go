@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/seek"
 	"github.com/comb-broker/comb/store"
@@ -152,4 +153,72 @@ func seekBenchStore(b *testing.B, n int) (*store.Store, time.Time, time.Time) {
 		b.Fatal(err)
 	}
 	return st, time.UnixMicro(first), time.UnixMicro(last)
+}
+
+// TestATimestampSubscriptionStartsWhereATimeSeekLands checks that the two
+// spellings of the time rule agree: the SQL that seeds a subscription's
+// cursors from a time (seedExpr) and seek.Place for a time target, on
+// partitions with segments before, at and after the time, one whose front
+// retention removed, and an empty one.
+func TestATimestampSubscriptionStartsWhereATimeSeekLands(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 7, 30, 10, 0, 0, 0, time.UTC)
+	clk := clock.NewManual(t0)
+	st := combtest.MustOpenStore(t, combtest.Options{Clock: clk})
+	for i, parts := range [][]string{{"a", "c"}, {"a", "b", "c"}, {"a", "c"}} {
+		clk.Set(t0.Add(time.Duration(i) * time.Minute))
+		for _, p := range parts {
+			seekPush(t, st, "", "q", p, 3)
+		}
+	}
+	q, err := st.Queue(ctx, "", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Configure(ctx, store.ConfigureRequest{Queue: "q", Options: q.Options}); err != nil {
+		t.Fatal(err) // adds the empty Default partition
+	}
+	parts, err := st.Partitions(ctx, q.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if p.Name == "c" {
+			if _, err := st.EvictPrefix(ctx, p.ID, 3, clk.Now(), store.EvictLimits{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	clk.Set(t0.Add(5 * time.Minute))
+
+	landed := map[int64]bool{}
+	for i, at := range []time.Time{t0.Add(-time.Hour), t0, t0.Add(30 * time.Second), t0.Add(time.Minute),
+		t0.Add(2*time.Minute + time.Second), t0.Add(time.Hour)} {
+		group := fmt.Sprintf("g%d", i)
+		// The first pop subscribes the group; a lease leaves committed where
+		// the seed put it.
+		if _, err := st.Pop(ctx, store.PopRequest{Queue: "q", Group: group,
+			Start: store.SubscriptionStart{Mode: store.ModeTimestamp, From: &at}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := seek.Seek(ctx, st, seek.Request{Group: group, Queue: "q", Target: seek.Target{Time: &at}, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Partitions) != 4 {
+			t.Fatalf("at %v: %d partitions, want 4", at, len(res.Partitions))
+		}
+		for _, p := range res.Partitions {
+			if p.Created || p.From != p.To {
+				t.Errorf("at %v, partition %s: subscription seeded committed %d (created by the seek: %v), a time seek lands on %d",
+					at, p.Partition, p.From, p.Created, p.To)
+			}
+			if p.Partition == "a" {
+				landed[p.To] = true
+			}
+		}
+	}
+	if len(landed) < 3 {
+		t.Errorf("partition a landed on %v only: the times do not exercise the rule", landed)
+	}
 }

@@ -26,6 +26,12 @@ type SubscriptionStart struct {
 // seedExpr is the committed value of a new cursor on partition p: just below
 // the oldest retained offset, or, from a time, just below the first segment
 // committed at or after it (the partition's last offset if none is).
+//
+// From a time, this is the rule of a seek to that time, seek.Place in
+// seek/seek.go, spelled in SQL so that one statement seeds every partition
+// of a queue: a group subscribing from a time starts where a seek to the
+// time would put it. TestATimestampSubscriptionStartsWhereATimeSeekLands
+// (store/seek_test.go) checks that the two agree.
 const seedExpr = `CASE WHEN ?1 IS NULL THEN p.log_start - 1 ELSE MAX(p.log_start - 1, COALESCE(
 	(SELECT s.base_offset - 1 FROM segments s WHERE s.partition_id = p.id AND s.created_at >= ?1 ORDER BY s.created_at, s.id LIMIT 1),
 	p.last_offset)) END`
