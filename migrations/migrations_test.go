@@ -12,6 +12,67 @@ import (
 	"github.com/comb-broker/comb/migrations"
 )
 
+// testRows holds one row for every table the migrations create, with the
+// columns later migrations add set, so that each Down runs with rows
+// present. A new table needs its row here: TestUpDownUp fails on a table
+// this list does not fill.
+var testRows = []struct{ table, insert string }{
+	{"queues", `INSERT INTO queues (uuid, name, created_at) VALUES ('q', 'orders', 1)`},
+	{"partitions", `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES ('p', 1, 'Default', 1)`},
+	{"segments", `INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
+		VALUES (1, 0, 1, 1, 0, 1, 0, x'00')`},
+	{"txids", `INSERT INTO txids (partition_id, txn_key, offset) VALUES (1, 1, 0)`},
+	{"cursors", `INSERT INTO cursors (partition_id, group_name, committed, lease_id, lease_from, lease_to, lease_expires_at,
+		created_at, dropped_lease) VALUES (1, 'g', -1, 'l', 0, 0, 2, 1, 'l0')`},
+	{"subscriptions", `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
+		VALUES (1, 'g', 'timestamp', 1, 1, 1)`},
+	{"dlq", `INSERT INTO dlq (message_id, queue_name, partition_name, partition_uuid, group_name, txn_id, offset, payload,
+		created_at, failed_at) VALUES ('p:0', 'orders', 'Default', 'p', 'g', 't', 0, x'00', 1, 1)`},
+	{"snapshots", `INSERT INTO snapshots (name, group_name, queue_uuid, queue_name, created_at, expires_at)
+		VALUES ('s', 'g', 'q', 'orders', 1, 2)`},
+	{"snapshot_cursors", `INSERT INTO snapshot_cursors (snapshot_id, partition_uuid, partition_name, committed)
+		VALUES (1, 'p', 'Default', -1)`},
+	{"traces", `INSERT INTO traces (uuid, partition_uuid, txn_id, group_name, event_type, data, created_at)
+		VALUES ('tr', 'p', 't', 'g', 'info', '{}', 1)`},
+	{"trace_names", `INSERT INTO trace_names (tenant, name, trace_id) VALUES ('', 'n', 1)`},
+	{"push_buffer", `INSERT INTO push_buffer (queue_name, partition_name, txn_id, payload, created_at)
+		VALUES ('orders', 'Default', 't2', x'00', 1)`},
+	{"settings", `INSERT INTO settings (key, value, updated_at) VALUES ('k', 'v', 1)`},
+	{"tombstones", `INSERT INTO tombstones (partition_id, offset, created_at) VALUES (1, 0, 1)`},
+	{"quarantined_segments", `INSERT INTO quarantined_segments (tenant, queue_name, partition_name, partition_uuid,
+		base_offset, frame_count, reason, segment_created_at, codec, raw_size, checksum, data, quarantined_at)
+		VALUES ('', 'orders', 'Default', 'p', 0, 1, 'checksum', 1, 0, 1, 0, x'00', 1)`},
+	{"stream_queries", `INSERT INTO stream_queries (id, name, source_queue, config_hash, created_at, updated_at)
+		VALUES ('sq', 'agg', 'orders', 'h', 1, 1)`},
+	{"stream_state", `INSERT INTO stream_state (query_id, partition_id, key, value, updated_at)
+		VALUES ('sq', 'p', 'k', '0', 1)`},
+	{"forwarders", `INSERT INTO forwarders (name, direction, queue, upstream_url, group_name, batch, created_at, updated_at)
+		VALUES ('f', 'push', 'orders', 'http://127.0.0.1:1', 'g', 10, 1, 1)`},
+}
+
+// userTables lists the tables of db other than SQLite's and goose's own.
+func userTables(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+		AND name != 'goose_db_version' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestUpDownUp applies every migration, writes a row in every table, rolls
 // all the way down and up again: each Down must undo its Up even with rows
 // present, and the versions must apply in order on a fresh file.
@@ -35,34 +96,38 @@ func TestUpDownUp(t *testing.T) {
 	if len(up) == 0 {
 		t.Fatal("no migration applied")
 	}
-	if _, err := db.Exec(`INSERT INTO queues (uuid, name, created_at) VALUES ('q', 'orders', 1);
-		INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES ('p', 1, 'Default', 1);
-		INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data) VALUES (1, 0, 1, 1, 0, 1, 0, x'00');
-		INSERT INTO txids (partition_id, txn_key, offset) VALUES (1, 1, 0);
-		INSERT INTO cursors (partition_id, group_name, committed, created_at) VALUES (1, 'g', -1, 1);
-		INSERT INTO subscriptions (queue_id, group_name, mode, created_at) VALUES (1, 'g', 'all', 1);`); err != nil {
-		t.Fatalf("insert rows: %v", err)
+	for _, r := range testRows {
+		if _, err := db.Exec(r.insert); err != nil {
+			t.Fatalf("insert a row in %s: %v", r.table, err)
+		}
 	}
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'goose_db_version'`)
-	if err != nil {
-		t.Fatal(err)
+	tables := userTables(t, db)
+	filled := map[string]bool{}
+	for _, r := range testRows {
+		filled[r.table] = true
 	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		rows.Scan(&n)
-		tables = append(tables, n)
+	for _, table := range tables {
+		if !filled[table] {
+			t.Errorf("table %s has no row in testRows: add one, so its Down is tested with data", table)
+			continue
+		}
+		delete(filled, table)
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM "` + table + `"`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Errorf("table %s is empty after its test row was written", table)
+		}
 	}
-	rows.Close()
+	for table := range filled {
+		t.Errorf("testRows fills %s, which no migration creates", table)
+	}
 	if _, err := p.DownTo(ctx, 0); err != nil {
 		t.Fatalf("down with rows present: %v", err)
 	}
-	var left int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'goose_db_version'`).Scan(&left); err != nil {
-		t.Fatal(err)
-	}
-	if left != 0 {
-		t.Errorf("%d tables left after migrating down (of %v)", left, tables)
+	if left := userTables(t, db); len(left) != 0 {
+		t.Errorf("tables left after migrating down: %v (of %v)", left, tables)
 	}
 	if again, err := p.Up(ctx); err != nil || len(again) != len(up) {
 		t.Fatalf("up again: %d applied, %v", len(again), err)
