@@ -111,16 +111,21 @@ func (r *SeekResult) Clamped() (bool, int64) {
 	return any, n
 }
 
+// landingSegment selects, as s, the landing segment of partition p for
+// time ?1: the first segment committed at or after it, one descent of the
+// segments_partition_time index. A seek to a time (seekStatesQuery, then
+// seek.Place) and a subscription from a time (seedExpr) both land on it.
+const landingSegment = `FROM segments s WHERE s.partition_id = p.id AND s.created_at >= ?1
+	ORDER BY s.created_at, s.id LIMIT 1`
+
 // seekStatesQuery reads, for every partition of a queue (or one named
 // partition), the watermarks, the group's cursor and the landing segment of
-// time ?2: the first segment with created_at >= ?2, one descent of the
-// segments_partition_time index per partition.
+// time ?1 (none when ?1 is NULL).
 const seekStatesQuery = `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
-	c.committed, s.base_offset, s.frame_count, s.created_at
+	c.committed, l.base_offset, l.frame_count, l.created_at
 	FROM partitions p
-	LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
-	LEFT JOIN segments s ON ?2 IS NOT NULL AND s.id = (SELECT s2.id FROM segments s2
-		WHERE s2.partition_id = p.id AND s2.created_at >= ?2 ORDER BY s2.created_at, s2.id LIMIT 1)
+	LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?2
+	LEFT JOIN segments l ON ?1 IS NOT NULL AND l.id = (SELECT s.id ` + landingSegment + `)
 	WHERE p.queue_id = ?3 AND (?4 = '' OR p.name = ?4)
 	ORDER BY p.id`
 
@@ -129,7 +134,7 @@ func seekStates(ctx context.Context, db querier, queueID int64, group, partition
 	if at != nil {
 		atArg = sql.NullInt64{Int64: micros(*at), Valid: true}
 	}
-	rows, err := db.QueryContext(ctx, seekStatesQuery, group, atArg, queueID, partition)
+	rows, err := db.QueryContext(ctx, seekStatesQuery, atArg, group, queueID, partition)
 	if err != nil {
 		return nil, fmt.Errorf("read seek state: %w", err)
 	}

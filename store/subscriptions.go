@@ -33,8 +33,7 @@ type SubscriptionStart struct {
 // time would put it. TestATimestampSubscriptionStartsWhereATimeSeekLands
 // (store/seek_test.go) checks that the two agree.
 const seedExpr = `CASE WHEN ?1 IS NULL THEN p.log_start - 1 ELSE MAX(p.log_start - 1, COALESCE(
-	(SELECT s.base_offset - 1 FROM segments s WHERE s.partition_id = p.id AND s.created_at >= ?1 ORDER BY s.created_at, s.id LIMIT 1),
-	p.last_offset)) END`
+	(SELECT s.base_offset - 1 ` + landingSegment + `), p.last_offset)) END`
 
 // subscribe writes the group's durable subscription record for q if it has
 // none, seeding a cursor on every existing partition in one statement.
