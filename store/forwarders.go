@@ -263,7 +263,7 @@ func (s *Store) ReleaseGroupLeases(ctx context.Context, tenant, group string) (i
 // first retained offset. An unknown queue has none.
 func (s *Store) Backlog(ctx context.Context, tenant, queue, group string) (int64, error) {
 	var n int64
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(MAX(p.last_offset - MAX(COALESCE(c.committed + 1, 0), p.log_start) + 1, 0)), 0)
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(COALESCE(`+lagExpr+`, `+storedExpr+`)), 0)
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
 		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?
 		WHERE q.tenant = ? AND q.name = ?`, group, tenant, queue).Scan(&n)

@@ -95,3 +95,41 @@ func TestReplayIsScopedByTenant(t *testing.T) {
 		t.Fatalf("acme lagging after delete = %+v", lagging)
 	}
 }
+
+// TestBacklogCountsPartitionsWithoutACursorFromTheirStart checks the lag a
+// forwarder reads: a partition the group has a cursor on counts what lies
+// past it, one created since counts everything it retains.
+func TestBacklogCountsPartitionsWithoutACursorFromTheirStart(t *testing.T) {
+	ctx := context.Background()
+	st := combtest.MustOpenStore(t, combtest.Options{})
+	push := func(partition string, n int) {
+		items := make([]store.PushItem, n)
+		for i := range items {
+			items[i] = store.PushItem{Queue: "q", Partition: partition, Payload: []byte(`{}`)}
+		}
+		if _, err := st.Push(ctx, "", items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push("a", 3)
+	push("b", 2)
+	if _, err := st.Pop(ctx, store.PopRequest{Queue: "q", Partition: "a", Group: "g", AutoAck: true}); err != nil {
+		t.Fatal(err)
+	}
+	push("c", 4) // after the group subscribed: no cursor until a pop meets it
+	if got, want := cursorCount(t, st, "g"), 2; got != want {
+		t.Fatalf("group has %d cursors, want %d", got, want)
+	}
+	if got, err := st.Backlog(ctx, "", "q", "g"); err != nil || got != 2+2+4 {
+		t.Fatalf("backlog = %d, %v; want %d", got, err, 2+2+4)
+	}
+}
+
+func cursorCount(t *testing.T, st *store.Store, group string) int {
+	t.Helper()
+	var n int
+	if err := st.ReadDB().QueryRow(`SELECT COUNT(*) FROM cursors WHERE group_name = ?`, group).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
