@@ -265,7 +265,9 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		}
 		woke := b.park(ctx, changed, wait)
 		release()
-		if !woke {
+		if !woke || ctx.Err() != nil {
+			// A caller that left as the wake came gets no claim: with
+			// autoAck it would consume what nobody reads.
 			return &PopResult{Group: res.Group}, nil
 		}
 		if time.Until(deadline) <= 0 {
