@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -120,44 +119,4 @@ func (a *authFlags) authenticator(log *slog.Logger) (*httpd.Authenticator, error
 	log.Info("jwt auth enabled", "algorithms", strings.Join(auth.Methods(), ","), "issuer", a.issuer,
 		"audience", a.audience, "tenantClaim", a.tenantClaim)
 	return auth, nil
-}
-
-// checkBind refuses to serve a non-loopback address without auth, since
-// that would open every queue and admin route to the network, unless the
-// operator says so explicitly, and then warns.
-func checkBind(addr net.Addr, auth *httpd.Authenticator, allow bool, log *slog.Logger) error {
-	if auth != nil || isLoopback(addr) {
-		return nil
-	}
-	if !allow {
-		return fmt.Errorf("refusing to serve %s without auth: configure --jwt-secret, --jwt-public-key or --jwks-file, "+
-			"bind a loopback address, or pass --allow-insecure-bind (env COMB_ALLOW_INSECURE_BIND=1)", addr)
-	}
-	if log != nil {
-		log.Warn("serving a non-loopback address without auth: anyone who can reach it may read, write and delete every queue",
-			"addr", addr.String())
-	}
-	return nil
-}
-
-func isLoopback(addr net.Addr) bool {
-	tcp, ok := addr.(*net.TCPAddr)
-	return ok && tcp.IP.IsLoopback()
-}
-
-// literalAddr is the address a listen address names without a lookup: an
-// IP literal, or the unspecified address for an empty host. Nil for a host
-// name, which is only known once bound.
-func literalAddr(addr string) net.Addr {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil
-	}
-	if host == "" {
-		return &net.TCPAddr{IP: net.IPv6unspecified}
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		return &net.TCPAddr{IP: ip}
-	}
-	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -99,7 +97,7 @@ func TestServeRefusesOpenNetworkWithoutAuth(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.10:0"} {
 		db := filepath.Join(t.TempDir(), "comb.db")
 		logs, err := runServe(nil, "--addr", addr, "--db", db)
-		if err == nil || !strings.Contains(err.Error(), "refusing to serve") {
+		if err == nil || !strings.Contains(err.Error(), "refusing to serve") || !strings.Contains(err.Error(), "--allow-insecure-bind") {
 			t.Errorf("serve --addr %s without auth: %v\n%s", addr, err, logs)
 		}
 		if _, statErr := os.Stat(db); !os.IsNotExist(statErr) {
@@ -113,32 +111,9 @@ func TestServeRefusesOpenNetworkWithoutAuth(t *testing.T) {
 	}
 }
 
-// TestCheckBind covers the decision itself, without binding the network:
-// auth or loopback pass; otherwise only with the override, and with a warning.
-func TestCheckBind(t *testing.T) {
-	keys := authtest.NewKeys(t)
-	a, err := (&authFlags{secret: string(keys.Secret), leeway: time.Second}).authenticator(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	public := &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 6632}
-	if err := checkBind(public, a, false, nil); err != nil {
-		t.Errorf("with auth: %v", err)
-	}
-	if err := checkBind(&net.TCPAddr{IP: net.IPv6loopback}, nil, false, nil); err != nil {
-		t.Errorf("[::1] without auth: %v", err)
-	}
-	if err := checkBind(public, nil, false, nil); err == nil {
-		t.Error("public address without auth accepted")
-	}
-	logs := &lockedBuffer{}
-	if err := checkBind(public, nil, true, slog.New(slog.NewTextHandler(logs, nil))); err != nil {
-		t.Errorf("with --allow-insecure-bind: %v", err)
-	}
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "without auth") {
-		t.Errorf("no warning logged: %q", logs)
-	}
-	// The override is read from the environment too.
+// TestAllowInsecureBindIsReadFromTheEnvironment: the override that lets
+// httpd.Listen bind an open address without auth has an env form too.
+func TestAllowInsecureBindIsReadFromTheEnvironment(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	env := (&Main{Getenv: func(k string) string { return map[string]string{"COMB_ALLOW_INSECURE_BIND": "1"}[k] }}).authFlags(fs)
 	if err := fs.Parse(nil); err != nil || !env.allowInsecureBind {

@@ -46,3 +46,8 @@ func startPprof(addr string, log *slog.Logger) (stop func(), err error) {
 		<-done
 	}, nil
 }
+
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}

@@ -44,6 +44,8 @@ type Config struct {
 	AllowedHosts []string
 	// Forwarders serves the /api/v1/forwarders routes. Nil answers them 503.
 	Forwarders Forwarders
+	// AllowInsecureBind lets Listen bind a non-loopback address without Auth.
+	AllowInsecureBind bool
 }
 
 // Server is the HTTP adapter over a broker.

@@ -1,0 +1,236 @@
+package httpd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/httpd"
+	"github.com/comb-broker/comb/internal/authtest"
+	"github.com/comb-broker/comb/internal/combtest"
+)
+
+// serveInBackground runs srv on a fresh loopback listener, wrapped by wrap
+// when set, until the test ends or the returned cancel is called; done
+// yields Serve's result.
+func serveInBackground(t *testing.T, b *broker.Broker, wrap func(net.Listener) net.Listener) (base string, srv *httpd.HTTPServer, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	ln, err := httpd.Listen("127.0.0.1:0", httpd.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrap != nil {
+		ln = wrap(ln)
+	}
+	srv = httpd.NewHTTPServer(b, httpd.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	served, finished := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(finished)
+		served <- srv.Serve(ctx, ln)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(time.Minute):
+			t.Error("Serve did not return")
+		}
+	})
+	return "http://" + ln.Addr().String(), srv, cancel, served
+}
+
+// readSignal is a listener whose read channel closes once the server has
+// read from an accepted connection: from then on the server tracks that
+// connection, and a shutdown waits for its request.
+type readSignal struct {
+	net.Listener
+	once sync.Once
+	read chan struct{}
+}
+
+func (l *readSignal) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &signalConn{Conn: c, l: l}, nil
+}
+
+type signalConn struct {
+	net.Conn
+	l *readSignal
+}
+
+func (c *signalConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.l.once.Do(func() { close(c.l.read) })
+	}
+	return n, err
+}
+
+func TestServeAnswersParkedPopsAtOnceWhenItsContextEnds(t *testing.T) {
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	base, _, cancel, done := serveInBackground(t, b, nil)
+
+	popped := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(base + "/api/v1/pop/queue/empty?wait=true&timeout=600000")
+		if err != nil {
+			popped <- -1
+			return
+		}
+		resp.Body.Close()
+		popped <- resp.StatusCode
+	}()
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		if n := b.Parked(); n != 1 {
+			return fmt.Errorf("%d pops parked, want 1", n)
+		}
+		return nil
+	})
+	cancel()
+	select {
+	case code := <-popped:
+		if code != http.StatusNoContent {
+			t.Errorf("parked pop answered %d at shutdown, want 204", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a parked pop held the shutdown")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
+	if _, err := http.Get(base + "/health"); err == nil {
+		t.Error("the listener still answers after Serve returned")
+	}
+}
+
+func TestServeReturnsOnlyAfterARequestInFlightIsAnswered(t *testing.T) {
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	sig := &readSignal{read: make(chan struct{})}
+	base, _, cancel, done := serveInBackground(t, b, func(ln net.Listener) net.Listener {
+		sig.Listener = ln
+		return sig
+	})
+	addr := strings.TrimPrefix(base, "http://")
+
+	// A push whose body is still arriving when the shutdown begins.
+	body, bodyW := io.Pipe()
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(base+"/api/v1/push", "application/json", body)
+		if err != nil {
+			answered <- -1
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	if _, err := io.WriteString(bodyW, `{"items":[{"queue":"late","transactionId":"t1",`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sig.read:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server never read the push")
+	}
+	cancel()
+	// The listener closes first: once a dial fails, the shutdown is under way.
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return errors.New("listener still open")
+		}
+		return nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned (%v) with a request in flight", err)
+	default:
+	}
+	if _, err := io.WriteString(bodyW, `"payload":{"n":1}}]}`); err != nil {
+		t.Fatal(err)
+	}
+	bodyW.Close()
+	if code := <-answered; code != http.StatusCreated {
+		t.Fatalf("push in flight answered %d, want 201", code)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve did not return after the last request")
+	}
+	res, err := b.Pop(context.Background(), broker.PopRequest{Queue: "late", Batch: 10})
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].TxnID != "t1" {
+		t.Fatalf("the push answered during shutdown is not in the queue: %+v %v", res, err)
+	}
+}
+
+func TestShutdownStopsARunningServe(t *testing.T) {
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	base, srv, _, done := serveInBackground(t, b, nil)
+	if resp, err := http.Get(base + "/health"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("health before shutdown: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve after Shutdown: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve did not return after Shutdown")
+	}
+	// Shutdown drained the broker: a pop that would wait answers at once.
+	res, err := b.Pop(ctx, broker.PopRequest{Queue: "empty", Wait: true, Timeout: time.Hour})
+	if err != nil || len(res.Messages) != 0 {
+		t.Fatalf("pop after Shutdown: %+v %v", res, err)
+	}
+}
+
+func TestListenRefusesAnOpenAddressWithoutAuthBeforeBinding(t *testing.T) {
+	// 192.0.2.10 (TEST-NET-1) is on no interface: binding it would fail
+	// with another error, so ErrInsecureBind shows nothing was tried.
+	for _, addr := range []string{"192.0.2.10:0", "0.0.0.0:0", ":0", "[::]:0"} {
+		ln, err := httpd.Listen(addr, httpd.Config{})
+		if !errors.Is(err, httpd.ErrInsecureBind) {
+			if ln != nil {
+				ln.Close()
+			}
+			t.Errorf("Listen(%q) without auth: %v, want ErrInsecureBind", addr, err)
+		}
+	}
+	auth, err := httpd.NewAuthenticator(httpd.AuthConfig{Secret: authtest.NewKeys(t).Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = httpd.Listen("192.0.2.10:0", httpd.Config{Auth: auth})
+	if err == nil || errors.Is(err, httpd.ErrInsecureBind) {
+		t.Errorf("Listen with auth on an address of no interface: %v, want the bind's own error", err)
+	}
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/httpd"
+)
+
+// defaultMemoryLimit is serve's Go heap soft limit unless GOMEMLIMIT is set.
+const defaultMemoryLimit = 32 << 20
+
+// serve runs "comb serve": flags and environment, then the broker and its
+// HTTP server until ctx ends.
+func (m *Main) serve(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	addr := fs.String("addr", m.env("COMB_ADDR", "127.0.0.1:6632"), "listen address (env COMB_ADDR)")
+	dbPath := fs.String("db", m.env("COMB_DB", "comb.db"), "database file, created if missing (env COMB_DB)")
+	syncMode := fs.String("sync", m.env("COMB_SYNC", "FULL"), "SQLite synchronous level: FULL (durable on power loss) or NORMAL (env COMB_SYNC)")
+	subMode := fs.String("default-subscription-mode", m.env("DEFAULT_SUBSCRIPTION_MODE", "all"), "where a new consumer group starts when its first pop names no mode: all or new (env DEFAULT_SUBSCRIPTION_MODE)")
+	authCfg := m.authFlags(fs)
+	retCfg := m.retentionFlags(fs)
+	webCfg := m.webFlags(fs)
+	fwdCfg := m.forwardFlags(fs)
+	maxBody := fs.Int64("max-body-bytes", httpd.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
+	maxDB := fs.Int64("max-db-bytes", 0, "cap on the database file in bytes (0 = the disk's size); writes past it get 507 until retention or deletes make room")
+	batchOps := fs.Int("max-batch-ops", 0, "most writes fused into one commit (0 = default 1024; 1 turns group commit off, to measure it)")
+	pprofAddr := fs.String("pprof", m.env("COMB_PPROF", ""), "serve Go's profiles at /debug/pprof/ on this loopback address, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *maxBody <= 0 {
+		return fmt.Errorf("--max-body-bytes %d: want a positive number of bytes", *maxBody)
+	}
+	if *maxDB < 0 {
+		return fmt.Errorf("--max-db-bytes %d: want 0 (no cap) or a positive number of bytes", *maxDB)
+	}
+	ret, err := retCfg.settings(m)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	if m.Getenv("GOMEMLIMIT") == "" {
+		// A soft bound on the Go heap, so garbage from bursts of requests
+		// is collected before the edge box's memory is; the live heap is a
+		// few MB, and GOMEMLIMIT overrides this.
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
+	auth, err := authCfg.authenticator(log)
+	if err != nil {
+		return err
+	}
+	httpCfg := httpd.Config{Version: version, Logger: log, Auth: auth, MaxBodyBytes: *maxBody,
+		AllowInsecureBind: authCfg.allowInsecureBind}
+	if err := webCfg.config(&httpCfg); err != nil {
+		return err
+	}
+
+	// The address is checked, and bound, before the database is opened,
+	// so a refused start leaves no file.
+	ln, err := httpd.Listen(*addr, httpCfg)
+	if errors.Is(err, httpd.ErrInsecureBind) {
+		return fmt.Errorf("refusing to serve %s without auth: configure --jwt-secret, --jwt-public-key or --jwks-file, "+
+			"bind a loopback address, or pass --allow-insecure-bind (env COMB_ALLOW_INSECURE_BIND=1)", *addr)
+	}
+	if err != nil {
+		return err
+	}
+	if *pprofAddr != "" {
+		stopPprof, err := startPprof(*pprofAddr, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopPprof()
+	}
+	b, err := broker.Open(ctx, broker.Options{Path: *dbPath, Synchronous: *syncMode, DefaultSubscriptionMode: *subMode, MaxBatchOps: *batchOps, MaxDBBytes: *maxDB,
+		RetentionInterval: ret.interval, SnapshotSweepInterval: ret.snapshots, EncryptionKey: ret.key, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	fwd, err := fwdCfg.start(ctx, b, log)
+	if err != nil {
+		b.Close()
+		ln.Close()
+		return err
+	}
+	httpCfg.Forwarders = fwd
+	srv := httpd.NewHTTPServer(b, httpCfg)
+	log.Info("comb serving", "addr", ln.Addr().String(), "db", *dbPath, "sync", *syncMode, "version", version)
+	if m.Ready != nil {
+		m.Ready(ln.Addr().String())
+	}
+	// When ctx ends, forwarders stop first (a batch in flight is sent
+	// again after the next start), before the server drains the broker,
+	// after which their pops would no longer wait. Serve then returns once
+	// parked long-polls have answered and requests in flight have
+	// finished; closing the broker commits what the writer was handed,
+	// checkpoints the WAL and closes the file.
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	stopFirst := context.AfterFunc(ctx, func() {
+		fwd.Stop()
+		stopServing()
+	})
+	defer stopFirst()
+	err = srv.Serve(serveCtx, ln)
+	fwd.Stop() // also when Serve ended on its own, as the listener failed
+	if cerr := b.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
