@@ -6,10 +6,18 @@
 //
 //	go run ./examples/desktop            # runs until Ctrl-C
 //	go run ./examples/desktop -n 20      # handles 20 events, then exits
+//	go run ./examples/desktop -http 127.0.0.1:6632
+//	                                     # also serves the HTTP API and the
+//	                                     # console at http://127.0.0.1:6632/
 //
 // Run it twice: events recorded but not handled before the first run ended
 // are handled by the second, because the consumer group's position is
 // durable in the same file as the events.
+//
+// With -http the same process serves comb's HTTP API and web console on
+// that address, next to its own producer and consumer: Queen's client SDKs
+// and a browser see the program's queues live, and a shutdown answers
+// their parked pops and finishes their requests before the file closes.
 package main
 
 import (
@@ -19,21 +27,24 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/httpd"
 )
 
 func main() {
 	n := flag.Int("n", 0, "stop after handling this many events (0: run until interrupted)")
 	db := flag.String("db", "", "database file (default: comb-desktop/events.db in the user's config directory)")
+	httpAddr := flag.String("http", "", "also serve the HTTP API and the console on this loopback address, e.g. 127.0.0.1:6632 (off when empty)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *db, *n); err != nil && !errors.Is(err, context.Canceled) {
+	if err := run(ctx, *db, *httpAddr, *n); err != nil && !errors.Is(err, context.Canceled) {
 		log.Fatal(err)
 	}
 }
@@ -43,7 +54,7 @@ type event struct {
 	At   time.Time `json:"at"`
 }
 
-func run(ctx context.Context, path string, limit int) error {
+func run(ctx context.Context, path, httpAddr string, limit int) error {
 	if path == "" {
 		dir, err := os.UserConfigDir()
 		if err != nil {
@@ -60,11 +71,26 @@ func run(ctx context.Context, path string, limit int) error {
 	}
 	defer b.Close()
 	log.Printf("events in %s", path)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	if httpAddr != "" {
+		served, err := serveHTTP(ctx, b, httpAddr)
+		if err != nil {
+			return err
+		}
+		// Runs before b.Close: the server stops when ctx is cancelled,
+		// and the broker may close only once it has.
+		defer func() {
+			cancel()
+			if err := <-served; err != nil {
+				log.Printf("http: %v", err)
+			}
+		}()
+	}
 
 	// The producer: in a real program, whatever the user or a sensor does.
 	// Push returns once the event is durable on disk.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	produced := make(chan error, 1)
 	go func() { produced <- produce(ctx, b) }()
 
@@ -120,4 +146,20 @@ func produce(ctx context.Context, b *broker.Broker) error {
 			}
 		}
 	}
+}
+
+// serveHTTP serves b's HTTP API and console on addr until ctx ends; the
+// channel yields Serve's result once it has returned. Without auth,
+// httpd.Listen accepts only a loopback address.
+func serveHTTP(ctx context.Context, b *broker.Broker, addr string) (<-chan error, error) {
+	cfg := httpd.Config{Logger: slog.Default()}
+	ln, err := httpd.Listen(addr, cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv := httpd.NewHTTPServer(b, cfg)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	log.Printf("API and console at http://%s/", ln.Addr())
+	return served, nil
 }
