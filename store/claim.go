@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -305,6 +306,11 @@ func (w *wtx) visibleUpTo(partitionID, from, cutoff int64) (int64, int64, error)
 // partition; a longer run of deleted messages is skipped over several pops.
 const maxTombstoneScan = 4096
 
+// tombstoneScanSQL holds the limit as a literal: a bound LIMIT is read
+// while planning, so rebinding it would compile the statement on every claim.
+var tombstoneScanSQL = `SELECT offset FROM tombstones WHERE partition_id = ? AND offset BETWEEN ? AND ?
+	ORDER BY offset LIMIT ` + strconv.Itoa(maxTombstoneScan)
+
 // trimTombstones shapes the claim of partition c from offset from (up to
 // last, at most budget live messages) around deleted messages.
 //
@@ -320,8 +326,7 @@ const maxTombstoneScan = 4096
 // the caller moves committed to skipTo and looks further.
 func (w *wtx) trimTombstones(c *candidate, from, last, budget int64) (sp *claimSpan, skipTo int64, err error) {
 	var dead []int64
-	rows, err := w.QueryContext(w.ctx, `SELECT offset FROM tombstones WHERE partition_id = ? AND offset BETWEEN ? AND ?
-		ORDER BY offset LIMIT ?`, c.part.ID, from, last, maxTombstoneScan)
+	rows, err := w.QueryContext(w.ctx, tombstoneScanSQL, c.part.ID, from, last)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read tombstones: %w", err)
 	}

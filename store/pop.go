@@ -95,13 +95,20 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 		WHERE p.queue_id = ?2 AND (c.committed IS NULL OR (` + pendingExpr + `
 			AND NOT (` + liveLeaseAt + `?3)))`
 	var out []candidate
-	scan := func(q string, args ...any) error {
+	// The limit is applied here rather than by LIMIT ?: SQLite reads a bound
+	// LIMIT while planning, so rebinding it expires the cached statement and
+	// every pop would compile the scan again. Rows come in p.name order from
+	// the (queue_id, name) index, so stopping early reads no more than LIMIT.
+	scan := func(q string, limit int, args ...any) error {
+		if limit == 0 {
+			return nil
+		}
 		rows, err := db.QueryContext(ctx, q, args...)
 		if err != nil {
 			return fmt.Errorf("scan partitions: %w", err)
 		}
 		defer rows.Close()
-		for rows.Next() {
+		for n := 0; (limit < 0 || n < limit) && rows.Next(); n++ {
 			var c candidate
 			var created int64
 			p := &c.part
@@ -116,9 +123,9 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 		return rows.Err()
 	}
 	if partition != "" {
-		return out, scan(cols+` AND p.name = ?4`, group, queueID, now, partition)
+		return out, scan(cols+` AND p.name = ?4`, -1, group, queueID, now, partition)
 	}
-	if err := scan(cols+` AND p.name > ?4 ORDER BY p.name LIMIT ?5`, group, queueID, now, after, limit); err != nil {
+	if err := scan(cols+` AND p.name > ?4 ORDER BY p.name`, limit, group, queueID, now, after); err != nil {
 		return nil, err
 	}
 	if limit >= 0 && len(out) >= limit {
@@ -128,7 +135,7 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 	if limit >= 0 {
 		rest = limit - len(out)
 	}
-	return out, scan(cols+` AND p.name <= ?4 ORDER BY p.name LIMIT ?5`, group, queueID, now, after, rest)
+	return out, scan(cols+` AND p.name <= ?4 ORDER BY p.name`, rest, group, queueID, now, after)
 }
 
 // leaseWake is when the earliest live lease of group over pending data in
