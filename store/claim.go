@@ -308,7 +308,7 @@ const maxTombstoneScan = 4096
 
 // tombstoneScanSQL holds the limit as a literal: a bound LIMIT is read
 // while planning, so rebinding it would compile the statement on every claim.
-var tombstoneScanSQL = `SELECT offset FROM tombstones WHERE partition_id = ? AND offset BETWEEN ? AND ?
+var tombstoneScanSQL = `SELECT offset FROM tombstones WHERE partition_id = +? AND offset BETWEEN ? AND ?
 	ORDER BY offset LIMIT ` + strconv.Itoa(maxTombstoneScan)
 
 // trimTombstones shapes the claim of partition c from offset from (up to

@@ -124,8 +124,8 @@ func decodeSegment(codec, rawSize int, checksum uint32, data []byte, want int) (
 // offset order. Offsets that retention removed are skipped.
 func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, to int64, fn func(off, createdAt int64, f *Frame) error) error {
 	rows, err := db.QueryContext(ctx, `SELECT base_offset, frame_count, created_at, codec, raw_size, checksum, data FROM segments
-		WHERE partition_id = ?1 AND base_offset <= ?3 AND base_offset >= COALESCE(
-			(SELECT base_offset FROM segments WHERE partition_id = ?1 AND base_offset <= ?2 ORDER BY base_offset DESC LIMIT 1), 0)
+		WHERE partition_id = +?1 AND base_offset <= ?3 AND base_offset >= COALESCE(
+			(SELECT base_offset FROM segments WHERE partition_id = +?1 AND base_offset <= ?2 ORDER BY base_offset DESC LIMIT 1), 0)
 		ORDER BY base_offset`, partitionID, from, to)
 	if err != nil {
 		return fmt.Errorf("read segments: %w", err)

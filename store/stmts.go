@@ -7,6 +7,12 @@ import (
 	"sync"
 )
 
+// Hot statements compare ids with +? rather than ?: SQLite marks a
+// statement whose "column = ?" may be left as a filter to be compiled
+// again whenever 0 or 1 is bound there (its plan may change for those),
+// and the first queue and partition of every database have id 1. A unary
+// plus hides the parameter from the planner and changes no result.
+
 // maxCachedStmts bounds the statement cache; statements built with a
 // varying text beyond it are prepared and closed per use.
 const maxCachedStmts = 512

@@ -75,7 +75,7 @@ func txnOffsets(ctx context.Context, db querier, partitionID int64, ids []string
 	rows, err := db.QueryContext(ctx,
 		// IN (subquery) makes SQLite probe the primary key once per key; a
 		// join lets it scan the partition's whole key range instead.
-		`SELECT offset FROM txids WHERE partition_id = ?2 AND txn_key IN (SELECT value FROM json_each(?1))`,
+		`SELECT offset FROM txids WHERE partition_id = +?2 AND txn_key IN (SELECT value FROM json_each(?1))`,
 		string(appendTxnKeys(make([]byte, 0, 20*len(ids)), ids)), partitionID)
 	if err != nil {
 		return nil, fmt.Errorf("look up dedup keys: %w", err)
@@ -136,8 +136,8 @@ func txnIDsAt(ctx context.Context, db querier, partitionID int64, offsets []int6
 // scanTxnIDs reads the transactionIds of the frames at offsets [from, to].
 func scanTxnIDs(ctx context.Context, db querier, partitionID, from, to int64, fn func(off int64, txn string)) error {
 	rows, err := db.QueryContext(ctx, `SELECT base_offset, frame_count, codec, raw_size, checksum, data FROM segments
-		WHERE partition_id = ?1 AND base_offset <= ?3 AND base_offset >= COALESCE(
-			(SELECT base_offset FROM segments WHERE partition_id = ?1 AND base_offset <= ?2 ORDER BY base_offset DESC LIMIT 1), 0)
+		WHERE partition_id = +?1 AND base_offset <= ?3 AND base_offset >= COALESCE(
+			(SELECT base_offset FROM segments WHERE partition_id = +?1 AND base_offset <= ?2 ORDER BY base_offset DESC LIMIT 1), 0)
 		ORDER BY base_offset`, partitionID, from, to)
 	if err != nil {
 		return fmt.Errorf("read segments: %w", err)
