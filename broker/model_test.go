@@ -727,7 +727,7 @@ func (m *model) extend(rt *rapid.T) {
 	}
 	secs := rapid.SampledFrom(choices).Draw(rt, "seconds")
 	rt.Logf("extend lease %s by %ds", d.lease, secs)
-	resp, err := http.Post(m.srv.URL+"/api/v1/lease/"+d.lease+"/extend", "application/json",
+	resp, err := m.srv.Client().Post(m.srv.URL+"/api/v1/lease/"+d.lease+"/extend", "application/json",
 		strings.NewReader(fmt.Sprintf(`{"seconds":%d}`, secs)))
 	if err != nil {
 		rt.Fatalf("extend: %v", err)
@@ -1046,7 +1046,7 @@ func (m *model) cancelPop(rt *rapid.T) {
 	m.sentMu.Unlock()
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := m.srv.Client().Do(req)
 		if err != nil {
 			got <- answer{err: err}
 			return
@@ -1079,6 +1079,9 @@ func (m *model) cancelPop(rt *rapid.T) {
 	a := <-got
 	// Wait for the handler to finish: the claim, if any, is committed then.
 	m.srv.CloseClientConnections()
+	// The client may still pool a connection whose server side is now
+	// closed; a later POST on it would fail with EOF, so drop them too.
+	m.srv.Client().CloseIdleConnections()
 	m.served.Wait()
 	if a.err != nil || a.status != http.StatusOK {
 		// The client left, but the server may have handed the whole reply
