@@ -108,6 +108,20 @@ func (s *Server) streamQueries(w http.ResponseWriter, r *http.Request, _ httprou
 		"config_hash": reg.Query.ConfigHash, "fresh": reg.Fresh, "reset": reg.Reset})
 }
 
+// shardOf reads the (query, partition) shard that state reads and cycles
+// name, answering 400 when either is missing.
+func shardOf(w http.ResponseWriter, in map[string]json.RawMessage) (queryID, partitionID string, ok bool) {
+	if queryID, ok = requiredString(in, "query_id"); !ok {
+		writeError(w, http.StatusBadRequest, "query_id is required")
+		return "", "", false
+	}
+	if partitionID, ok = requiredString(in, "partition_id"); !ok {
+		writeError(w, http.StatusBadRequest, "partition_id is required")
+		return "", "", false
+	}
+	return queryID, partitionID, true
+}
+
 type stateRowOut struct {
 	Key       string          `json:"key"`
 	Value     json.RawMessage `json:"value"`
@@ -119,14 +133,8 @@ func (s *Server) streamStateGet(w http.ResponseWriter, r *http.Request, _ httpro
 	if !ok {
 		return
 	}
-	queryID, ok := requiredString(in, "query_id")
+	queryID, partitionID, ok := shardOf(w, in)
 	if !ok {
-		writeError(w, http.StatusBadRequest, "query_id is required")
-		return
-	}
-	partitionID, ok := requiredString(in, "partition_id")
-	if !ok {
-		writeError(w, http.StatusBadRequest, "partition_id is required")
 		return
 	}
 	if _, err := uuid.Parse(queryID); err != nil {
@@ -178,14 +186,8 @@ func (s *Server) streamCycle(w http.ResponseWriter, r *http.Request, _ httproute
 	if !ok {
 		return
 	}
-	queryID, ok := requiredString(in, "query_id")
+	queryID, partitionID, ok := shardOf(w, in)
 	if !ok {
-		writeError(w, http.StatusBadRequest, "query_id is required")
-		return
-	}
-	partitionID, ok := requiredString(in, "partition_id")
-	if !ok {
-		writeError(w, http.StatusBadRequest, "partition_id is required")
 		return
 	}
 	refuse := func(msg string) {
