@@ -25,10 +25,13 @@ func rawString(raw json.RawMessage) (s string, present, ok bool) {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1 : len(raw)-1]), true, true
 	}
-	if err := json.Unmarshal(raw, &s); err != nil {
+	// A variable of this branch's own: were it s, its address taken here
+	// would put s on the heap on every call, escaped or not.
+	var unquoted string
+	if err := json.Unmarshal(raw, &unquoted); err != nil {
 		return "", true, false
 	}
-	return s, true, true
+	return unquoted, true, true
 }
 
 // rawBool reads an optional JSON boolean (or a "true"/"false" string).
