@@ -173,16 +173,9 @@ func pushResultsJSON(results []broker.PushResult) []pushOut {
 }
 
 func (s *Server) push(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	var in struct {
-		Items json.RawMessage `json:"items"`
-	}
-	if err := s.readJSON(w, r, &in); err != nil {
+	raw, err := s.readPush(w, r)
+	if err != nil {
 		s.fail(w, r, err)
-		return
-	}
-	var raw []pushItemIn
-	if len(in.Items) == 0 || in.Items[0] != '[' || json.Unmarshal(in.Items, &raw) != nil {
-		writeError(w, http.StatusBadRequest, "items array is required")
 		return
 	}
 	items, err := pushItems(raw, producerSub(r.Context()))
@@ -415,8 +408,8 @@ func ackResultsJSON(results []broker.AckResult) []ackOut {
 }
 
 func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	var in ackIn
-	if err := s.readJSON(w, r, &in); err != nil {
+	in, err := s.readAck(w, r)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -433,37 +426,38 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 	writeJSONBytes(w, http.StatusOK, appendAckResults(make([]byte, 0, 160*len(results)), results))
 }
 
-func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	var in struct {
-		Acknowledgments json.RawMessage `json:"acknowledgments"`
-		ConsumerGroup   json.RawMessage `json:"consumerGroup"`
-	}
-	if err := s.readJSON(w, r, &in); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var raw []ackIn
-	if len(in.Acknowledgments) == 0 || in.Acknowledgments[0] != '[' || json.Unmarshal(in.Acknowledgments, &raw) != nil {
-		writeError(w, http.StatusBadRequest, "acknowledgments array is required")
-		return
-	}
-	group, _, ok := rawString(in.ConsumerGroup)
+// ackBatchItems checks a batch ack as decoded: the batch's consumerGroup,
+// then each acknowledgment.
+func ackBatchItems(acks []ackIn, rawGroup json.RawMessage) (string, []broker.AckItem, error) {
+	group, _, ok := rawString(rawGroup)
 	if !ok {
-		writeError(w, http.StatusBadRequest, "consumerGroup must be a string")
-		return
+		return "", nil, &badRequest{"consumerGroup must be a string"}
 	}
-	items := make([]broker.AckItem, len(raw))
-	for i := range raw {
-		it, err := raw[i].item()
+	items := make([]broker.AckItem, len(acks))
+	for i := range acks {
+		it, err := acks[i].item()
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return "", nil, err
 		}
 		items[i] = it
 	}
 	// The batch's group applies to every item, null meaning queue mode.
 	if group == "" {
 		group = broker.QueueModeGroup
+	}
+	return group, items, nil
+}
+
+func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	acks, rawGroup, err := s.readAckBatch(w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	group, items, err := ackBatchItems(acks, rawGroup)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	results, err := s.b.Ack(r.Context(), tenant(r.Context()), group, items)
 	if err != nil {
@@ -526,8 +520,8 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 			it.HeldLeases = held
 			ops[i].Ack = it
 		case "push":
-			var items []pushItemIn
-			if len(raw[i].Items) == 0 || raw[i].Items[0] != '[' || json.Unmarshal(raw[i].Items, &items) != nil {
+			items, ok := pushItemsIn(raw[i].Items)
+			if !ok {
 				refuse("PUSH operation failed: items array is required")
 				return
 			}

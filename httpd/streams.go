@@ -259,7 +259,7 @@ func cycleRequest(in map[string]json.RawMessage, sub string) (req broker.CycleRe
 
 	var items []pushItemIn
 	if raw := bytes.TrimSpace(in["push_items"]); len(raw) > 0 && string(raw) != "null" {
-		if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+		if items, ok = pushItemsIn(raw); !ok {
 			return req, "push_items must be an array of objects"
 		}
 	}
