@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"math"
 )
 
 // Push statuses.
@@ -118,6 +120,69 @@ func itemsBytes(items []PushItem) int {
 }
 
 // storedTxids returns which of ids partition already holds, with offsets.
+// Only ids whose key is not above the partition's key ceiling can be
+// stored, so only those are looked up: with time-ordered ids (UUIDv7, what
+// the SDKs generate) a new push's keys are nearly all above it.
 func (w *wtx) storedTxids(partitionID int64, ids []string) (map[string]int64, error) {
+	ceil, err := w.keyCeiling(partitionID)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, id := range ids {
+		if txnKey(id) <= ceil {
+			n++
+		}
+	}
+	if n < len(ids) {
+		maybe := make([]string, 0, n)
+		for _, id := range ids {
+			if txnKey(id) <= ceil {
+				maybe = append(maybe, id)
+			}
+		}
+		ids = maybe
+	}
 	return txnOffsets(w.ctx, w, partitionID, ids)
+}
+
+// keyCeilings holds, per partition, a number no stored dedup key of that
+// partition exceeds. It is only ever an upper bound: deletes (retention,
+// queue deletes) and commits that roll back leave it higher than the true
+// maximum, which costs a lookup but never misses a duplicate. A partition
+// id reused after a delete starts empty, so the old bound still holds.
+// Only the writer goroutine touches it.
+type keyCeilings map[int64]int64
+
+func (c *keyCeilings) raise(partitionID, key int64) {
+	if *c == nil {
+		*c = keyCeilings{}
+	}
+	if cur, ok := (*c)[partitionID]; !ok || key > cur {
+		// A partition not yet loaded keeps no entry: its bound comes from
+		// the index the first time a lookup needs it.
+		if ok {
+			(*c)[partitionID] = key
+		}
+	}
+}
+
+// keyCeiling returns the key ceiling of partition, reading the highest
+// stored key the first time.
+func (w *wtx) keyCeiling(partitionID int64) (int64, error) {
+	if ceil, ok := w.s.keyCeil[partitionID]; ok {
+		return ceil, nil
+	}
+	var ceil sql.NullInt64
+	if err := w.QueryRowContext(w.ctx, `SELECT max(txn_key) FROM txids WHERE partition_id = ?`, partitionID).Scan(&ceil); err != nil {
+		return 0, fmt.Errorf("highest dedup key: %w", err)
+	}
+	if w.s.keyCeil == nil {
+		w.s.keyCeil = keyCeilings{}
+	}
+	w.s.keyCeil[partitionID] = ceil.Int64
+	if !ceil.Valid {
+		w.s.keyCeil[partitionID] = math.MinInt64
+	}
+	return w.s.keyCeil[partitionID], nil
 }

@@ -100,6 +100,7 @@ type Store struct {
 	closeMu  sync.Mutex
 	closed   bool
 	comp     lz4.Compressor // writer goroutine only
+	keyCeil  keyCeilings    // writer goroutine only
 	crypt    *payloadCipher // nil without an encryption key
 	watch    watchers
 	turn     turns // round robin over partitions, per (queue, group)

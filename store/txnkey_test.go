@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/comb-broker/comb/internal/clock"
@@ -98,4 +99,56 @@ func TestAnUnknownTransactionIdIsNotFoundEvenWhenItsKeyIsStored(t *testing.T) {
 	if _, err := s.GetMessage(ctx, "", res[0].PartitionID, b); err != ErrMessageNotFound {
 		t.Errorf("get %s (shares %s's key): %v, want ErrMessageNotFound", b, a, err)
 	}
+}
+
+// Repeats are found whatever order keys arrive in: ids below the highest
+// key stored, above it, and after a reopen, when the bound is read back
+// from the index instead of carried over.
+func TestRepeatsAreFoundAboveAndBelowTheHighestKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "comb.db")
+	open := func() *Store {
+		s, err := Open(context.Background(), Options{Path: path})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		return s
+	}
+	ctx := context.Background()
+	// Time-ordered ids, newest first, and texts that are hashed.
+	ids := []string{
+		"0198c0de-7a1b-7000-8000-000000000009", "0198c0de-7a1a-7000-8000-000000000008",
+		"0198c0de-7a19-7000-8000-000000000007", "order-3", "order-2", "order-1",
+	}
+	push := func(s *Store, id string) PushResult {
+		t.Helper()
+		res, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: "p", Payload: []byte(`1`), TxnID: id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	s := open()
+	first := map[string]int64{}
+	for _, id := range ids {
+		r := push(s, id)
+		if r.Status != StatusQueued {
+			t.Fatalf("first push of %s: %+v", id, r)
+		}
+		first[id] = r.Offset
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		for _, id := range ids {
+			if r := push(s, id); r.Status != StatusDuplicate || r.Offset != first[id] {
+				t.Errorf("%s, repeat of %s: %+v, want duplicate of offset %d", when, id, r, first[id])
+			}
+		}
+	}
+	check(s, "same store")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	defer s.Close()
+	check(s, "after reopen")
 }

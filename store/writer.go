@@ -401,7 +401,9 @@ func (w *wtx) insertTxids(pp *pendingPart) error {
 			if i > start {
 				buf = append(buf, ',')
 			}
-			buf = strconv.AppendInt(buf, txnKey(pp.frames[i].TxnID), 10)
+			key := txnKey(pp.frames[i].TxnID)
+			w.s.keyCeil.raise(pp.part.ID, key)
+			buf = strconv.AppendInt(buf, key, 10)
 		}
 		buf = append(buf, ']')
 		if _, err := w.ExecContext(w.ctx,
