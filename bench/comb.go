@@ -203,6 +203,7 @@ func (c *combServer) push(ctx context.Context, cfg config, pl *payloads, queue s
 	var seq, queued atomic.Int64
 	var errOnce sync.Once
 	var firstErr error
+	before := c.sample(ctx)
 	start := time.Now()
 	deadline := start.Add(cfg.duration)
 	var wg sync.WaitGroup
@@ -223,6 +224,7 @@ func (c *combServer) push(ctx context.Context, cfg config, pl *payloads, queue s
 	wg.Wait()
 	elapsed := time.Since(start)
 	c.stored = queued.Load()
+	fmt.Fprintln(os.Stderr, "  comb", describe(before, c.sample(ctx), float64(queued.Load())))
 	if firstErr != nil {
 		return 0, firstErr
 	}
@@ -289,6 +291,7 @@ func (c *combServer) popAck(ctx context.Context, cfg config, pl *payloads, parti
 	fmt.Fprintf(os.Stderr, "  comb prefilled %d messages; draining\n", prefill)
 	target := int64(prefill * groups)
 	var acked atomic.Int64
+	before := c.sample(ctx)
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, max(cfg.duration*4, 20*time.Second))
 	defer cancel()
@@ -321,6 +324,7 @@ func (c *combServer) popAck(ctx context.Context, cfg config, pl *payloads, parti
 		}
 	}
 	wg.Wait()
+	fmt.Fprintln(os.Stderr, "  comb", describe(before, c.sample(ctx), float64(acked.Load())))
 	if firstErr != nil {
 		return 0, firstErr
 	}

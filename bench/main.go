@@ -38,6 +38,7 @@ type config struct {
 	only       string
 	pprof      string
 	keep       bool
+	noJS       bool
 }
 
 func main() {
@@ -55,6 +56,7 @@ func main() {
 	flag.StringVar(&cfg.only, "only", "", "comma-separated rows to run (push1,push10,push100,popack,fanout); empty runs all")
 	flag.StringVar(&cfg.pprof, "pprof", "", "run comb serve with --pprof on this loopback address, to profile it during a row")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories")
+	flag.BoolVar(&cfg.noJS, "comb-only", false, "run comb only, to compare builds of comb with each other (prints no JetStream ratios)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -164,6 +166,9 @@ func run(ctx context.Context, cfg config) error {
 		}
 		fmt.Fprintf(os.Stderr, "%-60s comb        %9.0f msg/s\n", r.label, o.comb)
 		for _, sync := range []bool{false, true} {
+			if cfg.noJS {
+				break
+			}
 			j, err := startJetStream(filepath.Join(dir, fmt.Sprintf("js-%d-%v", i, sync)), sync)
 			if err != nil {
 				return err

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// serverSample is what comb serve reports about itself at one moment: its
+// CPU time and its commit counters. Two samples around a run give the
+// server's CPU per message, which a shared machine's noise moves far less
+// than a rate, and how many writes each commit fused.
+type serverSample struct {
+	cpuSeconds    float64
+	commits       float64
+	commitOps     float64
+	commitSeconds float64
+}
+
+func (c *combServer) sample(ctx context.Context) serverSample {
+	var s serverSample
+	s.cpuSeconds = procCPUSeconds(c.cmd.Process.Pid)
+	st, data, err := c.do(ctx, http.MethodGet, "/metrics/prometheus", nil)
+	if err != nil || st != http.StatusOK {
+		return s
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "queen_commit_batch_size_count":
+			s.commits = v
+		case "queen_commit_batch_size_sum":
+			s.commitOps = v
+		case "queen_commit_duration_seconds_sum":
+			s.commitSeconds = v
+		}
+	}
+	return s
+}
+
+// describe prints, for the messages msgs moved between a and b, the
+// server's CPU per message and the commits' size and duration.
+func describe(a, b serverSample, msgs float64) string {
+	commits := b.commits - a.commits
+	if commits <= 0 || msgs <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("server %.0f µs CPU/msg; %.0f commits, %.1f ops/commit, %.2f ms/commit",
+		(b.cpuSeconds-a.cpuSeconds)/msgs*1e6, commits, (b.commitOps-a.commitOps)/commits,
+		(b.commitSeconds-a.commitSeconds)/commits*1e3)
+}
+
+// procCPUSeconds is the user+system CPU time of process pid.
+func procCPUSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // clock ticks; USER_HZ is 100 on Linux
+}
