@@ -180,7 +180,13 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		}
 		return fmt.Errorf("%w: %v", errBadBody, err)
 	}
-	if dec.More() {
+	// Only whitespace may follow the value. dec.More would take a stray
+	// '}' or ']' for the end of a stream and let the body through.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return err
+		}
 		return fmt.Errorf("%w: trailing data after JSON value", errBadBody)
 	}
 	return nil

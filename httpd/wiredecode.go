@@ -138,12 +138,14 @@ func (d *wireDecoder) document(member func(key []byte) error) error {
 	if first != '{' && first != 'n' {
 		return fmt.Errorf("%w: the body is not a JSON object", errBadBody)
 	}
-	// Only whitespace may follow, as readJSON's dec.More() checked; More
-	// also took a '}' or ']' for the end of a stream and let it through,
-	// and so does this, to accept the same bodies. At the limit, whitespace
-	// running into it is accepted as well.
+	// Only whitespace may follow, as readJSON checks, up to the body's end:
+	// a body running past the limit is too large even when its value ended
+	// within it.
 	d.skipSpace()
-	if c := d.peek(); d.pos < len(d.buf) && c != '}' && c != ']' {
+	if d.pos == len(d.buf) && d.end != nil {
+		return d.unexpectedEnd()
+	}
+	if d.pos < len(d.buf) {
 		return fmt.Errorf("%w: trailing data after JSON value", errBadBody)
 	}
 	return nil

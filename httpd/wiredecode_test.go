@@ -236,16 +236,17 @@ func TestWireDecoderAnswersAsEncodingJSONDid(t *testing.T) {
 		{"push", `{"items":[{"queue":"q","payload":01}]}`, 0, "400 Invalid JSON body"},
 		{"push", `{"items":[{"queue":"q","payload":` + deep(9997) + `}]}`, 0, "ok"},
 		{"push", `{"items":[{"queue":"q","payload":` + deep(9998) + `}]}`, 0, "400 Invalid JSON body"},
-		// readJSON's dec.More() let a '}' or ']' follow the value.
-		{"push", `{"items":[]}}`, 0, "ok"},
-		{"push", `{"items":[]}]x`, 0, "ok"},
-		// Past the limit: too large, unless the value ended within it.
+		// Nothing but whitespace may follow the value, a stray bracket neither.
+		{"push", `{"items":[]}}`, 0, "400 Invalid JSON body"},
+		{"push", `{"items":[]}]x`, 0, "400 Invalid JSON body"},
+		{"ack", `{"transactionId":"t","partitionId":"p"}]`, 0, "400 Invalid JSON body"},
+		// Past the limit: too large, wherever the value ended.
 		{"push", `{"items":[{"queue":"q"}]}`, 10, "413 Request body larger than 10 bytes"},
-		{"push", `{"items":[{"queue":"q"}]}      `, 26, "ok"},
+		{"push", `{"items":[{"queue":"q"}]}      `, 26, "413 Request body larger than 26 bytes"},
 		{"push", `{"items":[{"queue":"q"}]}  x  `, 28, "400 Invalid JSON body"},
 		{"push", `{"items":[{"queue":"q"x}]}`, 23, "400 Invalid JSON body"},
 		{"push", `null  `, 4, "413 Request body larger than 4 bytes"},
-		{"push", `null  `, 5, "400 items array is required"},
+		{"push", `null  `, 5, "413 Request body larger than 5 bytes"},
 		{"ack", `{"transactionId":"t","partitionId":"p","status":"failed","error":"e\n"}`, 0, "ok"},
 		{"ack", `{"transactionId":"t","partitionId":"p","leaseId":7}`, 0, "400 leaseId, status, error and consumerGroup must be strings"},
 		{"ack", `null`, 0, "400 transactionId is required"},
