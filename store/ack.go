@@ -55,62 +55,133 @@ type located struct {
 	offset int64
 }
 
-// locateAll finds the partition (by uuid, within tenant) and the offset of
-// every item with one partition query and one key query per distinct
-// partition. Items naming nothing get a nil entry.
-func (w *wtx) locateAll(tenant string, items []AckItem) ([]*located, error) {
+// Where a transactionId is stored never changes: only retention (log_start
+// moving up) and queue deletion (which detaches the queue from its tenant,
+// then removes its partitions) take a message away. So an ack is located
+// before it is submitted, on a reader in the caller's goroutine, and the
+// writer, whose work every caller waits for, only checks that what was
+// found is still there (revalidate) and locates inside the transaction
+// just the items that were not found or no longer are.
+
+// locate fills every nil entry of locs with the partition (by uuid, within
+// tenant) and the offset of its item's message. Entries whose item names
+// nothing stay nil. Per distinct partition it costs one partition query
+// and one probe of the key index.
+func locate(ctx context.Context, db querier, tenant string, items []AckItem, locs []*located) error {
 	type partInfo struct {
-		q   *Queue
-		p   *Partition
-		ids []string
+		q     *Queue
+		p     *Partition
+		ids   []string
+		found map[string]int64
 	}
 	parts := map[string]*partInfo{}
 	for i := range items {
-		uuid := items[i].PartitionID
-		pi, seen := parts[uuid]
+		if locs[i] != nil {
+			continue
+		}
+		it := &items[i]
+		pi, seen := parts[it.PartitionID]
 		if !seen {
-			p, err := scanPartition(w.QueryRowContext(w.ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset,
-				p.log_start, p.last_segment_at, p.created_at FROM partitions p JOIN queues q ON q.id = p.queue_id
-				WHERE p.uuid = ? AND q.tenant = ?`, uuid, tenant))
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-			case err != nil:
-				return nil, fmt.Errorf("locate partition: %w", err)
-			default:
-				q, err := scanQueue(w.QueryRowContext(w.ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, p.QueueID))
-				if err != nil {
-					return nil, fmt.Errorf("load queue: %w", err)
-				}
+			q, p, err := ackPartition(ctx, db, tenant, it.PartitionID)
+			if err != nil {
+				return err
+			}
+			if p != nil {
 				pi = &partInfo{q: q, p: p}
 			}
-			parts[uuid] = pi
+			parts[it.PartitionID] = pi
 		}
 		if pi != nil {
-			pi.ids = append(pi.ids, items[i].TxnID)
+			pi.ids = append(pi.ids, it.TxnID)
 		}
 	}
-	offsets := map[string]map[string]int64{}
-	for uuid, pi := range parts {
+	for _, pi := range parts {
 		if pi == nil {
 			continue
 		}
-		found, err := w.storedTxids(pi.p.ID, pi.ids)
-		if err != nil {
-			return nil, err
+		var err error
+		if pi.found, err = txnOffsets(ctx, db, pi.p.ID, pi.ids); err != nil {
+			return err
 		}
-		offsets[uuid] = found
 	}
-	out := make([]*located, len(items))
 	for i := range items {
 		pi := parts[items[i].PartitionID]
-		if pi == nil {
+		if locs[i] != nil || pi == nil {
 			continue
 		}
-		if off, ok := offsets[items[i].PartitionID][items[i].TxnID]; ok {
-			out[i] = &located{q: pi.q, p: pi.p, offset: off}
+		if off, ok := pi.found[items[i].TxnID]; ok {
+			locs[i] = &located{q: pi.q, p: pi.p, offset: off}
+		}
+	}
+	return nil
+}
+
+// revalidate returns what of pre, found by locate before the ack reached
+// the writer, still holds inside the transaction, with the partition and
+// queue rows as they are now: an entry whose partition is gone or no
+// longer the tenant's (its queue deleted), or whose offset retention has
+// removed (below log_start), becomes nil, to be located again. pre itself
+// is left as it was, for a retry of the op.
+func (w *wtx) revalidate(tenant string, pre []*located) ([]*located, error) {
+	type fresh struct {
+		q *Queue
+		p *Partition
+	}
+	now := map[string]*fresh{}
+	out := make([]*located, len(pre))
+	for i, loc := range pre {
+		if loc == nil {
+			continue
+		}
+		f, seen := now[loc.p.UUID]
+		if !seen {
+			// By uuid: a partition row deleted with its queue leaves its id
+			// to the next partition created.
+			q, p, err := ackPartition(w.ctx, w, tenant, loc.p.UUID)
+			if err != nil {
+				return nil, err
+			}
+			if p != nil && p.ID == loc.p.ID {
+				f = &fresh{q: q, p: p}
+			}
+			now[loc.p.UUID] = f
+		}
+		if f != nil && loc.offset >= f.p.LogStart {
+			out[i] = &located{q: f.q, p: f.p, offset: loc.offset}
 		}
 	}
 	return out, nil
+}
+
+// ackPartition loads the partition of uuid when its queue is tenant's, and
+// that queue; nil, nil when there is none.
+func ackPartition(ctx context.Context, db querier, tenant, uuid string) (*Queue, *Partition, error) {
+	p, err := scanPartition(db.QueryRowContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset,
+		p.log_start, p.last_segment_at, p.created_at FROM partitions p JOIN queues q ON q.id = p.queue_id
+		WHERE p.uuid = ? AND q.tenant = ?`, uuid, tenant))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("locate partition: %w", err)
+	}
+	q, err := scanQueue(db.QueryRowContext(ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, p.QueueID))
+	if err != nil {
+		return nil, nil, fmt.Errorf("load queue: %w", err)
+	}
+	return q, p, nil
+}
+
+// locateAcks is locate on a reader, for items about to be submitted.
+func (s *Store) locateAcks(ctx context.Context, tenant string, items []AckItem) ([]*located, error) {
+	locs := make([]*located, len(items))
+	if err := locate(ctx, s.r, tenant, items, locs); err != nil {
+		return nil, fmt.Errorf("locate acks: %w", err)
+	}
+	if s.afterLocate != nil {
+		s.afterLocate()
+	}
+	return locs, nil
 }
 
 // ackMode distinguishes /ack from the acks inside /transaction, which
@@ -207,11 +278,18 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 }
 
 // ackAll applies items in (partition, group, offset) order, loading and
-// saving each cursor once, and writes results in request order. Items
-// naming no stored message get ErrTextMessageNotFound.
-func (w *wtx) ackAll(tenant string, items []AckItem, results []AckResult, mode ackMode) error {
-	locs, err := w.locateAll(tenant, items)
+// saving each cursor once, and writes results in request order. pre is
+// what locateAcks found before the op was submitted. Items naming no
+// stored message get ErrTextMessageNotFound.
+func (w *wtx) ackAll(tenant string, items []AckItem, pre []*located, results []AckResult, mode ackMode) error {
+	locs, err := w.revalidate(tenant, pre)
 	if err != nil {
+		return err
+	}
+	// A message that was not there when located may have been stored since
+	// (a push committed in between), or stored again after retention took
+	// it: those items are located here, as they all once were.
+	if err := locate(w.ctx, w, tenant, items, locs); err != nil {
 		return err
 	}
 	order := make([]int, 0, len(items))
@@ -263,9 +341,13 @@ func (s *Store) Ack(ctx context.Context, tenant, group string, items []AckItem) 
 			items[i].Group = group
 		}
 	}
+	pre, err := s.locateAcks(ctx, tenant, items)
+	if err != nil {
+		return nil, err
+	}
 	results := make([]AckResult, len(items))
-	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		return w.ackAll(tenant, items, results, ackPlain)
+	err = s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		return w.ackAll(tenant, items, pre, results, ackPlain)
 	}})
 	if err != nil {
 		return nil, err

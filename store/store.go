@@ -107,6 +107,9 @@ type Store struct {
 	stats    Stats
 	onCommit func(ops int, d time.Duration) // nil = none
 	log      *slog.Logger
+	// afterLocate, set only by tests, runs between locating acks and
+	// submitting them, where a write committed meanwhile would land.
+	afterLocate func()
 }
 
 // Stats are counters of the writer, read with atomic loads.

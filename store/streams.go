@@ -359,8 +359,8 @@ func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 	default:
 		return nil, &cycleError{"Unknown ack.status: " + status}
 	}
-	locs, err := w.locateAll(req.Tenant, []AckItem{{TxnID: a.TxnID, PartitionID: req.PartitionID}})
-	if err != nil {
+	locs := make([]*located, 1)
+	if err := locate(w.ctx, w, req.Tenant, []AckItem{{TxnID: a.TxnID, PartitionID: req.PartitionID}}, locs); err != nil {
 		return nil, err
 	}
 	loc := locs[0]

@@ -32,21 +32,30 @@ func (e *TxError) Error() string { return e.Msg }
 func (s *Store) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]TxOpResult, error) {
 	results := make([]TxOpResult, len(ops))
 	size := 0
-	for _, op := range ops {
+	var acks []AckItem
+	var ackOps []int
+	for i, op := range ops {
 		size += itemsBytes(op.Items)
+		if op.Type == "ack" {
+			acks = append(acks, op.Ack)
+			ackOps = append(ackOps, i)
+		}
 	}
-	err := s.submit(ctx, &writeOp{isolated: true, bytes: size, apply: func(w *wtx) error {
+	// The acks are located before the op is submitted (see locate). A push
+	// of this transaction is stored only at the commit, after its acks
+	// applied, so none of them can name one.
+	pre, err := s.locateAcks(ctx, tenant, acks)
+	if err != nil {
+		return nil, err
+	}
+	err = s.submit(ctx, &writeOp{isolated: true, bytes: size, apply: func(w *wtx) error {
 		// Acks first: they can fail; pushes are staged last, in one call that
 		// checks every key before it stages anything.
 		var items []PushItem
-		var acks []AckItem
-		var ackOps []int
 		for i, op := range ops {
 			results[i].Type = op.Type
 			switch op.Type {
 			case "ack":
-				acks = append(acks, op.Ack)
-				ackOps = append(ackOps, i)
 			case "push":
 				items = append(items, op.Items...)
 			default:
@@ -54,7 +63,7 @@ func (s *Store) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]T
 			}
 		}
 		ackResults := make([]AckResult, len(acks))
-		if err := w.ackAll(tenant, acks, ackResults, ackInTransaction); err != nil {
+		if err := w.ackAll(tenant, acks, pre, ackResults, ackInTransaction); err != nil {
 			return err
 		}
 		for j, r := range ackResults {

@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/comb-broker/comb/internal/clock"
+)
+
+// Acks are located before they reach the writer. These tests commit, in
+// that gap, the writes that take a located message away or store one, and
+// check that the ack answers as it does when the write came first, which
+// is what it answered when acks were located inside the writer.
+
+// pushOne stores txn in queue's default partition, in a segment of its own,
+// and returns the partition's uuid and id and the message's offset.
+func pushOne(t *testing.T, s *Store, queue, txn string) (uuid string, id, offset int64) {
+	t.Helper()
+	res, err := s.Push(context.Background(), "", []PushItem{{Queue: queue, TxnID: txn, Payload: []byte(txn)}})
+	if err != nil || res[0].Status != StatusQueued {
+		t.Fatalf("push %s = %+v, %v", txn, res, err)
+	}
+	if err := s.rdb.QueryRow(`SELECT id FROM partitions WHERE uuid = ?`, res[0].PartitionID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return res[0].PartitionID, id, res[0].Offset
+}
+
+func committed(t *testing.T, s *Store, partitionID int64, group string) int64 {
+	t.Helper()
+	var c int64
+	if err := s.rdb.QueryRow(`SELECT committed FROM cursors WHERE partition_id = ? AND group_name = ?`,
+		partitionID, group).Scan(&c); err != nil {
+		t.Fatalf("cursor of %s: %v", group, err)
+	}
+	return c
+}
+
+// between makes fn run once, after the next acks are located and before
+// they are submitted.
+func between(s *Store, fn func()) {
+	s.afterLocate = func() {
+		s.afterLocate = nil
+		fn()
+	}
+}
+
+func TestAnAckLocatedBeforeRetentionRemovedItsMessageIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	uuid, pid, _ := pushOne(t, s, "q", "a")
+	pushOne(t, s, "q", "b")
+	pushOne(t, s, "q", "c")
+	evictBelow := func(upTo int64) func() {
+		return func() {
+			if res, err := s.EvictPrefix(ctx, pid, upTo, t0, EvictLimits{}); err != nil || res.Segments != 1 {
+				t.Fatalf("evict below %d = %+v, %v", upTo, res, err)
+			}
+		}
+	}
+
+	items := []AckItem{{TxnID: "a", PartitionID: uuid}, {TxnID: "b", PartitionID: uuid}}
+	between(s, evictBelow(1))
+	raced, err := s.Ack(ctx, "", "g", items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raced[0].Success || raced[0].Error != ErrTextMessageNotFound || !raced[1].Success {
+		t.Fatalf("acks of a removed and a kept message = %+v", raced)
+	}
+	after, err := s.Ack(ctx, "", "g", items)
+	if err != nil || !reflect.DeepEqual(raced, after) {
+		t.Fatalf("the same acks after the removal = %+v, %v; raced = %+v", after, err, raced)
+	}
+
+	// A transaction whose ack lost its message fails whole.
+	ops := []TxOp{{Type: "ack", Ack: AckItem{TxnID: "c", PartitionID: uuid}}, {Type: "ack", Ack: AckItem{TxnID: "b", PartitionID: uuid}}}
+	between(s, evictBelow(2))
+	_, err = s.Transaction(ctx, "", ops)
+	var txErr *TxError
+	if !errors.As(err, &txErr) || txErr.Msg != "ACK operation failed: "+ErrTextMessageNotFound {
+		t.Fatalf("transaction acking a removed message = %v", err)
+	}
+	if _, again := s.Transaction(ctx, "", ops); again == nil || again.Error() != err.Error() {
+		t.Fatalf("the same transaction after the removal = %v, raced = %v", again, err)
+	}
+	var cursors int
+	if err := s.rdb.QueryRow(`SELECT COUNT(*) FROM cursors`).Scan(&cursors); err != nil || cursors != 0 {
+		t.Fatalf("cursors after failed transactions = %d, %v", cursors, err)
+	}
+}
+
+func TestAnAckLocatedBeforeItsMessageWasRemovedAndPushedAgainFindsTheNewOne(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	uuid, pid, first := pushOne(t, s, "q", "a")
+	pushOne(t, s, "q", "b")
+	var again int64
+	between(s, func() {
+		if _, err := s.EvictPrefix(ctx, pid, first+1, t0, EvictLimits{}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, again = pushOne(t, s, "q", "a")
+	})
+	// A transaction creates the cursor of its group where the ack leaves it.
+	res, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: "a", PartitionID: uuid, Group: "g"}}})
+	if err != nil || !res[0].Ack.Success {
+		t.Fatalf("transaction = %+v, %v", res, err)
+	}
+	if c := committed(t, s, pid, "g"); c != again || again == first {
+		t.Fatalf("cursor at %d after acking a, stored at %d then again at %d", c, first, again)
+	}
+}
+
+func TestAnAckLocatedBeforeItsQueueWasDeletedAndRecreatedIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	for name, remove := range map[string]func(s *Store) (bool, error){
+		"detached": func(s *Store) (bool, error) { return s.detachQueue(ctx, "", "q") },
+		"deleted":  func(s *Store) (bool, error) { return s.DeleteQueue(ctx, "", "q") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := openTestStore(t, clock.NewManual(t0))
+			uuid, _, _ := pushOne(t, s, "q", "a")
+			var renewed string
+			between(s, func() {
+				if existed, err := remove(s); err != nil || !existed {
+					t.Fatalf("delete queue = %v, %v", existed, err)
+				}
+				renewed, _, _ = pushOne(t, s, "q", "a")
+			})
+			items := []AckItem{{TxnID: "a", PartitionID: uuid}}
+			raced, err := s.Ack(ctx, "", "g", items)
+			if err != nil || raced[0].Success || raced[0].Error != ErrTextMessageNotFound {
+				t.Fatalf("ack into the deleted queue = %+v, %v", raced, err)
+			}
+			if after, err := s.Ack(ctx, "", "g", items); err != nil || !reflect.DeepEqual(raced, after) {
+				t.Fatalf("the same ack after the delete = %+v, %v; raced = %+v", after, err, raced)
+			}
+			if renewed == uuid {
+				t.Fatal("the recreated queue has the old partition")
+			}
+		})
+	}
+}
+
+func TestAnAckOfAMessageStoredAfterItWasLocatedFindsIt(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	uuid, pid, _ := pushOne(t, s, "q", "a")
+	var late int64
+	between(s, func() { _, _, late = pushOne(t, s, "q", "late") })
+	res, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: "late", PartitionID: uuid, Group: "g"}}})
+	if err != nil || !res[0].Ack.Success {
+		t.Fatalf("transaction acking a message stored after it was located = %+v, %v", res, err)
+	}
+	if c := committed(t, s, pid, "g"); c != late {
+		t.Fatalf("cursor at %d, want %d", c, late)
+	}
+}
