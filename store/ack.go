@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -65,14 +66,16 @@ type located struct {
 
 // locate fills every nil entry of locs with the partition (by uuid, within
 // tenant) and the offset of its item's message. Entries whose item names
-// nothing stay nil. Per distinct partition it costs one partition query
-// and one probe of the key index.
+// nothing stay nil. Per distinct partition it costs one partition query,
+// a read of the batches its items ack whole (leasedOffsets), and one probe
+// of the key index for the items not found in them.
 func locate(ctx context.Context, db querier, tenant string, items []AckItem, locs []*located) error {
 	type partInfo struct {
-		q     *Queue
-		p     *Partition
-		ids   []string
-		found map[string]int64
+		q      *Queue
+		p      *Partition
+		ids    []string
+		leases map[leaseRef]int // items naming each
+		found  map[string]int64
 	}
 	parts := map[string]*partInfo{}
 	for i := range items {
@@ -87,12 +90,15 @@ func locate(ctx context.Context, db querier, tenant string, items []AckItem, loc
 				return err
 			}
 			if p != nil {
-				pi = &partInfo{q: q, p: p}
+				pi = &partInfo{q: q, p: p, leases: map[leaseRef]int{}}
 			}
 			parts[it.PartitionID] = pi
 		}
 		if pi != nil {
 			pi.ids = append(pi.ids, it.TxnID)
+			if it.LeaseID != "" {
+				pi.leases[leaseRef{cmp.Or(it.Group, QueueModeGroup), it.LeaseID}]++
+			}
 		}
 	}
 	for _, pi := range parts {
@@ -100,9 +106,18 @@ func locate(ctx context.Context, db querier, tenant string, items []AckItem, loc
 			continue
 		}
 		var err error
-		if pi.found, err = txnOffsets(ctx, db, pi.p.ID, pi.ids); err != nil {
+		if pi.found, err = leasedOffsets(ctx, db, pi.p.ID, pi.ids, pi.leases); err != nil {
 			return err
 		}
+		rest := slices.DeleteFunc(pi.ids, func(id string) bool {
+			_, ok := pi.found[id]
+			return ok
+		})
+		more, err := txnOffsets(ctx, db, pi.p.ID, rest)
+		if err != nil {
+			return err
+		}
+		maps.Copy(pi.found, more)
 	}
 	for i := range items {
 		pi := parts[items[i].PartitionID]
@@ -114,6 +129,55 @@ func locate(ctx context.Context, db querier, tenant string, items []AckItem, loc
 		}
 	}
 	return nil
+}
+
+// leaseRef is a lease an ack item names, with the group holding it.
+type leaseRef struct{ group, lease string }
+
+// leasedOffsets returns which of ids lie in the batches that leases still
+// hold on partition, with their offsets. Most acks under a lease are of the
+// whole batch its claim has just read: one scan of those segments finds
+// them for less than a probe of the key index per item. A batch the items
+// naming its lease cover less than half of is left to the index, which
+// reads only the segments of the offsets it finds. A transactionId is
+// stored at one offset of a partition's log at a time, so finding it here
+// or through the index is the same answer; whether the lease is live is
+// for the ack to decide.
+func leasedOffsets(ctx context.Context, db querier, partitionID int64, ids []string, leases map[leaseRef]int) (map[string]int64, error) {
+	found := map[string]int64{}
+	if len(leases) == 0 {
+		return found, nil
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	for ref, n := range leases {
+		var lease sql.NullString
+		var from, to sql.NullInt64
+		err := db.QueryRowContext(ctx, `SELECT lease_id, lease_from, lease_to FROM cursors
+			WHERE partition_id = ? AND group_name = ?`, partitionID, ref.group).Scan(&lease, &from, &to)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read lease: %w", err)
+		}
+		if lease.String != ref.lease || !from.Valid || !to.Valid || 2*int64(n) < to.Int64-from.Int64+1 {
+			continue
+		}
+		err = scanTxnIDs(ctx, db, partitionID, from.Int64, to.Int64, func(off int64, txn string) {
+			if want[txn] {
+				found[txn] = off
+			}
+		})
+		// A batch damaged since its claim is left to the key index, which
+		// reads only the segments holding the offsets it finds.
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			return nil, err
+		}
+	}
+	return found, nil
 }
 
 // revalidate returns what of pre, found by locate before the ack reached

@@ -159,3 +159,44 @@ func TestAnAckOfAMessageStoredAfterItWasLocatedFindsIt(t *testing.T) {
 		t.Fatalf("cursor at %d, want %d", c, late)
 	}
 }
+
+func TestAWholeBatchIsLocatedInItsLeaseAsInTheKeyIndex(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	items := make([]PushItem, 20)
+	for i := range items {
+		items[i] = PushItem{Queue: "q", Payload: []byte{byte(i)}}
+	}
+	if _, err := s.Push(ctx, "", items); err != nil {
+		t.Fatal(err)
+	}
+	pushOne(t, s, "q", "after") // another segment, outside the batch
+	res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10})
+	if err != nil || len(res.Messages) != 10 {
+		t.Fatalf("pop = %+v, %v", res, err)
+	}
+	var pid int64
+	if err := s.rdb.QueryRow(`SELECT id FROM partitions`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"after", "nothing"}
+	for _, m := range res.Messages {
+		ids = append(ids, m.TxnID)
+	}
+	want, err := txnOffsets(ctx, s.r, pid, ids)
+	if err != nil || len(want) != 11 {
+		t.Fatalf("key index = %v, %v", want, err)
+	}
+	delete(want, "after")
+	got, err := leasedOffsets(ctx, s.r, pid, ids, map[leaseRef]int{{"g", res.LeaseID}: 10})
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("found in the batch = %v, %v; want %v", got, err, want)
+	}
+	// Fewer items than half the batch are left to the key index, and so is
+	// a lease the cursor does not hold.
+	for _, leases := range []map[leaseRef]int{{{"g", res.LeaseID}: 4}, {{"g", "other"}: 10}, {{"h", res.LeaseID}: 10}} {
+		if got, err := leasedOffsets(ctx, s.r, pid, ids, leases); err != nil || len(got) != 0 {
+			t.Fatalf("found with %v = %v, %v", leases, got, err)
+		}
+	}
+}
