@@ -240,6 +240,9 @@ func ackPartition(ctx context.Context, db querier, tenant, uuid string) (*Queue,
 func (s *Store) locateAcks(ctx context.Context, tenant string, items []AckItem) ([]*located, error) {
 	locs := make([]*located, len(items))
 	if err := locate(ctx, s.r, tenant, items, locs); err != nil {
+		if s.ctx.Err() != nil {
+			return nil, ErrClosed // the readers close after the writer stops
+		}
 		return nil, fmt.Errorf("locate acks: %w", err)
 	}
 	if s.afterLocate != nil {

@@ -200,3 +200,18 @@ func TestAWholeBatchIsLocatedInItsLeaseAsInTheKeyIndex(t *testing.T) {
 		}
 	}
 }
+
+func TestAnAckAfterCloseIsRefusedAsClosed(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	uuid, _, _ := pushOne(t, s, "q", "a")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ack(ctx, "", "", []AckItem{{TxnID: "a", PartitionID: uuid}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("ack after close = %v", err)
+	}
+	if _, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: "a", PartitionID: uuid}}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("transaction after close = %v", err)
+	}
+}
