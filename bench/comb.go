@@ -37,8 +37,10 @@ type combServer struct {
 	cmd    *exec.Cmd
 	dir    string
 	db     string
+	addr   string // host:port
 	base   string
-	client *http.Client
+	client *http.Client // health checks and metrics, and every request with -client std
+	lean   bool         // workers own a leanConn each
 	idleMB float64
 	stored int64 // messages a push run stored, for bytes per message
 }
@@ -49,7 +51,7 @@ type memStats struct {
 	bytesPerMsg    float64
 }
 
-func startComb(ctx context.Context, bin, dir, pprofAddr string) (*combServer, error) {
+func startComb(ctx context.Context, bin, dir, pprofAddr, client string) (*combServer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -59,7 +61,7 @@ func startComb(ctx context.Context, bin, dir, pprofAddr string) (*combServer, er
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c := &combServer{dir: dir, db: filepath.Join(dir, "comb.db"), base: "http://" + addr}
+	c := &combServer{dir: dir, db: filepath.Join(dir, "comb.db"), addr: addr, base: "http://" + addr, lean: client == "lean"}
 	c.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", c.db)
 	if pprofAddr != "" {
 		c.cmd.Args = append(c.cmd.Args, "--pprof", pprofAddr)
@@ -153,6 +155,31 @@ func (c *combServer) do(ctx context.Context, method, path string, body []byte) (
 	return resp.StatusCode, data, err
 }
 
+// combConn is how one worker sends its requests to comb.
+type combConn interface {
+	// do returns the status and body, which is valid until the next call.
+	do(ctx context.Context, method, path string, body []byte) (int, []byte, error)
+	Close() error
+}
+
+// stdConn sends through the shared net/http client, whose pool in practice
+// gives each busy worker a connection of its own.
+type stdConn struct{ c *combServer }
+
+func (s stdConn) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	return s.c.do(ctx, method, path, body)
+}
+
+func (stdConn) Close() error { return nil }
+
+// conn gives a worker its own way to comb, per -client.
+func (c *combServer) conn() combConn {
+	if c.lean {
+		return newLeanConn(c.addr)
+	}
+	return stdConn{c}
+}
+
 // txnID is a UUIDv7-shaped client transactionId (time-ordered, like the
 // SDKs send), built without allocation beyond the string.
 func txnID(buf []byte, seq int64) []byte {
@@ -204,15 +231,18 @@ func (c *combServer) push(ctx context.Context, cfg config, pl *payloads, queue s
 	var errOnce sync.Once
 	var firstErr error
 	before := c.sample(ctx)
+	cpuBefore := readClientCPU()
 	start := time.Now()
 	deadline := start.Add(cfg.duration)
 	var wg sync.WaitGroup
 	for range cfg.conns {
 		wg.Go(func() {
+			conn := c.conn()
+			defer conn.Close()
 			var buf []byte
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				buf = pushBody(buf, queue, pl, &seq, batch, cfg.partitions)
-				n, err := c.pushOnce(ctx, buf, batch)
+				n, err := c.pushOnce(ctx, conn, buf, batch)
 				queued.Add(int64(n))
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
@@ -223,16 +253,17 @@ func (c *combServer) push(ctx context.Context, cfg config, pl *payloads, queue s
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpuAfter := readClientCPU()
 	c.stored = queued.Load()
-	fmt.Fprintln(os.Stderr, "  comb", describe(before, c.sample(ctx), float64(queued.Load())))
+	c.report(before, c.sample(ctx), cpuBefore, cpuAfter, float64(queued.Load()))
 	if firstErr != nil {
 		return 0, firstErr
 	}
 	return float64(queued.Load()) / elapsed.Seconds(), nil
 }
 
-func (c *combServer) pushOnce(ctx context.Context, body []byte, n int) (int, error) {
-	st, data, err := c.do(ctx, http.MethodPost, "/api/v1/push", body)
+func (c *combServer) pushOnce(ctx context.Context, conn combConn, body []byte, n int) (int, error) {
+	st, data, err := conn.do(ctx, http.MethodPost, "/api/v1/push", body)
 	if err != nil {
 		return 0, err
 	}
@@ -254,6 +285,8 @@ func (c *combServer) prefill(ctx context.Context, pl *payloads, queue string, n,
 	var firstErr error
 	for range 16 {
 		wg.Go(func() {
+			conn := c.conn()
+			defer conn.Close()
 			var buf []byte
 			for ctx.Err() == nil {
 				take := int64(100)
@@ -264,7 +297,7 @@ func (c *combServer) prefill(ctx context.Context, pl *payloads, queue string, n,
 					return
 				}
 				buf = pushBody(buf, queue, pl, &seq, int(take), partitions)
-				if _, err := c.pushOnce(ctx, buf, int(take)); err != nil {
+				if _, err := c.pushOnce(ctx, conn, buf, int(take)); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return
 				}
@@ -292,6 +325,7 @@ func (c *combServer) popAck(ctx context.Context, cfg config, pl *payloads, parti
 	target := int64(prefill * groups)
 	var acked atomic.Int64
 	before := c.sample(ctx)
+	cpuBefore := readClientCPU()
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, max(cfg.duration*4, 20*time.Second))
 	defer cancel()
@@ -305,9 +339,11 @@ func (c *combServer) popAck(ctx context.Context, cfg config, pl *payloads, parti
 		var groupAcked atomic.Int64
 		for range perGroup {
 			wg.Go(func() {
+				conn := c.conn()
+				defer conn.Close()
 				var body []byte
 				for runCtx.Err() == nil && groupAcked.Load() < int64(prefill) {
-					n, err := c.popAckOnce(runCtx, path, group, &body)
+					n, err := c.popAckOnce(runCtx, conn, path, group, &body)
 					if err != nil {
 						if runCtx.Err() == nil {
 							errOnce.Do(func() { firstErr = err })
@@ -324,7 +360,8 @@ func (c *combServer) popAck(ctx context.Context, cfg config, pl *payloads, parti
 		}
 	}
 	wg.Wait()
-	fmt.Fprintln(os.Stderr, "  comb", describe(before, c.sample(ctx), float64(acked.Load())))
+	cpuAfter := readClientCPU()
+	c.report(before, c.sample(ctx), cpuBefore, cpuAfter, float64(acked.Load()))
 	if firstErr != nil {
 		return 0, firstErr
 	}
@@ -339,8 +376,8 @@ func (c *combServer) popAck(ctx context.Context, cfg config, pl *payloads, parti
 // popAckOnce pops one batch and acks all of it; it reads only the three ids
 // per message the ack needs, so the client spends as little CPU as the
 // JetStream client does.
-func (c *combServer) popAckOnce(ctx context.Context, path, group string, body *[]byte) (int, error) {
-	st, data, err := c.do(ctx, http.MethodGet, path, nil)
+func (c *combServer) popAckOnce(ctx context.Context, conn combConn, path, group string, body *[]byte) (int, error) {
+	st, data, err := conn.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -381,7 +418,7 @@ func (c *combServer) popAckOnce(ctx context.Context, path, group string, body *[
 	}
 	b = append(b, "]}"...)
 	*body = b
-	st, data, err = c.do(ctx, http.MethodPost, "/api/v1/ack/batch", b)
+	st, data, err = conn.do(ctx, http.MethodPost, "/api/v1/ack/batch", b)
 	if err != nil {
 		return 0, err
 	}

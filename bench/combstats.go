@@ -63,6 +63,32 @@ func describe(a, b serverSample, msgs float64) string {
 		(b.commitSeconds-a.commitSeconds)/commits*1e3)
 }
 
+// clientCPU is this process's own CPU time at one moment; ok is false where
+// the system does not report it.
+type clientCPU struct {
+	seconds float64
+	ok      bool
+}
+
+func readClientCPU() clientCPU {
+	s, ok := selfCPUSeconds()
+	return clientCPU{s, ok}
+}
+
+// report prints the server's CPU per message and commits, and below it what
+// driving those messages cost this process, so a row shows whether it
+// measured the server or the client.
+func (c *combServer) report(a, b serverSample, ca, cb clientCPU, msgs float64) {
+	fmt.Fprintln(os.Stderr, "  comb", describe(a, b, msgs))
+	if ca.ok && cb.ok && msgs > 0 {
+		kind := "std"
+		if c.lean {
+			kind = "lean"
+		}
+		fmt.Fprintf(os.Stderr, "  comb client %.0f µs CPU/msg (%s)\n", (cb.seconds-ca.seconds)/msgs*1e6, kind)
+	}
+}
+
 // procCPUSeconds is the user+system CPU time of process pid.
 func procCPUSeconds(pid int) float64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

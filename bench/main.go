@@ -7,6 +7,14 @@
 // this process, once with its default flush policy and once with
 // sync_always, which fsyncs every write the way comb does every commit.
 //
+// comb is driven by a lean HTTP/1.1 client (leanhttp.go) by default: one
+// persistent connection per worker and one Write per request. Go's net/http
+// client (-client std) spends more CPU per request than comb serve spends
+// per message at push batch 1, so on a small machine that row measured the
+// client; the lean one lets a row measure the server, as the NATS client
+// lets JetStream's rows do. Each comb row prints the server's and this
+// process's CPU per message, to show which one a rate is bound by.
+//
 //	cd bench && go run . -duration 5s
 package main
 
@@ -39,6 +47,7 @@ type config struct {
 	pprof      string
 	keep       bool
 	noJS       bool
+	client     string
 }
 
 func main() {
@@ -57,7 +66,14 @@ func main() {
 	flag.StringVar(&cfg.pprof, "pprof", "", "run comb serve with --pprof on this loopback address, to profile it during a row")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories")
 	flag.BoolVar(&cfg.noJS, "comb-only", false, "run comb only, to compare builds of comb with each other (prints no JetStream ratios)")
+	flag.StringVar(&cfg.client, "client", "lean", "HTTP client driving comb: lean (one connection per worker, one Write per request, "+
+		"so a row measures the server, as the NATS client lets JetStream's rows do) or std (Go's net/http, "+
+		"which at push batch 1 spends more CPU per request than comb serve spends per message)")
 	flag.Parse()
+	if cfg.client != "lean" && cfg.client != "std" {
+		fmt.Fprintf(os.Stderr, "bench: -client %q: want lean or std\n", cfg.client)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -155,7 +171,7 @@ func run(ctx context.Context, cfg config) error {
 		var o outcome
 		// Every system gets a fresh store for every row, so no run pays for
 		// the previous one's backlog.
-		c, err := startComb(ctx, bin, filepath.Join(dir, fmt.Sprintf("comb-%d", i)), cfg.pprof)
+		c, err := startComb(ctx, bin, filepath.Join(dir, fmt.Sprintf("comb-%d", i)), cfg.pprof, cfg.client)
 		if err != nil {
 			return err
 		}
@@ -204,6 +220,7 @@ func run(ctx context.Context, cfg config) error {
 	tw.Flush()
 	fmt.Println("\nJS default: async publish, fsync every 2 min (JetStream's default); JS fsync: sync_always.")
 	fmt.Println("comb answers a push or an ack only after its commit is fsynced (synchronous=FULL).")
+	fmt.Printf("comb is driven by the %s HTTP client (-client).\n", cfg.client)
 	return nil
 }
 
