@@ -214,8 +214,13 @@ func run(ctx context.Context, cfg config) error {
 		if o.mem.bytesPerMsg > 0 {
 			disk = fmt.Sprintf("%.0f", o.mem.bytesPerMsg)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.2fx\t%.0f\t%.2fx\t%.1f / %.1f\t%s\t\n", r.label, o.comb, o.jsDefault, ratio(o.comb, o.jsDefault),
-			o.jsSync, ratio(o.comb, o.jsSync), o.mem.idleMB, o.mem.peakMB, disk)
+		js := []string{"-", "-", "-", "-"}
+		if !cfg.noJS {
+			js = []string{fmt.Sprintf("%.0f", o.jsDefault), fmt.Sprintf("%.2fx", ratio(o.comb, o.jsDefault)),
+				fmt.Sprintf("%.0f", o.jsSync), fmt.Sprintf("%.2fx", ratio(o.comb, o.jsSync))}
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%.1f / %.1f\t%s\t\n", r.label, o.comb, js[0], js[1], js[2], js[3],
+			o.mem.idleMB, o.mem.peakMB, disk)
 	}
 	tw.Flush()
 	fmt.Println("\nJS default: async publish, fsync every 2 min (JetStream's default); JS fsync: sync_always.")
