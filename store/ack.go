@@ -66,10 +66,11 @@ type located struct {
 
 // locate fills every nil entry of locs with the partition (by uuid, within
 // tenant) and the offset of its item's message. Entries whose item names
-// nothing stay nil. Per distinct partition it costs one partition query,
-// a read of the batches its items ack whole (leasedOffsets), and one probe
-// of the key index for the items not found in them.
-func locate(ctx context.Context, db querier, tenant string, items []AckItem, locs []*located) error {
+// nothing stay nil. Per distinct partition it costs one partition query;
+// items of a batch a recent claim handed out are found in memory (recent,
+// nil for none), then those of batches still leased by reading them
+// (leasedOffsets), and the rest by one probe of the key index.
+func locate(ctx context.Context, db querier, recent *recentLeases, tenant string, items []AckItem, locs []*located) error {
 	type partInfo struct {
 		q      *Queue
 		p      *Partition
@@ -105,12 +106,30 @@ func locate(ctx context.Context, db querier, tenant string, items []AckItem, loc
 		if pi == nil {
 			continue
 		}
-		var err error
-		if pi.found, err = leasedOffsets(ctx, db, pi.p.ID, pi.ids, pi.leases); err != nil {
-			return err
+		pi.found = map[string]int64{}
+		if len(pi.leases) > 0 && recent != nil {
+			want := make(map[string]bool, len(pi.ids))
+			for _, id := range pi.ids {
+				want[id] = true
+			}
+			for ref := range pi.leases {
+				recent.find(ref.lease, pi.p.UUID, want, pi.found)
+			}
 		}
 		rest := slices.DeleteFunc(pi.ids, func(id string) bool {
 			_, ok := pi.found[id]
+			return ok
+		})
+		if len(rest) == 0 {
+			continue
+		}
+		leased, err := leasedOffsets(ctx, db, pi.p.ID, rest, pi.leases)
+		if err != nil {
+			return err
+		}
+		maps.Copy(pi.found, leased)
+		rest = slices.DeleteFunc(rest, func(id string) bool {
+			_, ok := leased[id]
 			return ok
 		})
 		more, err := txnOffsets(ctx, db, pi.p.ID, rest)
@@ -239,7 +258,7 @@ func ackPartition(ctx context.Context, db querier, tenant, uuid string) (*Queue,
 // locateAcks is locate on a reader, for items about to be submitted.
 func (s *Store) locateAcks(ctx context.Context, tenant string, items []AckItem) ([]*located, error) {
 	locs := make([]*located, len(items))
-	if err := locate(ctx, s.r, tenant, items, locs); err != nil {
+	if err := locate(ctx, s.r, &s.leased, tenant, items, locs); err != nil {
 		if s.ctx.Err() != nil {
 			return nil, ErrClosed // the readers close after the writer stops
 		}
@@ -355,8 +374,10 @@ func (w *wtx) ackAll(tenant string, items []AckItem, pre []*located, results []A
 	}
 	// A message that was not there when located may have been stored since
 	// (a push committed in between), or stored again after retention took
-	// it: those items are located here, as they all once were.
-	if err := locate(w.ctx, w, tenant, items, locs); err != nil {
+	// it: those items are located here, as they all once were. Not from
+	// recent leases: what they hold was tried, and may be what revalidate
+	// has just found gone.
+	if err := locate(w.ctx, w, nil, tenant, items, locs); err != nil {
 		return err
 	}
 	order := make([]int, 0, len(items))

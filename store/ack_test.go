@@ -201,6 +201,68 @@ func TestAWholeBatchIsLocatedInItsLeaseAsInTheKeyIndex(t *testing.T) {
 	}
 }
 
+// A batch a claim has just handed out is located from memory, and finds
+// what the key index finds: per partition of a lease that spans several,
+// and nothing for another lease or another partition's uuid.
+func TestARecentBatchIsLocatedFromMemoryAsInTheKeyIndex(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	var items []PushItem
+	for i := range 30 {
+		items = append(items, PushItem{Queue: "q", Partition: []string{"a", "b", "c"}[i%3], Payload: []byte{byte(i)}})
+	}
+	if _, err := s.Push(ctx, "", items); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 25, Partitions: 3})
+	if err != nil || len(res.Messages) == 0 || res.PartitionsClaimed < 2 {
+		t.Fatalf("pop = %+v, %v; want a batch over several partitions", res, err)
+	}
+	byPart := map[string][]string{}
+	for _, m := range res.Messages {
+		byPart[m.PartitionID] = append(byPart[m.PartitionID], m.TxnID)
+	}
+	for part, ids := range byPart {
+		var pid int64
+		if err := s.rdb.QueryRow(`SELECT id FROM partitions WHERE uuid = ?`, part).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		want, err := txnOffsets(ctx, s.r, pid, ids)
+		if err != nil || len(want) != len(ids) {
+			t.Fatalf("key index = %v, %v", want, err)
+		}
+		wanted := map[string]bool{"nothing": true}
+		for _, id := range ids {
+			wanted[id] = true
+		}
+		got := map[string]int64{}
+		s.leased.find(res.LeaseID, part, wanted, got)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("partition %s: found in memory %v, want %v", part, got, want)
+		}
+		none := map[string]int64{}
+		s.leased.find("another-lease", part, wanted, none)
+		s.leased.find(res.LeaseID, "another-partition", wanted, none)
+		if len(none) != 0 {
+			t.Errorf("found %v under another lease or partition", none)
+		}
+	}
+	// And the ack of the whole batch, located that way, completes it.
+	var acks []AckItem
+	for _, m := range res.Messages {
+		acks = append(acks, AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: res.LeaseID, Group: "g"})
+	}
+	out, err := s.Ack(ctx, "", "g", acks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range out {
+		if !r.Success {
+			t.Fatalf("ack %d = %+v", i, r)
+		}
+	}
+}
+
 func TestAnAckAfterCloseIsRefusedAsClosed(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, clock.NewManual(t0))

@@ -174,6 +174,9 @@ func (w *wtx) claimOnce(q *Queue, req *PopRequest) (res *PopResult, wake time.Ti
 			return nil, time.Time{}, fmt.Errorf("claim partition %q: %w", sp.part.Name, err)
 		}
 	}
+	if leaseID != "" {
+		w.s.leased.put(leaseID, msgs)
+	}
 	return res, time.Time{}, nil
 }
 

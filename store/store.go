@@ -101,6 +101,7 @@ type Store struct {
 	closed   bool
 	comp     lz4.Compressor // writer goroutine only
 	keyCeil  keyCeilings    // writer goroutine only
+	leased   recentLeases
 	crypt    *payloadCipher // nil without an encryption key
 	watch    watchers
 	turn     turns // round robin over partitions, per (queue, group)

@@ -360,7 +360,7 @@ func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 		return nil, &cycleError{"Unknown ack.status: " + status}
 	}
 	locs := make([]*located, 1)
-	if err := locate(w.ctx, w, req.Tenant, []AckItem{{TxnID: a.TxnID, PartitionID: req.PartitionID}}, locs); err != nil {
+	if err := locate(w.ctx, w, nil, req.Tenant, []AckItem{{TxnID: a.TxnID, PartitionID: req.PartitionID}}, locs); err != nil {
 		return nil, err
 	}
 	loc := locs[0]
