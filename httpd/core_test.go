@@ -3,6 +3,7 @@ package httpd_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -700,5 +701,44 @@ func TestPopBatchIsBounded(t *testing.T) {
 	}
 	if rest := s.Pop("/api/v1/pop/queue/big?batch=100&autoAck=true"); len(rest.Messages) != 5 {
 		t.Fatalf("the rest = %d, want 5", len(rest.Messages))
+	}
+}
+
+// Replies carry their length, so a pop of 100 messages goes out in one
+// piece instead of chunks (net/http chunks past its 2 KB buffer).
+func TestRepliesCarryTheirLength(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	items := make([]map[string]any, 100)
+	for i := range items {
+		items[i] = map[string]any{"queue": "orders", "payload": map[string]any{"i": i, "pad": strings.Repeat("x", 200)}}
+	}
+	s.Push(items...)
+	for _, req := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/pop/queue/orders?batch=100&wait=false", ""},
+		{"POST", "/api/v1/push", `{"items":[{"queue":"orders","payload":1}]}`},
+		{"POST", "/api/v1/push", `{"items":5}`}, // an error reply
+	} {
+		var body io.Reader
+		if req.body != "" {
+			body = strings.NewReader(req.body)
+		}
+		r, err := http.NewRequest(req.method, s.URL+req.path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Content-Type", "application/json")
+		resp, err := s.HTTP.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.TransferEncoding) != 0 || resp.ContentLength != int64(len(data)) || len(data) == 0 {
+			t.Errorf("%s %s: %d, Transfer-Encoding %v, Content-Length %d, body %d bytes", req.method, req.path,
+				resp.StatusCode, resp.TransferEncoding, resp.ContentLength, len(data))
+		}
 	}
 }

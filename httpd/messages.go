@@ -299,7 +299,7 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 		s.fail(w, r, fmt.Errorf("encode pop reply: %w", err))
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	setJSONHeaders(w, len(body))
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(body); err != nil {
 		s.releaseUndelivered(r, leaseID)

@@ -156,7 +156,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":"encode response"}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	setJSONHeaders(w, len(b))
 	w.WriteHeader(status)
 	w.Write(b)
 }
