@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/comb-broker/comb/broker"
 )
@@ -19,6 +20,30 @@ func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {
 	setJSONHeaders(w, len(body))
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// replyBuffers recycles the buffers the hot routes (push, pop, ack)
+// encode their replies into: a pop of 100 messages writes ~25 KB, and
+// allocating it afresh for every reply was the largest part of the
+// garbage those routes make.
+type replyBuffers struct{ pool sync.Pool }
+
+// maxPooledReply keeps an occasional huge reply from being held on to.
+const maxPooledReply = 1 << 20
+
+func (r *replyBuffers) get(size int) []byte {
+	if b, ok := r.pool.Get().(*[]byte); ok && cap(*b) >= size {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+// put returns b once its reply is written: net/http has copied or sent
+// it by the time Write returns.
+func (r *replyBuffers) put(b []byte) {
+	if cap(b) <= maxPooledReply {
+		r.pool.Put(&b)
+	}
 }
 
 // setJSONHeaders names a JSON body of n bytes. With its length known, a

@@ -188,7 +188,9 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		s.fail(w, r, err)
 		return
 	}
-	writeJSONBytes(w, http.StatusCreated, appendPushResults(make([]byte, 0, 256*len(results)), results))
+	body := appendPushResults(s.replies.get(256*len(results)), results)
+	writeJSONBytes(w, http.StatusCreated, body)
+	s.replies.put(body)
 }
 
 // producerSub is the verified subject of the caller; "" without auth.
@@ -293,7 +295,7 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 	for i := range res.Messages {
 		size += 400 + len(res.Messages[i].Payload)
 	}
-	body, err := appendPop(make([]byte, 0, size), res)
+	body, err := appendPop(s.replies.get(size), res)
 	if err != nil {
 		s.releaseUndelivered(r, leaseID)
 		s.fail(w, r, fmt.Errorf("encode pop reply: %w", err))
@@ -301,7 +303,9 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 	}
 	setJSONHeaders(w, len(body))
 	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(body); err != nil {
+	_, err = w.Write(body)
+	s.replies.put(body)
+	if err != nil {
 		s.releaseUndelivered(r, leaseID)
 		return
 	}
@@ -423,7 +427,9 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 		s.fail(w, r, err)
 		return
 	}
-	writeJSONBytes(w, http.StatusOK, appendAckResults(make([]byte, 0, 160*len(results)), results))
+	body := appendAckResults(s.replies.get(160*len(results)), results)
+	writeJSONBytes(w, http.StatusOK, body)
+	s.replies.put(body)
 }
 
 // ackBatchItems checks a batch ack as decoded: the batch's consumerGroup,
@@ -464,7 +470,9 @@ func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		s.fail(w, r, err)
 		return
 	}
-	writeJSONBytes(w, http.StatusOK, appendAckResults(make([]byte, 0, 160*len(results)), results))
+	body := appendAckResults(s.replies.get(160*len(results)), results)
+	writeJSONBytes(w, http.StatusOK, body)
+	s.replies.put(body)
 }
 
 // --- transaction -------------------------------------------------------

@@ -58,6 +58,7 @@ type Server struct {
 	registered []route
 	stats      *httpStats    // request counters and metrics registry
 	origins    *originPolicy // who may call, checked before routing
+	replies    replyBuffers
 }
 
 // New returns the handler of every route.
