@@ -187,7 +187,12 @@ func (w *wtx) claimOnce(q *Queue, req *PopRequest) (res *PopResult, wake time.Ti
 // span whose payloads cannot be decrypted is left unclaimed, and its error
 // is returned only when no other span delivered anything.
 func (w *wtx) readSpans(q *Queue, req *PopRequest, spans []claimSpan, leaseID string) ([]Message, []claimSpan, error) {
-	var msgs []Message
+	n := int64(0)
+	for _, sp := range spans {
+		n += sp.to - sp.from + 1
+	}
+	// Sized once: growing it by appends copied every message several times.
+	msgs := make([]Message, 0, min(n, int64(MaxPopBatch)))
 	var size int64
 	var sealedErr error
 	kept := spans[:0]
