@@ -48,13 +48,21 @@ func serveInBackground(t *testing.T, b *broker.Broker, wrap func(net.Listener) n
 	return "http://" + ln.Addr().String(), srv, cancel, served
 }
 
-// readSignal is a listener whose read channel closes once the server has
-// read from an accepted connection: from then on the server tracks that
-// connection, and a shutdown waits for its request.
+// readSignal is a listener that tells when the server has read each of
+// its marks from an accepted connection: the channel of a mark closes
+// once the bytes read so far contain it.
 type readSignal struct {
 	net.Listener
-	once sync.Once
-	read chan struct{}
+	mu    sync.Mutex
+	marks map[string]chan struct{}
+}
+
+func newReadSignal(marks ...string) *readSignal {
+	l := &readSignal{marks: map[string]chan struct{}{}}
+	for _, m := range marks {
+		l.marks[m] = make(chan struct{})
+	}
+	return l
 }
 
 func (l *readSignal) Accept() (net.Conn, error) {
@@ -67,14 +75,21 @@ func (l *readSignal) Accept() (net.Conn, error) {
 
 type signalConn struct {
 	net.Conn
-	l *readSignal
+	l    *readSignal
+	seen []byte
 }
 
 func (c *signalConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 {
-		c.l.once.Do(func() { close(c.l.read) })
+	c.seen = append(c.seen, p[:n]...)
+	c.l.mu.Lock()
+	for m, ch := range c.l.marks {
+		if strings.Contains(string(c.seen), m) {
+			close(ch)
+			delete(c.l.marks, m)
+		}
 	}
+	c.l.mu.Unlock()
 	return n, err
 }
 
@@ -122,7 +137,8 @@ func TestServeAnswersParkedPopsAtOnceWhenItsContextEnds(t *testing.T) {
 
 func TestServeReturnsOnlyAfterARequestInFlightIsAnswered(t *testing.T) {
 	b := combtest.MustOpenBroker(t, combtest.Options{})
-	sig := &readSignal{read: make(chan struct{})}
+	sig := newReadSignal(`"late"`, `"t1"`)
+	first, second := sig.marks[`"late"`], sig.marks[`"t1"`]
 	base, _, cancel, done := serveInBackground(t, b, func(ln net.Listener) net.Listener {
 		sig.Listener = ln
 		return sig
@@ -141,13 +157,23 @@ func TestServeReturnsOnlyAfterARequestInFlightIsAnswered(t *testing.T) {
 		resp.Body.Close()
 		answered <- resp.StatusCode
 	}()
-	if _, err := io.WriteString(bodyW, `{"items":[{"queue":"late","transactionId":"t1",`); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-sig.read:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the server never read the push")
+	// The handler must be reading the body when the shutdown begins:
+	// net/http serves no request whose header it finishes reading after
+	// the shutdown began, and closes its connection unanswered. So the
+	// body's second part is sent only once the first was read: the header
+	// came before it, and only the handler, reading the body, reads on.
+	for _, part := range []struct {
+		text string
+		read chan struct{}
+	}{{`{"items":[{"queue":"late",`, first}, {`"transactionId":"t1",`, second}} {
+		if _, err := io.WriteString(bodyW, part.text); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-part.read:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the server never read %s", part.text)
+		}
 	}
 	cancel()
 	// The listener closes first: once a dial fails, the shutdown is under way.
