@@ -75,6 +75,7 @@ func (s *Store) detachQueue(ctx context.Context, tenant, name string) (bool, err
 			return err
 		}
 		delete(w.queues, queueKey{tenant, name})
+		w.rowsChanged()
 		if _, err := w.ExecContext(w.ctx, `UPDATE queues SET tenant = ?, name = ? WHERE id = ?`,
 			detachedTenantPrefix+q.UUID, q.UUID, q.ID); err != nil {
 			return fmt.Errorf("detach queue: %w", err)
@@ -188,6 +189,7 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 			if _, err := w.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset < ?`, p.ID, end.Int64); err != nil {
 				return false, fmt.Errorf("delete segments: %w", err)
 			}
+			w.rowsChanged()
 			if _, err := w.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ?`, end.Int64, p.ID); err != nil {
 				return false, fmt.Errorf("advance log_start: %w", err)
 			}
@@ -206,10 +208,12 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?`, p.UUID); err != nil {
 			return false, fmt.Errorf("delete traces: %w", err)
 		}
+		w.rowsChanged()
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM partitions WHERE id = ?`, p.ID); err != nil {
 			return false, fmt.Errorf("delete partition: %w", err)
 		}
 	}
+	w.rowsChanged()
 	if _, err := w.ExecContext(w.ctx, `DELETE FROM queues WHERE id = ?`, queueID); err != nil {
 		return false, fmt.Errorf("delete queue: %w", err)
 	}

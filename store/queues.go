@@ -186,6 +186,10 @@ func (w *wtx) queue(tenant, name string, create bool) (*Queue, error) {
 	if q := w.queues[k]; q != nil {
 		return q, nil
 	}
+	if q, ok := w.s.rows.queues[k]; ok && !w.stale {
+		w.queues[k] = &q
+		return &q, nil
+	}
 	q, err := getQueue(w.ctx, w, tenant, name)
 	if errors.Is(err, ErrQueueNotFound) && create {
 		ns, task := impliedNamespaceTask(name)
@@ -221,6 +225,10 @@ func (w *wtx) partition(q *Queue, name string, create bool) (*Partition, error) 
 	k := partKey{q.ID, name}
 	if p := w.partitions[k]; p != nil {
 		return p, nil
+	}
+	if p, ok := w.s.rows.parts[k]; ok && !w.stale {
+		w.partitions[k] = &p
+		return &p, nil
 	}
 	p, err := getPartition(w.ctx, w, q.ID, name)
 	if errors.Is(err, ErrPartitionNotFound) && create {
@@ -270,6 +278,7 @@ func (s *Store) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *P
 		case err != nil:
 			return err
 		default:
+			w.rowsChanged()
 			o := req.Options
 			if _, err := w.ExecContext(w.ctx, `UPDATE queues SET namespace = ?, task = ?, lease_time = ?, retry_limit = ?,
 				retry_delay = ?, max_size = ?, ttl = ?, dead_letter_queue = ?, dlq_after_max_retries = ?, priority = ?,

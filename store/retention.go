@@ -415,6 +415,7 @@ func (w *wtx) evict(p *Partition, segs []segMeta) (EvictResult, error) {
 	if _, err := w.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset <= ?`, p.ID, last.base); err != nil {
 		return res, fmt.Errorf("delete segments: %w", err)
 	}
+	w.rowsChanged()
 	if _, err := w.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ? AND log_start < ?`,
 		newStart, p.ID, newStart); err != nil {
 		return res, fmt.Errorf("advance log_start: %w", err)

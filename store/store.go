@@ -102,6 +102,7 @@ type Store struct {
 	comp     lz4.Compressor // writer goroutine only
 	keyCeil  keyCeilings    // writer goroutine only
 	leased   recentLeases
+	rows     rowCache       // writer goroutine only
 	crypt    *payloadCipher // nil without an encryption key
 	watch    watchers
 	turn     turns // round robin over partitions, per (queue, group)

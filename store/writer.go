@@ -124,6 +124,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	}
 	defer func() {
 		if err != nil {
+			s.rows.forget()
 			if _, rerr := tx.ExecContext(ctx, "ROLLBACK"); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 			}
@@ -165,6 +166,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	if s.onCommit != nil {
 		s.onCommit(len(batch), time.Since(start))
 	}
+	s.rows.keep(w)
 	return errs, w.notifyKeys(), nil
 }
 
@@ -183,6 +185,9 @@ type wtx struct {
 	pending []*pendingPart
 	byPart  map[int64]*pendingPart
 	touched map[string]struct{}
+	// stale is set once this transaction changed queue or partition rows
+	// other than by pushing (rowsChanged).
+	stale bool
 }
 
 type queueKey struct{ tenant, name string }
@@ -238,6 +243,7 @@ func (w *wtx) stagedMark() stagedMark {
 func (w *wtx) forgetResolved(mark stagedMark) {
 	clear(w.queues)
 	clear(w.partitions)
+	w.rowsChanged()
 	kept := w.pending[:0]
 	for _, p := range w.pending {
 		n, ok := mark[p]
@@ -308,6 +314,7 @@ func (w *wtx) flush() error {
 			pp.next-1, createdAt, pp.part.ID); err != nil {
 			return fmt.Errorf("advance last_offset: %w", err)
 		}
+		pp.part.LastOffset, pp.part.LastSegmentAt = pp.next-1, createdAt
 		w.s.stats.Frames.Add(int64(len(pp.frames)))
 		w.touch(pp.queue.Tenant, pp.queue.Name)
 	}
