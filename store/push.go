@@ -128,22 +128,13 @@ func (w *wtx) storedTxids(partitionID int64, ids []string) (map[string]int64, er
 	if err != nil {
 		return nil, err
 	}
-	n := 0
+	var maybe []string
 	for _, id := range ids {
 		if txnKey(id) <= ceil {
-			n++
+			maybe = append(maybe, id)
 		}
 	}
-	if n < len(ids) {
-		maybe := make([]string, 0, n)
-		for _, id := range ids {
-			if txnKey(id) <= ceil {
-				maybe = append(maybe, id)
-			}
-		}
-		ids = maybe
-	}
-	return txnOffsets(w.ctx, w, partitionID, ids)
+	return txnOffsets(w.ctx, w, partitionID, maybe)
 }
 
 // keyCeilings holds, per partition, a number no stored dedup key of that
