@@ -65,11 +65,8 @@ var wireCuts = []struct {
 	cut  uint16
 }{{"null  ", 4}, {"null  ", 5}, {`"x" `, 3}, {`{} `, 2}, {`{"items":[]}  x  `, 15}, {`{"items":[]}    `, 13}}
 
-func FuzzPushDecode(f *testing.F) {
-	f.Add([]byte(goPushBody("orders", "Default", `{"a":1}`, `{"index":1}`, `"text"`, `[1,2,3]`, `null`)), uint16(0))
-	f.Add([]byte(jsPushBody("test-js-q", "p1", `{"message":"Hello, world!"}`)), uint16(0))
-	f.Add([]byte(goPushBody("q", "custom-partition", `{"test":"data","value":42}`)), uint16(40))
-	f.Add([]byte(`{"items":[{"queue":"q","payload":{"a":1},"transactionId":"t","traceId":"6f1d7a52-3b4c-4d5e-8f90-a1b2c3d4e5f6"}]}`), uint16(0))
+// addWireSeeds adds the edge cases and cuts both decoders are seeded with.
+func addWireSeeds(f *testing.F) {
 	for _, body := range wireEdgeCases {
 		f.Add([]byte(body), uint16(0))
 		f.Add([]byte(body), uint16(len(body)/2))
@@ -77,6 +74,14 @@ func FuzzPushDecode(f *testing.F) {
 	for _, c := range wireCuts {
 		f.Add([]byte(c.body), c.cut)
 	}
+}
+
+func FuzzPushDecode(f *testing.F) {
+	f.Add([]byte(goPushBody("orders", "Default", `{"a":1}`, `{"index":1}`, `"text"`, `[1,2,3]`, `null`)), uint16(0))
+	f.Add([]byte(jsPushBody("test-js-q", "p1", `{"message":"Hello, world!"}`)), uint16(0))
+	f.Add([]byte(goPushBody("q", "custom-partition", `{"test":"data","value":42}`)), uint16(40))
+	f.Add([]byte(`{"items":[{"queue":"q","payload":{"a":1},"transactionId":"t","traceId":"6f1d7a52-3b4c-4d5e-8f90-a1b2c3d4e5f6"}]}`), uint16(0))
+	addWireSeeds(f)
 	f.Fuzz(func(t *testing.T, body []byte, cut uint16) {
 		limit := fuzzLimit(body, cut)
 		if d := httpd.WireDecodeDiff("push", body, limit); d != "" {
@@ -100,13 +105,7 @@ func FuzzAckDecode(f *testing.F) {
 		f.Add([]byte(body), uint16(0))
 		f.Add([]byte(body), uint16(len(body)*2/3))
 	}
-	for _, body := range wireEdgeCases {
-		f.Add([]byte(body), uint16(0))
-		f.Add([]byte(body), uint16(len(body)/2))
-	}
-	for _, c := range wireCuts {
-		f.Add([]byte(c.body), c.cut)
-	}
+	addWireSeeds(f)
 	f.Fuzz(func(t *testing.T, body []byte, cut uint16) {
 		limit := fuzzLimit(body, cut)
 		for _, route := range []string{"ack", "ack/batch"} {
