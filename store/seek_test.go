@@ -142,7 +142,7 @@ func seekBenchStore(b *testing.B, n int) (*store.Store, time.Time, time.Time) {
 	defer tx.Rollback()
 	if _, err := tx.Exec(`WITH RECURSIVE i(o) AS (SELECT 1 UNION ALL SELECT o + 1 FROM i WHERE o < ?2)
 		INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
-		SELECT ?1, o, 1, ?3 + o * 1000000, 0, 1, 0, x'00' FROM i`, pid, n-1, first); err != nil {
+		SELECT ?1, o, 1, ?3 + o * 1000000, codec, raw_size, checksum, data FROM i, segments WHERE base_offset = 0`, pid, n-1, first); err != nil {
 		b.Fatal(err)
 	}
 	last := first + int64(n-1)*1_000_000
