@@ -87,7 +87,7 @@ func (w *wtx) claimOnce(q *Queue, req *PopRequest) (res *PopResult, wake time.Ti
 		}
 		if q.Options.DelayedProcessing > 0 {
 			delay := secondsMicros(q.Options.DelayedProcessing)
-			visible, nextAt, err := w.visibleUpTo(c.part.ID, from, addMicros(now, -delay))
+			visible, nextAt, err := w.visibleUpTo(&c.part, from, addMicros(now, -delay))
 			if err != nil {
 				return nil, time.Time{}, err
 			}
@@ -285,26 +285,29 @@ func (w *wtx) quarantine(q *Queue, sp *claimSpan, bad *segmentError, group strin
 	return nil
 }
 
-// visibleUpTo returns the last offset committed at or before cutoff (from-1
-// if none), and the commit time of the segment holding from when that
-// segment is not yet visible.
-func (w *wtx) visibleUpTo(partitionID, from, cutoff int64) (int64, int64, error) {
-	var last sql.NullInt64
-	if err := w.QueryRowContext(w.ctx, `SELECT base_offset + frame_count - 1 FROM segments
-		WHERE partition_id = ? AND created_at <= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
-		partitionID, cutoff).Scan(&last); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, 0, fmt.Errorf("find visible offset: %w", err)
-	}
-	visible := from - 1
-	if last.Valid {
-		visible = last.Int64
+// visibleUpTo returns the last offset of p committed at or before cutoff
+// (from-1 if none), and the commit time of the segment holding from when
+// that segment is not yet visible.
+func (w *wtx) visibleUpTo(p *Partition, from, cutoff int64) (int64, int64, error) {
+	visible := p.LastOffset
+	if p.LastSegmentAt > cutoff {
+		// Everything before the first segment committed after cutoff is
+		// visible.
+		next, err := landing(w.ctx, w, p.ID, p.LastOffset, cutoff+1)
+		if err != nil {
+			return 0, 0, fmt.Errorf("find visible offset: %w", err)
+		}
+		if next != nil {
+			visible = next.BaseOffset - 1
+		}
 	}
 	if visible >= from {
 		return visible, 0, nil
 	}
+	visible = from - 1
 	var at int64
 	if err := w.QueryRowContext(w.ctx, `SELECT created_at FROM segments WHERE partition_id = ? AND base_offset + frame_count > ?
-		ORDER BY base_offset LIMIT 1`, partitionID, from).Scan(&at); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		ORDER BY base_offset LIMIT 1`, p.ID, from).Scan(&at); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, 0, fmt.Errorf("find next segment: %w", err)
 	}
 	return visible, at, nil

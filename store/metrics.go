@@ -54,8 +54,8 @@ type SeriesPoint struct {
 }
 
 // IngestSeries counts the messages committed per bucket in [From, To],
-// from segment commit times and frame counts: one index range over
-// (partition_id, created_at) per partition, no frame decoded. Every bucket
+// from segment commit times and frame counts: one range of the offset index
+// per partition, found by landing, no frame decoded. Every bucket
 // is present, empty ones as 0. Messages retention removed are not counted.
 func (s *Store) IngestSeries(ctx context.Context, f SeriesFilter) ([]SeriesPoint, error) {
 	if f.Bucket <= 0 || f.To.Before(f.From) {
@@ -67,25 +67,50 @@ func (s *Store) IngestSeries(ctx context.Context, f SeriesFilter) ([]SeriesPoint
 	for i := range out {
 		out[i].At = fromMicros(from + int64(i)*bucket)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT (s.created_at - ?1) / ?2, SUM(s.frame_count) FROM queues q
-		JOIN partitions p ON p.queue_id = q.id
-		JOIN segments s ON s.partition_id = p.id AND s.created_at BETWEEN ?1 AND ?3
-		WHERE q.tenant = ?4 AND (?5 = '' OR q.name = ?5) AND (?6 = '' OR q.namespace = ?6) AND (?7 = '' OR q.task = ?7)
-		GROUP BY 1`, from, bucket, to, f.Tenant, f.Queue, f.Namespace, f.Task)
+	parts, err := queryPartitions(ctx, s.r, `SELECT `+partitionColumns+` FROM partitions WHERE last_segment_at >= ?1
+		AND queue_id IN (SELECT id FROM queues WHERE tenant = ?2 AND (?3 = '' OR name = ?3) AND (?4 = '' OR namespace = ?4)
+			AND (?5 = '' OR task = ?5))`, from, f.Tenant, f.Queue, f.Namespace, f.Task)
 	if err != nil {
 		return nil, fmt.Errorf("count messages per bucket: %w", err)
+	}
+	for _, p := range parts {
+		if err := s.addIngest(ctx, p, from, to, bucket, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// addIngest adds to out the messages p committed per bucket in [from, to]:
+// the offset range between the landings of from and just after to, read
+// through the offset index.
+func (s *Store) addIngest(ctx context.Context, p *Partition, from, to, bucket int64, out []SeriesPoint) error {
+	start, err := landing(ctx, s.r, p.ID, p.LastOffset, from)
+	if err != nil || start == nil {
+		return err
+	}
+	end := p.LastOffset + 1
+	if after, err := landing(ctx, s.r, p.ID, p.LastOffset, to+1); err != nil {
+		return err
+	} else if after != nil {
+		end = after.BaseOffset
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT (created_at - ?1) / ?2, SUM(frame_count) FROM segments
+		WHERE partition_id = ?3 AND base_offset >= ?4 AND base_offset < ?5 GROUP BY 1`, from, bucket, p.ID, start.BaseOffset, end)
+	if err != nil {
+		return fmt.Errorf("count messages per bucket: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var i, count int64
 		if err := rows.Scan(&i, &count); err != nil {
-			return nil, fmt.Errorf("scan bucket: %w", err)
+			return fmt.Errorf("scan bucket: %w", err)
 		}
-		if i >= 0 && i < n {
-			out[i].Messages = count
+		if i >= 0 && i < int64(len(out)) {
+			out[i].Messages += count
 		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // QueueDepth is one queue's backlog, for metrics.

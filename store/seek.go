@@ -24,9 +24,9 @@ type SeekState struct {
 	// is then Partition.LogStart-1.
 	HasCursor bool
 	Committed int64
-	// Landing is the first segment committed at or after SeekRequest.At,
-	// found through the (partition_id, created_at) index; nil when no
-	// segment is that recent or the request carries no time.
+	// Landing is the first segment committed at or after SeekRequest.At
+	// (see landing); nil when no segment is that recent or the request
+	// carries no time.
 	Landing *SegmentRef
 	// Captured is the snapshot's committed for this partition; nil when the
 	// request names no snapshot or the partition was created after it.
@@ -111,30 +111,33 @@ func (r *SeekResult) Clamped() (bool, int64) {
 	return any, n
 }
 
-// landingSegment selects, as s, the landing segment of partition p for
-// time ?1: the first segment committed at or after it, one descent of the
-// segments_partition_time index. A seek to a time (seekStatesQuery, then
-// seek.Place) and a subscription from a time (seedExpr) both land on it.
-const landingSegment = `FROM segments s WHERE s.partition_id = p.id AND s.created_at >= ?1
-	ORDER BY s.created_at, s.id LIMIT 1`
-
 // seekStatesQuery reads, for every partition of a queue (or one named
-// partition), the watermarks, the group's cursor and the landing segment of
-// time ?1 (none when ?1 is NULL).
+// partition), the watermarks and the group's cursor.
 const seekStatesQuery = `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
-	c.committed, l.base_offset, l.frame_count, l.created_at
+	c.committed
 	FROM partitions p
-	LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?2
-	LEFT JOIN segments l ON ?1 IS NOT NULL AND l.id = (SELECT s.id ` + landingSegment + `)
-	WHERE p.queue_id = ?3 AND (?4 = '' OR p.name = ?4)
+	LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+	WHERE p.queue_id = ?2 AND (?3 = '' OR p.name = ?3)
 	ORDER BY p.id`
 
 func seekStates(ctx context.Context, db querier, queueID int64, group, partition string, at *time.Time) ([]SeekState, error) {
-	var atArg sql.NullInt64
-	if at != nil {
-		atArg = sql.NullInt64{Int64: micros(*at), Valid: true}
+	out, err := scanSeekStates(ctx, db, queueID, group, partition)
+	if err != nil || at == nil {
+		return out, err
 	}
-	rows, err := db.QueryContext(ctx, seekStatesQuery, atArg, group, queueID, partition)
+	// Landings are searched once the rows are closed: db may be one
+	// connection, busy until then.
+	for i := range out {
+		p := &out[i].Partition
+		if out[i].Landing, err = landing(ctx, db, p.ID, p.LastOffset, micros(*at)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func scanSeekStates(ctx context.Context, db querier, queueID int64, group, partition string) ([]SeekState, error) {
+	rows, err := db.QueryContext(ctx, seekStatesQuery, group, queueID, partition)
 	if err != nil {
 		return nil, fmt.Errorf("read seek state: %w", err)
 	}
@@ -143,19 +146,16 @@ func seekStates(ctx context.Context, db querier, queueID int64, group, partition
 	for rows.Next() {
 		var st SeekState
 		var created int64
-		var committed, base, count, segAt sql.NullInt64
+		var committed sql.NullInt64
 		p := &st.Partition
 		if err := rows.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created,
-			&committed, &base, &count, &segAt); err != nil {
+			&committed); err != nil {
 			return nil, fmt.Errorf("scan seek state: %w", err)
 		}
 		p.CreatedAt = fromMicros(created)
 		st.HasCursor, st.Committed = committed.Valid, committed.Int64
 		if !committed.Valid {
 			st.Committed = p.LogStart - 1
-		}
-		if base.Valid {
-			st.Landing = &SegmentRef{BaseOffset: base.Int64, FrameCount: count.Int64, CreatedAt: fromMicros(segAt.Int64)}
 		}
 		out = append(out, st)
 	}

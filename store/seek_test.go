@@ -81,9 +81,9 @@ func TestSeekIsAllOrNothingAcrossPartitions(t *testing.T) {
 }
 
 // BenchmarkSeekTimestamp measures one timestamp seek on a partition of
-// 10 000 segments and of 1 000 000: the landing segment is found by one
-// descent of the (partition_id, created_at) index, so the cost should barely
-// grow with the log. "resolve" is a dry run (a read transaction); "apply"
+// 10 000 segments and of 1 000 000: the landing segment is found by a
+// search of the offset index (landing), about 2·log2(n) probes, so the cost
+// grows with the log of the partition's length. "resolve" is a dry run (a read transaction); "apply"
 // also moves the cursor through the writer and pays a durable commit.
 func BenchmarkSeekTimestamp(b *testing.B) {
 	sizes := []int{10_000, 1_000_000}

@@ -23,20 +23,42 @@ type SubscriptionStart struct {
 	From *time.Time // ModeTimestamp only
 }
 
-// seedExpr is the committed value of a new cursor on partition p: just below
-// the oldest retained offset, or, from a time, just below the first segment
-// committed at or after it (the partition's last offset if none is).
+// seedFrom is the committed value of a new cursor on p: just below the
+// oldest retained offset, or, from a time (from valid), just below the
+// first segment committed at or after it (the partition's last offset if
+// none is).
 //
 // From a time, this is the rule of a seek to that time, seek.Place in
-// seek/seek.go, spelled in SQL so that one statement seeds every partition
-// of a queue: a group subscribing from a time starts where a seek to the
+// seek/seek.go: a group subscribing from a time starts where a seek to the
 // time would put it. TestATimestampSubscriptionStartsWhereATimeSeekLands
 // (store/seek_test.go) checks that the two agree.
-const seedExpr = `CASE WHEN ?1 IS NULL THEN p.log_start - 1 ELSE MAX(p.log_start - 1, COALESCE(
-	(SELECT s.base_offset - 1 ` + landingSegment + `), p.last_offset)) END`
+func (w *wtx) seedFrom(p *Partition, from sql.NullInt64) (int64, error) {
+	if !from.Valid {
+		return p.LogStart - 1, nil
+	}
+	l, err := landing(w.ctx, w, p.ID, p.LastOffset, from.Int64)
+	if err != nil {
+		return 0, err
+	}
+	seed := p.LastOffset
+	if l != nil {
+		seed = l.BaseOffset - 1
+	}
+	return max(p.LogStart-1, seed), nil
+}
+
+// seedCursor creates group's cursor on partitionID at committed, unless
+// one exists.
+func (w *wtx) seedCursor(partitionID int64, group string, committed int64) error {
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+		VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, partitionID, group, committed, micros(w.now)); err != nil {
+		return fmt.Errorf("seed cursor: %w", err)
+	}
+	return nil
+}
 
 // subscribe writes the group's durable subscription record for q if it has
-// none, seeding a cursor on every existing partition in one statement.
+// none, seeding a cursor on every existing partition.
 func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 	var exists bool
 	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
@@ -52,7 +74,6 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 		mode = ModeAll // queue mode never skips a backlog
 	}
 	var from sql.NullInt64
-	newSeed := "p.last_offset"
 	switch mode {
 	case ModeNew:
 		// Partitions met later are seeded from the registration time, so
@@ -63,10 +84,8 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 			return fmt.Errorf("%w: timestamp subscription without a time", ErrInvalid)
 		}
 		from = sql.NullInt64{Int64: micros(*start.From), Valid: true}
-		newSeed = ""
 	default:
 		mode = ModeAll
-		newSeed = ""
 	}
 	// Partitions created after the registration hold only messages pushed
 	// after it: they are taken from their start. Which partitions those
@@ -83,15 +102,21 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 		VALUES (?, ?, ?, ?, ?, ?)`, q.ID, group, mode, from, now, after); err != nil {
 		return fmt.Errorf("insert subscription: %w", err)
 	}
-	expr := seedExpr
-	args := []any{from, group, now, q.ID}
-	if newSeed != "" {
-		expr, args = newSeed, []any{nil, group, now, q.ID}
+	parts, err := queryPartitions(w.ctx, w.tx, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id`, q.ID)
+	if err != nil {
+		return err
 	}
-	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
-		SELECT p.id, ?2, `+expr+`, ?3 FROM partitions p WHERE p.queue_id = ?4
-		ON CONFLICT DO NOTHING`, args...); err != nil {
-		return fmt.Errorf("seed cursors: %w", err)
+	for _, p := range parts {
+		// A group subscribing to new messages starts after the last one.
+		seed := p.LastOffset
+		if mode != ModeNew {
+			if seed, err = w.seedFrom(p, from); err != nil {
+				return err
+			}
+		}
+		if err := w.seedCursor(p.ID, group, seed); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -102,11 +127,21 @@ func (w *wtx) seedMissingFrom(q *Queue, group string) error {
 		q.ID, group).Scan(&from, &after); err != nil {
 		return fmt.Errorf("read subscription: %w", err)
 	}
-	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
-		SELECT p.id, ?2, CASE WHEN p.id > ?5 THEN p.log_start - 1 ELSE `+seedExpr+` END, ?3 FROM partitions p
-		WHERE p.queue_id = ?4 AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?2)`,
-		from, group, micros(w.now), q.ID, after); err != nil {
-		return fmt.Errorf("seed new partitions: %w", err)
+	parts, err := queryPartitions(w.ctx, w.tx, `SELECT `+partitionColumns+` FROM partitions p WHERE p.queue_id = ?
+		AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?) ORDER BY id`, q.ID, group)
+	if err != nil {
+		return fmt.Errorf("find new partitions: %w", err)
+	}
+	for _, p := range parts {
+		seed := p.LogStart - 1 // created after the registration
+		if !after.Valid || p.ID <= after.Int64 {
+			if seed, err = w.seedFrom(p, from); err != nil {
+				return err
+			}
+		}
+		if err := w.seedCursor(p.ID, group, seed); err != nil {
+			return err
+		}
 	}
 	return nil
 }
