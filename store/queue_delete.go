@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Deleting a queue: a first op detaches it, bounded ops then empty it.
 
 // Batch sizes of DeleteQueue: each writer op removes at most this many
-// segments, or dedup keys, so pushes fused with it wait for one bounded
+// segments, or dedup keys (the frames of those segments; one segment with
+// more still goes, alone), so pushes fused with it wait for one bounded
 // delete rather than for the whole queue.
 const (
 	DefaultDeleteSegmentBatch = 500
@@ -160,42 +162,33 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	// Each step spends both budgets: keys and segments of the same
-	// partitions go in the same commit, halving the commits of a purge.
-	// Partitions cost a few statements each even when empty.
-	segBudget, keyBudget, partBudget := segBatch, keyBatch, deletePartitionBatch
+	// Each step spends both budgets: a segment's keys go in the same
+	// commit as the segment. Partitions cost a few statements each even
+	// when empty.
+	segBudget, keyBudget, partBudget := segBatch, int64(keyBatch), deletePartitionBatch
 	for _, p := range parts {
 		if partBudget--; partBudget < 0 {
 			return false, nil
 		}
-		// Dedup keys in primary-key order: each batch starts where the
-		// last one stopped, so the whole pass is linear.
-		res, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ?1 AND (txn_key, offset) IN
-			(SELECT txn_key, offset FROM txids WHERE partition_id = ?1 LIMIT ?2)`, p.ID, keyBudget)
+		// Segments from the front, evicted as retention evicts them: their
+		// dedup keys are found by the transactionIds they hold, one key
+		// seek each, so a step costs what it deletes and a purge stays
+		// linear. log_start moves with the segments, so the partition
+		// stays a valid log at every commit. As in retention, a segment
+		// with more frames than the key budget still goes, alone.
+		segs, err := w.firstSegments(p.ID, segBudget)
 		if err != nil {
-			return false, fmt.Errorf("delete dedup keys: %w", err)
+			return false, err
 		}
-		keys, _ := res.RowsAffected()
-		keyBudget -= int(keys)
-		// Segments from the front, moving log_start with them so the
-		// partition stays a valid log at every commit.
-		var end sql.NullInt64
-		var segs int64
-		if err := w.QueryRowContext(w.ctx, `SELECT MAX(base_offset + frame_count), COUNT(*) FROM (SELECT base_offset, frame_count
-			FROM segments WHERE partition_id = ? ORDER BY base_offset LIMIT ?)`, p.ID, segBudget).Scan(&end, &segs); err != nil {
-			return false, fmt.Errorf("find segments to delete: %w", err)
+		take, more := takePrefix(segs, EvictLimits{Segments: segBudget, Bytes: math.MaxInt64, Frames: keyBudget},
+			func(segMeta) bool { return true })
+		res, err := w.evict(p, take)
+		if err != nil {
+			return false, err
 		}
-		if segs > 0 {
-			if _, err := w.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset < ?`, p.ID, end.Int64); err != nil {
-				return false, fmt.Errorf("delete segments: %w", err)
-			}
-			w.rowsChanged()
-			if _, err := w.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ?`, end.Int64, p.ID); err != nil {
-				return false, fmt.Errorf("advance log_start: %w", err)
-			}
-			segBudget -= int(segs)
-		}
-		if keyBudget <= 0 || segBudget <= 0 {
+		segBudget -= res.Segments
+		keyBudget -= res.Frames
+		if more || keyBudget <= 0 || segBudget <= 0 {
 			// Budget spent: this partition may hold more; the next step
 			// sees it again.
 			return false, nil

@@ -2,12 +2,15 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/store"
@@ -179,5 +182,106 @@ func BenchmarkDeleteQueue(b *testing.B) {
 				st.Close()
 			}
 		})
+	}
+}
+
+// queueKeys lists the dedup keys of queue's partitions, in one fixed order.
+func queueKeys(t *testing.T, st *store.Store, queue string) []string {
+	t.Helper()
+	rows, err := st.ReadDB().Query(`SELECT t.partition_id, t.txn_key, t.offset FROM txids t
+		JOIN partitions p ON p.id = t.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE q.name = ? ORDER BY t.partition_id, t.offset`, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var part, key, off int64
+		if err := rows.Scan(&part, &key, &off); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprint(part, ":", key, ":", off))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A purge finds a segment's dedup keys by the transactionIds it holds (or,
+// for a segment that does not decode, by offset): every key of the deleted
+// queue goes, including keys interleaved in the index with another
+// queue's, and no key of the other queue does.
+func TestDeleteQueueRemovesEveryDedupKey(t *testing.T) {
+	ctx := context.Background()
+	st := combtest.MustOpenStore(t, combtest.Options{})
+	push := func(queue string, parts, perPart, round int) {
+		var items []store.PushItem
+		for p := range parts {
+			for i := range perPart {
+				// Time-ordered ids (whose keys of both queues interleave)
+				// and ids that are not UUIDs (whose keys are hashed).
+				txn := uuid.Must(uuid.NewV7()).String()
+				if round%2 == 1 {
+					txn = fmt.Sprintf("%s-%d-%d-%d", queue, round, p, i)
+				}
+				items = append(items, store.PushItem{Queue: queue, Partition: fmt.Sprintf("p%d", p), TxnID: txn, Payload: []byte("1")})
+			}
+		}
+		if _, err := st.Push(ctx, "", items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range 40 {
+		push("big", 3, 5, r)  // 120 segments, 600 keys
+		push("keep", 2, 3, r) // 80 segments, 240 keys
+	}
+	var bigParts []int64
+	rows, err := st.ReadDB().Query(`SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE q.name = 'big'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		bigParts = append(bigParts, id)
+	}
+	rows.Close()
+	keep, big := queueKeys(t, st, "keep"), queueKeys(t, st, "big")
+	if len(keep) != 240 || len(big) != 600 || len(bigParts) != 3 {
+		t.Fatalf("before the delete: %d keys of keep, %d keys and %d partitions of big", len(keep), len(big), len(bigParts))
+	}
+	// A segment of big in the middle of a partition that does not decode:
+	// its keys can only be found by offset.
+	db, err := sql.Open("sqlite", "file:"+st.Path()+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if res, err := db.Exec(`UPDATE segments SET checksum = checksum + 1 WHERE partition_id = ? AND base_offset = 50`,
+		bigParts[1]); err != nil {
+		t.Fatal(err)
+	} else if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("corrupted %d segments, want 1", n)
+	}
+	if existed, err := st.DeleteQueueBatched(ctx, "", "big", 7, 11); err != nil || !existed {
+		t.Fatalf("delete = %v, %v", existed, err)
+	}
+	var left int
+	if err := st.ReadDB().QueryRow(`SELECT COUNT(*) FROM txids WHERE partition_id IN (?, ?, ?)`,
+		bigParts[0], bigParts[1], bigParts[2]).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d dedup keys of the deleted queue's partitions left", left)
+	}
+	if got := queueKeys(t, st, "keep"); !slices.Equal(got, keep) {
+		t.Errorf("keys of the other queue changed: %d of %d left", len(got), len(keep))
+	}
+	if c := rowCounts(t, st); c["txids"] != len(keep) {
+		t.Errorf("txids rows = %d, want the other queue's %d", c["txids"], len(keep))
 	}
 }
