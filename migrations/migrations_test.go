@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -131,5 +132,94 @@ func TestUpDownUp(t *testing.T) {
 	}
 	if again, err := p.Up(ctx); err != nil || len(again) != len(up) {
 		t.Fatalf("up again: %d applied, %v", len(again), err)
+	}
+}
+
+// txidsKeyOrder returns the primary-key columns of txids, in key order.
+func txidsKeyOrder(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT name FROM pragma_table_info('txids') WHERE pk > 0 ORDER BY pk`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// txidsRows returns every row of txids as text, in one fixed order.
+func txidsRows(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var s string
+	if err := db.QueryRow(`SELECT COALESCE(group_concat(r, ' '), '') FROM (SELECT partition_id || ':' || txn_key || ':' || offset AS r
+		FROM txids ORDER BY partition_id, txn_key, offset)`).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Migration 9 rebuilds txids keyed by txn_key first; up and down must
+// carry every row across.
+func TestTxidsByKeyKeepsRows(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	goose.SetLogger(goose.NopLogger())
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 8); err != nil {
+		t.Fatalf("up to 8: %v", err)
+	}
+	// Several partitions, keys out of order, one key shared by two
+	// partitions and one key at two offsets of one partition (keys are not
+	// unique to an id).
+	if _, err := db.Exec(`INSERT INTO txids (partition_id, txn_key, offset) VALUES
+		(1, 50, 0), (1, 10, 1), (1, 10, 2), (2, 50, 0), (2, -7, 1), (3, 9223372036854775807, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	want := txidsRows(t, db)
+	if got := txidsKeyOrder(t, db); fmt.Sprint(got) != "[partition_id txn_key offset]" {
+		t.Fatalf("key before migration 9 = %v", got)
+	}
+	if _, err := p.UpTo(ctx, 9); err != nil {
+		t.Fatalf("up to 9: %v", err)
+	}
+	if got := txidsKeyOrder(t, db); fmt.Sprint(got) != "[txn_key partition_id offset]" {
+		t.Errorf("key after migration 9 = %v", got)
+	}
+	if got := txidsRows(t, db); got != want {
+		t.Errorf("rows after migration 9 = %q, want %q", got, want)
+	}
+	var withoutRowid, strict bool
+	if err := db.QueryRow(`SELECT wr, strict FROM pragma_table_list('txids')`).Scan(&withoutRowid, &strict); err != nil {
+		t.Fatal(err)
+	}
+	if !withoutRowid || !strict {
+		t.Errorf("txids after migration 9: WITHOUT ROWID %v, STRICT %v; want both", withoutRowid, strict)
+	}
+	if _, err := p.DownTo(ctx, 8); err != nil {
+		t.Fatalf("down to 8: %v", err)
+	}
+	if got := txidsKeyOrder(t, db); fmt.Sprint(got) != "[partition_id txn_key offset]" {
+		t.Errorf("key after migration 9's down = %v", got)
+	}
+	if got := txidsRows(t, db); got != want {
+		t.Errorf("rows after migration 9's down = %q, want %q", got, want)
 	}
 }

@@ -173,9 +173,10 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 		// Segments from the front, evicted as retention evicts them: their
 		// dedup keys are found by the transactionIds they hold, one key
 		// seek each, so a step costs what it deletes and a purge stays
-		// linear. log_start moves with the segments, so the partition
-		// stays a valid log at every commit. As in retention, a segment
-		// with more frames than the key budget still goes, alone.
+		// linear (the index leads with the key, so a partition's keys are
+		// not a range of it). log_start moves with the segments, so the
+		// partition stays a valid log at every commit. As in retention, a
+		// segment with more frames than the key budget still goes, alone.
 		segs, err := w.firstSegments(p.ID, segBudget)
 		if err != nil {
 			return false, err

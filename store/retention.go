@@ -404,7 +404,9 @@ func (w *wtx) evict(p *Partition, segs []segMeta) (EvictResult, error) {
 		}
 	} else {
 		// A segment that does not decode cannot name its keys: find them by
-		// offset, a scan of the partition's keys, paid only in that case.
+		// partition and offset. The index leads with the key, so this scans
+		// every partition's keys; it is paid only for a damaged segment,
+		// which retention and queue deletes meet rarely, never per push.
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
 			return res, fmt.Errorf("delete evicted dedup keys: %w", err)
 		}

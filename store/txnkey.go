@@ -17,8 +17,9 @@ import (
 //
 // A canonical UUID (what the SDKs and comb generate) keeps its first 48
 // bits, the time of a version 7 id, above 15 bits of a hash of the whole
-// text, so keys of one partition grow with time and the index appends at
-// its right edge as the text index did. Any other text is hashed.
+// text, so keys grow with time across all partitions and the index, which
+// leads with the key, takes a commit's keys at its right edge. Any other
+// text is hashed.
 func txnKey(s string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte(s))
@@ -73,8 +74,8 @@ func txnOffsets(ctx context.Context, db querier, partitionID int64, ids []string
 		return found, nil
 	}
 	rows, err := db.QueryContext(ctx,
-		// IN (subquery) makes SQLite probe the primary key once per key; a
-		// join lets it scan the partition's whole key range instead.
+		// IN (subquery) makes SQLite probe the primary key once per
+		// (key, partition).
 		`SELECT offset FROM txids WHERE partition_id = +?2 AND txn_key IN (SELECT value FROM json_each(?1))`,
 		string(appendTxnKeys(make([]byte, 0, 20*len(ids)), ids)), partitionID)
 	if err != nil {
