@@ -225,7 +225,12 @@ func (s *Store) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		// the client leaving cannot fail the read (the writer's context is
 		// not the request's). Isolated: a claim that fails (a payload no
 		// key opens) rolls back alone instead of failing its neighbours.
-		err = s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		// Lazy unless it consumes (autoAck) or may subscribe the group: a
+		// subscription lost to a power cut would be taken again later, and
+		// a group subscribing to new messages would then skip the ones
+		// pushed in between. Cursors it seeds on new partitions are seeded
+		// again the same way from the durable subscription.
+		err = s.submit(ctx, &writeOp{isolated: true, lazy: subscribed && !req.AutoAck, apply: func(w *wtx) error {
 			var err error
 			got, wake, err = w.claim(q, &req)
 			return err

@@ -109,6 +109,11 @@ type Store struct {
 	stats    Stats
 	onCommit func(ops int, d time.Duration) // nil = none
 	log      *slog.Logger
+	// syncLevel is the synchronous level commits keep their promise at;
+	// syncNow the level the writer's connection is set to, NORMAL for a
+	// commit of claims only (writer goroutine only).
+	syncLevel, syncNow string
+
 	// afterLocate, set only by tests, runs between locating acks and
 	// submitting them, where a write committed meanwhile would land.
 	afterLocate func()
@@ -121,6 +126,9 @@ type Stats struct {
 	Segments     atomic.Int64
 	Frames       atomic.Int64
 	CommitMicros atomic.Int64
+	// LazyCommits counts commits of lazy ops only, made without a sync of
+	// their own.
+	LazyCommits atomic.Int64
 	// Quarantined counts segments put aside because they failed their
 	// checksum or did not decode.
 	Quarantined atomic.Int64
@@ -186,6 +194,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		maxBytes: cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
 		stopped:  make(chan struct{}),
 	}
+	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()
 	defer func() {
 		if err != nil {

@@ -18,8 +18,15 @@ type writeOp struct {
 	// neighbours.
 	apply    func(w *wtx) error
 	isolated bool
-	bytes    int
-	done     chan error
+	// lazy ops are answered once their commit is visible, without waiting
+	// for it to be durable: a commit of lazy ops only is not synced, and
+	// the next commit that is syncs it with its own (one WAL, written in
+	// order). Power lost in between undoes a suffix of lazy commits and
+	// nothing else. Only claims are lazy: losing a lease means an earlier
+	// redelivery, never a lost message.
+	lazy  bool
+	bytes int
+	done  chan error
 }
 
 // submit hands op to the writer and waits for its durable outcome. The wait
@@ -119,6 +126,9 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	start := time.Now()
 	ctx := context.Background() // a commit in progress is never abandoned
 	tx := s.wconn
+	if err := s.setSync(ctx, batch); err != nil {
+		return nil, nil, err
+	}
 	if _, err := tx.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
@@ -161,6 +171,9 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
 	s.stats.Commits.Add(1)
+	if s.syncNow != s.syncLevel {
+		s.stats.LazyCommits.Add(1)
+	}
 	s.stats.CommitOps.Add(int64(len(batch)))
 	s.stats.CommitMicros.Add(time.Since(start).Microseconds())
 	if s.onCommit != nil {
@@ -168,6 +181,28 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	}
 	s.rows.keep(w)
 	return errs, w.notifyKeys(), nil
+}
+
+// setSync sets the writer's connection to the synchronous level batch
+// needs: NORMAL, which commits without a sync, when every op in it is lazy;
+// the store's level otherwise. SQLite refuses the change inside a
+// transaction, so it is made before BEGIN.
+func (s *Store) setSync(ctx context.Context, batch []*writeOp) error {
+	level := "NORMAL"
+	for _, op := range batch {
+		if !op.lazy {
+			level = s.syncLevel
+			break
+		}
+	}
+	if level == s.syncNow {
+		return nil
+	}
+	if _, err := s.wconn.ExecContext(ctx, "PRAGMA synchronous = "+level); err != nil {
+		return fmt.Errorf("set synchronous %s: %w", level, err)
+	}
+	s.syncNow = level
+	return nil
 }
 
 // wtx is the state of one fused transaction.

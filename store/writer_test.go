@@ -330,3 +330,54 @@ func TestPopsTakePartitionsInTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyClaimsOfASubscribedGroupCommitWithoutASync checks which writes
+// may skip their sync: a pop that may subscribe its group or that consumes
+// (autoAck) waits for a durable commit like a push or an ack; the pops
+// after it only lease, and commit lazily.
+func TestOnlyClaimsOfASubscribedGroupCommitWithoutASync(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.Real{})
+	lazy := func() int64 { return s.stats.LazyCommits.Load() }
+	step := func(what string, wantLazy bool, f func() error) {
+		t.Helper()
+		before := lazy()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := lazy() - before; got != map[bool]int64{true: 1, false: 0}[wantLazy] {
+			t.Fatalf("%s: %d lazy commits, want lazy %v", what, got, wantLazy)
+		}
+	}
+	push := func() error {
+		_, err := s.Push(ctx, "", []PushItem{{Queue: "q", Payload: []byte(`{}`)}, {Queue: "q", Payload: []byte(`{}`)}})
+		return err
+	}
+	var leased *PopResult
+	pop := func(group string, autoAck bool) func() error {
+		return func() error {
+			res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: group, AutoAck: autoAck})
+			if err == nil && len(res.Messages) != 1 {
+				err = fmt.Errorf("popped %d messages, want 1", len(res.Messages))
+			}
+			leased = res
+			return err
+		}
+	}
+	ack := func() error {
+		m := leased.Messages[0]
+		res, err := s.Ack(ctx, "", "g", []AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID}})
+		if err == nil && !res[0].Success {
+			err = fmt.Errorf("ack: %+v", res[0])
+		}
+		return err
+	}
+	step("push", false, push)
+	step("a group's first pop", false, pop("g", false))
+	step("ack", false, ack)
+	step("its next pop", true, pop("g", false))
+	step("ack", false, ack)
+	step("push", false, push)
+	step("an autoAck pop", false, pop("auto", true))
+	step("another autoAck pop", false, pop("auto", true))
+}
