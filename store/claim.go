@@ -289,17 +289,15 @@ func (w *wtx) quarantine(q *Queue, sp *claimSpan, bad *segmentError, group strin
 // (from-1 if none), and the commit time of the segment holding from when
 // that segment is not yet visible.
 func (w *wtx) visibleUpTo(p *Partition, from, cutoff int64) (int64, int64, error) {
+	// Everything before the first segment committed after cutoff is
+	// visible.
 	visible := p.LastOffset
-	if p.LastSegmentAt > cutoff {
-		// Everything before the first segment committed after cutoff is
-		// visible.
-		next, err := landing(w.ctx, w, p.ID, p.LastOffset, cutoff+1)
-		if err != nil {
-			return 0, 0, fmt.Errorf("find visible offset: %w", err)
-		}
-		if next != nil {
-			visible = next.BaseOffset - 1
-		}
+	next, err := landing(w.ctx, w, p, cutoff+1)
+	if err != nil {
+		return 0, 0, fmt.Errorf("find visible offset: %w", err)
+	}
+	if next != nil {
+		visible = next.BaseOffset - 1
 	}
 	if visible >= from {
 		return visible, 0, nil

@@ -7,40 +7,48 @@ import (
 	"fmt"
 )
 
-// landing returns the first segment of a partition committed at or after
-// t (µs), nil when none is that recent. lastOffset is the partition's last
-// offset, read with the caller's view of it.
+// landing returns the first segment of p committed at or after t (µs),
+// nil when none is that recent. It reads no segment past p.LastOffset, and
+// trusts p.LastSegmentAt, the newest segment's time, as of the same view.
 //
 // Segments carry no index on created_at: one would add a leaf page per
 // partition to every push commit, a third of its WAL writes. None is
 // needed, because flush stamps a segment max(now, the partition's last
 // created_at), so created_at never decreases with base_offset, and the
 // first segment at or after t is found by searching offsets. The search
-// gallops back from the newest segment, then halves: a recent t (a claim
-// behind a delay, the last minute's ingest) costs a few probes of the
-// offset index, an old one about 2·log2 of the partition's length.
-func landing(ctx context.Context, db querier, partitionID, lastOffset, t int64) (*SegmentRef, error) {
-	// Below, P(o) says the first segment starting at or after offset o is
-	// missing or committed at or after t. P is false then true as o grows;
-	// the answer is that segment for the smallest o where P holds.
-	// P(lastOffset+1) holds (no segment starts there), and lo = -1 stands
-	// for "before every offset", where P is taken as false.
-	lo, hi := int64(-1), lastOffset+1
-	var found *SegmentRef // the segment at hi; none at lastOffset+1
-	if p, ok := db.(interface {
+// guesses the offset by interpolating between the oldest and the newest
+// segment's times, gallops from the guess until it brackets the answer,
+// then halves: a few probes of the offset index when messages arrive at a
+// steady rate, about 2·log2 of the partition's length at worst.
+func landing(ctx context.Context, db querier, p *Partition, t int64) (*SegmentRef, error) {
+	if p.LastSegmentAt < t {
+		return nil, nil // every segment is older
+	}
+	if pr, ok := db.(interface {
 		PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 	}); ok {
 		// A transaction or a bare connection prepares every query anew,
 		// which would cost more than the probe itself.
-		st, err := p.PrepareContext(ctx, segmentFromQuery)
+		st, err := pr.PrepareContext(ctx, segmentFromQuery)
 		if err != nil {
 			return nil, fmt.Errorf("prepare segment search: %w", err)
 		}
 		defer st.Close()
 		db = stmtQuerier{st}
 	}
+	first, err := segmentFrom(ctx, db, p.ID, 0)
+	if err != nil || first == nil || micros(first.CreatedAt) >= t {
+		return first, err
+	}
+	// Below, P(o) says the first segment starting at or after offset o is
+	// missing or committed at or after t. P is false then true as o grows;
+	// the answer is that segment for the smallest o where P holds. P is
+	// false at lo (the oldest segment) and true at hi = LastOffset+1,
+	// where no segment starts.
+	lo, hi := first.BaseOffset, p.LastOffset+1
+	var found *SegmentRef // the segment at hi
 	holds := func(o int64) (bool, error) {
-		seg, err := segmentFrom(ctx, db, partitionID, o)
+		seg, err := segmentFrom(ctx, db, p.ID, o)
 		if err != nil {
 			return false, err
 		}
@@ -51,13 +59,30 @@ func landing(ctx context.Context, db querier, partitionID, lastOffset, t int64) 
 		lo = o
 		return false, nil
 	}
-	for step := int64(1); hi-step > lo; step *= 2 {
-		ok, err := holds(hi - step)
+	if hi-lo > 1 {
+		span := float64(t-micros(first.CreatedAt)) / float64(max(p.LastSegmentAt-micros(first.CreatedAt), 1))
+		guess := min(max(lo+int64(span*float64(hi-lo)), lo+1), hi-1)
+		ok, err := holds(guess)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			break
+		for step := int64(1); ; step *= 2 {
+			// Gallop away from the guess, down while P holds, up while
+			// it does not, until the answer is bracketed.
+			o := hi - step
+			if !ok {
+				o = lo + step
+			}
+			if o <= lo || o >= hi {
+				break
+			}
+			now, err := holds(o)
+			if err != nil {
+				return nil, err
+			}
+			if now != ok {
+				break
+			}
 		}
 	}
 	for hi-lo > 1 {

@@ -56,9 +56,9 @@ func TestLandingAndIngestCountsAgreeWithScans(t *testing.T) {
 		segs = append(segs, s)
 	}
 	rows.Close()
-	var pid, last int64
-	if err := st.rdb.QueryRowContext(ctx, `SELECT id, last_offset FROM partitions`).Scan(&pid, &last); err != nil {
-		t.Fatal(err)
+	parts, err := queryPartitions(ctx, st.r, `SELECT `+partitionColumns+` FROM partitions`)
+	if err != nil || len(parts) != 1 {
+		t.Fatalf("partitions: %v, %v", parts, err)
 	}
 	var times []int64
 	for _, s := range segs {
@@ -73,7 +73,7 @@ func TestLandingAndIngestCountsAgreeWithScans(t *testing.T) {
 				break
 			}
 		}
-		got, err := landing(ctx, st.r, pid, last, at)
+		got, err := landing(ctx, st.r, parts[0], at)
 		if err != nil {
 			t.Fatal(err)
 		}

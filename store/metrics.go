@@ -85,12 +85,12 @@ func (s *Store) IngestSeries(ctx context.Context, f SeriesFilter) ([]SeriesPoint
 // the offset range between the landings of from and just after to, read
 // through the offset index.
 func (s *Store) addIngest(ctx context.Context, p *Partition, from, to, bucket int64, out []SeriesPoint) error {
-	start, err := landing(ctx, s.r, p.ID, p.LastOffset, from)
+	start, err := landing(ctx, s.r, p, from)
 	if err != nil || start == nil {
 		return err
 	}
 	end := p.LastOffset + 1
-	if after, err := landing(ctx, s.r, p.ID, p.LastOffset, to+1); err != nil {
+	if after, err := landing(ctx, s.r, p, to+1); err != nil {
 		return err
 	} else if after != nil {
 		end = after.BaseOffset

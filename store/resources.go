@@ -333,7 +333,7 @@ func (s *Store) ingestedSince(ctx context.Context, tenant string, since int64) (
 	}
 	var n int64
 	for _, p := range parts {
-		l, err := landing(ctx, s.r, p.ID, p.LastOffset, since+1)
+		l, err := landing(ctx, s.r, p, since+1)
 		if err != nil {
 			return 0, fmt.Errorf("count recent messages: %w", err)
 		}

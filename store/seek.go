@@ -129,7 +129,7 @@ func seekStates(ctx context.Context, db querier, queueID int64, group, partition
 	// connection, busy until then.
 	for i := range out {
 		p := &out[i].Partition
-		if out[i].Landing, err = landing(ctx, db, p.ID, p.LastOffset, micros(*at)); err != nil {
+		if out[i].Landing, err = landing(ctx, db, p, micros(*at)); err != nil {
 			return nil, err
 		}
 	}

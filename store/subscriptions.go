@@ -36,7 +36,7 @@ func (w *wtx) seedFrom(p *Partition, from sql.NullInt64) (int64, error) {
 	if !from.Valid {
 		return p.LogStart - 1, nil
 	}
-	l, err := landing(w.ctx, w, p.ID, p.LastOffset, from.Int64)
+	l, err := landing(w.ctx, w, p, from.Int64)
 	if err != nil {
 		return 0, err
 	}
