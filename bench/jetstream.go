@@ -25,8 +25,8 @@ type jsServer struct {
 }
 
 // startJetStream starts a server storing under dir. With syncAlways every
-// write is fsynced before it is acknowledged, as comb does every commit;
-// without it JetStream fsyncs on a timer (its default).
+// write is fsynced before it is acknowledged, as comb does every commit of
+// a push or an ack; without it JetStream fsyncs on a timer (its default).
 func startJetStream(dir string, syncAlways bool) (*jsServer, error) {
 	j, err := startJetStreamServer(dir, false)
 	if err != nil || !syncAlways {

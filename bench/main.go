@@ -224,7 +224,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	tw.Flush()
 	fmt.Println("\nJS default: async publish, fsync every 2 min (JetStream's default); JS fsync: sync_always.")
-	fmt.Println("comb answers a push or an ack only after its commit is fsynced (synchronous=FULL).")
+	fmt.Println("comb answers a push or an ack only after its commit is fsynced (synchronous=FULL); a pop that only leases is not synced.")
 	fmt.Printf("comb is driven by the %s HTTP client (-client).\n", cfg.client)
 	return nil
 }
