@@ -53,9 +53,14 @@ var testRows = []struct{ table, insert string }{
 
 // userTables lists the tables of db other than SQLite's and goose's own.
 func userTables(t *testing.T, db *sql.DB) []string {
-	t.Helper()
-	rows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+	return names(t, db, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
 		AND name != 'goose_db_version' ORDER BY name`)
+}
+
+// names returns the one text column query selects, row by row.
+func names(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.Query(query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,22 +79,30 @@ func userTables(t *testing.T, db *sql.DB) []string {
 	return out
 }
 
-// TestUpDownUp applies every migration, writes a row in every table, rolls
-// all the way down and up again: each Down must undo its Up even with rows
-// present, and the versions must apply in order on a fresh file.
-func TestUpDownUp(t *testing.T) {
-	ctx := context.Background()
+// openProvider opens a new database file and the goose provider of the
+// migrations on it.
+func openProvider(t *testing.T) (*sql.DB, *goose.Provider) {
+	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "m.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	db.SetMaxOpenConns(1)
 	goose.SetLogger(goose.NopLogger())
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, p
+}
+
+// TestUpDownUp applies every migration, writes a row in every table, rolls
+// all the way down and up again: each Down must undo its Up even with rows
+// present, and the versions must apply in order on a fresh file.
+func TestUpDownUp(t *testing.T) {
+	ctx := context.Background()
+	db, p := openProvider(t)
 	up, err := p.Up(ctx)
 	if err != nil {
 		t.Fatalf("up: %v", err)
@@ -137,24 +150,7 @@ func TestUpDownUp(t *testing.T) {
 
 // txidsKeyOrder returns the primary-key columns of txids, in key order.
 func txidsKeyOrder(t *testing.T, db *sql.DB) []string {
-	t.Helper()
-	rows, err := db.Query(`SELECT name FROM pragma_table_info('txids') WHERE pk > 0 ORDER BY pk`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return names(t, db, `SELECT name FROM pragma_table_info('txids') WHERE pk > 0 ORDER BY pk`)
 }
 
 // txidsRows returns every row of txids as text, in one fixed order.
@@ -172,17 +168,7 @@ func txidsRows(t *testing.T, db *sql.DB) string {
 // carry every row across.
 func TestTxidsByKeyKeepsRows(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	goose.SetLogger(goose.NopLogger())
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, p := openProvider(t)
 	if _, err := p.UpTo(ctx, 8); err != nil {
 		t.Fatalf("up to 8: %v", err)
 	}
