@@ -10,6 +10,9 @@ type EngineStats struct {
 	// Commits is the transactions the writer committed; CommitOps the
 	// writes they fused; CommitMicros the time they took.
 	Commits, CommitOps, CommitMicros int64
+	// LazyCommits is the commits of lease-only pops made without a sync of
+	// their own; the next durable commit syncs them.
+	LazyCommits int64
 	// Segments and Frames are the segments and messages appended.
 	Segments, Frames int64
 	// Quarantined counts segments put aside because they failed their
@@ -33,7 +36,8 @@ func (b *Broker) EngineStats() EngineStats {
 	return EngineStats{
 		PendingWrites: b.st.PendingWrites(),
 		Commits:       st.Commits.Load(), CommitOps: st.CommitOps.Load(), CommitMicros: st.CommitMicros.Load(),
-		Segments: st.Segments.Load(), Frames: st.Frames.Load(),
+		LazyCommits: st.LazyCommits.Load(),
+		Segments:    st.Segments.Load(), Frames: st.Frames.Load(),
 		Quarantined: st.Quarantined.Load(), FramesEvicted: st.FramesEvicted.Load(),
 		Readers: ReaderStats{MaxOpen: pool.MaxOpenConnections, Open: pool.OpenConnections, InUse: pool.InUse, Idle: pool.Idle},
 	}

@@ -201,6 +201,7 @@ type promCollector struct {
 	uptime, requests, parked       *prometheus.Desc
 	scrapeErrors                   *prometheus.Desc
 	quarantined, evicted           *prometheus.Desc
+	lazyCommits                    *prometheus.Desc
 }
 
 func newPromCollector(s *Server) *promCollector {
@@ -224,7 +225,7 @@ func newPromCollector(s *Server) *promCollector {
 		groupLag: d("queen_consumer_group_lag", "Messages a consumer group has not completed, summed over partitions.",
 			"tenant", "queue", "consumer_group"),
 		commitOps:     d("queen_commit_batch_size", "Writes fused into one commit."),
-		commitSeconds: d("queen_commit_duration_seconds", "Time from begin to durable commit."),
+		commitSeconds: d("queen_commit_duration_seconds", "Time from begin to commit, durable unless lazy (comb_commits_unsynced_total)."),
 		dbSize:        d("queen_database_size_bytes", "Database file plus write-ahead log, in bytes."),
 		walSize:       d("queen_database_wal_bytes", "Write-ahead log, in bytes."),
 		pendingWrites: d("queen_database_pending_writes", "Writes queued for the single writer."),
@@ -238,13 +239,15 @@ func newPromCollector(s *Server) *promCollector {
 			"Segments put aside because they failed their checksum or did not decode (docs/limits.md)."),
 		evicted: d("comb_frames_evicted_unconsumed_total",
 			"Frames retention removed before a consumer group that needed them consumed them."),
+		lazyCommits: d("comb_commits_unsynced_total",
+			"Commits of lease-only pops made without a sync of their own; the next durable commit syncs them."),
 	}
 }
 
 func (c *promCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.pushed, c.popped, c.acked, c.dlq, c.depth, c.stored, c.groupLag,
 		c.commitOps, c.commitSeconds, c.dbSize, c.walSize, c.pendingWrites, c.readerInUse, c.readerOpen,
-		c.uptime, c.requests, c.parked, c.scrapeErrors, c.quarantined, c.evicted} {
+		c.uptime, c.requests, c.parked, c.scrapeErrors, c.quarantined, c.evicted, c.lazyCommits} {
 		ch <- d
 	}
 }
@@ -277,6 +280,7 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 	es := b.EngineStats()
 	counter(c.quarantined, es.Quarantined)
 	counter(c.evicted, es.FramesEvicted)
+	counter(c.lazyCommits, es.LazyCommits)
 
 	errs := 0
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -159,7 +159,8 @@ func TestMetricsPrometheus(t *testing.T) {
 	if got := counter("queen_http_requests_total", map[string]string{"code": "2xx"}); got < 5 {
 		t.Errorf("2xx requests = %v", got)
 	}
-	for _, name := range []string{"queen_uptime_seconds", "queen_parked_pops", "go_goroutines", "process_cpu_seconds_total"} {
+	for _, name := range []string{"queen_uptime_seconds", "queen_parked_pops", "comb_commits_unsynced_total", "go_goroutines",
+		"process_cpu_seconds_total"} {
 		if f[name] == nil {
 			t.Errorf("no family %s", name)
 		}
