@@ -129,13 +129,13 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	if err := s.setSync(ctx, batch); err != nil {
 		return nil, nil, err
 	}
-	if _, err := tx.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := s.execControl(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			s.rows.forget()
-			if _, rerr := tx.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+			if _, rerr := s.execControl(ctx, "ROLLBACK"); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 			}
 		}
@@ -150,24 +150,24 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 			continue
 		}
 		staged := w.stagedMark()
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+		if _, err := s.execControl(ctx, "SAVEPOINT op"); err != nil {
 			return nil, nil, fmt.Errorf("savepoint: %w", err)
 		}
 		if opErr := op.apply(w); opErr != nil {
 			errs[i] = opErr
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+			if _, err := s.execControl(ctx, "ROLLBACK TO op"); err != nil {
 				return nil, nil, fmt.Errorf("rollback to savepoint: %w", err)
 			}
 			w.forgetResolved(staged)
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+		if _, err := s.execControl(ctx, "RELEASE op"); err != nil {
 			return nil, nil, fmt.Errorf("release savepoint: %w", err)
 		}
 	}
 	if err := w.flush(); err != nil {
 		return nil, nil, err
 	}
-	if _, err := tx.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err := s.execControl(ctx, "COMMIT"); err != nil {
 		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
 	s.stats.Commits.Add(1)
@@ -198,11 +198,25 @@ func (s *Store) setSync(ctx context.Context, batch []*writeOp) error {
 	if level == s.syncNow {
 		return nil
 	}
-	if _, err := s.wconn.ExecContext(ctx, "PRAGMA synchronous = "+level); err != nil {
+	if _, err := s.execControl(ctx, "PRAGMA synchronous = "+level); err != nil {
 		return fmt.Errorf("set synchronous %s: %w", level, err)
 	}
 	s.syncNow = level
 	return nil
+}
+
+// execControl runs a statement of the writer's own, with no arguments, such
+// as BEGIN or COMMIT, prepared once: every commit runs several, and
+// preparing each anew cost more than running it.
+func (s *Store) execControl(ctx context.Context, query string) (sql.Result, error) {
+	st, err := s.wstmts.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return s.wconn.ExecContext(ctx, query)
+	}
+	return st.ExecContext(ctx)
 }
 
 // wtx is the state of one fused transaction.
