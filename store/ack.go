@@ -239,20 +239,21 @@ func (w *wtx) revalidate(tenant string, pre []*located) ([]*located, error) {
 // ackPartition loads the partition of uuid when its queue is tenant's, and
 // that queue; nil, nil when there is none.
 func ackPartition(ctx context.Context, db querier, tenant, uuid string) (*Queue, *Partition, error) {
-	p, err := scanPartition(db.QueryRowContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset,
-		p.log_start, p.last_segment_at, p.created_at FROM partitions p JOIN queues q ON q.id = p.queue_id
-		WHERE p.uuid = ? AND q.tenant = ?`, uuid, tenant))
+	var q Queue
+	var p Partition
+	var qCreated, pCreated int64
+	err := db.QueryRowContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start,
+		p.last_segment_at, p.created_at, `+qualifiedQueueColumns+`
+		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.uuid = ? AND q.tenant = ?`, uuid, tenant).
+		Scan(append(p.dest(&pCreated), q.dest(&qCreated)...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("locate partition: %w", err)
 	}
-	q, err := scanQueue(db.QueryRowContext(ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, p.QueueID))
-	if err != nil {
-		return nil, nil, fmt.Errorf("load queue: %w", err)
-	}
-	return q, p, nil
+	p.CreatedAt, q.CreatedAt = fromMicros(pCreated), fromMicros(qCreated)
+	return &q, &p, nil
 }
 
 // locateAcks is locate on a reader, for items about to be submitted.

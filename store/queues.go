@@ -79,20 +79,36 @@ const queueColumns = `id, uuid, tenant, name, namespace, task, lease_time, retry
 	dead_letter_queue, dlq_after_max_retries, priority, delayed_processing, window_buffer, retention_seconds,
 	completed_retention_seconds, retention_enabled, encryption_enabled, max_wait_time_seconds, max_bytes, created_at`
 
+// qualifiedQueueColumns is queueColumns of a queues table named q, for
+// joins.
+var qualifiedQueueColumns = func() string {
+	cols := strings.Split(queueColumns, ",")
+	for i, c := range cols {
+		cols[i] = "q." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}()
+
 type scanner interface{ Scan(dest ...any) error }
 
 func scanQueue(r scanner) (*Queue, error) {
 	var q Queue
 	var created int64
-	o := &q.Options
-	if err := r.Scan(&q.ID, &q.UUID, &q.Tenant, &q.Name, &q.Namespace, &q.Task, &o.LeaseTime, &o.RetryLimit,
-		&o.RetryDelay, &o.MaxSize, &o.TTL, &o.DeadLetterQueue, &o.DLQAfterMaxRetries, &o.Priority,
-		&o.DelayedProcessing, &o.WindowBuffer, &o.RetentionSeconds, &o.CompletedRetentionSeconds,
-		&o.RetentionEnabled, &o.EncryptionEnabled, &o.MaxWaitTimeSeconds, &o.MaxBytes, &created); err != nil {
+	if err := r.Scan(q.dest(&created)...); err != nil {
 		return nil, err
 	}
 	q.CreatedAt = fromMicros(created)
 	return &q, nil
+}
+
+// dest is where the columns of queueColumns scan to; created_at goes to
+// created, in µs.
+func (q *Queue) dest(created *int64) []any {
+	o := &q.Options
+	return []any{&q.ID, &q.UUID, &q.Tenant, &q.Name, &q.Namespace, &q.Task, &o.LeaseTime, &o.RetryLimit,
+		&o.RetryDelay, &o.MaxSize, &o.TTL, &o.DeadLetterQueue, &o.DLQAfterMaxRetries, &o.Priority,
+		&o.DelayedProcessing, &o.WindowBuffer, &o.RetentionSeconds, &o.CompletedRetentionSeconds,
+		&o.RetentionEnabled, &o.EncryptionEnabled, &o.MaxWaitTimeSeconds, &o.MaxBytes, created}
 }
 
 const partitionColumns = `id, uuid, queue_id, name, last_offset, log_start, last_segment_at, created_at`
@@ -100,11 +116,17 @@ const partitionColumns = `id, uuid, queue_id, name, last_offset, log_start, last
 func scanPartition(r scanner) (*Partition, error) {
 	var p Partition
 	var created int64
-	if err := r.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created); err != nil {
+	if err := r.Scan(p.dest(&created)...); err != nil {
 		return nil, err
 	}
 	p.CreatedAt = fromMicros(created)
 	return &p, nil
+}
+
+// dest is where the columns of partitionColumns scan to; created_at goes
+// to created, in µs.
+func (p *Partition) dest(created *int64) []any {
+	return []any{&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, created}
 }
 
 type querier interface {
