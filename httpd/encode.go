@@ -173,6 +173,12 @@ func appendPop(buf []byte, res *broker.PopResult) ([]byte, error) {
 	buf = append(buf, `,"partitionsClaimed":`...)
 	buf = strconv.AppendInt(buf, int64(res.PartitionsClaimed), 10)
 	buf = append(buf, `,"messages":[`...)
+	// The messages of a batch mostly share their partition, queue, lease
+	// and group, and those of one segment their commit time: what equals
+	// the last message's is copied from its encoding instead of escaped
+	// or formatted again.
+	var prev *broker.Message
+	var shared, at [2]int // where in buf the last encoding of each lies
 	var err error
 	for i := range res.Messages {
 		m := &res.Messages[i]
@@ -183,25 +189,38 @@ func appendPop(buf []byte, res *broker.PopResult) ([]byte, error) {
 		buf = appendString(buf, m.ID)
 		buf = append(buf, `,"transactionId":`...)
 		buf = appendString(buf, m.TxnID)
-		buf = append(buf, `,"partitionId":`...)
-		buf = appendString(buf, m.PartitionID)
-		buf = append(buf, `,"partition":`...)
-		buf = appendString(buf, m.Partition)
-		buf = append(buf, `,"queue":`...)
-		buf = appendString(buf, m.Queue)
-		buf = append(buf, `,"leaseId":`...)
-		buf = appendString(buf, m.LeaseID)
-		buf = append(buf, `,"consumerGroup":`...)
-		buf = appendString(buf, m.Group)
+		if prev != nil && m.PartitionID == prev.PartitionID && m.Partition == prev.Partition && m.Queue == prev.Queue &&
+			m.LeaseID == prev.LeaseID && m.Group == prev.Group {
+			buf = append(buf, buf[shared[0]:shared[1]]...)
+		} else {
+			shared[0] = len(buf)
+			buf = append(buf, `,"partitionId":`...)
+			buf = appendString(buf, m.PartitionID)
+			buf = append(buf, `,"partition":`...)
+			buf = appendString(buf, m.Partition)
+			buf = append(buf, `,"queue":`...)
+			buf = appendString(buf, m.Queue)
+			buf = append(buf, `,"leaseId":`...)
+			buf = appendString(buf, m.LeaseID)
+			buf = append(buf, `,"consumerGroup":`...)
+			buf = appendString(buf, m.Group)
+			shared[1] = len(buf)
+		}
 		buf = append(buf, `,"data":`...)
 		if buf, err = appendRaw(buf, m.Payload); err != nil {
 			return nil, err
 		}
 		buf = append(buf, `,"createdAt":`...)
-		// A formatted time is plain ASCII: no escaping to do.
-		buf = append(buf, '"')
-		buf = m.CreatedAt.UTC().AppendFormat(buf, timeMicro)
-		buf = append(buf, '"')
+		if prev != nil && m.CreatedAt.Equal(prev.CreatedAt) {
+			buf = append(buf, buf[at[0]:at[1]]...)
+		} else {
+			// A formatted time is plain ASCII: no escaping to do.
+			at[0] = len(buf)
+			buf = append(buf, '"')
+			buf = m.CreatedAt.UTC().AppendFormat(buf, timeMicro)
+			buf = append(buf, '"')
+			at[1] = len(buf)
+		}
 		buf = append(buf, `,"traceId":`...)
 		buf = appendNullString(buf, m.TraceID)
 		buf = append(buf, `,"producerSub":`...)
@@ -209,6 +228,7 @@ func appendPop(buf []byte, res *broker.PopResult) ([]byte, error) {
 		buf = append(buf, `,"retryCount":`...)
 		buf = strconv.AppendInt(buf, m.RetryCount, 10)
 		buf = append(buf, '}')
+		prev = m
 	}
 	return append(buf, "]}"...), nil
 }

@@ -54,6 +54,20 @@ func TestReplyAppendersWriteWhatEncodingJSONWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("pop", got, popJSON(res))
+
+	// A batch as claims hand it out: runs of messages share their
+	// partition, queue, lease and group, and their segment's commit time.
+	batch := &broker.PopResult{Queue: "q", LeaseID: "lease"}
+	for i := range 40 {
+		s, other := strs[i/8%len(strs)], strs[i/5%len(strs)]
+		batch.Messages = append(batch.Messages, store.Message{ID: strs[i%len(strs)], TxnID: other, PartitionID: s,
+			Partition: s, Queue: s, LeaseID: s, Group: other, Payload: payloads[i%len(payloads)],
+			CreatedAt: time.Date(2026, 7, 30, 8, 0, i/3, 1000*(i/7), time.UTC), RetryCount: int64(i % 2)})
+	}
+	if got, err = appendPop(nil, batch); err != nil {
+		t.Fatal(err)
+	}
+	same("pop of runs", got, popJSON(batch))
 }
 
 func TestAPopOfAnInvalidStoredPayloadFailsInsteadOfSendingIt(t *testing.T) {
