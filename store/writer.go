@@ -10,7 +10,8 @@ import (
 )
 
 // A writeOp is one caller's write. The writer applies it inside the shared
-// transaction and answers on done only after the commit is durable.
+// transaction and answers on done only after the commit is durable (for a
+// lazy op, committed).
 type writeOp struct {
 	// apply runs inside the writer's transaction. An error from an isolated
 	// op rolls back only that op; from any other op it fails the commit,
@@ -29,7 +30,7 @@ type writeOp struct {
 	done  chan error
 }
 
-// submit hands op to the writer and waits for its durable outcome. The wait
+// submit hands op to the writer and waits for its committed outcome. The wait
 // cannot be abandoned: once queued, the op will be committed or failed, and
 // an answer to a caller who left is harmless.
 func (s *Store) submit(ctx context.Context, op *writeOp) error {
