@@ -12,6 +12,13 @@
 -- eviction of a segment that does not decode) now decodes the transactionIds
 -- from the segments where it can, or scans.
 --
+-- A push looks its keys up only when they are not above the highest key
+-- its partition holds. That bound, which the old key order gave by one seek
+-- per partition, is kept on the partition row instead (max_txn_key, NULL
+-- for none), filled here from the old index before it goes.
+ALTER TABLE partitions ADD COLUMN max_txn_key INTEGER;
+UPDATE partitions SET max_txn_key = (SELECT max(txn_key) FROM txids WHERE partition_id = partitions.id);
+
 -- SQLite cannot change a primary key in place: the table is rebuilt. The
 -- rows are copied in the new key order so the copy appends instead of
 -- inserting at random places. Column order is kept, so every statement that
@@ -38,3 +45,4 @@ INSERT INTO txids_by_partition (partition_id, txn_key, offset)
     SELECT partition_id, txn_key, offset FROM txids ORDER BY partition_id, txn_key, offset;
 DROP TABLE txids;
 ALTER TABLE txids_by_partition RENAME TO txids;
+ALTER TABLE partitions DROP COLUMN max_txn_key;

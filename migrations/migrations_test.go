@@ -179,6 +179,12 @@ func TestTxidsByKeyKeepsRows(t *testing.T) {
 		(1, 50, 0), (1, 10, 1), (1, 10, 2), (2, 50, 0), (2, -7, 1), (3, 9223372036854775807, 0)`); err != nil {
 		t.Fatal(err)
 	}
+	// Partition 4 holds no key.
+	if _, err := db.Exec(`INSERT INTO queues (uuid, name, created_at) VALUES ('q', 'orders', 1);
+		INSERT INTO partitions (id, uuid, queue_id, name, created_at) VALUES
+		(1, 'p1', 1, 'a', 1), (2, 'p2', 1, 'b', 1), (3, 'p3', 1, 'c', 1), (4, 'p4', 1, 'd', 1)`); err != nil {
+		t.Fatal(err)
+	}
 	want := txidsRows(t, db)
 	if got := txidsKeyOrder(t, db); fmt.Sprint(got) != "[partition_id txn_key offset]" {
 		t.Fatalf("key before migration 9 = %v", got)
@@ -191,6 +197,15 @@ func TestTxidsByKeyKeepsRows(t *testing.T) {
 	}
 	if got := txidsRows(t, db); got != want {
 		t.Errorf("rows after migration 9 = %q, want %q", got, want)
+	}
+	// Each partition's highest key moves to its row.
+	var ceilings string
+	if err := db.QueryRow(`SELECT group_concat(id || ':' || COALESCE(max_txn_key, 'none'), ' ')
+		FROM (SELECT id, max_txn_key FROM partitions ORDER BY id)`).Scan(&ceilings); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1:50 2:50 3:9223372036854775807 4:none"; ceilings != want {
+		t.Errorf("max_txn_key after migration 9 = %q, want %q", ceilings, want)
 	}
 	var withoutRowid, strict bool
 	if err := db.QueryRow(`SELECT wr, strict FROM pragma_table_list('txids')`).Scan(&withoutRowid, &strict); err != nil {

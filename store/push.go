@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -138,9 +139,8 @@ func (w *wtx) storedTxids(partitionID int64, ids []string) (map[string]int64, er
 }
 
 // keyCeilings holds, per partition, a number no stored dedup key of that
-// partition exceeds. It is only ever an upper bound: a partition's first
-// bound is the highest key of any partition, and deletes (retention, queue
-// deletes) and commits that roll back leave it higher than the true
+// partition exceeds. It is only ever an upper bound: deletes (retention,
+// queue deletes) and commits that roll back leave it higher than the true
 // maximum, which costs a lookup but never misses a duplicate. A partition
 // id reused after a delete starts empty, so the old bound still holds.
 // Only the writer goroutine touches it.
@@ -159,21 +159,19 @@ func (c *keyCeilings) raise(partitionID, key int64) {
 	}
 }
 
-// keyCeiling returns the key ceiling of partition, reading the highest
-// stored key of any partition the first time: the index leads with the
-// key, so that is one seek at its right edge, where the highest key of one
-// partition would walk back from the edge until it met one of its keys,
-// through the whole index for a partition that has none. Time-ordered keys
-// grow across all partitions, so a new push's keys are still nearly all
-// above it; a key hashed from an id that is not a UUID lies anywhere below
-// 2^63 and lifts every bound read after it, as it always lifted its own
-// partition's.
+// keyCeiling returns the key ceiling of partition, read the first time
+// from the partition row's max_txn_key, which flush raises with every key
+// it stores. The dedup index leads with the key, so it cannot give one
+// partition's highest key by a seek; a bound shared by all partitions
+// would let one id that is not a UUID, whose hashed key lies anywhere
+// below 2^63, send every partition's pushes to the index.
 func (w *wtx) keyCeiling(partitionID int64) (int64, error) {
 	if ceil, ok := w.s.keyCeil[partitionID]; ok {
 		return ceil, nil
 	}
 	var ceil sql.NullInt64
-	if err := w.QueryRowContext(w.ctx, `SELECT max(txn_key) FROM txids`).Scan(&ceil); err != nil {
+	if err := w.QueryRowContext(w.ctx, `SELECT max_txn_key FROM partitions WHERE id = +?`, partitionID).Scan(&ceil); err != nil &&
+		!errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("highest dedup key: %w", err)
 	}
 	if w.s.keyCeil == nil {

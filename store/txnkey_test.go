@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -151,4 +152,59 @@ func TestRepeatsAreFoundAboveAndBelowTheHighestKey(t *testing.T) {
 	s = open()
 	defer s.Close()
 	check(s, "after reopen")
+}
+
+// TestAKeyCeilingIsItsOwnPartitions: a partition's bound on its dedup keys,
+// read again after a reopen, is its own highest key, not the highest of
+// all partitions, which a transactionId that is not a UUID (hashed
+// anywhere below 2^63) would set for everyone.
+func TestAKeyCeilingIsItsOwnPartitions(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "comb.db")
+	st, err := Open(ctx, Options{Path: path, Synchronous: "NORMAL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v7 := newUUID()
+	if _, err := st.Push(ctx, "", []PushItem{{Queue: "a", TxnID: "order-1", Payload: []byte(`{}`)},
+		{Queue: "b", TxnID: v7, Payload: []byte(`{}`)}, {Queue: "c", Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if txnKey("order-1") <= txnKey(v7) {
+		t.Fatalf("fixture: the hashed key %d is not above the UUIDv7 key %d", txnKey("order-1"), txnKey(v7))
+	}
+
+	st, err = Open(ctx, Options{Path: path, Synchronous: "NORMAL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ceilings := map[string]int64{}
+	err = st.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		for _, q := range []string{"a", "b", "c", "d"} {
+			var id int64
+			if err := w.QueryRowContext(w.ctx, `SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id
+				WHERE q.name = ?`, q).Scan(&id); err != nil {
+				id = -1 // "d" has no partition
+			}
+			c, err := w.keyCeiling(id)
+			if err != nil {
+				return err
+			}
+			ceilings[q] = c
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ceilings["a"] != txnKey("order-1") || ceilings["b"] != txnKey(v7) || ceilings["d"] != math.MinInt64 {
+		t.Errorf("ceilings = %v; want a=%d b=%d d=%d", ceilings, txnKey("order-1"), txnKey(v7), int64(math.MinInt64))
+	}
+	if ceilings["c"] == math.MinInt64 || ceilings["c"] >= txnKey("order-1") {
+		t.Errorf("ceiling of c = %d, want the key of its generated id", ceilings["c"])
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -356,12 +357,13 @@ func (w *wtx) flush() error {
 		if err := w.insertSegments(pp, createdAt); err != nil {
 			return err
 		}
-		if err := w.insertTxids(pp); err != nil {
+		maxKey, err := w.insertTxids(pp)
+		if err != nil {
 			return err
 		}
 		if _, err := w.ExecContext(w.ctx,
-			`UPDATE partitions SET last_offset = ?, last_segment_at = ? WHERE id = ?`,
-			pp.next-1, createdAt, pp.part.ID); err != nil {
+			`UPDATE partitions SET last_offset = ?1, last_segment_at = ?2, max_txn_key = max(coalesce(max_txn_key, ?3), ?3)
+			 WHERE id = ?4`, pp.next-1, createdAt, maxKey, pp.part.ID); err != nil {
 			return fmt.Errorf("advance last_offset: %w", err)
 		}
 		pp.part.LastOffset, pp.part.LastSegmentAt = pp.next-1, createdAt
@@ -445,12 +447,14 @@ func (w *wtx) resolveStaged(pp *pendingPart) error {
 	return nil
 }
 
-// insertTxids writes the dedup rows of pp in one statement per chunk: the
-// ids travel as one JSON array, so the statement text never changes.
-func (w *wtx) insertTxids(pp *pendingPart) error {
+// insertTxids writes the dedup rows of pp in one statement per chunk (the
+// ids travel as one JSON array, so the statement text never changes) and
+// returns the highest key among them.
+func (w *wtx) insertTxids(pp *pendingPart) (int64, error) {
 	const chunk = 4096
 	base := pp.next - int64(len(pp.frames))
 	buf := make([]byte, 0, 20*min(len(pp.frames), chunk))
+	maxKey := int64(math.MinInt64)
 	for start := 0; start < len(pp.frames); start += chunk {
 		end := min(start+chunk, len(pp.frames))
 		buf = append(buf[:0], '[')
@@ -460,6 +464,7 @@ func (w *wtx) insertTxids(pp *pendingPart) error {
 			}
 			key := txnKey(pp.frames[i].TxnID)
 			w.s.keyCeil.raise(pp.part.ID, key)
+			maxKey = max(maxKey, key)
 			buf = strconv.AppendInt(buf, key, 10)
 		}
 		buf = append(buf, ']')
@@ -467,8 +472,8 @@ func (w *wtx) insertTxids(pp *pendingPart) error {
 			`INSERT INTO txids (partition_id, txn_key, offset)
 			 SELECT ?, value, ? + key FROM json_each(?)`,
 			pp.part.ID, base+int64(start), string(buf)); err != nil {
-			return fmt.Errorf("insert dedup keys: %w", err)
+			return 0, fmt.Errorf("insert dedup keys: %w", err)
 		}
 	}
-	return nil
+	return maxKey, nil
 }
