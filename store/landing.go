@@ -8,7 +8,9 @@ import (
 )
 
 // landing returns the first segment of p committed at or after t (µs),
-// nil when none is that recent. It reads no segment past p.LastOffset, and
+// nil when none is that recent. db should run its probes prepared: the
+// writer's and the readers' statement caches do; a transaction or a bare
+// connection is wrapped once with landingProbes. It reads no segment past p.LastOffset, and
 // trusts p.LastSegmentAt, the newest segment's time, as of the same view.
 //
 // Segments carry no index on created_at: one would add a leaf page per
@@ -23,18 +25,6 @@ import (
 func landing(ctx context.Context, db querier, p *Partition, t int64) (*SegmentRef, error) {
 	if p.LastSegmentAt < t {
 		return nil, nil // every segment is older
-	}
-	if pr, ok := db.(interface {
-		PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
-	}); ok {
-		// A transaction or a bare connection prepares every query anew,
-		// which would cost more than the probe itself.
-		st, err := pr.PrepareContext(ctx, segmentFromQuery)
-		if err != nil {
-			return nil, fmt.Errorf("prepare segment search: %w", err)
-		}
-		defer st.Close()
-		db = stmtQuerier{st}
 	}
 	first, err := segmentFrom(ctx, db, p.ID, 0)
 	if err != nil || first == nil || micros(first.CreatedAt) >= t {
@@ -108,6 +98,19 @@ func segmentFrom(ctx context.Context, db querier, partitionID, offset int64) (*S
 		return nil, fmt.Errorf("find segment from offset %d: %w", offset, err)
 	}
 	return &SegmentRef{BaseOffset: base, FrameCount: count, CreatedAt: fromMicros(at)}, nil
+}
+
+// landingProbes prepares landing's probe on db, a transaction or a bare
+// connection, which would otherwise prepare every probe anew: a search of
+// many partitions prepares it once. done releases it.
+func landingProbes(ctx context.Context, db interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}) (_ querier, done func(), _ error) {
+	st, err := db.PrepareContext(ctx, segmentFromQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("prepare segment search: %w", err)
+	}
+	return stmtQuerier{st}, func() { st.Close() }, nil
 }
 
 // stmtQuerier runs a prepared statement whatever query it is handed.

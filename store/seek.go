@@ -127,9 +127,19 @@ func seekStates(ctx context.Context, db querier, queueID int64, group, partition
 	}
 	// Landings are searched once the rows are closed: db may be one
 	// connection, busy until then.
+	probes := db
+	if pr, ok := db.(interface {
+		PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+	}); ok {
+		var done func()
+		if probes, done, err = landingProbes(ctx, pr); err != nil {
+			return nil, err
+		}
+		defer done()
+	}
 	for i := range out {
 		p := &out[i].Partition
-		if out[i].Landing, err = landing(ctx, db, p, micros(*at)); err != nil {
+		if out[i].Landing, err = landing(ctx, probes, p, micros(*at)); err != nil {
 			return nil, err
 		}
 	}
