@@ -106,7 +106,7 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}
-	b := &Broker{st: st, defaultSub: cmp.Or(opts.DefaultSubscriptionMode, store.ModeAll), draining: make(chan struct{}),
+	b := &Broker{st: st, defaultSub: cmp.Or(opts.DefaultSubscriptionMode, seek.ModeAll), draining: make(chan struct{}),
 		metrics: m}
 	b.inFlight.max = cmp.Or(opts.MaxPushBytesInFlight, DefaultMaxPushBytesInFlight)
 	if err := b.startBackground(ctx, opts); err != nil {
@@ -239,7 +239,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 	sreq := store.PopRequest{
 		Tenant: req.Tenant, Queue: req.Queue, Partition: req.Partition, Namespace: req.Namespace, Task: req.Task,
 		Group: req.Group, Batch: req.Batch, Partitions: req.Partitions, AutoAck: req.AutoAck,
-		Start: seek.Start(req.SubscriptionMode, req.SubscriptionFrom, b.defaultSub),
+		Start: seek.ParseSubscription(req.SubscriptionMode, req.SubscriptionFrom, b.defaultSub),
 	}
 	deadline := time.Now().Add(req.Timeout)
 	for {
@@ -311,7 +311,7 @@ func (b *Broker) park(ctx context.Context, changed <-chan struct{}, wait time.Du
 
 // Replay: consumer groups, subscriptions and seek.
 type (
-	SeekRequest   = seek.Request
+	SeekRequest   = store.SeekRequest
 	SeekTarget    = seek.Target
 	SeekResult    = store.SeekResult
 	PartitionSeek = store.PartitionSeek
@@ -323,7 +323,7 @@ type (
 // req.Target, releasing leases and resetting retry counters, and wakes
 // parked pops so replay starts on the next poll.
 func (b *Broker) Seek(ctx context.Context, req SeekRequest) (*SeekResult, error) {
-	return seek.Seek(ctx, b.st, req)
+	return b.st.Seek(ctx, req)
 }
 
 // Groups lists tenant's (group, queue) pairs with their lag.

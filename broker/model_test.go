@@ -468,7 +468,7 @@ func (m *model) pop(rt *rapid.T) {
 		req.Partition = rapid.SampledFrom(mPartitions).Draw(rt, "partition")
 	}
 	if req.Group == "gn" {
-		req.SubscriptionMode = store.ModeNew
+		req.SubscriptionMode = "new"
 	}
 	rt.Logf("pop %s partition=%q group=%q batch=%d partitions=%d autoAck=%v", req.Queue, req.Partition, req.Group,
 		req.Batch, req.Partitions, req.AutoAck)
@@ -939,7 +939,7 @@ func (m *model) sweepDuringPop(rt *rapid.T) {
 	req := broker.PopRequest{Queue: rapid.SampledFrom(mQueues).Draw(rt, "queue"),
 		Group: rapid.SampledFrom(mGroups).Draw(rt, "group"), Batch: 5, Partitions: 1, AutoAck: true}
 	if req.Group == "gn" {
-		req.SubscriptionMode = store.ModeNew
+		req.SubscriptionMode = "new"
 	}
 	rt.Logf("retention sweep during pop %s group=%q autoAck", req.Queue, req.Group)
 	allowed := map[string]map[string]int64{}

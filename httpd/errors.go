@@ -54,6 +54,10 @@ func errorStatus(err error) (status int, msg string) {
 		return http.StatusNotFound, "Partition not found"
 	case errors.Is(err, broker.ErrMessageNotFound):
 		return http.StatusNotFound, "Message not found"
+	case errors.Is(err, broker.ErrNoTarget):
+		return http.StatusBadRequest, "Must specify toEnd=true or a timestamp"
+	case errors.Is(err, broker.ErrManyTargets):
+		return http.StatusBadRequest, "Specify only one of toEnd, timestamp, offset or snapshot"
 	case errors.Is(err, broker.ErrInvalid):
 		return http.StatusBadRequest, strings.TrimPrefix(err.Error(), broker.ErrInvalid.Error()+": ")
 	case errors.Is(err, broker.ErrBusy):

@@ -233,7 +233,7 @@ func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bo
 		t.ToEnd, err = true, nil
 	}
 	if err != nil {
-		return t, false, &badRequest{err.Error()}
+		return t, false, err
 	}
 	return t, dryRun, nil
 }

@@ -1,21 +1,50 @@
+// Package seek is the rule of where a consumer group's cursor goes on one
+// partition: where a group starts on first contact (subscription modes
+// all / new / timestamp) and where a seek moves it (to the end, to a time,
+// to an offset, to a snapshot).
+//
+// It is pure: Place and Seed read a State the store filled from the
+// database and return a committed offset; the store does the I/O and
+// applies the result. It imports nothing else of comb, so the rule can be
+// read, and tested, without a database.
 package seek
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/comb-broker/comb/store"
 )
 
 // Errors of a seek target, before anything is read.
 var (
-	// ErrNoTarget is a seek that names no position.
-	ErrNoTarget = errors.New("Must specify toEnd=true or a timestamp")
-	// ErrManyTargets is a seek that names more than one position.
-	ErrManyTargets = errors.New("Specify only one of toEnd, timestamp, offset or snapshot")
+	// ErrNoTarget is returned by Target.Validate and Place for a target
+	// that names no position.
+	ErrNoTarget = errors.New("seek names no position")
+	// ErrManyTargets is returned by Target.Validate for a target that
+	// names more than one position.
+	ErrManyTargets = errors.New("seek names more than one position")
+	// ErrOffsetOutOfRange is matched by the *OffsetError Place returns for
+	// an offset outside the partition's retained range [Floor, LastOffset].
+	ErrOffsetOutOfRange = errors.New("offset outside the retained range")
 )
+
+// OffsetError is an offset target outside one partition's retained range.
+type OffsetError struct {
+	Partition string
+	Offset    int64
+	// Floor and Last are the range a committed value may take: Floor
+	// replays everything retained, Last skips to the end.
+	Floor, Last int64
+}
+
+func (e *OffsetError) Error() string {
+	return fmt.Sprintf("offset %d is outside the retained range of partition %q: "+
+		"committed may be set from %d (replay everything retained) to %d (skip to end)",
+		e.Offset, e.Partition, e.Floor, e.Last)
+}
+
+// Is makes an OffsetError match ErrOffsetOutOfRange.
+func (e *OffsetError) Is(target error) bool { return target == ErrOffsetOutOfRange }
 
 // Target is where a seek moves a cursor. Exactly one field is set.
 type Target struct {
@@ -26,15 +55,16 @@ type Target struct {
 	// after it (segment-granular), or to the last offset when none is.
 	Time *time.Time
 	// Offset sets committed to exactly this value, so delivery resumes at
-	// Offset+1. It must lie in [log_start-1, last_offset].
+	// Offset+1. It must lie in [Floor, LastOffset].
 	Offset *int64
 	// Snapshot restores the committed offsets captured by the named
-	// snapshot, which must have been taken on the same queue (by any group).
-	// Partitions created after it start from the oldest retained message.
+	// snapshot. Partitions created after it start from the oldest retained
+	// message.
 	Snapshot string
 }
 
-// Validate reports whether exactly one position is named.
+// Validate reports whether exactly one position is named: ErrNoTarget or
+// ErrManyTargets when not.
 func (t Target) Validate() error {
 	n := 0
 	if t.ToEnd {
@@ -58,96 +88,145 @@ func (t Target) Validate() error {
 	return nil
 }
 
+// Segment is what the rule needs of one stored segment.
+type Segment struct {
+	BaseOffset int64
+	FrameCount int64
+}
+
+// State is what the rule sees of one partition and one group's cursor on
+// it.
+type State struct {
+	// Name is the partition's name, for error messages.
+	Name string
+	// LastOffset is the highest offset written; -1 when nothing was.
+	LastOffset int64
+	// LogStart is the first offset retention still keeps (LastOffset+1
+	// when retention emptied the partition).
+	LogStart int64
+	// LastSegmentAt is when the newest segment was committed, in
+	// microseconds since the Unix epoch; 0 when there is none.
+	LastSegmentAt int64
+	// HasCursor is false when the group never met this partition;
+	// Committed is then Floor().
+	HasCursor bool
+	Committed int64
+	// Landing is the first segment committed at or after the target's (or
+	// the start's) time; nil when no segment is that recent or there is no
+	// time. The store finds it on the offset index (store/landing.go).
+	Landing *Segment
+	// Captured is the snapshot's committed value for this partition; nil
+	// when the target names no snapshot or the partition was created
+	// after it.
+	Captured *int64
+}
+
+// Floor is the lowest committed value that still means something: just
+// below the first retained offset.
+func (s *State) Floor() int64 { return s.LogStart - 1 }
+
+// Placement is where a seek puts one partition's cursor.
+type Placement struct {
+	Committed int64
+	// Clamped is true when the position wanted lay below the retention
+	// watermark and was raised to it; FramesEvicted counts the offsets
+	// below the watermark that the seek could not give back.
+	Clamped       bool
+	FramesEvicted int64
+	// OvershootBound is, for a time seek, the most frames older than the
+	// time that the landing segment can deliver again: its frame count
+	// minus one.
+	OvershootBound int64
+}
+
 // Place resolves t on one partition. It is the one rule of where a seek
-// lands; the store applies it to every partition a seek touches.
+// lands; the store applies it to every partition a seek touches, and Seed
+// applies its time branch to a group's first cursors.
 //
-//   - ToEnd: committed = last_offset.
-//   - Time: committed = base_offset-1 of the first segment committed at or
-//     after the time, never below the retention floor (log_start-1); no
-//     such segment puts it on last_offset, a future-only cursor. The cursor
-//     can only land on a segment boundary, so up to frame_count-1 frames
-//     committed before the time are delivered again (OvershootBound).
-//     A group that subscribes from a time is seeded by the same rule,
-//     written in SQL as seedExpr (store/subscriptions.go); a store test,
-//     TestATimestampSubscriptionStartsWhereATimeSeekLands, checks that
-//     both land on the same offsets.
-//   - Offset: committed = the offset, refused outside [log_start-1, last_offset].
-//   - Snapshot: committed = the captured value; log_start-1 on a partition
+//   - ToEnd: committed = LastOffset.
+//   - Time: committed = BaseOffset-1 of the first segment committed at or
+//     after the time, never below the floor (LogStart-1); no such segment
+//     puts it on LastOffset, a future-only cursor. The cursor can only
+//     land on a segment boundary, so up to FrameCount-1 frames committed
+//     before the time are delivered again (OvershootBound).
+//   - Offset: committed = the offset; outside [Floor, LastOffset] it is
+//     an *OffsetError.
+//   - Snapshot: committed = the captured value; the floor on a partition
 //     the snapshot does not cover (created after it).
 //
 // A time seek lands on the floor and reports Clamped when frames below the
 // watermark were deleted by retention: some of them may have been committed
 // at or after the time, and no seek can give them back. FramesEvicted is
-// then log_start, the offsets that no longer exist. A snapshot position
+// then LogStart, the offsets that no longer exist. A snapshot position
 // below the watermark is raised to it and reports exactly the frames it
 // needed that retention deleted.
-func Place(t Target, st *store.SeekState) (store.Placement, error) {
-	p := &st.Partition
+func Place(t Target, st *State) (Placement, error) {
 	floor := st.Floor()
 	switch {
 	case t.ToEnd:
-		return store.Placement{Committed: p.LastOffset}, nil
+		return Placement{Committed: st.LastOffset}, nil
 	case t.Offset != nil:
-		if off := *t.Offset; off < floor || off > p.LastOffset {
-			return store.Placement{}, fmt.Errorf("%w: offset %d is outside the retained range of partition %q: "+
-				"committed may be set from %d (replay everything retained) to %d (skip to end)",
-				store.ErrInvalid, off, p.Name, floor, p.LastOffset)
+		if off := *t.Offset; off < floor || off > st.LastOffset {
+			return Placement{}, &OffsetError{Partition: st.Name, Offset: off, Floor: floor, Last: st.LastOffset}
 		}
-		return store.Placement{Committed: *t.Offset}, nil
+		return Placement{Committed: *t.Offset}, nil
 	case t.Snapshot != "":
 		if st.Captured == nil {
-			return store.Placement{Committed: floor}, nil
+			return Placement{Committed: floor}, nil
 		}
-		pl := store.Placement{Committed: min(*st.Captured, p.LastOffset)}
+		pl := Placement{Committed: min(*st.Captured, st.LastOffset)}
 		if pl.Committed < floor {
 			pl.Clamped, pl.FramesEvicted, pl.Committed = true, floor-pl.Committed, floor
 		}
 		return pl, nil
 	case t.Time != nil:
-		evicted := p.LogStart > 0
+		evicted := st.LogStart > 0
 		if st.Landing == nil {
 			// Nothing retained is that recent. If retention emptied the
 			// partition, frames at or after the time may have been deleted.
-			pl := store.Placement{Committed: p.LastOffset}
-			if evicted && p.LastOffset < p.LogStart && p.LastSegmentAt >= t.Time.UnixMicro() {
-				pl.Clamped, pl.FramesEvicted = true, p.LogStart
+			pl := Placement{Committed: st.LastOffset}
+			if evicted && st.LastOffset < st.LogStart && st.LastSegmentAt >= t.Time.UnixMicro() {
+				pl.Clamped, pl.FramesEvicted = true, st.LogStart
 			}
 			return pl, nil
 		}
-		pl := store.Placement{
+		pl := Placement{
 			Committed:      max(st.Landing.BaseOffset-1, floor),
 			OvershootBound: max(st.Landing.FrameCount-1, 0),
 		}
-		if evicted && st.Landing.BaseOffset <= p.LogStart {
-			pl.Clamped, pl.FramesEvicted = true, p.LogStart
+		if evicted && st.Landing.BaseOffset <= st.LogStart {
+			pl.Clamped, pl.FramesEvicted = true, st.LogStart
 		}
 		return pl, nil
 	}
-	return store.Placement{}, ErrNoTarget
+	return Placement{}, ErrNoTarget
 }
 
-// Request moves one group's cursors on one queue.
-type Request struct {
-	Tenant string
-	Group  string // "" = the queue-mode group
-	Queue  string
-	// Partition names one partition; "" seeks every partition of the queue.
-	Partition string
-	Target    Target
-	// DryRun resolves the placements and changes nothing.
-	DryRun bool
+// Start is where a group's new cursor on a partition begins. The zero
+// Start is the oldest retained message.
+type Start struct {
+	// End starts after the partition's last message: a group subscribing
+	// to new messages, at its first contact with the queue.
+	End bool
+	// Time, when set, starts where a seek to it lands (Place's time
+	// branch): a group subscribing from a time, or a partition met later
+	// by a group whose subscription stores one.
+	Time *time.Time
 }
 
-// Seek validates req and applies it to st in one write: see store.Seek for
-// the side effects and errors, Place for where each cursor lands.
-func Seek(ctx context.Context, st *store.Store, req Request) (*store.SeekResult, error) {
-	if err := req.Target.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", store.ErrInvalid, err)
+// Seed is the committed value of a group's new cursor on the partition st
+// describes. A group subscribing from a time thus starts exactly where a
+// seek to that time would put it: both are Place.
+func Seed(s Start, st *State) int64 {
+	var t Target
+	switch {
+	case s.End:
+		t.ToEnd = true
+	case s.Time != nil:
+		t.Time = s.Time
+	default:
+		return st.Floor()
 	}
-	t := req.Target
-	return st.Seek(ctx, store.SeekRequest{
-		Tenant: req.Tenant, Group: req.Group, Queue: req.Queue, Partition: req.Partition,
-		At: t.Time, Snapshot: t.Snapshot, DryRun: req.DryRun,
-		Place: func(s *store.SeekState) (store.Placement, error) { return Place(t, s) },
-	})
+	pl, _ := Place(t, st) // ToEnd and Time never fail
+	return pl.Committed
 }

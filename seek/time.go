@@ -1,13 +1,8 @@
-// Package seek decides where a consumer group's cursor goes: where a group
-// starts on first contact (subscription modes all / new / timestamp) and,
-// later, where a seek moves it.
 package seek
 
 import (
 	"strings"
 	"time"
-
-	"github.com/comb-broker/comb/store"
 )
 
 // timeLayouts are the forms a time may arrive in: RFC 3339 with or without
@@ -32,30 +27,43 @@ func ParseTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// Start turns a pop's subscription parameters into where a group starts on
-// first contact. subscriptionFrom (other than "now") beats subscriptionMode;
-// "now" and modes new / new-only start after the current last message; an
-// unparsable subscriptionFrom acts as new; any other mode is all. def is the
-// server default mode used when neither parameter is given.
-func Start(mode, from, def string) store.SubscriptionStart {
+// Subscription modes, as stored in a group's subscription record.
+const (
+	ModeAll       = "all"
+	ModeNew       = "new"
+	ModeTimestamp = "timestamp"
+)
+
+// Subscription is where a group starts on its first contact with a queue.
+type Subscription struct {
+	Mode string     // ModeAll, ModeNew or ModeTimestamp
+	From *time.Time // ModeTimestamp only
+}
+
+// ParseSubscription turns a pop's subscription parameters into a
+// Subscription. from (other than "now") beats mode; "now" and the modes
+// new / new-only start after the current last message; an unparsable from
+// acts as new; any other mode is all. def is the default mode used when
+// neither parameter is given.
+func ParseSubscription(mode, from, def string) Subscription {
 	from = strings.TrimSpace(from)
 	switch {
 	case strings.EqualFold(from, "now"):
-		return store.SubscriptionStart{Mode: store.ModeNew}
+		return Subscription{Mode: ModeNew}
 	case from != "":
 		t, ok := ParseTime(from)
 		if !ok {
-			return store.SubscriptionStart{Mode: store.ModeNew}
+			return Subscription{Mode: ModeNew}
 		}
-		return store.SubscriptionStart{Mode: store.ModeTimestamp, From: &t}
+		return Subscription{Mode: ModeTimestamp, From: &t}
 	}
 	if mode == "" {
 		mode = def
 	}
 	switch strings.ToLower(strings.TrimSpace(mode)) {
 	case "new", "new-only", "new_only":
-		return store.SubscriptionStart{Mode: store.ModeNew}
+		return Subscription{Mode: ModeNew}
 	default:
-		return store.SubscriptionStart{Mode: store.ModeAll}
+		return Subscription{Mode: ModeAll}
 	}
 }

@@ -57,12 +57,12 @@ func TestReplayIsScopedByTenant(t *testing.T) {
 		t.Fatalf("acme groups = %+v", groups)
 	}
 	// A queue that exists only for another tenant is not found.
-	_, err = seek.Seek(ctx, st, seek.Request{Tenant: "acme", Group: "workers", Queue: "audit", Target: seek.Target{ToEnd: true}})
+	_, err = st.Seek(ctx, store.SeekRequest{Tenant: "acme", Group: "workers", Queue: "audit", Target: seek.Target{ToEnd: true}})
 	if !errors.Is(err, store.ErrQueueNotFound) {
 		t.Fatalf("seek of another tenant's queue = %v", err)
 	}
 	// acme's seek moves acme's cursor only.
-	if _, err := seek.Seek(ctx, st, seek.Request{Tenant: "acme", Group: "workers", Queue: "orders",
+	if _, err := st.Seek(ctx, store.SeekRequest{Tenant: "acme", Group: "workers", Queue: "orders",
 		Target: seek.Target{ToEnd: true}}); err != nil {
 		t.Fatal(err)
 	}

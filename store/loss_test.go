@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/seek"
 )
 
 var t0 = time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC)
@@ -205,7 +206,7 @@ func TestNewPartitionsStartFromTheirFirstMessageWhenTheClockStepsBack(t *testing
 	clk := clock.NewManual(t0)
 	s := openTestStore(t, clk)
 	lossPush(t, s, "q", "a", "old")
-	if _, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true, Start: SubscriptionStart{Mode: ModeNew}}); err != nil {
+	if _, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true, Start: seek.Subscription{Mode: seek.ModeNew}}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Set(t0.Add(-time.Hour)) // NTP pulls a fast clock back

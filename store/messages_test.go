@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/comb-broker/comb/internal/combtest"
+	"github.com/comb-broker/comb/seek"
 	"github.com/comb-broker/comb/store"
 )
 
@@ -49,7 +50,7 @@ func TestListMessagesDecodesOnlyWhatThePageNeeds(t *testing.T) {
 	}
 	// A status filter is decided by arithmetic before decoding too: the
 	// only group starts at the end, nothing is pending, nothing is read.
-	if _, err := st.Pop(ctx, store.PopRequest{Queue: "m", Group: "g", Start: store.SubscriptionStart{Mode: store.ModeNew}}); err != nil {
+	if _, err := st.Pop(ctx, store.PopRequest{Queue: "m", Group: "g", Start: seek.Subscription{Mode: seek.ModeNew}}); err != nil {
 		t.Fatal(err)
 	}
 	msgs, _, err := st.ListMessages(ctx, store.MessageFilter{Queue: "m", Status: store.MessagePending, Limit: 100})

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/comb-broker/comb/seek"
 )
 
 // Bounds on one pop, so that a single request cannot pull a whole log into
@@ -33,7 +35,7 @@ type PopRequest struct {
 	Batch      int    // <= 0 means 1
 	Partitions int    // max partitions claimed under one lease; <= 0 means 1
 	AutoAck    bool
-	Start      SubscriptionStart // applied on the group's first contact only
+	Start      seek.Subscription // applied on the group's first contact only
 }
 
 // Message is one delivered message.

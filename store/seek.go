@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/comb-broker/comb/seek"
 )
 
 // SegmentRef describes one stored segment.
@@ -15,42 +17,6 @@ type SegmentRef struct {
 	CreatedAt  time.Time
 }
 
-// SeekState is what a placement rule sees of one partition when a seek
-// resolves: the watermarks, the group's cursor, and what the request asked
-// the store to look up.
-type SeekState struct {
-	Partition Partition
-	// HasCursor is false when the group never met this partition; Committed
-	// is then Partition.LogStart-1.
-	HasCursor bool
-	Committed int64
-	// Landing is the first segment committed at or after SeekRequest.At
-	// (see landing); nil when no segment is that recent or the request
-	// carries no time.
-	Landing *SegmentRef
-	// Captured is the snapshot's committed for this partition; nil when the
-	// request names no snapshot or the partition was created after it.
-	Captured *int64
-}
-
-// Floor is the lowest committed value that still means something: just
-// below the first retained offset.
-func (st *SeekState) Floor() int64 { return st.Partition.LogStart - 1 }
-
-// Placement is where a seek puts one partition's cursor.
-type Placement struct {
-	Committed int64
-	// Clamped is true when the position wanted lay below the retention
-	// watermark and was raised to it; FramesEvicted counts the offsets
-	// below the watermark that the seek could not give back.
-	Clamped       bool
-	FramesEvicted int64
-	// OvershootBound is, for a timestamp seek, the most frames older than
-	// the time that the landing segment can deliver again: its frame count
-	// minus one.
-	OvershootBound int64
-}
-
 // SeekRequest moves one group's cursors on one queue.
 type SeekRequest struct {
 	Tenant string
@@ -58,16 +24,10 @@ type SeekRequest struct {
 	Queue  string
 	// Partition names one partition; "" seeks every partition of the queue.
 	Partition string
-	// At, when set, makes the store look up each partition's landing segment.
-	At *time.Time
-	// Snapshot, when set, makes the store load that live snapshot's
-	// captured cursors; it must have been taken on Queue.
-	Snapshot string
+	// Target is where every cursor goes; exactly one position is named.
+	Target seek.Target
 	// DryRun resolves every placement and changes nothing.
 	DryRun bool
-	// Place decides each partition's new committed value. An error aborts
-	// the whole seek, nothing changed. Required.
-	Place func(*SeekState) (Placement, error)
 }
 
 // PartitionSeek is what a seek did, or would do, to one partition.
@@ -80,7 +40,14 @@ type PartitionSeek struct {
 	// Redeliver counts frames the group will be handed again, Skip frames
 	// it will never be handed.
 	Redeliver, Skip int64
-	Placement
+	// Clamped is true when the position wanted lay below the retention
+	// watermark and was raised to it; FramesEvicted counts the offsets
+	// below the watermark that the seek could not give back.
+	Clamped       bool
+	FramesEvicted int64
+	// OvershootBound is, for a time seek, the most frames older than the
+	// time that the landing segment can deliver again.
+	OvershootBound int64
 	// Created is true when the seek gave the group its first cursor on
 	// this partition.
 	Created bool
@@ -111,6 +78,13 @@ func (r *SeekResult) Clamped() (bool, int64) {
 	return any, n
 }
 
+// seekRow is one partition a seek touches: its row and what the rule
+// sees of it.
+type seekRow struct {
+	part  Partition
+	state seek.State
+}
+
 // seekStatesQuery reads, for every partition of a queue (or one named
 // partition), the watermarks and the group's cursor.
 const seekStatesQuery = `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
@@ -120,7 +94,7 @@ const seekStatesQuery = `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset,
 	WHERE p.queue_id = ?2 AND (?3 = '' OR p.name = ?3)
 	ORDER BY p.id`
 
-func seekStates(ctx context.Context, db querier, queueID int64, group, partition string, at *time.Time) ([]SeekState, error) {
+func seekStates(ctx context.Context, db querier, queueID int64, group, partition string, at *time.Time) ([]seekRow, error) {
 	out, err := scanSeekStates(ctx, db, queueID, group, partition)
 	if err != nil || at == nil {
 		return out, err
@@ -138,42 +112,59 @@ func seekStates(ctx context.Context, db querier, queueID int64, group, partition
 		defer done()
 	}
 	for i := range out {
-		p := &out[i].Partition
-		if out[i].Landing, err = landing(ctx, probes, p, micros(*at)); err != nil {
+		l, err := landing(ctx, probes, &out[i].part, micros(*at))
+		if err != nil {
 			return nil, err
 		}
+		out[i].state.Landing = l.seg()
 	}
 	return out, nil
 }
 
-func scanSeekStates(ctx context.Context, db querier, queueID int64, group, partition string) ([]SeekState, error) {
+func scanSeekStates(ctx context.Context, db querier, queueID int64, group, partition string) ([]seekRow, error) {
 	rows, err := db.QueryContext(ctx, seekStatesQuery, group, queueID, partition)
 	if err != nil {
 		return nil, fmt.Errorf("read seek state: %w", err)
 	}
 	defer rows.Close()
-	var out []SeekState
+	var out []seekRow
 	for rows.Next() {
-		var st SeekState
+		var r seekRow
 		var created int64
 		var committed sql.NullInt64
-		p := &st.Partition
+		p := &r.part
 		if err := rows.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created,
 			&committed); err != nil {
 			return nil, fmt.Errorf("scan seek state: %w", err)
 		}
 		p.CreatedAt = fromMicros(created)
-		st.HasCursor, st.Committed = committed.Valid, committed.Int64
-		if !committed.Valid {
-			st.Committed = p.LogStart - 1
+		r.state = p.seekState()
+		r.state.HasCursor = committed.Valid
+		if committed.Valid {
+			r.state.Committed = committed.Int64
 		}
-		out = append(out, st)
+		out = append(out, r)
 	}
 	return out, rows.Err()
 }
 
+// seekState is what the seek rule sees of p, before any cursor or landing
+// is known.
+func (p *Partition) seekState() seek.State {
+	return seek.State{Name: p.Name, LastOffset: p.LastOffset, LogStart: p.LogStart, LastSegmentAt: p.LastSegmentAt,
+		Committed: p.LogStart - 1}
+}
+
+// seg is what the seek rule needs of r; nil stays nil.
+func (r *SegmentRef) seg() *seek.Segment {
+	if r == nil {
+		return nil
+	}
+	return &seek.Segment{BaseOffset: r.BaseOffset, FrameCount: r.FrameCount}
+}
+
 // Seek moves one group's cursor on every partition of a queue, or on one
-// partition, to where req.Place says. All partitions move in one writer
+// partition, to where seek.Place puts req.Target. All partitions move in one writer
 // operation: committed set, any lease dropped (so an ack carrying it fails
 // the lease check), retry and redelivery counters reset, a missing cursor
 // created; other groups are untouched, and parked pops of the queue wake.
@@ -181,10 +172,11 @@ func scanSeekStates(ctx context.Context, db querier, queueID int64, group, parti
 // It returns ErrQueueNotFound when the queue is unknown to the tenant or has
 // no partitions, ErrPartitionNotFound when the named partition (or its
 // queue) does not exist, ErrSnapshotNotFound when the snapshot is unknown or
-// expired, and any error of Place, with nothing changed.
+// expired, and ErrInvalid wrapping the error of Target.Validate or Place,
+// with nothing changed.
 func (s *Store) Seek(ctx context.Context, req SeekRequest) (*SeekResult, error) {
-	if req.Place == nil {
-		return nil, fmt.Errorf("seek: %w: no placement rule", ErrInvalid)
+	if err := req.Target.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if req.Group == "" {
 		req.Group = QueueModeGroup
@@ -214,7 +206,7 @@ func (s *Store) Seek(ctx context.Context, req SeekRequest) (*SeekResult, error) 
 }
 
 // resolveSeek reads the state of the partitions req touches and asks
-// req.Place where each cursor goes.
+// seek.Place where each cursor goes.
 func resolveSeek(ctx context.Context, db querier, now int64, req *SeekRequest) (*SeekResult, error) {
 	q, err := getQueue(ctx, db, req.Tenant, req.Queue)
 	if err != nil {
@@ -225,8 +217,8 @@ func resolveSeek(ctx context.Context, db querier, now int64, req *SeekRequest) (
 	}
 	res := &SeekResult{Queue: q.Name, Group: req.Group}
 	var captured map[string]int64
-	if req.Snapshot != "" {
-		snap, cursors, err := loadSnapshot(ctx, db, req.Tenant, req.Snapshot, now)
+	if name := req.Target.Snapshot; name != "" {
+		snap, cursors, err := loadSnapshot(ctx, db, req.Tenant, name, now)
 		if err != nil {
 			return nil, err
 		}
@@ -238,35 +230,32 @@ func resolveSeek(ctx context.Context, db querier, now int64, req *SeekRequest) (
 		// the oldest retained message, like a partition created later.
 		res.Snapshot, captured = snap, cursors
 	}
-	states, err := seekStates(ctx, db, q.ID, req.Group, req.Partition, req.At)
+	rows, err := seekStates(ctx, db, q.ID, req.Group, req.Partition, req.Target.Time)
 	if err != nil {
 		return nil, err
 	}
-	if len(states) == 0 {
+	if len(rows) == 0 {
 		if req.Partition != "" {
 			return nil, ErrPartitionNotFound
 		}
 		return nil, ErrQueueNotFound
 	}
-	res.Partitions = make([]PartitionSeek, len(states))
-	for i := range states {
-		st := &states[i]
-		if c, ok := captured[st.Partition.UUID]; ok {
+	res.Partitions = make([]PartitionSeek, len(rows))
+	for i := range rows {
+		p, st := &rows[i].part, &rows[i].state
+		if c, ok := captured[p.UUID]; ok {
 			st.Captured = &c
 		}
-		pl, err := req.Place(st)
+		pl, err := seek.Place(req.Target, st)
 		if err != nil {
-			return nil, err
-		}
-		p := &st.Partition
-		if pl.Committed < st.Floor() || pl.Committed > p.LastOffset {
-			return nil, fmt.Errorf("seek partition %q: placement %d outside [%d, %d]", p.Name, pl.Committed, st.Floor(), p.LastOffset)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		from := max(st.Committed, st.Floor())
 		res.Partitions[i] = PartitionSeek{
 			Partition: p.Name, PartitionID: p.UUID, From: from, To: pl.Committed,
 			Redeliver: max(0, from-pl.Committed), Skip: max(0, pl.Committed-from),
-			Placement: pl, Created: !st.HasCursor, id: p.ID,
+			Clamped: pl.Clamped, FramesEvicted: pl.FramesEvicted, OvershootBound: pl.OvershootBound,
+			Created: !st.HasCursor, id: p.ID,
 		}
 	}
 	return res, nil

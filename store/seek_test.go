@@ -30,7 +30,7 @@ func seekPush(t testing.TB, st *store.Store, tenant, queue, partition string, n 
 // From is each cursor's committed value (raised to the retention floor).
 func committedOf(t *testing.T, st *store.Store, tenant, queue, group string) map[string]int64 {
 	t.Helper()
-	res, err := seek.Seek(context.Background(), st, seek.Request{Tenant: tenant, Group: group, Queue: queue,
+	res, err := st.Seek(context.Background(), store.SeekRequest{Tenant: tenant, Group: group, Queue: queue,
 		Target: seek.Target{ToEnd: true}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -47,36 +47,24 @@ func committedOf(t *testing.T, st *store.Store, tenant, queue, group string) map
 func TestSeekIsAllOrNothingAcrossPartitions(t *testing.T) {
 	st := combtest.MustOpenStore(t, combtest.Options{})
 	ctx := context.Background()
-	seekPush(t, st, "", "q", "a", 5)
+	seekPush(t, st, "", "q", "a", 10)
 	seekPush(t, st, "", "q", "b", 5)
-	if _, err := seek.Seek(ctx, st, seek.Request{Group: "g", Queue: "q", Target: seek.Target{ToEnd: true}}); err != nil {
+	if _, err := st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "q", Target: seek.Target{ToEnd: true}}); err != nil {
 		t.Fatal(err)
 	}
-	// The rule refuses the second partition: the first must not move either.
-	boom := errors.New("boom")
-	calls := 0
-	_, err := st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "q", Place: func(s *store.SeekState) (store.Placement, error) {
-		calls++
-		if s.Partition.Name == "b" {
-			return store.Placement{}, boom
-		}
-		return store.Placement{Committed: -1}, nil
-	}})
-	if !errors.Is(err, boom) || calls != 2 {
-		t.Fatalf("seek = %v after %d calls", err, calls)
+	// Offset 7 exists on a but not on b: the rule refuses the second
+	// partition, and the first must not move either.
+	off := int64(7)
+	_, err := st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "q", Target: seek.Target{Offset: &off}})
+	if !errors.Is(err, store.ErrInvalid) || !errors.Is(err, seek.ErrOffsetOutOfRange) {
+		t.Fatalf("seek = %v", err)
 	}
-	if got := committedOf(t, st, "", "q", "g"); got["a"] != 4 || got["b"] != 4 {
+	if got := committedOf(t, st, "", "q", "g"); got["a"] != 9 || got["b"] != 4 {
 		t.Fatalf("cursors after a refused seek = %v", got)
 	}
-	// A rule placing a cursor past the end is a bug caught before writing.
-	_, err = st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "q", Place: func(s *store.SeekState) (store.Placement, error) {
-		return store.Placement{Committed: s.Partition.LastOffset + 1}, nil
-	}})
-	if err == nil {
-		t.Fatal("placement past the end accepted")
-	}
-	if _, err := st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "q"}); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("seek without a rule = %v", err)
+	if _, err := st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "q"}); !errors.Is(err, store.ErrInvalid) ||
+		!errors.Is(err, seek.ErrNoTarget) {
+		t.Fatalf("seek without a target = %v", err)
 	}
 }
 
@@ -105,7 +93,7 @@ func BenchmarkSeekTimestamp(b *testing.B) {
 				span := f.end.Sub(f.start)
 				for b.Loop() {
 					at := f.start.Add(time.Duration(rng.Int64N(int64(span))))
-					res, err := seek.Seek(ctx, f.st, seek.Request{Group: "g", Queue: "bench",
+					res, err := f.st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "bench",
 						Target: seek.Target{Time: &at}, DryRun: mode == "resolve"})
 					if err != nil {
 						b.Fatal(err)
@@ -155,9 +143,9 @@ func seekBenchStore(b *testing.B, n int) (*store.Store, time.Time, time.Time) {
 	return st, time.UnixMicro(first), time.UnixMicro(last)
 }
 
-// TestATimestampSubscriptionStartsWhereATimeSeekLands checks that the two
-// spellings of the time rule agree: the SQL that seeds a subscription's
-// cursors from a time (seedExpr) and seek.Place for a time target, on
+// TestATimestampSubscriptionStartsWhereATimeSeekLands checks that a
+// subscription's cursors seeded from a time (seek.Seed) and a seek to the
+// time (seek.Place) land alike, on
 // partitions with segments before, at and after the time, one whose front
 // retention removed, and an empty one.
 func TestATimestampSubscriptionStartsWhereATimeSeekLands(t *testing.T) {
@@ -198,10 +186,10 @@ func TestATimestampSubscriptionStartsWhereATimeSeekLands(t *testing.T) {
 		// The first pop subscribes the group; a lease leaves committed where
 		// the seed put it.
 		if _, err := st.Pop(ctx, store.PopRequest{Queue: "q", Group: group,
-			Start: store.SubscriptionStart{Mode: store.ModeTimestamp, From: &at}}); err != nil {
+			Start: seek.Subscription{Mode: seek.ModeTimestamp, From: &at}}); err != nil {
 			t.Fatal(err)
 		}
-		res, err := seek.Seek(ctx, st, seek.Request{Group: group, Queue: "q", Target: seek.Target{Time: &at}, DryRun: true})
+		res, err := st.Seek(ctx, store.SeekRequest{Group: group, Queue: "q", Target: seek.Target{Time: &at}, DryRun: true})
 		if err != nil {
 			t.Fatal(err)
 		}

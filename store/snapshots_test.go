@@ -31,7 +31,7 @@ func TestSnapshotFloorPinsWhatLiveSnapshotsNeed(t *testing.T) {
 	}
 	at := func(group string, committed int64) {
 		t.Helper()
-		if _, err := seek.Seek(ctx, st, seek.Request{Group: group, Queue: "q", Target: seek.Target{Offset: &committed}}); err != nil {
+		if _, err := st.Seek(ctx, store.SeekRequest{Group: group, Queue: "q", Target: seek.Target{Offset: &committed}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +100,7 @@ func TestSnapshotsAreScopedByTenant(t *testing.T) {
 		t.Fatalf("acme list = %v, %v", list, err)
 	}
 	// A tenant cannot seek to another tenant's snapshot.
-	_, err = seek.Seek(ctx, st, seek.Request{Tenant: "acme", Group: "g", Queue: "q", Target: seek.Target{Snapshot: "s"}})
+	_, err = st.Seek(ctx, store.SeekRequest{Tenant: "acme", Group: "g", Queue: "q", Target: seek.Target{Snapshot: "s"}})
 	if !errors.Is(err, store.ErrSnapshotNotFound) {
 		t.Fatalf("cross-tenant snapshot seek = %v", err)
 	}

@@ -5,46 +5,26 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/comb-broker/comb/seek"
 )
 
 // Subscriptions: a group's durable record of where it starts on a queue,
 // and the seeding of its cursors from it.
 
-// Subscription modes as stored.
-const (
-	ModeAll       = "all"
-	ModeNew       = "new"
-	ModeTimestamp = "timestamp"
-)
-
-// SubscriptionStart is where a group starts on first contact with a queue.
-type SubscriptionStart struct {
-	Mode string     // ModeAll, ModeNew or ModeTimestamp
-	From *time.Time // ModeTimestamp only
-}
-
-// seedFrom is the committed value of a new cursor on p: just below the
-// oldest retained offset, or, from a time (from valid), just below the
-// first segment committed at or after it (the partition's last offset if
-// none is).
-//
-// From a time, this is the rule of a seek to that time, seek.Place in
-// seek/seek.go: a group subscribing from a time starts where a seek to the
-// time would put it. TestATimestampSubscriptionStartsWhereATimeSeekLands
-// (store/seek_test.go) checks that the two agree.
-func (w *wtx) seedFrom(p *Partition, from sql.NullInt64) (int64, error) {
-	if !from.Valid {
-		return p.LogStart - 1, nil
+// seed is the committed value of group's new cursor on p, from start:
+// seek.Seed decides, the store looks up the landing segment a start from
+// a time needs.
+func (w *wtx) seed(p *Partition, start seek.Start) (int64, error) {
+	st := p.seekState()
+	if start.Time != nil {
+		l, err := landing(w.ctx, w, p, micros(*start.Time))
+		if err != nil {
+			return 0, err
+		}
+		st.Landing = l.seg()
 	}
-	l, err := landing(w.ctx, w, p, from.Int64)
-	if err != nil {
-		return 0, err
-	}
-	seed := p.LastOffset
-	if l != nil {
-		seed = l.BaseOffset - 1
-	}
-	return max(p.LogStart-1, seed), nil
+	return seek.Seed(start, &st), nil
 }
 
 // seedCursor creates group's cursor on partitionID at committed, unless
@@ -59,7 +39,7 @@ func (w *wtx) seedCursor(partitionID int64, group string, committed int64) error
 
 // subscribe writes the group's durable subscription record for q if it has
 // none, seeding a cursor on every existing partition.
-func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
+func (w *wtx) subscribe(q *Queue, group string, sub seek.Subscription) error {
 	var exists bool
 	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
 		q.ID, group).Scan(&exists); err != nil {
@@ -69,23 +49,26 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 		return nil
 	}
 	now := micros(w.now)
-	mode := start.Mode
+	mode := sub.Mode
 	if group == QueueModeGroup {
-		mode = ModeAll // queue mode never skips a backlog
+		mode = seek.ModeAll // queue mode never skips a backlog
 	}
 	var from sql.NullInt64
+	var start seek.Start // where the partitions that exist now start
 	switch mode {
-	case ModeNew:
+	case seek.ModeNew:
 		// Partitions met later are seeded from the registration time, so
 		// their messages, all pushed after it, are delivered.
 		from = sql.NullInt64{Int64: now, Valid: true}
-	case ModeTimestamp:
-		if start.From == nil {
+		start.End = true
+	case seek.ModeTimestamp:
+		if sub.From == nil {
 			return fmt.Errorf("%w: timestamp subscription without a time", ErrInvalid)
 		}
-		from = sql.NullInt64{Int64: micros(*start.From), Valid: true}
+		from = sql.NullInt64{Int64: micros(*sub.From), Valid: true}
+		start.Time = sub.From
 	default:
-		mode = ModeAll
+		mode = seek.ModeAll
 	}
 	// Partitions created after the registration hold only messages pushed
 	// after it: they are taken from their start. Which partitions those
@@ -107,12 +90,9 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 		return err
 	}
 	for _, p := range parts {
-		// A group subscribing to new messages starts after the last one.
-		seed := p.LastOffset
-		if mode != ModeNew {
-			if seed, err = w.seedFrom(p, from); err != nil {
-				return err
-			}
+		seed, err := w.seed(p, start)
+		if err != nil {
+			return err
 		}
 		if err := w.seedCursor(p.ID, group, seed); err != nil {
 			return err
@@ -133,11 +113,17 @@ func (w *wtx) seedMissingFrom(q *Queue, group string) error {
 		return fmt.Errorf("find new partitions: %w", err)
 	}
 	for _, p := range parts {
-		seed := p.LogStart - 1 // created after the registration
-		if !after.Valid || p.ID <= after.Int64 {
-			if seed, err = w.seedFrom(p, from); err != nil {
-				return err
-			}
+		// A partition created after the registration holds only messages
+		// pushed after it, and starts from its oldest; one that existed
+		// then starts from the stored time, if any.
+		var start seek.Start
+		if from.Valid && (!after.Valid || p.ID <= after.Int64) {
+			t := fromMicros(from.Int64)
+			start.Time = &t
+		}
+		seed, err := w.seed(p, start)
+		if err != nil {
+			return err
 		}
 		if err := w.seedCursor(p.ID, group, seed); err != nil {
 			return err
@@ -155,7 +141,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, tenant, group string, t 
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		rows, err := w.QueryContext(w.ctx, `UPDATE subscriptions SET mode = ?1, from_time = ?2, after_partition = NULL
 			WHERE group_name = ?3 AND queue_id IN (SELECT id FROM queues WHERE tenant = ?4)
-			RETURNING (SELECT name FROM queues WHERE id = queue_id)`, ModeTimestamp, micros(t), group, tenant)
+			RETURNING (SELECT name FROM queues WHERE id = queue_id)`, seek.ModeTimestamp, micros(t), group, tenant)
 		if err != nil {
 			return fmt.Errorf("update subscriptions: %w", err)
 		}
