@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/comb-broker/comb/store/segment"
 )
 
 // Claiming: what a pop takes from the partitions due for its group, under
@@ -202,7 +204,7 @@ func (w *wtx) readSpans(q *Queue, req *PopRequest, spans []claimSpan, leaseID st
 			break
 		}
 		start := len(msgs)
-		err := w.s.scanFrames(w.ctx, w, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *Frame) error {
+		err := w.s.scanFrames(w.ctx, w, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *segment.Frame) error {
 			if sp.deleted(off) {
 				return nil
 			}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/comb-broker/comb/store/segment"
 )
 
 // Defaults for DLQ reads and re-drives.
@@ -277,9 +279,9 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 
 // deadLetter copies the message at loc into the dead-letter table.
 func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error {
-	var frame *Frame
+	var frame *segment.Frame
 	var createdAt int64
-	err := w.s.scanFrames(w.ctx, w, loc.p.ID, loc.offset, loc.offset, func(off, at int64, f *Frame) error {
+	err := w.s.scanFrames(w.ctx, w, loc.p.ID, loc.offset, loc.offset, func(off, at int64, f *segment.Frame) error {
 		frame, createdAt = f, at
 		return nil
 	})

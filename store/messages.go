@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/comb-broker/comb/store/segment"
 )
 
 // Message reads. A message has no row of its own: it is a frame in a
@@ -405,9 +407,9 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 		return nil, err
 	}
 	d := &MessageDetail{QueueOptions: q.Options, IsEncrypted: q.Options.EncryptionEnabled && s.Encrypting()}
-	var frame *Frame
+	var frame *segment.Frame
 	var createdAt int64
-	if err := s.scanFrames(ctx, s.r, p.ID, off, off, func(_, at int64, f *Frame) error {
+	if err := s.scanFrames(ctx, s.r, p.ID, off, off, func(_, at int64, f *segment.Frame) error {
 		frame, createdAt = f, at
 		return nil
 	}); err != nil {

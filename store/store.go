@@ -18,12 +18,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pierrec/lz4/v4"
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/migrations"
+	"github.com/comb-broker/comb/store/segment"
 )
 
 // Defaults for Options.
@@ -99,11 +99,11 @@ type Store struct {
 	stopped  chan struct{} // closed when the writer goroutine has returned
 	closeMu  sync.Mutex
 	closed   bool
-	comp     lz4.Compressor // writer goroutine only
-	keyCeil  keyCeilings    // writer goroutine only
+	enc      segment.Encoder // writer goroutine only
+	keyCeil  keyCeilings     // writer goroutine only
 	leased   recentLeases
-	rows     rowCache       // writer goroutine only
-	crypt    *payloadCipher // nil without an encryption key
+	rows     rowCache        // writer goroutine only
+	crypt    *segment.Cipher // nil without an encryption key
 	watch    watchers
 	turn     turns // round robin over partitions, per (queue, group)
 	stats    Stats

@@ -2,11 +2,12 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"strconv"
+
+	"github.com/comb-broker/comb/store/segment"
 )
 
 // txnKey is the dedup index's compact key for a transactionId. The index
@@ -146,40 +147,18 @@ func scanTxnIDs(ctx context.Context, db querier, partitionID, from, to int64, fn
 	defer rows.Close()
 	for rows.Next() {
 		var base, count, sum int64
-		var codec, rawSize int
-		var data []byte
-		if err := rows.Scan(&base, &count, &codec, &rawSize, &sum, &data); err != nil {
+		var seg segment.Encoded
+		if err := rows.Scan(&base, &count, &seg.Codec, &seg.RawSize, &sum, &seg.Data); err != nil {
 			return fmt.Errorf("scan segment: %w", err)
 		}
-		raw, err := segmentBytes(codec, rawSize, uint32(sum), data)
-		if err != nil {
-			return fmt.Errorf("segment %d of partition %d: %w", base, partitionID, err)
-		}
-		for i := int64(0); i < count && len(raw) > 0; i++ {
-			var txn []byte
-			if txn, raw, err = nextFrameTxnID(raw); err != nil {
-				return fmt.Errorf("segment %d of partition %d: %w", base, partitionID, err)
-			}
-			if off := base + i; off >= from && off <= to {
+		seg.Checksum = uint32(sum)
+		if err := segment.TxnIDs(seg, int(count), func(i int, txn []byte) {
+			if off := base + int64(i); off >= from && off <= to {
 				fn(off, string(txn))
 			}
+		}); err != nil {
+			return fmt.Errorf("segment %d of partition %d: %w", base, partitionID, fromCodec(err))
 		}
 	}
 	return rows.Err()
-}
-
-// nextFrameTxnID returns the transactionId of the frame raw starts with,
-// and what follows the frame.
-func nextFrameTxnID(raw []byte) (txn, rest []byte, err error) {
-	for i := range 4 {
-		n, w := binary.Uvarint(raw)
-		if w <= 0 || uint64(len(raw)-w) < n {
-			return nil, nil, fmt.Errorf("%w: truncated frame", ErrCorrupt)
-		}
-		if i == 0 {
-			txn = raw[w : w+int(n)]
-		}
-		raw = raw[w+int(n):]
-	}
-	return txn, raw, nil
 }

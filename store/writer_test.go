@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pierrec/lz4/v4"
-
 	"github.com/comb-broker/comb/internal/clock"
 )
 
@@ -166,44 +164,6 @@ func TestAFailingIsolatedOpDoesNotFailItsNeighbours(t *testing.T) {
 	var n int
 	if err := s.rdb.QueryRow(`SELECT COUNT(*) FROM txids`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("stored keys = %d (%v), want only the plain push", n, err)
-	}
-}
-
-func TestSegmentRoundTrip(t *testing.T) {
-	var c lz4.Compressor
-	frames := []Frame{
-		{TxnID: "a", Payload: []byte(`{"x":1}`)},
-		{TxnID: "b", TraceID: "0198f0f8-0000-7000-8000-000000000000", ProducerSub: "alice", Payload: []byte(`null`)},
-		{TxnID: "c", Payload: []byte(`"` + string(make([]byte, 0)) + `"`)},
-	}
-	for _, big := range []bool{false, true} {
-		in := frames
-		if big {
-			in = nil
-			for i := range 500 {
-				in = append(in, Frame{TxnID: fmt.Sprint("t", i), Payload: []byte(`{"pad":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`)})
-			}
-		}
-		seg, err := encodeSegment(&c, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if big && seg.codec != codecLZ4 {
-			t.Errorf("repetitive frames stored with codec %d, want lz4", seg.codec)
-		}
-		out, err := decodeSegment(seg.codec, seg.rawSize, seg.checksum, seg.data, len(in))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range in {
-			if out[i].TxnID != in[i].TxnID || out[i].TraceID != in[i].TraceID || out[i].ProducerSub != in[i].ProducerSub || string(out[i].Payload) != string(in[i].Payload) {
-				t.Fatalf("frame %d = %+v, want %+v", i, out[i], in[i])
-			}
-		}
-		seg.data[len(seg.data)/2] ^= 0xff
-		if _, err := decodeSegment(seg.codec, seg.rawSize, seg.checksum, seg.data, len(in)); err == nil {
-			t.Error("a flipped byte decoded without error")
-		}
 	}
 }
 

@@ -1,0 +1,220 @@
+package store
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/comb-broker/comb/store/segment"
+)
+
+// Push fusion: pushes staged by every op of one commit become, at flush,
+// one bounded run of segments per partition, their dedup rows and the
+// partitions' new last offsets, all inside the writer's transaction.
+
+type pendingPart struct {
+	part   *Partition
+	queue  *Queue
+	staged []staged        // in arrival order; deduplicated at flush
+	ids    map[string]bool // client transactionIds staged, for strict checks
+	frames []segment.Frame // built at flush
+	next   int64           // next offset to hand out, set at flush
+}
+
+// staged is one pushed item waiting for the flush, which decides whether it
+// is new or a duplicate and writes its result.
+type staged struct {
+	item *PushItem
+	res  *PushResult
+	// generated ids are fresh UUIDs and cannot collide with a stored key.
+	generated bool
+}
+
+// stagedMark is how many pushes each partition had staged when an
+// isolated op began.
+type stagedMark map[*pendingPart]int
+
+func (w *wtx) stagedMark() stagedMark {
+	m := make(stagedMark, len(w.pending))
+	for _, p := range w.pending {
+		m[p] = len(p.staged)
+	}
+	return m
+}
+
+// forgetResolved undoes what a rolled-back savepoint left in memory: the
+// lookups it may have created, and the pushes it staged, so that an op
+// that failed after staging writes none of them.
+func (w *wtx) forgetResolved(mark stagedMark) {
+	clear(w.queues)
+	clear(w.partitions)
+	w.rowsChanged()
+	kept := w.pending[:0]
+	for _, p := range w.pending {
+		n, ok := mark[p]
+		if !ok || n == 0 {
+			delete(w.byPart, p.part.ID)
+			continue
+		}
+		if n < len(p.staged) {
+			clear(p.staged[n:])
+			p.staged = p.staged[:n]
+			clear(p.ids)
+			for _, st := range p.staged {
+				if !st.generated {
+					p.ids[st.item.TxnID] = true
+				}
+			}
+		}
+		kept = append(kept, p)
+	}
+	w.pending = kept
+}
+
+// pendingFor returns the accumulator of partition p, loading its next offset.
+func (w *wtx) pendingFor(q *Queue, p *Partition) *pendingPart {
+	if pp := w.byPart[p.ID]; pp != nil {
+		return pp
+	}
+	pp := &pendingPart{part: p, queue: q, next: p.LastOffset + 1, ids: map[string]bool{}}
+	w.byPart[p.ID] = pp
+	w.pending = append(w.pending, pp)
+	return pp
+}
+
+// flush decides every staged push (new or duplicate, with one key lookup
+// per partition for the whole commit), then writes one segment per
+// partition, the dedup rows and the new last offsets. created_at is stamped
+// here, inside the transaction, and never decreases within a partition.
+func (w *wtx) flush() error {
+	for _, pp := range w.pending {
+		if err := w.resolveStaged(pp); err != nil {
+			return err
+		}
+		if len(pp.frames) == 0 {
+			continue
+		}
+		createdAt := max(micros(w.now), pp.part.LastSegmentAt)
+		if err := w.insertSegments(pp, createdAt); err != nil {
+			return err
+		}
+		maxKey, err := w.insertTxids(pp)
+		if err != nil {
+			return err
+		}
+		if _, err := w.ExecContext(w.ctx,
+			`UPDATE partitions SET last_offset = ?1, last_segment_at = ?2, max_txn_key = max(coalesce(max_txn_key, ?3), ?3)
+			 WHERE id = ?4`, pp.next-1, createdAt, maxKey, pp.part.ID); err != nil {
+			return fmt.Errorf("advance last_offset: %w", err)
+		}
+		pp.part.LastOffset, pp.part.LastSegmentAt = pp.next-1, createdAt
+		w.s.stats.Frames.Add(int64(len(pp.frames)))
+		w.touch(pp.queue.Tenant, pp.queue.Name)
+	}
+	return nil
+}
+
+// Bounds on one segment. A pop decodes whole segments, so however large a
+// push or a fused commit, a pop costs what its batch costs, not what the
+// commit was: the frames of one partition are cut into segments of at most
+// this many frames and payload bytes (one frame at least).
+const (
+	MaxSegmentFrames = 256
+	MaxSegmentBytes  = 256 << 10
+)
+
+// insertSegments writes the frames of pp as one or more bounded segments.
+func (w *wtx) insertSegments(pp *pendingPart, createdAt int64) error {
+	base := pp.next - int64(len(pp.frames))
+	for start := 0; start < len(pp.frames); {
+		end, size := start, 0
+		for end < len(pp.frames) && end-start < MaxSegmentFrames &&
+			(end == start || size+len(pp.frames[end].Payload) <= MaxSegmentBytes) {
+			size += len(pp.frames[end].Payload)
+			end++
+		}
+		seg, err := w.s.enc.Encode(pp.frames[start:end])
+		if err != nil {
+			return err
+		}
+		if _, err := w.ExecContext(w.ctx,
+			`INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			pp.part.ID, base+int64(start), end-start, createdAt, seg.Codec, seg.RawSize, int64(seg.Checksum), seg.Data); err != nil {
+			return fmt.Errorf("insert segment: %w", err)
+		}
+		w.s.stats.Segments.Add(1)
+		start = end
+	}
+	return nil
+}
+
+// resolveStaged assigns offsets to the new items of pp in arrival order;
+// an id already stored, or staged earlier in this commit, is a duplicate
+// answering the original's offset.
+func (w *wtx) resolveStaged(pp *pendingPart) error {
+	var ids []string
+	for _, st := range pp.staged {
+		if !st.generated {
+			ids = append(ids, st.item.TxnID)
+		}
+	}
+	stored := map[string]int64{}
+	if len(ids) > 0 {
+		var err error
+		if stored, err = w.storedTxids(pp.part.ID, ids); err != nil {
+			return err
+		}
+	}
+	seen := make(map[string]int64, len(pp.staged))
+	for _, st := range pp.staged {
+		it, res := st.item, st.res
+		off, dup := stored[it.TxnID]
+		if !dup {
+			off, dup = seen[it.TxnID]
+		}
+		if dup {
+			res.Status, res.Offset = StatusDuplicate, off
+		} else {
+			off = pp.next
+			pp.next++
+			seen[it.TxnID] = off
+			pp.frames = append(pp.frames, segment.Frame{TxnID: it.TxnID, TraceID: it.TraceID, ProducerSub: it.ProducerSub,
+				Payload: w.s.sealPayload(pp.queue, it.Payload)})
+			res.Status, res.Offset = StatusQueued, off
+		}
+		res.MessageID = MessageID(pp.part.UUID, off)
+	}
+	return nil
+}
+
+// insertTxids writes the dedup rows of pp in one statement per chunk (the
+// ids travel as one JSON array, so the statement text never changes) and
+// returns the highest key among them.
+func (w *wtx) insertTxids(pp *pendingPart) (int64, error) {
+	const chunk = 4096
+	base := pp.next - int64(len(pp.frames))
+	buf := make([]byte, 0, 20*min(len(pp.frames), chunk))
+	maxKey := int64(math.MinInt64)
+	for start := 0; start < len(pp.frames); start += chunk {
+		end := min(start+chunk, len(pp.frames))
+		buf = append(buf[:0], '[')
+		for i := start; i < end; i++ {
+			if i > start {
+				buf = append(buf, ',')
+			}
+			key := txnKey(pp.frames[i].TxnID)
+			w.s.keyCeil.raise(pp.part.ID, key)
+			maxKey = max(maxKey, key)
+			buf = strconv.AppendInt(buf, key, 10)
+		}
+		buf = append(buf, ']')
+		if _, err := w.ExecContext(w.ctx,
+			`INSERT INTO txids (partition_id, txn_key, offset)
+			 SELECT ?, value, ? + key FROM json_each(?)`,
+			pp.part.ID, base+int64(start), string(buf)); err != nil {
+			return 0, fmt.Errorf("insert dedup keys: %w", err)
+		}
+	}
+	return maxKey, nil
+}

@@ -1,0 +1,126 @@
+package segment_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/comb-broker/comb/store/segment"
+)
+
+func sameFrames(t *testing.T, got, want []segment.Frame) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d frames, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].TxnID != want[i].TxnID || got[i].TraceID != want[i].TraceID ||
+			got[i].ProducerSub != want[i].ProducerSub || !bytes.Equal(got[i].Payload, want[i].Payload) {
+			t.Fatalf("frame %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	var e segment.Encoder
+	small := []segment.Frame{
+		{TxnID: "a", Payload: []byte(`{"x":1}`)},
+		{TxnID: "b", TraceID: "0198f0f8-0000-7000-8000-000000000000", ProducerSub: "alice", Payload: []byte(`null`)},
+		{TxnID: "c", Payload: []byte(`""`)},
+	}
+	noise := make([]byte, 512)
+	rand.NewChaCha8([32]byte{1}).Read(noise)
+	incompressible := []segment.Frame{{TxnID: "n", Payload: noise}}
+	var big []segment.Frame
+	for i := range 500 {
+		big = append(big, segment.Frame{TxnID: fmt.Sprint("t", i), Payload: []byte(`{"pad":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`)})
+	}
+	for _, c := range []struct {
+		name   string
+		frames []segment.Frame
+		codec  int
+	}{
+		{"small frames", small, -1},
+		{"incompressible frames stay raw", incompressible, segment.Raw},
+		{"repetitive frames are lz4", big, segment.LZ4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			seg, err := e.Encode(c.frames)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.codec >= 0 && seg.Codec != c.codec {
+				t.Errorf("codec %d, want %d", seg.Codec, c.codec)
+			}
+			out, err := segment.Decode(seg, len(c.frames))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameFrames(t, out, c.frames)
+			var ids []string
+			if err := segment.TxnIDs(seg, len(c.frames), func(i int, txn []byte) { ids = append(ids, string(txn)) }); err != nil {
+				t.Fatal(err)
+			}
+			for i := range c.frames {
+				if ids[i] != c.frames[i].TxnID {
+					t.Fatalf("TxnIDs[%d] = %q, want %q", i, ids[i], c.frames[i].TxnID)
+				}
+			}
+			if _, err := segment.Decode(seg, len(c.frames)+1); !errors.Is(err, segment.ErrCorrupt) {
+				t.Errorf("decode with a wrong frame count = %v", err)
+			}
+			seg.Data[len(seg.Data)/2] ^= 0xff
+			if _, err := segment.Decode(seg, len(c.frames)); !errors.Is(err, segment.ErrCorrupt) {
+				t.Errorf("a flipped byte decoded: %v", err)
+			}
+			if err := segment.TxnIDs(seg, len(c.frames), func(int, []byte) {}); !errors.Is(err, segment.ErrCorrupt) {
+				t.Errorf("a flipped byte read its ids: %v", err)
+			}
+		})
+	}
+}
+
+func TestSealOpen(t *testing.T) {
+	key := bytes.Repeat([]byte{0x5a}, segment.KeySize)
+	c, err := segment.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := segment.NewCipher(bytes.Repeat([]byte{0x33}, segment.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][]byte{[]byte(`{"secret":1}`), {0x00, 'x'}, {0x01}, {}} {
+		sealed := segment.Seal(c, p)
+		if len(p) > 2 && bytes.Contains(sealed, p) {
+			t.Errorf("sealed %q holds it in clear", p)
+		}
+		if got, err := segment.Open(c, sealed); err != nil || !bytes.Equal(got, p) {
+			t.Errorf("open(seal(%q)) = %q, %v", p, got, err)
+		}
+		if _, err := segment.Open(nil, sealed); !errors.Is(err, segment.ErrNoKey) {
+			t.Errorf("open without a key = %v, want ErrNoKey", err)
+		}
+		if _, err := segment.Open(other, sealed); !errors.Is(err, segment.ErrNoKey) {
+			t.Errorf("open with another key = %v, want ErrNoKey", err)
+		}
+		clear := segment.Seal(nil, p)
+		if got, err := segment.Open(nil, clear); err != nil || !bytes.Equal(got, p) {
+			t.Errorf("open(seal(nil, %q)) = %q, %v", p, got, err)
+		}
+	}
+	if _, err := segment.Open(c, []byte{0x01, 1, 2}); !errors.Is(err, segment.ErrCorrupt) {
+		t.Errorf("a truncated sealed payload = %v, want ErrCorrupt", err)
+	}
+	if _, err := segment.NewCipher(key[:16]); !errors.Is(err, segment.ErrKey) {
+		t.Errorf("a 16-byte key = %v, want ErrKey", err)
+	}
+	if _, err := segment.ParseKey("abc"); !errors.Is(err, segment.ErrKey) {
+		t.Errorf("ParseKey(abc) = %v, want ErrKey", err)
+	}
+	if k, err := segment.ParseKey(fmt.Sprintf("%x", key)); err != nil || !bytes.Equal(k, key) {
+		t.Errorf("ParseKey(hex) = %x, %v", k, err)
+	}
+}
