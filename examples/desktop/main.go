@@ -4,7 +4,7 @@
 // handles them, with nothing lost if the program is closed, killed or the
 // machine loses power between the two.
 //
-//	go run ./examples/desktop            # runs until Ctrl-C
+//	go run ./examples/desktop            # runs until Ctrl-C or SIGTERM
 //	go run ./examples/desktop -n 20      # handles 20 events, then exits
 //	go run ./examples/desktop -http 127.0.0.1:6632
 //	                                     # also serves the HTTP API and the
@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/comb-broker/comb/broker"
@@ -42,7 +43,9 @@ func main() {
 	db := flag.String("db", "", "database file (default: comb-desktop/events.db in the user's config directory)")
 	httpAddr := flag.String("http", "", "also serve the HTTP API and the console on this loopback address, e.g. 127.0.0.1:6632 (off when empty)")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// Ctrl-C sends SIGINT; a service manager, a logout or `kill` sends
+	// SIGTERM. Either one ends run normally, so the database closes clean.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *db, *httpAddr, *n); err != nil && !errors.Is(err, context.Canceled) {
 		log.Fatal(err)
