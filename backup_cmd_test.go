@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
 )
 
@@ -81,7 +82,7 @@ func popAll(t *testing.T, path string) map[string]bool {
 	defer b.Close()
 	seen := map[string]bool{}
 	for {
-		res, err := b.Pop(ctx, broker.PopRequest{Queue: "load", Group: "restore-check", Batch: 1000, AutoAck: true})
+		res, err := b.Pop(ctx, combtype.PopRequest{Queue: "load", Group: "restore-check", Batch: 1000, AutoAck: true})
 		if err != nil {
 			t.Fatalf("pop the copy: %v", err)
 		}
@@ -123,7 +124,7 @@ func TestBackupUnderWriteLoadHoldsEveryMessageAnsweredBeforeIt(t *testing.T) {
 	waitFor(t, &got, len(got.snapshot())+300)
 	beforeOffline := got.snapshot()
 	offline := filepath.Join(dir, "offline.db")
-	out, err = runComb(t, srv, nil, "backup", "--db", srv.Broker.Path(), "--out", offline)
+	out, err = runComb(t, srv, nil, "backup", "--db", srv.Broker.DatabasePath(), "--out", offline)
 	if err != nil || !strings.Contains(out, "check ok") {
 		t.Fatalf("backup --db: %v\n%s", err, out)
 	}

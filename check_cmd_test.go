@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // makeDB writes a database holding queue "orders", partition "p1", with
@@ -26,22 +27,22 @@ func makeDB(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for s := range 3 {
-		items := make([]broker.PushItem, 5)
+		items := make([]combtype.PushItem, 5)
 		for i := range items {
-			items[i] = broker.PushItem{Queue: "orders", Partition: "p1", TxnID: fmt.Sprintf("m%d", s*5+i),
+			items[i] = combtype.PushItem{Queue: "orders", Partition: "p1", TxnID: fmt.Sprintf("m%d", s*5+i),
 				Payload: []byte(fmt.Sprintf(`{"n":%d}`, s*5+i))}
 		}
-		if _, err := b.Push(ctx, "", items); err != nil {
+		if _, err := b.Push(ctx, items); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "orders", Group: "billing", Batch: 5})
+	res, err := b.Pop(ctx, combtype.PopRequest{Queue: "orders", Group: "billing", Batch: 5})
 	if err != nil || len(res.Messages) != 5 {
 		t.Fatalf("pop: %v %+v", err, res)
 	}
 	last := res.Messages[len(res.Messages)-1]
-	if _, err := b.Ack(ctx, "", "billing", []broker.AckItem{{TxnID: last.TxnID, PartitionID: last.PartitionID,
-		LeaseID: last.LeaseID, Status: "completed"}}); err != nil {
+	if _, err := b.Ack(ctx, []combtype.AckItem{{TxnID: last.TxnID, PartitionID: last.PartitionID,
+		LeaseID: last.LeaseID, Status: "completed", Group: "billing"}}); err != nil {
 		t.Fatal(err)
 	}
 	b.Drain()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/forward"
 )
 
@@ -36,8 +37,8 @@ type forwardSpec struct {
 	Batch         int    `json:"batch"`
 }
 
-func (s *forwardSpec) forwarder() *broker.Forwarder {
-	return &broker.Forwarder{Name: s.Name, Direction: s.Direction, Queue: s.Queue, UpstreamURL: s.Upstream,
+func (s *forwardSpec) forwarder() *combtype.Forwarder {
+	return &combtype.Forwarder{Name: s.Name, Direction: s.Direction, Queue: s.Queue, UpstreamURL: s.Upstream,
 		UpstreamQueue: s.UpstreamQueue, Token: s.Token, Group: s.ConsumerGroup, Batch: s.Batch}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/combtest"
 )
@@ -94,7 +95,7 @@ func TestADamagedSegmentIsListedByTheRouteTheCommandAndCheck(t *testing.T) {
 		t.Fatalf("GET /api/v1/quarantine = %d %s", res.Status, res.Body)
 	}
 	res.JSON(t, &list)
-	if list.Total != 1 || len(list.Segments) != 1 || list.Limit != broker.DefaultQuarantineLimit {
+	if list.Total != 1 || len(list.Segments) != 1 || list.Limit != combtype.DefaultQuarantineLimit {
 		t.Fatalf("quarantine = %s", res.Body)
 	}
 	s := list.Segments[0]

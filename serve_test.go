@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // TestServeShutsDownCleanly runs serve in-process, parks a long-poll, then
@@ -88,7 +89,7 @@ func TestServeShutsDownCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	res, err := b.Pop(context.Background(), broker.PopRequest{Queue: "keep", Batch: 10})
+	res, err := b.Pop(context.Background(), combtype.PopRequest{Queue: "keep", Batch: 10})
 	if err != nil || len(res.Messages) != 1 || string(res.Messages[0].Payload) != `{"n":1}` {
 		t.Fatalf("after restart: %+v %v", res, err)
 	}

@@ -30,7 +30,7 @@ func (b *Broker) startBackground(ctx context.Context, opts Options) error {
 		}
 	}
 	b.ret = retention.New(b.st, retention.Config{Interval: opts.RetentionInterval,
-		SnapshotInterval: opts.SnapshotSweepInterval, Clock: opts.Clock, Logger: log})
+		SnapshotInterval: opts.SnapshotSweepInterval, Clock: b.clock, Logger: log})
 	b.ret.Start()
 	// A queue delete a crash interrupted is finished now, not by the next
 	// delete; the queue is already invisible, so this runs behind traffic.
@@ -55,5 +55,25 @@ func (b *Broker) stopBackground() {
 	}
 }
 
-// Retention is the retention service, for callers that want to sweep now.
-func (b *Broker) Retention() *retention.Service { return b.ret }
+// RetentionReport counts what one retention sweep did.
+type RetentionReport struct {
+	Queues     int   // queues with a retention policy
+	Partitions int   // partitions that lost segments
+	Segments   int   // segments deleted
+	Frames     int64 // messages deleted
+	Bytes      int64 // stored segment bytes deleted
+	FreedPages int64 // database pages returned to the file system
+	LeaseWakes int   // queues whose parked pops were woken for an expired lease
+	Snapshots  int   // expired snapshots deleted
+}
+
+// RetentionSweep runs one retention pass now, at the clock's time, over
+// every tenant: it wakes pops parked on expired leases, deletes expired
+// snapshots and what every queue's retention options allow, then returns
+// freed pages to the file system. The background service runs the same
+// pass every Options.RetentionInterval; one pass runs at a time.
+func (b *Broker) RetentionSweep(ctx context.Context) (RetentionReport, error) {
+	st, err := b.ret.RunOnce(ctx)
+	return RetentionReport{Queues: st.Queues, Partitions: st.Partitions, Segments: st.Segments, Frames: st.Frames,
+		Bytes: st.Bytes, FreedPages: st.FreedPages, LeaseWakes: st.LeaseWakes, Snapshots: st.Snapshots}, err
+}

@@ -1,13 +1,21 @@
 // Package broker is comb's embeddable engine: durable queues with
 // partitions, consumer groups, leases, retries, a dead-letter queue and
-// replay, on one SQLite file. The HTTP server is a thin adapter over it; a
+// replay, on one SQLite file. comb's HTTP server is an adapter over it; a
 // Go program can import it and skip HTTP entirely.
 //
-// broker is the one package an embedder (and comb's own HTTP server and
-// command) imports. Its request and result types are type aliases of the
-// engine's (QueueOptions = store.QueueOptions and so on), and its error
-// values are the engine's, so errors.Is holds whichever layer returned them;
-// the engine packages behind it are not part of the API.
+// The values a program passes and gets back (items, requests, results,
+// statuses, limits and the errors to test for with errors.Is) are declared
+// in package combtype, which imports nothing of the engine. The engine
+// behind broker is not part of the API.
+//
+// A Broker acts for one tenant: the one Open returns for the default
+// tenant (""), and Tenant returns a handle for any other, with the same
+// methods. Methods that act on the whole database (Close, the database,
+// maintenance and retention methods, QueueDepths) do so from any handle.
+//
+// Method names start with the noun they act on (Queue…, Group…, DLQ…,
+// Snapshot…, Message…, Trace…, Stream…, Lease…), so related calls sit
+// together here; Push, Pop, Ack and Transaction are the message flow.
 package broker
 
 import (
@@ -19,71 +27,66 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/retention"
-	"github.com/comb-broker/comb/seek"
 	"github.com/comb-broker/comb/store"
 )
 
-// Types shared with the store, re-exported so users import one package.
-type (
-	QueueOptions     = store.QueueOptions
-	Queue            = store.Queue
-	Partition        = store.Partition
-	PushItem         = store.PushItem
-	PushResult       = store.PushResult
-	Message          = store.Message
-	PopResult        = store.PopResult
-	AckItem          = store.AckItem
-	AckResult        = store.AckResult
-	TxOp             = store.TxOp
-	TxOpResult       = store.TxOpResult
-	TxError          = store.TxError
-	LeaseExtension   = store.LeaseExtension
-	ConfigureRequest = store.ConfigureRequest
-)
+// Clock tells the time. The broker reads every timestamp it writes through
+// it, so a test can move time instead of sleeping.
+type Clock interface {
+	Now() time.Time
+}
 
 // Options configure Open.
 type Options struct {
-	// Path of the database file. Required.
+	// Path of the database file, created (mode 0600) if missing. Required.
 	Path string
 	// Synchronous is "FULL" (default; every answered write survives power
 	// loss) or "NORMAL" (survives a crash of the process only).
 	Synchronous string
 	// MaxBatchOps caps how many pending writes one commit fuses; 0 means
-	// store.DefaultMaxBatchOps, 1 turns group commit off (for measuring it).
+	// the engine's default (256), 1 turns group commit off (for measuring
+	// it).
 	MaxBatchOps int
 	// DefaultSubscriptionMode applies when a group's first pop names no
 	// mode: "all" (default) or "new".
 	DefaultSubscriptionMode string
 	// Clock is read for every timestamp. Default the wall clock.
-	Clock clock.Clock
+	Clock Clock
 	// RetentionInterval is how often the retention service sweeps.
-	// Default retention.DefaultInterval (5 minutes); negative disables the
-	// periodic sweep (Retention().RunOnce still works).
+	// Default 5 minutes; negative disables the periodic sweep
+	// (RetentionSweep still works).
 	RetentionInterval time.Duration
 	// SnapshotSweepInterval is the least time between deletions of expired
-	// snapshots, which run within retention sweeps. Default
-	// retention.DefaultSnapshotInterval (an hour).
+	// snapshots, which run within retention sweeps. Default an hour.
 	SnapshotSweepInterval time.Duration
 	// MaxDBBytes caps the database file (0 = only the disk's size); a
-	// write past it fails with ErrFull.
+	// write past it fails with combtype.ErrFull.
 	MaxDBBytes int64
-	// EncryptionKey is the 32-byte AES-256 key sealing the payloads of
-	// queues with encryptionEnabled. Nil stores them in clear.
+	// EncryptionKey is the combtype.EncryptionKeySize-byte AES-256 key
+	// sealing the payloads of queues with encryptionEnabled (see
+	// ParseEncryptionKey). Nil stores them in clear.
 	EncryptionKey []byte
 	// Logger receives the background services' logs. Default slog.Default().
 	Logger *slog.Logger
 	// MaxPushBytesInFlight bounds the payload bytes of pushes and
 	// transactions accepted but not yet committed; past it they fail with
-	// ErrBusy. Default DefaultMaxPushBytesInFlight.
+	// combtype.ErrBusy. Default DefaultMaxPushBytesInFlight.
 	MaxPushBytesInFlight int64
 }
 
-// Broker is an open comb database.
+// Broker is an open comb database, acting for one tenant. It is safe for
+// concurrent use; Tenant handles share the database and its lifecycle.
 type Broker struct {
+	*engine
+	tenant string
+}
+
+// engine is what every tenant handle of one database shares.
+type engine struct {
 	st         *store.Store
-	defaultSub string
+	clock      Clock
 	drainOnce  sync.Once
 	draining   chan struct{} // closed by Drain: parked pops return at once
 	parked     atomic.Int64  // pops waiting right now
@@ -95,20 +98,29 @@ type Broker struct {
 	inFlight   byteGate           // payload bytes of pushes not yet committed
 }
 
-// Parked is the number of pops waiting for something to deliver.
-func (b *Broker) Parked() int64 { return b.parked.Load() }
+// realClock is the wall clock.
+type realClock struct{}
 
-// Open opens or creates the database at opts.Path.
+func (realClock) Now() time.Time { return time.Now() }
+
+// Open opens or creates the database at opts.Path and starts its
+// background services. The Broker returned acts for the default tenant.
+// It fails with combtype.ErrLocked when another process has the file open,
+// combtype.ErrNotComb or combtype.ErrSchemaTooNew when the file is not one
+// this comb can open (leaving it untouched), and combtype.ErrInvalid for a
+// key of the wrong size.
 func Open(ctx context.Context, opts Options) (*Broker, error) {
-	m := newMetrics(cmp.Or[clock.Clock](opts.Clock, clock.Real{}))
-	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: opts.Clock, MaxBatchOps: opts.MaxBatchOps,
-		OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger, MaxDBBytes: opts.MaxDBBytes})
+	clk := cmp.Or[Clock](opts.Clock, realClock{})
+	m := newMetrics(clk)
+	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: clk,
+		MaxBatchOps: opts.MaxBatchOps, OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger,
+		MaxDBBytes: opts.MaxDBBytes, DefaultSubscriptionMode: opts.DefaultSubscriptionMode})
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}
-	b := &Broker{st: st, defaultSub: cmp.Or(opts.DefaultSubscriptionMode, seek.ModeAll), draining: make(chan struct{}),
-		metrics: m}
-	b.inFlight.max = cmp.Or(opts.MaxPushBytesInFlight, DefaultMaxPushBytesInFlight)
+	e := &engine{st: st, clock: clk, draining: make(chan struct{}), metrics: m}
+	e.inFlight.max = cmp.Or(opts.MaxPushBytesInFlight, DefaultMaxPushBytesInFlight)
+	b := &Broker{engine: e}
 	if err := b.startBackground(ctx, opts); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("open broker: %w", err)
@@ -116,12 +128,27 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	return b, nil
 }
 
+// Tenant returns a handle acting for tenant name, with the same methods;
+// "" is the default tenant. Tenants share nothing but the database file:
+// one tenant's queues, groups, snapshots and DLQ are invisible to another.
+func (b *Broker) Tenant(name string) *Broker {
+	if name == b.tenant {
+		return b
+	}
+	return &Broker{engine: b.engine, tenant: name}
+}
+
+// TenantName is the tenant b acts for; "" is the default tenant.
+func (b *Broker) TenantName() string { return b.tenant }
+
 // Drain makes every parked pop, and every later one, return without waiting,
 // so a server can stop without holding long-polls to their timeout. Writes
 // keep working until Close.
 func (b *Broker) Drain() { b.drainOnce.Do(func() { close(b.draining) }) }
 
-// Close commits every write already submitted and closes the database.
+// Close stops the background services, commits every write already
+// submitted and closes the database, for every tenant handle. Calls made
+// afterwards fail with combtype.ErrClosed.
 func (b *Broker) Close() error {
 	b.stopBackground()
 	return b.st.Close()
@@ -130,50 +157,55 @@ func (b *Broker) Close() error {
 // Ping reports whether the database answers.
 func (b *Broker) Ping(ctx context.Context) error { return b.st.Ping(ctx) }
 
-// Configure creates a queue or replaces all of its options.
-// Options outside their ranges (see ValidateOptions) are refused with a
-// *RangeError and nothing is written.
-func (b *Broker) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *Partition, error) {
-	if err := ValidateOptions(req.Options); err != nil {
-		return nil, nil, err
-	}
-	return b.st.Configure(ctx, req)
-}
+// Parked is the number of pops, of every tenant, waiting for something to
+// deliver.
+func (b *Broker) Parked() int64 { return b.parked.Load() }
 
-// Push appends items and returns once they are durable.
-func (b *Broker) Push(ctx context.Context, tenant string, items []PushItem) ([]PushResult, error) {
-	if results, ok, err := b.pushBuffered(ctx, tenant, items); ok {
+// Push appends items to their queues (each created, with
+// combtype.DefaultQueueOptions, on its first push) and returns once they
+// are durable, one result per item in order. An item whose transactionId
+// is already stored in its partition is not stored again and answers
+// combtype.StatusDuplicate with the original's offset; during push
+// maintenance every item answers combtype.StatusBuffered. Past
+// Options.MaxPushBytesInFlight the push fails with combtype.ErrBusy.
+func (b *Broker) Push(ctx context.Context, items []combtype.PushItem) ([]combtype.PushResult, error) {
+	if results, ok, err := b.pushBuffered(ctx, items); ok {
 		return results, err // push maintenance: parked, not in the log yet
 	}
 	n := pushBytes(items)
 	if !b.inFlight.acquire(n) {
-		return nil, ErrBusy
+		return nil, combtype.ErrBusy
 	}
 	defer b.inFlight.release(n)
-	results, err := b.st.Push(ctx, tenant, items)
+	results, err := b.st.Push(ctx, b.tenant, items)
 	if err == nil {
-		b.metrics.countPush(tenant, results)
+		b.metrics.countPush(b.tenant, results)
 	}
 	return results, err
 }
 
-// Ack acknowledges delivered messages; group, when not "", applies to all.
-// More than MaxAckItems items are refused with a *RangeError.
-func (b *Broker) Ack(ctx context.Context, tenant, group string, items []AckItem) ([]AckResult, error) {
+// Ack acknowledges delivered messages, each on its item's group, and
+// answers one result per item in order: an ack refused (a stale lease, a
+// message not found) says why in its result's Err, and the others still
+// apply. A completed ack moves the group's cursor; a failed one counts a
+// retry or, past the queue's retryLimit, dead-letters the message. More
+// than MaxAckItems items are refused with a *RangeError.
+func (b *Broker) Ack(ctx context.Context, items []combtype.AckItem) ([]combtype.AckResult, error) {
 	if err := CheckRange("acknowledgments", int64(len(items)), 0, MaxAckItems); err != nil {
 		return nil, err
 	}
-	results, err := b.st.Ack(ctx, tenant, group, items)
+	results, err := b.st.Ack(ctx, b.tenant, "", items)
 	for i := range results {
-		b.metrics.countAck(tenant, &items[i], &results[i])
+		b.metrics.countAck(b.tenant, &items[i], &results[i])
 	}
 	return results, err
 }
 
-// Transaction applies acks and pushes all or nothing.
-// More than MaxTransactionOps acks and pushed items are refused with a
-// *RangeError; its pushes count against MaxPushBytesInFlight.
-func (b *Broker) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]TxOpResult, error) {
+// Transaction applies acks and pushes all or nothing: a refused operation
+// fails the whole with a *combtype.TxError and nothing is written. More
+// than MaxTransactionOps acks and pushed items are refused with a
+// *RangeError; its pushes count against Options.MaxPushBytesInFlight.
+func (b *Broker) Transaction(ctx context.Context, ops []combtype.TxOp) ([]combtype.TxOpResult, error) {
 	var count, n int64
 	for i := range ops {
 		count += 1 + int64(max(len(ops[i].Items)-1, 0))
@@ -183,63 +215,42 @@ func (b *Broker) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]
 		return nil, err
 	}
 	if !b.inFlight.acquire(n) {
-		return nil, ErrBusy
+		return nil, combtype.ErrBusy
 	}
 	defer b.inFlight.release(n)
-	results, err := b.st.Transaction(ctx, tenant, ops)
+	results, err := b.st.Transaction(ctx, b.tenant, ops)
 	if err == nil {
-		b.metrics.countTransaction(tenant, ops, results)
+		b.metrics.countTransaction(b.tenant, ops, results)
 	}
 	return results, err
 }
 
-// ExtendLease extends every (partition, group) held by leaseID.
-// A d outside [1s, MaxLeaseSeconds] is refused with a *RangeError.
-func (b *Broker) ExtendLease(ctx context.Context, tenant, leaseID string, d time.Duration) (LeaseExtension, error) {
+// LeaseExtend pushes the expiry of every batch leaseID holds to at least
+// now+d. A lease unknown or already expired is reported in the result's
+// Err. A d outside [1s, MaxLeaseSeconds] is refused with a *RangeError.
+func (b *Broker) LeaseExtend(ctx context.Context, leaseID string, d time.Duration) (combtype.LeaseExtension, error) {
 	if d < time.Second || d > MaxLeaseSeconds*time.Second {
-		return LeaseExtension{}, &RangeError{Name: "seconds", Value: int64(d / time.Second), Min: 1, Max: MaxLeaseSeconds}
+		return combtype.LeaseExtension{}, &RangeError{Name: "seconds", Value: int64(d / time.Second), Min: 1, Max: MaxLeaseSeconds}
 	}
-	return b.st.ExtendLease(ctx, tenant, leaseID, d)
+	return b.st.ExtendLease(ctx, b.tenant, leaseID, d)
 }
 
-// ReleaseLease gives back every batch leaseID still holds, at once and
+// LeaseRelease gives back every batch leaseID still holds, at once and
 // without charging a retry: for a pop whose reply could not be delivered.
-func (b *Broker) ReleaseLease(ctx context.Context, tenant, leaseID string) (int64, error) {
-	return b.st.ReleaseLease(ctx, tenant, leaseID)
+// It returns how many (partition, group) leases it released.
+func (b *Broker) LeaseRelease(ctx context.Context, leaseID string) (int64, error) {
+	return b.st.ReleaseLease(ctx, b.tenant, leaseID)
 }
 
-// PopRequest asks for messages; see store.PopRequest for the fields it
-// shares with a single attempt.
-type PopRequest struct {
-	Tenant     string
-	Queue      string
-	Partition  string
-	Namespace  string
-	Task       string
-	Group      string
-	Batch      int
-	Partitions int
-	AutoAck    bool
-	// SubscriptionMode and SubscriptionFrom decide where a group starts on
-	// its first contact with the queue; later values are ignored.
-	SubscriptionMode string
-	SubscriptionFrom string
-	// Wait parks the pop until something is deliverable or Timeout passes.
-	Wait    bool
-	Timeout time.Duration
-}
-
-// Pop delivers up to req.Batch messages. With Wait it parks until a push, a
-// released or expired lease or a seek makes something deliverable, the
-// timeout passes, or ctx ends; it never polls the database in a loop.
-func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
+// Pop delivers up to req.Batch messages under a lease (or, with AutoAck,
+// consumed at once). With Wait it parks until a push, a released or
+// expired lease or a seek makes something deliverable, the timeout passes,
+// or ctx ends; it never polls the database in a loop. An unknown queue is
+// nothing to deliver, not an error. A Timeout outside [0, MaxPopTimeout]
+// is refused with a *RangeError.
+func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.PopResult, error) {
 	if req.Timeout < 0 || req.Timeout > MaxPopTimeout {
 		return nil, &RangeError{Name: "timeout", Value: req.Timeout.Milliseconds(), Min: 0, Max: MaxPopTimeout.Milliseconds()}
-	}
-	sreq := store.PopRequest{
-		Tenant: req.Tenant, Queue: req.Queue, Partition: req.Partition, Namespace: req.Namespace, Task: req.Task,
-		Group: req.Group, Batch: req.Batch, Partitions: req.Partitions, AutoAck: req.AutoAck,
-		Start: seek.ParseSubscription(req.SubscriptionMode, req.SubscriptionFrom, b.defaultSub),
 	}
 	deadline := time.Now().Add(req.Timeout)
 	for {
@@ -247,11 +258,11 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 			return pausedPop(req.Group), nil // pop maintenance: nothing, at once
 		}
 		// Watch before looking, so a change in between is not missed.
-		changed, release := b.watch(req.Tenant, req.Queue)
-		res, err := b.st.Pop(ctx, sreq)
+		changed, release := b.watch(req.Queue)
+		res, err := b.st.Pop(ctx, b.tenant, req)
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
 			release()
-			b.metrics.countPop(req.Tenant, res, req.AutoAck)
+			b.metrics.countPop(b.tenant, res, req.AutoAck)
 			return res, err
 		}
 		wait := time.Until(deadline)
@@ -268,12 +279,12 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		if !woke || ctx.Err() != nil {
 			// A caller that left as the wake came gets no claim: with
 			// autoAck it would consume what nobody reads.
-			return &PopResult{Group: res.Group}, nil
+			return &combtype.PopResult{Group: res.Group}, nil
 		}
 		if time.Until(deadline) <= 0 {
 			// One last look: the wake may have come right at the deadline.
-			res, err := b.st.Pop(ctx, sreq)
-			b.metrics.countPop(req.Tenant, res, req.AutoAck)
+			res, err := b.st.Pop(ctx, b.tenant, req)
+			b.metrics.countPop(b.tenant, res, req.AutoAck)
 			return res, err
 		}
 	}
@@ -281,11 +292,11 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 
 // watch returns what a parked pop of queue (or, for "", of any queue) waits
 // on, and the release to call when it stops waiting.
-func (b *Broker) watch(tenant, queue string) (<-chan struct{}, func()) {
+func (b *Broker) watch(queue string) (<-chan struct{}, func()) {
 	if queue == "" {
 		return b.st.WatchAny(), func() {}
 	}
-	return b.st.Watch(tenant, queue)
+	return b.st.Watch(b.tenant, queue)
 }
 
 // park waits until changed closes or wait passes (true: look again), or
@@ -307,81 +318,4 @@ func (b *Broker) park(ctx context.Context, changed <-chan struct{}, wait time.Du
 		return false
 	}
 	return true
-}
-
-// Replay: consumer groups, subscriptions and seek.
-type (
-	SeekRequest   = store.SeekRequest
-	SeekTarget    = seek.Target
-	SeekResult    = store.SeekResult
-	PartitionSeek = store.PartitionSeek
-	GroupSummary  = store.GroupSummary
-	PartitionLag  = store.PartitionLag
-)
-
-// Seek moves one group's cursors on a queue (or one partition of it) to
-// req.Target, releasing leases and resetting retry counters, and wakes
-// parked pops so replay starts on the next poll.
-func (b *Broker) Seek(ctx context.Context, req SeekRequest) (*SeekResult, error) {
-	return b.st.Seek(ctx, req)
-}
-
-// Groups lists tenant's (group, queue) pairs with their lag.
-func (b *Broker) Groups(ctx context.Context, tenant string) ([]GroupSummary, error) {
-	return b.st.Groups(ctx, tenant)
-}
-
-// Group returns every cursor of one group with its lag.
-func (b *Broker) Group(ctx context.Context, tenant, group string) ([]PartitionLag, error) {
-	return b.st.Group(ctx, tenant, group)
-}
-
-// LaggingPartitions returns the cursors whose oldest unconsumed segment is older than minLag.
-func (b *Broker) LaggingPartitions(ctx context.Context, tenant string, minLag time.Duration) ([]PartitionLag, error) {
-	return b.st.LaggingPartitions(ctx, tenant, minLag)
-}
-
-// UpdateSubscription makes partitions the group meets later start from t,
-// on every queue it is subscribed to; it moves no cursor.
-func (b *Broker) UpdateSubscription(ctx context.Context, tenant, group string, t time.Time) (int64, error) {
-	return b.st.UpdateSubscription(ctx, tenant, group, t)
-}
-
-// DeleteGroup removes a group's cursors (on one queue when queue is not
-// ""), and with deleteMetadata its subscription records.
-func (b *Broker) DeleteGroup(ctx context.Context, tenant, group, queue string, deleteMetadata bool) (int64, error) {
-	return b.st.DeleteGroup(ctx, tenant, group, queue, deleteMetadata)
-}
-
-// Snapshots: named captures of a group's cursors to seek back to.
-type (
-	Snapshot              = store.Snapshot
-	SnapshotCursor        = store.SnapshotCursor
-	CreateSnapshotRequest = store.CreateSnapshotRequest
-	SnapshotUpdate        = store.SnapshotUpdate
-)
-
-// CreateSnapshot captures a group's committed offsets on every partition of a queue.
-func (b *Broker) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (*Snapshot, error) {
-	return b.st.CreateSnapshot(ctx, req)
-}
-
-// Snapshot returns a live snapshot with its cursors.
-func (b *Broker) Snapshot(ctx context.Context, tenant, name string) (*Snapshot, error) {
-	return b.st.Snapshot(ctx, tenant, name)
-}
-
-// Snapshots lists live snapshots, optionally of one group and/or queue.
-func (b *Broker) Snapshots(ctx context.Context, tenant, group, queue string) ([]Snapshot, error) {
-	return b.st.Snapshots(ctx, tenant, group, queue)
-}
-
-// UpdateSnapshot changes a live snapshot's labels and/or expiry.
-func (b *Broker) UpdateSnapshot(ctx context.Context, tenant, name string, u SnapshotUpdate) (*Snapshot, error) {
-	return b.st.UpdateSnapshot(ctx, tenant, name, u)
-}
-
-// DeleteSnapshot removes a live snapshot.
-func (b *Broker) DeleteSnapshot(ctx context.Context, tenant, name string) error {
-	return b.st.DeleteSnapshot(ctx, tenant, name)
 }

@@ -1,6 +1,11 @@
 package broker
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/comb-broker/comb/combtype"
+)
 
 // EngineStats is a point-in-time view of the engine for status pages and
 // metrics: the writer's counters since Open and the state of its queues.
@@ -49,9 +54,17 @@ func (b *Broker) PendingWrites() int { return b.st.PendingWrites() }
 // DatabaseSize is the size in bytes of the database file and of its WAL.
 func (b *Broker) DatabaseSize() (file, wal int64, err error) { return b.st.DatabaseSize() }
 
+// DatabaseStats reads SQLite's page figures.
+func (b *Broker) DatabaseStats(ctx context.Context) (combtype.DatabaseStats, error) {
+	return b.st.DatabaseStats(ctx)
+}
+
+// Metrics are the broker's counters since Open, of every tenant.
+func (b *Broker) Metrics() *Metrics { return b.metrics }
+
 // Now reads the broker's clock (Options.Clock): the time every timestamp
 // it writes is taken from.
 func (b *Broker) Now() time.Time { return b.st.Now() }
 
-// Path is the database file.
-func (b *Broker) Path() string { return b.st.Path() }
+// DatabasePath is the database file.
+func (b *Broker) DatabasePath() string { return b.st.Path() }

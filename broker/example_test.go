@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // A program embeds comb by opening a database file: push, pop with a lease,
@@ -27,23 +28,23 @@ func Example() {
 	}
 	defer b.Close()
 
-	if _, err := b.Push(ctx, "", []broker.PushItem{
+	if _, err := b.Push(ctx, []combtype.PushItem{
 		{Queue: "jobs", Payload: []byte(`{"n":1}`), TxnID: "job-1"},
 		{Queue: "jobs", Payload: []byte(`{"n":2}`), TxnID: "job-2"},
 	}); err != nil {
 		log.Fatal(err)
 	}
 
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "jobs", Batch: 10, Wait: true, Timeout: time.Second})
+	res, err := b.Pop(ctx, combtype.PopRequest{Queue: "jobs", Batch: 10, Wait: true, Timeout: time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
-	acks := make([]broker.AckItem, 0, len(res.Messages))
+	acks := make([]combtype.AckItem, 0, len(res.Messages))
 	for _, m := range res.Messages {
 		fmt.Printf("%s %s\n", m.TxnID, m.Payload)
-		acks = append(acks, broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID})
+		acks = append(acks, combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID})
 	}
-	results, err := b.Ack(ctx, "", "", acks)
+	results, err := b.Ack(ctx, acks)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func Example() {
 // Replay is moving a consumer group's cursor: capture where a group stands
 // in a snapshot, let it consume, then seek it back and receive the same
 // messages again.
-func ExampleBroker_Seek() {
+func ExampleBroker_GroupSeek() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "comb-example")
 	if err != nil {
@@ -70,18 +71,18 @@ func ExampleBroker_Seek() {
 	}
 	defer b.Close()
 
-	pop := broker.PopRequest{Queue: "orders", Group: "billing", Batch: 10, AutoAck: true}
-	if _, err := b.Push(ctx, "", []broker.PushItem{{Queue: "orders", Payload: []byte(`"a"`)}}); err != nil {
+	pop := combtype.PopRequest{Queue: "orders", Group: "billing", Batch: 10, AutoAck: true}
+	if _, err := b.Push(ctx, []combtype.PushItem{{Queue: "orders", Payload: []byte(`"a"`)}}); err != nil {
 		log.Fatal(err)
 	}
 	// The group's first pop registers it; it sees everything so far.
 	if _, err := b.Pop(ctx, pop); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := b.CreateSnapshot(ctx, broker.CreateSnapshotRequest{Name: "before-v42", Group: "billing", Queue: "orders"}); err != nil {
+	if _, err := b.SnapshotCreate(ctx, combtype.CreateSnapshotRequest{Name: "before-v42", Group: "billing", Queue: "orders"}); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := b.Push(ctx, "", []broker.PushItem{
+	if _, err := b.Push(ctx, []combtype.PushItem{
 		{Queue: "orders", Payload: []byte(`"b"`)}, {Queue: "orders", Payload: []byte(`"c"`)},
 	}); err != nil {
 		log.Fatal(err)
@@ -93,15 +94,15 @@ func ExampleBroker_Seek() {
 	fmt.Println("consumed:", len(first.Messages))
 
 	// Preview, then apply: the group goes back to the snapshot.
-	preview, err := b.Seek(ctx, broker.SeekRequest{Group: "billing", Queue: "orders",
-		Target: broker.SeekTarget{Snapshot: "before-v42"}, DryRun: true})
+	preview, err := b.GroupSeek(ctx, combtype.SeekRequest{Group: "billing", Queue: "orders",
+		Target: combtype.SeekTarget{Snapshot: "before-v42"}, DryRun: true})
 	if err != nil {
 		log.Fatal(err)
 	}
 	p := preview.Partitions[0]
 	fmt.Printf("dry run: %d -> %d, redeliver %d\n", p.From, p.To, p.Redeliver)
-	if _, err := b.Seek(ctx, broker.SeekRequest{Group: "billing", Queue: "orders",
-		Target: broker.SeekTarget{Snapshot: "before-v42"}}); err != nil {
+	if _, err := b.GroupSeek(ctx, combtype.SeekRequest{Group: "billing", Queue: "orders",
+		Target: combtype.SeekTarget{Snapshot: "before-v42"}}); err != nil {
 		log.Fatal(err)
 	}
 	again, err := b.Pop(ctx, pop)

@@ -1,32 +1,35 @@
 package broker
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
 	"time"
 
-	"github.com/comb-broker/comb/store"
+	"github.com/comb-broker/comb/combtype"
 )
 
-// Forwarders: stored definitions of the links between a local queue and an
-// upstream broker's queue. The broker keeps them durable; the forward
-// package runs them through the broker's ordinary push, pop and ack.
-type Forwarder = store.Forwarder
+// Forwarders is the durable record of a tenant's forwarders: their
+// definitions, which Put validates before storing, and the state a runner
+// keeps across restarts (paused, evicted count, owed upstream ack). The
+// forward package runs them through the broker's ordinary push, pop and
+// ack.
+type Forwarders struct {
+	b *Broker
+}
 
-// Forwarder directions and errors.
-const (
-	ForwardPush = store.ForwardPush
-	ForwardPull = store.ForwardPull
-)
-
-var (
-	ErrForwarderNotFound = store.ErrForwarderNotFound
-	ErrForwarderExists   = store.ErrForwarderExists
-)
+// Forwarders returns the tenant's forwarder records.
+func (b *Broker) Forwarders() *Forwarders { return &Forwarders{b: b} }
 
 // ForwarderStatus is a forwarder's definition with what its runner knows.
 type ForwarderStatus struct {
-	Forwarder // with Token cleared: a status never carries it
-	HasToken  bool
+	combtype.Forwarder // with Token cleared: a status never carries it
+	HasToken           bool
 	// State is "running", "backoff" (the upstream failed; waiting to retry),
 	// "paused" or "stopped" (not running in this process).
 	State string
@@ -41,62 +44,117 @@ type ForwarderStatus struct {
 	LastErrorAt   time.Time
 }
 
-// PutForwarder stores a forwarder; see store.Store.PutForwarder.
-func (b *Broker) PutForwarder(ctx context.Context, f *Forwarder, replace bool) error {
-	return b.st.PutForwarder(ctx, f, replace)
+var forwarderName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,255}$`)
+
+// NormalizeForwarder checks a definition and fills its defaults: direction
+// push, batch combtype.ForwarderDefaultBatch, group
+// combtype.ForwarderGroupPrefix+name, and the upstream URL reduced to
+// scheme, host and path. Errors wrap combtype.ErrInvalid. Put calls it;
+// a program may too, to check a definition before storing it.
+func NormalizeForwarder(f *combtype.Forwarder) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", combtype.ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	f.Direction = cmp.Or(f.Direction, combtype.ForwardPush)
+	switch {
+	case !forwarderName.MatchString(f.Name):
+		return bad("name must be 1-255 characters of letters, digits, '_', '.' or '-'")
+	case f.Direction != combtype.ForwardPush && f.Direction != combtype.ForwardPull:
+		return bad("direction must be push or pull, not %q", f.Direction)
+	case f.Queue == "":
+		return bad("queue is required")
+	case f.Batch < 0 || f.Batch > combtype.ForwarderMaxBatch:
+		return bad("batch must be between 1 and %d", combtype.ForwarderMaxBatch)
+	}
+	if IsQueuePattern(f.Queue) {
+		if f.Direction == combtype.ForwardPull {
+			return bad("a pull forwarder feeds one queue; %q is a pattern", f.Queue)
+		}
+		if f.UpstreamQueue != "" {
+			return bad("a pattern forwards each queue to the upstream queue of the same name; upstreamQueue must be empty")
+		}
+		if _, err := path.Match(f.Queue, ""); err != nil {
+			return bad("queue pattern %q: %v", f.Queue, err)
+		}
+	}
+	u, err := url.Parse(f.UpstreamURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("upstream must be an http:// or https:// base URL, not %q", f.UpstreamURL)
+	}
+	f.UpstreamURL = u.Scheme + "://" + u.Host + strings.TrimRight(u.Path, "/")
+	f.Batch = cmp.Or(f.Batch, combtype.ForwarderDefaultBatch)
+	f.Group = cmp.Or(f.Group, combtype.ForwarderGroupPrefix+f.Name)
+	return nil
 }
 
-// Forwarders lists every tenant's forwarders.
-func (b *Broker) Forwarders(ctx context.Context) ([]*Forwarder, error) { return b.st.Forwarders(ctx) }
+// IsQueuePattern reports whether a forwarder's queue field is a glob
+// (path.Match syntax) rather than a queue name.
+func IsQueuePattern(q string) bool { return strings.ContainsAny(q, "*?[") }
 
-// Forwarder returns one forwarder.
-func (b *Broker) Forwarder(ctx context.Context, tenant, name string) (*Forwarder, error) {
-	return b.st.Forwarder(ctx, tenant, name)
+// Put validates and normalizes def (NormalizeForwarder), sets its tenant
+// to the handle's, and stores it. With replace an existing forwarder of
+// that name gets def's definition and keeps its state; without, an
+// existing name is combtype.ErrForwarderExists.
+func (f *Forwarders) Put(ctx context.Context, def *combtype.Forwarder, replace bool) error {
+	if err := NormalizeForwarder(def); err != nil {
+		return err
+	}
+	def.Tenant = f.b.tenant
+	return f.b.st.PutForwarder(ctx, def, replace)
 }
 
-// SetForwarderPaused pauses or resumes a forwarder durably.
-func (b *Broker) SetForwarderPaused(ctx context.Context, tenant, name string, paused bool) error {
-	return b.st.SetForwarderPaused(ctx, tenant, name, paused)
+// Get returns one forwarder, or combtype.ErrForwarderNotFound.
+func (f *Forwarders) Get(ctx context.Context, name string) (*combtype.Forwarder, error) {
+	return f.b.st.Forwarder(ctx, f.b.tenant, name)
 }
 
-// AddForwarderEvicted counts n more messages evicted before forwarding.
-func (b *Broker) AddForwarderEvicted(ctx context.Context, tenant, name string, n int64) error {
-	return b.st.AddForwarderEvicted(ctx, tenant, name, n)
+// List returns the tenant's forwarders, by name.
+func (f *Forwarders) List(ctx context.Context) ([]*combtype.Forwarder, error) {
+	all, err := f.b.st.Forwarders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, d := range all {
+		if d.Tenant == f.b.tenant {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
-// SetForwarderPendingAck records ("" clears) a pull forwarder's owed upstream ack.
-func (b *Broker) SetForwarderPendingAck(ctx context.Context, tenant, name, ack string) error {
-	return b.st.SetForwarderPendingAck(ctx, tenant, name, ack)
+// ListAll returns the forwarders of every tenant, by tenant then name: what
+// a runner starts.
+func (f *Forwarders) ListAll(ctx context.Context) ([]*combtype.Forwarder, error) {
+	return f.b.st.Forwarders(ctx)
 }
 
-// DeleteForwarder removes a forwarder's definition.
-func (b *Broker) DeleteForwarder(ctx context.Context, tenant, name string) error {
-	return b.st.DeleteForwarder(ctx, tenant, name)
+// Delete removes a forwarder's record, or answers
+// combtype.ErrForwarderNotFound.
+func (f *Forwarders) Delete(ctx context.Context, name string) error {
+	return f.b.st.DeleteForwarder(ctx, f.b.tenant, name)
 }
 
-// QueueNames lists the names of tenant's queues.
-func (b *Broker) QueueNames(ctx context.Context, tenant string) ([]string, error) {
-	return b.st.QueueNames(ctx, tenant)
+// SetPaused pauses or resumes a forwarder durably: a runner started later
+// keeps the choice.
+func (f *Forwarders) SetPaused(ctx context.Context, name string, paused bool) error {
+	return f.b.st.SetForwarderPaused(ctx, f.b.tenant, name, paused)
 }
 
-// GroupCommitted returns group's committed offset per partition uuid.
-func (b *Broker) GroupCommitted(ctx context.Context, tenant, group string) (map[string]int64, error) {
-	return b.st.GroupCommitted(ctx, tenant, group)
+// AddEvicted counts n more messages retention removed before the forwarder
+// delivered them. n must not be negative.
+func (f *Forwarders) AddEvicted(ctx context.Context, name string, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: evicted count %d", combtype.ErrInvalid, n)
+	}
+	return f.b.st.AddForwarderEvicted(ctx, f.b.tenant, name, n)
 }
 
-// LogStart returns a partition's first retained offset.
-func (b *Broker) LogStart(ctx context.Context, partitionUUID string) (int64, error) {
-	return b.st.LogStart(ctx, partitionUUID)
-}
-
-// ReleaseGroupLeases drops every lease group holds on tenant's queues; for
-// a group whose only consumer is starting.
-func (b *Broker) ReleaseGroupLeases(ctx context.Context, tenant, group string) (int64, error) {
-	return b.st.ReleaseGroupLeases(ctx, tenant, group)
-}
-
-// Backlog is the number of retained messages of a queue that group has not
-// consumed, partitions it never met included.
-func (b *Broker) Backlog(ctx context.Context, tenant, queue, group string) (int64, error) {
-	return b.st.Backlog(ctx, tenant, queue, group)
+// SetPendingAck records the upstream ack a pull forwarder owes (a JSON
+// body, kept until the upstream confirmed it), or clears it with "".
+func (f *Forwarders) SetPendingAck(ctx context.Context, name, ack string) error {
+	if ack != "" && !json.Valid([]byte(ack)) {
+		return fmt.Errorf("%w: pending ack is not JSON", combtype.ErrInvalid)
+	}
+	return f.b.st.SetForwarderPendingAck(ctx, f.b.tenant, name, ack)
 }

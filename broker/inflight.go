@@ -1,8 +1,9 @@
 package broker
 
 import (
-	"errors"
 	"sync/atomic"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 // DefaultMaxPushBytesInFlight bounds the payload bytes of pushes accepted
@@ -17,10 +18,6 @@ const (
 	MaxAckItems       = 20000
 	MaxTransactionOps = 20000 // ack ops plus pushed items
 )
-
-// ErrBusy is a push refused because too many bytes of pushes are in
-// flight; nothing of it was written and it may be sent again shortly.
-var ErrBusy = errors.New("too many bytes of pushes in flight, retry shortly")
 
 // byteGate admits work while the bytes in flight stay under max; a lone
 // request is always admitted, however large, so nothing is refused forever.
@@ -39,7 +36,7 @@ func (g *byteGate) acquire(n int64) bool {
 
 func (g *byteGate) release(n int64) { g.inUse.Add(-n) }
 
-func pushBytes(items []PushItem) int64 {
+func pushBytes(items []combtype.PushItem) int64 {
 	var n int64
 	for i := range items {
 		n += int64(len(items[i].Payload))

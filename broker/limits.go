@@ -1,11 +1,10 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/comb-broker/comb/store"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Ranges of every numeric queue option and request parameter, checked
@@ -30,10 +29,6 @@ const (
 	MaxPopTimeout = time.Hour
 )
 
-// ErrOutOfRange is wrapped by every RangeError. It also wraps
-// store.ErrInvalid, so it answers 400 wherever invalid requests do.
-var ErrOutOfRange = errors.New("value out of range")
-
 // RangeError is a numeric option or parameter outside its documented
 // range; nothing was written.
 type RangeError struct {
@@ -46,8 +41,9 @@ func (e *RangeError) Error() string {
 	return fmt.Sprintf("%s must be between %d and %d (got %d)", e.Name, e.Min, e.Max, e.Value)
 }
 
-// Unwrap makes a RangeError match both ErrOutOfRange and store.ErrInvalid.
-func (e *RangeError) Unwrap() []error { return []error{ErrOutOfRange, store.ErrInvalid} }
+// Unwrap makes a RangeError match both combtype.ErrOutOfRange and
+// combtype.ErrInvalid.
+func (e *RangeError) Unwrap() []error { return []error{combtype.ErrOutOfRange, combtype.ErrInvalid} }
 
 // CheckRange returns a *RangeError when v is outside [lo, hi].
 func CheckRange(name string, v, lo, hi int64) error {
@@ -58,7 +54,7 @@ func CheckRange(name string, v, lo, hi int64) error {
 }
 
 // ValidateOptions checks every numeric queue option against its range.
-func ValidateOptions(o QueueOptions) error {
+func ValidateOptions(o combtype.QueueOptions) error {
 	for _, c := range []struct {
 		name   string
 		v, max int64

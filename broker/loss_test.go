@@ -11,15 +11,15 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/store"
 )
 
 func TestAQueueDeleteInterruptedByACrashIsFinishedWhenTheBrokerOpens(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "comb.db")
 	b := combtest.OpenBrokerAt(t, path, combtest.Options{})
-	if _, err := b.Push(ctx, "", []broker.PushItem{{Queue: "gone", Payload: []byte("1")}, {Queue: "kept", Payload: []byte("2")}}); err != nil {
+	if _, err := b.Push(ctx, []combtype.PushItem{{Queue: "gone", Payload: []byte("1")}, {Queue: "kept", Payload: []byte("2")}}); err != nil {
 		t.Fatal(err)
 	}
 	combtest.CloseBroker(t, b)
@@ -36,7 +36,7 @@ func TestAQueueDeleteInterruptedByACrashIsFinishedWhenTheBrokerOpens(t *testing.
 
 	b = combtest.OpenBrokerAt(t, path, combtest.Options{})
 	defer combtest.CloseBroker(t, b)
-	rdb := combtest.ReadDB(t, b.Path())
+	rdb := combtest.ReadDB(t, b.DatabasePath())
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		var queues, segments int
 		if err := rdb.QueryRow(`SELECT (SELECT COUNT(*) FROM queues), (SELECT COUNT(*) FROM segments)`).
@@ -57,18 +57,18 @@ func TestOutOfRangeOptionsAreRefusedByTheBroker(t *testing.T) {
 	ctx := context.Background()
 	b := combtest.OpenBrokerAt(t, filepath.Join(t.TempDir(), "comb.db"), combtest.Options{})
 	defer combtest.CloseBroker(t, b)
-	o := store.DefaultQueueOptions()
+	o := combtype.DefaultQueueOptions()
 	o.RetentionSeconds = 1e13
-	_, _, err := b.Configure(ctx, broker.ConfigureRequest{Queue: "q", Options: o})
+	_, _, err := b.QueueConfigure(ctx, combtype.ConfigureRequest{Queue: "q", Options: o})
 	var re *broker.RangeError
-	if !errors.As(err, &re) || re.Name != "options.retentionSeconds" || !errors.Is(err, broker.ErrOutOfRange) ||
-		!errors.Is(err, store.ErrInvalid) {
+	if !errors.As(err, &re) || re.Name != "options.retentionSeconds" || !errors.Is(err, combtype.ErrOutOfRange) ||
+		!errors.Is(err, combtype.ErrInvalid) {
 		t.Fatalf("configure = %v", err)
 	}
-	if _, err := b.QueueStats(ctx, "", "q"); !errors.Is(err, store.ErrQueueNotFound) {
+	if _, err := b.QueueStats(ctx, "q"); !errors.Is(err, combtype.ErrQueueNotFound) {
 		t.Fatalf("refused configure wrote the queue: %v", err)
 	}
-	if _, err := b.ExtendLease(ctx, "", "l", 400*24*time.Hour); !errors.As(err, &re) {
+	if _, err := b.LeaseExtend(ctx, "l", 400*24*time.Hour); !errors.As(err, &re) {
 		t.Fatalf("extend = %v", err)
 	}
 }
@@ -85,7 +85,7 @@ func TestPushesPastTheInFlightBoundAreRefusedAsBusy(t *testing.T) {
 	errs := make(chan error, 32)
 	for range cap(errs) {
 		go func() {
-			_, err := b.Push(ctx, "", []broker.PushItem{{Queue: "q", Payload: payload}})
+			_, err := b.Push(ctx, []combtype.PushItem{{Queue: "q", Payload: payload}})
 			errs <- err
 		}()
 	}
@@ -94,14 +94,14 @@ func TestPushesPastTheInFlightBoundAreRefusedAsBusy(t *testing.T) {
 		switch err := <-errs; {
 		case err == nil:
 			ok++
-		case errors.Is(err, broker.ErrBusy):
+		case errors.Is(err, combtype.ErrBusy):
 			busy++
 		default:
 			t.Fatal(err)
 		}
 	}
 	var stored int
-	if err := combtest.ReadDB(t, b.Path()).QueryRow(`SELECT COALESCE(SUM(frame_count), 0) FROM segments`).Scan(&stored); err != nil {
+	if err := combtest.ReadDB(t, b.DatabasePath()).QueryRow(`SELECT COALESCE(SUM(frame_count), 0) FROM segments`).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if busy == 0 || ok == 0 || stored != ok {
@@ -113,13 +113,13 @@ func TestAnAckBatchPastItsBoundIsRefused(t *testing.T) {
 	ctx := context.Background()
 	b := combtest.OpenBrokerAt(t, filepath.Join(t.TempDir(), "comb.db"), combtest.Options{})
 	defer combtest.CloseBroker(t, b)
-	items := make([]broker.AckItem, broker.MaxAckItems+1)
+	items := make([]combtype.AckItem, broker.MaxAckItems+1)
 	var re *broker.RangeError
-	if _, err := b.Ack(ctx, "", "", items); !errors.As(err, &re) || re.Name != "acknowledgments" {
+	if _, err := b.Ack(ctx, items); !errors.As(err, &re) || re.Name != "acknowledgments" {
 		t.Fatalf("ack of %d items = %v", len(items), err)
 	}
-	ops := []broker.TxOp{{Type: "push", Items: make([]broker.PushItem, broker.MaxTransactionOps+1)}}
-	if _, err := b.Transaction(ctx, "", ops); !errors.As(err, &re) || re.Name != "operations" {
+	ops := []combtype.TxOp{{Type: "push", Items: make([]combtype.PushItem, broker.MaxTransactionOps+1)}}
+	if _, err := b.Transaction(ctx, ops); !errors.As(err, &re) || re.Name != "operations" {
 		t.Fatalf("transaction of %d items = %v", len(ops[0].Items), err)
 	}
 }

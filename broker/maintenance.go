@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/comb-broker/comb/store"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Maintenance mode.
@@ -43,8 +43,8 @@ type maintenance struct {
 	popped chan struct{} // under mu; closed while pop maintenance is on
 }
 
-// MaintenanceStatus is the state of both switches.
-type MaintenanceStatus struct {
+// MaintenanceState is the state of both switches.
+type MaintenanceState struct {
 	// PushMaintenance is on while pushes are parked in the buffer.
 	PushMaintenance bool
 	// PopMaintenance is on while every pop answers nothing.
@@ -107,7 +107,7 @@ func (b *Broker) loadMaintenance(ctx context.Context) error {
 
 // pushBuffered parks items when push maintenance is on; ok is false, and
 // nothing was done, when it is off.
-func (b *Broker) pushBuffered(ctx context.Context, tenant string, items []PushItem) (results []PushResult, ok bool, err error) {
+func (b *Broker) pushBuffered(ctx context.Context, items []combtype.PushItem) (results []combtype.PushResult, ok bool, err error) {
 	if !b.maint.fast.Load() {
 		return nil, false, nil
 	}
@@ -116,26 +116,27 @@ func (b *Broker) pushBuffered(ctx context.Context, tenant string, items []PushIt
 	if !b.maint.push {
 		return nil, false, nil
 	}
-	results, err = b.st.BufferPush(ctx, tenant, items)
+	results, err = b.st.BufferPush(ctx, b.tenant, items)
 	return results, true, err
 }
 
-// Maintenance reports both switches and the size of the push buffer.
-func (b *Broker) Maintenance(ctx context.Context) (MaintenanceStatus, error) {
+// Maintenance reports both switches and the size of the push buffer, for
+// the whole database.
+func (b *Broker) Maintenance(ctx context.Context) (MaintenanceState, error) {
 	b.maint.mu.RLock()
-	st := MaintenanceStatus{PushMaintenance: b.maint.push, PopMaintenance: b.maint.pop}
+	st := MaintenanceState{PushMaintenance: b.maint.push, PopMaintenance: b.maint.pop}
 	b.maint.mu.RUnlock()
 	n, err := b.st.BufferedPushes(ctx)
 	st.Buffered = n
 	return st, err
 }
 
-// SetPushMaintenance switches push maintenance. Switching it off returns
+// MaintenanceSetPush switches push maintenance, for every tenant. Switching it off returns
 // once every parked push is in the log; pushes that arrive meanwhile are
 // parked behind the others, so the log keeps their order. If ctx ends
 // first, maintenance stays on with the rest still parked, and a later
 // call finishes the drain.
-func (b *Broker) SetPushMaintenance(ctx context.Context, on bool) (MaintenanceStatus, error) {
+func (b *Broker) MaintenanceSetPush(ctx context.Context, on bool) (MaintenanceState, error) {
 	b.maint.switchMu.Lock()
 	defer b.maint.switchMu.Unlock()
 	if on {
@@ -147,7 +148,7 @@ func (b *Broker) SetPushMaintenance(ctx context.Context, on bool) (MaintenanceSt
 		}
 		b.maint.mu.Unlock()
 		if err != nil {
-			return MaintenanceStatus{}, err
+			return MaintenanceState{}, err
 		}
 		return b.Maintenance(ctx)
 	}
@@ -156,7 +157,7 @@ func (b *Broker) SetPushMaintenance(ctx context.Context, on bool) (MaintenanceSt
 	for {
 		_, left, err := b.st.DrainPushBuffer(ctx, drainBatch, nil)
 		if err != nil {
-			return MaintenanceStatus{}, err
+			return MaintenanceState{}, err
 		}
 		if left <= drainBatch {
 			break
@@ -170,7 +171,7 @@ func (b *Broker) SetPushMaintenance(ctx context.Context, on bool) (MaintenanceSt
 	}
 	b.maint.mu.Unlock()
 	if err != nil {
-		return MaintenanceStatus{}, err
+		return MaintenanceState{}, err
 	}
 	return b.Maintenance(ctx)
 }
@@ -189,9 +190,9 @@ func (b *Broker) drainBuffer(ctx context.Context, whenEmpty map[string]string) e
 	}
 }
 
-// SetPopMaintenance switches pop maintenance. Switching it on also answers
-// the pops parked right now.
-func (b *Broker) SetPopMaintenance(ctx context.Context, on bool) (MaintenanceStatus, error) {
+// MaintenanceSetPop switches pop maintenance, for every tenant. Switching
+// it on also answers the pops parked right now.
+func (b *Broker) MaintenanceSetPop(ctx context.Context, on bool) (MaintenanceState, error) {
 	b.maint.switchMu.Lock()
 	defer b.maint.switchMu.Unlock()
 	val := "false"
@@ -199,7 +200,7 @@ func (b *Broker) SetPopMaintenance(ctx context.Context, on bool) (MaintenanceSta
 		val = "true"
 	}
 	if err := b.st.SetSetting(ctx, settingPopMaintenance, val); err != nil {
-		return MaintenanceStatus{}, err
+		return MaintenanceState{}, err
 	}
 	b.maint.mu.Lock()
 	b.maint.setPop(on)
@@ -208,9 +209,9 @@ func (b *Broker) SetPopMaintenance(ctx context.Context, on bool) (MaintenanceSta
 }
 
 // pausedPop is the answer to a pop during pop maintenance: nothing.
-func pausedPop(group string) *PopResult {
+func pausedPop(group string) *combtype.PopResult {
 	if group == "" {
-		group = store.QueueModeGroup
+		group = combtype.QueueModeGroup
 	}
-	return &PopResult{Group: group}
+	return &combtype.PopResult{Group: group}
 }

@@ -9,23 +9,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/store"
 )
 
 func TestMaintenanceModeSurvivesARestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "comb.db")
 	b := combtest.OpenBrokerAt(t, path, combtest.Options{})
-	if _, err := b.SetPushMaintenance(ctx, true); err != nil {
+	if _, err := b.MaintenanceSetPush(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.SetPopMaintenance(ctx, true); err != nil {
+	if _, err := b.MaintenanceSetPop(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.Push(ctx, "", []broker.PushItem{{Queue: "q", Payload: []byte(`"parked"`), TxnID: "p1"}})
-	if err != nil || res[0].Status != store.StatusBuffered {
+	res, err := b.Push(ctx, []combtype.PushItem{{Queue: "q", Payload: []byte(`"parked"`), TxnID: "p1"}})
+	if err != nil || res[0].Status != combtype.StatusBuffered {
 		t.Fatalf("push: %v %+v", err, res)
 	}
 	combtest.CloseBroker(t, b)
@@ -36,16 +35,16 @@ func TestMaintenanceModeSurvivesARestart(t *testing.T) {
 	if err != nil || !st.PushMaintenance || !st.PopMaintenance || st.Buffered != 1 {
 		t.Fatalf("after restart %+v (%v), want both switches on and 1 buffered", st, err)
 	}
-	if _, err := b.SetPopMaintenance(ctx, false); err != nil {
+	if _, err := b.MaintenanceSetPop(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := b.Pop(ctx, broker.PopRequest{Queue: "q", Batch: 10}); len(res.Messages) != 0 {
+	if res, _ := b.Pop(ctx, combtype.PopRequest{Queue: "q", Batch: 10}); len(res.Messages) != 0 {
 		t.Fatalf("a buffered push is visible: %+v", res.Messages)
 	}
-	if st, err = b.SetPushMaintenance(ctx, false); err != nil || st.PushMaintenance || st.Buffered != 0 {
+	if st, err = b.MaintenanceSetPush(ctx, false); err != nil || st.PushMaintenance || st.Buffered != 0 {
 		t.Fatalf("switch off: %+v %v", st, err)
 	}
-	res2, _ := b.Pop(ctx, broker.PopRequest{Queue: "q", Batch: 10})
+	res2, _ := b.Pop(ctx, combtype.PopRequest{Queue: "q", Batch: 10})
 	if len(res2.Messages) != 1 || string(res2.Messages[0].Payload) != `"parked"` || res2.Messages[0].TxnID != "p1" {
 		t.Fatalf("after the drain popped %+v", res2.Messages)
 	}
@@ -65,12 +64,12 @@ func TestMaintenanceDrainIsExactlyOnceUnderConcurrentPushes(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; !stop.Load(); i++ {
-				items := []broker.PushItem{{Queue: "q", Partition: fmt.Sprint("p", p), TxnID: fmt.Sprintf("p%d-%d", p, i),
+				items := []combtype.PushItem{{Queue: "q", Partition: fmt.Sprint("p", p), TxnID: fmt.Sprintf("p%d-%d", p, i),
 					Payload: []byte(fmt.Sprint(i))}}
 				if i%7 == 0 {
 					items = append(items, items[0]) // a duplicate in the same request
 				}
-				if _, err := b.Push(ctx, "", items); err != nil {
+				if _, err := b.Push(ctx, items); err != nil {
 					t.Errorf("push: %v", err)
 					return
 				}
@@ -79,7 +78,7 @@ func TestMaintenanceDrainIsExactlyOnceUnderConcurrentPushes(t *testing.T) {
 		}()
 	}
 	for round := range 3 {
-		if _, err := b.SetPushMaintenance(ctx, true); err != nil {
+		if _, err := b.MaintenanceSetPush(ctx, true); err != nil {
 			t.Fatal(err)
 		}
 		buffered := int64(0)
@@ -93,7 +92,7 @@ func TestMaintenanceDrainIsExactlyOnceUnderConcurrentPushes(t *testing.T) {
 			}
 			return nil
 		})
-		if _, err := b.SetPushMaintenance(ctx, false); err != nil {
+		if _, err := b.MaintenanceSetPush(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,7 +102,7 @@ func TestMaintenanceDrainIsExactlyOnceUnderConcurrentPushes(t *testing.T) {
 		t.Fatalf("after the last switch %+v", st)
 	}
 	for p := range producers {
-		res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Partition: fmt.Sprint("p", p), Group: "check", Batch: 1 << 20})
+		res, err := b.Pop(ctx, combtype.PopRequest{Queue: "q", Partition: fmt.Sprint("p", p), Group: "check", Batch: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}

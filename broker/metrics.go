@@ -7,14 +7,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Metrics counts what a broker did since Open. Counting happens here rather
 // than in the HTTP adapter so a program embedding the broker gets the same
 // numbers. Everything is in memory and starts at zero on every Open.
 type Metrics struct {
-	clock clock.Clock
+	clock Clock
 	start time.Time
 
 	// Cluster totals, as the per-queue counters summed.
@@ -47,7 +47,7 @@ type QueueCounters struct {
 	DeadLettered atomic.Int64
 }
 
-func newMetrics(c clock.Clock) *Metrics {
+func newMetrics(c Clock) *Metrics {
 	return &Metrics{
 		clock:     c,
 		start:     c.Now(),
@@ -126,7 +126,7 @@ func (m *Metrics) deadLettered(tenant, queue string, n int64) {
 	m.queue(tenant, queue).DeadLettered.Add(n)
 }
 
-func (m *Metrics) countPush(tenant string, results []PushResult) {
+func (m *Metrics) countPush(tenant string, results []combtype.PushResult) {
 	for _, r := range results {
 		if r.Status == "queued" {
 			m.pushed(tenant, r.Queue, 1)
@@ -134,7 +134,7 @@ func (m *Metrics) countPush(tenant string, results []PushResult) {
 	}
 }
 
-func (m *Metrics) countPop(tenant string, res *PopResult, autoAck bool) {
+func (m *Metrics) countPop(tenant string, res *combtype.PopResult, autoAck bool) {
 	if res == nil || len(res.Messages) == 0 {
 		return
 	}
@@ -148,7 +148,7 @@ func (m *Metrics) countPop(tenant string, res *PopResult, autoAck bool) {
 
 // countAck counts applied acks: completions as acked, dead-letterings as
 // dead-lettered. Refused acks and retries count as neither.
-func (m *Metrics) countAck(tenant string, item *AckItem, res *AckResult) {
+func (m *Metrics) countAck(tenant string, item *combtype.AckItem, res *combtype.AckResult) {
 	if !res.Success {
 		return
 	}
@@ -160,7 +160,7 @@ func (m *Metrics) countAck(tenant string, item *AckItem, res *AckResult) {
 	}
 }
 
-func (m *Metrics) countTransaction(tenant string, ops []TxOp, results []TxOpResult) {
+func (m *Metrics) countTransaction(tenant string, ops []combtype.TxOp, results []combtype.TxOpResult) {
 	for i := range results {
 		if results[i].Ack != nil && i < len(ops) {
 			m.countAck(tenant, &ops[i].Ack, results[i].Ack)

@@ -22,10 +22,10 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/store"
 )
 
 // The model test drives a real broker (a SQLite file, the manual clock, a
@@ -111,7 +111,7 @@ func TestTheBrokerAgreesWithTheModelAfterEveryStep(t *testing.T) {
 // Names the generator picks from.
 var (
 	mQueues     = []string{"qa", "qb"}
-	mPartitions = []string{"p0", "p1", store.DefaultPartition}
+	mPartitions = []string{"p0", "p1", combtype.DefaultPartition}
 	// Consumer groups: "" is queue mode; gn subscribes with mode new.
 	mGroups = []string{"", "g1", "g2", "gn"}
 )
@@ -180,8 +180,8 @@ type model struct {
 	sentMu sync.Mutex
 	sent   []byte // reply bytes the connection accepted since the last reset
 
-	opts      map[string]store.QueueOptions // queues that exist
-	parts     map[string]*mPart             // "queue/partition"
+	opts      map[string]combtype.QueueOptions // queues that exist
+	parts     map[string]*mPart                // "queue/partition"
 	partOrder []string
 	subs      map[string]bool     // "group|queue": subscribed
 	cursors   map[string]*mCursor // "group|queue/partition" of subscribed groups
@@ -199,7 +199,7 @@ func newModel(tb *testing.T, rt *rapid.T, dir string) *model {
 		rt.Fatalf("temp dir: %v", err)
 	}
 	m := &model{tb: tb, path: filepath.Join(sub, "comb.db"), clk: clock.NewManual(modelStart),
-		opts: map[string]store.QueueOptions{}, parts: map[string]*mPart{}, subs: map[string]bool{},
+		opts: map[string]combtype.QueueOptions{}, parts: map[string]*mPart{}, subs: map[string]bool{},
 		cursors: map[string]*mCursor{}, snaps: map[string]mSnapshot{}, dlq: map[string]int{}}
 	m.open(rt)
 	return m
@@ -258,7 +258,7 @@ func (m *model) close(rt *rapid.T) {
 
 func (m *model) now() int64 { return m.clk.Now().UnixMicro() }
 
-func wire(group string) string { return cmpOr(group, store.QueueModeGroup) }
+func wire(group string) string { return cmpOr(group, combtype.QueueModeGroup) }
 
 func cmpOr(a, b string) string {
 	if a != "" {
@@ -288,7 +288,7 @@ func (c *mCursor) next(p *mPart) int64 { return max(c.committed+1, p.logStart) }
 // with default options) as a push or configure would.
 func (m *model) ensurePart(queue, name, uuid string) *mPart {
 	if _, ok := m.opts[queue]; !ok {
-		m.opts[queue] = store.DefaultQueueOptions()
+		m.opts[queue] = combtype.DefaultQueueOptions()
 	}
 	key := queue + "/" + name
 	p := m.parts[key]
@@ -384,12 +384,12 @@ func (m *model) push(rt *rapid.T) {
 	n := rapid.IntRange(1, 4).Draw(rt, "n")
 	withIDs := rapid.Bool().Draw(rt, "withTransactionIds")
 	p := m.parts[queue+"/"+part]
-	items := make([]broker.PushItem, n)
+	items := make([]combtype.PushItem, n)
 	dup := make([]bool, n)
 	seen := map[string]bool{}
 	for i := range items {
 		m.seq++
-		items[i] = broker.PushItem{Queue: queue, Partition: part, Payload: fmt.Appendf(nil, `{"n":%d}`, m.seq)}
+		items[i] = combtype.PushItem{Queue: queue, Partition: part, Payload: fmt.Appendf(nil, `{"n":%d}`, m.seq)}
 		if !withIDs {
 			continue
 		}
@@ -405,7 +405,7 @@ func (m *model) push(rt *rapid.T) {
 		seen[items[i].TxnID] = true
 	}
 	rt.Logf("push %s/%s %d items (transactionIds %v, duplicates %v)", queue, part, n, withIDs, dup)
-	res, err := m.b.Push(context.Background(), "", items)
+	res, err := m.b.Push(context.Background(), items)
 	if err != nil {
 		rt.Fatalf("push: %v", err)
 	}
@@ -416,9 +416,9 @@ func (m *model) push(rt *rapid.T) {
 	base := p.last() + 1
 	at := max(m.now(), p.lastAt)
 	for i, r := range res {
-		want := store.StatusQueued
+		want := combtype.StatusQueued
 		if dup[i] {
-			want = store.StatusDuplicate
+			want = combtype.StatusDuplicate
 		}
 		if r.Status != want {
 			rt.Fatalf("push item %d (%s): status %q, want %q", i, items[i].TxnID, r.Status, want)
@@ -446,9 +446,9 @@ func (m *model) pushRejected(rt *rapid.T) {
 	// A transaction does not deduplicate: a repeated id fails it whole.
 	m.seq++
 	id := fmt.Sprintf("tx%d", m.seq)
-	_, err := m.b.Transaction(context.Background(), "", []broker.TxOp{
-		{Type: "push", Items: []broker.PushItem{{Queue: queue, Partition: part, TxnID: id, Payload: []byte(`1`)}}},
-		{Type: "push", Items: []broker.PushItem{{Queue: queue, Partition: part, TxnID: id, Payload: []byte(`2`)}}},
+	_, err := m.b.Transaction(context.Background(), []combtype.TxOp{
+		{Type: "push", Items: []combtype.PushItem{{Queue: queue, Partition: part, TxnID: id, Payload: []byte(`1`)}}},
+		{Type: "push", Items: []combtype.PushItem{{Queue: queue, Partition: part, TxnID: id, Payload: []byte(`2`)}}},
 	})
 	if err == nil {
 		rt.Fatalf("a transaction pushing transactionId %s twice succeeded", id)
@@ -457,7 +457,7 @@ func (m *model) pushRejected(rt *rapid.T) {
 
 // pop pops once without waiting and checks the answer against the model.
 func (m *model) pop(rt *rapid.T) {
-	req := broker.PopRequest{
+	req := combtype.PopRequest{
 		Queue:      rapid.SampledFrom(mQueues).Draw(rt, "queue"),
 		Group:      rapid.SampledFrom(mGroups).Draw(rt, "group"),
 		Batch:      rapid.IntRange(1, 5).Draw(rt, "batch"),
@@ -515,7 +515,7 @@ func (m *model) due(group, queue, partition string) []string {
 // applyPop checks delivered messages against the model and records them.
 // exhaustive says the pop looked at everything: an empty answer then
 // means nothing was due.
-func (m *model) applyPop(rt *rapid.T, req broker.PopRequest, msgs []broker.Message, leaseID string, exhaustive bool) {
+func (m *model) applyPop(rt *rapid.T, req combtype.PopRequest, msgs []combtype.Message, leaseID string, exhaustive bool) {
 	m.subscribe(req.Group, req.Queue)
 	if len(msgs) == 0 {
 		if due := m.due(req.Group, req.Queue, req.Partition); exhaustive && len(due) > 0 {
@@ -591,34 +591,34 @@ func (m *model) ack(rt *rapid.T) {
 	if !ok {
 		return
 	}
-	status := rapid.SampledFrom([]string{store.AckCompleted, store.AckCompleted, store.AckFailed}).Draw(rt, "status")
+	status := rapid.SampledFrom([]string{combtype.AckCompleted, combtype.AckCompleted, combtype.AckFailed}).Draw(rt, "status")
 	rt.Logf("ack %s %s/%s offset %d group=%q lease %s", status, d.queue, d.part, d.off, d.group, d.lease)
-	res, err := m.b.Ack(context.Background(), "", "", []broker.AckItem{{TxnID: d.txid, PartitionID: d.uuid,
+	res, err := m.b.Ack(context.Background(), []combtype.AckItem{{TxnID: d.txid, PartitionID: d.uuid,
 		LeaseID: d.lease, Status: status, Group: d.group}})
 	if err != nil {
 		rt.Fatalf("ack: %v", err)
 	}
 	c := m.cursor(d.group, d.queue, d.part)
 	p := m.parts[d.queue+"/"+d.part]
-	ok, errText := m.applyAck(c, p, d, status)
-	if res[0].Success != ok || res[0].Error != errText {
-		rt.Fatalf("ack answered success=%v error=%q, want success=%v error=%q", res[0].Success, res[0].Error, ok, errText)
+	ok, wantErr := m.applyAck(c, p, d, status)
+	if res[0].Success != ok || res[0].Err != wantErr {
+		rt.Fatalf("ack answered success=%v error=%v, want success=%v error=%v", res[0].Success, res[0].Err, ok, wantErr)
 	}
 }
 
 // applyAck is what an ack must do: a completed ack commits up to its
 // message (acks are cumulative); a failed one gives the batch back for a
 // retry, or dead-letters the message once retries are spent.
-func (m *model) applyAck(c *mCursor, p *mPart, d delivery, status string) (bool, string) {
+func (m *model) applyAck(c *mCursor, p *mPart, d delivery, status string) (bool, error) {
 	now := m.now()
 	if d.off < p.logStart {
-		return false, store.ErrTextMessageNotFound // retention removed it, and its transactionId with it
+		return false, combtype.ErrMessageNotFound // retention removed it, and its transactionId with it
 	}
 	if c == nil || c.lease == nil || c.lease.id != d.lease || c.lease.expiry <= now {
-		if c != nil && c.dropped == d.lease && status == store.AckFailed {
-			return true, ""
+		if c != nil && c.dropped == d.lease && status == combtype.AckFailed {
+			return true, nil
 		}
-		return false, store.ErrTextInvalidLease
+		return false, combtype.ErrInvalidLease
 	}
 	release := func() {
 		if c.committed >= c.lease.to {
@@ -626,10 +626,10 @@ func (m *model) applyAck(c *mCursor, p *mPart, d delivery, status string) (bool,
 		}
 	}
 	switch status {
-	case store.AckCompleted:
+	case combtype.AckCompleted:
 		c.committed = max(c.committed, d.off)
 		release()
-	case store.AckFailed:
+	case combtype.AckFailed:
 		inFlight := d.off >= c.lease.from && d.off <= c.lease.to
 		switch {
 		case d.off <= c.committed || !inFlight:
@@ -645,7 +645,7 @@ func (m *model) applyAck(c *mCursor, p *mPart, d delivery, status string) (bool,
 			release()
 		}
 	}
-	return true, ""
+	return true, nil
 }
 
 // ackAhead acks, under the live lease of a batch, a message of the same
@@ -667,8 +667,8 @@ func (m *model) ackAhead(rt *rapid.T) {
 	ahead := rapid.Int64Range(c.lease.to+1, p.last()).Draw(rt, "offset")
 	rt.Logf("ack completed %s/%s offset %d group=%q under lease %s of offsets %d..%d", d.queue, d.part, ahead, d.group,
 		d.lease, c.lease.from, c.lease.to)
-	res, err := m.b.Ack(context.Background(), "", "", []broker.AckItem{{TxnID: p.txids[ahead], PartitionID: p.uuid,
-		LeaseID: d.lease, Status: store.AckCompleted, Group: d.group}})
+	res, err := m.b.Ack(context.Background(), []combtype.AckItem{{TxnID: p.txids[ahead], PartitionID: p.uuid,
+		LeaseID: d.lease, Status: combtype.AckCompleted, Group: d.group}})
 	if err != nil {
 		rt.Fatalf("ack: %v", err)
 	}
@@ -762,7 +762,7 @@ func (m *model) snapshot(rt *rapid.T) {
 	m.seq++
 	name := fmt.Sprintf("s%d", m.seq)
 	rt.Logf("snapshot %s of group %q on %s", name, group, queue)
-	if _, err := m.b.CreateSnapshot(context.Background(), broker.CreateSnapshotRequest{Name: name, Group: group,
+	if _, err := m.b.SnapshotCreate(context.Background(), combtype.CreateSnapshotRequest{Name: name, Group: group,
 		Queue: queue, TTL: 24 * time.Hour}); err != nil {
 		rt.Fatalf("create snapshot: %v", err)
 	}
@@ -781,7 +781,7 @@ func (m *model) seek(rt *rapid.T) {
 	if !ok {
 		return
 	}
-	req := broker.SeekRequest{Group: group, Queue: queue}
+	req := combtype.SeekRequest{Group: group, Queue: queue}
 	parts := m.queueParts(queue)
 	if rapid.Bool().Draw(rt, "onePartition") {
 		p := rapid.SampledFrom(parts).Draw(rt, "partition")
@@ -836,7 +836,7 @@ func (m *model) seek(rt *rapid.T) {
 		}
 	}
 	rt.Logf("seek group %q on %s partition %q: %s %+v", group, queue, req.Partition, kind, req.Target)
-	res, err := m.b.Seek(context.Background(), req)
+	res, err := m.b.GroupSeek(context.Background(), req)
 	if err != nil {
 		rt.Fatalf("seek: %v", err)
 	}
@@ -908,7 +908,7 @@ func (m *model) sweep(rt *rapid.T) {
 	for q := range m.opts {
 		allowed[q] = m.deletable(q)
 	}
-	if _, err := m.b.Retention().RunOnce(context.Background()); err != nil {
+	if _, err := m.b.RetentionSweep(context.Background()); err != nil {
 		rt.Fatalf("sweep: %v", err)
 	}
 	m.adoptLogStarts(rt, allowed)
@@ -936,7 +936,7 @@ func (m *model) adoptLogStarts(rt *rapid.T, allowed map[string]map[string]int64)
 
 // sweepDuringPop runs a retention sweep while an autoAck pop claims and reads.
 func (m *model) sweepDuringPop(rt *rapid.T) {
-	req := broker.PopRequest{Queue: rapid.SampledFrom(mQueues).Draw(rt, "queue"),
+	req := combtype.PopRequest{Queue: rapid.SampledFrom(mQueues).Draw(rt, "queue"),
 		Group: rapid.SampledFrom(mGroups).Draw(rt, "group"), Batch: 5, Partitions: 1, AutoAck: true}
 	if req.Group == "gn" {
 		req.SubscriptionMode = "new"
@@ -946,14 +946,14 @@ func (m *model) sweepDuringPop(rt *rapid.T) {
 	for q := range m.opts {
 		allowed[q] = m.deletable(q)
 	}
-	var res *broker.PopResult
+	var res *combtype.PopResult
 	var popErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		res, popErr = m.b.Pop(context.Background(), req)
 	}()
-	_, err := m.b.Retention().RunOnce(context.Background())
+	_, err := m.b.RetentionSweep(context.Background())
 	<-done
 	if err != nil || popErr != nil {
 		rt.Fatalf("sweep: %v; pop: %v", err, popErr)
@@ -991,22 +991,22 @@ func (m *model) configure(rt *rapid.T) {
 	if pathOn("retentionWrap") {
 		retentions = append(retentions, 9_300_000_000_000, hugeSeconds)
 	}
-	o := store.DefaultQueueOptions()
+	o := combtype.DefaultQueueOptions()
 	o.LeaseTime = rapid.SampledFrom(leases).Draw(rt, "leaseTime")
 	o.RetryLimit = rapid.Int64Range(0, 2).Draw(rt, "retryLimit")
 	o.RetentionEnabled = rapid.Bool().Draw(rt, "retentionEnabled")
 	o.RetentionSeconds = rapid.SampledFrom(retentions).Draw(rt, "retentionSeconds")
 	o.CompletedRetentionSeconds = rapid.SampledFrom(retentions).Draw(rt, "completedRetentionSeconds")
 	rt.Logf("configure %s %+v", queue, o)
-	_, part, err := m.b.Configure(context.Background(), broker.ConfigureRequest{Queue: queue, Options: o})
+	_, part, err := m.b.QueueConfigure(context.Background(), combtype.ConfigureRequest{Queue: queue, Options: o})
 	if err != nil {
-		if errors.Is(err, store.ErrInvalid) {
+		if errors.Is(err, combtype.ErrInvalid) {
 			return // a refused option changes nothing
 		}
 		rt.Fatalf("configure: %v", err)
 	}
 	m.opts[queue] = o
-	m.ensurePart(queue, store.DefaultPartition, part.UUID)
+	m.ensurePart(queue, combtype.DefaultPartition, part.UUID)
 }
 
 func (m *model) restart(rt *rapid.T) {
@@ -1097,17 +1097,17 @@ func (m *model) cancelPop(rt *rapid.T) {
 		if err := json.Unmarshal(a.body, &reply); err != nil {
 			rt.Fatalf("pop reply %s: %v", a.body, err)
 		}
-		msgs := make([]broker.Message, len(reply.Messages))
+		msgs := make([]combtype.Message, len(reply.Messages))
 		for i, pm := range reply.Messages {
 			p := m.parts[queue+"/"+pm.Partition]
 			if p == nil {
 				rt.Fatalf("pop delivered from unknown partition %q", pm.Partition)
 			}
 			off := int64(slices.Index(p.txids, pm.TransactionID))
-			msgs[i] = broker.Message{TxnID: pm.TransactionID, Partition: pm.Partition, Offset: off,
+			msgs[i] = combtype.Message{TxnID: pm.TransactionID, Partition: pm.Partition, Offset: off,
 				Payload: pm.Data}
 		}
-		m.applyPop(rt, broker.PopRequest{Queue: queue, Group: group, Batch: 10, Partitions: 1, AutoAck: autoAck},
+		m.applyPop(rt, combtype.PopRequest{Queue: queue, Group: group, Batch: 10, Partitions: 1, AutoAck: autoAck},
 			msgs, reply.LeaseID, false)
 		return
 	}
@@ -1199,7 +1199,7 @@ func (m *model) drain(rt *rapid.T) {
 				continue
 			}
 			for guard := 0; ; guard++ {
-				req := broker.PopRequest{Queue: p.queue, Partition: p.name, Group: g, Batch: 100, Partitions: 1}
+				req := combtype.PopRequest{Queue: p.queue, Partition: p.name, Group: g, Batch: 100, Partitions: 1}
 				res, err := m.b.Pop(context.Background(), req)
 				if err != nil {
 					rt.Fatalf("drain pop: %v", err)
@@ -1211,12 +1211,12 @@ func (m *model) drain(rt *rapid.T) {
 				last := res.Messages[len(res.Messages)-1]
 				d := delivery{group: g, queue: p.queue, part: p.name, uuid: p.uuid, txid: last.TxnID, lease: res.LeaseID,
 					off: last.Offset}
-				ar, err := m.b.Ack(context.Background(), "", "", []broker.AckItem{{TxnID: d.txid, PartitionID: p.uuid,
+				ar, err := m.b.Ack(context.Background(), []combtype.AckItem{{TxnID: d.txid, PartitionID: p.uuid,
 					LeaseID: d.lease, Group: g}})
 				if err != nil || !ar[0].Success {
 					rt.Fatalf("drain ack: %v %+v", err, ar)
 				}
-				m.applyAck(c, p, d, store.AckCompleted)
+				m.applyAck(c, p, d, combtype.AckCompleted)
 				if guard > 1000 {
 					rt.Fatalf("drain of %s for group %q does not end", k, g)
 				}

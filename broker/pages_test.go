@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
 )
@@ -19,11 +20,11 @@ func TestListMessagesHoldsItsPageToTheBounds(t *testing.T) {
 	b := combtest.MustOpenBroker(t, combtest.Options{Clock: clock.NewManual(t0)})
 	n := broker.MaxMessageLimit + 1
 	for first := 0; first < n; first += 1000 {
-		items := make([]broker.PushItem, 0, 1000)
+		items := make([]combtype.PushItem, 0, 1000)
 		for i := first; i < min(first+1000, n); i++ {
-			items = append(items, broker.PushItem{Queue: "q", Payload: []byte(`{}`), TxnID: fmt.Sprintf("m-%05d", i)})
+			items = append(items, combtype.PushItem{Queue: "q", Payload: []byte(`{}`), TxnID: fmt.Sprintf("m-%05d", i)})
 		}
-		if _, err := b.Push(ctx, "", items); err != nil {
+		if _, err := b.Push(ctx, items); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -32,12 +33,12 @@ func TestListMessagesHoldsItsPageToTheBounds(t *testing.T) {
 		limit, offset int
 		want          int
 	}{
-		{"no limit", 0, 0, broker.DefaultMessageLimit},
-		{"a negative limit", -1, 0, broker.DefaultMessageLimit},
+		{"no limit", 0, 0, combtype.DefaultMessageLimit},
+		{"a negative limit", -1, 0, combtype.DefaultMessageLimit},
 		{"a limit past the cap", 1 << 30, 0, broker.MaxMessageLimit},
 		{"a negative offset", 5, -10, 5},
 	} {
-		msgs, _, err := b.ListMessages(ctx, broker.MessageFilter{Queue: "q", From: t0.Add(-time.Hour), To: t0.Add(time.Hour),
+		msgs, _, err := b.MessageList(ctx, combtype.MessageFilter{Queue: "q", From: t0.Add(-time.Hour), To: t0.Add(time.Hour),
 			Limit: c.limit, Offset: c.offset})
 		if err != nil || len(msgs) != c.want {
 			t.Errorf("%s: %d messages, %v; want %d", c.name, len(msgs), err, c.want)

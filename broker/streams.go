@@ -3,52 +3,34 @@ package broker
 import (
 	"context"
 
-	"github.com/comb-broker/comb/store"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Streaming queries: the operators run in the client; the broker keeps
 // their state per (query, source partition, key) and commits each step as
 // one atomic cycle (docs/streams.md).
-type (
-	StreamQuery           = store.StreamQuery
-	StreamRegisterRequest = store.StreamRegisterRequest
-	StreamRegistration    = store.StreamRegistration
-	StateFilter           = store.StateFilter
-	StateRow              = store.StateRow
-	StateOp               = store.StateOp
-	CycleAck              = store.CycleAck
-	CycleRequest          = store.CycleRequest
-	CycleResult           = store.CycleResult
-	CycleAckResult        = store.CycleAckResult
-)
 
-// State op types and ack statuses a cycle accepts.
-const (
-	StateUpsert  = store.StateUpsert
-	StateDelete  = store.StateDelete
-	AckCompleted = store.AckCompleted
-	AckSuccess   = store.AckSuccess
-	AckFailed    = store.AckFailed
-	AckDLQ       = store.AckDLQ
-)
-
-// RegisterStreamQuery registers a query by name; see store.RegisterStreamQuery.
-func (b *Broker) RegisterStreamQuery(ctx context.Context, req StreamRegisterRequest) (StreamRegistration, error) {
-	return b.st.RegisterStreamQuery(ctx, req)
+// StreamRegister registers a streaming query by name. Registering it again
+// with the same config hash finds the stored query; with another hash it
+// reports a conflict, or with Reset deletes the query's state.
+func (b *Broker) StreamRegister(ctx context.Context, req combtype.StreamRegisterRequest) (combtype.StreamRegistration, error) {
+	return b.st.RegisterStreamQuery(ctx, b.tenant, req)
 }
 
-// StreamState reads one state shard of tenant's query, filtered by f.
-func (b *Broker) StreamState(ctx context.Context, tenant, queryID, partitionID string, f StateFilter) ([]StateRow, error) {
-	return b.st.StreamState(ctx, tenant, queryID, partitionID, f)
+// StreamState reads one state shard of the tenant's query, filtered by f.
+func (b *Broker) StreamState(ctx context.Context, shard combtype.StateShard, f combtype.StateFilter) ([]combtype.StateRow, error) {
+	return b.st.StreamState(ctx, b.tenant, shard.QueryID, shard.PartitionID, f)
 }
 
-// Cycle commits one step of a streaming query all or nothing. Its pushes
-// go straight to the log: push maintenance does not buffer them, since a
-// buffered sink message could not commit with the state and the ack.
-func (b *Broker) Cycle(ctx context.Context, req CycleRequest) (CycleResult, error) {
-	res, err := b.st.Cycle(ctx, req)
-	if err == nil && res.Error == "" {
-		b.metrics.countPush(req.Tenant, res.Pushes)
+// StreamCycle commits one step of a streaming query all or nothing: its
+// state writes, sink pushes and source ack. A refused cycle is reported in
+// the result's Err with nothing written. Its pushes go straight to the
+// log: push maintenance does not buffer them, since a buffered sink
+// message could not commit with the state and the ack.
+func (b *Broker) StreamCycle(ctx context.Context, req combtype.CycleRequest) (combtype.CycleResult, error) {
+	res, err := b.st.Cycle(ctx, b.tenant, req)
+	if err == nil && res.Err == nil {
+		b.metrics.countPush(b.tenant, res.Pushes)
 	}
 	return res, err
 }

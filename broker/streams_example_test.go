@@ -8,12 +8,13 @@ import (
 	"path/filepath"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // A streaming step without HTTP: pop with the query's group, read the
 // partition's state, and commit the new state, the sink push and the ack
 // as one cycle. A second cycle under the same lease is refused whole.
-func ExampleBroker_Cycle() {
+func ExampleBroker_StreamCycle() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "comb-example")
 	if err != nil {
@@ -26,44 +27,44 @@ func ExampleBroker_Cycle() {
 	}
 	defer b.Close()
 
-	reg, err := b.RegisterStreamQuery(ctx, broker.StreamRegisterRequest{Name: "total", SourceQueue: "readings",
+	reg, err := b.StreamRegister(ctx, combtype.StreamRegisterRequest{Name: "total", SourceQueue: "readings",
 		SinkQueue: "totals", ConfigHash: "v1"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := b.Push(ctx, "", []broker.PushItem{
+	if _, err := b.Push(ctx, []combtype.PushItem{
 		{Queue: "readings", Payload: []byte(`{"v":2}`)},
 		{Queue: "readings", Payload: []byte(`{"v":3}`)},
 	}); err != nil {
 		log.Fatal(err)
 	}
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "readings", Group: "streams.total", Batch: 10})
+	res, err := b.Pop(ctx, combtype.PopRequest{Queue: "readings", Group: "streams.total", Batch: 10})
 	if err != nil {
 		log.Fatal(err)
 	}
 	last := res.Messages[len(res.Messages)-1]
-	state, err := b.StreamState(ctx, "", reg.Query.ID, last.PartitionID, broker.StateFilter{})
+	state, err := b.StreamState(ctx, combtype.StateShard{QueryID: reg.Query.ID, PartitionID: last.PartitionID}, combtype.StateFilter{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("state rows before:", len(state))
 
-	req := broker.CycleRequest{QueryID: reg.Query.ID, PartitionID: last.PartitionID, Group: "streams.total",
-		StateOps:     []broker.StateOp{{Type: broker.StateUpsert, Key: "sum", Value: []byte(`{"sum":5}`)}},
-		Push:         []broker.PushItem{{Queue: "totals", Payload: []byte(`{"sum":5}`)}},
-		Ack:          &broker.CycleAck{TxnID: last.TxnID, LeaseID: last.LeaseID, Count: 2},
+	req := combtype.CycleRequest{QueryID: reg.Query.ID, PartitionID: last.PartitionID, Group: "streams.total",
+		StateOps:     []combtype.StateOp{{Type: combtype.StateUpsert, Key: "sum", Value: []byte(`{"sum":5}`)}},
+		Push:         []combtype.PushItem{{Queue: "totals", Payload: []byte(`{"sum":5}`)}},
+		Ack:          &combtype.CycleAck{TxnID: last.TxnID, LeaseID: last.LeaseID, Count: 2},
 		ReleaseLease: true}
-	out, err := b.Cycle(ctx, req)
+	out, err := b.StreamCycle(ctx, req)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("committed:", out.Error == "", out.StateOpsApplied, out.Pushes[0].Status)
-	again, err := b.Cycle(ctx, req)
+	fmt.Println("committed:", out.Err == nil, out.StateOpsApplied, out.Pushes[0].Status)
+	again, err := b.StreamCycle(ctx, req)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("again:", again.Error)
-	state, err = b.StreamState(ctx, "", reg.Query.ID, last.PartitionID, broker.StateFilter{})
+	fmt.Println("again:", again.Err)
+	state, err = b.StreamState(ctx, combtype.StateShard{QueryID: reg.Query.ID, PartitionID: last.PartitionID}, combtype.StateFilter{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,6 +72,6 @@ func ExampleBroker_Cycle() {
 	// Output:
 	// state rows before: 0
 	// committed: true 1 queued
-	// again: Invalid or expired lease
+	// again: invalid or expired lease
 	// state: sum={"sum":5}
 }

@@ -3,26 +3,10 @@ package broker
 import (
 	"context"
 
-	"github.com/comb-broker/comb/store"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Traces: events consumers file against the messages they handle.
-type (
-	TraceInput = store.TraceInput
-	Trace      = store.Trace
-	TraceName  = store.TraceName
-)
-
-// RecordTrace stores a trace event for a message and returns its id; an
-// unknown message is store.ErrMessageNotFound.
-func (b *Broker) RecordTrace(ctx context.Context, tenant string, in TraceInput) (string, error) {
-	return b.st.RecordTrace(ctx, tenant, in)
-}
-
-// MessageTraces returns the traces of one message, oldest first.
-func (b *Broker) MessageTraces(ctx context.Context, tenant, partitionID, txnID string) ([]Trace, error) {
-	return b.st.MessageTraces(ctx, tenant, partitionID, txnID)
-}
 
 // Pages of the trace listings: the sizes a caller that names none should
 // ask for, and the most one call returns.
@@ -32,14 +16,37 @@ const (
 	MaxTraceLimit         = 10000
 )
 
-// TracesByName returns a page of the traces filed under name and their
-// total. limit is held to [0, MaxTraceLimit] and offset to at least 0.
-func (b *Broker) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]Trace, int64, error) {
-	return b.st.TracesByName(ctx, tenant, name, min(max(limit, 0), MaxTraceLimit), max(offset, 0))
+// TraceRecord stores a trace event for a message and returns its id; an
+// unknown message is combtype.ErrMessageNotFound.
+func (b *Broker) TraceRecord(ctx context.Context, in combtype.TraceInput) (string, error) {
+	return b.st.RecordTrace(ctx, b.tenant, in)
+}
+
+// TraceList returns the traces of one message, oldest first.
+func (b *Broker) TraceList(ctx context.Context, ref combtype.MessageRef) ([]combtype.Trace, error) {
+	return b.st.MessageTraces(ctx, b.tenant, ref.PartitionID, ref.TxnID)
+}
+
+// TraceListByName returns a page of the traces filed under name and their
+// total. A Limit <= 0 is DefaultTraceLimit, one above MaxTraceLimit is
+// MaxTraceLimit.
+func (b *Broker) TraceListByName(ctx context.Context, name string, p combtype.Page) ([]combtype.Trace, int64, error) {
+	limit := min(cmpOr(p.Limit, DefaultTraceLimit), MaxTraceLimit)
+	return b.st.TracesByName(ctx, b.tenant, name, limit, max(p.Offset, 0))
 }
 
 // TraceNames returns a page of trace names, most recently used first, and
-// their total. limit is held to [0, MaxTraceLimit] and offset to at least 0.
-func (b *Broker) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]TraceName, int64, error) {
-	return b.st.TraceNames(ctx, tenant, min(max(limit, 0), MaxTraceLimit), max(offset, 0))
+// their total. A Limit <= 0 is DefaultTraceNameLimit, one above
+// MaxTraceLimit is MaxTraceLimit.
+func (b *Broker) TraceNames(ctx context.Context, p combtype.Page) ([]combtype.TraceName, int64, error) {
+	limit := min(cmpOr(p.Limit, DefaultTraceNameLimit), MaxTraceLimit)
+	return b.st.TraceNames(ctx, b.tenant, limit, max(p.Offset, 0))
+}
+
+// cmpOr is v, or def when v is not positive.
+func cmpOr(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 )
 
@@ -30,12 +31,12 @@ func TestConsoleShowsDamagedSegmentsSetAside(t *testing.T) {
 	}
 	b := open()
 	for s := range 3 {
-		items := make([]broker.PushItem, 5)
+		items := make([]combtype.PushItem, 5)
 		for i := range items {
-			items[i] = broker.PushItem{Queue: "orders", Partition: "p1", TxnID: fmt.Sprintf("m%d", s*5+i),
+			items[i] = combtype.PushItem{Queue: "orders", Partition: "p1", TxnID: fmt.Sprintf("m%d", s*5+i),
 				Payload: []byte(fmt.Sprintf(`{"n":%d}`, s*5+i))}
 		}
-		if _, err := b.Push(ctx, "", items); err != nil {
+		if _, err := b.Push(ctx, items); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,11 +62,11 @@ func TestConsoleShowsDamagedSegmentsSetAside(t *testing.T) {
 			t.Errorf("close broker: %v", err)
 		}
 	})
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "orders", Group: "billing", Batch: 20, AutoAck: true})
+	res, err := b.Pop(ctx, combtype.PopRequest{Queue: "orders", Group: "billing", Batch: 20, AutoAck: true})
 	if err != nil || len(res.Messages) != 5 {
 		t.Fatalf("pop before the damage: %v %+v", err, res)
 	}
-	if res, err = b.Pop(ctx, broker.PopRequest{Queue: "orders", Group: "billing", Batch: 20, AutoAck: true}); err != nil || len(res.Messages) != 5 {
+	if res, err = b.Pop(ctx, combtype.PopRequest{Queue: "orders", Group: "billing", Batch: 20, AutoAck: true}); err != nil || len(res.Messages) != 5 {
 		t.Fatalf("pop past the damage: %v %+v", err, res)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/forward"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/clock"
@@ -41,9 +42,9 @@ func cmpOr(a, b time.Duration) time.Duration {
 	return b
 }
 
-func push(t *testing.T, b *broker.Broker, items ...broker.PushItem) {
+func push(t *testing.T, b *broker.Broker, items ...combtype.PushItem) {
 	t.Helper()
-	if _, err := b.Push(context.Background(), "", items); err != nil {
+	if _, err := b.Push(context.Background(), items); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -90,7 +91,7 @@ func TestAPushForwarderCopiesPartitionsTransactionIDsPayloadsAndTraceIDsInOrder(
 	b := combtest.MustOpenBroker(t, combtest.Options{})
 	const trace = "0b9a3c2e-8f1d-4e5a-9b7c-1d2e3f4a5b6c"
 	for i := range 30 {
-		it := broker.PushItem{Queue: "telemetry", Partition: fmt.Sprintf("p%d", i%3), TxnID: fmt.Sprintf("tx-%02d", i),
+		it := combtype.PushItem{Queue: "telemetry", Partition: fmt.Sprintf("p%d", i%3), TxnID: fmt.Sprintf("tx-%02d", i),
 			Payload: fmt.Appendf(nil, `{"seq":%d}`, i)}
 		if i == 4 {
 			it.TraceID = trace
@@ -98,7 +99,7 @@ func TestAPushForwarderCopiesPartitionsTransactionIDsPayloadsAndTraceIDsInOrder(
 		push(t, b, it)
 	}
 	r := startRunner(t, b, forward.Options{Clock: clk})
-	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "up", Queue: "telemetry", UpstreamURL: up.URL + "/",
+	if _, err := r.Create(context.Background(), &combtype.Forwarder{Name: "up", Queue: "telemetry", UpstreamURL: up.URL + "/",
 		UpstreamQueue: "from-edge", Batch: 7}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +132,11 @@ func TestAMessageTheUpstreamRefusesForGoodIsDeadLetteredLocallyAndThePartitionMo
 	up := combtest.MustServer(t, combtest.Options{HTTP: func(c *httpd.Config) { c.MaxBodyBytes = 4096 }})
 	b := combtest.MustOpenBroker(t, combtest.Options{})
 	big := `{"blob":"` + strings.Repeat("x", 8000) + `"}`
-	push(t, b, broker.PushItem{Queue: "q", TxnID: "a", Payload: []byte(`{"n":1}`)},
-		broker.PushItem{Queue: "q", TxnID: "big", Payload: []byte(big)},
-		broker.PushItem{Queue: "q", TxnID: "c", Payload: []byte(`{"n":3}`)})
+	push(t, b, combtype.PushItem{Queue: "q", TxnID: "a", Payload: []byte(`{"n":1}`)},
+		combtype.PushItem{Queue: "q", TxnID: "big", Payload: []byte(big)},
+		combtype.PushItem{Queue: "q", TxnID: "c", Payload: []byte(`{"n":3}`)})
 	r := startRunner(t, b, forward.Options{})
-	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
+	if _, err := r.Create(context.Background(), &combtype.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
 		t.Fatal(err)
 	}
 	st := waitLag(t, r, "up", 0, 2)
@@ -147,7 +148,7 @@ func TestAMessageTheUpstreamRefusesForGoodIsDeadLetteredLocallyAndThePartitionMo
 	if len(got) != 2 || got[0].TransactionID != "a" || got[1].TransactionID != "c" {
 		t.Errorf("upstream holds %v, want a then c", got)
 	}
-	dead, _, err := b.DeadLetters(context.Background(), broker.DLQFilter{Queue: "q"})
+	dead, _, err := b.DLQList(context.Background(), combtype.DLQFilter{Queue: "q"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestWhileTheUpstreamIsDownTheForwarderBacksOffExponentiallyWithBoundedJitte
 	down := "http://" + l.Addr().String()
 	l.Close() // nothing listens there now
 	b := combtest.MustOpenBroker(t, combtest.Options{})
-	push(t, b, broker.PushItem{Queue: "q", TxnID: "a", Payload: []byte(`1`)})
+	push(t, b, combtype.PushItem{Queue: "q", TxnID: "a", Payload: []byte(`1`)})
 	var mu sync.Mutex
 	var waits []time.Duration
 	enough := make(chan struct{})
@@ -187,7 +188,7 @@ func TestWhileTheUpstreamIsDownTheForwarderBacksOffExponentiallyWithBoundedJitte
 			return nil
 		},
 	})
-	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: down}); err != nil {
+	if _, err := r.Create(context.Background(), &combtype.Forwarder{Name: "up", Queue: "q", UpstreamURL: down}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -222,7 +223,7 @@ func TestAPullForwarderFeedsTheLocalQueueFromAnUpstreamGroupInOrder(t *testing.T
 	}
 	local := combtest.MustServer(t, combtest.Options{})
 	r := startRunner(t, local.Broker, forward.Options{})
-	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "down", Direction: "pull", Queue: "cmds",
+	if _, err := r.Create(context.Background(), &combtype.Forwarder{Name: "down", Direction: "pull", Queue: "cmds",
 		UpstreamQueue: "commands", UpstreamURL: up.URL, Batch: 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestAPullForwarderFeedsTheLocalQueueFromAnUpstreamGroupInOrder(t *testing.T
 	}
 	// Acked upstream: the forwarder's group has nothing left there.
 	combtest.CheckFor(t, 5*time.Second, func() error {
-		groups, err := up.Broker.Groups(context.Background(), "")
+		groups, err := up.Broker.GroupList(context.Background())
 		if err != nil {
 			return err
 		}
@@ -280,14 +281,11 @@ func TestAPullBatchLeftUnackedByACrashIsGivenBackUpstreamAtStart(t *testing.T) {
 	owed, _ := json.Marshal(map[string]any{"leaseId": popped.Messages[0].LeaseID, "items": items})
 	local := combtest.MustServer(t, combtest.Options{})
 	ctx := context.Background()
-	f := &broker.Forwarder{Name: "down", Direction: "pull", Queue: "commands", UpstreamURL: up.URL, Paused: true}
-	if err := forward.Normalize(f); err != nil {
+	f := &combtype.Forwarder{Name: "down", Direction: "pull", Queue: "commands", UpstreamURL: up.URL, Paused: true}
+	if err := local.Broker.Forwarders().Put(ctx, f, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := local.Broker.PutForwarder(ctx, f, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := local.Broker.SetForwarderPendingAck(ctx, "", "down", string(owed)); err != nil {
+	if err := local.Broker.Forwarders().SetPendingAck(ctx, "down", string(owed)); err != nil {
 		t.Fatal(err)
 	}
 	r := startRunner(t, local.Broker, forward.Options{})
@@ -295,7 +293,7 @@ func TestAPullBatchLeftUnackedByACrashIsGivenBackUpstreamAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	combtest.CheckFor(t, 10*time.Second, func() error {
-		if n, err := local.Broker.Backlog(ctx, "", "commands", "device"); err != nil || n != 3 {
+		if n, err := local.Broker.GroupBacklog(ctx, combtype.BacklogRequest{Queue: "commands", Group: "device"}); err != nil || n != 3 {
 			return fmt.Errorf("local backlog %d, %v; want the 3 commands long before the 300 s lease ends", n, err)
 		}
 		return nil
@@ -305,14 +303,14 @@ func TestAPullBatchLeftUnackedByACrashIsGivenBackUpstreamAtStart(t *testing.T) {
 func TestARestartedPushForwarderDropsTheLeaseItsGroupLeftBehind(t *testing.T) {
 	up := combtest.MustServer(t, combtest.Options{})
 	b := combtest.MustOpenBroker(t, combtest.Options{})
-	push(t, b, broker.PushItem{Queue: "q", TxnID: "a", Payload: []byte(`1`)})
+	push(t, b, combtype.PushItem{Queue: "q", TxnID: "a", Payload: []byte(`1`)})
 	// A previous run popped and died before acking: a 300 s lease.
-	res, err := b.Pop(context.Background(), broker.PopRequest{Queue: "q", Group: "comb-forward.up", Batch: 10})
+	res, err := b.Pop(context.Background(), combtype.PopRequest{Queue: "q", Group: "comb-forward.up", Batch: 10})
 	if err != nil || len(res.Messages) != 1 {
 		t.Fatalf("pop: %v %v", res, err)
 	}
 	r := startRunner(t, b, forward.Options{})
-	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
+	if _, err := r.Create(context.Background(), &combtype.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
 		t.Fatal(err)
 	}
 	waitLag(t, r, "up", 0, 1)
@@ -327,13 +325,13 @@ func TestMessagesRetentionEvictsBeforeTheyAreForwardedAreCountedAndThePausePersi
 	b := combtest.MustOpenBroker(t, combtest.Options{Clock: clk,
 		Broker: func(o *broker.Options) { o.RetentionInterval = -1 }})
 	ctx := context.Background()
-	opts := broker.QueueOptions{LeaseTime: 300, RetryLimit: 3, RetentionEnabled: true, RetentionSeconds: 60}
-	if _, _, err := b.Configure(ctx, broker.ConfigureRequest{Queue: "q", Options: opts}); err != nil {
+	opts := combtype.QueueOptions{LeaseTime: 300, RetryLimit: 3, RetentionEnabled: true, RetentionSeconds: 60}
+	if _, _, err := b.QueueConfigure(ctx, combtype.ConfigureRequest{Queue: "q", Options: opts}); err != nil {
 		t.Fatal(err)
 	}
-	push(t, b, broker.PushItem{Queue: "q", TxnID: "first", Payload: []byte(`1`)})
+	push(t, b, combtype.PushItem{Queue: "q", TxnID: "first", Payload: []byte(`1`)})
 	r := startRunner(t, b, forward.Options{Clock: clk})
-	if _, err := r.Create(ctx, &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
+	if _, err := r.Create(ctx, &combtype.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL}); err != nil {
 		t.Fatal(err)
 	}
 	waitLag(t, r, "up", 0, 1)
@@ -341,13 +339,13 @@ func TestMessagesRetentionEvictsBeforeTheyAreForwardedAreCountedAndThePausePersi
 		t.Fatal(err)
 	}
 	for i := range 4 {
-		push(t, b, broker.PushItem{Queue: "q", TxnID: fmt.Sprintf("lost-%d", i), Payload: []byte(`2`)})
+		push(t, b, combtype.PushItem{Queue: "q", TxnID: fmt.Sprintf("lost-%d", i), Payload: []byte(`2`)})
 	}
 	clk.Advance(2 * time.Minute)
-	if _, err := b.Retention().RunOnce(ctx); err != nil {
+	if _, err := b.RetentionSweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	push(t, b, broker.PushItem{Queue: "q", TxnID: "last", Payload: []byte(`3`)})
+	push(t, b, combtype.PushItem{Queue: "q", TxnID: "last", Payload: []byte(`3`)})
 
 	// A runner started anew finds it paused.
 	r.Stop()
@@ -380,7 +378,7 @@ func TestMessagesRetentionEvictsBeforeTheyAreForwardedAreCountedAndThePausePersi
 func TestInvalidDefinitionsAreRefusedAndNothingIsStored(t *testing.T) {
 	b := combtest.MustOpenBroker(t, combtest.Options{})
 	r := startRunner(t, b, forward.Options{})
-	for _, f := range []broker.Forwarder{
+	for _, f := range []combtype.Forwarder{
 		{Name: "", Queue: "q", UpstreamURL: "http://h"},
 		{Name: "a b", Queue: "q", UpstreamURL: "http://h"},
 		{Name: "n", Queue: "", UpstreamURL: "http://h"},
@@ -390,9 +388,9 @@ func TestInvalidDefinitionsAreRefusedAndNothingIsStored(t *testing.T) {
 		{Name: "n", Queue: "q.*", UpstreamURL: "http://h", Direction: "pull"},
 		{Name: "n", Queue: "q.*", UpstreamURL: "http://h", UpstreamQueue: "other"},
 		{Name: "n", Queue: "q[", UpstreamURL: "http://h"},
-		{Name: "n", Queue: "q", UpstreamURL: "http://h", Batch: forward.MaxBatch + 1},
+		{Name: "n", Queue: "q", UpstreamURL: "http://h", Batch: combtype.ForwarderMaxBatch + 1},
 	} {
-		if _, err := r.Create(context.Background(), &f); !errors.Is(err, broker.ErrInvalid) {
+		if _, err := r.Create(context.Background(), &f); !errors.Is(err, combtype.ErrInvalid) {
 			t.Errorf("%+v: %v, want ErrInvalid", f, err)
 		}
 	}
@@ -404,24 +402,24 @@ func TestInvalidDefinitionsAreRefusedAndNothingIsStored(t *testing.T) {
 func TestAPatternForwarderForwardsEveryMatchingQueueUnderItsOwnName(t *testing.T) {
 	up := combtest.MustServer(t, combtest.Options{})
 	b := combtest.MustOpenBroker(t, combtest.Options{})
-	push(t, b, broker.PushItem{Queue: "sensors.a", TxnID: "a", Payload: []byte(`1`)},
-		broker.PushItem{Queue: "sensors.b", TxnID: "b", Payload: []byte(`2`)},
-		broker.PushItem{Queue: "other", TxnID: "o", Payload: []byte(`3`)})
+	push(t, b, combtype.PushItem{Queue: "sensors.a", TxnID: "a", Payload: []byte(`1`)},
+		combtype.PushItem{Queue: "sensors.b", TxnID: "b", Payload: []byte(`2`)},
+		combtype.PushItem{Queue: "other", TxnID: "o", Payload: []byte(`3`)})
 	r := startRunner(t, b, forward.Options{})
-	if _, err := r.Create(context.Background(), &broker.Forwarder{Name: "s", Queue: "sensors.*", UpstreamURL: up.URL}); err != nil {
+	if _, err := r.Create(context.Background(), &combtype.Forwarder{Name: "s", Queue: "sensors.*", UpstreamURL: up.URL}); err != nil {
 		t.Fatal(err)
 	}
 	// A queue that appears later is picked up too.
-	push(t, b, broker.PushItem{Queue: "sensors.c", TxnID: "c", Payload: []byte(`4`)})
+	push(t, b, combtype.PushItem{Queue: "sensors.c", TxnID: "c", Payload: []byte(`4`)})
 	combtest.CheckFor(t, 10*time.Second, func() error {
 		for _, q := range []string{"sensors.a", "sensors.b", "sensors.c"} {
-			if n, err := up.Broker.Backlog(context.Background(), "", q, "check"); err != nil || n != 1 {
+			if n, err := up.Broker.GroupBacklog(context.Background(), combtype.BacklogRequest{Queue: q, Group: "check"}); err != nil || n != 1 {
 				return fmt.Errorf("upstream %s holds %d, %v", q, n, err)
 			}
 		}
 		return nil
 	})
-	if n, _ := up.Broker.Backlog(context.Background(), "", "other", "check"); n != 0 {
+	if n, _ := up.Broker.GroupBacklog(context.Background(), combtype.BacklogRequest{Queue: "other", Group: "check"}); n != 0 {
 		t.Errorf("the non-matching queue reached the upstream: %d messages", n)
 	}
 }

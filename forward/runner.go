@@ -13,25 +13,21 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"path"
-	"regexp"
 	"sync"
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 )
 
-// Defaults of Options and of forwarder definitions.
+// Defaults of Options. A definition's defaults and bounds are the
+// broker's (broker.NormalizeForwarder).
 const (
-	DefaultBatch      = 500
-	MaxBatch          = 10000
 	DefaultMinBackoff = 250 * time.Millisecond
 	DefaultMaxBackoff = 30 * time.Second
 	DefaultPoll       = 5 * time.Second
-	// GroupPrefix starts the default consumer group name of a forwarder.
-	GroupPrefix = "comb-forward."
 )
 
 // Options configure a Runner.
@@ -100,7 +96,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // Start starts a worker for every stored forwarder that is not paused.
 func (r *Runner) Start(ctx context.Context) error {
-	defs, err := r.b.Forwarders(ctx)
+	defs, err := r.b.Forwarders().ListAll(ctx)
 	if err != nil {
 		return fmt.Errorf("start forwarders: %w", err)
 	}
@@ -136,7 +132,7 @@ func (r *Runner) Stop() {
 
 // startLocked starts def's worker unless it is paused, replacing none: the
 // caller stopped any previous one.
-func (r *Runner) startLocked(def *broker.Forwarder) {
+func (r *Runner) startLocked(def *combtype.Forwarder) {
 	k := key{def.Tenant, def.Name}
 	if def.Paused || r.ctx == nil || r.ctx.Err() != nil {
 		delete(r.workers, k)
@@ -165,81 +161,20 @@ func (r *Runner) stop(k key) {
 	}
 }
 
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,255}$`)
-
-// Normalize checks a definition and fills its defaults. Errors wrap
-// broker.ErrInvalid.
-func Normalize(f *broker.Forwarder) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", broker.ErrInvalid, fmt.Sprintf(format, args...))
-	}
-	f.Direction = cmp.Or(f.Direction, broker.ForwardPush)
-	switch {
-	case !namePattern.MatchString(f.Name):
-		return bad("name must be 1-255 characters of letters, digits, '_', '.' or '-'")
-	case f.Direction != broker.ForwardPush && f.Direction != broker.ForwardPull:
-		return bad("direction must be push or pull, not %q", f.Direction)
-	case f.Queue == "":
-		return bad("queue is required")
-	case f.Batch < 0 || f.Batch > MaxBatch:
-		return bad("batch must be between 1 and %d", MaxBatch)
-	}
-	if isPattern(f.Queue) {
-		if f.Direction == broker.ForwardPull {
-			return bad("a pull forwarder feeds one queue; %q is a pattern", f.Queue)
-		}
-		if f.UpstreamQueue != "" {
-			return bad("a pattern forwards each queue to the upstream queue of the same name; upstreamQueue must be empty")
-		}
-		if _, err := path.Match(f.Queue, ""); err != nil {
-			return bad("queue pattern %q: %v", f.Queue, err)
-		}
-	}
-	u, err := url.Parse(f.UpstreamURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad("upstream must be an http:// or https:// base URL, not %q", f.UpstreamURL)
-	}
-	f.UpstreamURL = u.Scheme + "://" + u.Host + trimSlash(u.Path)
-	f.Batch = cmp.Or(f.Batch, DefaultBatch)
-	f.Group = cmp.Or(f.Group, GroupPrefix+f.Name)
-	return nil
-}
-
-func trimSlash(p string) string {
-	for len(p) > 0 && p[len(p)-1] == '/' {
-		p = p[:len(p)-1]
-	}
-	return p
-}
-
-// isPattern reports whether a queue field is a glob rather than a name.
-func isPattern(q string) bool {
-	for _, c := range q {
-		switch c {
-		case '*', '?', '[':
-			return true
-		}
-	}
-	return false
-}
-
 // Create stores a new forwarder and starts it.
-func (r *Runner) Create(ctx context.Context, f *broker.Forwarder) (*broker.ForwarderStatus, error) {
+func (r *Runner) Create(ctx context.Context, f *combtype.Forwarder) (*broker.ForwarderStatus, error) {
 	return r.put(ctx, f, false)
 }
 
 // Declare stores f, replacing the definition of an existing forwarder of
 // that name but keeping its state (paused, evicted count), and (re)starts
 // it. It is how flags and the config file declare forwarders at start.
-func (r *Runner) Declare(ctx context.Context, f *broker.Forwarder) (*broker.ForwarderStatus, error) {
+func (r *Runner) Declare(ctx context.Context, f *combtype.Forwarder) (*broker.ForwarderStatus, error) {
 	return r.put(ctx, f, true)
 }
 
-func (r *Runner) put(ctx context.Context, f *broker.Forwarder, replace bool) (*broker.ForwarderStatus, error) {
-	if err := Normalize(f); err != nil {
-		return nil, err
-	}
-	if err := r.b.PutForwarder(ctx, f, replace); err != nil {
+func (r *Runner) put(ctx context.Context, f *combtype.Forwarder, replace bool) (*broker.ForwarderStatus, error) {
+	if err := r.b.Tenant(f.Tenant).Forwarders().Put(ctx, f, replace); err != nil {
 		return nil, err
 	}
 	return r.restart(ctx, f.Tenant, f.Name)
@@ -250,7 +185,7 @@ func (r *Runner) put(ctx context.Context, f *broker.Forwarder, replace bool) (*b
 func (r *Runner) restart(ctx context.Context, tenant, name string) (*broker.ForwarderStatus, error) {
 	k := key{tenant, name}
 	r.stop(k)
-	def, err := r.b.Forwarder(ctx, tenant, name)
+	def, err := r.b.Tenant(tenant).Forwarders().Get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +198,7 @@ func (r *Runner) restart(ctx context.Context, tenant, name string) (*broker.Forw
 // SetPaused pauses (stopping its worker) or resumes a forwarder; the
 // choice is stored and survives restarts.
 func (r *Runner) SetPaused(ctx context.Context, tenant, name string, paused bool) (*broker.ForwarderStatus, error) {
-	if err := r.b.SetForwarderPaused(ctx, tenant, name, paused); err != nil {
+	if err := r.b.Tenant(tenant).Forwarders().SetPaused(ctx, name, paused); err != nil {
 		return nil, err
 	}
 	return r.restart(ctx, tenant, name)
@@ -271,16 +206,16 @@ func (r *Runner) SetPaused(ctx context.Context, tenant, name string, paused bool
 
 // Delete stops and removes a forwarder.
 func (r *Runner) Delete(ctx context.Context, tenant, name string) error {
-	if _, err := r.b.Forwarder(ctx, tenant, name); err != nil {
+	if _, err := r.b.Tenant(tenant).Forwarders().Get(ctx, name); err != nil {
 		return err
 	}
 	r.stop(key{tenant, name})
-	return r.b.DeleteForwarder(ctx, tenant, name)
+	return r.b.Tenant(tenant).Forwarders().Delete(ctx, name)
 }
 
 // Get returns one forwarder's status.
 func (r *Runner) Get(ctx context.Context, tenant, name string) (*broker.ForwarderStatus, error) {
-	def, err := r.b.Forwarder(ctx, tenant, name)
+	def, err := r.b.Tenant(tenant).Forwarders().Get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +224,7 @@ func (r *Runner) Get(ctx context.Context, tenant, name string) (*broker.Forwarde
 
 // List returns the status of tenant's forwarders, by name.
 func (r *Runner) List(ctx context.Context, tenant string) ([]broker.ForwarderStatus, error) {
-	defs, err := r.b.Forwarders(ctx)
+	defs, err := r.b.Forwarders().ListAll(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +239,7 @@ func (r *Runner) List(ctx context.Context, tenant string) ([]broker.ForwarderSta
 
 // All returns the status of every tenant's forwarders, for metrics.
 func (r *Runner) All(ctx context.Context) ([]broker.ForwarderStatus, error) {
-	defs, err := r.b.Forwarders(ctx)
+	defs, err := r.b.Forwarders().ListAll(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +252,7 @@ func (r *Runner) All(ctx context.Context) ([]broker.ForwarderStatus, error) {
 
 // status merges a stored definition with its worker's counters and, for a
 // push forwarder, the lag of its local group.
-func (r *Runner) status(ctx context.Context, def *broker.Forwarder) *broker.ForwarderStatus {
+func (r *Runner) status(ctx context.Context, def *combtype.Forwarder) *broker.ForwarderStatus {
 	st := &broker.ForwarderStatus{Forwarder: *def, State: "stopped", Lag: -1}
 	st.Token, st.HasToken = "", def.Token != ""
 	r.mu.Lock()
@@ -333,7 +268,7 @@ func (r *Runner) status(ctx context.Context, def *broker.Forwarder) *broker.Forw
 	if def.Paused {
 		st.State = "paused"
 	}
-	if def.Direction == broker.ForwardPush {
+	if def.Direction == combtype.ForwardPush {
 		if lag, err := r.pushLag(ctx, def); err == nil {
 			st.Lag = lag
 		}
@@ -343,14 +278,14 @@ func (r *Runner) status(ctx context.Context, def *broker.Forwarder) *broker.Forw
 
 // pushLag is the number of local messages of def's queues its group has
 // not forwarded yet, partitions it never met included.
-func (r *Runner) pushLag(ctx context.Context, def *broker.Forwarder) (int64, error) {
+func (r *Runner) pushLag(ctx context.Context, def *combtype.Forwarder) (int64, error) {
 	queues, err := r.queues(ctx, def)
 	if err != nil {
 		return 0, err
 	}
 	var lag int64
 	for _, q := range queues {
-		n, err := r.b.Backlog(ctx, def.Tenant, q, def.Group)
+		n, err := r.b.Tenant(def.Tenant).GroupBacklog(ctx, combtype.BacklogRequest{Queue: q, Group: def.Group})
 		if err != nil {
 			return 0, err
 		}
@@ -360,11 +295,11 @@ func (r *Runner) pushLag(ctx context.Context, def *broker.Forwarder) (int64, err
 }
 
 // queues lists the local queues def forwards.
-func (r *Runner) queues(ctx context.Context, def *broker.Forwarder) ([]string, error) {
-	if !isPattern(def.Queue) {
+func (r *Runner) queues(ctx context.Context, def *combtype.Forwarder) ([]string, error) {
+	if !broker.IsQueuePattern(def.Queue) {
 		return []string{def.Queue}, nil
 	}
-	names, err := r.b.QueueNames(ctx, def.Tenant)
+	names, err := r.b.Tenant(def.Tenant).QueueNames(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // upstream speaks the push, pop and ack routes of one upstream broker.
@@ -54,7 +54,7 @@ func (e *UpstreamError) Permanent() bool {
 // upstream or by the local broker.
 func permanent(err error) bool {
 	var ue *UpstreamError
-	return (errors.As(err, &ue) && ue.Permanent()) || errors.Is(err, broker.ErrInvalid)
+	return (errors.As(err, &ue) && ue.Permanent()) || errors.Is(err, combtype.ErrInvalid)
 }
 
 // do sends a JSON request and returns the status and body of any HTTP reply.

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // popPartitions is how many partitions one local pop of a push forwarder
@@ -18,7 +19,7 @@ const popPartitions = 32
 // worker moves the messages of one forwarder until its context ends.
 type worker struct {
 	r      *Runner
-	def    *broker.Forwarder
+	def    *combtype.Forwarder
 	up     *upstream
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -37,7 +38,7 @@ func (w *worker) run(ctx context.Context) {
 	log := w.r.log.With("forwarder", w.def.Name, "direction", w.def.Direction)
 	log.Info("forwarder started", "queue", w.def.Queue, "upstream", w.def.UpstreamURL)
 	var err error
-	if w.def.Direction == broker.ForwardPull {
+	if w.def.Direction == combtype.ForwardPull {
 		err = w.runPull(ctx)
 	} else {
 		err = w.runPush(ctx)
@@ -106,25 +107,30 @@ func (w *worker) retry(ctx context.Context, op func() error) error {
 	}
 }
 
+// local is the broker acting for the forwarder's tenant.
+func (w *worker) local() *broker.Broker { return w.r.b.Tenant(w.def.Tenant) }
+
 // runPush drains the local queue(s) upstream, one batch at a time per
 // worker, so each partition reaches the upstream in order.
 func (w *worker) runPush(ctx context.Context) error {
 	// This worker is its group's only consumer: a lease the group holds
 	// now is a batch a previous run (a crash, a pause) left unacked.
 	if err := w.retry(ctx, func() error {
-		_, err := w.r.b.ReleaseGroupLeases(ctx, w.def.Tenant, w.def.Group)
+		_, err := w.local().GroupReleaseLeases(ctx, w.def.Group)
 		return err
 	}); err != nil {
 		return err
 	}
 	if err := w.retry(ctx, func() error {
-		var err error
-		w.lastAcked, err = w.r.b.GroupCommitted(ctx, w.def.Tenant, w.def.Group)
+		offsets, err := w.local().GroupOffsets(ctx, w.def.Group)
+		for pid, o := range offsets {
+			w.lastAcked[pid] = o.Committed
+		}
 		return err
 	}); err != nil {
 		return err
 	}
-	single := !isPattern(w.def.Queue)
+	single := !broker.IsQueuePattern(w.def.Queue)
 	for ctx.Err() == nil {
 		queues, err := w.r.queues(ctx, w.def)
 		if err != nil {
@@ -135,7 +141,7 @@ func (w *worker) runPush(ctx context.Context) error {
 		}
 		moved := false
 		for _, q := range queues {
-			res, err := w.r.b.Pop(ctx, broker.PopRequest{Tenant: w.def.Tenant, Queue: q, Group: w.def.Group,
+			res, err := w.local().Pop(ctx, combtype.PopRequest{Queue: q, Group: w.def.Group,
 				Batch: w.def.Batch, Partitions: popPartitions, SubscriptionMode: "all",
 				Wait: single, Timeout: w.r.opts.Poll})
 			if err != nil {
@@ -165,7 +171,7 @@ func (w *worker) runPush(ctx context.Context) error {
 // messages are acked only once the upstream answered 201 for each of them;
 // one the upstream refuses for good is dead-lettered locally with the
 // upstream's error. It returns an error only when ctx ended.
-func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Message) error {
+func (w *worker) forward(ctx context.Context, queue string, msgs []combtype.Message) error {
 	w.countEvicted(ctx, msgs)
 	upQueue := cmp.Or(w.def.UpstreamQueue, queue)
 	items := make([]wireItem, len(msgs))
@@ -173,9 +179,9 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 		items[i] = wireItem{Queue: upQueue, Partition: m.Partition, Payload: json.RawMessage(m.Payload),
 			TransactionID: m.TxnID, TraceID: m.TraceID}
 	}
-	acks := make([]broker.AckItem, 0, len(msgs))
-	ack := func(m *broker.Message, status, errText string) {
-		acks = append(acks, broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, Status: status, Error: errText})
+	acks := make([]combtype.AckItem, 0, len(msgs))
+	ack := func(m *combtype.Message, status, errText string) {
+		acks = append(acks, combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, Status: status, Error: errText})
 	}
 	err := w.retry(ctx, func() error { return w.up.push(ctx, items) })
 	switch {
@@ -204,10 +210,13 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 	// The ack carries no lease: this worker is the group's only consumer,
 	// and a lease that expired during a long backoff must not turn a batch
 	// the upstream holds into a resend.
-	var results []broker.AckResult
+	for i := range acks {
+		acks[i].Group = w.def.Group
+	}
+	var results []combtype.AckResult
 	if err := w.retry(ctx, func() error {
 		var err error
-		results, err = w.r.b.Ack(context.WithoutCancel(ctx), w.def.Tenant, w.def.Group, acks)
+		results, err = w.local().Ack(context.WithoutCancel(ctx), acks)
 		return err
 	}); err != nil {
 		return err
@@ -215,7 +224,7 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 	done, dead := 0, 0
 	for i, res := range results {
 		if !res.Success {
-			w.setError(fmt.Errorf("local ack of %s: %s", acks[i].TxnID, res.Error))
+			w.setError(fmt.Errorf("local ack of %s: %v", acks[i].TxnID, res.Err))
 			continue
 		}
 		done++
@@ -238,7 +247,7 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 // the worker's own acks, seeded from the cursors when it started.)
 // Messages evicted from a partition before the group first met it are not
 // counted: the group never had a position there.
-func (w *worker) countEvicted(ctx context.Context, msgs []broker.Message) {
+func (w *worker) countEvicted(ctx context.Context, msgs []combtype.Message) {
 	first := map[string]int64{}
 	for _, m := range msgs {
 		if f, ok := first[m.PartitionID]; !ok || m.Offset < f {
@@ -246,17 +255,21 @@ func (w *worker) countEvicted(ctx context.Context, msgs []broker.Message) {
 		}
 	}
 	var evicted int64
+	var offsets map[string]combtype.CursorOffsets
 	for pid, f := range first {
 		last, ok := w.lastAcked[pid]
 		if !ok || f == last+1 {
 			continue
 		}
-		// A gap above log_start is deleted messages, skipped on purpose.
-		logStart, err := w.r.b.LogStart(ctx, pid)
-		if err != nil {
-			w.setError(fmt.Errorf("check evictions: %w", err))
-			continue
+		if offsets == nil {
+			var err error
+			if offsets, err = w.local().GroupOffsets(ctx, w.def.Group); err != nil {
+				w.setError(fmt.Errorf("check evictions: %w", err))
+				return
+			}
 		}
+		// A gap above log_start is deleted messages, skipped on purpose.
+		logStart := offsets[pid].LogStart
 		if n := min(f, logStart) - last - 1; n > 0 {
 			evicted += n
 		}
@@ -266,7 +279,7 @@ func (w *worker) countEvicted(ctx context.Context, msgs []broker.Message) {
 	}
 	w.r.log.Warn("retention evicted messages before they were forwarded", "forwarder", w.def.Name, "messages", evicted)
 	w.setError(fmt.Errorf("retention evicted %d messages before they were forwarded", evicted))
-	if err := w.r.b.AddForwarderEvicted(ctx, w.def.Tenant, w.def.Name, evicted); err != nil {
+	if err := w.local().Forwarders().AddEvicted(ctx, w.def.Name, evicted); err != nil {
 		w.setError(fmt.Errorf("count evicted messages: %w", err))
 	}
 }
@@ -331,17 +344,17 @@ func (w *worker) pull(ctx context.Context, msgs []wireMessage) error {
 	}
 	pending, _ := json.Marshal(pendingAck{LeaseID: msgs[0].LeaseID, Items: acks})
 	if err := w.retry(ctx, func() error {
-		return w.r.b.SetForwarderPendingAck(ctx, w.def.Tenant, w.def.Name, string(pending))
+		return w.local().Forwarders().SetPendingAck(ctx, w.def.Name, string(pending))
 	}); err != nil {
 		return err
 	}
-	items := make([]broker.PushItem, len(msgs))
+	items := make([]combtype.PushItem, len(msgs))
 	for i, m := range msgs {
 		payload := []byte(m.Data)
 		if len(payload) == 0 {
 			payload = []byte("null")
 		}
-		items[i] = broker.PushItem{Queue: w.def.Queue, Partition: m.Partition, Payload: payload, TxnID: m.TransactionID}
+		items[i] = combtype.PushItem{Queue: w.def.Queue, Partition: m.Partition, Payload: payload, TxnID: m.TransactionID}
 		if m.TraceID != nil {
 			items[i].TraceID = *m.TraceID
 		}
@@ -349,14 +362,14 @@ func (w *worker) pull(ctx context.Context, msgs []wireMessage) error {
 	err := w.retry(ctx, func() error { return w.localPush(ctx, items) })
 	switch {
 	case err == nil:
-	case errors.Is(err, broker.ErrInvalid):
+	case errors.Is(err, combtype.ErrInvalid):
 		// The local broker refuses something in the batch for good: find
 		// it one by one and dead-letter it upstream with the local error.
 		for i := range items {
 			err := w.retry(ctx, func() error { return w.localPush(ctx, items[i:i+1]) })
 			switch {
 			case err == nil:
-			case errors.Is(err, broker.ErrInvalid):
+			case errors.Is(err, combtype.ErrInvalid):
 				acks[i].Status, acks[i].Error = "dlq", "pull into "+w.def.Queue+" refused: "+err.Error()
 			default:
 				return err
@@ -394,7 +407,7 @@ func (w *worker) pull(ctx context.Context, msgs []wireMessage) error {
 
 // localPush pushes items into the local broker; a refusal of their content
 // is permanent, anything else (the broker closing) is not.
-func (w *worker) localPush(ctx context.Context, items []broker.PushItem) error {
-	_, err := w.r.b.Push(context.WithoutCancel(ctx), w.def.Tenant, items)
+func (w *worker) localPush(ctx context.Context, items []combtype.PushItem) error {
+	_, err := w.local().Push(context.WithoutCancel(ctx), items)
 	return err
 }

@@ -28,7 +28,7 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "comb.db")
-	if err := s.b.Backup(r.Context(), path); err != nil {
+	if err := s.b.DatabaseBackup(r.Context(), path); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
 )
@@ -208,7 +208,7 @@ func TestBadInputIsA4xxJSONErrorAndWritesNothing(t *testing.T) {
 		t.Errorf("a refused request left messages behind: %+v", p)
 	}
 	var queues int
-	if err := combtest.ReadDB(t, s.Broker.Path()).QueryRow(`SELECT COUNT(*) FROM queues WHERE name = 'bad'`).Scan(&queues); err != nil || queues != 0 {
+	if err := combtest.ReadDB(t, s.Broker.DatabasePath()).QueryRow(`SELECT COUNT(*) FROM queues WHERE name = 'bad'`).Scan(&queues); err != nil || queues != 0 {
 		t.Errorf("queues named bad = %d (%v), want 0", queues, err)
 	}
 }
@@ -307,7 +307,7 @@ func TestFailedAcksRetryTheBatchThenDeadLetter(t *testing.T) {
 	}
 	var errMsg string
 	var retries int
-	err := combtest.ReadDB(t, s.Broker.Path()).QueryRow(`SELECT error_message, retry_count FROM dlq WHERE txn_id = 'boom' AND group_name = 'g'`).Scan(&errMsg, &retries)
+	err := combtest.ReadDB(t, s.Broker.DatabasePath()).QueryRow(`SELECT error_message, retry_count FROM dlq WHERE txn_id = 'boom' AND group_name = 'g'`).Scan(&errMsg, &retries)
 	if err != nil || errMsg != "Retries exhausted" || retries != 2 {
 		t.Fatalf("dlq row = %q, %d (%v)", errMsg, retries, err)
 	}
@@ -412,7 +412,7 @@ func TestTransactionFailedAckDeadLettersAtOnce(t *testing.T) {
 		t.Fatal("message still in the source")
 	}
 	var msg string
-	if err := combtest.ReadDB(t, s.Broker.Path()).QueryRow(`SELECT error_message FROM dlq`).Scan(&msg); err != nil || msg != "Unknown error" {
+	if err := combtest.ReadDB(t, s.Broker.DatabasePath()).QueryRow(`SELECT error_message FROM dlq`).Scan(&msg); err != nil || msg != "Unknown error" {
 		t.Fatalf("dlq error = %q (%v)", msg, err)
 	}
 }
@@ -690,14 +690,14 @@ func TestFailedAcksOfAReleasedBatchSucceedAcrossRequests(t *testing.T) {
 
 func TestPopBatchIsBounded(t *testing.T) {
 	s := combtest.MustServer(t, combtest.Options{})
-	items := make([]map[string]any, 0, broker.MaxPopBatch+5)
-	for i := range broker.MaxPopBatch + 5 {
+	items := make([]map[string]any, 0, combtype.MaxPopBatch+5)
+	for i := range combtype.MaxPopBatch + 5 {
 		items = append(items, item("big", i))
 	}
 	s.Push(items...)
 	p := s.Pop("/api/v1/pop/queue/big?batch=100000000&autoAck=true")
-	if len(p.Messages) != broker.MaxPopBatch {
-		t.Fatalf("a huge batch delivered %d messages, want the bound %d", len(p.Messages), broker.MaxPopBatch)
+	if len(p.Messages) != combtype.MaxPopBatch {
+		t.Fatalf("a huge batch delivered %d messages, want the bound %d", len(p.Messages), combtype.MaxPopBatch)
 	}
 	if rest := s.Pop("/api/v1/pop/queue/big?batch=100&autoAck=true"); len(rest.Messages) != 5 {
 		t.Fatalf("the rest = %d, want 5", len(rest.Messages))

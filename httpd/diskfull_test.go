@@ -109,7 +109,7 @@ func TestAFullDatabaseRefusesWritesWith507AndResumesWhenRetentionMakesRoom(t *te
 	clk.Advance(2 * time.Minute)
 	srv.Do("POST", "/api/v1/ack", map[string]any{"transactionId": pop.Messages[0].TransactionID, "partitionId": pop.Messages[0].PartitionID,
 		"leaseId": pop.Messages[0].LeaseID, "status": "completed", "consumerGroup": "g"})
-	if _, err := srv.Broker.Retention().RunOnce(context.Background()); err != nil {
+	if _, err := srv.Broker.RetentionSweep(context.Background()); err != nil {
 		t.Fatalf("retention on a full database: %v", err)
 	}
 	again, refused, _ := fillUntilFull(t, srv, "full", 20, 4000)

@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // queryTime reads an optional time parameter; ok is false when it is
@@ -52,16 +53,16 @@ func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
 		return
 	}
-	f := broker.DLQFilter{
-		Tenant: tenant(r.Context()), Queue: q.Get("queue"), Group: q.Get("consumerGroup"), Partition: q.Get("partition"),
-		From: from, To: to, Limit: queryInt(q, "limit", broker.DefaultDLQLimit), Offset: queryInt(q, "offset", 0),
+	f := combtype.DLQFilter{
+		Queue: q.Get("queue"), Group: q.Get("consumerGroup"), Partition: q.Get("partition"),
+		From: from, To: to, Limit: queryInt(q, "limit", combtype.DefaultDLQLimit), Offset: queryInt(q, "offset", 0),
 	}
 	if f.Limit <= 0 {
-		f.Limit = broker.DefaultDLQLimit
+		f.Limit = combtype.DefaultDLQLimit
 	}
-	f.Limit = min(f.Limit, broker.MaxDLQLimit)
+	f.Limit = min(f.Limit, combtype.MaxDLQLimit)
 	f.Offset = max(f.Offset, 0)
-	entries, total, err := s.b.DeadLetters(r.Context(), f)
+	entries, total, err := s.tb(r).DLQList(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -118,10 +119,10 @@ func (s *Server) redriveDLQ(w http.ResponseWriter, r *http.Request, _ httprouter
 		writeError(w, http.StatusBadRequest, "limit must be a non-negative integer")
 		return
 	}
-	if limit > broker.MaxRedriveLimit {
-		limit = broker.MaxRedriveLimit
+	if limit > combtype.MaxRedriveLimit {
+		limit = combtype.MaxRedriveLimit
 	}
-	res, err := s.b.Redrive(r.Context(), broker.RedriveRequest{Tenant: tenant(r.Context()), Queue: queue, Group: group,
+	res, err := s.tb(r).DLQRedrive(r.Context(), combtype.RedriveRequest{Queue: queue, Group: group,
 		Partition: partition, IDs: ids, Limit: int(limit)})
 	if err != nil {
 		s.fail(w, r, err)

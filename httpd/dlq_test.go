@@ -246,7 +246,7 @@ func TestDLQEncryptedQueue(t *testing.T) {
 	s.Push(opItem("secret", "", "e1", map[string]any{"card": "4111"}))
 	opDeadLetter(t, s, clk, "secret", "", "")
 	var stored []byte
-	if err := combtest.ReadDB(t, s.Broker.Path()).QueryRow(`SELECT payload FROM dlq`).Scan(&stored); err != nil {
+	if err := combtest.ReadDB(t, s.Broker.DatabasePath()).QueryRow(`SELECT payload FROM dlq`).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(stored), "4111") {

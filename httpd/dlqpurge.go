@@ -7,7 +7,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // purgeParams are the query parameters DELETE /api/v1/dlq understands.
@@ -33,7 +33,7 @@ func (s *Server) purgeDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
 		return
 	}
-	req := broker.PurgeRequest{Tenant: tenant(r.Context()), Queue: q.Get("queue"), Group: q.Get("consumerGroup"),
+	req := combtype.PurgeRequest{Queue: q.Get("queue"), Group: q.Get("consumerGroup"),
 		Partition: q.Get("partition"), From: from, To: to}
 	if vs, ok := q["ids"]; ok {
 		req.IDs = []string{}
@@ -61,13 +61,13 @@ func (s *Server) purgeDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.P
 			writeError(w, http.StatusBadRequest, "limit must be a non-negative integer")
 			return
 		}
-		req.Limit = min(n, broker.MaxPurgeLimit)
+		req.Limit = min(n, combtype.MaxPurgeLimit)
 	}
 	if !req.Filtered() && !req.All {
 		writeError(w, http.StatusBadRequest, "a purge needs a filter (queue, consumerGroup, partition, from, to or ids), or all=true to delete every dead letter")
 		return
 	}
-	res, err := s.b.PurgeDLQ(r.Context(), req)
+	res, err := s.tb(r).DLQPurge(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err)
 		return

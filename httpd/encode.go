@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // The replies of push, pop and ack are the hot path: they are appended
@@ -100,7 +100,7 @@ func appendRaw(buf []byte, raw []byte) ([]byte, error) {
 }
 
 // appendPushResults encodes what pushResultsJSON would.
-func appendPushResults(buf []byte, results []broker.PushResult) []byte {
+func appendPushResults(buf []byte, results []combtype.PushResult) []byte {
 	buf = append(buf, '[')
 	for i := range results {
 		res := &results[i]
@@ -129,7 +129,7 @@ func appendPushResults(buf []byte, results []broker.PushResult) []byte {
 }
 
 // appendAckResults encodes what ackResultsJSON would.
-func appendAckResults(buf []byte, results []broker.AckResult) []byte {
+func appendAckResults(buf []byte, results []combtype.AckResult) []byte {
 	buf = append(buf, '[')
 	for i := range results {
 		res := &results[i]
@@ -143,7 +143,7 @@ func appendAckResults(buf []byte, results []broker.AckResult) []byte {
 		buf = append(buf, `,"success":`...)
 		buf = strconv.AppendBool(buf, res.Success)
 		buf = append(buf, `,"error":`...)
-		buf = appendNullString(buf, res.Error)
+		buf = appendNullString(buf, itemErrorText(res.Err))
 		buf = append(buf, `,"queueName":`...)
 		buf = appendNullString(buf, res.Queue)
 		buf = append(buf, `,"partitionName":`...)
@@ -158,7 +158,7 @@ func appendAckResults(buf []byte, results []broker.AckResult) []byte {
 }
 
 // appendPop encodes the popOut the pop handler would build from res.
-func appendPop(buf []byte, res *broker.PopResult) ([]byte, error) {
+func appendPop(buf []byte, res *combtype.PopResult) ([]byte, error) {
 	buf = append(buf, `{"success":true`...)
 	buf = append(buf, `,"queue":`...)
 	buf = appendString(buf, res.Queue)
@@ -177,7 +177,7 @@ func appendPop(buf []byte, res *broker.PopResult) ([]byte, error) {
 	// and group, and those of one segment their commit time: what equals
 	// the last message's is copied from its encoding instead of escaped
 	// or formatted again.
-	var prev *broker.Message
+	var prev *combtype.Message
 	var shared, at [2]int // where in buf the last encoding of each lies
 	var err error
 	for i := range res.Messages {

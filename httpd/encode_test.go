@@ -3,11 +3,11 @@ package httpd
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
-	"github.com/comb-broker/comb/broker"
-	"github.com/comb-broker/comb/store"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // strs are strings json.Marshal copies as they are and strings it escapes
@@ -21,17 +21,17 @@ var payloads = [][]byte{nil, []byte(`null`), []byte(`{"a":1,"b":[true,false,null
 	[]byte("{\"raw\":\"\u2028\"}")}
 
 func TestReplyAppendersWriteWhatEncodingJSONWrites(t *testing.T) {
-	var pushes []store.PushResult
-	var acks []store.AckResult
-	res := &broker.PopResult{Queue: "q<1>", Partition: "p", PartitionID: "pid", LeaseID: "lease", Group: "g\"", PartitionsClaimed: 3}
+	var pushes []combtype.PushResult
+	var acks []combtype.AckResult
+	res := &combtype.PopResult{Queue: "q<1>", Partition: "p", PartitionID: "pid", LeaseID: "lease", Group: "g\"", PartitionsClaimed: 3}
 	for i, s := range strs {
 		other := strs[(i+5)%len(strs)]
-		pushes = append(pushes, store.PushResult{TxnID: s, Status: store.StatusQueued, MessageID: other, PartitionID: s,
+		pushes = append(pushes, combtype.PushResult{TxnID: s, Status: combtype.StatusQueued, MessageID: other, PartitionID: s,
 			TraceID: other, Queue: s, Offset: int64(i)})
-		acks = append(acks, store.AckResult{TxnID: s, Success: i%2 == 0, Error: other, Queue: s, Partition: other,
+		acks = append(acks, combtype.AckResult{TxnID: s, Success: i%2 == 0, Err: errorOf(other), Queue: s, Partition: other,
 			LeaseReleased: i%3 == 0, DLQ: i%4 == 0})
 		for j, p := range payloads {
-			res.Messages = append(res.Messages, store.Message{ID: s, TxnID: other, PartitionID: s, Partition: other, Queue: s,
+			res.Messages = append(res.Messages, combtype.Message{ID: s, TxnID: other, PartitionID: s, Partition: other, Queue: s,
 				LeaseID: other, Group: s, Payload: p, CreatedAt: time.Date(2026, 7, 30, 8, 0, j, 123456789, time.UTC),
 				TraceID: other, ProducerSub: s, RetryCount: int64(i * j)})
 		}
@@ -57,10 +57,10 @@ func TestReplyAppendersWriteWhatEncodingJSONWrites(t *testing.T) {
 
 	// A batch as claims hand it out: runs of messages share their
 	// partition, queue, lease and group, and their segment's commit time.
-	batch := &broker.PopResult{Queue: "q", LeaseID: "lease"}
+	batch := &combtype.PopResult{Queue: "q", LeaseID: "lease"}
 	for i := range 40 {
 		s, other := strs[i/8%len(strs)], strs[i/5%len(strs)]
-		batch.Messages = append(batch.Messages, store.Message{ID: strs[i%len(strs)], TxnID: other, PartitionID: s,
+		batch.Messages = append(batch.Messages, combtype.Message{ID: strs[i%len(strs)], TxnID: other, PartitionID: s,
 			Partition: s, Queue: s, LeaseID: s, Group: other, Payload: payloads[i%len(payloads)],
 			CreatedAt: time.Date(2026, 7, 30, 8, 0, i/3, 1000*(i/7), time.UTC), RetryCount: int64(i % 2)})
 	}
@@ -71,7 +71,7 @@ func TestReplyAppendersWriteWhatEncodingJSONWrites(t *testing.T) {
 }
 
 func TestAPopOfAnInvalidStoredPayloadFailsInsteadOfSendingIt(t *testing.T) {
-	res := &broker.PopResult{Messages: []store.Message{{Payload: []byte(`{"a": nope}`)}}}
+	res := &combtype.PopResult{Messages: []combtype.Message{{Payload: []byte(`{"a": nope}`)}}}
 	if _, err := appendPop(nil, res); err == nil {
 		t.Error("appendPop passed an invalid payload through")
 	}
@@ -80,15 +80,15 @@ func TestAPopOfAnInvalidStoredPayloadFailsInsteadOfSendingIt(t *testing.T) {
 // BenchmarkReplies compares the appenders with encoding/json on a pop of
 // 100 ~200-byte orders and a push reply of 100 items.
 func BenchmarkReplies(b *testing.B) {
-	res := &broker.PopResult{Queue: "orders", Partition: "p1", PartitionID: "0198c0de-7a1b-8c2d-8e3f-0123456789ab",
+	res := &combtype.PopResult{Queue: "orders", Partition: "p1", PartitionID: "0198c0de-7a1b-8c2d-8e3f-0123456789ab",
 		LeaseID: "0198c0de-7a1b-7c2d-8e3f-0123456789ab", Group: "workers", PartitionsClaimed: 1}
-	pushes := make([]store.PushResult, 100)
+	pushes := make([]combtype.PushResult, 100)
 	for i := range 100 {
-		res.Messages = append(res.Messages, store.Message{ID: "0198c0de-7a1b-8c2d-8e3f-0123456789ab",
+		res.Messages = append(res.Messages, combtype.Message{ID: "0198c0de-7a1b-8c2d-8e3f-0123456789ab",
 			TxnID: "0198c0de-7a1b-7c2d-8e3f-0123456789ab", PartitionID: res.PartitionID, Partition: "p1", Queue: "orders",
 			LeaseID: res.LeaseID, Group: "workers", CreatedAt: time.Now(),
 			Payload: []byte(`{"orderId":"ord-00000042","customerId":"cus-000042","items":[{"sku":"SKU-00042","qty":3,"price":52.99},{"sku":"SKU-00294","qty":1,"price":4.50}],"currency":"EUR","total":57.49,"status":"placed","ts":1764547200042}`)})
-		pushes[i] = store.PushResult{TxnID: "0198c0de-7a1b-7c2d-8e3f-0123456789ab", Status: store.StatusQueued,
+		pushes[i] = combtype.PushResult{TxnID: "0198c0de-7a1b-7c2d-8e3f-0123456789ab", Status: combtype.StatusQueued,
 			MessageID: "0198c0de-7a1b-8c2d-8e3f-0123456789ab", PartitionID: res.PartitionID, Queue: "orders", Offset: int64(i)}
 	}
 	b.Run("pop/encoding-json", func(b *testing.B) {
@@ -117,4 +117,12 @@ func BenchmarkReplies(b *testing.B) {
 			appendPushResults(make([]byte, 0, 256*100), pushes)
 		}
 	})
+}
+
+// errorOf is an error reading s, or nil for "".
+func errorOf(s string) error {
+	if s == "" {
+		return nil
+	}
+	return errors.New(s)
 }

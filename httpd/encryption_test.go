@@ -38,7 +38,7 @@ func TestEncryptedQueueOverHTTP(t *testing.T) {
 	if r.Status != http.StatusOK || len(dlq.Messages) != 1 || dlq.Messages[0].Data["pin"] != "HTTP-SECRET-9876" {
 		t.Fatalf("dlq: %d %s", r.Status, r.Body)
 	}
-	path := s.Broker.Path()
+	path := s.Broker.DatabasePath()
 	for _, f := range []string{path, path + "-wal"} {
 		b, err := os.ReadFile(f)
 		if err != nil && !os.IsNotExist(err) {

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // badRequest is a refusal whose text goes to the client as is.
@@ -34,39 +34,39 @@ func errorStatus(err error) (status int, msg string) {
 		return http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", tooBig.Limit)
 	case errors.As(err, &syntax), errors.As(err, &typ), errors.Is(err, errBadBody):
 		return http.StatusBadRequest, "Invalid JSON body: " + err.Error()
-	case errors.Is(err, broker.ErrForwarderNotFound):
+	case errors.Is(err, combtype.ErrForwarderNotFound):
 		return http.StatusNotFound, "Forwarder not found"
-	case errors.Is(err, broker.ErrForwarderExists):
+	case errors.Is(err, combtype.ErrForwarderExists):
 		return http.StatusConflict, "Forwarder already exists"
-	case errors.Is(err, broker.ErrQuarantineNotFound):
+	case errors.Is(err, combtype.ErrQuarantineNotFound):
 		return http.StatusNotFound, "Quarantined segment not found"
-	case errors.Is(err, broker.ErrStillDamaged), errors.Is(err, broker.ErrNoGroupPast):
+	case errors.Is(err, combtype.ErrStillDamaged), errors.Is(err, combtype.ErrNoGroupPast):
 		return http.StatusConflict, err.Error()
-	case errors.Is(err, broker.ErrSnapshotNotFound):
+	case errors.Is(err, combtype.ErrSnapshotNotFound):
 		return http.StatusNotFound, "Snapshot not found (unknown or expired)"
-	case errors.Is(err, broker.ErrSnapshotExists):
+	case errors.Is(err, combtype.ErrSnapshotExists):
 		return http.StatusConflict, "Snapshot already exists"
-	case errors.Is(err, broker.ErrSnapshotConflict):
-		return http.StatusConflict, strings.TrimPrefix(err.Error(), broker.ErrSnapshotConflict.Error()+": ")
-	case errors.Is(err, broker.ErrQueueNotFound):
+	case errors.Is(err, combtype.ErrSnapshotConflict):
+		return http.StatusConflict, strings.TrimPrefix(err.Error(), combtype.ErrSnapshotConflict.Error()+": ")
+	case errors.Is(err, combtype.ErrQueueNotFound):
 		return http.StatusNotFound, "Queue not found"
-	case errors.Is(err, broker.ErrPartitionNotFound):
+	case errors.Is(err, combtype.ErrPartitionNotFound):
 		return http.StatusNotFound, "Partition not found"
-	case errors.Is(err, broker.ErrMessageNotFound):
+	case errors.Is(err, combtype.ErrMessageNotFound):
 		return http.StatusNotFound, "Message not found"
-	case errors.Is(err, broker.ErrNoTarget):
+	case errors.Is(err, combtype.ErrNoTarget):
 		return http.StatusBadRequest, "Must specify toEnd=true or a timestamp"
-	case errors.Is(err, broker.ErrManyTargets):
+	case errors.Is(err, combtype.ErrManyTargets):
 		return http.StatusBadRequest, "Specify only one of toEnd, timestamp, offset or snapshot"
-	case errors.Is(err, broker.ErrInvalid):
-		return http.StatusBadRequest, strings.TrimPrefix(err.Error(), broker.ErrInvalid.Error()+": ")
-	case errors.Is(err, broker.ErrBusy):
+	case errors.Is(err, combtype.ErrInvalid):
+		return http.StatusBadRequest, strings.TrimPrefix(err.Error(), combtype.ErrInvalid.Error()+": ")
+	case errors.Is(err, combtype.ErrBusy):
 		return http.StatusServiceUnavailable, "Too many pushes in flight, retry shortly"
-	case errors.Is(err, broker.ErrFull):
+	case errors.Is(err, combtype.ErrFull):
 		// Nothing of the request was stored; reads, pops and acks go on,
 		// and writes resume once space returns (retention, a larger cap).
 		return http.StatusInsufficientStorage, "Database is full (disk or --max-db-bytes): nothing was written; free space and retry"
-	case errors.Is(err, broker.ErrClosed):
+	case errors.Is(err, combtype.ErrClosed):
 		return http.StatusServiceUnavailable, "Server is shutting down"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "Request cancelled"
@@ -88,7 +88,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, shapes 
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if errors.Is(err, broker.ErrBusy) {
+	if errors.Is(err, combtype.ErrBusy) {
 		w.Header().Set("Retry-After", "1")
 	}
 	for _, shape := range shapes {
@@ -114,14 +114,38 @@ func failed(only int) replyShape {
 func snapshotNamed(name string) replyShape {
 	return func(err error, _ int, msg string) any {
 		switch {
-		case errors.Is(err, broker.ErrSnapshotNotFound):
+		case errors.Is(err, combtype.ErrSnapshotNotFound):
 			msg = fmt.Sprintf("Snapshot %q not found (unknown or expired)", name)
-		case errors.Is(err, broker.ErrSnapshotExists):
+		case errors.Is(err, combtype.ErrSnapshotExists):
 			msg = fmt.Sprintf("Snapshot %q already exists", name)
-		case errors.Is(err, broker.ErrSnapshotConflict):
+		case errors.Is(err, combtype.ErrSnapshotConflict):
 		default:
 			return nil
 		}
 		return map[string]any{"success": false, "error": msg}
 	}
+}
+
+// itemErrorText words the error of one item of a reply (an ack's, a lease
+// extension's, a cycle's) as Queen's clients read it; "" for nil.
+func itemErrorText(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, combtype.ErrInvalidLease):
+		return "Invalid or expired lease"
+	case errors.Is(err, combtype.ErrMessageNotFound):
+		return "Message not found"
+	case errors.Is(err, combtype.ErrLeaseNotFound):
+		return "Lease not found"
+	case errors.Is(err, combtype.ErrLeaseExpired):
+		return "Lease already expired"
+	case errors.Is(err, combtype.ErrQueryNotFound):
+		return "Query not found"
+	case errors.Is(err, combtype.ErrAlreadyAcked):
+		return "Message already acknowledged"
+	case errors.Is(err, combtype.ErrInvalid):
+		return strings.TrimPrefix(err.Error(), combtype.ErrInvalid.Error()+": ")
+	}
+	return err.Error()
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 )
 
@@ -47,7 +48,7 @@ func ExampleHTTPServer() {
 	}
 	resp.Body.Close()
 	fmt.Println("push over HTTP:", resp.StatusCode)
-	res, err := b.Pop(context.Background(), broker.PopRequest{Queue: "jobs", Batch: 10})
+	res, err := b.Pop(context.Background(), combtype.PopRequest{Queue: "jobs", Batch: 10})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,12 +11,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Forwarders runs the forwarders between this broker and upstream ones.
 // The command passes its runner in; the HTTP layer only calls it.
 type Forwarders interface {
-	Create(ctx context.Context, f *broker.Forwarder) (*broker.ForwarderStatus, error)
+	Create(ctx context.Context, f *combtype.Forwarder) (*broker.ForwarderStatus, error)
 	Get(ctx context.Context, tenant, name string) (*broker.ForwarderStatus, error)
 	List(ctx context.Context, tenant string) ([]broker.ForwarderStatus, error)
 	All(ctx context.Context) ([]broker.ForwarderStatus, error)
@@ -121,7 +122,7 @@ func (s *Server) createForwarder(w http.ResponseWriter, r *http.Request, _ httpr
 		s.fail(w, r, err)
 		return
 	}
-	st, err := fw.Create(r.Context(), &broker.Forwarder{Tenant: tenant(r.Context()), Name: body.Name,
+	st, err := fw.Create(r.Context(), &combtype.Forwarder{Name: body.Name,
 		Direction: body.Direction, Queue: body.Queue, UpstreamURL: body.Upstream, UpstreamQueue: body.UpstreamQueue,
 		Token: body.Token, Group: body.ConsumerGroup, Batch: body.Batch, Paused: body.Paused})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/forward"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/combtest"
@@ -31,7 +32,7 @@ func forwarderServer(t *testing.T) *combtest.Server {
 // lazyRunner lets the server be built before the runner over its broker.
 type lazyRunner struct{ r **forward.Runner }
 
-func (l lazyRunner) Create(ctx context.Context, f *broker.Forwarder) (*broker.ForwarderStatus, error) {
+func (l lazyRunner) Create(ctx context.Context, f *combtype.Forwarder) (*broker.ForwarderStatus, error) {
 	return (*l.r).Create(ctx, f)
 }
 func (l lazyRunner) Get(ctx context.Context, tenant, name string) (*broker.ForwarderStatus, error) {
@@ -60,7 +61,7 @@ func TestForwarderRoutesCreateListPauseResumeAndDeleteWithoutShowingTheToken(t *
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	if m := r.Map(t); m["hasToken"] != true || m["direction"] != "push" || m["consumerGroup"] != "comb-forward.up" ||
-		m["batch"] != float64(forward.DefaultBatch) || m["paused"] != false {
+		m["batch"] != float64(combtype.ForwarderDefaultBatch) || m["paused"] != false {
 		t.Errorf("create answered %v", m)
 	}
 	combtest.CheckFor(t, 10*time.Second, func() error {

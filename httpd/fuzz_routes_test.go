@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
@@ -42,14 +43,14 @@ func FuzzEveryRoute(f *testing.F) {
 	// Something for the parameters to name: a queue with a partition, a
 	// group with a cursor and a lease, a snapshot.
 	ctx := context.Background()
-	res, err := b.Push(ctx, "", []broker.PushItem{{Queue: "q", Partition: "p", Payload: []byte(`{"a":1}`), TxnID: "t"}})
+	res, err := b.Push(ctx, []combtype.PushItem{{Queue: "q", Partition: "p", Payload: []byte(`{"a":1}`), TxnID: "t"}})
 	if err != nil {
 		f.Fatal(err)
 	}
-	if _, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Group: "g"}); err != nil {
+	if _, err := b.Pop(ctx, combtype.PopRequest{Queue: "q", Group: "g"}); err != nil {
 		f.Fatal(err)
 	}
-	if _, err := b.CreateSnapshot(ctx, broker.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "q"}); err != nil {
+	if _, err := b.SnapshotCreate(ctx, combtype.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "q"}); err != nil {
 		f.Fatal(err)
 	}
 	names := map[string]string{":queue": "q", ":partition": "p", ":group": "g", ":name": "s",

@@ -11,6 +11,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // --- listings ----------------------------------------------------------
@@ -32,7 +33,7 @@ type groupOut struct {
 }
 
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	groups, err := s.b.Groups(r.Context(), tenant(r.Context()))
+	groups, err := s.tb(r).GroupList(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -71,12 +72,12 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, ps httprouter.
 		s.laggingGroups(w, r)
 		return
 	}
-	lags, err := s.b.Group(r.Context(), tenant(r.Context()), group)
+	lags, err := s.tb(r).GroupLag(r.Context(), group)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	offsets, err := s.b.GroupOffsets(r.Context(), tenant(r.Context()), group)
+	offsets, err := s.tb(r).GroupOffsets(r.Context(), group)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -120,7 +121,7 @@ type laggingOut struct {
 
 func (s *Server) laggingGroups(w http.ResponseWriter, r *http.Request) {
 	minLag := max(queryInt(r.URL.Query(), "minLagSeconds", 3600), 0)
-	lags, err := s.b.LaggingPartitions(r.Context(), tenant(r.Context()), time.Duration(minLag)*time.Second)
+	lags, err := s.tb(r).GroupLagging(r.Context(), time.Duration(minLag)*time.Second)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -170,7 +171,7 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request, ps h
 		return
 	}
 	group := ps.ByName("group")
-	n, err := s.b.UpdateSubscription(r.Context(), tenant(r.Context()), group, t)
+	n, err := s.tb(r).GroupSubscribeFrom(r.Context(), group, t)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -192,12 +193,12 @@ type seekIn struct {
 // toEnd:false) is toEnd when emptyIsEnd (the per-partition route: the
 // dashboard sends nothing and Queen's Go SDK sends {}), and otherwise the
 // seed's 400.
-func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bool) (broker.SeekTarget, bool, error) {
+func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bool) (combtype.SeekTarget, bool, error) {
 	var in seekIn
 	if err := s.readJSON(w, r, &in); err != nil && !errors.Is(err, errEmptyBody) {
-		return broker.SeekTarget{}, false, err
+		return combtype.SeekTarget{}, false, err
 	}
-	var t broker.SeekTarget
+	var t combtype.SeekTarget
 	toEnd, _, ok := rawBool(in.ToEnd)
 	if !ok {
 		return t, false, &badRequest{"toEnd must be a boolean"}
@@ -229,7 +230,7 @@ func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bo
 		return t, false, &badRequest{"dryRun must be a boolean"}
 	}
 	err := t.Validate()
-	if errors.Is(err, broker.ErrNoTarget) && emptyIsEnd {
+	if errors.Is(err, combtype.ErrNoTarget) && emptyIsEnd {
 		t.ToEnd, err = true, nil
 	}
 	if err != nil {
@@ -254,7 +255,7 @@ type partitionSeekOut struct {
 // seekBody is what both seek routes answer beyond their own fields: the
 // seed's seekToEnd and targetTimestamp (the parsed time, RFC 3339 with
 // milliseconds, UTC, on both routes), then comb's additions.
-func seekBody(t broker.SeekTarget, dryRun bool, res *broker.SeekResult) map[string]any {
+func seekBody(t combtype.SeekTarget, dryRun bool, res *combtype.SeekResult) map[string]any {
 	body := map[string]any{"success": true, "consumerGroup": res.Group, "queueName": res.Queue,
 		"seekToEnd": t.ToEnd, "targetTimestamp": nil}
 	if t.Time != nil {
@@ -288,12 +289,12 @@ func (s *Server) seekQueue(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.b.Seek(r.Context(), broker.SeekRequest{Tenant: tenant(r.Context()), Group: group, Queue: queue,
+	res, err := s.tb(r).GroupSeek(r.Context(), combtype.SeekRequest{Group: group, Queue: queue,
 		Target: t, DryRun: dryRun})
 	if err != nil {
 		// Failing loudly: a misdirected seek must not look like it worked.
 		s.fail(w, r, err, func(err error, _ int, _ string) any {
-			if !errors.Is(err, broker.ErrQueueNotFound) {
+			if !errors.Is(err, combtype.ErrQueueNotFound) {
 				return nil
 			}
 			return map[string]any{"success": false, "error": "Queue not found or has no partitions",
@@ -316,11 +317,11 @@ func (s *Server) seekPartition(w http.ResponseWriter, r *http.Request, ps httpro
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.b.Seek(r.Context(), broker.SeekRequest{Tenant: tenant(r.Context()), Group: group, Queue: queue,
+	res, err := s.tb(r).GroupSeek(r.Context(), combtype.SeekRequest{Group: group, Queue: queue,
 		Partition: partition, Target: t, DryRun: dryRun})
 	if err != nil {
 		s.fail(w, r, err, func(err error, _ int, _ string) any {
-			if !errors.Is(err, broker.ErrPartitionNotFound) && !errors.Is(err, broker.ErrQueueNotFound) {
+			if !errors.Is(err, combtype.ErrPartitionNotFound) && !errors.Is(err, combtype.ErrQueueNotFound) {
 				return nil
 			}
 			return map[string]any{"success": false, "error": "Partition not found"}
@@ -346,7 +347,7 @@ func deleteMetadata(r *http.Request) bool {
 
 func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	group, meta := ps.ByName("group"), deleteMetadata(r)
-	n, err := s.b.DeleteGroup(r.Context(), tenant(r.Context()), group, "", meta)
+	n, err := s.tb(r).GroupDelete(r.Context(), combtype.GroupDeleteRequest{Group: group, DeleteMetadata: meta})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -357,7 +358,7 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, ps httprout
 
 func (s *Server) deleteGroupQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	group, queue, meta := ps.ByName("group"), ps.ByName("queue"), deleteMetadata(r)
-	n, err := s.b.DeleteGroup(r.Context(), tenant(r.Context()), group, queue, meta)
+	n, err := s.tb(r).GroupDelete(r.Context(), combtype.GroupDeleteRequest{Group: group, Queue: queue, DeleteMetadata: meta})
 	if err != nil {
 		s.fail(w, r, err)
 		return

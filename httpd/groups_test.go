@@ -132,7 +132,7 @@ func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 // route can do yet (retention moving the watermark).
 func (r *replay) db() *sql.DB {
 	r.t.Helper()
-	db, err := sql.Open("sqlite", "file:"+r.Broker.Path()+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+r.Broker.DatabasePath()+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/combtest"
 )
@@ -22,13 +23,13 @@ func (brokenWriter) Write([]byte) (int, error) { return 0, errors.New("connectio
 func TestAPopWhoseReplyCannotBeWrittenGivesItsLeaseBack(t *testing.T) {
 	ctx := context.Background()
 	b := combtest.MustOpenBroker(t, combtest.Options{})
-	if _, err := b.Push(ctx, "", []broker.PushItem{{Queue: "q", Payload: []byte(`{"n":1}`)}}); err != nil {
+	if _, err := b.Push(ctx, []combtype.PushItem{{Queue: "q", Payload: []byte(`{"n":1}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	h := httpd.New(b, httpd.Config{})
 	h.ServeHTTP(brokenWriter{httptest.NewRecorder()}, httptest.NewRequest("GET", "/api/v1/pop/queue/q?batch=1", nil))
 	// The partition is not held for leaseTime by a reply nobody received.
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Batch: 1})
+	res, err := b.Pop(ctx, combtype.PopRequest{Queue: "q", Batch: 1})
 	if err != nil || len(res.Messages) != 1 || res.Messages[0].RetryCount != 0 {
 		t.Fatalf("pop after an undelivered reply = %+v, %v", res, err)
 	}
@@ -37,13 +38,13 @@ func TestAPopWhoseReplyCannotBeWrittenGivesItsLeaseBack(t *testing.T) {
 func TestAnAutoAckPopWhoseReplyCannotBeWrittenLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	b := combtest.MustOpenBroker(t, combtest.Options{})
-	if _, err := b.Push(ctx, "", []broker.PushItem{{Queue: "q", Payload: []byte(`{"n":1}`)}}); err != nil {
+	if _, err := b.Push(ctx, []combtype.PushItem{{Queue: "q", Payload: []byte(`{"n":1}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	h := httpd.New(b, httpd.Config{})
 	h.ServeHTTP(brokenWriter{httptest.NewRecorder()}, httptest.NewRequest("GET", "/api/v1/pop/queue/q?batch=1&autoAck=true", nil))
 	// The client never saw the message, so it was not acknowledged.
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "q", Batch: 1})
+	res, err := b.Pop(ctx, combtype.PopRequest{Queue: "q", Batch: 1})
 	if err != nil || len(res.Messages) != 1 {
 		t.Fatalf("pop after an undelivered autoAck reply = %+v, %v", res, err)
 	}
@@ -75,7 +76,7 @@ func TestOutOfRangeOptionsAnswer400AndWriteNothing(t *testing.T) {
 			t.Fatalf("configure %s = %d %s", c.body, r.Status, r.Body)
 		}
 	}
-	if q, err := s.Broker.QueueStats(context.Background(), "", "q"); err == nil {
+	if q, err := s.Broker.QueueStats(context.Background(), "q"); err == nil {
 		t.Fatalf("a refused configure created %+v", q)
 	}
 	r := s.Do("POST", "/api/v1/lease/00000000-0000-0000-0000-000000000000/extend", `{"seconds":10000000000}`)

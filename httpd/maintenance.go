@@ -11,7 +11,7 @@ import (
 	"github.com/comb-broker/comb/broker"
 )
 
-func maintenanceJSON(st broker.MaintenanceStatus) map[string]any {
+func maintenanceJSON(st broker.MaintenanceState) map[string]any {
 	return map[string]any{
 		"maintenanceMode":    st.PushMaintenance,
 		"popMaintenanceMode": st.PopMaintenance,
@@ -57,7 +57,7 @@ func (s *Server) setMaintenance(w http.ResponseWriter, r *http.Request, _ httpro
 	if !ok {
 		return
 	}
-	st, err := s.b.SetPushMaintenance(r.Context(), on)
+	st, err := s.b.MaintenanceSetPush(r.Context(), on)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -92,7 +92,7 @@ func (s *Server) setPopMaintenance(w http.ResponseWriter, r *http.Request, _ htt
 	if !ok {
 		return
 	}
-	st, err := s.b.SetPopMaintenance(r.Context(), on)
+	st, err := s.b.MaintenanceSetPop(r.Context(), on)
 	if err != nil {
 		s.fail(w, r, err)
 		return

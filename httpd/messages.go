@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // --- configure ---------------------------------------------------------
@@ -24,8 +26,8 @@ type configureIn struct {
 	Options   map[string]json.RawMessage `json:"options"`
 }
 
-func parseOptions(in map[string]json.RawMessage) (broker.QueueOptions, error) {
-	o := broker.DefaultQueueOptions()
+func parseOptions(in map[string]json.RawMessage) (combtype.QueueOptions, error) {
+	o := combtype.DefaultQueueOptions()
 	ints := map[string]*int64{
 		"leaseTime": &o.LeaseTime, "retryLimit": &o.RetryLimit, "retryDelay": &o.RetryDelay, "maxSize": &o.MaxSize,
 		"ttl": &o.TTL, "priority": &o.Priority, "delayedProcessing": &o.DelayedProcessing, "windowBuffer": &o.WindowBuffer,
@@ -58,7 +60,7 @@ func parseOptions(in map[string]json.RawMessage) (broker.QueueOptions, error) {
 	return o, nil
 }
 
-func optionsJSON(o broker.QueueOptions) map[string]any {
+func optionsJSON(o combtype.QueueOptions) map[string]any {
 	m := map[string]any{
 		"priority": o.Priority, "leaseTime": o.LeaseTime, "retryLimit": o.RetryLimit, "retryDelay": o.RetryDelay,
 		"maxSize": o.MaxSize, "ttl": o.TTL, "deadLetterQueue": o.DeadLetterQueue, "dlqAfterMaxRetries": o.DLQAfterMaxRetries,
@@ -94,7 +96,7 @@ func (s *Server) configure(w http.ResponseWriter, r *http.Request, _ httprouter.
 		s.fail(w, r, err)
 		return
 	}
-	q, p, err := s.b.Configure(r.Context(), broker.ConfigureRequest{Tenant: tenant(r.Context()), Queue: name,
+	q, p, err := s.tb(r).QueueConfigure(r.Context(), combtype.ConfigureRequest{Queue: name,
 		Namespace: ns, Task: task, Options: opts})
 	if err != nil {
 		s.fail(w, r, err)
@@ -126,8 +128,8 @@ type pushOut struct {
 }
 
 // pushItems validates wire items; a bad item fails the whole request.
-func pushItems(in []pushItemIn, producerSub string) ([]broker.PushItem, error) {
-	items := make([]broker.PushItem, len(in))
+func pushItems(in []pushItemIn, producerSub string) ([]combtype.PushItem, error) {
+	items := make([]combtype.PushItem, len(in))
 	for i := range in {
 		it := &in[i]
 		q, present, ok := rawString(it.Queue)
@@ -158,12 +160,12 @@ func pushItems(in []pushItemIn, producerSub string) ([]broker.PushItem, error) {
 		if len(payload) == 0 {
 			payload = []byte("null")
 		}
-		items[i] = broker.PushItem{Queue: q, Partition: p, Payload: payload, TxnID: txn, TraceID: trace, ProducerSub: producerSub}
+		items[i] = combtype.PushItem{Queue: q, Partition: p, Payload: payload, TxnID: txn, TraceID: trace, ProducerSub: producerSub}
 	}
 	return items, nil
 }
 
-func pushResultsJSON(results []broker.PushResult) []pushOut {
+func pushResultsJSON(results []combtype.PushResult) []pushOut {
 	out := make([]pushOut, len(results))
 	for i, res := range results {
 		out[i] = pushOut{Index: i, TxnIDSnake: res.TxnID, TransactionID: res.TxnID, Status: res.Status,
@@ -183,7 +185,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		s.fail(w, r, err)
 		return
 	}
-	results, err := s.b.Push(r.Context(), tenant(r.Context()), items)
+	results, err := s.tb(r).Push(r.Context(), items)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -234,8 +236,8 @@ const DefaultPopTimeout = 30 * time.Second
 
 func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	q := r.URL.Query()
-	req := broker.PopRequest{
-		Tenant:           tenant(r.Context()),
+	req := combtype.PopRequest{
+
 		Queue:            ps.ByName("queue"),
 		Partition:        ps.ByName("partition"),
 		Namespace:        q.Get("namespace"),
@@ -264,7 +266,7 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 	// lost, since there was no lease to give back.
 	autoAck := req.AutoAck
 	req.AutoAck = false
-	res, err := s.b.Pop(r.Context(), req)
+	res, err := s.tb(r).Pop(r.Context(), req)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client left; nothing was claimed for it
@@ -316,16 +318,16 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 
 // ackDelivered acknowledges an autoAck pop whose reply was written. It
 // runs whether or not the client is still there: the reply is out.
-func (s *Server) ackDelivered(r *http.Request, res *broker.PopResult, leaseID string) {
-	items := make([]broker.AckItem, len(res.Messages))
+func (s *Server) ackDelivered(r *http.Request, res *combtype.PopResult, leaseID string) {
+	items := make([]combtype.AckItem, len(res.Messages))
 	for i, m := range res.Messages {
-		items[i] = broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: leaseID}
+		items[i] = combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: leaseID}
 	}
-	results, err := s.b.Ack(context.WithoutCancel(r.Context()), tenant(r.Context()), res.Group, items)
+	results, err := s.tb(r).Ack(context.WithoutCancel(r.Context()), withGroup(items, res.Group))
 	if err == nil {
 		for _, ar := range results {
-			if ar.Error != "" {
-				err = errors.New(ar.Error)
+			if ar.Err != nil {
+				err = ar.Err
 				break
 			}
 		}
@@ -343,13 +345,13 @@ func (s *Server) releaseUndelivered(r *http.Request, leaseID string) {
 	if leaseID == "" {
 		return
 	}
-	if _, err := s.b.ReleaseLease(context.WithoutCancel(r.Context()), tenant(r.Context()), leaseID); err != nil {
+	if _, err := s.tb(r).LeaseRelease(context.WithoutCancel(r.Context()), leaseID); err != nil {
 		s.log.Error("releasing the lease of an undelivered pop", "leaseId", leaseID, "err", err)
 	}
 }
 
 // popJSON is the reply appendPop encodes, as a struct.
-func popJSON(res *broker.PopResult) popOut {
+func popJSON(res *combtype.PopResult) popOut {
 	out := popOut{Success: true, Queue: res.Queue, Partition: res.Partition, PartitionID: res.PartitionID,
 		LeaseID: res.LeaseID, ConsumerGroup: res.Group, PartitionsClaimed: res.PartitionsClaimed,
 		Messages: make([]popMessageOut, len(res.Messages))}
@@ -383,29 +385,29 @@ type ackOut struct {
 	DLQ           bool    `json:"dlq"`
 }
 
-func (a *ackIn) item() (broker.AckItem, error) {
+func (a *ackIn) item() (combtype.AckItem, error) {
 	txn, present, ok := rawString(a.TransactionID)
 	if !present || !ok || txn == "" {
-		return broker.AckItem{}, &badRequest{"transactionId is required"}
+		return combtype.AckItem{}, &badRequest{"transactionId is required"}
 	}
 	part, present, ok := rawString(a.PartitionID)
 	if !present || !ok || part == "" {
-		return broker.AckItem{}, &badRequest{"partitionId is required to ensure message uniqueness"}
+		return combtype.AckItem{}, &badRequest{"partitionId is required to ensure message uniqueness"}
 	}
 	lease, _, ok1 := rawString(a.LeaseID)
 	status, _, ok2 := rawString(a.Status)
 	msg, _, ok3 := rawString(a.Error)
 	group, _, ok4 := rawString(a.ConsumerGroup)
 	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return broker.AckItem{}, &badRequest{"leaseId, status, error and consumerGroup must be strings"}
+		return combtype.AckItem{}, &badRequest{"leaseId, status, error and consumerGroup must be strings"}
 	}
-	return broker.AckItem{TxnID: txn, PartitionID: part, LeaseID: lease, Status: status, Error: msg, Group: group}, nil
+	return combtype.AckItem{TxnID: txn, PartitionID: part, LeaseID: lease, Status: status, Error: msg, Group: group}, nil
 }
 
-func ackResultsJSON(results []broker.AckResult) []ackOut {
+func ackResultsJSON(results []combtype.AckResult) []ackOut {
 	out := make([]ackOut, len(results))
 	for i, res := range results {
-		out[i] = ackOut{Index: i, TransactionID: res.TxnID, Success: res.Success, Error: nullString(res.Error),
+		out[i] = ackOut{Index: i, TransactionID: res.TxnID, Success: res.Success, Error: nullString(itemErrorText(res.Err)),
 			QueueName: nullString(res.Queue), PartitionName: nullString(res.Partition), LeaseReleased: res.LeaseReleased, DLQ: res.DLQ}
 	}
 	return out
@@ -422,7 +424,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 		s.fail(w, r, err)
 		return
 	}
-	results, err := s.b.Ack(r.Context(), tenant(r.Context()), "", []broker.AckItem{it})
+	results, err := s.tb(r).Ack(r.Context(), []combtype.AckItem{it})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -434,12 +436,12 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params
 
 // ackBatchItems checks a batch ack as decoded: the batch's consumerGroup,
 // then each acknowledgment.
-func ackBatchItems(acks []ackIn, rawGroup json.RawMessage) (string, []broker.AckItem, error) {
+func ackBatchItems(acks []ackIn, rawGroup json.RawMessage) (string, []combtype.AckItem, error) {
 	group, _, ok := rawString(rawGroup)
 	if !ok {
 		return "", nil, &badRequest{"consumerGroup must be a string"}
 	}
-	items := make([]broker.AckItem, len(acks))
+	items := make([]combtype.AckItem, len(acks))
 	for i := range acks {
 		it, err := acks[i].item()
 		if err != nil {
@@ -449,7 +451,7 @@ func ackBatchItems(acks []ackIn, rawGroup json.RawMessage) (string, []broker.Ack
 	}
 	// The batch's group applies to every item, null meaning queue mode.
 	if group == "" {
-		group = broker.QueueModeGroup
+		group = combtype.QueueModeGroup
 	}
 	return group, items, nil
 }
@@ -465,7 +467,7 @@ func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		s.fail(w, r, err)
 		return
 	}
-	results, err := s.b.Ack(r.Context(), tenant(r.Context()), group, items)
+	results, err := s.tb(r).Ack(r.Context(), withGroup(items, group))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -514,7 +516,7 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 	refuse := func(msg string) {
 		writeJSON(w, http.StatusOK, map[string]any{"transactionId": txID, "success": false, "error": msg, "results": []any{}})
 	}
-	ops := make([]broker.TxOp, len(raw))
+	ops := make([]combtype.TxOp, len(raw))
 	for i := range raw {
 		typ, _, _ := rawString(raw[i].Type)
 		ops[i].Type = typ
@@ -544,10 +546,10 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 			return
 		}
 	}
-	results, err := s.b.Transaction(r.Context(), tenant(r.Context()), ops)
-	var txErr *broker.TxError
+	results, err := s.tb(r).Transaction(r.Context(), ops)
+	var txErr *combtype.TxError
 	if errors.As(err, &txErr) {
-		refuse(txErr.Msg)
+		refuse(txRefusal(txErr))
 		return
 	}
 	if err != nil {
@@ -593,14 +595,36 @@ func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, ps httprout
 		return
 	}
 	leaseID := ps.ByName("leaseId")
-	res, err := s.b.ExtendLease(r.Context(), tenant(r.Context()), leaseID, time.Duration(secs)*time.Second)
+	res, err := s.tb(r).LeaseExtend(r.Context(), leaseID, time.Duration(secs)*time.Second)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	item := map[string]any{"index": 0, "leaseId": leaseID, "success": res.Success, "error": nullString(res.Error), "expiresAt": nil}
+	item := map[string]any{"index": 0, "leaseId": leaseID, "success": res.Success, "error": nullString(itemErrorText(res.Err)), "expiresAt": nil}
 	if res.Success {
 		item["expiresAt"] = fmtMilli(res.ExpiresAt)
 	}
 	writeJSON(w, http.StatusOK, []any{item})
+}
+
+// withGroup sets every item's group to group, unless group is "" (each
+// item keeps its own): the group a route names applies to all its acks.
+func withGroup(items []combtype.AckItem, group string) []combtype.AckItem {
+	if group != "" {
+		for i := range items {
+			items[i].Group = group
+		}
+	}
+	return items
+}
+
+// txRefusal words a refused transaction as Queen does.
+func txRefusal(e *combtype.TxError) string {
+	switch e.Op {
+	case "ack":
+		return "ACK operation failed: " + cmp.Or(itemErrorText(e.Err), "invalid status")
+	case "push":
+		return "PUSH operation failed: " + e.Err.Error()
+	}
+	return "Unknown operation type: " + e.Op
 }

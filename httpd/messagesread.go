@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 type busStatusOut struct {
@@ -40,7 +41,7 @@ type modeOut struct {
 	Type           string `json:"type"`
 }
 
-func messageJSON(m *broker.MessageInfo) messageOut {
+func messageJSON(m *combtype.MessageInfo) messageOut {
 	return messageOut{ID: m.ID, TransactionID: m.TxnID, PartitionID: m.PartitionID, QueuePath: m.Queue + "/" + m.Partition,
 		Queue: m.Queue, Partition: m.Partition, Namespace: m.Namespace, Task: m.Task, Status: m.Status,
 		QueueStatus: nullString(m.QueueStatus), BusStatus: busStatusOut{ConsumedBy: m.ConsumedBy, TotalGroups: m.TotalGroups},
@@ -49,7 +50,7 @@ func messageJSON(m *broker.MessageInfo) messageOut {
 }
 
 var messageStatuses = map[string]bool{
-	broker.MessagePending: true, broker.MessageProcessing: true, broker.MessageCompleted: true, broker.MessageDeadLetter: true,
+	combtype.MessagePending: true, combtype.MessageProcessing: true, combtype.MessageCompleted: true, combtype.MessageDeadLetter: true,
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -66,9 +67,9 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprout
 		return
 	}
 	now := s.b.Now()
-	f := broker.MessageFilter{Tenant: tenant(r.Context()), Queue: q.Get("queue"), Partition: q.Get("partition"),
+	f := combtype.MessageFilter{Queue: q.Get("queue"), Partition: q.Get("partition"),
 		Namespace: q.Get("ns"), Task: q.Get("task"), Status: status, From: now.Add(-time.Hour), To: now,
-		Limit: queryInt(q, "limit", broker.DefaultMessageLimit), Offset: max(queryInt(q, "offset", 0), 0)}
+		Limit: queryInt(q, "limit", combtype.DefaultMessageLimit), Offset: max(queryInt(q, "offset", 0), 0)}
 	if f.Namespace == "" {
 		f.Namespace = q.Get("namespace")
 	}
@@ -79,10 +80,10 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprout
 		f.To = *to
 	}
 	if f.Limit <= 0 {
-		f.Limit = broker.DefaultMessageLimit
+		f.Limit = combtype.DefaultMessageLimit
 	}
 	f.Limit = min(f.Limit, broker.MaxMessageLimit)
-	msgs, mode, err := s.b.ListMessages(r.Context(), f)
+	msgs, mode, err := s.tb(r).MessageList(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -96,7 +97,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprout
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	d, err := s.b.GetMessage(r.Context(), tenant(r.Context()), ps.ByName("partitionId"), ps.ByName("transactionId"))
+	d, err := s.tb(r).MessageGet(r.Context(), combtype.MessageRef{PartitionID: ps.ByName("partitionId"), TxnID: ps.ByName("transactionId")})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -130,7 +131,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, ps httproute
 
 func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	partitionID, txn := ps.ByName("partitionId"), ps.ByName("transactionId")
-	found, err := s.b.DeleteMessage(r.Context(), tenant(r.Context()), partitionID, txn)
+	found, err := s.tb(r).MessageDelete(r.Context(), combtype.MessageRef{PartitionID: partitionID, TxnID: txn})
 	if err != nil {
 		s.fail(w, r, err)
 		return

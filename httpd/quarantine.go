@@ -6,7 +6,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 type quarantinedOut struct {
@@ -28,8 +28,8 @@ type quarantinedOut struct {
 // like the DLQ listing.
 func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
-	f := broker.QuarantineFilter{Tenant: tenant(r.Context()), Queue: q.Get("queue"), Partition: q.Get("partition"),
-		Limit: broker.DefaultQuarantineLimit}
+	f := combtype.QuarantineFilter{Queue: q.Get("queue"), Partition: q.Get("partition"),
+		Limit: combtype.DefaultQuarantineLimit}
 	for key, dst := range map[string]*int{"limit": &f.Limit, "offset": &f.Offset} {
 		if v := q.Get(key); v != "" {
 			n, err := strconv.Atoi(v)
@@ -41,10 +41,10 @@ func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ httpro
 		}
 	}
 	if f.Limit == 0 {
-		f.Limit = broker.DefaultQuarantineLimit
+		f.Limit = combtype.DefaultQuarantineLimit
 	}
-	f.Limit = min(f.Limit, broker.MaxQuarantineLimit)
-	segs, total, err := s.b.Quarantined(r.Context(), f)
+	f.Limit = min(f.Limit, combtype.MaxQuarantineLimit)
+	segs, total, err := s.tb(r).QuarantineList(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -66,7 +66,7 @@ func (s *Server) restoreQuarantined(w http.ResponseWriter, r *http.Request, ps h
 		writeError(w, http.StatusBadRequest, "id must be a positive integer")
 		return
 	}
-	res, err := s.b.RestoreQuarantined(r.Context(), tenant(r.Context()), id)
+	res, err := s.tb(r).QuarantineRestore(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return

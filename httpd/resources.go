@@ -6,7 +6,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 type countsOut struct {
@@ -18,7 +18,7 @@ type countsOut struct {
 	DeadLetter int64 `json:"deadLetter"`
 }
 
-func countsJSON(c broker.MessageCounts) countsOut {
+func countsJSON(c combtype.MessageCounts) countsOut {
 	return countsOut{Total: c.Total, Pending: c.Pending, Processing: c.Processing, Completed: c.Completed,
 		Failed: c.Failed, DeadLetter: c.DeadLetter}
 }
@@ -38,7 +38,7 @@ type queueSummaryOut struct {
 	} `json:"messages"`
 }
 
-func queueSummaryJSON(qs *broker.QueueStats) queueSummaryOut {
+func queueSummaryJSON(qs *combtype.QueueStats) queueSummaryOut {
 	out := queueSummaryOut{ID: qs.UUID, Name: qs.Name, Namespace: qs.Namespace, Task: qs.Task,
 		CreatedAt: fmtMilli(qs.CreatedAt), Partitions: len(qs.Partitions)}
 	out.Messages.Total, out.Messages.Pending, out.Messages.Processing = qs.Counts.Total, qs.Counts.Pending, qs.Counts.Processing
@@ -61,12 +61,12 @@ type lagOut struct {
 	Max    float64 `json:"max"`
 }
 
-func lagJSON(l broker.LagSummary) lagOut {
+func lagJSON(l combtype.LagSummary) lagOut {
 	return lagOut{Avg: l.Avg, Median: l.Median, Min: l.Min, Max: l.Max}
 }
 
 func (s *Server) resourcesOverview(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	o, err := s.b.Overview(r.Context(), tenant(r.Context()))
+	o, err := s.tb(r).StatsOverview(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -86,9 +86,9 @@ func (s *Server) resourcesOverview(w http.ResponseWriter, r *http.Request, _ htt
 
 // queueFilter reads namespace, task, limit and offset; a missing or
 // malformed limit is def (0 = no limit).
-func queueFilter(r *http.Request, def int) broker.QueueFilter {
+func queueFilter(r *http.Request, def int) combtype.QueueFilter {
 	q := r.URL.Query()
-	f := broker.QueueFilter{Tenant: tenant(r.Context()), Namespace: q.Get("namespace"), Task: q.Get("task"),
+	f := combtype.QueueFilter{Namespace: q.Get("namespace"), Task: q.Get("task"),
 		Limit: queryInt(q, "limit", def), Offset: max(queryInt(q, "offset", 0), 0)}
 	if f.Limit < 0 {
 		f.Limit = def
@@ -98,7 +98,7 @@ func queueFilter(r *http.Request, def int) broker.QueueFilter {
 
 func (s *Server) resourcesQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	// Queen lists every queue; a limit is honoured when given.
-	stats, err := s.b.ListQueueStats(r.Context(), queueFilter(r, 0))
+	stats, err := s.tb(r).QueueList(r.Context(), queueFilter(r, 0))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -111,7 +111,7 @@ func (s *Server) resourcesQueues(w http.ResponseWriter, r *http.Request, _ httpr
 }
 
 func (s *Server) resourcesQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	qs, err := s.b.QueueStats(r.Context(), tenant(r.Context()), ps.ByName("queue"))
+	qs, err := s.tb(r).QueueStats(r.Context(), ps.ByName("queue"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -128,7 +128,7 @@ func (s *Server) resourcesQueue(w http.ResponseWriter, r *http.Request, ps httpr
 
 func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("queue")
-	existed, err := s.b.DeleteQueue(r.Context(), tenant(r.Context()), name)
+	existed, err := s.tb(r).QueueDelete(r.Context(), name)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -147,7 +147,7 @@ type groupedOut struct {
 	} `json:"messages"`
 }
 
-func groupedJSON(gs []broker.GroupedStats, task bool) []groupedOut {
+func groupedJSON(gs []combtype.GroupedStats, task bool) []groupedOut {
 	out := make([]groupedOut, len(gs))
 	for i, g := range gs {
 		name := g.Name
@@ -163,7 +163,7 @@ func groupedJSON(gs []broker.GroupedStats, task bool) []groupedOut {
 }
 
 func (s *Server) resourcesNamespaces(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	gs, err := s.b.NamespaceStats(r.Context(), tenant(r.Context()))
+	gs, err := s.tb(r).StatsByNamespace(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -172,7 +172,7 @@ func (s *Server) resourcesNamespaces(w http.ResponseWriter, r *http.Request, _ h
 }
 
 func (s *Server) resourcesTasks(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	gs, err := s.b.TaskStats(r.Context(), tenant(r.Context()))
+	gs, err := s.tb(r).StatsByTask(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return

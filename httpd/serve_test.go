@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/authtest"
 	"github.com/comb-broker/comb/internal/combtest"
@@ -205,7 +206,7 @@ func TestServeReturnsOnlyAfterARequestInFlightIsAnswered(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Serve did not return after the last request")
 	}
-	res, err := b.Pop(context.Background(), broker.PopRequest{Queue: "late", Batch: 10})
+	res, err := b.Pop(context.Background(), combtype.PopRequest{Queue: "late", Batch: 10})
 	if err != nil || len(res.Messages) != 1 || res.Messages[0].TxnID != "t1" {
 		t.Fatalf("the push answered during shutdown is not in the queue: %+v %v", res, err)
 	}
@@ -233,7 +234,7 @@ func TestShutdownStopsARunningServe(t *testing.T) {
 		t.Fatal("Serve did not return after Shutdown")
 	}
 	// Shutdown drained the broker: a pop that would wait answers at once.
-	res, err := b.Pop(ctx, broker.PopRequest{Queue: "empty", Wait: true, Timeout: time.Hour})
+	res, err := b.Pop(ctx, combtype.PopRequest{Queue: "empty", Wait: true, Timeout: time.Hour})
 	if err != nil || len(res.Messages) != 0 {
 		t.Fatalf("pop after Shutdown: %+v %v", res, err)
 	}

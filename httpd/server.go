@@ -192,3 +192,6 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	return nil
 }
+
+// tb is the broker acting for the request's tenant.
+func (s *Server) tb(r *http.Request) *broker.Broker { return s.b.Tenant(tenant(r.Context())) }

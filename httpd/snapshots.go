@@ -12,6 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // snapshotName keeps names usable as one path segment from every SDK.
@@ -33,7 +34,7 @@ type snapshotOut struct {
 	Partitions    []snapshotCursorOut `json:"partitions,omitempty"`
 }
 
-func snapshotJSON(sn *broker.Snapshot, withCursors bool) snapshotOut {
+func snapshotJSON(sn *combtype.Snapshot, withCursors bool) snapshotOut {
 	out := snapshotOut{Name: sn.Name, ConsumerGroup: sn.Group, Queue: sn.Queue, Labels: sn.Labels,
 		CreatedAt: fmtMilli(sn.CreatedAt), ExpireTime: fmtMilli(sn.ExpiresAt)}
 	if withCursors {
@@ -136,12 +137,12 @@ func (s *Server) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in m
 			return
 		}
 	}
-	req := broker.CreateSnapshotRequest{Tenant: tenant(r.Context()), Name: name, Group: group, Queue: queue, Labels: labels,
+	req := combtype.CreateSnapshotRequest{Name: name, Group: group, Queue: queue, Labels: labels,
 		TTL: time.Duration(ttl) * time.Second}
 	if expires != nil {
 		req.ExpiresAt = *expires
 	}
-	sn, err := s.b.CreateSnapshot(r.Context(), req)
+	sn, err := s.tb(r).SnapshotCreate(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err, snapshotNamed(name))
 		return
@@ -179,7 +180,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, _ httpro
 
 func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
-	list, err := s.b.Snapshots(r.Context(), tenant(r.Context()), q.Get("consumerGroup"), q.Get("queue"))
+	list, err := s.tb(r).SnapshotList(r.Context(), combtype.SnapshotFilter{Group: q.Get("consumerGroup"), Queue: q.Get("queue")})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -193,7 +194,7 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, _ httprou
 
 func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("name")
-	sn, err := s.b.Snapshot(r.Context(), tenant(r.Context()), name)
+	sn, err := s.tb(r).SnapshotGet(r.Context(), name)
 	if err != nil {
 		s.fail(w, r, err, snapshotNamed(name))
 		return
@@ -209,7 +210,7 @@ func (s *Server) updateSnapshot(w http.ResponseWriter, r *http.Request, ps httpr
 		s.fail(w, r, err)
 		return
 	}
-	var u broker.SnapshotUpdate
+	var u combtype.SnapshotUpdate
 	if raw, ok := in["labels"]; ok {
 		if u.Labels, err = parseLabels(raw); err != nil {
 			s.fail(w, r, err)
@@ -231,7 +232,7 @@ func (s *Server) updateSnapshot(w http.ResponseWriter, r *http.Request, ps httpr
 		s.fail(w, r, &badRequest{"nothing to update: give labels and/or expireTime"})
 		return
 	}
-	sn, err := s.b.UpdateSnapshot(r.Context(), tenant(r.Context()), name, u)
+	sn, err := s.tb(r).SnapshotUpdate(r.Context(), name, u)
 	if err != nil {
 		s.fail(w, r, err, snapshotNamed(name))
 		return
@@ -241,7 +242,7 @@ func (s *Server) updateSnapshot(w http.ResponseWriter, r *http.Request, ps httpr
 
 func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("name")
-	if err := s.b.DeleteSnapshot(r.Context(), tenant(r.Context()), name); err != nil {
+	if err := s.tb(r).SnapshotDelete(r.Context(), name); err != nil {
 		s.fail(w, r, err, snapshotNamed(name))
 		return
 	}

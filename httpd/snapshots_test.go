@@ -343,7 +343,7 @@ func TestSnapshotsExpire(t *testing.T) {
 	// An expired name can be taken again before the sweep.
 	r.snapshot("g", "q", "hourly", map[string]any{"ttlSeconds": 60})
 
-	swept, err := r.Broker.Retention().RunOnce(context.Background())
+	swept, err := r.Broker.RetentionSweep(context.Background())
 	if n := swept.Snapshots; err != nil || n != 1 {
 		t.Fatalf("sweep = %d, %v; want 1 (weekly)", n, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // The status and analytics routes feed Queen's dashboard. Every figure is
@@ -61,9 +62,9 @@ func bucketFor(d time.Duration) time.Duration {
 
 // filteredQueues lists the tenant's queues matching namespace, task and
 // (exactly) queue.
-func (s *Server) filteredQueues(r *http.Request) ([]*broker.QueueStats, error) {
+func (s *Server) filteredQueues(r *http.Request) ([]*combtype.QueueStats, error) {
 	q := r.URL.Query()
-	stats, err := s.b.ListQueueStats(r.Context(), broker.QueueFilter{Tenant: tenant(r.Context()),
+	stats, err := s.tb(r).QueueList(r.Context(), combtype.QueueFilter{
 		Namespace: q.Get("namespace"), Task: q.Get("task")})
 	if err != nil {
 		return nil, err
@@ -96,7 +97,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		return
 	}
 	q := r.URL.Query()
-	series, err := s.b.IngestSeries(r.Context(), broker.SeriesFilter{Tenant: tenant(r.Context()), Queue: q.Get("queue"),
+	series, err := s.tb(r).StatsIngest(r.Context(), combtype.SeriesFilter{Queue: q.Get("queue"),
 		Namespace: q.Get("namespace"), Task: q.Get("task"), From: from, To: to, Bucket: bucket})
 	if err != nil {
 		s.fail(w, r, err)
@@ -116,7 +117,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		points[i] = map[string]any{"timestamp": fmtMilli(p.At), "ingested": p.Messages, "processed": processed[i],
 			"ingestedPerSecond": float64(p.Messages) / secs, "processedPerSecond": float64(processed[i]) / secs}
 	}
-	var counts broker.MessageCounts
+	var counts combtype.MessageCounts
 	var leases, leasedPartitions int
 	names := []string{}
 	queues := make([]queueSummaryOut, len(stats))
@@ -138,7 +139,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	if q.Get("queue") == "" && q.Get("namespace") == "" && q.Get("task") == "" {
 		names = nil // every queue, deleted ones' rows included until they go
 	}
-	failed, err := s.b.CountDLQ(r.Context(), tenant(r.Context()), names, from, to)
+	failed, err := s.tb(r).DLQCount(r.Context(), combtype.DLQCountFilter{Queues: names, From: from, To: to})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -167,7 +168,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 
 func (s *Server) statusQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	f := queueFilter(r, 100)
-	stats, err := s.b.ListQueueStats(r.Context(), f)
+	stats, err := s.tb(r).QueueList(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -180,7 +181,7 @@ func (s *Server) statusQueues(w http.ResponseWriter, r *http.Request, _ httprout
 }
 
 func (s *Server) statusQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	qs, err := s.b.QueueStats(r.Context(), tenant(r.Context()), ps.ByName("queue"))
+	qs, err := s.tb(r).QueueStats(r.Context(), ps.ByName("queue"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -213,7 +214,7 @@ func (s *Server) statusQueue(w http.ResponseWriter, r *http.Request, ps httprout
 
 func (s *Server) statusQueueMessages(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("queue")
-	if _, err := s.b.QueueStats(r.Context(), tenant(r.Context()), name); err != nil {
+	if _, err := s.tb(r).QueueStats(r.Context(), name); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -222,7 +223,7 @@ func (s *Server) statusQueueMessages(w http.ResponseWriter, r *http.Request, ps 
 	if limit <= 0 {
 		limit = 50
 	}
-	msgs, _, err := s.b.ListMessages(r.Context(), broker.MessageFilter{Tenant: tenant(r.Context()), Queue: name,
+	msgs, _, err := s.tb(r).MessageList(r.Context(), combtype.MessageFilter{Queue: name,
 		Limit: min(limit, broker.MaxMessageLimit), Offset: max(queryInt(q, "offset", 0), 0)})
 	if err != nil {
 		s.fail(w, r, err)
@@ -256,7 +257,7 @@ func (s *Server) statusAnalytics(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	// Buckets start on whole intervals, as a chart expects.
 	from = from.UTC().Truncate(bucket)
-	series, err := s.b.IngestSeries(r.Context(), broker.SeriesFilter{Tenant: tenant(r.Context()), Queue: q.Get("queue"),
+	series, err := s.tb(r).StatsIngest(r.Context(), combtype.SeriesFilter{Queue: q.Get("queue"),
 		Namespace: q.Get("namespace"), Task: q.Get("task"), From: from, To: to, Bucket: bucket})
 	if err != nil {
 		s.fail(w, r, err)
@@ -317,7 +318,7 @@ func (s *Server) analytics(w http.ResponseWriter, r *http.Request, ps httprouter
 			"messages": st.Frames, "avgCommitMs": avg, "parkedPops": s.b.Parked(),
 			"pendingWrites": st.PendingWrites}}})
 	case "queue-lag":
-		groups, err := s.b.Groups(ctx, tenant(ctx))
+		groups, err := s.tb(r).GroupList(ctx)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -329,7 +330,7 @@ func (s *Server) analytics(w http.ResponseWriter, r *http.Request, ps httprouter
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"groups": out})
 	case "queue-ops":
-		stats, err := s.b.ListQueueStats(ctx, broker.QueueFilter{Tenant: tenant(ctx)})
+		stats, err := s.tb(r).QueueList(ctx, combtype.QueueFilter{})
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -349,7 +350,7 @@ func (s *Server) analytics(w http.ResponseWriter, r *http.Request, ps httprouter
 		// No cluster: one replica, this process.
 		writeJSON(w, http.StatusOK, map[string]any{"replicas": []map[string]any{{"workerId": 0, "parkedPops": s.b.Parked()}}})
 	case "retention":
-		stats, err := s.b.ListQueueStats(ctx, broker.QueueFilter{Tenant: tenant(ctx)})
+		stats, err := s.tb(r).QueueList(ctx, combtype.QueueFilter{})
 		if err != nil {
 			s.fail(w, r, err)
 			return

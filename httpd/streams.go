@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // The streaming routes of Queen's SDK runtimes (docs/streams.md). Past the
@@ -75,7 +75,7 @@ func (s *Server) streamQueries(w http.ResponseWriter, r *http.Request, _ httprou
 	if !ok {
 		return
 	}
-	req := broker.StreamRegisterRequest{Tenant: tenant(r.Context())}
+	req := combtype.StreamRegisterRequest{}
 	for _, f := range []struct {
 		key string
 		dst *string
@@ -93,7 +93,7 @@ func (s *Server) streamQueries(w http.ResponseWriter, r *http.Request, _ httprou
 		writeError(w, http.StatusBadRequest, "reset must be a boolean")
 		return
 	}
-	reg, err := s.b.RegisterStreamQuery(r.Context(), req)
+	reg, err := s.tb(r).StreamRegister(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err, failed(http.StatusInternalServerError))
 		return
@@ -145,7 +145,7 @@ func (s *Server) streamStateGet(w http.ResponseWriter, r *http.Request, _ httpro
 		writeError(w, http.StatusBadRequest, "partition_id must be a UUID")
 		return
 	}
-	var f broker.StateFilter
+	var f combtype.StateFilter
 	if raw := bytes.TrimSpace(in["keys"]); len(raw) > 0 && raw[0] == '[' {
 		if json.Unmarshal(raw, &f.Keys) != nil {
 			writeError(w, http.StatusBadRequest, "keys must be an array of strings")
@@ -162,7 +162,7 @@ func (s *Server) streamStateGet(w http.ResponseWriter, r *http.Request, _ httpro
 			f.RipeAtOrBefore = &v
 		}
 	}
-	rows, err := s.b.StreamState(r.Context(), tenant(r.Context()), queryID, partitionID, f)
+	rows, err := s.tb(r).StreamState(r.Context(), combtype.StateShard{QueryID: queryID, PartitionID: partitionID}, f)
 	if err != nil {
 		s.fail(w, r, err, failed(http.StatusInternalServerError))
 		return
@@ -199,14 +199,14 @@ func (s *Server) streamCycle(w http.ResponseWriter, r *http.Request, _ httproute
 		refuse(msg)
 		return
 	}
-	req.Tenant, req.QueryID, req.PartitionID = tenant(r.Context()), queryID, partitionID
-	res, err := s.b.Cycle(r.Context(), req)
+	req.QueryID, req.PartitionID = queryID, partitionID
+	res, err := s.tb(r).StreamCycle(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err, failed(http.StatusInternalServerError))
 		return
 	}
-	if res.Error != "" {
-		refuse(res.Error)
+	if res.Err != nil {
+		refuse(itemErrorText(res.Err))
 		return
 	}
 	var ack *cycleAckOut
@@ -220,7 +220,7 @@ func (s *Server) streamCycle(w http.ResponseWriter, r *http.Request, _ httproute
 
 // cycleRequest decodes everything of a cycle but its ids. A non-empty msg
 // is the failure to answer; nothing is written then.
-func cycleRequest(in map[string]json.RawMessage, sub string) (req broker.CycleRequest, msg string) {
+func cycleRequest(in map[string]json.RawMessage, sub string) (req combtype.CycleRequest, msg string) {
 	group, _, ok := rawString(in["consumer_group"])
 	if !ok {
 		return req, "consumer_group must be a string"
@@ -237,18 +237,18 @@ func cycleRequest(in map[string]json.RawMessage, sub string) (req broker.CycleRe
 			return req, "state_ops must be an array of objects"
 		}
 	}
-	req.StateOps = make([]broker.StateOp, len(ops))
+	req.StateOps = make([]combtype.StateOp, len(ops))
 	for i, op := range ops {
 		typ, _, _ := rawString(op.Type)
-		if typ != broker.StateUpsert && typ != broker.StateDelete {
+		if typ != combtype.StateUpsert && typ != combtype.StateDelete {
 			return req, "Unknown state_op type: " + string(bytes.Trim(op.Type, `"`))
 		}
 		key, present, ok := rawString(op.Key)
 		if !present || !ok {
 			return req, fmt.Sprintf("state_ops[%d].key is required", i)
 		}
-		req.StateOps[i] = broker.StateOp{Type: typ, Key: key}
-		if typ == broker.StateUpsert {
+		req.StateOps[i] = combtype.StateOp{Type: typ, Key: key}
+		if typ == combtype.StateUpsert {
 			// Absent is {} (the SDKs drop undefined values); null stays null.
 			req.StateOps[i].Value = []byte("{}")
 			if len(op.Value) > 0 {
@@ -285,7 +285,7 @@ func cycleRequest(in map[string]json.RawMessage, sub string) (req broker.CycleRe
 		if raw[0] != '{' || json.Unmarshal(raw, &a) != nil {
 			return req, "ack must be an object"
 		}
-		ack := &broker.CycleAck{}
+		ack := &combtype.CycleAck{}
 		var fields = []struct {
 			name string
 			raw  json.RawMessage
@@ -301,7 +301,7 @@ func cycleRequest(in map[string]json.RawMessage, sub string) (req broker.CycleRe
 			return req, "ack.transactionId is required"
 		}
 		switch ack.Status {
-		case "", broker.AckCompleted, broker.AckSuccess, broker.AckFailed, broker.AckDLQ:
+		case "", combtype.AckCompleted, combtype.AckSuccess, combtype.AckFailed, combtype.AckDLQ:
 		default:
 			return req, "Unknown ack.status: " + ack.Status
 		}

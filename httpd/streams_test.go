@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/authtest"
 	"github.com/comb-broker/comb/internal/clock"
@@ -896,7 +897,7 @@ func TestStreamsSinkPushesGoThroughThePushPath(t *testing.T) {
 	if len(p.Messages) != 1 || string(p.Messages[0].Data) != `{"pin":"CYCLE-SECRET-1234"}` {
 		t.Fatalf("pop: %+v", p.Messages)
 	}
-	path := s.Broker.Path()
+	path := s.Broker.DatabasePath()
 	for _, f := range []string{path, path + "-wal"} {
 		b, err := os.ReadFile(f)
 		if err != nil && !os.IsNotExist(err) {
@@ -944,7 +945,7 @@ func TestStreamsFailedAckDeadLettersTheMessage(t *testing.T) {
 // and always JSON.
 func FuzzStreamRoutes(f *testing.F) {
 	b := combtest.MustOpenBroker(f, combtest.Options{})
-	reg, err := b.RegisterStreamQuery(context.Background(), broker.StreamRegisterRequest{Name: "fuzz", SourceQueue: "src", ConfigHash: "h"})
+	reg, err := b.StreamRegister(context.Background(), combtype.StreamRegisterRequest{Name: "fuzz", SourceQueue: "src", ConfigHash: "h"})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Traces (docs/wire.md, Routes). The read shapes are the ones Queen's dashboard
@@ -83,7 +84,7 @@ func (s *Server) recordTrace(w http.ResponseWriter, r *http.Request, _ httproute
 		writeError(w, http.StatusBadRequest, "traceNames must be a string or an array of strings")
 		return
 	}
-	id, err := s.b.RecordTrace(r.Context(), tenant(r.Context()), broker.TraceInput{PartitionID: part, TxnID: txn,
+	id, err := s.tb(r).TraceRecord(r.Context(), combtype.TraceInput{PartitionID: part, TxnID: txn,
 		Group: group, Names: names, EventType: event, Data: bytes.TrimSpace(in.Data)})
 	if err != nil {
 		// Queen answers 500 for an unknown message; a client's unknown id
@@ -111,7 +112,7 @@ type traceOut struct {
 	TraceNames    []string        `json:"trace_names"`
 }
 
-func tracesJSON(traces []broker.Trace) []traceOut {
+func tracesJSON(traces []combtype.Trace) []traceOut {
 	out := make([]traceOut, len(traces))
 	for i, t := range traces {
 		out[i] = traceOut{ID: t.ID, TransactionID: t.TxnID, PartitionID: t.PartitionID, QueueName: nullString(t.Queue),
@@ -129,7 +130,7 @@ func (s *Server) traceOne(w http.ResponseWriter, r *http.Request, ps httprouter.
 	}
 	q := r.URL.Query()
 	limit, offset := min(max(queryInt(q, "limit", broker.DefaultTraceNameLimit), 0), broker.MaxTraceLimit), max(queryInt(q, "offset", 0), 0)
-	names, total, err := s.b.TraceNames(r.Context(), tenant(r.Context()), limit, offset)
+	names, total, err := s.tb(r).TraceNames(r.Context(), combtype.Page{Limit: limit, Offset: offset})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -150,7 +151,7 @@ func (s *Server) traceTwo(w http.ResponseWriter, r *http.Request, ps httprouter.
 	if first == "by-name" {
 		q := r.URL.Query()
 		limit, offset := min(max(queryInt(q, "limit", broker.DefaultTraceLimit), 0), broker.MaxTraceLimit), max(queryInt(q, "offset", 0), 0)
-		traces, total, err := s.b.TracesByName(r.Context(), tenant(r.Context()), second, limit, offset)
+		traces, total, err := s.tb(r).TraceListByName(r.Context(), second, combtype.Page{Limit: limit, Offset: offset})
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -159,7 +160,7 @@ func (s *Server) traceTwo(w http.ResponseWriter, r *http.Request, ps httprouter.
 			"limit": limit, "offset": offset})
 		return
 	}
-	traces, err := s.b.MessageTraces(r.Context(), tenant(r.Context()), first, second)
+	traces, err := s.tb(r).TraceList(r.Context(), combtype.MessageRef{PartitionID: first, TxnID: second})
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/combtest"
 )
@@ -27,7 +27,7 @@ func TestAnAutoAckPopWhoseReplyCannotBeWrittenIsDeliveredOnTheNextPop(t *testing
 	s := combtest.MustServer(t, combtest.Options{})
 	var want []string
 	for _, p := range []string{"p1", "p1", "p2", "p2", "p2"} {
-		res, err := s.Broker.Push(ctx, "", []broker.PushItem{{Queue: "q", Partition: p, Payload: []byte(`{"p":"` + p + `"}`)}})
+		res, err := s.Broker.Push(ctx, []combtype.PushItem{{Queue: "q", Partition: p, Payload: []byte(`{"p":"` + p + `"}`)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestAnAutoAckPopAbandonedAsAPushWakesItLosesNothing(t *testing.T) {
 		h.ServeHTTP(sentReply{w, &sent}, r)
 	}))
 	defer srv.Close()
-	req := broker.PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true}
+	req := combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true}
 	if _, err := b.Pop(ctx, req); err != nil { // subscribes g
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestAnAutoAckPopAbandonedAsAPushWakesItLosesNothing(t *testing.T) {
 				t.Fatal("the pop never parked")
 			}
 		}
-		pushed, err := b.Push(ctx, "", []broker.PushItem{{Queue: "q", Payload: []byte(`{"n":1}`)}})
+		pushed, err := b.Push(ctx, []combtype.PushItem{{Queue: "q", Payload: []byte(`{"n":1}`)}})
 		if err != nil {
 			t.Fatal(err)
 		}

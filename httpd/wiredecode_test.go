@@ -12,14 +12,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // The push and ack routes' decoding as it was before wireDecoder:
 // readJSON, then json.Unmarshal of the items. The fuzzers hold the new
 // decoder to it.
 
-func oldPush(s *Server, w http.ResponseWriter, r *http.Request) ([]broker.PushItem, error) {
+func oldPush(s *Server, w http.ResponseWriter, r *http.Request) ([]combtype.PushItem, error) {
 	var in struct {
 		Items json.RawMessage `json:"items"`
 	}
@@ -33,15 +33,15 @@ func oldPush(s *Server, w http.ResponseWriter, r *http.Request) ([]broker.PushIt
 	return pushItems(raw, "sub")
 }
 
-func oldAck(s *Server, w http.ResponseWriter, r *http.Request) (broker.AckItem, error) {
+func oldAck(s *Server, w http.ResponseWriter, r *http.Request) (combtype.AckItem, error) {
 	var in ackIn
 	if err := s.readJSON(w, r, &in); err != nil {
-		return broker.AckItem{}, err
+		return combtype.AckItem{}, err
 	}
 	return in.item()
 }
 
-func oldAckBatch(s *Server, w http.ResponseWriter, r *http.Request) (string, []broker.AckItem, error) {
+func oldAckBatch(s *Server, w http.ResponseWriter, r *http.Request) (string, []combtype.AckItem, error) {
 	var in struct {
 		Acknowledgments json.RawMessage `json:"acknowledgments"`
 		ConsumerGroup   json.RawMessage `json:"consumerGroup"`
@@ -57,7 +57,7 @@ func oldAckBatch(s *Server, w http.ResponseWriter, r *http.Request) (string, []b
 	if !ok {
 		return "", nil, &badRequest{"consumerGroup must be a string"}
 	}
-	items := make([]broker.AckItem, len(raw))
+	items := make([]combtype.AckItem, len(raw))
 	for i := range raw {
 		it, err := raw[i].item()
 		if err != nil {
@@ -66,14 +66,14 @@ func oldAckBatch(s *Server, w http.ResponseWriter, r *http.Request) (string, []b
 		items[i] = it
 	}
 	if group == "" {
-		group = broker.QueueModeGroup
+		group = combtype.QueueModeGroup
 	}
 	return group, items, nil
 }
 
 // oldItemsIn is how a transaction's push op and a stream cycle's
 // push_items read an items array from an already decoded body.
-func oldItemsIn(raw []byte) ([]broker.PushItem, error) {
+func oldItemsIn(raw []byte) ([]combtype.PushItem, error) {
 	var items []pushItemIn
 	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
 		return nil, &badRequest{"items array is required"}
@@ -83,7 +83,7 @@ func oldItemsIn(raw []byte) ([]broker.PushItem, error) {
 
 // The same steps through wireDecoder, as the handlers take them.
 
-func newPush(s *Server, w http.ResponseWriter, r *http.Request) ([]broker.PushItem, error) {
+func newPush(s *Server, w http.ResponseWriter, r *http.Request) ([]combtype.PushItem, error) {
 	raw, err := s.readPush(w, r)
 	if err != nil {
 		return nil, err
@@ -91,15 +91,15 @@ func newPush(s *Server, w http.ResponseWriter, r *http.Request) ([]broker.PushIt
 	return pushItems(raw, "sub")
 }
 
-func newAck(s *Server, w http.ResponseWriter, r *http.Request) (broker.AckItem, error) {
+func newAck(s *Server, w http.ResponseWriter, r *http.Request) (combtype.AckItem, error) {
 	in, err := s.readAck(w, r)
 	if err != nil {
-		return broker.AckItem{}, err
+		return combtype.AckItem{}, err
 	}
 	return in.item()
 }
 
-func newAckBatch(s *Server, w http.ResponseWriter, r *http.Request) (string, []broker.AckItem, error) {
+func newAckBatch(s *Server, w http.ResponseWriter, r *http.Request) (string, []combtype.AckItem, error) {
 	acks, group, err := s.readAckBatch(w, r)
 	if err != nil {
 		return "", nil, err
@@ -107,7 +107,7 @@ func newAckBatch(s *Server, w http.ResponseWriter, r *http.Request) (string, []b
 	return ackBatchItems(acks, group)
 }
 
-func newItemsIn(raw []byte) ([]broker.PushItem, error) {
+func newItemsIn(raw []byte) ([]combtype.PushItem, error) {
 	items, ok := pushItemsIn(raw)
 	if !ok {
 		return nil, &badRequest{"items array is required"}
@@ -179,9 +179,9 @@ func WireDecodeDiff(route string, body []byte, limit int64) string {
 	case "ack/batch":
 		type batch struct {
 			group string
-			items []broker.AckItem
+			items []combtype.AckItem
 		}
-		pair := func(f func(*Server, http.ResponseWriter, *http.Request) (string, []broker.AckItem, error)) func(*Server, http.ResponseWriter, *http.Request) (batch, error) {
+		pair := func(f func(*Server, http.ResponseWriter, *http.Request) (string, []combtype.AckItem, error)) func(*Server, http.ResponseWriter, *http.Request) (batch, error) {
 			return func(s *Server, w http.ResponseWriter, r *http.Request) (batch, error) {
 				g, items, err := f(s, w, r)
 				return batch{g, items}, err
@@ -338,10 +338,10 @@ func BenchmarkWireDecode(b *testing.B) {
 			}
 		}
 	}
-	ignore := func(f func(*Server, http.ResponseWriter, *http.Request) ([]broker.PushItem, error)) func(*Server, http.ResponseWriter, *http.Request) error {
+	ignore := func(f func(*Server, http.ResponseWriter, *http.Request) ([]combtype.PushItem, error)) func(*Server, http.ResponseWriter, *http.Request) error {
 		return func(s *Server, w http.ResponseWriter, r *http.Request) error { _, err := f(s, w, r); return err }
 	}
-	ignoreAck := func(f func(*Server, http.ResponseWriter, *http.Request) (string, []broker.AckItem, error)) func(*Server, http.ResponseWriter, *http.Request) error {
+	ignoreAck := func(f func(*Server, http.ResponseWriter, *http.Request) (string, []combtype.AckItem, error)) func(*Server, http.ResponseWriter, *http.Request) error {
 		return func(s *Server, w http.ResponseWriter, r *http.Request) error { _, _, err := f(s, w, r); return err }
 	}
 	b.Run("push/encoding-json", func(b *testing.B) { run(b, push, ignore(oldPush)) })

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/store"
 )
 
 // BenchmarkPushLatency measures the latency of single pushes (10 messages
@@ -31,22 +31,22 @@ func BenchmarkPushLatency(b *testing.B) {
 				o.RetentionInterval = -1
 				o.Logger = slog.New(slog.DiscardHandler)
 			}})
-			o := store.DefaultQueueOptions()
+			o := combtype.DefaultQueueOptions()
 			o.RetentionEnabled, o.RetentionSeconds = true, 60
-			if _, _, err := br.Configure(ctx, broker.ConfigureRequest{Queue: "old", Options: o}); err != nil {
+			if _, _, err := br.QueueConfigure(ctx, combtype.ConfigureRequest{Queue: "old", Options: o}); err != nil {
 				b.Fatal(err)
 			}
 			payload := []byte(`{"order":12345,"customer":"c-0001","items":[1,2,3],"note":"retention latency benchmark"}`)
 			const segments, perSegment = 4000, 100
-			backlog := make([]broker.PushItem, perSegment)
+			backlog := make([]combtype.PushItem, perSegment)
 			for i := range backlog {
-				backlog[i] = broker.PushItem{Queue: "old", Payload: payload}
+				backlog[i] = combtype.PushItem{Queue: "old", Payload: payload}
 			}
 			for range segments {
 				for i := range backlog {
 					backlog[i].TxnID = ""
 				}
-				if _, err := br.Push(ctx, "", backlog); err != nil {
+				if _, err := br.Push(ctx, backlog); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -57,7 +57,7 @@ func BenchmarkPushLatency(b *testing.B) {
 			if mode == "sweeping" {
 				sweeping.Store(true)
 				go func() {
-					st, err := br.Retention().Sweep(ctx, clk.Now())
+					st, err := br.RetentionSweep(ctx)
 					sweeping.Store(false)
 					if err == nil && st.Segments != segments {
 						err = fmt.Errorf("sweep deleted %d segments, want %d", st.Segments, segments)
@@ -67,15 +67,15 @@ func BenchmarkPushLatency(b *testing.B) {
 			} else {
 				done <- nil
 			}
-			items := make([]broker.PushItem, 10)
+			items := make([]combtype.PushItem, 10)
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			for range b.N {
 				for i := range items {
-					items[i] = broker.PushItem{Queue: "live", Payload: payload}
+					items[i] = combtype.PushItem{Queue: "live", Payload: payload}
 				}
 				start := time.Now()
-				if _, err := br.Push(ctx, "", items); err != nil {
+				if _, err := br.Push(ctx, items); err != nil {
 					b.Fatal(err)
 				}
 				if d := time.Since(start); mode == "idle" || sweeping.Load() {

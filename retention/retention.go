@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/store"
 )
@@ -221,7 +222,7 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (Stats, error) {
 	return st, errors.Join(errs...)
 }
 
-func (s *Service) sweepQueue(ctx context.Context, q *store.Queue, now time.Time, st *Stats) error {
+func (s *Service) sweepQueue(ctx context.Context, q *combtype.Queue, now time.Time, st *Stats) error {
 	// Age: only partitions whose oldest segment is old enough get an op.
 	parts, err := s.st.AgedPartitions(ctx, q, now)
 	if err != nil {

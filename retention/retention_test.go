@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/retention"
-	"github.com/comb-broker/comb/store"
 )
 
 var t0 = time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC)
@@ -31,7 +30,7 @@ type fixture struct {
 // db is a read-only connection on the fixture's database file.
 func (f *fixture) db() *sql.DB {
 	if f.rdb == nil {
-		f.rdb = combtest.ReadDB(f.t, f.b.Path())
+		f.rdb = combtest.ReadDB(f.t, f.b.DatabasePath())
 	}
 	return f.rdb
 }
@@ -46,32 +45,32 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{t: t, b: b, clock: clk, ctx: context.Background()}
 }
 
-func (f *fixture) configure(queue string, o store.QueueOptions) {
+func (f *fixture) configure(queue string, o combtype.QueueOptions) {
 	f.t.Helper()
-	if _, _, err := f.b.Configure(f.ctx, broker.ConfigureRequest{Queue: queue, Options: o}); err != nil {
+	if _, _, err := f.b.QueueConfigure(f.ctx, combtype.ConfigureRequest{Queue: queue, Options: o}); err != nil {
 		f.t.Fatalf("configure: %v", err)
 	}
 }
 
 // push appends one segment of n messages to queue/partition, with
 // transaction ids prefix-0 .. prefix-(n-1).
-func (f *fixture) push(queue, partition, prefix string, n int) []broker.PushResult {
+func (f *fixture) push(queue, partition, prefix string, n int) []combtype.PushResult {
 	f.t.Helper()
-	items := make([]broker.PushItem, n)
+	items := make([]combtype.PushItem, n)
 	for i := range items {
-		items[i] = broker.PushItem{Queue: queue, Partition: partition, TxnID: fmt.Sprintf("%s-%d", prefix, i),
+		items[i] = combtype.PushItem{Queue: queue, Partition: partition, TxnID: fmt.Sprintf("%s-%d", prefix, i),
 			Payload: []byte(fmt.Sprintf(`{"p":%q,"i":%d}`, prefix, i))}
 	}
-	res, err := f.b.Push(f.ctx, "", items)
+	res, err := f.b.Push(f.ctx, items)
 	if err != nil {
 		f.t.Fatalf("push: %v", err)
 	}
 	return res
 }
 
-func (f *fixture) sweep() retention.Stats {
+func (f *fixture) sweep() broker.RetentionReport {
 	f.t.Helper()
-	st, err := f.b.Retention().Sweep(f.ctx, f.clock.Now())
+	st, err := f.b.RetentionSweep(f.ctx)
 	if err != nil {
 		f.t.Fatalf("sweep: %v", err)
 	}
@@ -118,9 +117,9 @@ func (f *fixture) count(query string, args ...any) int64 {
 	return n
 }
 
-func (f *fixture) pop(queue, group string, batch int) *broker.PopResult {
+func (f *fixture) pop(queue, group string, batch int) *combtype.PopResult {
 	f.t.Helper()
-	res, err := f.b.Pop(f.ctx, broker.PopRequest{Queue: queue, Group: group, Batch: batch})
+	res, err := f.b.Pop(f.ctx, combtype.PopRequest{Queue: queue, Group: group, Batch: batch})
 	if err != nil {
 		f.t.Fatalf("pop: %v", err)
 	}
@@ -131,8 +130,8 @@ func equal(a, b []int64) bool {
 	return fmt.Sprint(a) == fmt.Sprint(b)
 }
 
-func retained(seconds int64) store.QueueOptions {
-	o := store.DefaultQueueOptions()
+func retained(seconds int64) combtype.QueueOptions {
+	o := combtype.DefaultQueueOptions()
 	o.RetentionEnabled, o.RetentionSeconds = true, seconds
 	return o
 }
@@ -140,8 +139,8 @@ func retained(seconds int64) store.QueueOptions {
 func TestSweepDeletesExactlyTheSegmentsPastTheirAge(t *testing.T) {
 	f := newFixture(t)
 	f.configure("q", retained(60))
-	f.configure("kept", store.DefaultQueueOptions()) // no retention: untouched
-	f.push("q", "", "a", 3)                          // offsets 0-2 at t0
+	f.configure("kept", combtype.DefaultQueueOptions()) // no retention: untouched
+	f.push("q", "", "a", 3)                             // offsets 0-2 at t0
 	f.push("kept", "", "k", 2)
 	f.clock.Advance(30 * time.Second)
 	f.push("q", "", "b", 2) // 3-4 at t0+30s
@@ -183,7 +182,7 @@ func TestSweepDeletesExactlyTheSegmentsPastTheirAge(t *testing.T) {
 		t.Fatalf("%d dedup keys left for evicted frames", n)
 	}
 	res := f.push("q", "", "a", 1)
-	if res[0].Status != store.StatusQueued || res[0].Offset != 6 {
+	if res[0].Status != combtype.StatusQueued || res[0].Offset != 6 {
 		t.Fatalf("re-push of an evicted id: %+v, want queued at offset 6", res[0])
 	}
 	if n := f.count(`SELECT COUNT(*) FROM txids t JOIN partitions p ON p.id = t.partition_id JOIN queues q ON q.id = p.queue_id
@@ -202,9 +201,9 @@ func TestSweepNeverTouchesTheDeadLetterTable(t *testing.T) {
 	if len(res.Messages) != 2 {
 		t.Fatalf("popped %d, want 2", len(res.Messages))
 	}
-	acks, err := f.b.Ack(f.ctx, "", "", []broker.AckItem{
-		{TxnID: "m-0", PartitionID: res.PartitionID, LeaseID: res.LeaseID, Status: store.AckFailed, Error: "boom"},
-		{TxnID: "m-1", PartitionID: res.PartitionID, LeaseID: res.LeaseID, Status: store.AckCompleted},
+	acks, err := f.b.Ack(f.ctx, []combtype.AckItem{
+		{TxnID: "m-0", PartitionID: res.PartitionID, LeaseID: res.LeaseID, Status: combtype.AckFailed, Error: "boom"},
+		{TxnID: "m-1", PartitionID: res.PartitionID, LeaseID: res.LeaseID, Status: combtype.AckCompleted},
 	})
 	if err != nil || !acks[0].DLQ {
 		t.Fatalf("ack: %v %+v, want m-0 dead-lettered", err, acks)
@@ -226,13 +225,13 @@ func TestSweepKeepsTheSegmentALiveLeaseIsReading(t *testing.T) {
 	f.push("q", "", "c", 2) // 4-5
 	// A worker consumes the first segment, then takes a batch that starts
 	// at the second.
-	ack := func(res *broker.PopResult) {
+	ack := func(res *combtype.PopResult) {
 		t.Helper()
-		var items []broker.AckItem
+		var items []combtype.AckItem
 		for _, m := range res.Messages {
-			items = append(items, broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "w"})
+			items = append(items, combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "w"})
 		}
-		acks, err := f.b.Ack(f.ctx, "", "", items)
+		acks, err := f.b.Ack(f.ctx, items)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,8 +276,8 @@ func TestCursorBelowTheWatermarkResumesAtLogStart(t *testing.T) {
 	f.push("q", "", "a", 2)
 	if res := f.pop("q", "late", 1); len(res.Messages) != 1 { // subscribes "late" at offset -1
 		t.Fatalf("first pop %d messages", len(res.Messages))
-	} else if _, err := f.b.Ack(f.ctx, "", "late", []broker.AckItem{{TxnID: res.Messages[0].TxnID,
-		PartitionID: res.PartitionID, LeaseID: res.LeaseID, Status: store.AckRetry}}); err != nil {
+	} else if _, err := f.b.Ack(f.ctx, []combtype.AckItem{{TxnID: res.Messages[0].TxnID,
+		PartitionID: res.PartitionID, LeaseID: res.LeaseID, Status: combtype.AckRetry, Group: "late"}}); err != nil {
 		t.Fatal(err) // give the batch back: the cursor stays at -1
 	}
 	f.clock.Advance(time.Minute)
@@ -296,14 +295,14 @@ func TestCursorBelowTheWatermarkResumesAtLogStart(t *testing.T) {
 
 func TestCompletedRetentionWaitsForEveryGroup(t *testing.T) {
 	f := newFixture(t)
-	o := store.DefaultQueueOptions()
+	o := combtype.DefaultQueueOptions()
 	o.RetentionEnabled, o.CompletedRetentionSeconds = true, 60
 	f.configure("q", o)
 	f.push("q", "", "a", 2) // 0-1
 	f.push("q", "", "b", 2) // 2-3
 	consume := func(group, partition string, n int) {
 		t.Helper()
-		res, err := f.b.Pop(f.ctx, broker.PopRequest{Queue: "q", Partition: partition, Group: group, Batch: n, AutoAck: true})
+		res, err := f.b.Pop(f.ctx, combtype.PopRequest{Queue: "q", Partition: partition, Group: group, Batch: n, AutoAck: true})
 		if err != nil || len(res.Messages) != n {
 			t.Fatalf("%s consumed %d (%v), want %d", group, len(res.Messages), err, n)
 		}
@@ -351,7 +350,7 @@ func TestCompletedRetentionWaitsForEveryGroup(t *testing.T) {
 
 func TestMaxWaitTimeAppliesWithoutRetentionEnabled(t *testing.T) {
 	f := newFixture(t)
-	o := store.DefaultQueueOptions()
+	o := combtype.DefaultQueueOptions()
 	o.MaxWaitTimeSeconds = 30
 	f.configure("q", o)
 	f.push("q", "", "a", 1)
@@ -370,13 +369,13 @@ func TestMaxWaitTimeAppliesWithoutRetentionEnabled(t *testing.T) {
 
 func TestMaxBytesEvictsTheOldestSegmentsOfTheQueue(t *testing.T) {
 	f := newFixture(t)
-	o := store.DefaultQueueOptions()
+	o := combtype.DefaultQueueOptions()
 	f.configure("q", o)
 	// Incompressible-enough payloads so each segment has a known size.
 	seg := func(partition, prefix string) {
-		items := []broker.PushItem{{Queue: "q", Partition: partition, TxnID: prefix,
+		items := []combtype.PushItem{{Queue: "q", Partition: partition, TxnID: prefix,
 			Payload: []byte(fmt.Sprintf(`{"r":%q}`, randomHex(2000)))}}
-		if _, err := f.b.Push(f.ctx, "", items); err != nil {
+		if _, err := f.b.Push(f.ctx, items); err != nil {
 			t.Fatal(err)
 		}
 		f.clock.Advance(time.Second)
@@ -425,11 +424,11 @@ func TestIncrementalVacuumShrinksTheFile(t *testing.T) {
 	}
 	f.configure("q", retained(60))
 	for i := range 40 {
-		items := make([]broker.PushItem, 20)
+		items := make([]combtype.PushItem, 20)
 		for j := range items {
-			items[j] = broker.PushItem{Queue: "q", Payload: []byte(fmt.Sprintf(`{"r":%q}`, randomHex(4000)))}
+			items[j] = combtype.PushItem{Queue: "q", Payload: []byte(fmt.Sprintf(`{"r":%q}`, randomHex(4000)))}
 		}
-		if _, err := f.b.Push(f.ctx, "", items); err != nil {
+		if _, err := f.b.Push(f.ctx, items); err != nil {
 			t.Fatalf("push %d: %v", i, err)
 		}
 	}
@@ -450,7 +449,7 @@ func TestIncrementalVacuumShrinksTheFile(t *testing.T) {
 		t.Fatalf("page_count %d -> %d: the file did not shrink", before, after)
 	}
 	// The file itself shrinks at the next checkpoint; Close checkpoints.
-	info, err := os.Stat(f.b.Path())
+	info, err := os.Stat(f.b.DatabasePath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,14 +458,14 @@ func TestIncrementalVacuumShrinksTheFile(t *testing.T) {
 
 func TestExpiredLeaseWakesAParkedPop(t *testing.T) {
 	f := newFixture(t)
-	f.configure("q", store.DefaultQueueOptions())
+	f.configure("q", combtype.DefaultQueueOptions())
 	f.push("q", "", "a", 1)
 	if res := f.pop("q", "", 1); len(res.Messages) != 1 {
 		t.Fatal("nothing to lease")
 	}
-	got := make(chan *broker.PopResult, 1)
+	got := make(chan *combtype.PopResult, 1)
 	go func() {
-		res, err := f.b.Pop(f.ctx, broker.PopRequest{Queue: "q", Batch: 1, Wait: true, Timeout: time.Minute})
+		res, err := f.b.Pop(f.ctx, combtype.PopRequest{Queue: "q", Batch: 1, Wait: true, Timeout: time.Minute})
 		if err != nil {
 			t.Errorf("parked pop: %v", err)
 		}
@@ -482,9 +481,9 @@ func TestExpiredLeaseWakesAParkedPop(t *testing.T) {
 	// timer is on the wall clock and minutes away, so only the wake can
 	// bring it back in time.
 	f.clock.Advance(301 * time.Second)
-	n, err := f.b.Retention().WakeExpiredLeases(f.ctx, f.clock.Now())
-	if err != nil || n != 1 {
-		t.Fatalf("woke %d queues (%v), want 1", n, err)
+	rep, err := f.b.RetentionSweep(f.ctx)
+	if err != nil || rep.LeaseWakes != 1 {
+		t.Fatalf("woke %d queues (%v), want 1", rep.LeaseWakes, err)
 	}
 	select {
 	case res := <-got:
@@ -495,8 +494,9 @@ func TestExpiredLeaseWakesAParkedPop(t *testing.T) {
 		t.Fatal("the parked pop was not woken by the lease expiry")
 	}
 	// The same expiry is not reported twice.
-	if n, err := f.b.Retention().WakeExpiredLeases(f.ctx, f.clock.Now().Add(time.Second)); err != nil || n != 0 {
-		t.Fatalf("second check woke %d (%v), want 0", n, err)
+	f.clock.Advance(time.Second)
+	if rep, err := f.b.RetentionSweep(f.ctx); err != nil || rep.LeaseWakes != 0 {
+		t.Fatalf("second check woke %d (%v), want 0", rep.LeaseWakes, err)
 	}
 }
 
@@ -519,8 +519,8 @@ func TestSweepDropsTheTracesOfEvictedMessages(t *testing.T) {
 	old := f.push("q", "", "old", 1)
 	f.clock.Advance(time.Minute)
 	young := f.push("q", "", "young", 1)
-	for _, r := range []broker.PushResult{old[0], young[0]} {
-		if _, err := f.b.RecordTrace(f.ctx, "", broker.TraceInput{PartitionID: r.PartitionID, TxnID: r.TxnID,
+	for _, r := range []combtype.PushResult{old[0], young[0]} {
+		if _, err := f.b.TraceRecord(f.ctx, combtype.TraceInput{PartitionID: r.PartitionID, TxnID: r.TxnID,
 			Names: []string{"flow"}, Data: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
@@ -532,7 +532,7 @@ func TestSweepDropsTheTracesOfEvictedMessages(t *testing.T) {
 	if n := f.count(`SELECT COUNT(*) FROM traces WHERE txn_id = 'old-0'`); n != 0 {
 		t.Fatalf("%d traces left for an evicted message", n)
 	}
-	traces, total, err := f.b.TracesByName(f.ctx, "", "flow", 10, 0)
+	traces, total, err := f.b.TraceListByName(f.ctx, "flow", combtype.Page{Limit: 10})
 	if err != nil || total != 1 || len(traces) != 1 || traces[0].TxnID != "young-0" {
 		t.Fatalf("traces by name after the sweep: %+v total %d (%v), want young-0 only", traces, total, err)
 	}
@@ -544,11 +544,11 @@ func TestTimeRetentionKeepsWhatALiveSnapshotNeeds(t *testing.T) {
 	f.push("q", "", "a", 2) // 0-1
 	f.push("q", "", "b", 2) // 2-3
 	f.push("q", "", "c", 2) // 4-5
-	if res, err := f.b.Pop(f.ctx, broker.PopRequest{Queue: "q", Group: "g", Batch: 2, AutoAck: true}); err != nil || len(res.Messages) != 2 {
+	if res, err := f.b.Pop(f.ctx, combtype.PopRequest{Queue: "q", Group: "g", Batch: 2, AutoAck: true}); err != nil || len(res.Messages) != 2 {
 		t.Fatalf("consume: %v", err)
 	}
 	// g's position (committed 1) is captured: replaying it needs offset 2 on.
-	if _, err := f.b.CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "before-deploy", Group: "g", Queue: "q",
+	if _, err := f.b.SnapshotCreate(f.ctx, combtype.CreateSnapshotRequest{Name: "before-deploy", Group: "g", Queue: "q",
 		TTL: time.Hour}); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
@@ -564,12 +564,12 @@ func TestTimeRetentionKeepsWhatALiveSnapshotNeeds(t *testing.T) {
 	}
 
 	// A size bound is not held back by snapshots.
-	o := store.DefaultQueueOptions()
+	o := combtype.DefaultQueueOptions()
 	o.MaxBytes = 1
 	f.configure("small", o)
 	f.push("small", "", "x", 1)
 	f.push("small", "", "y", 1)
-	if _, err := f.b.CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "pin", Queue: "small", TTL: time.Hour}); err != nil {
+	if _, err := f.b.SnapshotCreate(f.ctx, combtype.CreateSnapshotRequest{Name: "pin", Queue: "small", TTL: time.Hour}); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	f.sweep()
@@ -584,7 +584,7 @@ func TestExpiredSnapshotsAreDeletedAtMostHourly(t *testing.T) {
 	if st := f.sweep(); st.Snapshots != 0 {
 		t.Fatalf("first sweep deleted %d snapshots", st.Snapshots)
 	}
-	if _, err := f.b.CreateSnapshot(f.ctx, store.CreateSnapshotRequest{Name: "short", Queue: "q", TTL: time.Minute}); err != nil {
+	if _, err := f.b.SnapshotCreate(f.ctx, combtype.CreateSnapshotRequest{Name: "short", Queue: "q", TTL: time.Minute}); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	// Expired, but the hourly sweep of snapshots ran less than an hour ago.

@@ -5,7 +5,7 @@
 //
 // It is pure: Place and Seed read a State the store filled from the
 // database and return a committed offset; the store does the I/O and
-// applies the result. It imports nothing else of comb, so the rule can be
+// applies the result. It imports nothing else of comb (not even the vocabulary), so the rule can be
 // read, and tested, without a database.
 package seek
 
@@ -15,14 +15,12 @@ import (
 	"time"
 )
 
-// Errors of a seek target, before anything is read.
+// Errors of Place.
 var (
-	// ErrNoTarget is returned by Target.Validate and Place for a target
-	// that names no position.
+	// ErrNoTarget is returned by Place for a target that names no
+	// position. (Callers check a target names exactly one before placing
+	// it: see combtype.SeekTarget.Validate.)
 	ErrNoTarget = errors.New("seek names no position")
-	// ErrManyTargets is returned by Target.Validate for a target that
-	// names more than one position.
-	ErrManyTargets = errors.New("seek names more than one position")
 	// ErrOffsetOutOfRange is matched by the *OffsetError Place returns for
 	// an offset outside the partition's retained range [Floor, LastOffset].
 	ErrOffsetOutOfRange = errors.New("offset outside the retained range")
@@ -46,7 +44,8 @@ func (e *OffsetError) Error() string {
 // Is makes an OffsetError match ErrOffsetOutOfRange.
 func (e *OffsetError) Is(target error) bool { return target == ErrOffsetOutOfRange }
 
-// Target is where a seek moves a cursor. Exactly one field is set.
+// Target is where a seek moves a cursor. Exactly one field is set; were
+// more, Place would take the first in the order below.
 type Target struct {
 	// ToEnd sets committed to the partition's last offset: everything
 	// pending is skipped, the next push is the next delivery.
@@ -61,31 +60,6 @@ type Target struct {
 	// snapshot. Partitions created after it start from the oldest retained
 	// message.
 	Snapshot string
-}
-
-// Validate reports whether exactly one position is named: ErrNoTarget or
-// ErrManyTargets when not.
-func (t Target) Validate() error {
-	n := 0
-	if t.ToEnd {
-		n++
-	}
-	if t.Time != nil {
-		n++
-	}
-	if t.Offset != nil {
-		n++
-	}
-	if t.Snapshot != "" {
-		n++
-	}
-	switch {
-	case n == 0:
-		return ErrNoTarget
-	case n > 1:
-		return ErrManyTargets
-	}
-	return nil
 }
 
 // Segment is what the rule needs of one stored segment.

@@ -85,29 +85,6 @@ func TestPlaceRefusesAnOffsetOutsideTheRetainedRange(t *testing.T) {
 	}
 }
 
-func TestValidate(t *testing.T) {
-	now := time.Now()
-	var zero int64
-	cases := []struct {
-		target seek.Target
-		want   error
-	}{
-		{seek.Target{}, seek.ErrNoTarget},
-		{seek.Target{ToEnd: true}, nil},
-		{seek.Target{Time: &now}, nil},
-		{seek.Target{Offset: &zero}, nil},
-		{seek.Target{ToEnd: true, Time: &now}, seek.ErrManyTargets},
-		{seek.Target{Time: &now, Offset: &zero}, seek.ErrManyTargets},
-		{seek.Target{Snapshot: "s"}, nil},
-		{seek.Target{Snapshot: "s", ToEnd: true}, seek.ErrManyTargets},
-	}
-	for _, c := range cases {
-		if err := c.target.Validate(); !errors.Is(err, c.want) {
-			t.Errorf("Validate(%+v) = %v, want %v", c.target, err, c.want)
-		}
-	}
-}
-
 // TestSeedIsPlace pins that a group's first cursors start where a seek
 // would put them: from a time by Place's time rule, at the end by ToEnd,
 // and otherwise at the floor.

@@ -6,53 +6,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"maps"
 	"slices"
 )
 
-// Ack statuses.
-const (
-	AckCompleted = "completed"
-	AckSuccess   = "success" // alias of completed
-	AckFailed    = "failed"
-	AckDLQ       = "dlq"
-	AckRetry     = "retry"
-)
-
-// Per-item ack errors, as the wire reports them.
-const (
-	ErrTextInvalidLease    = "Invalid or expired lease"
-	ErrTextMessageNotFound = "Message not found"
-)
-
-// AckItem acknowledges one delivered message.
-type AckItem struct {
-	TxnID       string
-	PartitionID string // the partition's uuid
-	LeaseID     string // checked only when not ""
-	Status      string // "" means completed
-	Error       string // reason for failed / dlq
-	Group       string // "" = QueueModeGroup
-	// HeldLeases are the leases the caller holds (a transaction's
-	// requiredLeases). In a transaction, an item without LeaseID may touch
-	// a cursor under a live lease only when that lease is among them.
-	HeldLeases []string
-}
-
-// AckResult is the outcome of one AckItem, in request order.
-type AckResult struct {
-	TxnID         string
-	Success       bool
-	Error         string // "" = none
-	Queue         string
-	Partition     string
-	LeaseReleased bool
-	DLQ           bool
-}
-
 type located struct {
-	q      *Queue
-	p      *Partition
+	q      *combtype.Queue
+	p      *combtype.Partition
 	offset int64
 }
 
@@ -70,10 +31,10 @@ type located struct {
 // items of a batch a recent claim handed out are found in memory (recent,
 // nil for none), then those of batches still leased by reading them
 // (leasedOffsets), and the rest by one probe of the key index.
-func locate(ctx context.Context, db querier, recent *recentLeases, tenant string, items []AckItem, locs []*located) error {
+func locate(ctx context.Context, db querier, recent *recentLeases, tenant string, items []combtype.AckItem, locs []*located) error {
 	type partInfo struct {
-		q      *Queue
-		p      *Partition
+		q      *combtype.Queue
+		p      *combtype.Partition
 		ids    []string
 		leases map[leaseRef]int // items naming each
 		found  map[string]int64
@@ -98,7 +59,7 @@ func locate(ctx context.Context, db querier, recent *recentLeases, tenant string
 		if pi != nil {
 			pi.ids = append(pi.ids, it.TxnID)
 			if it.LeaseID != "" {
-				pi.leases[leaseRef{cmp.Or(it.Group, QueueModeGroup), it.LeaseID}]++
+				pi.leases[leaseRef{cmp.Or(it.Group, combtype.QueueModeGroup), it.LeaseID}]++
 			}
 		}
 	}
@@ -192,7 +153,7 @@ func leasedOffsets(ctx context.Context, db querier, partitionID int64, ids []str
 		})
 		// A batch damaged since its claim is left to the key index, which
 		// reads only the segments holding the offsets it finds.
-		if err != nil && !errors.Is(err, ErrCorrupt) {
+		if err != nil && !errors.Is(err, combtype.ErrCorrupt) {
 			return nil, err
 		}
 	}
@@ -207,8 +168,8 @@ func leasedOffsets(ctx context.Context, db querier, partitionID int64, ids []str
 // is left as it was, for a retry of the op.
 func (w *wtx) revalidate(tenant string, pre []*located) ([]*located, error) {
 	type fresh struct {
-		q *Queue
-		p *Partition
+		q *combtype.Queue
+		p *combtype.Partition
 	}
 	now := map[string]*fresh{}
 	out := make([]*located, len(pre))
@@ -238,14 +199,14 @@ func (w *wtx) revalidate(tenant string, pre []*located) ([]*located, error) {
 
 // ackPartition loads the partition of uuid when its queue is tenant's, and
 // that queue; nil, nil when there is none.
-func ackPartition(ctx context.Context, db querier, tenant, uuid string) (*Queue, *Partition, error) {
-	var q Queue
-	var p Partition
+func ackPartition(ctx context.Context, db querier, tenant, uuid string) (*combtype.Queue, *combtype.Partition, error) {
+	var q combtype.Queue
+	var p combtype.Partition
 	var qCreated, pCreated int64
 	err := db.QueryRowContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start,
 		p.last_segment_at, p.created_at, `+qualifiedQueueColumns+`
 		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.uuid = ? AND q.tenant = ?`, uuid, tenant).
-		Scan(append(p.dest(&pCreated), q.dest(&qCreated)...)...)
+		Scan(append(partitionDest(&p, &pCreated), queueDest(&q, &qCreated)...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, nil
 	}
@@ -257,11 +218,11 @@ func ackPartition(ctx context.Context, db querier, tenant, uuid string) (*Queue,
 }
 
 // locateAcks is locate on a reader, for items about to be submitted.
-func (s *Store) locateAcks(ctx context.Context, tenant string, items []AckItem) ([]*located, error) {
+func (s *Store) locateAcks(ctx context.Context, tenant string, items []combtype.AckItem) ([]*located, error) {
 	locs := make([]*located, len(items))
 	if err := locate(ctx, s.r, &s.leased, tenant, items, locs); err != nil {
 		if s.ctx.Err() != nil {
-			return nil, ErrClosed // the readers close after the writer stops
+			return nil, combtype.ErrClosed // the readers close after the writer stops
 		}
 		return nil, fmt.Errorf("locate acks: %w", err)
 	}
@@ -284,17 +245,17 @@ const (
 // loaded by the caller (nil when there is none). It returns the cursor to
 // save (created in a transaction when missing). A returned error is a
 // storage failure; a refused ack is reported in the result.
-func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckResult, *cursor, error) {
-	res := AckResult{TxnID: it.TxnID, Queue: loc.q.Name, Partition: loc.p.Name}
-	group := cmp.Or(it.Group, QueueModeGroup)
+func (w *wtx) applyAck(it *combtype.AckItem, loc *located, c *cursor, mode ackMode) (combtype.AckResult, *cursor, error) {
+	res := combtype.AckResult{TxnID: it.TxnID, Queue: loc.q.Name, Partition: loc.p.Name}
+	group := cmp.Or(it.Group, combtype.QueueModeGroup)
 	now := micros(w.now)
-	status := cmp.Or(it.Status, AckCompleted)
+	status := cmp.Or(it.Status, combtype.AckCompleted)
 	if it.LeaseID != "" && (c == nil || !c.live(now) || c.leaseID.String != it.LeaseID) {
-		if c != nil && c.dropped == it.LeaseID && (status == AckFailed || status == AckRetry) {
+		if c != nil && c.dropped == it.LeaseID && (status == combtype.AckFailed || status == combtype.AckRetry) {
 			res.Success = true // its batch is already given back
 			return res, c, nil
 		}
-		res.Error = ErrTextInvalidLease
+		res.Err = combtype.ErrInvalidLease
 		return res, c, nil
 	}
 	if c != nil && c.live(now) {
@@ -304,7 +265,7 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 		beyond := c.leaseTo.Valid && loc.offset > c.leaseTo.Int64
 		foreign := mode == ackInTransaction && it.LeaseID == "" && !slices.Contains(it.HeldLeases, c.leaseID.String)
 		if beyond || foreign {
-			res.Error = ErrTextInvalidLease
+			res.Err = combtype.ErrInvalidLease
 			return res, c, nil
 		}
 	}
@@ -318,11 +279,11 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 	c.dirty = true
 	inFlight := c.leaseID.Valid && c.leaseFrom.Valid && loc.offset >= c.leaseFrom.Int64 && loc.offset <= c.leaseTo.Int64
 	switch status {
-	case AckCompleted, AckSuccess:
+	case combtype.AckCompleted, combtype.AckSuccess:
 		res.LeaseReleased = c.advance(loc.offset, now)
-	case AckFailed, AckDLQ:
+	case combtype.AckFailed, combtype.AckDLQ:
 		switch {
-		case mode == ackInTransaction || status == AckDLQ:
+		case mode == ackInTransaction || status == combtype.AckDLQ:
 			errText := cmp.Or(it.Error, "Unknown error")
 			retry := int64(0)
 			if mode == ackPlain {
@@ -348,7 +309,7 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 			res.DLQ = true
 			res.LeaseReleased = c.advance(loc.offset, now)
 		}
-	case AckRetry:
+	case combtype.AckRetry:
 		if c.leaseID.Valid {
 			c.dropped = c.leaseID.String
 			c.releaseLease()
@@ -367,8 +328,8 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 // ackAll applies items in (partition, group, offset) order, loading and
 // saving each cursor once, and writes results in request order. pre is
 // what locateAcks found before the op was submitted. Items naming no
-// stored message get ErrTextMessageNotFound.
-func (w *wtx) ackAll(tenant string, items []AckItem, pre []*located, results []AckResult, mode ackMode) error {
+// stored message get ErrMessageNotFound.
+func (w *wtx) ackAll(tenant string, items []combtype.AckItem, pre []*located, results []combtype.AckResult, mode ackMode) error {
 	locs, err := w.revalidate(tenant, pre)
 	if err != nil {
 		return err
@@ -383,23 +344,23 @@ func (w *wtx) ackAll(tenant string, items []AckItem, pre []*located, results []A
 	}
 	order := make([]int, 0, len(items))
 	for i := range items {
-		results[i] = AckResult{TxnID: items[i].TxnID}
+		results[i] = combtype.AckResult{TxnID: items[i].TxnID}
 		if locs[i] == nil {
-			results[i].Error = ErrTextMessageNotFound
+			results[i].Err = combtype.ErrMessageNotFound
 			continue
 		}
 		order = append(order, i)
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(locs[a].p.ID, locs[b].p.ID),
-			cmp.Compare(cmp.Or(items[a].Group, QueueModeGroup), cmp.Or(items[b].Group, QueueModeGroup)),
+			cmp.Compare(cmp.Or(items[a].Group, combtype.QueueModeGroup), cmp.Or(items[b].Group, combtype.QueueModeGroup)),
 			cmp.Compare(locs[a].offset, locs[b].offset))
 	})
 	for start := 0; start < len(order); {
 		first := order[start]
-		pid, group := locs[first].p.ID, cmp.Or(items[first].Group, QueueModeGroup)
+		pid, group := locs[first].p.ID, cmp.Or(items[first].Group, combtype.QueueModeGroup)
 		end := start
-		for end < len(order) && locs[order[end]].p.ID == pid && cmp.Or(items[order[end]].Group, QueueModeGroup) == group {
+		for end < len(order) && locs[order[end]].p.ID == pid && cmp.Or(items[order[end]].Group, combtype.QueueModeGroup) == group {
 			end++
 		}
 		c, err := w.loadCursor(pid, group)
@@ -424,7 +385,7 @@ func (w *wtx) ackAll(tenant string, items []AckItem, pre []*located, results []A
 // Ack applies acknowledgements atomically, in (partition, group, offset)
 // order, and answers in request order. group, when not "", overrides every
 // item's group.
-func (s *Store) Ack(ctx context.Context, tenant, group string, items []AckItem) ([]AckResult, error) {
+func (s *Store) Ack(ctx context.Context, tenant, group string, items []combtype.AckItem) ([]combtype.AckResult, error) {
 	if group != "" {
 		for i := range items {
 			items[i].Group = group
@@ -434,7 +395,7 @@ func (s *Store) Ack(ctx context.Context, tenant, group string, items []AckItem) 
 	if err != nil {
 		return nil, err
 	}
-	results := make([]AckResult, len(items))
+	results := make([]combtype.AckResult, len(items))
 	err = s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		return w.ackAll(tenant, items, pre, results, ackPlain)
 	}})

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 )
 
@@ -18,8 +19,8 @@ import (
 // and returns the partition's uuid and id and the message's offset.
 func pushOne(t *testing.T, s *Store, queue, txn string) (uuid string, id, offset int64) {
 	t.Helper()
-	res, err := s.Push(context.Background(), "", []PushItem{{Queue: queue, TxnID: txn, Payload: []byte(txn)}})
-	if err != nil || res[0].Status != StatusQueued {
+	res, err := s.Push(context.Background(), "", []combtype.PushItem{{Queue: queue, TxnID: txn, Payload: []byte(txn)}})
+	if err != nil || res[0].Status != combtype.StatusQueued {
 		t.Fatalf("push %s = %+v, %v", txn, res, err)
 	}
 	if err := s.rdb.QueryRow(`SELECT id FROM partitions WHERE uuid = ?`, res[0].PartitionID).Scan(&id); err != nil {
@@ -61,13 +62,13 @@ func TestAnAckLocatedBeforeRetentionRemovedItsMessageIsNotFound(t *testing.T) {
 		}
 	}
 
-	items := []AckItem{{TxnID: "a", PartitionID: uuid}, {TxnID: "b", PartitionID: uuid}}
+	items := []combtype.AckItem{{TxnID: "a", PartitionID: uuid}, {TxnID: "b", PartitionID: uuid}}
 	between(s, evictBelow(1))
 	raced, err := s.Ack(ctx, "", "g", items)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if raced[0].Success || raced[0].Error != ErrTextMessageNotFound || !raced[1].Success {
+	if raced[0].Success || raced[0].Err != combtype.ErrMessageNotFound || !raced[1].Success {
 		t.Fatalf("acks of a removed and a kept message = %+v", raced)
 	}
 	after, err := s.Ack(ctx, "", "g", items)
@@ -76,11 +77,11 @@ func TestAnAckLocatedBeforeRetentionRemovedItsMessageIsNotFound(t *testing.T) {
 	}
 
 	// A transaction whose ack lost its message fails whole.
-	ops := []TxOp{{Type: "ack", Ack: AckItem{TxnID: "c", PartitionID: uuid}}, {Type: "ack", Ack: AckItem{TxnID: "b", PartitionID: uuid}}}
+	ops := []combtype.TxOp{{Type: "ack", Ack: combtype.AckItem{TxnID: "c", PartitionID: uuid}}, {Type: "ack", Ack: combtype.AckItem{TxnID: "b", PartitionID: uuid}}}
 	between(s, evictBelow(2))
 	_, err = s.Transaction(ctx, "", ops)
-	var txErr *TxError
-	if !errors.As(err, &txErr) || txErr.Msg != "ACK operation failed: "+ErrTextMessageNotFound {
+	var txErr *combtype.TxError
+	if !errors.As(err, &txErr) || txErr.Op != "ack" || txErr.Err != combtype.ErrMessageNotFound {
 		t.Fatalf("transaction acking a removed message = %v", err)
 	}
 	if _, again := s.Transaction(ctx, "", ops); again == nil || again.Error() != err.Error() {
@@ -105,7 +106,7 @@ func TestAnAckLocatedBeforeItsMessageWasRemovedAndPushedAgainFindsTheNewOne(t *t
 		_, _, again = pushOne(t, s, "q", "a")
 	})
 	// A transaction creates the cursor of its group where the ack leaves it.
-	res, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: "a", PartitionID: uuid, Group: "g"}}})
+	res, err := s.Transaction(ctx, "", []combtype.TxOp{{Type: "ack", Ack: combtype.AckItem{TxnID: "a", PartitionID: uuid, Group: "g"}}})
 	if err != nil || !res[0].Ack.Success {
 		t.Fatalf("transaction = %+v, %v", res, err)
 	}
@@ -130,9 +131,9 @@ func TestAnAckLocatedBeforeItsQueueWasDeletedAndRecreatedIsNotFound(t *testing.T
 				}
 				renewed, _, _ = pushOne(t, s, "q", "a")
 			})
-			items := []AckItem{{TxnID: "a", PartitionID: uuid}}
+			items := []combtype.AckItem{{TxnID: "a", PartitionID: uuid}}
 			raced, err := s.Ack(ctx, "", "g", items)
-			if err != nil || raced[0].Success || raced[0].Error != ErrTextMessageNotFound {
+			if err != nil || raced[0].Success || raced[0].Err != combtype.ErrMessageNotFound {
 				t.Fatalf("ack into the deleted queue = %+v, %v", raced, err)
 			}
 			if after, err := s.Ack(ctx, "", "g", items); err != nil || !reflect.DeepEqual(raced, after) {
@@ -151,7 +152,7 @@ func TestAnAckOfAMessageStoredAfterItWasLocatedFindsIt(t *testing.T) {
 	uuid, pid, _ := pushOne(t, s, "q", "a")
 	var late int64
 	between(s, func() { _, _, late = pushOne(t, s, "q", "late") })
-	res, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: "late", PartitionID: uuid, Group: "g"}}})
+	res, err := s.Transaction(ctx, "", []combtype.TxOp{{Type: "ack", Ack: combtype.AckItem{TxnID: "late", PartitionID: uuid, Group: "g"}}})
 	if err != nil || !res[0].Ack.Success {
 		t.Fatalf("transaction acking a message stored after it was located = %+v, %v", res, err)
 	}
@@ -163,15 +164,15 @@ func TestAnAckOfAMessageStoredAfterItWasLocatedFindsIt(t *testing.T) {
 func TestAWholeBatchIsLocatedInItsLeaseAsInTheKeyIndex(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, clock.NewManual(t0))
-	items := make([]PushItem, 20)
+	items := make([]combtype.PushItem, 20)
 	for i := range items {
-		items[i] = PushItem{Queue: "q", Payload: []byte{byte(i)}}
+		items[i] = combtype.PushItem{Queue: "q", Payload: []byte{byte(i)}}
 	}
 	if _, err := s.Push(ctx, "", items); err != nil {
 		t.Fatal(err)
 	}
 	pushOne(t, s, "q", "after") // another segment, outside the batch
-	res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10})
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10})
 	if err != nil || len(res.Messages) != 10 {
 		t.Fatalf("pop = %+v, %v", res, err)
 	}
@@ -207,14 +208,14 @@ func TestAWholeBatchIsLocatedInItsLeaseAsInTheKeyIndex(t *testing.T) {
 func TestARecentBatchIsLocatedFromMemoryAsInTheKeyIndex(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, clock.NewManual(t0))
-	var items []PushItem
+	var items []combtype.PushItem
 	for i := range 30 {
-		items = append(items, PushItem{Queue: "q", Partition: []string{"a", "b", "c"}[i%3], Payload: []byte{byte(i)}})
+		items = append(items, combtype.PushItem{Queue: "q", Partition: []string{"a", "b", "c"}[i%3], Payload: []byte{byte(i)}})
 	}
 	if _, err := s.Push(ctx, "", items); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 25, Partitions: 3})
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 25, Partitions: 3})
 	if err != nil || len(res.Messages) == 0 || res.PartitionsClaimed < 2 {
 		t.Fatalf("pop = %+v, %v; want a batch over several partitions", res, err)
 	}
@@ -248,9 +249,9 @@ func TestARecentBatchIsLocatedFromMemoryAsInTheKeyIndex(t *testing.T) {
 		}
 	}
 	// And the ack of the whole batch, located that way, completes it.
-	var acks []AckItem
+	var acks []combtype.AckItem
 	for _, m := range res.Messages {
-		acks = append(acks, AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: res.LeaseID, Group: "g"})
+		acks = append(acks, combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: res.LeaseID, Group: "g"})
 	}
 	out, err := s.Ack(ctx, "", "g", acks)
 	if err != nil {
@@ -270,10 +271,10 @@ func TestAnAckAfterCloseIsRefusedAsClosed(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Ack(ctx, "", "", []AckItem{{TxnID: "a", PartitionID: uuid}}); !errors.Is(err, ErrClosed) {
+	if _, err := s.Ack(ctx, "", "", []combtype.AckItem{{TxnID: "a", PartitionID: uuid}}); !errors.Is(err, combtype.ErrClosed) {
 		t.Fatalf("ack after close = %v", err)
 	}
-	if _, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: "a", PartitionID: uuid}}}); !errors.Is(err, ErrClosed) {
+	if _, err := s.Transaction(ctx, "", []combtype.TxOp{{Type: "ack", Ack: combtype.AckItem{TxnID: "a", PartitionID: uuid}}}); !errors.Is(err, combtype.ErrClosed) {
 		t.Fatalf("transaction after close = %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"os"
 )
 
@@ -29,7 +30,7 @@ func BackupFile(ctx context.Context, src, dst string) error {
 
 func vacuumInto(ctx context.Context, db *sql.DB, dst string) error {
 	if _, err := os.Lstat(dst); err == nil {
-		return fmt.Errorf("backup: %w: %s already exists", ErrInvalid, dst)
+		return fmt.Errorf("backup: %w: %s already exists", combtype.ErrInvalid, dst)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("backup: %w", err)
 	}

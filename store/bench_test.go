@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/store"
 )
@@ -56,11 +57,11 @@ func BenchmarkPush(b *testing.B) {
 			b.SetParallelism(max(1, 50/max(1, runtimeProcs())))
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
-				items := make([]store.PushItem, batch)
+				items := make([]combtype.PushItem, batch)
 				for pb.Next() {
 					for i := range items {
 						// SDKs send UUIDv7 ids: time-ordered, so keys append.
-						items[i] = store.PushItem{Queue: "bench", Partition: "p", Payload: payload100,
+						items[i] = combtype.PushItem{Queue: "bench", Partition: "p", Payload: payload100,
 							TxnID: uuid.Must(uuid.NewV7()).String()}
 					}
 					if _, err := st.Push(ctx, "", items); err != nil {
@@ -84,9 +85,9 @@ func BenchmarkPopAck(b *testing.B) {
 	ctx := context.Background()
 	const batch = 100
 	fill := func(n int) {
-		items := make([]store.PushItem, 0, 1000)
+		items := make([]combtype.PushItem, 0, 1000)
 		for i := 0; i < n; i++ {
-			items = append(items, store.PushItem{Queue: "bench", Partition: "p", Payload: payload100})
+			items = append(items, combtype.PushItem{Queue: "bench", Partition: "p", Payload: payload100})
 			if len(items) == cap(items) || i == n-1 {
 				if _, err := st.Push(ctx, "", items); err != nil {
 					b.Fatal(err)
@@ -98,13 +99,13 @@ func BenchmarkPopAck(b *testing.B) {
 	fill(b.N*batch + batch)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := st.Pop(ctx, store.PopRequest{Queue: "bench", Batch: batch})
+		res, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "bench", Batch: batch})
 		if err != nil || len(res.Messages) != batch {
 			b.Fatalf("pop %d of %d: %d messages, %v", i, b.N, len(res.Messages), err)
 		}
-		acks := make([]store.AckItem, len(res.Messages))
+		acks := make([]combtype.AckItem, len(res.Messages))
 		for i, m := range res.Messages {
-			acks[i] = store.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID}
+			acks[i] = combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID}
 		}
 		if _, err := st.Ack(ctx, "", "", acks); err != nil {
 			b.Fatal(err)
@@ -132,11 +133,11 @@ func BenchmarkPopManyPartitions(b *testing.B) {
 	st := combtest.MustOpenStore(b, combtest.Options{})
 	ctx := context.Background()
 	const parts = 1000
-	items := make([]store.PushItem, 0, parts)
+	items := make([]combtype.PushItem, 0, parts)
 	for round := 0; round < max(1, b.N/parts+1); round++ {
 		items = items[:0]
 		for p := range parts {
-			items = append(items, store.PushItem{Queue: "wide", Partition: fmt.Sprint("p", p), Payload: payload100})
+			items = append(items, combtype.PushItem{Queue: "wide", Partition: fmt.Sprint("p", p), Payload: payload100})
 		}
 		if _, err := st.Push(ctx, "", items); err != nil {
 			b.Fatal(err)
@@ -144,7 +145,7 @@ func BenchmarkPopManyPartitions(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, err := st.Pop(ctx, store.PopRequest{Queue: "wide", Batch: 1, AutoAck: true})
+		res, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "wide", Batch: 1, AutoAck: true})
 		if err != nil || len(res.Messages) != 1 {
 			b.Fatalf("pop %d: %d messages, %v", i, len(res.Messages), err)
 		}

@@ -4,60 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
+	"github.com/comb-broker/comb/combtype"
 )
-
-// A Finding is one thing Check found wrong in a database.
-type Finding struct {
-	// Check names the rule broken: "integrity", "checksum", "tiling",
-	// "created_at", "bounds", "orphan" or "quarantine" (a segment a claim
-	// put aside; see ListQuarantine).
-	Check     string
-	Tenant    string // "" for the default tenant or when not about a queue
-	Queue     string // "" when not about one queue
-	Partition string // "" when not about one partition
-	// From and To are the offsets concerned when HasOffsets.
-	From, To   int64
-	HasOffsets bool
-	Detail     string
-}
-
-func (f Finding) String() string {
-	var b strings.Builder
-	b.WriteString(f.Check + ":")
-	if f.Queue != "" {
-		b.WriteString(" queue ")
-		if f.Tenant != "" {
-			b.WriteString(f.Tenant + "/")
-		}
-		b.WriteString(f.Queue)
-		if f.Partition != "" {
-			b.WriteString(" partition " + f.Partition)
-		}
-	}
-	if f.HasOffsets {
-		if f.From == f.To {
-			fmt.Fprintf(&b, " offset %d", f.From)
-		} else {
-			fmt.Fprintf(&b, " offsets %d-%d", f.From, f.To)
-		}
-	}
-	if f.Queue != "" || f.HasOffsets {
-		b.WriteString(":")
-	}
-	b.WriteString(" " + f.Detail)
-	return b.String()
-}
-
-// CheckReport is what Check found.
-type CheckReport struct {
-	SchemaVersion int64
-	Queues        int64
-	Partitions    int64
-	Segments      int64
-	Frames        int64
-	Findings      []Finding
-}
 
 // Check verifies the database file at path without changing it: SQLite's
 // integrity check, every segment's checksum and encoding, the log
@@ -66,7 +14,7 @@ type CheckReport struct {
 // leases, dedup keys and tombstones inside their partition) and rows whose
 // owner is gone. It works on a file a running server has open. An error
 // means the check could not run; what it found is in the report.
-func Check(ctx context.Context, path string) (*CheckReport, error) {
+func Check(ctx context.Context, path string) (*combtype.CheckReport, error) {
 	db, err := openReadOnly(ctx, path)
 	if err != nil {
 		return nil, err
@@ -79,12 +27,12 @@ func Check(ctx context.Context, path string) (*CheckReport, error) {
 		return nil, fmt.Errorf("check: begin: %w", err)
 	}
 	defer tx.Rollback()
-	rep := &CheckReport{}
+	rep := &combtype.CheckReport{}
 	if err := tx.QueryRowContext(ctx,
 		`SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&rep.SchemaVersion); err != nil {
 		return nil, fmt.Errorf("check: schema version: %w", err)
 	}
-	for _, step := range []func(context.Context, *sql.Tx, *CheckReport) error{checkIntegrity, checkSegments, checkRows, checkQuarantine} {
+	for _, step := range []func(context.Context, *sql.Tx, *combtype.CheckReport) error{checkIntegrity, checkSegments, checkRows, checkQuarantine} {
 		if err := step(ctx, tx, rep); err != nil {
 			return nil, err
 		}
@@ -92,7 +40,7 @@ func Check(ctx context.Context, path string) (*CheckReport, error) {
 	return rep, nil
 }
 
-func checkIntegrity(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
+func checkIntegrity(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
 	rows, err := tx.QueryContext(ctx, "PRAGMA integrity_check")
 	if err != nil {
 		return fmt.Errorf("check: integrity: %w", err)
@@ -104,7 +52,7 @@ func checkIntegrity(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
 			return fmt.Errorf("check: integrity: %w", err)
 		}
 		if line != "ok" {
-			rep.Findings = append(rep.Findings, Finding{Check: "integrity", Detail: line})
+			rep.Findings = append(rep.Findings, combtype.Finding{Check: "integrity", Detail: line})
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -120,14 +68,14 @@ type partInfo struct {
 	lastOffset, logStart int64
 }
 
-func (p *partInfo) finding(check string, from, to int64, detail string, args ...any) Finding {
-	return Finding{Check: check, Tenant: p.tenant, Queue: p.queue, Partition: p.name,
+func (p *partInfo) finding(check string, from, to int64, detail string, args ...any) combtype.Finding {
+	return combtype.Finding{Check: check, Tenant: p.tenant, Queue: p.queue, Partition: p.name,
 		From: from, To: to, HasOffsets: true, Detail: fmt.Sprintf(detail, args...)}
 }
 
 // checkSegments reads every segment once, in offset order per partition,
 // verifying its checksum and frames and that the segments tile the log.
-func checkSegments(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
+func checkSegments(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
 	parts := map[int64]*partInfo{}
 	rows, err := tx.QueryContext(ctx, `SELECT p.id, q.tenant, q.name, p.name, p.last_offset, p.log_start
 		FROM partitions p JOIN queues q ON q.id = p.queue_id`)
@@ -174,7 +122,7 @@ func checkSegments(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
 		last := base + count - 1
 		p := parts[pid]
 		if p == nil {
-			rep.Findings = append(rep.Findings, Finding{Check: "orphan", From: base, To: last, HasOffsets: true,
+			rep.Findings = append(rep.Findings, combtype.Finding{Check: "orphan", From: base, To: last, HasOffsets: true,
 				Detail: fmt.Sprintf("segment of partition id %d, which does not exist", pid)})
 			continue
 		}
@@ -253,7 +201,7 @@ var rowChecks = []struct{ check, query string }{
 		FROM trace_names n WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.id = n.trace_id) GROUP BY n.trace_id`},
 }
 
-func checkRows(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
+func checkRows(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
 	for _, c := range rowChecks {
 		if err := func() error {
 			rows, err := tx.QueryContext(ctx, c.query)
@@ -262,7 +210,7 @@ func checkRows(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
 			}
 			defer rows.Close()
 			for rows.Next() {
-				f := Finding{Check: c.check}
+				f := combtype.Finding{Check: c.check}
 				var from, to sql.NullInt64
 				if err := rows.Scan(&f.Tenant, &f.Queue, &f.Partition, &from, &to, &f.Detail); err != nil {
 					return err

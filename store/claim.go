@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/store/segment"
 )
 
@@ -19,7 +20,7 @@ import (
 
 // claimSpan is one partition's part of a claim: offsets from..to of it.
 type claimSpan struct {
-	part     Partition
+	part     combtype.Partition
 	from, to int64
 	retry    int64
 	dead     []int64 // tombstoned offsets inside [from, to], ascending
@@ -30,7 +31,7 @@ type claimSpan struct {
 // group and reads their messages. It returns nil when nothing was due.
 // When every span it took met a damaged segment, the cursors moved past
 // them and it claims again, a few times at most.
-func (w *wtx) claim(q *Queue, req *PopRequest) (res *PopResult, wake time.Time, err error) {
+func (w *wtx) claim(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wake time.Time, err error) {
 	for range 4 {
 		res, wake, err = w.claimOnce(q, req)
 		if !errors.Is(err, errAgain) {
@@ -43,7 +44,7 @@ func (w *wtx) claim(q *Queue, req *PopRequest) (res *PopResult, wake time.Time, 
 // errAgain is a claim that only moved cursors past damaged segments.
 var errAgain = errors.New("claim again")
 
-func (w *wtx) claimOnce(q *Queue, req *PopRequest) (res *PopResult, wake time.Time, err error) {
+func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wake time.Time, err error) {
 	if err := w.subscribe(q, req.Group, req.Start); err != nil {
 		return nil, time.Time{}, err
 	}
@@ -149,7 +150,7 @@ func (w *wtx) claimOnce(q *Queue, req *PopRequest) (res *PopResult, wake time.Ti
 		return nil, time.Time{}, errAgain
 	}
 	expires := addMicros(now, q.LeaseDuration().Microseconds())
-	res = &PopResult{Queue: q.Name, Group: req.Group, LeaseID: leaseID, PartitionsClaimed: len(spans),
+	res = &combtype.PopResult{Queue: q.Name, Group: req.Group, LeaseID: leaseID, PartitionsClaimed: len(spans),
 		Partition: spans[0].part.Name, PartitionID: spans[0].part.UUID, Messages: msgs}
 	for _, sp := range spans {
 		w.s.turn.served(q.ID, req.Group, sp.part.Name)
@@ -188,13 +189,13 @@ func (w *wtx) claimOnce(q *Queue, req *PopRequest) (res *PopResult, wake time.Ti
 // not decode is put aside (see quarantine) and its span ends before it; a
 // span whose payloads cannot be decrypted is left unclaimed, and its error
 // is returned only when no other span delivered anything.
-func (w *wtx) readSpans(q *Queue, req *PopRequest, spans []claimSpan, leaseID string) ([]Message, []claimSpan, error) {
+func (w *wtx) readSpans(q *combtype.Queue, req *popReq, spans []claimSpan, leaseID string) ([]combtype.Message, []claimSpan, error) {
 	n := int64(0)
 	for _, sp := range spans {
 		n += sp.to - sp.from + 1
 	}
 	// Sized once: growing it by appends copied every message several times.
-	msgs := make([]Message, 0, min(n, int64(MaxPopBatch)))
+	msgs := make([]combtype.Message, 0, min(n, int64(combtype.MaxPopBatch)))
 	var size int64
 	var sealedErr error
 	kept := spans[:0]
@@ -208,12 +209,12 @@ func (w *wtx) readSpans(q *Queue, req *PopRequest, spans []claimSpan, leaseID st
 			if sp.deleted(off) {
 				return nil
 			}
-			if len(msgs) > 0 && size+int64(len(f.Payload)) > MaxPopBytes {
+			if len(msgs) > 0 && size+int64(len(f.Payload)) > combtype.MaxPopBytes {
 				full = true
 				return errFull
 			}
 			size += int64(len(f.Payload))
-			msgs = append(msgs, Message{
+			msgs = append(msgs, combtype.Message{
 				ID: MessageID(sp.part.UUID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
 				Queue: q.Name, LeaseID: leaseID, Group: req.Group, Payload: f.Payload, CreatedAt: fromMicros(createdAt),
 				TraceID: f.TraceID, ProducerSub: f.ProducerSub, RetryCount: sp.retry, Offset: off,
@@ -223,12 +224,12 @@ func (w *wtx) readSpans(q *Queue, req *PopRequest, spans []claimSpan, leaseID st
 		var bad *segmentError
 		switch {
 		case err == nil, errors.Is(err, errFull):
-		case errors.As(err, &bad) && errors.Is(err, ErrCorrupt):
+		case errors.As(err, &bad) && errors.Is(err, combtype.ErrCorrupt):
 			if err := w.quarantine(q, &sp, bad, req.Group); err != nil {
 				return nil, nil, err
 			}
 			sp.to = min(sp.to, bad.base-1)
-		case errors.Is(err, ErrNoEncryptionKey):
+		case errors.Is(err, combtype.ErrNoEncryptionKey):
 			// Not damage: a key is missing or wrong. The span is left
 			// unclaimed so the partition waits for the right key without
 			// holding back the others.
@@ -262,7 +263,7 @@ var errFull = errors.New("pop full")
 // of it goes to quarantined_segments (once, whoever meets it first), the
 // group's cursor moves past it when the span starts inside it, and the
 // log and the stats say so. The segment row stays until retention takes it.
-func (w *wtx) quarantine(q *Queue, sp *claimSpan, bad *segmentError, group string) error {
+func (w *wtx) quarantine(q *combtype.Queue, sp *claimSpan, bad *segmentError, group string) error {
 	res, err := w.ExecContext(w.ctx, `INSERT INTO quarantined_segments (tenant, queue_name, partition_name, partition_uuid,
 		base_offset, frame_count, reason, segment_created_at, codec, raw_size, checksum, data, quarantined_at)
 		SELECT ?, ?, ?, ?, base_offset, frame_count, ?, created_at, codec, raw_size, checksum, data, ?
@@ -290,7 +291,7 @@ func (w *wtx) quarantine(q *Queue, sp *claimSpan, bad *segmentError, group strin
 // visibleUpTo returns the last offset of p committed at or before cutoff
 // (from-1 if none), and the commit time of the segment holding from when
 // that segment is not yet visible.
-func (w *wtx) visibleUpTo(p *Partition, from, cutoff int64) (int64, int64, error) {
+func (w *wtx) visibleUpTo(p *combtype.Partition, from, cutoff int64) (int64, int64, error) {
 	// Everything before the first segment committed after cutoff is
 	// visible.
 	visible := p.LastOffset

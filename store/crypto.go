@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/store/segment"
 )
 
@@ -13,17 +14,14 @@ import (
 // ciphertext. The same form is used for dead-letter rows and the
 // maintenance push buffer.
 
-// EncryptionKeySize is the length of an AES-256 key in bytes.
-const EncryptionKeySize = segment.KeySize
-
-// ErrNoEncryptionKey is returned when a stored payload is sealed and the
-// store was opened without a key (or with another one).
-var ErrNoEncryptionKey = errors.New("payload is encrypted and no matching encryption key is configured")
+// The vocabulary's key size is the codec's.
+var _ [segment.KeySize - combtype.EncryptionKeySize]struct{}
+var _ [combtype.EncryptionKeySize - segment.KeySize]struct{}
 
 func newPayloadCipher(key []byte) (*segment.Cipher, error) {
 	c, err := segment.NewCipher(key)
 	if errors.Is(err, segment.ErrKey) {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", combtype.ErrInvalid, err)
 	}
 	return c, err
 }
@@ -34,7 +32,7 @@ func newPayloadCipher(key []byte) (*segment.Cipher, error) {
 func ParseEncryptionKey(s string) ([]byte, error) {
 	key, err := segment.ParseKey(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", combtype.ErrInvalid, err)
 	}
 	return key, nil
 }
@@ -44,7 +42,7 @@ func (s *Store) Encrypting() bool { return s.crypt != nil }
 
 // sealPayload is what stores p for queue q: sealed when q is encrypted and
 // a key is configured, else p itself, escaped if need be.
-func (s *Store) sealPayload(q *Queue, p []byte) []byte {
+func (s *Store) sealPayload(q *combtype.Queue, p []byte) []byte {
 	if s.crypt != nil && q != nil && q.Options.EncryptionEnabled {
 		return segment.Seal(s.crypt, p)
 	}

@@ -9,11 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/store"
 )
 
-var testKey = bytes.Repeat([]byte{0x5a}, store.EncryptionKeySize)
+var testKey = bytes.Repeat([]byte{0x5a}, combtype.EncryptionKeySize)
 
 func openAt(t *testing.T, path string, key []byte) *store.Store {
 	t.Helper()
@@ -34,27 +35,27 @@ func closeStore(t *testing.T, st *store.Store) {
 
 func configureQueue(t *testing.T, st *store.Store, name string, encrypted bool, retryLimit int64) {
 	t.Helper()
-	o := store.DefaultQueueOptions()
+	o := combtype.DefaultQueueOptions()
 	o.EncryptionEnabled, o.RetryLimit = encrypted, retryLimit
-	if _, _, err := st.Configure(context.Background(), store.ConfigureRequest{Queue: name, Options: o}); err != nil {
+	if _, _, err := st.Configure(context.Background(), "", combtype.ConfigureRequest{Queue: name, Options: o}); err != nil {
 		t.Fatalf("configure: %v", err)
 	}
 }
 
 func pushPayloads(t *testing.T, st *store.Store, queue string, payloads ...string) {
 	t.Helper()
-	items := make([]store.PushItem, len(payloads))
+	items := make([]combtype.PushItem, len(payloads))
 	for i, p := range payloads {
-		items[i] = store.PushItem{Queue: queue, Payload: []byte(p)}
+		items[i] = combtype.PushItem{Queue: queue, Payload: []byte(p)}
 	}
 	if _, err := st.Push(context.Background(), "", items); err != nil {
 		t.Fatalf("push: %v", err)
 	}
 }
 
-func popAll(t *testing.T, st *store.Store, queue, group string) ([]string, *store.PopResult) {
+func popAll(t *testing.T, st *store.Store, queue, group string) ([]string, *combtype.PopResult) {
 	t.Helper()
-	res, err := st.Pop(context.Background(), store.PopRequest{Queue: queue, Group: group, Batch: 1000})
+	res, err := st.Pop(context.Background(), "", combtype.PopRequest{Queue: queue, Group: group, Batch: 1000})
 	if err != nil {
 		t.Fatalf("pop: %v", err)
 	}
@@ -96,8 +97,8 @@ func TestEncryptedPayloadsNeverReachTheFileInClear(t *testing.T) {
 		t.Fatalf("popped %q, want the plaintext payloads", got)
 	}
 	// The first message fails with retryLimit 0: dead-lettered at once.
-	acks, err := st.Ack(ctx, "", "", []store.AckItem{{TxnID: res.Messages[0].TxnID, PartitionID: res.PartitionID,
-		LeaseID: res.LeaseID, Status: store.AckFailed, Error: "declined"}})
+	acks, err := st.Ack(ctx, "", "", []combtype.AckItem{{TxnID: res.Messages[0].TxnID, PartitionID: res.PartitionID,
+		LeaseID: res.LeaseID, Status: combtype.AckFailed, Error: "declined"}})
 	if err != nil || !acks[0].DLQ {
 		t.Fatalf("ack: %v %+v, want a dead letter", err, acks)
 	}
@@ -122,7 +123,7 @@ func TestEncryptedPayloadsNeverReachTheFileInClear(t *testing.T) {
 
 	// Without the key the sealed frames do not read; nothing else breaks.
 	st = openAt(t, path, nil)
-	if _, err := st.Pop(ctx, store.PopRequest{Queue: "sealed", Group: "other", Batch: 10}); !errors.Is(err, store.ErrNoEncryptionKey) {
+	if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "sealed", Group: "other", Batch: 10}); !errors.Is(err, combtype.ErrNoEncryptionKey) {
 		t.Fatalf("pop without the key: %v, want ErrNoEncryptionKey", err)
 	}
 	if got, _ := popAll(t, st, "open", ""); len(got) != 1 {
@@ -131,9 +132,9 @@ func TestEncryptedPayloadsNeverReachTheFileInClear(t *testing.T) {
 	closeStore(t, st)
 
 	// A wrong key is refused the same way, not answered with garbage.
-	wrong := bytes.Repeat([]byte{0x11}, store.EncryptionKeySize)
+	wrong := bytes.Repeat([]byte{0x11}, combtype.EncryptionKeySize)
 	st = openAt(t, path, wrong)
-	if _, err := st.Pop(ctx, store.PopRequest{Queue: "sealed", Group: "third", Batch: 10}); !errors.Is(err, store.ErrNoEncryptionKey) {
+	if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "sealed", Group: "third", Batch: 10}); !errors.Is(err, combtype.ErrNoEncryptionKey) {
 		t.Fatalf("pop with a wrong key: %v, want ErrNoEncryptionKey", err)
 	}
 	closeStore(t, st)
@@ -160,9 +161,9 @@ func TestPayloadsThatLookLikeMarkersRoundTrip(t *testing.T) {
 	st := openAt(t, path, nil)
 	defer closeStore(t, st)
 	odd := []string{"\x00", "\x01abc", "\x00\x01", ""}
-	items := make([]store.PushItem, len(odd))
+	items := make([]combtype.PushItem, len(odd))
 	for i, p := range odd {
-		items[i] = store.PushItem{Queue: "q", Payload: []byte(p)}
+		items[i] = combtype.PushItem{Queue: "q", Payload: []byte(p)}
 	}
 	if _, err := st.Push(context.Background(), "", items); err != nil {
 		t.Fatal(err)
@@ -179,20 +180,20 @@ func TestPayloadsThatLookLikeMarkersRoundTrip(t *testing.T) {
 }
 
 func TestParseEncryptionKey(t *testing.T) {
-	hexKey := strings.Repeat("ab", store.EncryptionKeySize)
-	if k, err := store.ParseEncryptionKey(hexKey); err != nil || len(k) != store.EncryptionKeySize {
+	hexKey := strings.Repeat("ab", combtype.EncryptionKeySize)
+	if k, err := store.ParseEncryptionKey(hexKey); err != nil || len(k) != combtype.EncryptionKeySize {
 		t.Fatalf("valid key: %v (%d bytes)", err, len(k))
 	}
 	if k, err := store.ParseEncryptionKey(""); err != nil || k != nil {
 		t.Fatalf("empty key: %v %v, want none", k, err)
 	}
 	for _, bad := range []string{"abc", strings.Repeat("zz", 32), strings.Repeat("ab", 16)} {
-		if _, err := store.ParseEncryptionKey(bad); !errors.Is(err, store.ErrInvalid) {
+		if _, err := store.ParseEncryptionKey(bad); !errors.Is(err, combtype.ErrInvalid) {
 			t.Fatalf("key %q: %v, want ErrInvalid", bad, err)
 		}
 	}
 	if _, err := store.Open(context.Background(), store.Options{Path: filepath.Join(t.TempDir(), "x.db"),
-		EncryptionKey: []byte("short")}); !errors.Is(err, store.ErrInvalid) {
+		EncryptionKey: []byte("short")}); !errors.Is(err, combtype.ErrInvalid) {
 		t.Fatalf("open with a short key: %v, want ErrInvalid", err)
 	}
 }

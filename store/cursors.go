@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"time"
 )
 
@@ -75,7 +76,7 @@ func statusCursor(cs []cursor) *cursor {
 	var pick *cursor
 	for i := range cs {
 		c := &cs[i]
-		if c.group == QueueModeGroup {
+		if c.group == combtype.QueueModeGroup {
 			return c
 		}
 		if pick == nil || c.committed < pick.committed {
@@ -140,18 +141,10 @@ func (c *cursor) advance(off, now int64) (released bool) {
 
 // --- leases ----------------------------------------------------------
 
-// LeaseExtension is the outcome of extending one lease.
-type LeaseExtension struct {
-	LeaseID   string
-	Success   bool
-	Error     string
-	ExpiresAt time.Time
-}
-
 // ExtendLease pushes the expiry of every (partition, group) held by leaseID
 // to at least now + d.
-func (s *Store) ExtendLease(ctx context.Context, tenant, leaseID string, d time.Duration) (LeaseExtension, error) {
-	res := LeaseExtension{LeaseID: leaseID}
+func (s *Store) ExtendLease(ctx context.Context, tenant, leaseID string, d time.Duration) (combtype.LeaseExtension, error) {
+	res := combtype.LeaseExtension{LeaseID: leaseID}
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		now := micros(w.now)
 		var held, live int
@@ -163,10 +156,10 @@ func (s *Store) ExtendLease(ctx context.Context, tenant, leaseID string, d time.
 		}
 		switch {
 		case held == 0:
-			res.Error = "Lease not found"
+			res.Err = combtype.ErrLeaseNotFound
 			return nil
 		case live == 0:
-			res.Error = "Lease already expired"
+			res.Err = combtype.ErrLeaseExpired
 			return nil
 		}
 		target := addMicros(now, max(d.Microseconds(), 0))

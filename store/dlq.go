@@ -5,58 +5,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/store/segment"
 )
 
-// Defaults for DLQ reads and re-drives.
-const (
-	DefaultDLQLimit = 100
-	// MaxDLQLimit caps one page of the DLQ listing.
-	MaxDLQLimit = 10000
-	// DefaultRedriveLimit caps how many dead-lettered messages one re-drive
-	// takes, so one call is one bounded commit; call again while Remaining > 0.
-	DefaultRedriveLimit = 1000
-	// MaxRedriveLimit is the most messages one re-drive may take.
-	MaxRedriveLimit = 10000
-)
-
-// DLQFilter selects dead-lettered messages. Empty strings and nil times
-// match everything.
-type DLQFilter struct {
-	Tenant    string
-	Queue     string
-	Group     string
-	Partition string
-	From, To  *time.Time // bounds on the time the message failed, inclusive
-	Limit     int        // <= 0 means DefaultDLQLimit; capped at MaxDLQLimit
-	Offset    int
-}
-
-// DLQEntry is one dead-lettered copy of a message.
-type DLQEntry struct {
-	RowID        int64
-	ID           string // the original message's id
-	TxnID        string
-	PartitionID  string // the partition's uuid
-	Queue        string
-	Partition    string
-	Group        string
-	ErrorMessage string
-	RetryCount   int64
-	Payload      []byte
-	TraceID      string
-	ProducerSub  string
-	Offset       int64
-	CreatedAt    time.Time // commit time of the original message
-	FailedAt     time.Time
-}
-
 // where renders the filter as a WHERE clause over table dlq.
-func (f *DLQFilter) where() (string, []any) {
+func dlqWhere(tenant string, f *combtype.DLQFilter) (string, []any) {
 	conds := []string{"tenant = ?"}
-	args := []any{f.Tenant}
+	args := []any{tenant}
 	if f.Queue != "" {
 		conds, args = append(conds, "queue_name = ?"), append(args, f.Queue)
 	}
@@ -79,8 +36,8 @@ const dlqColumns = `id, message_id, txn_id, partition_uuid, queue_name, partitio
 	COALESCE(error_message, ''), retry_count, payload, COALESCE(trace_id, ''), COALESCE(producer_sub, ''), offset,
 	created_at, failed_at`
 
-func scanDLQ(r scanner) (DLQEntry, error) {
-	var e DLQEntry
+func scanDLQ(r scanner) (combtype.DLQEntry, error) {
+	var e combtype.DLQEntry
 	var created, failed int64
 	err := r.Scan(&e.RowID, &e.ID, &e.TxnID, &e.PartitionID, &e.Queue, &e.Partition, &e.Group, &e.ErrorMessage,
 		&e.RetryCount, &e.Payload, &e.TraceID, &e.ProducerSub, &e.Offset, &created, &failed)
@@ -94,13 +51,13 @@ const MaxListBytes = 4 << 20
 
 // ListDLQ returns one page of tenant's dead-lettered messages matching f,
 // newest failure first, and how many match in all.
-func (s *Store) ListDLQ(ctx context.Context, f DLQFilter) ([]DLQEntry, int64, error) {
+func (s *Store) ListDLQ(ctx context.Context, tenant string, f combtype.DLQFilter) ([]combtype.DLQEntry, int64, error) {
 	limit := f.Limit
 	if limit <= 0 {
-		limit = DefaultDLQLimit
+		limit = combtype.DefaultDLQLimit
 	}
-	limit = min(limit, MaxDLQLimit)
-	where, args := f.where()
+	limit = min(limit, combtype.MaxDLQLimit)
+	where, args := dlqWhere(tenant, &f)
 	var total int64
 	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count dead letters: %w", err)
@@ -111,7 +68,7 @@ func (s *Store) ListDLQ(ctx context.Context, f DLQFilter) ([]DLQEntry, int64, er
 		return nil, 0, fmt.Errorf("list dead letters: %w", err)
 	}
 	defer rows.Close()
-	out := []DLQEntry{}
+	out := []combtype.DLQEntry{}
 	size := 0
 	for rows.Next() {
 		e, err := scanDLQ(rows)
@@ -133,37 +90,12 @@ func (s *Store) ListDLQ(ctx context.Context, f DLQFilter) ([]DLQEntry, int64, er
 
 // openDLQPayload returns the payload of e as the client pushed it: a row
 // of an encrypted queue is stored sealed, like the frame it was copied from.
-func (s *Store) openDLQPayload(e *DLQEntry) ([]byte, error) {
+func (s *Store) openDLQPayload(e *combtype.DLQEntry) ([]byte, error) {
 	p, err := s.DecryptPayload(e.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("dead letter %d: %w", e.RowID, err)
 	}
 	return p, nil
-}
-
-// RedriveRequest selects dead-lettered messages of one queue to append
-// back to it.
-type RedriveRequest struct {
-	Tenant    string
-	Queue     string   // required
-	Group     string   // "" = rows of every group
-	Partition string   // "" = every partition
-	IDs       []string // message ids as ListDLQ reports them; nil = every matching row, empty = none
-	Limit     int      // messages taken; <= 0 means DefaultRedriveLimit, capped at MaxRedriveLimit
-}
-
-// RedriveResult counts what a re-drive did.
-type RedriveResult struct {
-	Queue string
-	// Redriven is the number of new messages appended.
-	Redriven int
-	// Duplicates is the number of messages whose re-drive key already
-	// existed: an earlier re-drive of the same DLQ row got through.
-	Duplicates int
-	// Deleted is the number of DLQ rows removed.
-	Deleted int
-	// Remaining is the number of DLQ rows still matching the request.
-	Remaining int64
 }
 
 // RedriveDLQ appends dead-lettered messages back to their queue and
@@ -176,23 +108,23 @@ type RedriveResult struct {
 // ":redrive:<row id>" appended, the lowest row id of its group of rows, so
 // a re-drive that was committed but not answered and is sent again is
 // deduplicated rather than appended twice.
-func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveResult, error) {
+func (s *Store) RedriveDLQ(ctx context.Context, tenant string, req combtype.RedriveRequest) (*combtype.RedriveResult, error) {
 	limit := req.Limit
 	if limit <= 0 {
-		limit = DefaultRedriveLimit
+		limit = combtype.DefaultRedriveLimit
 	}
-	limit = min(limit, MaxRedriveLimit)
-	res := &RedriveResult{Queue: req.Queue}
-	f := DLQFilter{Tenant: req.Tenant, Queue: req.Queue, Group: req.Group, Partition: req.Partition}
-	where, args := f.where()
+	limit = min(limit, combtype.MaxRedriveLimit)
+	res := &combtype.RedriveResult{Queue: req.Queue}
+	f := combtype.DLQFilter{Queue: req.Queue, Group: req.Group, Partition: req.Partition}
+	where, args := dlqWhere(tenant, &f)
 	if req.IDs != nil {
 		where += ` AND message_id IN (SELECT value FROM json_each(?))`
 		args = append(args, jsonStrings(req.IDs))
 	}
-	var results []PushResult
+	var results []combtype.PushResult
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
-		*res = RedriveResult{Queue: req.Queue}
-		q, err := w.queue(req.Tenant, req.Queue, false)
+		*res = combtype.RedriveResult{Queue: req.Queue}
+		q, err := w.queue(tenant, req.Queue, false)
 		if err != nil {
 			return err
 		}
@@ -206,7 +138,7 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 		if err != nil {
 			return fmt.Errorf("select dead letters: %w", err)
 		}
-		var entries []DLQEntry
+		var entries []combtype.DLQEntry
 		for rows.Next() {
 			e, err := scanDLQ(rows)
 			if err != nil {
@@ -229,7 +161,7 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 			offset    int64
 		}
 		seen := map[msgKey]bool{}
-		var items []PushItem
+		var items []combtype.PushItem
 		ids := make([]string, 0, len(entries))
 		for i := range entries {
 			e := &entries[i]
@@ -243,13 +175,13 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 			if err != nil {
 				return err
 			}
-			items = append(items, PushItem{Queue: q.Name, Partition: e.Partition, Payload: payload,
+			items = append(items, combtype.PushItem{Queue: q.Name, Partition: e.Partition, Payload: payload,
 				TxnID: e.TxnID + ":redrive:" + strconv.FormatInt(e.RowID, 10), TraceID: e.TraceID, ProducerSub: e.ProducerSub})
 		}
 		// Push results are decided when the commit flushes, so they are
 		// counted after submit returns.
-		results = make([]PushResult, len(items))
-		if err := w.push(req.Tenant, items, results, false); err != nil {
+		results = make([]combtype.PushResult, len(items))
+		if err := w.push(tenant, items, results, false); err != nil {
 			return err
 		}
 		del, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE id IN (SELECT value FROM json_each(?))`,
@@ -268,7 +200,7 @@ func (s *Store) RedriveDLQ(ctx context.Context, req RedriveRequest) (*RedriveRes
 		return nil, err
 	}
 	for _, r := range results {
-		if r.Status == StatusQueued {
+		if r.Status == combtype.StatusQueued {
 			res.Redriven++
 		} else {
 			res.Duplicates++
@@ -304,7 +236,7 @@ func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error
 
 // dlqCountsByPartition counts DLQ rows per partition uuid, through the
 // (partition_uuid, offset) index.
-func dlqCountsByPartition(ctx context.Context, db querier, parts []*Partition) (map[string]int64, error) {
+func dlqCountsByPartition(ctx context.Context, db querier, parts []*combtype.Partition) (map[string]int64, error) {
 	out := map[string]int64{}
 	if len(parts) == 0 {
 		return out, nil
@@ -330,64 +262,28 @@ func dlqCountsByPartition(ctx context.Context, db querier, parts []*Partition) (
 	return out, rows.Err()
 }
 
-// Bounds of one DLQ purge.
-const (
-	// DefaultPurgeLimit caps how many DLQ rows one purge deletes, so one
-	// call is one bounded commit; call again while Remaining > 0.
-	DefaultPurgeLimit = 10000
-	// MaxPurgeLimit is the most rows one purge may delete.
-	MaxPurgeLimit = 100000
-)
-
-// PurgeRequest selects dead-lettered rows to delete for good.
-type PurgeRequest struct {
-	Tenant    string
-	Queue     string
-	Group     string
-	Partition string
-	From, To  *time.Time // bounds on the time the message failed, inclusive
-	IDs       []string   // message ids as ListDLQ reports them; nil = every matching row, empty = none
-	// All must be set to purge with no filter at all: an empty request
-	// would otherwise wipe the tenant's whole DLQ.
-	All   bool
-	Limit int // rows deleted; <= 0 means DefaultPurgeLimit, capped at MaxPurgeLimit
-}
-
-// Filtered reports whether req narrows the purge by anything.
-func (req *PurgeRequest) Filtered() bool {
-	return req.Queue != "" || req.Group != "" || req.Partition != "" || req.From != nil || req.To != nil || req.IDs != nil
-}
-
-// PurgeResult counts what a purge did.
-type PurgeResult struct {
-	// Deleted is the number of DLQ rows removed.
-	Deleted int64
-	// Remaining is the number of rows still matching the request.
-	Remaining int64
-}
-
 // PurgeDLQ deletes dead-lettered rows of req.Tenant matching req, oldest
 // failure first, in one commit. Nothing is appended anywhere: the messages
 // are gone from the DLQ for good. A request with no filter is refused
 // unless req.All is set.
-func (s *Store) PurgeDLQ(ctx context.Context, req PurgeRequest) (*PurgeResult, error) {
+func (s *Store) PurgeDLQ(ctx context.Context, tenant string, req combtype.PurgeRequest) (*combtype.PurgeResult, error) {
 	if !req.Filtered() && !req.All {
-		return nil, fmt.Errorf("%w: a purge needs a filter (queue, consumerGroup, partition, from, to or ids), or all=true to delete every dead letter", ErrInvalid)
+		return nil, fmt.Errorf("%w: a purge needs a filter (queue, consumerGroup, partition, from, to or ids), or all=true to delete every dead letter", combtype.ErrInvalid)
 	}
 	limit := req.Limit
 	if limit <= 0 {
-		limit = DefaultPurgeLimit
+		limit = combtype.DefaultPurgeLimit
 	}
-	limit = min(limit, MaxPurgeLimit)
-	f := DLQFilter{Tenant: req.Tenant, Queue: req.Queue, Group: req.Group, Partition: req.Partition, From: req.From, To: req.To}
-	where, args := f.where()
+	limit = min(limit, combtype.MaxPurgeLimit)
+	f := combtype.DLQFilter{Queue: req.Queue, Group: req.Group, Partition: req.Partition, From: req.From, To: req.To}
+	where, args := dlqWhere(tenant, &f)
 	if req.IDs != nil {
 		where += ` AND message_id IN (SELECT value FROM json_each(?))`
 		args = append(args, jsonStrings(req.IDs))
 	}
-	res := &PurgeResult{}
+	res := &combtype.PurgeResult{}
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		*res = PurgeResult{}
+		*res = combtype.PurgeResult{}
 		del, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE id IN (SELECT id FROM dlq WHERE `+where+`
 			ORDER BY failed_at, id LIMIT ?)`, append(append([]any{}, args...), limit)...)
 		if err != nil {

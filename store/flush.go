@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/store/segment"
 )
 
@@ -13,8 +14,8 @@ import (
 // partitions' new last offsets, all inside the writer's transaction.
 
 type pendingPart struct {
-	part   *Partition
-	queue  *Queue
+	part   *combtype.Partition
+	queue  *combtype.Queue
 	staged []staged        // in arrival order; deduplicated at flush
 	ids    map[string]bool // client transactionIds staged, for strict checks
 	frames []segment.Frame // built at flush
@@ -24,8 +25,8 @@ type pendingPart struct {
 // staged is one pushed item waiting for the flush, which decides whether it
 // is new or a duplicate and writes its result.
 type staged struct {
-	item *PushItem
-	res  *PushResult
+	item *combtype.PushItem
+	res  *combtype.PushResult
 	// generated ids are fresh UUIDs and cannot collide with a stored key.
 	generated bool
 }
@@ -72,7 +73,7 @@ func (w *wtx) forgetResolved(mark stagedMark) {
 }
 
 // pendingFor returns the accumulator of partition p, loading its next offset.
-func (w *wtx) pendingFor(q *Queue, p *Partition) *pendingPart {
+func (w *wtx) pendingFor(q *combtype.Queue, p *combtype.Partition) *pendingPart {
 	if pp := w.byPart[p.ID]; pp != nil {
 		return pp
 	}
@@ -174,14 +175,14 @@ func (w *wtx) resolveStaged(pp *pendingPart) error {
 			off, dup = seen[it.TxnID]
 		}
 		if dup {
-			res.Status, res.Offset = StatusDuplicate, off
+			res.Status, res.Offset = combtype.StatusDuplicate, off
 		} else {
 			off = pp.next
 			pp.next++
 			seen[it.TxnID] = off
 			pp.frames = append(pp.frames, segment.Frame{TxnID: it.TxnID, TraceID: it.TraceID, ProducerSub: it.ProducerSub,
 				Payload: w.s.sealPayload(pp.queue, it.Payload)})
-			res.Status, res.Offset = StatusQueued, off
+			res.Status, res.Offset = combtype.StatusQueued, off
 		}
 		res.MessageID = MessageID(pp.part.UUID, off)
 	}

@@ -5,49 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
+	"github.com/comb-broker/comb/combtype"
 )
-
-// Forwarder directions.
-const (
-	ForwardPush = "push" // local queue -> upstream queue
-	ForwardPull = "pull" // upstream queue -> local queue
-)
-
-// Forwarder errors.
-var (
-	// ErrForwarderNotFound is returned for an unknown forwarder name.
-	ErrForwarderNotFound = errors.New("forwarder not found")
-	// ErrForwarderExists is returned when a forwarder already has the name.
-	ErrForwarderExists = errors.New("forwarder already exists")
-)
-
-// Forwarder is the stored definition of one forwarder and the state that
-// must survive a restart.
-type Forwarder struct {
-	Tenant        string
-	Name          string
-	Direction     string // ForwardPush or ForwardPull
-	Queue         string // local queue, or a glob of queue names (push)
-	UpstreamURL   string
-	UpstreamQueue string // "" = the local queue's name
-	Token         string // bearer token for the upstream; "" = none
-	Group         string // local group (push) or upstream group (pull)
-	Batch         int
-	Paused        bool
-	// Evicted counts messages retention removed before they were forwarded.
-	Evicted int64
-	// PendingAck is the upstream ack owed by a pull forwarder, "" if none.
-	PendingAck string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-}
 
 const forwarderColumns = `tenant, name, direction, queue, upstream_url, upstream_queue, token, group_name, batch,
 	paused, evicted, COALESCE(pending_ack, ''), created_at, updated_at`
 
-func scanForwarder(r scanner) (*Forwarder, error) {
-	f := &Forwarder{}
+func scanForwarder(r scanner) (*combtype.Forwarder, error) {
+	f := &combtype.Forwarder{}
 	var created, updated int64
 	if err := r.Scan(&f.Tenant, &f.Name, &f.Direction, &f.Queue, &f.UpstreamURL, &f.UpstreamQueue, &f.Token, &f.Group,
 		&f.Batch, &f.Paused, &f.Evicted, &f.PendingAck, &created, &updated); err != nil {
@@ -60,7 +25,7 @@ func scanForwarder(r scanner) (*Forwarder, error) {
 // PutForwarder stores f. With replace an existing forwarder of that name
 // gets f's definition and keeps its state (paused, evicted, pending ack);
 // without, an existing name is ErrForwarderExists.
-func (s *Store) PutForwarder(ctx context.Context, f *Forwarder, replace bool) error {
+func (s *Store) PutForwarder(ctx context.Context, f *combtype.Forwarder, replace bool) error {
 	return s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		now := micros(w.now)
 		var exists int
@@ -72,7 +37,7 @@ func (s *Store) PutForwarder(ctx context.Context, f *Forwarder, replace bool) er
 				f.Tenant, f.Name, f.Direction, f.Queue, f.UpstreamURL, f.UpstreamQueue, f.Token, f.Group, f.Batch, f.Paused, now, now)
 		case err != nil:
 		case !replace:
-			return ErrForwarderExists
+			return combtype.ErrForwarderExists
 		default:
 			_, err = w.ExecContext(w.ctx, `UPDATE forwarders SET direction = ?, queue = ?, upstream_url = ?, upstream_queue = ?,
 				token = ?, group_name = ?, batch = ?, updated_at = ? WHERE tenant = ? AND name = ?`,
@@ -86,13 +51,13 @@ func (s *Store) PutForwarder(ctx context.Context, f *Forwarder, replace bool) er
 }
 
 // Forwarders lists the forwarders of every tenant, by tenant then name.
-func (s *Store) Forwarders(ctx context.Context) ([]*Forwarder, error) {
+func (s *Store) Forwarders(ctx context.Context) ([]*combtype.Forwarder, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+forwarderColumns+` FROM forwarders ORDER BY tenant, name`)
 	if err != nil {
 		return nil, fmt.Errorf("list forwarders: %w", err)
 	}
 	defer rows.Close()
-	var out []*Forwarder
+	var out []*combtype.Forwarder
 	for rows.Next() {
 		f, err := scanForwarder(rows)
 		if err != nil {
@@ -104,11 +69,11 @@ func (s *Store) Forwarders(ctx context.Context) ([]*Forwarder, error) {
 }
 
 // Forwarder returns one forwarder.
-func (s *Store) Forwarder(ctx context.Context, tenant, name string) (*Forwarder, error) {
+func (s *Store) Forwarder(ctx context.Context, tenant, name string) (*combtype.Forwarder, error) {
 	f, err := scanForwarder(s.r.QueryRowContext(ctx, `SELECT `+forwarderColumns+` FROM forwarders WHERE tenant = ? AND name = ?`,
 		tenant, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrForwarderNotFound
+		return nil, combtype.ErrForwarderNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read forwarder %q: %w", name, err)
@@ -126,7 +91,7 @@ func (s *Store) updateForwarder(ctx context.Context, tenant, name, set string, a
 			return fmt.Errorf("update forwarder %q: %w", name, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return ErrForwarderNotFound
+			return combtype.ErrForwarderNotFound
 		}
 		return nil
 	}})
@@ -158,7 +123,7 @@ func (s *Store) DeleteForwarder(ctx context.Context, tenant, name string) error 
 			return fmt.Errorf("delete forwarder %q: %w", name, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return ErrForwarderNotFound
+			return combtype.ErrForwarderNotFound
 		}
 		return nil
 	}})
@@ -209,7 +174,7 @@ func (s *Store) LogStart(ctx context.Context, partitionUUID string) (int64, erro
 	var start int64
 	err := s.r.QueryRowContext(ctx, `SELECT log_start FROM partitions WHERE uuid = ?`, partitionUUID).Scan(&start)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, ErrPartitionNotFound
+		return 0, combtype.ErrPartitionNotFound
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read log start: %w", err)

@@ -3,24 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 )
-
-// CursorOffsets is where one group's cursor stands on one partition, in
-// offsets.
-type CursorOffsets struct {
-	// Committed is the highest offset the group completed; LogStart - 1 or
-	// less when it completed nothing still stored.
-	Committed int64
-	// LastOffset is the highest offset written; -1 while the partition is empty.
-	LastOffset int64
-	// LogStart is the first offset retention still keeps.
-	LogStart int64
-}
 
 // GroupOffsets returns the offsets of every cursor of group on tenant's
 // queues, keyed by partition uuid. It reads only, so read-only callers can
 // see what a dry-run seek (a write route) would otherwise tell them.
-func (s *Store) GroupOffsets(ctx context.Context, tenant, group string) (map[string]CursorOffsets, error) {
+func (s *Store) GroupOffsets(ctx context.Context, tenant, group string) (map[string]combtype.CursorOffsets, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT p.uuid, c.committed, p.last_offset, p.log_start
 		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
 		WHERE q.tenant = ? AND c.group_name = ?`, tenant, group)
@@ -28,10 +17,10 @@ func (s *Store) GroupOffsets(ctx context.Context, tenant, group string) (map[str
 		return nil, fmt.Errorf("read group offsets: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]CursorOffsets{}
+	out := map[string]combtype.CursorOffsets{}
 	for rows.Next() {
 		var uuid string
-		var o CursorOffsets
+		var o combtype.CursorOffsets
 		if err := rows.Scan(&uuid, &o.Committed, &o.LastOffset, &o.LogStart); err != nil {
 			return nil, fmt.Errorf("scan group offsets: %w", err)
 		}

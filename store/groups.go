@@ -4,38 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"time"
 )
 
-// GroupSummary is one (consumer group, queue) pair.
-type GroupSummary struct {
-	Group string
-	Queue string
-	// Cursors is the number of cursor rows: partitions this group has met.
-	Cursors           int64
-	PartitionsWithLag int64
-	TotalLag          int64
-	// MaxTimeLag is the age of the oldest unconsumed segment, 0 when none.
-	MaxTimeLag    time.Duration
-	TotalConsumed int64
-}
-
-// GroupState is derived, never stored: Lagging when the oldest unconsumed
-// segment is older than five minutes, else Stable once the group consumed
-// anything, else Dead.
-func (g *GroupSummary) State() string {
-	switch {
-	case int64(g.MaxTimeLag/time.Second) > 300:
-		return "Lagging"
-	case g.TotalConsumed > 0:
-		return "Stable"
-	}
-	return "Dead"
-}
-
 // Groups lists every (group, queue) pair of tenant that has cursors,
 // ordered by group then queue.
-func (s *Store) Groups(ctx context.Context, tenant string) ([]GroupSummary, error) {
+func (s *Store) Groups(ctx context.Context, tenant string) ([]combtype.GroupSummary, error) {
 	now := micros(s.clock.Now())
 	rows, err := s.r.QueryContext(ctx, `SELECT group_name, queue_name, COUNT(*), SUM(lag > 0), SUM(lag),
 		COALESCE(MIN(oldest), 0), SUM(total_consumed)
@@ -47,9 +22,9 @@ func (s *Store) Groups(ctx context.Context, tenant string) ([]GroupSummary, erro
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
 	defer rows.Close()
-	out := []GroupSummary{}
+	out := []combtype.GroupSummary{}
 	for rows.Next() {
-		var g GroupSummary
+		var g combtype.GroupSummary
 		var oldest int64
 		if err := rows.Scan(&g.Group, &g.Queue, &g.Cursors, &g.PartitionsWithLag, &g.TotalLag, &oldest, &g.TotalConsumed); err != nil {
 			return nil, fmt.Errorf("scan group: %w", err)
@@ -62,39 +37,21 @@ func (s *Store) Groups(ctx context.Context, tenant string) ([]GroupSummary, erro
 	return out, rows.Err()
 }
 
-// PartitionLag is one cursor of a group.
-type PartitionLag struct {
-	Group       string
-	Queue       string
-	Partition   string
-	PartitionID string // uuid
-	LeaseID     string // "" when no lease is recorded
-	LeaseActive bool   // a lease whose expiry is still ahead
-	// LastConsumedAt is zero when the group never completed anything here.
-	LastConsumedAt time.Time
-	TotalConsumed  int64
-	OffsetLag      int64
-	// OldestUnconsumedAt is the commit time of the segment holding the next
-	// wanted offset; zero when nothing is pending.
-	OldestUnconsumedAt time.Time
-	TimeLag            time.Duration
-}
-
 const partitionLagQuery = `SELECT c.group_name, q.name, p.name, p.uuid, c.lease_id, c.lease_expires_at, c.last_consumed_at,
 	c.total_consumed, ` + lagExpr + ` AS lag, ` + oldestExpr + ` AS oldest
 	FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
 	WHERE q.tenant = ?1`
 
-func (s *Store) queryPartitionLags(ctx context.Context, query string, args ...any) ([]PartitionLag, error) {
+func (s *Store) queryPartitionLags(ctx context.Context, query string, args ...any) ([]combtype.PartitionLag, error) {
 	now := micros(s.clock.Now())
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read group cursors: %w", err)
 	}
 	defer rows.Close()
-	var out []PartitionLag
+	var out []combtype.PartitionLag
 	for rows.Next() {
-		var l PartitionLag
+		var l combtype.PartitionLag
 		var c cursor
 		var consumed, oldest sql.NullInt64
 		if err := rows.Scan(&l.Group, &l.Queue, &l.Partition, &l.PartitionID, &c.leaseID, &c.leaseExpires, &consumed,
@@ -117,14 +74,14 @@ func (s *Store) queryPartitionLags(ctx context.Context, query string, args ...an
 
 // Group returns every cursor of one group, ordered by queue then partition
 // creation. A group with no cursors has none.
-func (s *Store) Group(ctx context.Context, tenant, group string) ([]PartitionLag, error) {
+func (s *Store) Group(ctx context.Context, tenant, group string) ([]combtype.PartitionLag, error) {
 	return s.queryPartitionLags(ctx, partitionLagQuery+` AND c.group_name = ?2 ORDER BY q.name, p.id`, tenant, group)
 }
 
 // LaggingPartitions returns the cursors whose oldest unconsumed segment is
 // older than minLag, oldest first. A backlog that retention evicted has no
 // oldest segment and is not listed.
-func (s *Store) LaggingPartitions(ctx context.Context, tenant string, minLag time.Duration) ([]PartitionLag, error) {
+func (s *Store) LaggingPartitions(ctx context.Context, tenant string, minLag time.Duration) ([]combtype.PartitionLag, error) {
 	cutoff := addMicros(micros(s.clock.Now()), -minLag.Microseconds())
 	return s.queryPartitionLags(ctx, `SELECT * FROM (`+partitionLagQuery+`) WHERE oldest < ?2 ORDER BY oldest, 1, 2, 3`,
 		tenant, cutoff)

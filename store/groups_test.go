@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/seek"
 	"github.com/comb-broker/comb/store"
 )
 
@@ -24,7 +24,7 @@ func TestGroupStateIsDerived(t *testing.T) {
 		{301 * time.Second, 0, "Lagging"},
 	}
 	for _, c := range cases {
-		g := store.GroupSummary{MaxTimeLag: c.lag, TotalConsumed: c.consumed}
+		g := combtype.GroupSummary{MaxTimeLag: c.lag, TotalConsumed: c.consumed}
 		if got := g.State(); got != c.want {
 			t.Errorf("State(lag %v, consumed %d) = %s, want %s", c.lag, c.consumed, got, c.want)
 		}
@@ -39,11 +39,11 @@ func TestReplayIsScopedByTenant(t *testing.T) {
 	seekPush(t, st, "globex", "orders", "Default", 5)
 	seekPush(t, st, "globex", "audit", "Default", 1)
 	for _, tenant := range []string{"acme", "globex"} {
-		if _, err := st.Pop(ctx, store.PopRequest{Tenant: tenant, Queue: "orders", Group: "workers", Batch: 1}); err != nil {
+		if _, err := st.Pop(ctx, tenant, combtype.PopRequest{Queue: "orders", Group: "workers", Batch: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := st.Pop(ctx, store.PopRequest{Tenant: "globex", Queue: "audit", Group: "workers", Batch: 1}); err != nil {
+	if _, err := st.Pop(ctx, "globex", combtype.PopRequest{Queue: "audit", Group: "workers", Batch: 1}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute)
@@ -57,13 +57,13 @@ func TestReplayIsScopedByTenant(t *testing.T) {
 		t.Fatalf("acme groups = %+v", groups)
 	}
 	// A queue that exists only for another tenant is not found.
-	_, err = st.Seek(ctx, store.SeekRequest{Tenant: "acme", Group: "workers", Queue: "audit", Target: seek.Target{ToEnd: true}})
-	if !errors.Is(err, store.ErrQueueNotFound) {
+	_, err = st.Seek(ctx, "acme", combtype.SeekRequest{Group: "workers", Queue: "audit", Target: combtype.SeekTarget{ToEnd: true}})
+	if !errors.Is(err, combtype.ErrQueueNotFound) {
 		t.Fatalf("seek of another tenant's queue = %v", err)
 	}
 	// acme's seek moves acme's cursor only.
-	if _, err := st.Seek(ctx, store.SeekRequest{Tenant: "acme", Group: "workers", Queue: "orders",
-		Target: seek.Target{ToEnd: true}}); err != nil {
+	if _, err := st.Seek(ctx, "acme", combtype.SeekRequest{Group: "workers", Queue: "orders",
+		Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := committedOf(t, st, "globex", "orders", "workers"); got["Default"] != -1 {
@@ -103,9 +103,9 @@ func TestBacklogCountsPartitionsWithoutACursorFromTheirStart(t *testing.T) {
 	ctx := context.Background()
 	st := combtest.MustOpenStore(t, combtest.Options{})
 	push := func(partition string, n int) {
-		items := make([]store.PushItem, n)
+		items := make([]combtype.PushItem, n)
 		for i := range items {
-			items[i] = store.PushItem{Queue: "q", Partition: partition, Payload: []byte(`{}`)}
+			items[i] = combtype.PushItem{Queue: "q", Partition: partition, Payload: []byte(`{}`)}
 		}
 		if _, err := st.Push(ctx, "", items); err != nil {
 			t.Fatal(err)
@@ -113,7 +113,7 @@ func TestBacklogCountsPartitionsWithoutACursorFromTheirStart(t *testing.T) {
 	}
 	push("a", 3)
 	push("b", 2)
-	if _, err := st.Pop(ctx, store.PopRequest{Queue: "q", Partition: "a", Group: "g", AutoAck: true}); err != nil {
+	if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "q", Partition: "a", Group: "g", AutoAck: true}); err != nil {
 		t.Fatal(err)
 	}
 	push("c", 4) // after the group subscribed: no cursor until a pop meets it

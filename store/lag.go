@@ -1,6 +1,7 @@
 package store
 
 import "slices"
+import "github.com/comb-broker/comb/combtype"
 
 // Lag arithmetic. A partition stores last_offset - log_start + 1 messages.
 // A cursor wants next = max(committed+1, log_start): frames evicted by
@@ -27,20 +28,15 @@ const (
 )
 
 // storedCount is storedExpr in Go.
-func storedCount(p *Partition) int64 { return max(p.LastOffset-p.LogStart+1, 0) }
+func storedCount(p *combtype.Partition) int64 { return max(p.LastOffset-p.LogStart+1, 0) }
 
 // nextOffset is nextExpr in Go: a cursor left below the retention
 // watermark resumes at the first offset that exists.
 func nextOffset(committed, logStart int64) int64 { return max(committed+1, logStart) }
 
-// LagSummary summarises one lag figure over every cursor.
-type LagSummary struct {
-	Avg, Median, Min, Max float64
-}
-
-func summarise(vals []float64) LagSummary {
+func summarise(vals []float64) combtype.LagSummary {
 	if len(vals) == 0 {
-		return LagSummary{}
+		return combtype.LagSummary{}
 	}
 	slices.Sort(vals)
 	var sum float64
@@ -51,5 +47,5 @@ func summarise(vals []float64) LagSummary {
 	if len(vals)%2 == 0 {
 		median = (vals[len(vals)/2-1] + vals[len(vals)/2]) / 2
 	}
-	return LagSummary{Avg: sum / float64(len(vals)), Median: median, Min: vals[0], Max: vals[len(vals)-1]}
+	return combtype.LagSummary{Avg: sum / float64(len(vals)), Median: median, Min: vals[0], Max: vals[len(vals)-1]}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // landing returns the first segment of p committed at or after t (µs),
@@ -22,7 +23,7 @@ import (
 // segment's times, gallops from the guess until it brackets the answer,
 // then halves: a few probes of the offset index when messages arrive at a
 // steady rate, about 2·log2 of the partition's length at worst.
-func landing(ctx context.Context, db querier, p *Partition, t int64) (*SegmentRef, error) {
+func landing(ctx context.Context, db querier, p *combtype.Partition, t int64) (*SegmentRef, error) {
 	if p.LastSegmentAt < t {
 		return nil, nil // every segment is older
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 )
 
@@ -33,9 +34,9 @@ func TestLandingAndIngestCountsAgreeWithScans(t *testing.T) {
 		default:
 			clk.Advance(time.Duration(1+rng.IntN(5000)) * time.Microsecond)
 		}
-		items := make([]PushItem, 1+rng.IntN(3))
+		items := make([]combtype.PushItem, 1+rng.IntN(3))
 		for i := range items {
-			items[i] = PushItem{Queue: "q", Payload: []byte(`{}`)}
+			items[i] = combtype.PushItem{Queue: "q", Payload: []byte(`{}`)}
 		}
 		if _, err := st.Push(ctx, "", items); err != nil {
 			t.Fatal(err)
@@ -89,7 +90,7 @@ func TestLandingAndIngestCountsAgreeWithScans(t *testing.T) {
 	first, final := segs[0].at, segs[len(segs)-1].at
 	for _, w := range [][2]int64{{first, final}, {first + 1000, final - 1000}, {first + (final-first)/3, first + (final-first)/2}} {
 		from, to, bucket := w[0], w[1], int64(700)
-		series, err := st.IngestSeries(ctx, SeriesFilter{From: fromMicros(from), To: fromMicros(to), Bucket: 700 * time.Microsecond})
+		series, err := st.IngestSeries(ctx, "", combtype.SeriesFilter{From: fromMicros(from), To: fromMicros(to), Bucket: 700 * time.Microsecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/comb-broker/comb/combtype"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,7 +16,7 @@ import (
 func lockFile(f *os.File) error {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return ErrLocked
+			return combtype.ErrLocked
 		}
 		return fmt.Errorf("lock %s: %w", f.Name(), err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/comb-broker/comb/combtype"
 	"golang.org/x/sys/windows"
 )
 
@@ -17,7 +18,7 @@ func lockFile(f *os.File) error {
 	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &ol)
 	if err != nil {
 		if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
-			return ErrLocked
+			return combtype.ErrLocked
 		}
 		return fmt.Errorf("lock %s: %w", f.Name(), err)
 	}

@@ -8,35 +8,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
-	"github.com/comb-broker/comb/seek"
 )
 
 var t0 = time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC)
 
-func lossConfigure(t *testing.T, s *Store, queue string, edit func(o *QueueOptions)) {
+func lossConfigure(t *testing.T, s *Store, queue string, edit func(o *combtype.QueueOptions)) {
 	t.Helper()
-	o := DefaultQueueOptions()
+	o := combtype.DefaultQueueOptions()
 	if edit != nil {
 		edit(&o)
 	}
-	if _, _, err := s.Configure(context.Background(), ConfigureRequest{Queue: queue, Options: o}); err != nil {
+	if _, _, err := s.Configure(context.Background(), "", combtype.ConfigureRequest{Queue: queue, Options: o}); err != nil {
 		t.Fatalf("configure: %v", err)
 	}
 }
 
 func lossPush(t *testing.T, s *Store, queue, partition string, payloads ...string) {
 	t.Helper()
-	items := make([]PushItem, len(payloads))
+	items := make([]combtype.PushItem, len(payloads))
 	for i, p := range payloads {
-		items[i] = PushItem{Queue: queue, Partition: partition, Payload: []byte(p)}
+		items[i] = combtype.PushItem{Queue: queue, Partition: partition, Payload: []byte(p)}
 	}
 	if _, err := s.Push(context.Background(), "", items); err != nil {
 		t.Fatalf("push: %v", err)
 	}
 }
 
-func payloads(res *PopResult) []string {
+func payloads(res *combtype.PopResult) []string {
 	var out []string
 	for _, m := range res.Messages {
 		out = append(out, string(m.Payload))
@@ -58,7 +58,7 @@ func TestHugeDurationOptionsSaturateInsteadOfWrapping(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(t0)
 	s := openTestStore(t, clk)
-	lossConfigure(t, s, "q", func(o *QueueOptions) {
+	lossConfigure(t, s, "q", func(o *combtype.QueueOptions) {
 		o.RetentionEnabled, o.RetentionSeconds, o.CompletedRetentionSeconds = true, 1e13, 1e13
 		o.MaxWaitTimeSeconds, o.LeaseTime = 1e13, 1e10
 	})
@@ -71,13 +71,13 @@ func TestHugeDurationOptionsSaturateInsteadOfWrapping(t *testing.T) {
 	if parts, err := s.AgedPartitions(ctx, q, clk.Now()); err != nil || len(parts) != 0 {
 		t.Fatalf("aged partitions with ten-million-year retention = %v, %v", parts, err)
 	}
-	res, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 1})
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 1})
 	if err != nil || len(res.Messages) != 1 {
 		t.Fatalf("pop = %+v, %v", res, err)
 	}
 	// A lease of 1e10 seconds is live, not born expired: the partition
 	// gives nothing more until it is acked.
-	if again, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 1}); err != nil || len(again.Messages) != 0 {
+	if again, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 1}); err != nil || len(again.Messages) != 0 {
 		t.Fatalf("second pop under a long lease = %v, %v", payloads(again), err)
 	}
 }
@@ -98,7 +98,7 @@ func TestAnAutoAckClaimDeliversWhenTheClientLeavesAtTheCommit(t *testing.T) {
 	defer s.Close()
 	lossPush(t, s, "q", "", "a", "b", "c")
 	armed.Store(true)
-	res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true})
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true})
 	if err != nil || len(res.Messages) != 3 {
 		t.Fatalf("autoAck pop whose client left at the commit = %+v, %v; the cursor moved, so these are lost", res, err)
 	}
@@ -116,15 +116,15 @@ func TestADamagedSegmentIsPutAsideAndThePartitionMovesOn(t *testing.T) {
 			AND partition_id = (SELECT id FROM partitions WHERE name = 'p1')`)
 		var got []string
 		for range 4 {
-			res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, Partitions: 2, AutoAck: autoAck})
+			res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, Partitions: 2, AutoAck: autoAck})
 			if err != nil {
 				t.Fatalf("autoAck=%v: pop beside a damaged segment: %v", autoAck, err)
 			}
 			got = append(got, payloads(res)...)
 			if !autoAck && len(res.Messages) > 0 {
-				items := make([]AckItem, 0, len(res.Messages))
+				items := make([]combtype.AckItem, 0, len(res.Messages))
 				for _, m := range res.Messages {
-					items = append(items, AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "g"})
+					items = append(items, combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "g"})
 				}
 				if _, err := s.Ack(ctx, "", "g", items); err != nil {
 					t.Fatal(err)
@@ -162,7 +162,7 @@ func TestFramesRetentionRemovedBeforeAGroupConsumedThemAreReported(t *testing.T)
 	lossPush(t, s, "q", "", "b")
 	lossPush(t, s, "q", "", "c")
 	// The group registers with its cursor before the first message.
-	if _, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 1, AutoAck: true}); err != nil {
+	if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 1, AutoAck: true}); err != nil {
 		t.Fatal(err)
 	}
 	q, _ := s.Queue(ctx, "", "q")
@@ -170,7 +170,7 @@ func TestFramesRetentionRemovedBeforeAGroupConsumedThemAreReported(t *testing.T)
 	if _, err := s.EvictPrefix(ctx, parts[0].ID, 2, t0, EvictLimits{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true})
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true})
 	if err != nil || len(res.Messages) != 1 || res.FramesEvicted != 1 || s.Stats().FramesEvicted.Load() != 1 {
 		t.Fatalf("pop after eviction = %v evicted %d (counter %d), %v", payloads(res), res.FramesEvicted,
 			s.Stats().FramesEvicted.Load(), err)
@@ -180,19 +180,19 @@ func TestFramesRetentionRemovedBeforeAGroupConsumedThemAreReported(t *testing.T)
 func TestARolledBackRedriveWritesNoneOfItsPushes(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, clock.NewManual(t0))
-	lossConfigure(t, s, "q", func(o *QueueOptions) { o.RetryLimit = 0 })
+	lossConfigure(t, s, "q", func(o *combtype.QueueOptions) { o.RetryLimit = 0 })
 	lossPush(t, s, "q", "", "a")
-	res, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 1})
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 1})
 	if err != nil || len(res.Messages) != 1 {
 		t.Fatal(res, err)
 	}
 	m := res.Messages[0]
-	if _, err := s.Ack(ctx, "", "", []AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: AckDLQ}}); err != nil {
+	if _, err := s.Ack(ctx, "", "", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: combtype.AckDLQ}}); err != nil {
 		t.Fatal(err)
 	}
 	// The step after the staged push fails.
 	writeSQL(t, s, `CREATE TRIGGER fail_dlq_delete BEFORE DELETE ON dlq BEGIN SELECT RAISE(ABORT, 'disk says no'); END`)
-	if _, err := s.RedriveDLQ(ctx, RedriveRequest{Queue: "q"}); err == nil {
+	if _, err := s.RedriveDLQ(ctx, "", combtype.RedriveRequest{Queue: "q"}); err == nil {
 		t.Fatal("redrive succeeded though deleting its rows failed")
 	}
 	var segs int
@@ -206,12 +206,12 @@ func TestNewPartitionsStartFromTheirFirstMessageWhenTheClockStepsBack(t *testing
 	clk := clock.NewManual(t0)
 	s := openTestStore(t, clk)
 	lossPush(t, s, "q", "a", "old")
-	if _, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true, Start: seek.Subscription{Mode: seek.ModeNew}}); err != nil {
+	if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true, SubscriptionMode: "new"}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Set(t0.Add(-time.Hour)) // NTP pulls a fast clock back
 	lossPush(t, s, "q", "b", "first")
-	res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true})
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true})
 	if err != nil || len(res.Messages) != 1 || string(res.Messages[0].Payload) != "first" {
 		t.Fatalf("pop of a partition created after the registration = %v, %v", payloads(res), err)
 	}
@@ -220,9 +220,9 @@ func TestNewPartitionsStartFromTheirFirstMessageWhenTheClockStepsBack(t *testing
 func TestAnAckNeverMovesTheCursorPastItsBatch(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, clock.NewManual(t0))
-	lossConfigure(t, s, "q", func(o *QueueOptions) { o.RetryLimit = 0 })
+	lossConfigure(t, s, "q", func(o *combtype.QueueOptions) { o.RetryLimit = 0 })
 	lossPush(t, s, "q", "", "a", "b", "c", "d")
-	res, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 2})
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 2})
 	if err != nil || len(res.Messages) != 2 {
 		t.Fatal(res, err)
 	}
@@ -236,26 +236,26 @@ func TestAnAckNeverMovesTheCursorPastItsBatch(t *testing.T) {
 		t.Fatal(far, err)
 	}
 	pid := res.Messages[0].PartitionID
-	for _, it := range []AckItem{
+	for _, it := range []combtype.AckItem{
 		{TxnID: far[1], PartitionID: pid, LeaseID: res.LeaseID},
-		{TxnID: far[0], PartitionID: pid, Status: AckDLQ},
-		{TxnID: far[1], PartitionID: pid, Status: AckFailed, LeaseID: res.LeaseID},
+		{TxnID: far[0], PartitionID: pid, Status: combtype.AckDLQ},
+		{TxnID: far[1], PartitionID: pid, Status: combtype.AckFailed, LeaseID: res.LeaseID},
 	} {
-		out, err := s.Ack(ctx, "", "", []AckItem{it})
-		if err != nil || out[0].Success || out[0].Error != ErrTextInvalidLease {
+		out, err := s.Ack(ctx, "", "", []combtype.AckItem{it})
+		if err != nil || out[0].Success || out[0].Err != combtype.ErrInvalidLease {
 			t.Fatalf("ack %+v past the batch = %+v, %v", it, out, err)
 		}
 	}
 	// A transaction ack without a leaseId does not release a lease its
 	// caller does not hold.
-	if _, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: res.Messages[1].TxnID, PartitionID: pid}}}); err == nil {
+	if _, err := s.Transaction(ctx, "", []combtype.TxOp{{Type: "ack", Ack: combtype.AckItem{TxnID: res.Messages[1].TxnID, PartitionID: pid}}}); err == nil {
 		t.Fatal("a transaction released a lease it did not name")
 	}
-	if _, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: res.Messages[1].TxnID, PartitionID: pid,
+	if _, err := s.Transaction(ctx, "", []combtype.TxOp{{Type: "ack", Ack: combtype.AckItem{TxnID: res.Messages[1].TxnID, PartitionID: pid,
 		HeldLeases: []string{res.LeaseID}}}}); err != nil {
 		t.Fatalf("a transaction naming its lease: %v", err)
 	}
-	rest, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 10})
+	rest, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 10})
 	if err != nil || len(rest.Messages) != 2 || string(rest.Messages[0].Payload) != "c" {
 		t.Fatalf("after the batch: %v, %v", payloads(rest), err)
 	}
@@ -263,12 +263,12 @@ func TestAnAckNeverMovesTheCursorPastItsBatch(t *testing.T) {
 
 func TestAHugePushIsStoredInBoundedSegments(t *testing.T) {
 	s := openTestStore(t, clock.NewManual(t0))
-	items := make([]PushItem, 5000)
+	items := make([]combtype.PushItem, 5000)
 	for i := range items {
-		items[i] = PushItem{Queue: "q", Payload: []byte(`"x"`)}
+		items[i] = combtype.PushItem{Queue: "q", Payload: []byte(`"x"`)}
 	}
 	big := make([]byte, MaxSegmentBytes*3/2)
-	items = append(items, PushItem{Queue: "q", Payload: big}, PushItem{Queue: "q", Payload: big})
+	items = append(items, combtype.PushItem{Queue: "q", Payload: big}, combtype.PushItem{Queue: "q", Payload: big})
 	if _, err := s.Push(context.Background(), "", items); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestAHugePushIsStoredInBoundedSegments(t *testing.T) {
 	if frames != 5002 || maxFrames > MaxSegmentFrames || maxRaw > 2*MaxSegmentBytes || segs < 6 {
 		t.Fatalf("%d segments, %d frames, largest %d frames / %d bytes", segs, frames, maxFrames, maxRaw)
 	}
-	res, err := s.Pop(context.Background(), PopRequest{Queue: "q", Batch: MaxPopBatch})
+	res, err := s.Pop(context.Background(), "", combtype.PopRequest{Queue: "q", Batch: combtype.MaxPopBatch})
 	if err != nil || len(res.Messages) != 5002 {
 		t.Fatalf("pop = %d messages, %v", len(res.Messages), err)
 	}
@@ -290,12 +290,12 @@ func TestAHugePushIsStoredInBoundedSegments(t *testing.T) {
 func TestAPopIsBoundedByBytesAndDeliversAtLeastOneMessage(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, clock.NewManual(t0))
-	mid := make([]byte, MaxPopBytes*3/8)
-	huge := make([]byte, MaxPopBytes+1)
+	mid := make([]byte, combtype.MaxPopBytes*3/8)
+	huge := make([]byte, combtype.MaxPopBytes+1)
 	lossPush(t, s, "q", "", string(huge), string(mid), string(mid), string(mid))
 	var sizes []int
 	for range 3 {
-		res, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 10, AutoAck: true})
+		res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 10, AutoAck: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,24 +309,24 @@ func TestAPopIsBoundedByBytesAndDeliversAtLeastOneMessage(t *testing.T) {
 func TestADeadLetterPageIsBoundedByBytes(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, clock.NewManual(t0))
-	lossConfigure(t, s, "q", func(o *QueueOptions) { o.RetryLimit = 0 })
+	lossConfigure(t, s, "q", func(o *combtype.QueueOptions) { o.RetryLimit = 0 })
 	big := string(make([]byte, MaxListBytes*3/8))
 	lossPush(t, s, "q", "", big, big, big)
-	res, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 3})
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 3})
 	if err != nil || len(res.Messages) != 2 {
 		t.Fatalf("pop = %d, %v", len(res.Messages), err)
 	}
 	for _, m := range res.Messages {
-		if _, err := s.Ack(ctx, "", "", []AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: AckDLQ}}); err != nil {
+		if _, err := s.Ack(ctx, "", "", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: combtype.AckDLQ}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, _ = s.Pop(ctx, PopRequest{Queue: "q", Batch: 3})
+	res, _ = s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 3})
 	m := res.Messages[0]
-	if _, err := s.Ack(ctx, "", "", []AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: AckDLQ}}); err != nil {
+	if _, err := s.Ack(ctx, "", "", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: combtype.AckDLQ}}); err != nil {
 		t.Fatal(err)
 	}
-	page, total, err := s.ListDLQ(ctx, DLQFilter{Queue: "q", Limit: 100})
+	page, total, err := s.ListDLQ(ctx, "", combtype.DLQFilter{Queue: "q", Limit: 100})
 	if err != nil || total != 3 || len(page) != 2 {
 		t.Fatalf("page of %d of %d, %v; want 2 of 3", len(page), total, err)
 	}
@@ -340,7 +340,7 @@ func TestAPartitionNoKeyOpensDoesNotHoldBackTheOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lossConfigure(t, s, "q", func(o *QueueOptions) { o.EncryptionEnabled = true })
+	lossConfigure(t, s, "q", func(o *combtype.QueueOptions) { o.EncryptionEnabled = true })
 	lossPush(t, s, "q", "sealed", "secret")
 	lossConfigure(t, s, "q", nil)
 	lossPush(t, s, "q", "clear", "plain")
@@ -351,12 +351,12 @@ func TestAPartitionNoKeyOpensDoesNotHoldBackTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, Partitions: 2})
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, Partitions: 2})
 	if err != nil || len(res.Messages) != 1 || string(res.Messages[0].Payload) != "plain" {
 		t.Fatalf("pop beside a partition no key opens = %+v, %v", res, err)
 	}
 	// The sealed partition waits, unclaimed, for the key.
-	if _, err := s.Pop(ctx, PopRequest{Queue: "q", Group: "g", Batch: 10, Partition: "sealed"}); !errors.Is(err, ErrNoEncryptionKey) {
+	if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, Partition: "sealed"}); !errors.Is(err, combtype.ErrNoEncryptionKey) {
 		t.Fatalf("pop of the sealed partition = %v", err)
 	}
 	var leased int

@@ -6,14 +6,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Operator settings and the push buffer of maintenance mode. The broker
 // owns the maintenance flags; the store keeps them, and the parked pushes,
 // durable.
-
-// StatusBuffered is the push status of an item parked by push maintenance.
-const StatusBuffered = "buffered"
 
 // Setting returns the stored value of key and whether it is set.
 func (s *Store) Setting(ctx context.Context, key string) (string, bool, error) {
@@ -49,20 +47,20 @@ func (w *wtx) setSetting(key, value string) error {
 // StatusBuffered. An item without a transactionId gets one now, so the
 // caller can report it and the drain can deduplicate by it. Payloads of
 // encrypted queues are sealed in the buffer as in the log.
-func (s *Store) BufferPush(ctx context.Context, tenant string, items []PushItem) ([]PushResult, error) {
+func (s *Store) BufferPush(ctx context.Context, tenant string, items []combtype.PushItem) ([]combtype.PushResult, error) {
 	if len(items) == 0 {
-		return []PushResult{}, nil
+		return []combtype.PushResult{}, nil
 	}
-	results := make([]PushResult, len(items))
+	results := make([]combtype.PushResult, len(items))
 	err := s.submit(ctx, &writeOp{isolated: true, bytes: itemsBytes(items), apply: func(w *wtx) error {
-		queues := map[string]*Queue{}
+		queues := map[string]*combtype.Queue{}
 		for i := range items {
 			it := &items[i]
 			q, seen := queues[it.Queue]
 			if !seen {
 				var err error
 				q, err = getQueue(w.ctx, w.tx, tenant, it.Queue)
-				if err != nil && !errors.Is(err, ErrQueueNotFound) {
+				if err != nil && !errors.Is(err, combtype.ErrQueueNotFound) {
 					return err
 				}
 				queues[it.Queue] = q // nil: created with defaults at drain, unencrypted
@@ -70,11 +68,11 @@ func (s *Store) BufferPush(ctx context.Context, tenant string, items []PushItem)
 			txn := cmp.Or(it.TxnID, newUUID())
 			if _, err := w.ExecContext(w.ctx, `INSERT INTO push_buffer (tenant, queue_name, partition_name, txn_id,
 				trace_id, producer_sub, payload, created_at) VALUES (?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?)`,
-				tenant, it.Queue, cmp.Or(it.Partition, DefaultPartition), txn, it.TraceID, it.ProducerSub,
+				tenant, it.Queue, cmp.Or(it.Partition, combtype.DefaultPartition), txn, it.TraceID, it.ProducerSub,
 				w.s.sealPayload(q, it.Payload), micros(w.now)); err != nil {
 				return fmt.Errorf("buffer push: %w", err)
 			}
-			results[i] = PushResult{TxnID: txn, Status: StatusBuffered, Queue: it.Queue, TraceID: it.TraceID, Offset: -1}
+			results[i] = combtype.PushResult{TxnID: txn, Status: combtype.StatusBuffered, Queue: it.Queue, TraceID: it.TraceID, Offset: -1}
 		}
 		return nil
 	}})
@@ -107,7 +105,7 @@ func (s *Store) DrainPushBuffer(ctx context.Context, limit int, whenEmpty map[st
 		// One op drains one tenant's run of rows, so it makes exactly one
 		// push call: a push that fails stages nothing.
 		var tenant string
-		var items []PushItem
+		var items []combtype.PushItem
 		var lastID int64
 		rows, err := w.QueryContext(w.ctx, `SELECT id, tenant, queue_name, partition_name, txn_id,
 			COALESCE(trace_id, ''), COALESCE(producer_sub, ''), payload FROM push_buffer ORDER BY id LIMIT ?`, limit)
@@ -117,7 +115,7 @@ func (s *Store) DrainPushBuffer(ctx context.Context, limit int, whenEmpty map[st
 		for rows.Next() {
 			var id int64
 			var t string
-			var it PushItem
+			var it combtype.PushItem
 			if err := rows.Scan(&id, &t, &it.Queue, &it.Partition, &it.TxnID, &it.TraceID, &it.ProducerSub, &it.Payload); err != nil {
 				rows.Close()
 				return fmt.Errorf("scan push buffer: %w", err)
@@ -157,7 +155,7 @@ func (s *Store) DrainPushBuffer(ctx context.Context, limit int, whenEmpty map[st
 		if drained == 0 {
 			return nil
 		}
-		return w.push(tenant, items, make([]PushResult, len(items)), false)
+		return w.push(tenant, items, make([]combtype.PushResult, len(items)), false)
 	}})
 	return drained, left, err
 }

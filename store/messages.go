@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/store/segment"
 )
 
@@ -18,63 +19,6 @@ import (
 // otherwise), or dead_letter when a DLQ copy of it exists. The status shown
 // is the one the resource counts use: the queue-mode cursor, or else the
 // least advanced named group.
-
-// Message statuses of the read views.
-const (
-	MessagePending    = "pending"
-	MessageProcessing = "processing"
-	MessageCompleted  = "completed"
-	MessageDeadLetter = "dead_letter"
-)
-
-// MessageFilter selects messages for ListMessages. Empty strings match
-// everything; zero times are unbounded.
-type MessageFilter struct {
-	Tenant    string
-	Queue     string
-	Partition string
-	Namespace string
-	Task      string
-	Status    string    // "" or one of the Message* statuses
-	From, To  time.Time // bounds on createdAt, inclusive
-	Limit     int       // <= 0 means DefaultMessageLimit
-	Offset    int
-}
-
-// DefaultMessageLimit is the page size of ListMessages.
-const DefaultMessageLimit = 200
-
-// MessageInfo is one message as the read views show it.
-type MessageInfo struct {
-	ID          string
-	TxnID       string
-	PartitionID string // the partition's uuid
-	Partition   string
-	Queue       string
-	Namespace   string
-	Task        string
-	Priority    int64
-	Offset      int64
-	Status      string
-	// QueueStatus is the status by the queue-mode cursor, "" without one.
-	QueueStatus string
-	// ConsumedBy counts the named groups whose cursor passed the message,
-	// out of TotalGroups named groups with a cursor on its partition.
-	ConsumedBy, TotalGroups int
-	TraceID                 string
-	ProducerSub             string
-	CreatedAt               time.Time
-	// LeaseExpiresAt is the expiry of the lease the message is processing
-	// under; zero when it is not processing.
-	LeaseExpiresAt time.Time
-}
-
-// ModeInfo says how the queues of a read are consumed.
-type ModeInfo struct {
-	HasQueueMode bool
-	BusGroups    int    // distinct named groups
-	Type         string // "queue", "bus", "hybrid" or "none"
-}
 
 func modeType(queue bool, bus int) string {
 	switch {
@@ -90,8 +34,8 @@ func modeType(queue bool, bus int) string {
 
 // partitionView is what classifying a partition's offsets needs.
 type partitionView struct {
-	q    *Queue
-	p    *PartitionStats
+	q    *combtype.Queue
+	p    *combtype.PartitionStats
 	dlq  bool // some DLQ row names this partition
 	tomb bool // some tombstone names this partition
 	qm   *cursor
@@ -99,11 +43,11 @@ type partitionView struct {
 	bus  []cursor
 }
 
-func newPartitionView(q *Queue, p *PartitionStats) *partitionView {
-	v := &partitionView{q: q, p: p, sc: statusCursor(p.cursors), dlq: p.Counts.DeadLetter > 0}
-	for i := range p.cursors {
-		c := &p.cursors[i]
-		if c.group == QueueModeGroup {
+func newPartitionView(q *combtype.Queue, p *combtype.PartitionStats, cursors []cursor) *partitionView {
+	v := &partitionView{q: q, p: p, sc: statusCursor(cursors), dlq: p.Counts.DeadLetter > 0}
+	for i := range cursors {
+		c := &cursors[i]
+		if c.group == combtype.QueueModeGroup {
 			v.qm = c
 		} else {
 			v.bus = append(v.bus, *c)
@@ -117,13 +61,13 @@ func (v *partitionView) status(off int64, dead bool, now int64) (status, queueSt
 	cursorStatus := func(c *cursor) string {
 		switch {
 		case c == nil:
-			return MessagePending
+			return combtype.MessagePending
 		case off <= c.committed:
-			return MessageCompleted
+			return combtype.MessageCompleted
 		case c.inLease(off, now):
-			return MessageProcessing
+			return combtype.MessageProcessing
 		}
-		return MessagePending
+		return combtype.MessagePending
 	}
 	for i := range v.bus {
 		if off <= v.bus[i].committed {
@@ -134,11 +78,11 @@ func (v *partitionView) status(off int64, dead bool, now int64) (status, queueSt
 		queueStatus = cursorStatus(v.qm)
 	}
 	status = cursorStatus(v.sc)
-	if status == MessageProcessing {
+	if status == combtype.MessageProcessing {
 		lease = fromMicros(v.sc.leaseExpires.Int64)
 	}
 	if dead {
-		status = MessageDeadLetter
+		status = combtype.MessageDeadLetter
 	}
 	return status, queueStatus, consumedBy, lease
 }
@@ -177,25 +121,25 @@ func containsOffset(sorted []int64, off int64) bool {
 // newest end by their index entries; a segment is decoded only when one of
 // its frames falls inside the page, so the cost follows limit+offset (and
 // the time window), not the size of the log.
-func (s *Store) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInfo, ModeInfo, error) {
+func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.MessageFilter) ([]combtype.MessageInfo, combtype.ModeInfo, error) {
 	limit := f.Limit
 	if limit <= 0 {
-		limit = DefaultMessageLimit
+		limit = combtype.DefaultMessageLimit
 	}
 	skip := max(f.Offset, 0)
 	queues, err := listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues WHERE tenant = ? AND (? = '' OR name = ?)
 		AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)`,
-		f.Tenant, f.Queue, f.Queue, f.Namespace, f.Namespace, f.Task, f.Task)
+		tenant, f.Queue, f.Queue, f.Namespace, f.Namespace, f.Task, f.Task)
 	if err != nil {
-		return nil, ModeInfo{}, err
+		return nil, combtype.ModeInfo{}, err
 	}
-	stats, err := s.queueStats(ctx, s.r, queues, false)
+	stats, cursorsOf, err := s.queueStats(ctx, s.r, queues, false)
 	if err != nil {
-		return nil, ModeInfo{}, err
+		return nil, combtype.ModeInfo{}, err
 	}
 	views := map[int64]*partitionView{}
 	var ids []int64
-	var mode ModeInfo
+	var mode combtype.ModeInfo
 	groups := map[string]bool{}
 	for _, qs := range stats {
 		for i := range qs.Partitions {
@@ -203,7 +147,7 @@ func (s *Store) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInf
 			if f.Partition != "" && ps.Name != f.Partition {
 				continue
 			}
-			v := newPartitionView(&qs.Queue, ps)
+			v := newPartitionView(&qs.Queue, ps, cursorsOf[ps.ID])
 			views[ps.ID] = v
 			ids = append(ids, ps.ID)
 			mode.HasQueueMode = mode.HasQueueMode || v.qm != nil
@@ -214,12 +158,12 @@ func (s *Store) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInf
 	}
 	mode.BusGroups = len(groups)
 	mode.Type = modeType(mode.HasQueueMode, mode.BusGroups)
-	out := []MessageInfo{}
+	out := []combtype.MessageInfo{}
 	if len(ids) == 0 {
 		return out, mode, nil
 	}
 	if err := s.markTombstoned(ctx, views, ids); err != nil {
-		return nil, ModeInfo{}, err
+		return nil, combtype.ModeInfo{}, err
 	}
 	from, to := int64(0), int64(1<<62)
 	if !f.From.IsZero() {
@@ -240,7 +184,7 @@ func (s *Store) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInf
 				AND (created_at < ?4 OR (created_at = ?4 AND id < ?5))
 			ORDER BY created_at DESC, id DESC LIMIT ?6`, idList, from, to, lastAt, lastID, chunk)
 		if err != nil {
-			return nil, ModeInfo{}, fmt.Errorf("list segments: %w", err)
+			return nil, combtype.ModeInfo{}, fmt.Errorf("list segments: %w", err)
 		}
 		type segRef struct{ id, partition, base, count, createdAt int64 }
 		var segs []segRef
@@ -248,13 +192,13 @@ func (s *Store) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInf
 			var r segRef
 			if err := rows.Scan(&r.id, &r.partition, &r.base, &r.count, &r.createdAt); err != nil {
 				rows.Close()
-				return nil, ModeInfo{}, fmt.Errorf("scan segment: %w", err)
+				return nil, combtype.ModeInfo{}, fmt.Errorf("scan segment: %w", err)
 			}
 			segs = append(segs, r)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, ModeInfo{}, fmt.Errorf("list segments: %w", err)
+			return nil, combtype.ModeInfo{}, fmt.Errorf("list segments: %w", err)
 		}
 		for _, sg := range segs {
 			lastAt, lastID = sg.createdAt, sg.id
@@ -263,12 +207,12 @@ func (s *Store) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInf
 			var tombs, dead []int64
 			if v.tomb {
 				if tombs, err = offsetsIn(ctx, s.r, tombstonesInRange, sg.partition, first, last); err != nil {
-					return nil, ModeInfo{}, fmt.Errorf("read tombstones: %w", err)
+					return nil, combtype.ModeInfo{}, fmt.Errorf("read tombstones: %w", err)
 				}
 			}
 			if v.dlq {
 				if dead, err = offsetsIn(ctx, s.r, deadLettersInRange, v.p.UUID, first, last); err != nil {
-					return nil, ModeInfo{}, fmt.Errorf("read dead letters: %w", err)
+					return nil, combtype.ModeInfo{}, fmt.Errorf("read dead letters: %w", err)
 				}
 			}
 			// Which frames of this segment match, newest first, by
@@ -294,12 +238,12 @@ func (s *Store) ListMessages(ctx context.Context, f MessageFilter) ([]MessageInf
 			}
 			frames, err := s.segmentFrames(ctx, sg.id, int(sg.count))
 			if err != nil {
-				return nil, ModeInfo{}, err
+				return nil, combtype.ModeInfo{}, err
 			}
 			for _, off := range match {
 				fr := &frames[off-first]
 				st, qst, consumed, lease := v.status(off, containsOffset(dead, off), now)
-				out = append(out, MessageInfo{
+				out = append(out, combtype.MessageInfo{
 					ID: MessageID(v.p.UUID, off), TxnID: fr.TxnID, PartitionID: v.p.UUID, Partition: v.p.Name,
 					Queue: v.q.Name, Namespace: v.q.Namespace, Task: v.q.Task, Priority: v.q.Options.Priority,
 					Offset: off, Status: st, QueueStatus: qst, ConsumedBy: consumed, TotalGroups: len(v.bus),
@@ -339,30 +283,11 @@ func (s *Store) markTombstoned(ctx context.Context, views map[int64]*partitionVi
 	return rows.Err()
 }
 
-// GroupPosition is one group's view of a message.
-type GroupPosition struct {
-	Group          string
-	Consumed       bool
-	LeaseExpiresAt time.Time // zero unless the message is in the group's live lease
-}
-
-// MessageDetail is one message with its payload and every group's view.
-type MessageDetail struct {
-	MessageInfo
-	Payload      []byte
-	IsEncrypted  bool
-	ErrorMessage string // from the newest DLQ copy, "" if none
-	RetryCount   int64
-	QueueOptions QueueOptions
-	Mode         ModeInfo
-	Groups       []GroupPosition // by group name
-}
-
 // locateStored finds a stored, not deleted message of tenant: its queue,
 // partition and offset. Unknown ids, offsets retention removed and
 // tombstoned messages are all ErrMessageNotFound.
-func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn string) (*Queue, *Partition, int64, error) {
-	var p Partition
+func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn string) (*combtype.Queue, *combtype.Partition, int64, error) {
+	var p combtype.Partition
 	var created, queueID int64
 	err := db.QueryRowContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at,
 			p.created_at, q.id FROM partitions p JOIN queues q ON q.id = p.queue_id
@@ -370,7 +295,7 @@ func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn st
 		partitionUUID, tenant).Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart,
 		&p.LastSegmentAt, &created, &queueID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, 0, ErrMessageNotFound
+		return nil, nil, 0, combtype.ErrMessageNotFound
 	}
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("locate message: %w", err)
@@ -382,7 +307,7 @@ func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn st
 	}
 	off, ok := found[txn]
 	if !ok || off < p.LogStart {
-		return nil, nil, 0, ErrMessageNotFound
+		return nil, nil, 0, combtype.ErrMessageNotFound
 	}
 	var deleted bool
 	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tombstones WHERE partition_id = ? AND offset = ?)`,
@@ -390,7 +315,7 @@ func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn st
 		return nil, nil, 0, fmt.Errorf("locate message: %w", err)
 	}
 	if deleted {
-		return nil, nil, 0, ErrMessageNotFound
+		return nil, nil, 0, combtype.ErrMessageNotFound
 	}
 	q, err := scanQueue(db.QueryRowContext(ctx, `SELECT `+queueColumns+` FROM queues WHERE id = ?`, queueID))
 	if err != nil {
@@ -401,12 +326,12 @@ func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn st
 
 // GetMessage returns one message of tenant by partition uuid and
 // transactionId, with its payload as pushed, or ErrMessageNotFound.
-func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn string) (*MessageDetail, error) {
+func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn string) (*combtype.MessageDetail, error) {
 	q, p, off, err := locateStored(ctx, s.r, tenant, partitionUUID, txn)
 	if err != nil {
 		return nil, err
 	}
-	d := &MessageDetail{QueueOptions: q.Options, IsEncrypted: q.Options.EncryptionEnabled && s.Encrypting()}
+	d := &combtype.MessageDetail{QueueOptions: q.Options, IsEncrypted: q.Options.EncryptionEnabled && s.Encrypting()}
 	var frame *segment.Frame
 	var createdAt int64
 	if err := s.scanFrames(ctx, s.r, p.ID, off, off, func(_, at int64, f *segment.Frame) error {
@@ -416,22 +341,22 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 		return nil, err
 	}
 	if frame == nil {
-		return nil, ErrMessageNotFound // removed by retention since it was located
+		return nil, combtype.ErrMessageNotFound // removed by retention since it was located
 	}
-	stats, err := s.queueStats(ctx, s.r, []*Queue{q}, false)
+	stats, cursorsOf, err := s.queueStats(ctx, s.r, []*combtype.Queue{q}, false)
 	if err != nil {
 		return nil, err
 	}
-	var ps *PartitionStats
+	var ps *combtype.PartitionStats
 	for i := range stats[0].Partitions {
 		if stats[0].Partitions[i].ID == p.ID {
 			ps = &stats[0].Partitions[i]
 		}
 	}
 	if ps == nil {
-		return nil, ErrMessageNotFound
+		return nil, combtype.ErrMessageNotFound
 	}
-	v := newPartitionView(q, ps)
+	v := newPartitionView(q, ps, cursorsOf[ps.ID])
 	var errText sql.NullString
 	var dlqRetry sql.NullInt64
 	err = s.r.QueryRowContext(ctx, `SELECT error_message, retry_count FROM dlq WHERE partition_uuid = ? AND offset = ?
@@ -441,7 +366,7 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 	}
 	now := micros(s.clock.Now())
 	st, qst, consumed, lease := v.status(off, dlqRetry.Valid, now)
-	d.MessageInfo = MessageInfo{
+	d.MessageInfo = combtype.MessageInfo{
 		ID: MessageID(p.UUID, off), TxnID: frame.TxnID, PartitionID: p.UUID, Partition: p.Name, Queue: q.Name,
 		Namespace: q.Namespace, Task: q.Task, Priority: q.Options.Priority, Offset: off, Status: st, QueueStatus: qst,
 		ConsumedBy: consumed, TotalGroups: len(v.bus), TraceID: frame.TraceID, ProducerSub: frame.ProducerSub,
@@ -456,9 +381,9 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 		// The failed rounds of the batch this message is (again) part of.
 		d.RetryCount = v.sc.retry
 	}
-	d.Mode = ModeInfo{HasQueueMode: v.qm != nil, BusGroups: len(v.bus), Type: modeType(v.qm != nil, len(v.bus))}
-	for _, c := range ps.cursors {
-		g := GroupPosition{Group: c.group, Consumed: off <= c.committed}
+	d.Mode = combtype.ModeInfo{HasQueueMode: v.qm != nil, BusGroups: len(v.bus), Type: modeType(v.qm != nil, len(v.bus))}
+	for _, c := range cursorsOf[ps.ID] {
+		g := combtype.GroupPosition{Group: c.group, Consumed: off <= c.committed}
 		if c.inLease(off, now) {
 			g.LeaseExpiresAt = fromMicros(c.leaseExpires.Int64)
 		}
@@ -481,7 +406,7 @@ func (s *Store) DeleteMessage(ctx context.Context, tenant, partitionUUID, txn st
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		found = false
 		_, p, off, err := locateStored(w.ctx, w, tenant, partitionUUID, txn)
-		if errors.Is(err, ErrMessageNotFound) {
+		if errors.Is(err, combtype.ErrMessageNotFound) {
 			return nil
 		}
 		if err != nil {

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/seek"
-	"github.com/comb-broker/comb/store"
 )
 
 // ListMessages decodes only the segments its page needs: with the oldest
@@ -37,9 +36,9 @@ func TestListMessagesDecodesOnlyWhatThePageNeeds(t *testing.T) {
 		{10, 45, 0, true},
 		{1, 49, 0, true},
 	} {
-		msgs, _, err := st.ListMessages(ctx, store.MessageFilter{Queue: "m", Limit: c.limit, Offset: c.offset})
+		msgs, _, err := st.ListMessages(ctx, "", combtype.MessageFilter{Queue: "m", Limit: c.limit, Offset: c.offset})
 		if c.corrupt {
-			if !errors.Is(err, store.ErrCorrupt) {
+			if !errors.Is(err, combtype.ErrCorrupt) {
 				t.Errorf("limit %d offset %d: %v, want the corrupt segment to be read", c.limit, c.offset, err)
 			}
 			continue
@@ -50,10 +49,10 @@ func TestListMessagesDecodesOnlyWhatThePageNeeds(t *testing.T) {
 	}
 	// A status filter is decided by arithmetic before decoding too: the
 	// only group starts at the end, nothing is pending, nothing is read.
-	if _, err := st.Pop(ctx, store.PopRequest{Queue: "m", Group: "g", Start: seek.Subscription{Mode: seek.ModeNew}}); err != nil {
+	if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "m", Group: "g", SubscriptionMode: "new"}); err != nil {
 		t.Fatal(err)
 	}
-	msgs, _, err := st.ListMessages(ctx, store.MessageFilter{Queue: "m", Status: store.MessagePending, Limit: 100})
+	msgs, _, err := st.ListMessages(ctx, "", combtype.MessageFilter{Queue: "m", Status: combtype.MessagePending, Limit: 100})
 	if err != nil || len(msgs) != 0 {
 		t.Errorf("pending after the only group skipped everything: %d, %v", len(msgs), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"io/fs"
 	"os"
 	"sort"
@@ -37,39 +38,23 @@ func (s *Store) DatabaseSize() (file, wal int64, err error) {
 	return fi.Size(), wi.Size(), nil
 }
 
-// SeriesFilter selects the queues and time range of IngestSeries.
-type SeriesFilter struct {
-	Tenant    string
-	Queue     string // "" = any
-	Namespace string // "" = any
-	Task      string // "" = any
-	From, To  time.Time
-	Bucket    time.Duration // > 0
-}
-
-// SeriesPoint is the number of messages committed in [At, At+Bucket).
-type SeriesPoint struct {
-	At       time.Time
-	Messages int64
-}
-
 // IngestSeries counts the messages committed per bucket in [From, To],
 // from segment commit times and frame counts: one range of the offset index
 // per partition, found by landing, no frame decoded. Every bucket
 // is present, empty ones as 0. Messages retention removed are not counted.
-func (s *Store) IngestSeries(ctx context.Context, f SeriesFilter) ([]SeriesPoint, error) {
+func (s *Store) IngestSeries(ctx context.Context, tenant string, f combtype.SeriesFilter) ([]combtype.SeriesPoint, error) {
 	if f.Bucket <= 0 || f.To.Before(f.From) {
-		return nil, fmt.Errorf("%w: empty series", ErrInvalid)
+		return nil, fmt.Errorf("%w: empty series", combtype.ErrInvalid)
 	}
 	from, to, bucket := micros(f.From), micros(f.To), f.Bucket.Microseconds()
 	n := (to-from)/bucket + 1
-	out := make([]SeriesPoint, n)
+	out := make([]combtype.SeriesPoint, n)
 	for i := range out {
 		out[i].At = fromMicros(from + int64(i)*bucket)
 	}
 	parts, err := queryPartitions(ctx, s.r, `SELECT `+partitionColumns+` FROM partitions WHERE last_segment_at >= ?1
 		AND queue_id IN (SELECT id FROM queues WHERE tenant = ?2 AND (?3 = '' OR name = ?3) AND (?4 = '' OR namespace = ?4)
-			AND (?5 = '' OR task = ?5))`, from, f.Tenant, f.Queue, f.Namespace, f.Task)
+			AND (?5 = '' OR task = ?5))`, from, tenant, f.Queue, f.Namespace, f.Task)
 	if err != nil {
 		return nil, fmt.Errorf("count messages per bucket: %w", err)
 	}
@@ -84,7 +69,7 @@ func (s *Store) IngestSeries(ctx context.Context, f SeriesFilter) ([]SeriesPoint
 // addIngest adds to out the messages p committed per bucket in [from, to]:
 // the offset range between the landings of from and just after to, read
 // through the offset index.
-func (s *Store) addIngest(ctx context.Context, p *Partition, from, to, bucket int64, out []SeriesPoint) error {
+func (s *Store) addIngest(ctx context.Context, p *combtype.Partition, from, to, bucket int64, out []combtype.SeriesPoint) error {
 	start, err := landing(ctx, s.r, p, from)
 	if err != nil || start == nil {
 		return err
@@ -113,26 +98,15 @@ func (s *Store) addIngest(ctx context.Context, p *Partition, from, to, bucket in
 	return rows.Err()
 }
 
-// QueueDepth is one queue's backlog, for metrics.
-type QueueDepth struct {
-	Tenant string
-	Queue  string
-	// Stored is the number of messages stored; Depth the ones the status
-	// cursor (queue mode, else the least advanced group) has not completed.
-	Stored, Depth int64
-	// GroupLag is each group's offset lag summed over the partitions.
-	GroupLag map[string]int64
-}
-
 // QueueDepths returns every tenant's queues' depths and group lags, in two
 // aggregate queries over partitions and cursors.
-func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
+func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) {
 	type key struct{ tenant, queue string }
-	by := map[key]*QueueDepth{}
-	get := func(tenant, name string) *QueueDepth {
+	by := map[key]*combtype.QueueDepth{}
+	get := func(tenant, name string) *combtype.QueueDepth {
 		d := by[key{tenant, name}]
 		if d == nil {
-			d = &QueueDepth{Tenant: tenant, Queue: name, GroupLag: map[string]int64{}}
+			d = &combtype.QueueDepth{Tenant: tenant, Queue: name, GroupLag: map[string]int64{}}
 			by[key{tenant, name}] = d
 		}
 		return d
@@ -144,7 +118,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 			`+storedExpr+`))
 		FROM queues q JOIN partitions p ON p.queue_id = q.id
 		WHERE NOT (q.tenant >= ?1 AND q.tenant < ?2)
-		GROUP BY q.id`, lo, hi, QueueModeGroup)
+		GROUP BY q.id`, lo, hi, combtype.QueueModeGroup)
 	if err != nil {
 		return nil, fmt.Errorf("read queue depths: %w", err)
 	}
@@ -183,7 +157,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read group lag: %w", err)
 	}
-	out := make([]QueueDepth, 0, len(by))
+	out := make([]combtype.QueueDepth, 0, len(by))
 	for _, d := range by {
 		out = append(out, *d)
 	}
@@ -210,15 +184,9 @@ func (s *Store) CountDLQ(ctx context.Context, tenant string, queues []string, fr
 	return n, nil
 }
 
-// DatabaseStats are SQLite's own page figures.
-type DatabaseStats struct {
-	PageSize, PageCount, FreelistCount int64
-	JournalMode                        string
-}
-
 // DatabaseStats reads SQLite's page figures.
-func (s *Store) DatabaseStats(ctx context.Context) (DatabaseStats, error) {
-	var d DatabaseStats
+func (s *Store) DatabaseStats(ctx context.Context) (combtype.DatabaseStats, error) {
+	var d combtype.DatabaseStats
 	err := s.r.QueryRowContext(ctx, `SELECT page_size, page_count, freelist_count, journal_mode
 		FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count(), pragma_journal_mode()`).
 		Scan(&d.PageSize, &d.PageCount, &d.FreelistCount, &d.JournalMode)

@@ -7,74 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/seek"
 )
 
-// Bounds on one pop, so that a single request cannot pull a whole log into
-// memory; a client asking for more gets this much and pops again.
-const (
-	MaxPopBatch      = 10000
-	MaxPopPartitions = 1000
-	// MaxPopBytes bounds the payload bytes of one pop; a pop always
-	// delivers at least one message, however large.
-	MaxPopBytes = 4 << 20
-)
-
-// QueueModeGroup is the cursor every pop without a consumer group shares.
-const QueueModeGroup = "__QUEUE_MODE__"
-
-// PopRequest asks for up to Batch messages of one queue, or of the queues
-// matching Namespace/Task when Queue is "".
-type PopRequest struct {
-	Tenant     string
-	Queue      string
-	Partition  string // "" = any partition
-	Namespace  string
-	Task       string
-	Group      string // "" = QueueModeGroup
-	Batch      int    // <= 0 means 1
-	Partitions int    // max partitions claimed under one lease; <= 0 means 1
-	AutoAck    bool
-	Start      seek.Subscription // applied on the group's first contact only
-}
-
-// Message is one delivered message.
-type Message struct {
-	ID          string
-	TxnID       string
-	PartitionID string
-	Partition   string
-	Queue       string
-	LeaseID     string // "" with autoAck
-	Group       string
-	Payload     []byte
-	CreatedAt   time.Time
-	TraceID     string
-	ProducerSub string
-	RetryCount  int64
-	Offset      int64
-}
-
-// PopResult is a delivered batch; Messages is empty when nothing was due.
-type PopResult struct {
-	Queue             string
-	Partition         string
-	PartitionID       string
-	LeaseID           string
-	Group             string
-	PartitionsClaimed int
-	Messages          []Message
-	// FramesEvicted counts frames retention removed before this group
-	// consumed them, skipped by this claim.
-	FramesEvicted int64
-	// WakeAt, when not zero and nothing was delivered, is the earliest time
-	// something held back (a live lease, a delay, a window) becomes due.
-	WakeAt time.Time
-}
-
 // candidate is a partition a pop may claim, with the group's cursor on it.
 type candidate struct {
-	part      Partition
+	part      combtype.Partition
 	hasCursor bool // false: the group never met the partition, cursor is zero
 	cursor
 }
@@ -163,36 +102,47 @@ func leaseWake(ctx context.Context, db querier, queueID int64, group, partition 
 	return fromMicros(at.Int64), nil
 }
 
+// popReq is a pop as the store runs it: the request, its tenant, and where
+// a group that never met the queue starts.
+type popReq struct {
+	combtype.PopRequest
+	Tenant string
+	Start  seek.Subscription
+}
+
 // popQueues resolves the queues a pop may serve, highest priority first.
-func (s *Store) popQueues(ctx context.Context, req *PopRequest) ([]*Queue, error) {
+func (s *Store) popQueues(ctx context.Context, req *popReq) ([]*combtype.Queue, error) {
 	if req.Queue != "" {
 		q, err := getQueue(ctx, s.r, req.Tenant, req.Queue)
-		if errors.Is(err, ErrQueueNotFound) {
+		if errors.Is(err, combtype.ErrQueueNotFound) {
 			return nil, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		return []*Queue{q}, nil
+		return []*combtype.Queue{q}, nil
 	}
 	return listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues
 		WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
 		ORDER BY priority DESC, id`, req.Tenant, req.Namespace, req.Namespace, req.Task, req.Task)
 }
 
-// Pop claims and reads up to req.Batch messages without waiting. Looking is
-// done on a reader; only a pop that has something to claim, or that is the
-// group's first contact with the queue, goes through the writer.
-func (s *Store) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
+// Pop claims and reads up to r.Batch of tenant's messages without waiting;
+// r.Wait and r.Timeout are the broker's. Looking is done on a reader; only
+// a pop that has something to claim, or that is the group's first contact
+// with the queue, goes through the writer.
+func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (*combtype.PopResult, error) {
+	req := popReq{PopRequest: r, Tenant: tenant,
+		Start: seek.ParseSubscription(r.SubscriptionMode, r.SubscriptionFrom, s.defaultSub)}
 	if req.Group == "" {
-		req.Group = QueueModeGroup
+		req.Group = combtype.QueueModeGroup
 	}
-	req.Batch = min(max(req.Batch, 1), MaxPopBatch)
-	req.Partitions = min(max(req.Partitions, 1), MaxPopPartitions)
+	req.Batch = min(max(req.Batch, 1), combtype.MaxPopBatch)
+	req.Partitions = min(max(req.Partitions, 1), combtype.MaxPopPartitions)
 	if req.Partition != "" {
 		req.Partitions = 1
 	}
-	res := &PopResult{Group: req.Group}
+	res := &combtype.PopResult{Group: req.Group}
 	queues, err := s.popQueues(ctx, &req)
 	if err != nil {
 		return nil, err
@@ -219,7 +169,7 @@ func (s *Store) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 				continue
 			}
 		}
-		var got *PopResult
+		var got *combtype.PopResult
 		var wake time.Time
 		// The frames are read inside the claim, on the writer, before its
 		// commit: an autoAck cursor only moves with the messages in hand,

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/store"
 )
 
@@ -29,9 +30,9 @@ func BenchmarkPopAfterHugePush(b *testing.B) {
 			defer st.Close()
 			left := 0
 			fill := func() {
-				items := make([]store.PushItem, 0, c.per)
+				items := make([]combtype.PushItem, 0, c.per)
 				for i := 0; i < total; i++ {
-					items = append(items, store.PushItem{Queue: "bench", Partition: "p", Payload: payload100})
+					items = append(items, combtype.PushItem{Queue: "bench", Partition: "p", Payload: payload100})
 					if len(items) == c.per {
 						if _, err := st.Push(ctx, "", items); err != nil {
 							b.Fatal(err)
@@ -48,7 +49,7 @@ func BenchmarkPopAfterHugePush(b *testing.B) {
 					fill()
 					b.StartTimer()
 				}
-				res, err := st.Pop(ctx, store.PopRequest{Queue: "bench", Batch: 1, AutoAck: true})
+				res, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "bench", Batch: 1, AutoAck: true})
 				if err != nil || len(res.Messages) != 1 {
 					b.Fatalf("pop: %d messages, %v", len(res.Messages), err)
 				}

@@ -5,45 +5,19 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"math"
 )
-
-// Push statuses.
-const (
-	StatusQueued    = "queued"
-	StatusDuplicate = "duplicate"
-)
-
-// PushItem is one message to append. Payload is raw JSON.
-type PushItem struct {
-	Queue       string
-	Partition   string // "" means DefaultPartition
-	Payload     []byte
-	TxnID       string // "" gets a generated id
-	TraceID     string
-	ProducerSub string
-}
-
-// PushResult is the outcome of one PushItem, in request order.
-type PushResult struct {
-	TxnID       string
-	Status      string // StatusQueued or StatusDuplicate
-	MessageID   string
-	PartitionID string
-	TraceID     string
-	Queue       string
-	Offset      int64
-}
 
 // Push appends items, fused with every other pending write into one commit.
 // It returns after the commit is durable. A transactionId already stored in
 // the same partition, or repeated earlier in items, is not stored again and
 // answers StatusDuplicate with the original message id.
-func (s *Store) Push(ctx context.Context, tenant string, items []PushItem) ([]PushResult, error) {
+func (s *Store) Push(ctx context.Context, tenant string, items []combtype.PushItem) ([]combtype.PushResult, error) {
 	if len(items) == 0 {
-		return []PushResult{}, nil
+		return []combtype.PushResult{}, nil
 	}
-	results := make([]PushResult, len(items))
+	results := make([]combtype.PushResult, len(items))
 	err := s.submit(ctx, &writeOp{bytes: itemsBytes(items), apply: func(w *wtx) error {
 		return w.push(tenant, items, results, false)
 	}})
@@ -59,7 +33,7 @@ func (s *Store) Push(ctx context.Context, tenant string, items []PushItem) ([]Pu
 // an error instead of a duplicate, since transactions do not deduplicate;
 // strict checks happen before anything is staged, so a rolled-back
 // savepoint never leaves items behind.
-func (w *wtx) push(tenant string, items []PushItem, results []PushResult, strict bool) error {
+func (w *wtx) push(tenant string, items []combtype.PushItem, results []combtype.PushResult, strict bool) error {
 	pps := make([]*pendingPart, len(items))
 	lookups := map[*pendingPart][]string{}
 	for i := range items {
@@ -70,7 +44,7 @@ func (w *wtx) push(tenant string, items []PushItem, results []PushResult, strict
 		}
 		pname := it.Partition
 		if pname == "" {
-			pname = DefaultPartition
+			pname = combtype.DefaultPartition
 		}
 		p, err := w.partition(q, pname, true)
 		if err != nil {
@@ -90,7 +64,7 @@ func (w *wtx) push(tenant string, items []PushItem, results []PushResult, strict
 		repeated := make(map[string]bool, len(ids))
 		for _, id := range ids {
 			if _, ok := stored[id]; ok || pp.ids[id] || repeated[id] {
-				return fmt.Errorf("%w: transactionId %q already exists", ErrInvalid, id)
+				return fmt.Errorf("%w: transactionId %q already exists", combtype.ErrInvalid, id)
 			}
 			repeated[id] = true
 		}
@@ -112,7 +86,7 @@ func (w *wtx) push(tenant string, items []PushItem, results []PushResult, strict
 
 // itemsBytes is roughly what items weigh in a commit, for the writer's
 // bound on the bytes one commit fuses.
-func itemsBytes(items []PushItem) int {
+func itemsBytes(items []combtype.PushItem) int {
 	size := 0
 	for i := range items {
 		size += len(items[i].Payload) + 64

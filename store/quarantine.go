@@ -4,56 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"strings"
 	"time"
 )
 
-// Defaults for the quarantine listing.
-const (
-	DefaultQuarantineLimit = 100
-	// MaxQuarantineLimit caps one page of the quarantine listing.
-	MaxQuarantineLimit = 1000
-)
-
-// QuarantineFilter selects quarantined segments of one tenant. Empty
-// strings match everything.
-type QuarantineFilter struct {
-	Tenant    string
-	Queue     string
-	Partition string // partition name
-	Limit     int    // <= 0 means DefaultQuarantineLimit; capped at MaxQuarantineLimit
-	Offset    int
-}
-
-// QuarantinedSegment is a segment that failed its checksum or did not
-// decode when a claim met it, put aside with a copy of its bytes.
-type QuarantinedSegment struct {
-	ID          int64
-	Tenant      string
-	Queue       string
-	Partition   string
-	PartitionID string // the partition's uuid
-	// FirstOffset and LastOffset bound the frames the segment held: the
-	// groups that met it moved past them without receiving them.
-	FirstOffset, LastOffset int64
-	Frames                  int64
-	Reason                  string
-	Bytes                   int64     // size of the stored copy
-	SegmentCreatedAt        time.Time // commit time of the segment
-	QuarantinedAt           time.Time
-	// PassedBy are the groups whose cursor on the partition is at or past
-	// the segment's last offset. Which group met the segment is not
-	// recorded, so a group that read the frames before they were damaged
-	// is listed too; any group not listed will still meet the segment and
-	// move past it.
-	PassedBy []string
-}
-
-func (f *QuarantineFilter) where() (string, []any) {
+func quarantineWhere(tenant string, f *combtype.QuarantineFilter) (string, []any) {
 	conds := []string{"qs.tenant = ?"}
-	args := []any{f.Tenant}
+	args := []any{tenant}
 	if f.Queue != "" {
 		conds, args = append(conds, "qs.queue_name = ?"), append(args, f.Queue)
 	}
@@ -65,13 +24,13 @@ func (f *QuarantineFilter) where() (string, []any) {
 
 // ListQuarantine returns one page of the tenant's quarantined segments
 // matching f, the most recently put aside first, and how many match in all.
-func (s *Store) ListQuarantine(ctx context.Context, f QuarantineFilter) ([]QuarantinedSegment, int64, error) {
+func (s *Store) ListQuarantine(ctx context.Context, tenant string, f combtype.QuarantineFilter) ([]combtype.QuarantinedSegment, int64, error) {
 	limit := f.Limit
 	if limit <= 0 {
-		limit = DefaultQuarantineLimit
+		limit = combtype.DefaultQuarantineLimit
 	}
-	limit = min(limit, MaxQuarantineLimit)
-	where, args := f.where()
+	limit = min(limit, combtype.MaxQuarantineLimit)
+	where, args := quarantineWhere(tenant, &f)
 	var total int64
 	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM quarantined_segments qs WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count quarantined segments: %w", err)
@@ -96,11 +55,11 @@ const quarantineSelect = `SELECT qs.id, qs.tenant, qs.queue_name, qs.partition_n
 		WHERE p.uuid = qs.partition_uuid AND c.committed >= qs.base_offset + qs.frame_count - 1 ORDER BY c.group_name)), '[]')
 	FROM quarantined_segments qs`
 
-func scanQuarantine(rows *sql.Rows) ([]QuarantinedSegment, error) {
+func scanQuarantine(rows *sql.Rows) ([]combtype.QuarantinedSegment, error) {
 	defer rows.Close()
-	out := []QuarantinedSegment{}
+	out := []combtype.QuarantinedSegment{}
 	for rows.Next() {
-		var q QuarantinedSegment
+		var q combtype.QuarantinedSegment
 		var groups string
 		var created, at int64
 		if err := rows.Scan(&q.ID, &q.Tenant, &q.Queue, &q.Partition, &q.PartitionID, &q.FirstOffset, &q.Frames,
@@ -131,7 +90,7 @@ func (s *Store) CountQuarantine(ctx context.Context, tenant string) (int64, erro
 
 // checkQuarantine reports each quarantined segment as a finding of its own
 // kind: its frames were set aside, and the groups past it did not get them.
-func checkQuarantine(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
+func checkQuarantine(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
 	// A file from before the table existed has nothing put aside.
 	var tables int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master
@@ -155,36 +114,12 @@ func checkQuarantine(ctx context.Context, tx *sql.Tx, rep *CheckReport) error {
 			groups = fmt.Sprintf("groups past it, which did not receive offsets %d-%d unless they read them before: %s",
 				q.FirstOffset, q.LastOffset, strings.Join(q.PassedBy, ", "))
 		}
-		rep.Findings = append(rep.Findings, Finding{Check: "quarantine", Tenant: q.Tenant, Queue: q.Queue,
+		rep.Findings = append(rep.Findings, combtype.Finding{Check: "quarantine", Tenant: q.Tenant, Queue: q.Queue,
 			Partition: q.Partition, From: q.FirstOffset, To: q.LastOffset, HasOffsets: true,
 			Detail: fmt.Sprintf("segment %d of %d messages set aside at %s (%s); %s",
 				q.ID, q.Frames, q.QuarantinedAt.UTC().Format(time.RFC3339), q.Reason, groups)})
 	}
 	return nil
-}
-
-// Errors of RestoreQuarantined.
-var (
-	// ErrQuarantineNotFound is returned for an id that names no quarantined
-	// segment of the tenant.
-	ErrQuarantineNotFound = errors.New("quarantined segment not found")
-	// ErrStillDamaged is returned when the stored copy of a quarantined
-	// segment still fails its checksum, does not decode or cannot be
-	// decrypted. Nothing was changed.
-	ErrStillDamaged = errors.New("quarantined segment still cannot be read")
-	// ErrNoGroupPast is returned when no group has moved past a quarantined
-	// segment: nobody lost its messages yet, so there is nothing to restore.
-	ErrNoGroupPast = errors.New("no consumer group has moved past the segment")
-)
-
-// RestoreResult is what RestoreQuarantined did.
-type RestoreResult struct {
-	ID     int64
-	Queue  string
-	Frames int      // messages the segment held
-	Groups []string // groups past it, one DLQ row per message each
-	// DeadLettered is the number of DLQ rows written: Frames × len(Groups).
-	DeadLettered int
 }
 
 // RestoreQuarantined tries a quarantined segment of tenant again: if its
@@ -203,8 +138,8 @@ type RestoreResult struct {
 // (":redrive:<row id>" appended) exactly once. The damaged row in segments
 // stays until retention takes it: a group that meets it later puts it aside
 // again and it is listed anew.
-func (s *Store) RestoreQuarantined(ctx context.Context, tenant string, id int64) (*RestoreResult, error) {
-	var res *RestoreResult
+func (s *Store) RestoreQuarantined(ctx context.Context, tenant string, id int64) (*combtype.RestoreResult, error) {
+	var res *combtype.RestoreResult
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		res = nil
 		rows, err := w.QueryContext(w.ctx, quarantineSelect+` WHERE qs.id = ? AND qs.tenant = ?`, id, tenant)
@@ -216,7 +151,7 @@ func (s *Store) RestoreQuarantined(ctx context.Context, tenant string, id int64)
 			return err
 		}
 		if len(segs) == 0 {
-			return fmt.Errorf("%w: %d", ErrQuarantineNotFound, id)
+			return fmt.Errorf("%w: %d", combtype.ErrQuarantineNotFound, id)
 		}
 		seg := segs[0]
 		var codec, rawSize int
@@ -229,15 +164,15 @@ func (s *Store) RestoreQuarantined(ctx context.Context, tenant string, id int64)
 		}
 		frames, err := decodeSegment(codec, rawSize, uint32(checksum), data, int(seg.Frames))
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrStillDamaged, err)
+			return fmt.Errorf("%w: %v", combtype.ErrStillDamaged, err)
 		}
 		for i := range frames {
 			if _, err := w.s.DecryptPayload(frames[i].Payload); err != nil {
-				return fmt.Errorf("%w: frame %d: %v", ErrStillDamaged, seg.FirstOffset+int64(i), err)
+				return fmt.Errorf("%w: frame %d: %v", combtype.ErrStillDamaged, seg.FirstOffset+int64(i), err)
 			}
 		}
 		if len(seg.PassedBy) == 0 {
-			return fmt.Errorf("%w: its groups will meet it and put it aside again", ErrNoGroupPast)
+			return fmt.Errorf("%w: its groups will meet it and put it aside again", combtype.ErrNoGroupPast)
 		}
 		note := fmt.Sprintf("restored from quarantined segment %d (%s)", id, seg.Reason)
 		now := micros(w.now)
@@ -259,7 +194,7 @@ func (s *Store) RestoreQuarantined(ctx context.Context, tenant string, id int64)
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM quarantined_segments WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("remove quarantined segment %d: %w", id, err)
 		}
-		res = &RestoreResult{ID: id, Queue: seg.Queue, Frames: len(frames), Groups: seg.PassedBy,
+		res = &combtype.RestoreResult{ID: id, Queue: seg.Queue, Frames: len(frames), Groups: seg.PassedBy,
 			DeadLettered: len(frames) * len(seg.PassedBy)}
 		return nil
 	}})

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"math"
 )
 
@@ -70,7 +71,7 @@ func (s *Store) detachQueue(ctx context.Context, tenant, name string) (bool, err
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		detached = false
 		q, err := w.queue(tenant, name, false)
-		if errors.Is(err, ErrQueueNotFound) {
+		if errors.Is(err, combtype.ErrQueueNotFound) {
 			return nil
 		}
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/store"
 )
@@ -24,25 +25,25 @@ func TestDeleteQueueInBatches(t *testing.T) {
 	fillQueue(t, st, "big", 5, 4, 30) // 150 segments, 600 keys
 	// Cursors, a live lease, a subscription, a dead letter, a tombstone, a
 	// trace and a snapshot on the doomed queue.
-	res, err := st.Pop(ctx, store.PopRequest{Queue: "big", Group: "g", Batch: 3})
+	res, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "big", Group: "g", Batch: 3})
 	if err != nil || len(res.Messages) != 3 {
 		t.Fatalf("pop: %+v, %v", res, err)
 	}
 	m := res.Messages[0]
-	if _, err := st.Ack(ctx, "", "g", []store.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, Status: store.AckDLQ}}); err != nil {
+	if _, err := st.Ack(ctx, "", "g", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, Status: combtype.AckDLQ}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.RecordTrace(ctx, "", store.TraceInput{PartitionID: m.PartitionID, TxnID: res.Messages[1].TxnID,
+	if _, err := st.RecordTrace(ctx, "", combtype.TraceInput{PartitionID: m.PartitionID, TxnID: res.Messages[1].TxnID,
 		Names: []string{"n"}, Data: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.DeleteMessage(ctx, "", m.PartitionID, res.Messages[2].TxnID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateSnapshot(ctx, store.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "big"}); err != nil {
+	if _, err := st.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "big"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Pop(ctx, store.PopRequest{Queue: "big", Batch: 3, AutoAck: true}); err != nil {
+	if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "big", Batch: 3, AutoAck: true}); err != nil {
 		t.Fatalf("pop: %v", err)
 	}
 	for table, n := range rowCounts(t, st) {
@@ -67,7 +68,7 @@ func TestDeleteQueueInBatches(t *testing.T) {
 	if existed, err := st.DeleteQueue(ctx, "", "big"); err != nil || existed {
 		t.Errorf("second delete = %v, %v", existed, err)
 	}
-	if _, err := st.Queue(ctx, "", "big"); err != store.ErrQueueNotFound {
+	if _, err := st.Queue(ctx, "", "big"); err != combtype.ErrQueueNotFound {
 		t.Errorf("queue after delete: %v", err)
 	}
 }
@@ -76,7 +77,7 @@ func TestDeleteQueueIsTenantScoped(t *testing.T) {
 	ctx := context.Background()
 	st := combtest.MustOpenStore(t, combtest.Options{})
 	for _, tenant := range []string{"t1", "t2"} {
-		if _, err := st.Push(ctx, tenant, []store.PushItem{{Queue: "q", TxnID: "x", Payload: []byte("1")}}); err != nil {
+		if _, err := st.Push(ctx, tenant, []combtype.PushItem{{Queue: "q", TxnID: "x", Payload: []byte("1")}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,11 +102,11 @@ func TestDeleteQueueResumesAfterCrash(t *testing.T) {
 		t.Fatalf("detach = %v, %v", existed, err)
 	}
 	// The name is free at once: a push creates a new, empty queue.
-	if res, err := st.Push(ctx, "", []store.PushItem{{Queue: "a", TxnID: "0-0-0", Payload: []byte("2")}}); err != nil ||
-		res[0].Status != store.StatusQueued {
+	if res, err := st.Push(ctx, "", []combtype.PushItem{{Queue: "a", TxnID: "0-0-0", Payload: []byte("2")}}); err != nil ||
+		res[0].Status != combtype.StatusQueued {
 		t.Fatalf("push after detach = %+v, %v", res, err)
 	}
-	stats, err := st.ListQueueStats(ctx, store.QueueFilter{})
+	stats, err := st.ListQueueStats(ctx, "", combtype.QueueFilter{})
 	if err != nil || len(stats) != 1 || stats[0].Counts.Total != 1 || len(stats[0].Partitions) != 1 {
 		t.Fatalf("queues after detach = %+v, %v", stats, err)
 	}
@@ -118,7 +119,7 @@ func TestDeleteQueueResumesAfterCrash(t *testing.T) {
 	if c := rowCounts(t, st); c["segments"] != 1 || c["queues"] != 1 || c["partitions"] != 1 || c["txids"] != 1 {
 		t.Fatalf("rows after the leftover was purged = %v", c)
 	}
-	res, err := st.Pop(ctx, store.PopRequest{Queue: "a", Batch: 10})
+	res, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "a", Batch: 10})
 	if err != nil || len(res.Messages) != 1 || string(res.Messages[0].Payload) != "2" {
 		t.Fatalf("pop = %+v, %v", res, err)
 	}
@@ -157,7 +158,7 @@ func BenchmarkDeleteQueue(b *testing.B) {
 					defer wg.Done()
 					for i := 0; ctx.Err() == nil; i++ {
 						t0 := time.Now()
-						if _, err := st.Push(context.Background(), "", []store.PushItem{{Queue: "live", Payload: []byte("1")}}); err != nil {
+						if _, err := st.Push(context.Background(), "", []combtype.PushItem{{Queue: "live", Payload: []byte("1")}}); err != nil {
 							b.Error(err)
 							return
 						}
@@ -217,7 +218,7 @@ func TestDeleteQueueRemovesEveryDedupKey(t *testing.T) {
 	ctx := context.Background()
 	st := combtest.MustOpenStore(t, combtest.Options{})
 	push := func(queue string, parts, perPart, round int) {
-		var items []store.PushItem
+		var items []combtype.PushItem
 		for p := range parts {
 			for i := range perPart {
 				// Time-ordered ids (whose keys of both queues interleave)
@@ -226,7 +227,7 @@ func TestDeleteQueueRemovesEveryDedupKey(t *testing.T) {
 				if round%2 == 1 {
 					txn = fmt.Sprintf("%s-%d-%d-%d", queue, round, p, i)
 				}
-				items = append(items, store.PushItem{Queue: queue, Partition: fmt.Sprintf("p%d", p), TxnID: txn, Payload: []byte("1")})
+				items = append(items, combtype.PushItem{Queue: queue, Partition: fmt.Sprintf("p%d", p), TxnID: txn, Payload: []byte("1")})
 			}
 		}
 		if _, err := st.Push(ctx, "", items); err != nil {

@@ -5,75 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
-	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/google/uuid"
 )
-
-// DefaultPartition is the partition a push goes to when it names none.
-const DefaultPartition = "Default"
-
-// QueueOptions are a queue's settings as /api/v1/configure carries them.
-// Durations are in seconds except RetryDelay (milliseconds).
-type QueueOptions struct {
-	LeaseTime                 int64 // seconds a popped batch stays leased; 0 is read as 60
-	RetryLimit                int64 // failed rounds before a message is dead-lettered
-	RetryDelay                int64 // milliseconds; stored and echoed only
-	MaxSize                   int64 // stored and echoed only, as Queen does
-	TTL                       int64 // seconds; stored and echoed only
-	DeadLetterQueue           bool  // stored and echoed only
-	DLQAfterMaxRetries        bool  // stored and echoed only
-	Priority                  int64 // orders queues in namespace pops, highest first
-	DelayedProcessing         int64 // seconds a message stays hidden after its commit
-	WindowBuffer              int64 // seconds a partition is held after its newest commit
-	RetentionSeconds          int64
-	CompletedRetentionSeconds int64
-	RetentionEnabled          bool
-	EncryptionEnabled         bool
-	MaxWaitTimeSeconds        int64
-	MaxBytes                  int64 // bound on stored segment bytes; 0 = none
-}
-
-// DefaultQueueOptions are the options of a queue created by a push, and what
-// /configure falls back to for every option it omits.
-func DefaultQueueOptions() QueueOptions {
-	return QueueOptions{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600}
-}
-
-// Queue is a queue row.
-type Queue struct {
-	ID        int64
-	UUID      string
-	Tenant    string
-	Name      string
-	Namespace string
-	Task      string
-	Options   QueueOptions
-	CreatedAt time.Time
-}
-
-// LeaseDuration is how long a pop of this queue leases its batch.
-func (q *Queue) LeaseDuration() time.Duration {
-	if q.Options.LeaseTime <= 0 {
-		return 60 * time.Second
-	}
-	// Saturates rather than wrapping into a lease born expired.
-	return time.Duration(secondsMicros(min(q.Options.LeaseTime, math.MaxInt64/int64(time.Second)))) * time.Microsecond
-}
-
-// Partition is a partition row.
-type Partition struct {
-	ID            int64
-	UUID          string
-	QueueID       int64
-	Name          string
-	LastOffset    int64
-	LogStart      int64
-	LastSegmentAt int64 // µs
-	CreatedAt     time.Time
-}
 
 const queueColumns = `id, uuid, tenant, name, namespace, task, lease_time, retry_limit, retry_delay, max_size, ttl,
 	dead_letter_queue, dlq_after_max_retries, priority, delayed_processing, window_buffer, retention_seconds,
@@ -91,10 +27,10 @@ var qualifiedQueueColumns = func() string {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanQueue(r scanner) (*Queue, error) {
-	var q Queue
+func scanQueue(r scanner) (*combtype.Queue, error) {
+	var q combtype.Queue
 	var created int64
-	if err := r.Scan(q.dest(&created)...); err != nil {
+	if err := r.Scan(queueDest(&q, &created)...); err != nil {
 		return nil, err
 	}
 	q.CreatedAt = fromMicros(created)
@@ -103,7 +39,7 @@ func scanQueue(r scanner) (*Queue, error) {
 
 // dest is where the columns of queueColumns scan to; created_at goes to
 // created, in µs.
-func (q *Queue) dest(created *int64) []any {
+func queueDest(q *combtype.Queue, created *int64) []any {
 	o := &q.Options
 	return []any{&q.ID, &q.UUID, &q.Tenant, &q.Name, &q.Namespace, &q.Task, &o.LeaseTime, &o.RetryLimit,
 		&o.RetryDelay, &o.MaxSize, &o.TTL, &o.DeadLetterQueue, &o.DLQAfterMaxRetries, &o.Priority,
@@ -113,10 +49,10 @@ func (q *Queue) dest(created *int64) []any {
 
 const partitionColumns = `id, uuid, queue_id, name, last_offset, log_start, last_segment_at, created_at`
 
-func scanPartition(r scanner) (*Partition, error) {
-	var p Partition
+func scanPartition(r scanner) (*combtype.Partition, error) {
+	var p combtype.Partition
 	var created int64
-	if err := r.Scan(p.dest(&created)...); err != nil {
+	if err := r.Scan(partitionDest(&p, &created)...); err != nil {
 		return nil, err
 	}
 	p.CreatedAt = fromMicros(created)
@@ -125,7 +61,7 @@ func scanPartition(r scanner) (*Partition, error) {
 
 // dest is where the columns of partitionColumns scan to; created_at goes
 // to created, in µs.
-func (p *Partition) dest(created *int64) []any {
+func partitionDest(p *combtype.Partition, created *int64) []any {
 	return []any{&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, created}
 }
 
@@ -134,10 +70,10 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func getQueue(ctx context.Context, db querier, tenant, name string) (*Queue, error) {
+func getQueue(ctx context.Context, db querier, tenant, name string) (*combtype.Queue, error) {
 	q, err := scanQueue(db.QueryRowContext(ctx, `SELECT `+queueColumns+` FROM queues WHERE tenant = ? AND name = ?`, tenant, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrQueueNotFound
+		return nil, combtype.ErrQueueNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get queue %q: %w", name, err)
@@ -145,10 +81,10 @@ func getQueue(ctx context.Context, db querier, tenant, name string) (*Queue, err
 	return q, nil
 }
 
-func getPartition(ctx context.Context, db querier, queueID int64, name string) (*Partition, error) {
+func getPartition(ctx context.Context, db querier, queueID int64, name string) (*combtype.Partition, error) {
 	p, err := scanPartition(db.QueryRowContext(ctx, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? AND name = ?`, queueID, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrPartitionNotFound
+		return nil, combtype.ErrPartitionNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get partition %q: %w", name, err)
@@ -157,22 +93,22 @@ func getPartition(ctx context.Context, db querier, queueID int64, name string) (
 }
 
 // Queue returns tenant's queue by name, or ErrQueueNotFound.
-func (s *Store) Queue(ctx context.Context, tenant, name string) (*Queue, error) {
+func (s *Store) Queue(ctx context.Context, tenant, name string) (*combtype.Queue, error) {
 	return getQueue(ctx, s.r, tenant, name)
 }
 
 // Partitions returns the partitions of a queue in creation order.
-func (s *Store) Partitions(ctx context.Context, queueID int64) ([]*Partition, error) {
+func (s *Store) Partitions(ctx context.Context, queueID int64) ([]*combtype.Partition, error) {
 	return queryPartitions(ctx, s.r, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id`, queueID)
 }
 
-func queryPartitions(ctx context.Context, db querier, query string, args ...any) ([]*Partition, error) {
+func queryPartitions(ctx context.Context, db querier, query string, args ...any) ([]*combtype.Partition, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
 	defer rows.Close()
-	var out []*Partition
+	var out []*combtype.Partition
 	for rows.Next() {
 		p, err := scanPartition(rows)
 		if err != nil {
@@ -203,7 +139,7 @@ func newUUID() string {
 }
 
 // queue resolves tenant's queue, creating it with default options if create.
-func (w *wtx) queue(tenant, name string, create bool) (*Queue, error) {
+func (w *wtx) queue(tenant, name string, create bool) (*combtype.Queue, error) {
 	k := queueKey{tenant, name}
 	if q := w.queues[k]; q != nil {
 		return q, nil
@@ -213,10 +149,10 @@ func (w *wtx) queue(tenant, name string, create bool) (*Queue, error) {
 		return &q, nil
 	}
 	q, err := getQueue(w.ctx, w, tenant, name)
-	if errors.Is(err, ErrQueueNotFound) && create {
+	if errors.Is(err, combtype.ErrQueueNotFound) && create {
 		ns, task := impliedNamespaceTask(name)
-		q = &Queue{UUID: newUUID(), Tenant: tenant, Name: name, Namespace: ns, Task: task,
-			Options: DefaultQueueOptions(), CreatedAt: fromMicros(micros(w.now))}
+		q = &combtype.Queue{UUID: newUUID(), Tenant: tenant, Name: name, Namespace: ns, Task: task,
+			Options: combtype.DefaultQueueOptions(), CreatedAt: fromMicros(micros(w.now))}
 		q.ID, err = w.insertQueue(q)
 	}
 	if err != nil {
@@ -226,7 +162,7 @@ func (w *wtx) queue(tenant, name string, create bool) (*Queue, error) {
 	return q, nil
 }
 
-func (w *wtx) insertQueue(q *Queue) (int64, error) {
+func (w *wtx) insertQueue(q *combtype.Queue) (int64, error) {
 	o := q.Options
 	res, err := w.ExecContext(w.ctx, `INSERT INTO queues (uuid, tenant, name, namespace, task, lease_time, retry_limit,
 		retry_delay, max_size, ttl, dead_letter_queue, dlq_after_max_retries, priority, delayed_processing, window_buffer,
@@ -243,7 +179,7 @@ func (w *wtx) insertQueue(q *Queue) (int64, error) {
 }
 
 // partition resolves a partition of q, creating it if create.
-func (w *wtx) partition(q *Queue, name string, create bool) (*Partition, error) {
+func (w *wtx) partition(q *combtype.Queue, name string, create bool) (*combtype.Partition, error) {
 	k := partKey{q.ID, name}
 	if p := w.partitions[k]; p != nil {
 		return p, nil
@@ -253,8 +189,8 @@ func (w *wtx) partition(q *Queue, name string, create bool) (*Partition, error) 
 		return &p, nil
 	}
 	p, err := getPartition(w.ctx, w, q.ID, name)
-	if errors.Is(err, ErrPartitionNotFound) && create {
-		p = &Partition{UUID: newUUID(), QueueID: q.ID, Name: name, LastOffset: -1, CreatedAt: fromMicros(micros(w.now))}
+	if errors.Is(err, combtype.ErrPartitionNotFound) && create {
+		p = &combtype.Partition{UUID: newUUID(), QueueID: q.ID, Name: name, LastOffset: -1, CreatedAt: fromMicros(micros(w.now))}
 		var res sql.Result
 		res, err = w.ExecContext(w.ctx, `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES (?, ?, ?, ?)`,
 			p.UUID, q.ID, name, micros(p.CreatedAt))
@@ -272,31 +208,22 @@ func (w *wtx) partition(q *Queue, name string, create bool) (*Partition, error) 
 	return p, nil
 }
 
-// ConfigureRequest is an upsert of a queue with a full replace of its options.
-type ConfigureRequest struct {
-	Tenant    string
-	Queue     string
-	Namespace string
-	Task      string
-	Options   QueueOptions
-}
-
 // Configure creates or replaces a queue's settings and makes sure its
 // Default partition exists.
-func (s *Store) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *Partition, error) {
-	var q *Queue
-	var p *Partition
+func (s *Store) Configure(ctx context.Context, tenant string, req combtype.ConfigureRequest) (*combtype.Queue, *combtype.Partition, error) {
+	var q *combtype.Queue
+	var p *combtype.Partition
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		var err error
-		q, err = w.queue(req.Tenant, req.Queue, false)
+		q, err = w.queue(tenant, req.Queue, false)
 		switch {
-		case errors.Is(err, ErrQueueNotFound):
-			q = &Queue{UUID: newUUID(), Tenant: req.Tenant, Name: req.Queue, Namespace: req.Namespace, Task: req.Task,
+		case errors.Is(err, combtype.ErrQueueNotFound):
+			q = &combtype.Queue{UUID: newUUID(), Tenant: tenant, Name: req.Queue, Namespace: req.Namespace, Task: req.Task,
 				Options: req.Options, CreatedAt: fromMicros(micros(w.now))}
 			if q.ID, err = w.insertQueue(q); err != nil {
 				return err
 			}
-			w.queues[queueKey{req.Tenant, req.Queue}] = q
+			w.queues[queueKey{tenant, req.Queue}] = q
 		case err != nil:
 			return err
 		default:
@@ -314,7 +241,7 @@ func (s *Store) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *P
 			}
 			q.Namespace, q.Task, q.Options = req.Namespace, req.Task, req.Options
 		}
-		p, err = w.partition(q, DefaultPartition, true)
+		p, err = w.partition(q, combtype.DefaultPartition, true)
 		return err
 	}})
 	if err != nil {
@@ -323,13 +250,13 @@ func (s *Store) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *P
 	return q, p, nil
 }
 
-func listQueues(ctx context.Context, db querier, query string, args ...any) ([]*Queue, error) {
+func listQueues(ctx context.Context, db querier, query string, args ...any) ([]*combtype.Queue, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	defer rows.Close()
-	var out []*Queue
+	var out []*combtype.Queue
 	for rows.Next() {
 		q, err := scanQueue(rows)
 		if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import "sync"
+import "github.com/comb-broker/comb/combtype"
 
 // recentLeases remembers, for the last leases claims handed out, the
 // transactionId at each offset they delivered. An ack of a batch names its
@@ -28,7 +29,7 @@ type leasedFrame struct {
 // (the strings are the ones the pop answered with).
 const recentLeaseCap = 256
 
-func (r *recentLeases) put(lease string, msgs []Message) {
+func (r *recentLeases) put(lease string, msgs []combtype.Message) {
 	frames := make([]leasedFrame, len(msgs))
 	for i := range msgs {
 		frames[i] = leasedFrame{partition: msgs[i].PartitionID, txn: msgs[i].TxnID, offset: msgs[i].Offset}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"slices"
 	"strings"
 	"time"
@@ -31,17 +32,7 @@ import (
 // the message route count until a cursor passes them or retention removes
 // their segment.
 
-// MessageCounts are the six counters of the resource views.
-type MessageCounts struct {
-	Total      int64
-	Pending    int64
-	Processing int64
-	Completed  int64
-	Failed     int64
-	DeadLetter int64
-}
-
-func (c *MessageCounts) add(o MessageCounts) {
+func addCounts(c *combtype.MessageCounts, o combtype.MessageCounts) {
 	c.Total += o.Total
 	c.Pending += o.Pending
 	c.Processing += o.Processing
@@ -51,9 +42,9 @@ func (c *MessageCounts) add(o MessageCounts) {
 }
 
 // partitionCounts splits p's stored messages by the status cursor.
-func partitionCounts(p *Partition, cs []cursor, now int64) MessageCounts {
+func partitionCounts(p *combtype.Partition, cs []cursor, now int64) combtype.MessageCounts {
 	total := storedCount(p)
-	counts := MessageCounts{Total: total, Pending: total}
+	counts := combtype.MessageCounts{Total: total, Pending: total}
 	c := statusCursor(cs)
 	if c == nil || total == 0 {
 		return counts
@@ -68,51 +59,12 @@ func partitionCounts(p *Partition, cs []cursor, now int64) MessageCounts {
 	return counts
 }
 
-// PartitionStats is one partition with its counts and cursor totals.
-type PartitionStats struct {
-	Partition
-	Counts MessageCounts
-	// Oldest and Newest are the commit times of the first and last stored
-	// segments; zero when the partition stores nothing.
-	Oldest, Newest time.Time
-	// Summed over every group's cursor on the partition.
-	TotalConsumed   int64
-	BatchesConsumed int64
-	LastConsumedAt  time.Time // zero when never consumed
-	HasQueueMode    bool
-	BusGroups       int
-	// LeaseExpiresAt is the status cursor's live lease expiry, zero if none.
-	LeaseExpiresAt time.Time
-	// LiveLeases counts the groups holding a live lease on the partition.
-	LiveLeases int
-
-	cursors []cursor
-}
-
-// QueueStats is a queue with its partitions and summed counts.
-type QueueStats struct {
-	Queue
-	Partitions   []PartitionStats // in creation order
-	Counts       MessageCounts
-	HasQueueMode bool
-	BusGroups    int // distinct named groups with a cursor on the queue
-}
-
-// QueueFilter selects queues for ListQueueStats.
-type QueueFilter struct {
-	Tenant    string
-	Namespace string // "" = any
-	Task      string // "" = any
-	Limit     int    // <= 0 = no limit
-	Offset    int
-}
-
 // ListQueueStats returns the tenant's queues matching f, newest first,
 // with their counts.
-func (s *Store) ListQueueStats(ctx context.Context, f QueueFilter) ([]*QueueStats, error) {
+func (s *Store) ListQueueStats(ctx context.Context, tenant string, f combtype.QueueFilter) ([]*combtype.QueueStats, error) {
 	q := `SELECT ` + queueColumns + ` FROM queues WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
 		ORDER BY created_at DESC, id DESC`
-	args := []any{f.Tenant, f.Namespace, f.Namespace, f.Task, f.Task}
+	args := []any{tenant, f.Namespace, f.Namespace, f.Task, f.Task}
 	if f.Limit > 0 {
 		q += ` LIMIT ? OFFSET ?`
 		args = append(args, f.Limit, max(f.Offset, 0))
@@ -124,17 +76,18 @@ func (s *Store) ListQueueStats(ctx context.Context, f QueueFilter) ([]*QueueStat
 	if err != nil {
 		return nil, err
 	}
-	return s.queueStats(ctx, s.rdb, queues, false)
+	stats, _, err := s.queueStats(ctx, s.rdb, queues, false)
+	return stats, err
 }
 
 // QueueStats returns one queue with its partitions' counts and segment
 // times, or ErrQueueNotFound.
-func (s *Store) QueueStats(ctx context.Context, tenant, name string) (*QueueStats, error) {
+func (s *Store) QueueStats(ctx context.Context, tenant, name string) (*combtype.QueueStats, error) {
 	q, err := getQueue(ctx, s.rdb, tenant, name)
 	if err != nil {
 		return nil, err
 	}
-	stats, err := s.queueStats(ctx, s.rdb, []*Queue{q}, true)
+	stats, _, err := s.queueStats(ctx, s.rdb, []*combtype.Queue{q}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -142,17 +95,19 @@ func (s *Store) QueueStats(ctx context.Context, tenant, name string) (*QueueStat
 }
 
 // queueStats loads the partitions, cursors and DLQ counts of queues in a
-// few set-based queries. withTimes also reads each partition's oldest
-// segment time (one index seek per partition).
-func (s *Store) queueStats(ctx context.Context, db querier, queues []*Queue, withTimes bool) ([]*QueueStats, error) {
-	out := make([]*QueueStats, len(queues))
+// few set-based queries, and returns the cursors it read by partition id.
+// withTimes also reads each partition's oldest segment time (one index
+// seek per partition).
+func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Queue, withTimes bool) ([]*combtype.QueueStats, map[int64][]cursor, error) {
+	out := make([]*combtype.QueueStats, len(queues))
+	cursorsOf := map[int64][]cursor{}
 	if len(queues) == 0 {
-		return out, nil
+		return out, cursorsOf, nil
 	}
-	byID := make(map[int64]*QueueStats, len(queues))
+	byID := make(map[int64]*combtype.QueueStats, len(queues))
 	ids := make([]int64, len(queues))
 	for i, q := range queues {
-		out[i] = &QueueStats{Queue: *q}
+		out[i] = &combtype.QueueStats{Queue: *q}
 		byID[q.ID] = out[i]
 		ids[i] = q.ID
 	}
@@ -160,13 +115,13 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*Queue, wit
 	parts, err := queryPartitions(ctx, db, `SELECT `+partitionColumns+` FROM partitions
 		WHERE queue_id IN (SELECT value FROM json_each(?)) ORDER BY queue_id, id`, idList)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	pidx := make(map[int64]*PartitionStats, len(parts))
-	uuidIdx := make(map[string]*PartitionStats, len(parts))
+	pidx := make(map[int64]*combtype.PartitionStats, len(parts))
+	uuidIdx := make(map[string]*combtype.PartitionStats, len(parts))
 	for _, p := range parts {
 		qs := byID[p.QueueID]
-		qs.Partitions = append(qs.Partitions, PartitionStats{Partition: *p})
+		qs.Partitions = append(qs.Partitions, combtype.PartitionStats{Partition: *p})
 	}
 	for _, qs := range out {
 		for i := range qs.Partitions {
@@ -178,34 +133,34 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*Queue, wit
 	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c JOIN partitions p ON p.id = c.partition_id
 		WHERE p.queue_id IN (SELECT value FROM json_each(?))`, idList)
 	if err != nil {
-		return nil, fmt.Errorf("read cursors: %w", err)
+		return nil, nil, fmt.Errorf("read cursors: %w", err)
 	}
 	for rows.Next() {
 		c, err := scanCursor(rows)
 		if err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("scan cursor: %w", err)
+			return nil, nil, fmt.Errorf("scan cursor: %w", err)
 		}
 		if ps := pidx[c.partitionID]; ps != nil {
-			ps.cursors = append(ps.cursors, c)
+			cursorsOf[c.partitionID] = append(cursorsOf[c.partitionID], c)
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read cursors: %w", err)
+		return nil, nil, fmt.Errorf("read cursors: %w", err)
 	}
 	dead, err := dlqCountsByPartition(ctx, db, parts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := micros(s.clock.Now())
 	for _, qs := range out {
 		groups := map[string]bool{}
 		for i := range qs.Partitions {
 			ps := &qs.Partitions[i]
-			ps.Counts = partitionCounts(&ps.Partition, ps.cursors, now)
+			ps.Counts = partitionCounts(&ps.Partition, cursorsOf[ps.ID], now)
 			ps.Counts.DeadLetter = dead[ps.UUID]
-			for _, c := range ps.cursors {
+			for _, c := range cursorsOf[ps.ID] {
 				ps.TotalConsumed += c.totalConsumed
 				ps.BatchesConsumed += c.batches
 				if c.lastConsumedAt.Valid && c.lastConsumedAt.Int64 > micros(ps.LastConsumedAt) {
@@ -214,20 +169,20 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*Queue, wit
 				if c.live(now) {
 					ps.LiveLeases++
 				}
-				if c.group == QueueModeGroup {
+				if c.group == combtype.QueueModeGroup {
 					ps.HasQueueMode = true
 				} else {
 					ps.BusGroups++
 					groups[c.group] = true
 				}
 			}
-			if sc := statusCursor(ps.cursors); sc != nil && sc.live(now) {
+			if sc := statusCursor(cursorsOf[ps.ID]); sc != nil && sc.live(now) {
 				ps.LeaseExpiresAt = fromMicros(sc.leaseExpires.Int64)
 			}
 			if ps.LastOffset >= ps.LogStart {
 				ps.Newest = fromMicros(ps.LastSegmentAt)
 			}
-			qs.Counts.add(ps.Counts)
+			addCounts(&qs.Counts, ps.Counts)
 			qs.HasQueueMode = qs.HasQueueMode || ps.HasQueueMode
 		}
 		qs.BusGroups = len(groups)
@@ -241,41 +196,28 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*Queue, wit
 			err := db.QueryRowContext(ctx, `SELECT created_at FROM segments WHERE partition_id = ? ORDER BY base_offset LIMIT 1`,
 				ps.ID).Scan(&at)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return nil, fmt.Errorf("oldest segment: %w", err)
+				return nil, nil, fmt.Errorf("oldest segment: %w", err)
 			}
 			if err == nil {
 				ps.Oldest = fromMicros(at)
 			}
 		}
 	}
-	return out, nil
-}
-
-// Overview is the tenant-wide summary of the resources views.
-type Overview struct {
-	Queues, Partitions, Namespaces, Tasks int64
-	Counts                                MessageCounts
-	// OffsetLag (messages) and TimeLag (seconds: age of the oldest
-	// unconsumed segment) over every cursor.
-	OffsetLag, TimeLag LagSummary
-	// IngestedLastMinute is the number of messages committed in the minute
-	// before Timestamp.
-	IngestedLastMinute int64
-	Timestamp          time.Time
+	return out, cursorsOf, nil
 }
 
 // Overview summarises tenant's queues, messages and lag.
-func (s *Store) Overview(ctx context.Context, tenant string) (*Overview, error) {
+func (s *Store) Overview(ctx context.Context, tenant string) (*combtype.Overview, error) {
 	now := s.clock.Now()
-	stats, err := s.ListQueueStats(ctx, QueueFilter{Tenant: tenant})
+	stats, err := s.ListQueueStats(ctx, tenant, combtype.QueueFilter{})
 	if err != nil {
 		return nil, err
 	}
-	o := &Overview{Timestamp: now, Queues: int64(len(stats))}
+	o := &combtype.Overview{Timestamp: now, Queues: int64(len(stats))}
 	namespaces, tasks := map[string]bool{}, map[string]bool{}
 	for _, qs := range stats {
 		o.Partitions += int64(len(qs.Partitions))
-		o.Counts.add(qs.Counts)
+		addCounts(&o.Counts, qs.Counts)
 		if qs.Namespace != "" {
 			namespaces[qs.Namespace] = true
 		}
@@ -344,32 +286,24 @@ func (s *Store) ingestedSince(ctx context.Context, tenant string, since int64) (
 	return n, nil
 }
 
-// GroupedStats sums the queues sharing a namespace or a task.
-type GroupedStats struct {
-	Name       string
-	Queues     int64
-	Partitions int64
-	Counts     MessageCounts
-}
-
 // NamespaceStats groups tenant's queues by namespace, by name; queues
 // without a namespace are left out.
-func (s *Store) NamespaceStats(ctx context.Context, tenant string) ([]GroupedStats, error) {
-	return s.groupedStats(ctx, tenant, func(q *Queue) string { return q.Namespace })
+func (s *Store) NamespaceStats(ctx context.Context, tenant string) ([]combtype.GroupedStats, error) {
+	return s.groupedStats(ctx, tenant, func(q *combtype.Queue) string { return q.Namespace })
 }
 
 // TaskStats groups tenant's queues by task, by name; queues without a task
 // are left out.
-func (s *Store) TaskStats(ctx context.Context, tenant string) ([]GroupedStats, error) {
-	return s.groupedStats(ctx, tenant, func(q *Queue) string { return q.Task })
+func (s *Store) TaskStats(ctx context.Context, tenant string) ([]combtype.GroupedStats, error) {
+	return s.groupedStats(ctx, tenant, func(q *combtype.Queue) string { return q.Task })
 }
 
-func (s *Store) groupedStats(ctx context.Context, tenant string, key func(*Queue) string) ([]GroupedStats, error) {
-	stats, err := s.ListQueueStats(ctx, QueueFilter{Tenant: tenant})
+func (s *Store) groupedStats(ctx context.Context, tenant string, key func(*combtype.Queue) string) ([]combtype.GroupedStats, error) {
+	stats, err := s.ListQueueStats(ctx, tenant, combtype.QueueFilter{})
 	if err != nil {
 		return nil, err
 	}
-	by := map[string]*GroupedStats{}
+	by := map[string]*combtype.GroupedStats{}
 	for _, qs := range stats {
 		k := key(&qs.Queue)
 		if k == "" {
@@ -377,17 +311,17 @@ func (s *Store) groupedStats(ctx context.Context, tenant string, key func(*Queue
 		}
 		g := by[k]
 		if g == nil {
-			g = &GroupedStats{Name: k}
+			g = &combtype.GroupedStats{Name: k}
 			by[k] = g
 		}
 		g.Queues++
 		g.Partitions += int64(len(qs.Partitions))
-		g.Counts.add(qs.Counts)
+		addCounts(&g.Counts, qs.Counts)
 	}
-	out := make([]GroupedStats, 0, len(by))
+	out := make([]combtype.GroupedStats, 0, len(by))
 	for _, g := range by {
 		out = append(out, *g)
 	}
-	slices.SortFunc(out, func(a, b GroupedStats) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b combtype.GroupedStats) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }

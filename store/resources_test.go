@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/store"
 )
@@ -39,11 +40,11 @@ func fillQueuePadded(t testing.TB, st *store.Store, queue string, parts, perPart
 	t.Helper()
 	rnd := make([]byte, pad)
 	for r := range rounds {
-		items := make([]store.PushItem, 0, parts*perPart)
+		items := make([]combtype.PushItem, 0, parts*perPart)
 		for p := range parts {
 			for i := range perPart {
 				crand.Read(rnd)
-				items = append(items, store.PushItem{Queue: queue, Partition: fmt.Sprintf("p%d", p),
+				items = append(items, combtype.PushItem{Queue: queue, Partition: fmt.Sprintf("p%d", p),
 					TxnID: fmt.Sprintf("%d-%d-%d", r, p, i), Payload: []byte(`{"pad":"` + hex.EncodeToString(rnd) + `"}`)})
 			}
 		}
@@ -57,24 +58,24 @@ func TestQueueStatsCounts(t *testing.T) {
 	ctx := context.Background()
 	st := combtest.MustOpenStore(t, combtest.Options{})
 	fillQueue(t, st, "c", 2, 5, 1)
-	if _, err := st.Pop(ctx, store.PopRequest{Queue: "c", Partition: "p0", Batch: 2, AutoAck: true}); err != nil {
+	if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "c", Partition: "p0", Batch: 2, AutoAck: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Pop(ctx, store.PopRequest{Queue: "c", Partition: "p0", Batch: 2}); err != nil {
+	if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "c", Partition: "p0", Batch: 2}); err != nil {
 		t.Fatal(err)
 	}
 	qs, err := st.QueueStats(ctx, "", "c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.MessageCounts{Total: 10, Pending: 6, Processing: 2, Completed: 2}
+	want := combtype.MessageCounts{Total: 10, Pending: 6, Processing: 2, Completed: 2}
 	if qs.Counts != want {
 		t.Fatalf("counts = %+v, want %+v", qs.Counts, want)
 	}
 	if !qs.HasQueueMode || qs.BusGroups != 0 || qs.Partitions[0].TotalConsumed != 2 || qs.Partitions[0].LeaseExpiresAt.IsZero() {
 		t.Fatalf("stats = %+v", qs.Partitions[0])
 	}
-	if _, err := st.QueueStats(ctx, "other-tenant", "c"); err != store.ErrQueueNotFound {
+	if _, err := st.QueueStats(ctx, "other-tenant", "c"); err != combtype.ErrQueueNotFound {
 		t.Fatalf("other tenant: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"math"
 	"time"
 )
@@ -72,7 +73,7 @@ type EvictResult struct {
 // enforce: retentionEnabled with retentionSeconds or
 // completedRetentionSeconds, maxWaitTimeSeconds (which applies without
 // retentionEnabled), or maxBytes. Every tenant's queues are included.
-func (s *Store) RetentionQueues(ctx context.Context) ([]*Queue, error) {
+func (s *Store) RetentionQueues(ctx context.Context) ([]*combtype.Queue, error) {
 	return listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues
 		WHERE (retention_enabled = 1 AND (retention_seconds > 0 OR completed_retention_seconds > 0))
 			OR max_wait_time_seconds > 0 OR max_bytes > 0
@@ -89,7 +90,7 @@ type agePolicy struct {
 	doneCutoff int64
 }
 
-func newAgePolicy(o QueueOptions, now int64) (agePolicy, bool) {
+func newAgePolicy(o combtype.QueueOptions, now int64) (agePolicy, bool) {
 	p := agePolicy{cutoff: math.MinInt64, doneCutoff: math.MinInt64}
 	if o.RetentionEnabled && o.RetentionSeconds > 0 {
 		p.cutoff = addMicros(now, -secondsMicros(o.RetentionSeconds))
@@ -106,7 +107,7 @@ func newAgePolicy(o QueueOptions, now int64) (agePolicy, bool) {
 // AgedPartitions returns, from a reader, the partitions of q whose oldest
 // segment is old enough for one of q's time-based policies at now: the
 // only ones worth an EvictAged op.
-func (s *Store) AgedPartitions(ctx context.Context, q *Queue, now time.Time) ([]int64, error) {
+func (s *Store) AgedPartitions(ctx context.Context, q *combtype.Queue, now time.Time) ([]int64, error) {
 	pol, ok := newAgePolicy(q.Options, micros(now))
 	if !ok {
 		return nil, nil
@@ -360,7 +361,7 @@ func (w *wtx) snapshotPin(partitionID, now int64) (int64, error) {
 // queue has completed. A group subscribed to the queue that has not met
 // this partition yet has consumed nothing of it; a partition nobody
 // consumes has nothing completed.
-func (w *wtx) consumedByAll(queueID int64, p *Partition) (int64, error) {
+func (w *wtx) consumedByAll(queueID int64, p *combtype.Partition) (int64, error) {
 	var low sql.NullInt64
 	if err := w.QueryRowContext(w.ctx, `SELECT MIN(c) FROM (
 			SELECT committed AS c FROM cursors WHERE partition_id = ?1
@@ -379,7 +380,7 @@ func (w *wtx) consumedByAll(queueID int64, p *Partition) (int64, error) {
 // evict deletes segs, a prefix of p's log in offset order, with the dedup
 // keys, traces and tombstones of their frames, and moves log_start past
 // them.
-func (w *wtx) evict(p *Partition, segs []segMeta) (EvictResult, error) {
+func (w *wtx) evict(p *combtype.Partition, segs []segMeta) (EvictResult, error) {
 	var res EvictResult
 	if len(segs) == 0 {
 		return res, nil

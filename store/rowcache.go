@@ -1,5 +1,7 @@
 package store
 
+import "github.com/comb-broker/comb/combtype"
+
 // rowCache keeps, between commits, the queue and partition rows the
 // writer looked up by name, as they were when their commit succeeded.
 // Every push resolves its queue and partition; for pushes of one message
@@ -14,8 +16,8 @@ package store
 // the rest of it and forgets the whole cache at commit; a commit that
 // fails forgets it too. Only the writer goroutine touches it.
 type rowCache struct {
-	queues map[queueKey]Queue
-	parts  map[partKey]Partition
+	queues map[queueKey]combtype.Queue
+	parts  map[partKey]combtype.Partition
 }
 
 // maxCachedRows bounds the cache, so a producer cycling through endless
@@ -33,7 +35,7 @@ func (c *rowCache) keep(w *wtx) {
 		return
 	}
 	if c.queues == nil || len(c.queues)+len(w.queues) > maxCachedRows || len(c.parts)+len(w.partitions) > maxCachedRows {
-		c.queues, c.parts = map[queueKey]Queue{}, map[partKey]Partition{}
+		c.queues, c.parts = map[queueKey]combtype.Queue{}, map[partKey]combtype.Partition{}
 	}
 	for k, q := range w.queues {
 		c.queues[k] = *q

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/comb-broker/comb/store"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // The writer keeps the queue and partition rows pushes look up from one
@@ -20,15 +20,15 @@ func TestPushesSeeQueueChangesMadeBetweenThem(t *testing.T) {
 	configureQueue(t, st, "q", true, 3)
 	pushPayloads(t, st, "q", `"SEALED-2"`)
 
-	push := func(queue string) store.PushResult {
+	push := func(queue string) combtype.PushResult {
 		t.Helper()
-		res, err := st.Push(ctx, "", []store.PushItem{{Queue: queue, Partition: "p", Payload: []byte(`1`)}})
+		res, err := st.Push(ctx, "", []combtype.PushItem{{Queue: queue, Partition: "p", Payload: []byte(`1`)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res[0]
 	}
-	first := []store.PushResult{push("d"), push("d"), push("d")}
+	first := []combtype.PushResult{push("d"), push("d"), push("d")}
 	if first[2].Offset != 2 {
 		t.Fatalf("third push at offset %d, want 2", first[2].Offset)
 	}

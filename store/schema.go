@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/migrations"
 )
 
@@ -33,7 +34,7 @@ func checkHeader(path string) error {
 		return nil // a new, empty file
 	}
 	if !bytes.Equal(head[:n], sqliteHeader) {
-		return fmt.Errorf("%w: %s is not a SQLite database", ErrNotComb, path)
+		return fmt.Errorf("%w: %s is not a SQLite database", combtype.ErrNotComb, path)
 	}
 	return nil
 }
@@ -68,13 +69,13 @@ func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, e
 	if err := db.QueryRowContext(ctx,
 		`SELECT COUNT(*), COUNT(*) FILTER (WHERE name = 'goose_db_version') FROM sqlite_schema WHERE type = 'table'`).
 		Scan(&tables, &goose); err != nil {
-		return 0, fmt.Errorf("%w: %s: %w", ErrNotComb, path, err)
+		return 0, fmt.Errorf("%w: %s: %w", combtype.ErrNotComb, path, err)
 	}
 	if tables == 0 {
 		return 0, nil
 	}
 	if goose == 0 {
-		return 0, fmt.Errorf("%w: %s holds tables but no comb schema", ErrNotComb, path)
+		return 0, fmt.Errorf("%w: %s holds tables but no comb schema", combtype.ErrNotComb, path)
 	}
 	if err := db.QueryRowContext(ctx,
 		`SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&version); err != nil {
@@ -85,7 +86,7 @@ func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, e
 		return 0, err
 	}
 	if version > latest {
-		return version, fmt.Errorf("%w: %s has schema version %d, this comb knows up to %d", ErrSchemaTooNew, path, version, latest)
+		return version, fmt.Errorf("%w: %s has schema version %d, this comb knows up to %d", combtype.ErrSchemaTooNew, path, version, latest)
 	}
 	return version, nil
 }
@@ -127,8 +128,8 @@ const sqliteFull = 13 // SQLITE_FULL
 // classify marks a write that failed for lack of space with ErrFull, so
 // callers can tell it from a bug and answer it as such.
 func classify(err error) error {
-	if err == nil || errors.Is(err, ErrFull) || !isFull(err) {
+	if err == nil || errors.Is(err, combtype.ErrFull) || !isFull(err) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrFull, err)
+	return fmt.Errorf("%w: %w", combtype.ErrFull, err)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/seek"
 )
 
@@ -17,71 +18,10 @@ type SegmentRef struct {
 	CreatedAt  time.Time
 }
 
-// SeekRequest moves one group's cursors on one queue.
-type SeekRequest struct {
-	Tenant string
-	Group  string // "" = QueueModeGroup
-	Queue  string
-	// Partition names one partition; "" seeks every partition of the queue.
-	Partition string
-	// Target is where every cursor goes; exactly one position is named.
-	Target seek.Target
-	// DryRun resolves every placement and changes nothing.
-	DryRun bool
-}
-
-// PartitionSeek is what a seek did, or would do, to one partition.
-type PartitionSeek struct {
-	Partition   string
-	PartitionID string // uuid
-	// From is the committed value before the seek (the floor when the
-	// group had no cursor there), To the one after.
-	From, To int64
-	// Redeliver counts frames the group will be handed again, Skip frames
-	// it will never be handed.
-	Redeliver, Skip int64
-	// Clamped is true when the position wanted lay below the retention
-	// watermark and was raised to it; FramesEvicted counts the offsets
-	// below the watermark that the seek could not give back.
-	Clamped       bool
-	FramesEvicted int64
-	// OvershootBound is, for a time seek, the most frames older than the
-	// time that the landing segment can deliver again.
-	OvershootBound int64
-	// Created is true when the seek gave the group its first cursor on
-	// this partition.
-	Created bool
-
-	id int64 // the partition's row id
-}
-
-// SeekResult is the outcome of a seek, one entry per partition in creation order.
-type SeekResult struct {
-	Queue      string
-	Group      string
-	Partitions []PartitionSeek
-	// Snapshot is the snapshot applied, when the request named one.
-	Snapshot *Snapshot
-}
-
-// Clamped reports whether any partition was clamped, and how many frames
-// the clamping could not give back in total.
-func (r *SeekResult) Clamped() (bool, int64) {
-	var any bool
-	var n int64
-	for _, p := range r.Partitions {
-		if p.Clamped {
-			any = true
-			n += p.FramesEvicted
-		}
-	}
-	return any, n
-}
-
 // seekRow is one partition a seek touches: its row and what the rule
 // sees of it.
 type seekRow struct {
-	part  Partition
+	part  combtype.Partition
 	state seek.State
 }
 
@@ -138,7 +78,7 @@ func scanSeekStates(ctx context.Context, db querier, queueID int64, group, parti
 			return nil, fmt.Errorf("scan seek state: %w", err)
 		}
 		p.CreatedAt = fromMicros(created)
-		r.state = p.seekState()
+		r.state = seekStateOf(p)
 		r.state.HasCursor = committed.Valid
 		if committed.Valid {
 			r.state.Committed = committed.Int64
@@ -150,7 +90,7 @@ func scanSeekStates(ctx context.Context, db querier, queueID int64, group, parti
 
 // seekState is what the seek rule sees of p, before any cursor or landing
 // is known.
-func (p *Partition) seekState() seek.State {
+func seekStateOf(p *combtype.Partition) seek.State {
 	return seek.State{Name: p.Name, LastOffset: p.LastOffset, LogStart: p.LogStart, LastSegmentAt: p.LastSegmentAt,
 		Committed: p.LogStart - 1}
 }
@@ -174,12 +114,12 @@ func (r *SegmentRef) seg() *seek.Segment {
 // queue) does not exist, ErrSnapshotNotFound when the snapshot is unknown or
 // expired, and ErrInvalid wrapping the error of Target.Validate or Place,
 // with nothing changed.
-func (s *Store) Seek(ctx context.Context, req SeekRequest) (*SeekResult, error) {
+func (s *Store) Seek(ctx context.Context, tenant string, req combtype.SeekRequest) (*combtype.SeekResult, error) {
 	if err := req.Target.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", combtype.ErrInvalid, err)
 	}
 	if req.Group == "" {
-		req.Group = QueueModeGroup
+		req.Group = combtype.QueueModeGroup
 	}
 	if req.DryRun {
 		// A consistent read is enough: nothing is written.
@@ -188,16 +128,18 @@ func (s *Store) Seek(ctx context.Context, req SeekRequest) (*SeekResult, error) 
 			return nil, fmt.Errorf("begin read: %w", err)
 		}
 		defer tx.Rollback()
-		return resolveSeek(ctx, tx, micros(s.clock.Now()), &req)
+		res, _, err := resolveSeek(ctx, tx, micros(s.clock.Now()), tenant, &req)
+		return res, err
 	}
-	var res *SeekResult
+	var res *combtype.SeekResult
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		var err error
-		res, err = resolveSeek(w.ctx, w.tx, micros(w.now), &req)
+		var ids []int64
+		res, ids, err = resolveSeek(w.ctx, w.tx, micros(w.now), tenant, &req)
 		if err != nil {
 			return err
 		}
-		return w.applySeek(res, req.Tenant)
+		return w.applySeek(res, ids, tenant)
 	}})
 	if err != nil {
 		return nil, err
@@ -206,24 +148,25 @@ func (s *Store) Seek(ctx context.Context, req SeekRequest) (*SeekResult, error) 
 }
 
 // resolveSeek reads the state of the partitions req touches and asks
-// seek.Place where each cursor goes.
-func resolveSeek(ctx context.Context, db querier, now int64, req *SeekRequest) (*SeekResult, error) {
-	q, err := getQueue(ctx, db, req.Tenant, req.Queue)
+// seek.Place where each cursor goes. ids are the partitions' row ids, in
+// the order of the result's.
+func resolveSeek(ctx context.Context, db querier, now int64, tenant string, req *combtype.SeekRequest) (*combtype.SeekResult, []int64, error) {
+	q, err := getQueue(ctx, db, tenant, req.Queue)
 	if err != nil {
-		if errors.Is(err, ErrQueueNotFound) && req.Partition != "" {
-			return nil, ErrPartitionNotFound
+		if errors.Is(err, combtype.ErrQueueNotFound) && req.Partition != "" {
+			return nil, nil, combtype.ErrPartitionNotFound
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	res := &SeekResult{Queue: q.Name, Group: req.Group}
+	res := &combtype.SeekResult{Queue: q.Name, Group: req.Group}
 	var captured map[string]int64
 	if name := req.Target.Snapshot; name != "" {
-		snap, cursors, err := loadSnapshot(ctx, db, req.Tenant, name, now)
+		snap, cursors, err := loadSnapshot(ctx, db, tenant, name, now)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if snap.Queue != q.Name {
-			return nil, fmt.Errorf("%w: snapshot %q was taken on queue %q, not %q", ErrInvalid, snap.Name, snap.Queue, q.Name)
+			return nil, nil, fmt.Errorf("%w: snapshot %q was taken on queue %q, not %q", combtype.ErrInvalid, snap.Name, snap.Queue, q.Name)
 		}
 		// A queue deleted and recreated under the same name has new
 		// partition uuids: none matches, and every partition replays from
@@ -232,44 +175,47 @@ func resolveSeek(ctx context.Context, db querier, now int64, req *SeekRequest) (
 	}
 	rows, err := seekStates(ctx, db, q.ID, req.Group, req.Partition, req.Target.Time)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(rows) == 0 {
 		if req.Partition != "" {
-			return nil, ErrPartitionNotFound
+			return nil, nil, combtype.ErrPartitionNotFound
 		}
-		return nil, ErrQueueNotFound
+		return nil, nil, combtype.ErrQueueNotFound
 	}
-	res.Partitions = make([]PartitionSeek, len(rows))
+	res.Partitions = make([]combtype.PartitionSeek, len(rows))
+	ids := make([]int64, len(rows))
+	target := seek.Target{ToEnd: req.Target.ToEnd, Time: req.Target.Time, Offset: req.Target.Offset, Snapshot: req.Target.Snapshot}
 	for i := range rows {
 		p, st := &rows[i].part, &rows[i].state
 		if c, ok := captured[p.UUID]; ok {
 			st.Captured = &c
 		}
-		pl, err := seek.Place(req.Target, st)
+		pl, err := seek.Place(target, st)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, nil, fmt.Errorf("%w: %w", combtype.ErrInvalid, err)
 		}
 		from := max(st.Committed, st.Floor())
-		res.Partitions[i] = PartitionSeek{
+		res.Partitions[i] = combtype.PartitionSeek{
 			Partition: p.Name, PartitionID: p.UUID, From: from, To: pl.Committed,
 			Redeliver: max(0, from-pl.Committed), Skip: max(0, pl.Committed-from),
 			Clamped: pl.Clamped, FramesEvicted: pl.FramesEvicted, OvershootBound: pl.OvershootBound,
-			Created: !st.HasCursor, id: p.ID,
+			Created: !st.HasCursor,
 		}
+		ids[i] = p.ID
 	}
-	return res, nil
+	return res, ids, nil
 }
 
 // applySeek writes the resolved placements.
-func (w *wtx) applySeek(res *SeekResult, tenant string) error {
+func (w *wtx) applySeek(res *combtype.SeekResult, ids []int64, tenant string) error {
 	now := micros(w.now)
-	for _, ps := range res.Partitions {
+	for i, ps := range res.Partitions {
 		if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
 			VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (partition_id, group_name) DO UPDATE SET committed = excluded.committed,
 				lease_id = NULL, lease_from = NULL, lease_to = NULL, lease_expires_at = NULL,
-				retry_count = 0, redelivery_count = 0`, ps.id, res.Group, ps.To, now); err != nil {
+				retry_count = 0, redelivery_count = 0`, ids[i], res.Group, ps.To, now); err != nil {
 			return fmt.Errorf("move cursor of partition %q: %w", ps.Partition, err)
 		}
 	}

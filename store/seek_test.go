@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/seek"
@@ -17,9 +18,9 @@ import (
 
 func seekPush(t testing.TB, st *store.Store, tenant, queue, partition string, n int) {
 	t.Helper()
-	items := make([]store.PushItem, n)
+	items := make([]combtype.PushItem, n)
 	for i := range items {
-		items[i] = store.PushItem{Queue: queue, Partition: partition, Payload: []byte(fmt.Sprint(i))}
+		items[i] = combtype.PushItem{Queue: queue, Partition: partition, Payload: []byte(fmt.Sprint(i))}
 	}
 	if _, err := st.Push(context.Background(), tenant, items); err != nil {
 		t.Fatalf("push: %v", err)
@@ -30,8 +31,8 @@ func seekPush(t testing.TB, st *store.Store, tenant, queue, partition string, n 
 // From is each cursor's committed value (raised to the retention floor).
 func committedOf(t *testing.T, st *store.Store, tenant, queue, group string) map[string]int64 {
 	t.Helper()
-	res, err := st.Seek(context.Background(), store.SeekRequest{Tenant: tenant, Group: group, Queue: queue,
-		Target: seek.Target{ToEnd: true}, DryRun: true})
+	res, err := st.Seek(context.Background(), tenant, combtype.SeekRequest{Group: group, Queue: queue,
+		Target: combtype.SeekTarget{ToEnd: true}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,21 +50,21 @@ func TestSeekIsAllOrNothingAcrossPartitions(t *testing.T) {
 	ctx := context.Background()
 	seekPush(t, st, "", "q", "a", 10)
 	seekPush(t, st, "", "q", "b", 5)
-	if _, err := st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "q", Target: seek.Target{ToEnd: true}}); err != nil {
+	if _, err := st.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "q", Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
 		t.Fatal(err)
 	}
 	// Offset 7 exists on a but not on b: the rule refuses the second
 	// partition, and the first must not move either.
 	off := int64(7)
-	_, err := st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "q", Target: seek.Target{Offset: &off}})
-	if !errors.Is(err, store.ErrInvalid) || !errors.Is(err, seek.ErrOffsetOutOfRange) {
+	_, err := st.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "q", Target: combtype.SeekTarget{Offset: &off}})
+	if !errors.Is(err, combtype.ErrInvalid) || !errors.Is(err, seek.ErrOffsetOutOfRange) {
 		t.Fatalf("seek = %v", err)
 	}
 	if got := committedOf(t, st, "", "q", "g"); got["a"] != 9 || got["b"] != 4 {
 		t.Fatalf("cursors after a refused seek = %v", got)
 	}
-	if _, err := st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "q"}); !errors.Is(err, store.ErrInvalid) ||
-		!errors.Is(err, seek.ErrNoTarget) {
+	if _, err := st.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "q"}); !errors.Is(err, combtype.ErrInvalid) ||
+		!errors.Is(err, combtype.ErrNoTarget) {
 		t.Fatalf("seek without a target = %v", err)
 	}
 }
@@ -93,8 +94,8 @@ func BenchmarkSeekTimestamp(b *testing.B) {
 				span := f.end.Sub(f.start)
 				for b.Loop() {
 					at := f.start.Add(time.Duration(rng.Int64N(int64(span))))
-					res, err := f.st.Seek(ctx, store.SeekRequest{Group: "g", Queue: "bench",
-						Target: seek.Target{Time: &at}, DryRun: mode == "resolve"})
+					res, err := f.st.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "bench",
+						Target: combtype.SeekTarget{Time: &at}, DryRun: mode == "resolve"})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -163,7 +164,7 @@ func TestATimestampSubscriptionStartsWhereATimeSeekLands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.Configure(ctx, store.ConfigureRequest{Queue: "q", Options: q.Options}); err != nil {
+	if _, _, err := st.Configure(ctx, "", combtype.ConfigureRequest{Queue: "q", Options: q.Options}); err != nil {
 		t.Fatal(err) // adds the empty Default partition
 	}
 	parts, err := st.Partitions(ctx, q.ID)
@@ -185,11 +186,11 @@ func TestATimestampSubscriptionStartsWhereATimeSeekLands(t *testing.T) {
 		group := fmt.Sprintf("g%d", i)
 		// The first pop subscribes the group; a lease leaves committed where
 		// the seed put it.
-		if _, err := st.Pop(ctx, store.PopRequest{Queue: "q", Group: group,
-			Start: seek.Subscription{Mode: seek.ModeTimestamp, From: &at}}); err != nil {
+		if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: group,
+			SubscriptionFrom: at.Format(time.RFC3339Nano)}); err != nil {
 			t.Fatal(err)
 		}
-		res, err := st.Seek(ctx, store.SeekRequest{Group: group, Queue: "q", Target: seek.Target{Time: &at}, DryRun: true})
+		res, err := st.Seek(ctx, "", combtype.SeekRequest{Group: group, Queue: "q", Target: combtype.SeekTarget{Time: &at}, DryRun: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/store/segment"
 )
 
@@ -22,9 +23,9 @@ func fromCodec(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, segment.ErrNoKey):
-		return &codecError{err: err, is: ErrNoEncryptionKey}
+		return &codecError{err: err, is: combtype.ErrNoEncryptionKey}
 	case errors.Is(err, segment.ErrCorrupt):
-		return &codecError{err: err, is: ErrCorrupt}
+		return &codecError{err: err, is: combtype.ErrCorrupt}
 	}
 	return err
 }

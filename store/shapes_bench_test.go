@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/store"
 )
 
 // orderPayload is the ~200-byte JSON order the side-by-side benchmark in
@@ -42,11 +42,11 @@ func benchShapePush(b *testing.B, batch int) {
 	b.ResetTimer()
 	cpu := processCPU()
 	b.RunParallel(func(pb *testing.PB) {
-		items := make([]store.PushItem, batch)
+		items := make([]combtype.PushItem, batch)
 		for pb.Next() {
 			for i := range items {
 				n := int(seq.Add(1))
-				items[i] = store.PushItem{Queue: "orders", Partition: "p" + strconv.Itoa(n%10),
+				items[i] = combtype.PushItem{Queue: "orders", Partition: "p" + strconv.Itoa(n%10),
 					Payload: orderPayload(n), TxnID: uuid.Must(uuid.NewV7()).String()}
 			}
 			if _, err := st.Push(ctx, "", items); err != nil {
@@ -71,9 +71,9 @@ func benchShapePopAck(b *testing.B, perGroup, groups int) {
 	ctx := context.Background()
 	const batch, parts = 100, 8
 	stored := max(1, b.N*batch/groups)
-	items := make([]store.PushItem, 0, 1000)
+	items := make([]combtype.PushItem, 0, 1000)
 	for i := range stored {
-		items = append(items, store.PushItem{Queue: "orders", Partition: "p" + strconv.Itoa(i%parts),
+		items = append(items, combtype.PushItem{Queue: "orders", Partition: "p" + strconv.Itoa(i%parts),
 			Payload: orderPayload(i), TxnID: uuid.Must(uuid.NewV7()).String()})
 		if len(items) == cap(items) || i == stored-1 {
 			if _, err := st.Push(ctx, "", items); err != nil {
@@ -93,7 +93,7 @@ func benchShapePopAck(b *testing.B, perGroup, groups int) {
 		for range perGroup {
 			wg.Go(func() {
 				for taken.Load() < int64(stored) {
-					res, err := st.Pop(ctx, store.PopRequest{Queue: "orders", Group: group, Batch: batch})
+					res, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "orders", Group: group, Batch: batch})
 					if err != nil {
 						b.Error(err)
 						return
@@ -101,9 +101,9 @@ func benchShapePopAck(b *testing.B, perGroup, groups int) {
 					if len(res.Messages) == 0 {
 						continue // another consumer holds what is left
 					}
-					acks := make([]store.AckItem, len(res.Messages))
+					acks := make([]combtype.AckItem, len(res.Messages))
 					for i, m := range res.Messages {
-						acks[i] = store.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID}
+						acks[i] = combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID}
 					}
 					if _, err := st.Ack(ctx, "", group, acks); err != nil {
 						b.Error(err)

@@ -6,65 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"time"
 )
 
-// DefaultSnapshotTTL is how long a snapshot lives when its creator names no expiry.
-const DefaultSnapshotTTL = 7 * 24 * time.Hour
-
-// Snapshot errors. A snapshot that expired but was not swept yet is
-// reported as not found everywhere.
-var (
-	// ErrSnapshotNotFound is returned for an unknown or expired snapshot.
-	ErrSnapshotNotFound = errors.New("snapshot not found")
-	// ErrSnapshotExists is returned when a live snapshot already has the name.
-	ErrSnapshotExists = errors.New("snapshot already exists")
-	// ErrSnapshotConflict is returned when a snapshot cannot be taken in
-	// the current state (its queue does not exist).
-	ErrSnapshotConflict = errors.New("snapshot conflict")
-)
-
-// Snapshot is a consumer group's committed offsets on one queue, captured
-// under a name.
-type Snapshot struct {
-	Name      string
-	Group     string
-	Queue     string
-	QueueUUID string
-	Labels    map[string]string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	// Cursors has one entry per partition that existed when it was taken.
-	Cursors []SnapshotCursor
-}
-
-// SnapshotCursor is one captured position.
-type SnapshotCursor struct {
-	Partition   string
-	PartitionID string // uuid
-	Committed   int64
-}
-
-// CreateSnapshotRequest names a snapshot of Group's cursors on Queue.
-type CreateSnapshotRequest struct {
-	Tenant string
-	Name   string
-	Group  string // "" = QueueModeGroup
-	Queue  string
-	Labels map[string]string
-	// ExpiresAt, when not zero, is the expiry; it must be in the future.
-	ExpiresAt time.Time
-	// TTL, when ExpiresAt is zero, is the lifetime from now. Both zero
-	// means DefaultSnapshotTTL.
-	TTL time.Duration
-}
-
 const snapshotColumns = `id, name, group_name, queue_name, queue_uuid, labels, created_at, expires_at`
 
-func scanSnapshot(r scanner) (int64, *Snapshot, error) {
+func scanSnapshot(r scanner) (int64, *combtype.Snapshot, error) {
 	var id, created, expires int64
 	var labels string
-	sn := &Snapshot{}
+	sn := &combtype.Snapshot{}
 	if err := r.Scan(&id, &sn.Name, &sn.Group, &sn.Queue, &sn.QueueUUID, &labels, &created, &expires); err != nil {
 		return 0, nil, err
 	}
@@ -91,11 +42,11 @@ func encodeLabels(labels map[string]string) (string, error) {
 
 // loadSnapshot reads tenant's live snapshot name with its cursors, keyed by
 // partition uuid.
-func loadSnapshot(ctx context.Context, db querier, tenant, name string, now int64) (*Snapshot, map[string]int64, error) {
+func loadSnapshot(ctx context.Context, db querier, tenant, name string, now int64) (*combtype.Snapshot, map[string]int64, error) {
 	id, sn, err := scanSnapshot(db.QueryRowContext(ctx, `SELECT `+snapshotColumns+` FROM snapshots
 		WHERE tenant = ? AND name = ? AND expires_at > ?`, tenant, name, now))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, fmt.Errorf("%w: %q", ErrSnapshotNotFound, name)
+		return nil, nil, fmt.Errorf("%w: %q", combtype.ErrSnapshotNotFound, name)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("read snapshot %q: %w", name, err)
@@ -108,7 +59,7 @@ func loadSnapshot(ctx context.Context, db querier, tenant, name string, now int6
 	defer rows.Close()
 	byUUID := map[string]int64{}
 	for rows.Next() {
-		var c SnapshotCursor
+		var c combtype.SnapshotCursor
 		if err := rows.Scan(&c.Partition, &c.PartitionID, &c.Committed); err != nil {
 			return nil, nil, fmt.Errorf("scan snapshot cursor: %w", err)
 		}
@@ -123,52 +74,52 @@ func loadSnapshot(ctx context.Context, db querier, tenant, name string, now int6
 // cursor is captured at log_start-1, where the group would start. An
 // expired snapshot of the same name is replaced; a live one is
 // ErrSnapshotExists. A queue that does not exist is ErrSnapshotConflict.
-func (s *Store) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (*Snapshot, error) {
+func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.CreateSnapshotRequest) (*combtype.Snapshot, error) {
 	if req.Name == "" {
-		return nil, fmt.Errorf("%w: snapshot name is required", ErrInvalid)
+		return nil, fmt.Errorf("%w: snapshot name is required", combtype.ErrInvalid)
 	}
 	if req.Group == "" {
-		req.Group = QueueModeGroup
+		req.Group = combtype.QueueModeGroup
 	}
 	labels, err := encodeLabels(req.Labels)
 	if err != nil {
 		return nil, err
 	}
-	var out *Snapshot
+	var out *combtype.Snapshot
 	err = s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		now := micros(w.now)
 		expires := micros(req.ExpiresAt)
 		if req.ExpiresAt.IsZero() {
 			ttl := req.TTL
 			if ttl == 0 {
-				ttl = DefaultSnapshotTTL
+				ttl = combtype.DefaultSnapshotTTL
 			}
 			expires = addMicros(now, ttl.Microseconds())
 		}
 		if expires <= now {
-			return fmt.Errorf("%w: expireTime %s is not in the future", ErrInvalid, fromMicros(expires).Format(time.RFC3339))
+			return fmt.Errorf("%w: expireTime %s is not in the future", combtype.ErrInvalid, fromMicros(expires).Format(time.RFC3339))
 		}
-		q, err := getQueue(w.ctx, w.tx, req.Tenant, req.Queue)
-		if errors.Is(err, ErrQueueNotFound) {
-			return fmt.Errorf("%w: queue %q does not exist, so there is nothing to snapshot", ErrSnapshotConflict, req.Queue)
+		q, err := getQueue(w.ctx, w.tx, tenant, req.Queue)
+		if errors.Is(err, combtype.ErrQueueNotFound) {
+			return fmt.Errorf("%w: queue %q does not exist, so there is nothing to snapshot", combtype.ErrSnapshotConflict, req.Queue)
 		}
 		if err != nil {
 			return err
 		}
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
-			(SELECT id FROM snapshots WHERE tenant = ?1 AND name = ?2 AND expires_at <= ?3)`, req.Tenant, req.Name, now); err != nil {
+			(SELECT id FROM snapshots WHERE tenant = ?1 AND name = ?2 AND expires_at <= ?3)`, tenant, req.Name, now); err != nil {
 			return fmt.Errorf("replace expired snapshot: %w", err)
 		}
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE tenant = ?1 AND name = ?2 AND expires_at <= ?3`,
-			req.Tenant, req.Name, now); err != nil {
+			tenant, req.Name, now); err != nil {
 			return fmt.Errorf("replace expired snapshot: %w", err)
 		}
 		var id int64
 		err = w.QueryRowContext(w.ctx, `INSERT INTO snapshots (tenant, name, group_name, queue_uuid, queue_name, labels, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO NOTHING RETURNING id`,
-			req.Tenant, req.Name, req.Group, q.UUID, q.Name, labels, now, expires).Scan(&id)
+			tenant, req.Name, req.Group, q.UUID, q.Name, labels, now, expires).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %q", ErrSnapshotExists, req.Name)
+			return fmt.Errorf("%w: %q", combtype.ErrSnapshotExists, req.Name)
 		}
 		if err != nil {
 			return fmt.Errorf("insert snapshot: %w", err)
@@ -179,7 +130,7 @@ func (s *Store) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (
 			WHERE p.queue_id = ?3`, id, req.Group, q.ID); err != nil {
 			return fmt.Errorf("capture cursors: %w", err)
 		}
-		out, _, err = loadSnapshot(w.ctx, w.tx, req.Tenant, req.Name, now)
+		out, _, err = loadSnapshot(w.ctx, w.tx, tenant, req.Name, now)
 		return err
 	}})
 	if err != nil {
@@ -189,14 +140,14 @@ func (s *Store) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (
 }
 
 // Snapshot returns tenant's live snapshot name, or ErrSnapshotNotFound.
-func (s *Store) Snapshot(ctx context.Context, tenant, name string) (*Snapshot, error) {
+func (s *Store) Snapshot(ctx context.Context, tenant, name string) (*combtype.Snapshot, error) {
 	sn, _, err := loadSnapshot(ctx, s.rdb, tenant, name, micros(s.clock.Now()))
 	return sn, err
 }
 
 // Snapshots lists tenant's live snapshots by name, optionally only those of
 // one group and/or one queue, without their cursors.
-func (s *Store) Snapshots(ctx context.Context, tenant, group, queue string) ([]Snapshot, error) {
+func (s *Store) Snapshots(ctx context.Context, tenant, group, queue string) ([]combtype.Snapshot, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+snapshotColumns+` FROM snapshots
 		WHERE tenant = ?1 AND expires_at > ?2 AND (?3 = '' OR group_name = ?3) AND (?4 = '' OR queue_name = ?4)
 		ORDER BY name`, tenant, micros(s.clock.Now()), group, queue)
@@ -204,7 +155,7 @@ func (s *Store) Snapshots(ctx context.Context, tenant, group, queue string) ([]S
 		return nil, fmt.Errorf("list snapshots: %w", err)
 	}
 	defer rows.Close()
-	out := []Snapshot{}
+	out := []combtype.Snapshot{}
 	for rows.Next() {
 		_, sn, err := scanSnapshot(rows)
 		if err != nil {
@@ -215,28 +166,18 @@ func (s *Store) Snapshots(ctx context.Context, tenant, group, queue string) ([]S
 	return out, rows.Err()
 }
 
-// SnapshotUpdate is what an update may change; the rest of a snapshot is
-// fixed when it is taken.
-type SnapshotUpdate struct {
-	// SetLabels replaces the labels with Labels.
-	SetLabels bool
-	Labels    map[string]string
-	// ExpiresAt, when not nil, is the new expiry; it must be in the future.
-	ExpiresAt *time.Time
-}
-
 // UpdateSnapshot changes the labels and/or the expiry of a live snapshot.
-func (s *Store) UpdateSnapshot(ctx context.Context, tenant, name string, u SnapshotUpdate) (*Snapshot, error) {
+func (s *Store) UpdateSnapshot(ctx context.Context, tenant, name string, u combtype.SnapshotUpdate) (*combtype.Snapshot, error) {
 	setLabels, expiresAt := u.SetLabels, u.ExpiresAt
 	enc, err := encodeLabels(u.Labels)
 	if err != nil {
 		return nil, err
 	}
-	var out *Snapshot
+	var out *combtype.Snapshot
 	err = s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		now := micros(w.now)
 		if expiresAt != nil && micros(*expiresAt) <= now {
-			return fmt.Errorf("%w: expireTime %s is not in the future", ErrInvalid, expiresAt.UTC().Format(time.RFC3339))
+			return fmt.Errorf("%w: expireTime %s is not in the future", combtype.ErrInvalid, expiresAt.UTC().Format(time.RFC3339))
 		}
 		var exp sql.NullInt64
 		if expiresAt != nil {
@@ -251,7 +192,7 @@ func (s *Store) UpdateSnapshot(ctx context.Context, tenant, name string, u Snaps
 		if n, err := res.RowsAffected(); err != nil {
 			return fmt.Errorf("update snapshot: %w", err)
 		} else if n == 0 {
-			return fmt.Errorf("%w: %q", ErrSnapshotNotFound, name)
+			return fmt.Errorf("%w: %q", combtype.ErrSnapshotNotFound, name)
 		}
 		out, _, err = loadSnapshot(w.ctx, w.tx, tenant, name, now)
 		return err
@@ -270,7 +211,7 @@ func (s *Store) DeleteSnapshot(ctx context.Context, tenant, name string) error {
 		err := w.QueryRowContext(w.ctx, `DELETE FROM snapshots WHERE tenant = ? AND name = ? AND expires_at > ? RETURNING id`,
 			tenant, name, micros(w.now)).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %q", ErrSnapshotNotFound, name)
+			return fmt.Errorf("%w: %q", combtype.ErrSnapshotNotFound, name)
 		}
 		if err != nil {
 			return fmt.Errorf("delete snapshot: %w", err)

@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/seek"
-	"github.com/comb-broker/comb/store"
 )
 
 func TestSnapshotFloorPinsWhatLiveSnapshotsNeed(t *testing.T) {
@@ -31,19 +30,19 @@ func TestSnapshotFloorPinsWhatLiveSnapshotsNeed(t *testing.T) {
 	}
 	at := func(group string, committed int64) {
 		t.Helper()
-		if _, err := st.Seek(ctx, store.SeekRequest{Group: group, Queue: "q", Target: seek.Target{Offset: &committed}}); err != nil {
+		if _, err := st.Seek(ctx, "", combtype.SeekRequest{Group: group, Queue: "q", Target: combtype.SeekTarget{Offset: &committed}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	at("a", 3)
 	at("b", 1)
-	if _, err := st.CreateSnapshot(ctx, store.CreateSnapshotRequest{Name: "a-week", Group: "a", Queue: "q"}); err != nil {
+	if _, err := st.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "a-week", Group: "a", Queue: "q"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateSnapshot(ctx, store.CreateSnapshotRequest{Name: "b-hour", Group: "b", Queue: "q", TTL: time.Hour}); err != nil {
+	if _, err := st.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "b-hour", Group: "b", Queue: "q", TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateSnapshot(ctx, store.CreateSnapshotRequest{Name: "b-hour", Group: "b", Queue: "q"}); !errors.Is(err, store.ErrSnapshotExists) {
+	if _, err := st.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "b-hour", Group: "b", Queue: "q"}); !errors.Is(err, combtype.ErrSnapshotExists) {
 		t.Fatalf("second b-hour = %v", err)
 	}
 	// Moving the groups afterwards does not move what the snapshots need.
@@ -67,7 +66,7 @@ func TestSnapshotFloorPinsWhatLiveSnapshotsNeed(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("sweep = %d, %v; want 1", n, err)
 	}
-	if _, err := st.Snapshot(ctx, "", "b-hour"); !errors.Is(err, store.ErrSnapshotNotFound) {
+	if _, err := st.Snapshot(ctx, "", "b-hour"); !errors.Is(err, combtype.ErrSnapshotNotFound) {
 		t.Fatalf("b-hour after the sweep = %v", err)
 	}
 	clk.Advance(7 * 24 * time.Hour)
@@ -85,7 +84,7 @@ func TestSnapshotsAreScopedByTenant(t *testing.T) {
 	seekPush(t, st, "acme", "q", "Default", 2)
 	seekPush(t, st, "globex", "q", "Default", 2)
 	for _, tenant := range []string{"acme", "globex"} {
-		if _, err := st.CreateSnapshot(ctx, store.CreateSnapshotRequest{Tenant: tenant, Name: "s", Group: "g", Queue: "q"}); err != nil {
+		if _, err := st.CreateSnapshot(ctx, tenant, combtype.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "q"}); err != nil {
 			t.Fatalf("%s: %v", tenant, err)
 		}
 	}
@@ -100,8 +99,8 @@ func TestSnapshotsAreScopedByTenant(t *testing.T) {
 		t.Fatalf("acme list = %v, %v", list, err)
 	}
 	// A tenant cannot seek to another tenant's snapshot.
-	_, err = st.Seek(ctx, store.SeekRequest{Tenant: "acme", Group: "g", Queue: "q", Target: seek.Target{Snapshot: "s"}})
-	if !errors.Is(err, store.ErrSnapshotNotFound) {
+	_, err = st.Seek(ctx, "acme", combtype.SeekRequest{Group: "g", Queue: "q", Target: combtype.SeekTarget{Snapshot: "s"}})
+	if !errors.Is(err, combtype.ErrSnapshotNotFound) {
 		t.Fatalf("cross-tenant snapshot seek = %v", err)
 	}
 }

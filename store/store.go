@@ -21,8 +21,10 @@ import (
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/migrations"
+	"github.com/comb-broker/comb/seek"
 	"github.com/comb-broker/comb/store/segment"
 )
 
@@ -75,17 +77,21 @@ type Options struct {
 	// Logger receives what the store reports on its own, such as a segment
 	// put aside. Default slog.Default().
 	Logger *slog.Logger
+	// DefaultSubscriptionMode is where a group starts on its first pop
+	// when the pop names neither mode nor time: "all" (default) or "new".
+	DefaultSubscriptionMode string
 }
 
 // Store is the database. All writes go through one goroutine that fuses
 // whatever is pending into one transaction; reads use a separate pool.
 type Store struct {
-	path  string
-	clock clock.Clock
-	wdb   *sql.DB   // holds wconn
-	wconn *sql.Conn // the writer's one connection, used only by the writer goroutine
-	rdb   *sql.DB   // readers, query_only
-	lock  *os.File  // held while open: one process writes the file
+	path       string
+	clock      clock.Clock
+	defaultSub string    // subscription mode of a first pop that names none
+	wdb        *sql.DB   // holds wconn
+	wconn      *sql.Conn // the writer's one connection, used only by the writer goroutine
+	rdb        *sql.DB   // readers, query_only
+	lock       *os.File  // held while open: one process writes the file
 
 	wstmts *stmtCache // statements prepared on the writer's connection
 	rstmts *stmtCache // statements prepared on the reader pool
@@ -141,11 +147,11 @@ type Stats struct {
 // starts the writer.
 func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if opts.Path == "" {
-		return nil, fmt.Errorf("open store: %w: empty path", ErrInvalid)
+		return nil, fmt.Errorf("open store: %w: empty path", combtype.ErrInvalid)
 	}
 	syncLevel := strings.ToUpper(cmp.Or(opts.Synchronous, "FULL"))
 	if syncLevel != "FULL" && syncLevel != "NORMAL" && syncLevel != "EXTRA" {
-		return nil, fmt.Errorf("open store: %w: synchronous %q", ErrInvalid, opts.Synchronous)
+		return nil, fmt.Errorf("open store: %w: synchronous %q", combtype.ErrInvalid, opts.Synchronous)
 	}
 	// Create the file ourselves so it is owner-only from the first byte.
 	f, err := os.OpenFile(opts.Path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -154,7 +160,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	}
 	f.Close()
 	if opts.MaxDBBytes < 0 {
-		return nil, fmt.Errorf("open store: %w: max db bytes %d", ErrInvalid, opts.MaxDBBytes)
+		return nil, fmt.Errorf("open store: %w: max db bytes %d", combtype.ErrInvalid, opts.MaxDBBytes)
 	}
 	if err := checkHeader(opts.Path); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -184,15 +190,16 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s := &Store{
-		crypt:    crypt,
-		lock:     lock,
-		path:     opts.Path,
-		onCommit: opts.OnCommit,
-		log:      cmp.Or(opts.Logger, slog.Default()),
-		clock:    cmp.Or[clock.Clock](opts.Clock, clock.Real{}),
-		maxOps:   cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
-		maxBytes: cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
-		stopped:  make(chan struct{}),
+		crypt:      crypt,
+		lock:       lock,
+		path:       opts.Path,
+		onCommit:   opts.OnCommit,
+		log:        cmp.Or(opts.Logger, slog.Default()),
+		clock:      cmp.Or[clock.Clock](opts.Clock, clock.Real{}),
+		defaultSub: cmp.Or(opts.DefaultSubscriptionMode, seek.ModeAll),
+		maxOps:     cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
+		maxBytes:   cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
+		stopped:    make(chan struct{}),
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()

@@ -8,61 +8,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"strconv"
 	"strings"
-	"time"
 )
-
-// StreamQuery is a registered streaming query. Its operators run in the
-// client; the store keeps its state and commits its cycles.
-type StreamQuery struct {
-	ID          string
-	Tenant      string
-	Name        string
-	SourceQueue string
-	SinkQueue   string // "" when the chain ends in foreach
-	ConfigHash  string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-}
-
-// StreamRegistration is the outcome of RegisterStreamQuery.
-type StreamRegistration struct {
-	Query StreamQuery
-	Fresh bool // the row was created by this call
-	Reset bool // the hash changed and every state row was deleted
-	// Conflict is set when the hash changed without reset: nothing was
-	// written and Query is the stored row.
-	Conflict bool
-}
-
-// StreamRegisterRequest registers a streaming query by name.
-type StreamRegisterRequest struct {
-	Tenant      string
-	Name        string
-	SourceQueue string
-	SinkQueue   string
-	ConfigHash  string
-	Reset       bool
-}
 
 // RegisterStreamQuery creates the query, or updates its queues when the
 // hash is unchanged. A changed hash is a conflict unless Reset, which
 // deletes all of the query's state and keeps its id. Concurrent
 // registrations of one name are serialized by the writer, so all of them
 // get the same id.
-func (s *Store) RegisterStreamQuery(ctx context.Context, req StreamRegisterRequest) (StreamRegistration, error) {
+func (s *Store) RegisterStreamQuery(ctx context.Context, tenant string, req combtype.StreamRegisterRequest) (combtype.StreamRegistration, error) {
 	if req.Name == "" || req.SourceQueue == "" || req.ConfigHash == "" {
-		return StreamRegistration{}, fmt.Errorf("%w: name, source queue and config hash are required", ErrInvalid)
+		return combtype.StreamRegistration{}, fmt.Errorf("%w: name, source queue and config hash are required", combtype.ErrInvalid)
 	}
-	var out StreamRegistration
+	var out combtype.StreamRegistration
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
-		out = StreamRegistration{}
+		out = combtype.StreamRegistration{}
 		now := micros(w.now)
-		q, err := w.streamQueryByName(req.Tenant, req.Name)
+		q, err := w.streamQueryByName(tenant, req.Name)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			q = &StreamQuery{ID: newUUID(), Tenant: req.Tenant, Name: req.Name, SourceQueue: req.SourceQueue,
+			q = &combtype.StreamQuery{ID: newUUID(), Tenant: tenant, Name: req.Name, SourceQueue: req.SourceQueue,
 				SinkQueue: req.SinkQueue, ConfigHash: req.ConfigHash, CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
 			if _, err := w.ExecContext(w.ctx, `INSERT INTO stream_queries (id, tenant, name, source_queue, sink_queue,
 				config_hash, created_at, updated_at) VALUES (?, ?, ?, ?, NULLIF(?, ''), ?, ?, ?)`,
@@ -97,8 +64,8 @@ func (s *Store) RegisterStreamQuery(ctx context.Context, req StreamRegisterReque
 
 const streamQueryColumns = `id, tenant, name, source_queue, COALESCE(sink_queue, ''), config_hash, created_at, updated_at`
 
-func scanStreamQuery(r scanner) (*StreamQuery, error) {
-	var q StreamQuery
+func scanStreamQuery(r scanner) (*combtype.StreamQuery, error) {
+	var q combtype.StreamQuery
 	var created, updated int64
 	if err := r.Scan(&q.ID, &q.Tenant, &q.Name, &q.SourceQueue, &q.SinkQueue, &q.ConfigHash, &created, &updated); err != nil {
 		return nil, err
@@ -107,7 +74,7 @@ func scanStreamQuery(r scanner) (*StreamQuery, error) {
 	return &q, nil
 }
 
-func (w *wtx) streamQueryByName(tenant, name string) (*StreamQuery, error) {
+func (w *wtx) streamQueryByName(tenant, name string) (*combtype.StreamQuery, error) {
 	q, err := scanStreamQuery(w.QueryRowContext(w.ctx, `SELECT `+streamQueryColumns+` FROM stream_queries
 		WHERE tenant = ? AND name = ?`, tenant, name))
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -116,26 +83,9 @@ func (w *wtx) streamQueryByName(tenant, name string) (*StreamQuery, error) {
 	return q, err
 }
 
-// StateFilter narrows a state read; the zero value reads the whole shard.
-// The filters are AND-ed.
-type StateFilter struct {
-	Keys   []string // exact keys; empty = any
-	Prefix string   // literal, case-sensitive key prefix; "" = any
-	// RipeAtOrBefore, when set, keeps only values that are objects with a
-	// numeric windowEnd at or before it (epoch ms).
-	RipeAtOrBefore *float64
-}
-
-// StateRow is one key of a state shard. Value is raw JSON.
-type StateRow struct {
-	Key       string
-	Value     []byte
-	UpdatedAt time.Time
-}
-
 // StreamState reads the shard (queryID, partitionID) of tenant's query in
 // byte order of key. An unknown query or shard reads as empty.
-func (s *Store) StreamState(ctx context.Context, tenant, queryID, partitionID string, f StateFilter) ([]StateRow, error) {
+func (s *Store) StreamState(ctx context.Context, tenant, queryID, partitionID string, f combtype.StateFilter) ([]combtype.StateRow, error) {
 	var keys any // NULL = no key filter
 	if len(f.Keys) > 0 {
 		keys = jsonStrings(f.Keys)
@@ -157,9 +107,9 @@ func (s *Store) StreamState(ctx context.Context, tenant, queryID, partitionID st
 		return nil, fmt.Errorf("read stream state: %w", err)
 	}
 	defer rows.Close()
-	out := []StateRow{}
+	out := []combtype.StateRow{}
 	for rows.Next() {
-		var r StateRow
+		var r combtype.StateRow
 		var value string
 		var updated int64
 		if err := rows.Scan(&r.Key, &value, &updated); err != nil {
@@ -174,100 +124,42 @@ func (s *Store) StreamState(ctx context.Context, tenant, queryID, partitionID st
 	return out, rows.Err()
 }
 
-// State op types.
-const (
-	StateUpsert = "upsert"
-	StateDelete = "delete"
-)
-
-// StateOp writes one key of a shard. Value is raw, valid JSON (upsert only).
-type StateOp struct {
-	Type  string
-	Key   string
-	Value []byte
-}
-
-// CycleAck acknowledges the source message a cycle consumed up to.
-type CycleAck struct {
-	TxnID   string
-	LeaseID string // checked when not ""
-	Status  string // "" = completed
-	Count   int64  // messages covered; statistics only
-	Error   string // dead-letter text for failed / dlq
-}
-
-// CycleRequest is one atomic step of a streaming query on one source
-// partition: state writes, sink pushes and the source ack.
-type CycleRequest struct {
-	Tenant       string
-	QueryID      string
-	PartitionID  string // the state shard, and the source partition the ack names
-	Group        string // "" = QueueModeGroup
-	StateOps     []StateOp
-	Push         []PushItem
-	Ack          *CycleAck // nil: nothing consumed (idle flush)
-	ReleaseLease bool
-}
-
-// CycleAckResult is the outcome of a committed cycle's ack.
-type CycleAckResult struct {
-	Count         int64
-	LeaseReleased bool
-	DLQ           bool
-}
-
-// CycleResult is a cycle's outcome. When Error is not "" nothing of the
-// cycle was written and the other fields are zero.
-type CycleResult struct {
-	Error           string
-	SourceQueue     string
-	StateOpsApplied int
-	Pushes          []PushResult
-	Ack             *CycleAckResult
-}
-
 // cycleError refuses a cycle; its savepoint rolls everything back.
-type cycleError struct{ msg string }
+type cycleError struct{ err error }
 
-func (e *cycleError) Error() string { return e.msg }
-
-// Cycle error texts.
-const (
-	ErrTextQueryNotFound = "Query not found"
-	ErrTextAlreadyAcked  = "Message already acknowledged"
-)
+func (e *cycleError) Error() string { return e.err.Error() }
 
 // Cycle commits req all or nothing: state ops in order (later ops on a key
 // win), then the ack with its lease check, then the pushes with push
 // semantics (auto-created queues, dedup by transactionId). A refused cycle
-// is reported in CycleResult.Error with nothing written; a returned error
+// is reported in CycleResult.Err with nothing written; a returned error
 // is a storage failure, also with nothing written. The writer runs one op
 // at a time, so cycles on one shard are serialized.
-func (s *Store) Cycle(ctx context.Context, req CycleRequest) (CycleResult, error) {
-	var res CycleResult
+func (s *Store) Cycle(ctx context.Context, tenant string, req combtype.CycleRequest) (combtype.CycleResult, error) {
+	var res combtype.CycleResult
 	size := itemsBytes(req.Push)
 	for _, op := range req.StateOps {
 		size += len(op.Key) + len(op.Value)
 	}
 	err := s.submit(ctx, &writeOp{isolated: true, bytes: size, apply: func(w *wtx) error {
-		res = CycleResult{}
-		return w.cycle(&req, &res)
+		res = combtype.CycleResult{}
+		return w.cycle(tenant, &req, &res)
 	}})
 	var refused *cycleError
 	if errors.As(err, &refused) {
-		return CycleResult{Error: refused.msg}, nil
+		return combtype.CycleResult{Err: refused.err}, nil
 	}
 	if err != nil {
-		return CycleResult{}, err
+		return combtype.CycleResult{}, err
 	}
 	return res, nil
 }
 
-func (w *wtx) cycle(req *CycleRequest, res *CycleResult) error {
+func (w *wtx) cycle(tenant string, req *combtype.CycleRequest, res *combtype.CycleResult) error {
 	q, err := scanStreamQuery(w.QueryRowContext(w.ctx, `SELECT `+streamQueryColumns+` FROM stream_queries
-		WHERE id = ? AND tenant = ?`, req.QueryID, req.Tenant))
+		WHERE id = ? AND tenant = ?`, req.QueryID, tenant))
 	if errors.Is(err, sql.ErrNoRows) {
-		return &cycleError{ErrTextQueryNotFound}
+		return &cycleError{combtype.ErrQueryNotFound}
 	}
 	if err != nil {
 		return fmt.Errorf("load stream query: %w", err)
@@ -277,14 +169,14 @@ func (w *wtx) cycle(req *CycleRequest, res *CycleResult) error {
 	for i := range req.StateOps {
 		op := &req.StateOps[i]
 		switch op.Type {
-		case StateUpsert:
+		case combtype.StateUpsert:
 			value := op.Value
 			if len(value) == 0 {
 				value = []byte("{}")
 			}
 			end, ok := windowEnd(value)
 			if !ok {
-				return &cycleError{fmt.Sprintf("state_ops[%d].value is not valid JSON", i)}
+				return &cycleError{fmt.Errorf("%w: state_ops[%d].value is not valid JSON", combtype.ErrInvalid, i)}
 			}
 			if _, err := w.ExecContext(w.ctx, `INSERT INTO stream_state (query_id, partition_id, key, value, window_end, updated_at)
 				VALUES (?, ?, ?, ?, ?, ?)
@@ -293,17 +185,17 @@ func (w *wtx) cycle(req *CycleRequest, res *CycleResult) error {
 				q.ID, req.PartitionID, op.Key, string(value), end, now); err != nil {
 				return fmt.Errorf("upsert stream state: %w", err)
 			}
-		case StateDelete:
+		case combtype.StateDelete:
 			if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id = ? AND partition_id = ? AND key = ?`,
 				q.ID, req.PartitionID, op.Key); err != nil {
 				return fmt.Errorf("delete stream state: %w", err)
 			}
 		default:
-			return &cycleError{"Unknown state_op type: " + op.Type}
+			return &cycleError{fmt.Errorf("%w: Unknown state_op type: %s", combtype.ErrInvalid, op.Type)}
 		}
 	}
 	if req.Ack != nil {
-		ack, err := w.cycleAck(req)
+		ack, err := w.cycleAck(tenant, req)
 		if err != nil {
 			return err
 		}
@@ -311,10 +203,10 @@ func (w *wtx) cycle(req *CycleRequest, res *CycleResult) error {
 	}
 	// Pushes are staged last: staging is in memory, and nothing after it
 	// can fail, so a refused cycle never leaves items behind.
-	res.Pushes = make([]PushResult, len(req.Push))
-	if err := w.push(req.Tenant, req.Push, res.Pushes, false); err != nil {
-		if errors.Is(err, ErrInvalid) {
-			return &cycleError{err.Error()}
+	res.Pushes = make([]combtype.PushResult, len(req.Push))
+	if err := w.push(tenant, req.Push, res.Pushes, false); err != nil {
+		if errors.Is(err, combtype.ErrInvalid) {
+			return &cycleError{err}
 		}
 		return err
 	}
@@ -348,26 +240,26 @@ func windowEnd(value []byte) (end sql.NullFloat64, ok bool) {
 }
 
 // cycleAck applies a cycle's ack to the cursor of (partition, group).
-func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
+func (w *wtx) cycleAck(tenant string, req *combtype.CycleRequest) (*combtype.CycleAckResult, error) {
 	a := req.Ack
 	if a.TxnID == "" {
-		return nil, &cycleError{"ack.transactionId is required"}
+		return nil, &cycleError{fmt.Errorf("%w: ack.transactionId is required", combtype.ErrInvalid)}
 	}
-	status := cmp.Or(a.Status, AckCompleted)
+	status := cmp.Or(a.Status, combtype.AckCompleted)
 	switch status {
-	case AckCompleted, AckSuccess, AckFailed, AckDLQ:
+	case combtype.AckCompleted, combtype.AckSuccess, combtype.AckFailed, combtype.AckDLQ:
 	default:
-		return nil, &cycleError{"Unknown ack.status: " + status}
+		return nil, &cycleError{fmt.Errorf("%w: Unknown ack.status: %s", combtype.ErrInvalid, status)}
 	}
 	locs := make([]*located, 1)
-	if err := locate(w.ctx, w, nil, req.Tenant, []AckItem{{TxnID: a.TxnID, PartitionID: req.PartitionID}}, locs); err != nil {
+	if err := locate(w.ctx, w, nil, tenant, []combtype.AckItem{{TxnID: a.TxnID, PartitionID: req.PartitionID}}, locs); err != nil {
 		return nil, err
 	}
 	loc := locs[0]
 	if loc == nil {
-		return nil, &cycleError{ErrTextMessageNotFound}
+		return nil, &cycleError{combtype.ErrMessageNotFound}
 	}
-	group := cmp.Or(req.Group, QueueModeGroup)
+	group := cmp.Or(req.Group, combtype.QueueModeGroup)
 	c, err := w.loadCursor(loc.p.ID, group)
 	if err != nil {
 		return nil, err
@@ -375,7 +267,7 @@ func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 	now := micros(w.now)
 	if a.LeaseID != "" && (c == nil || !c.leaseID.Valid || c.leaseID.String != a.LeaseID ||
 		!c.leaseExpires.Valid || c.leaseExpires.Int64 <= now) {
-		return nil, &cycleError{ErrTextInvalidLease}
+		return nil, &cycleError{combtype.ErrInvalidLease}
 	}
 	if c == nil {
 		c = &cursor{committed: loc.p.LogStart - 1, created: true}
@@ -384,11 +276,11 @@ func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 	// replay of a committed cycle (a client retry whose reply was lost,
 	// under a lease it kept): applying it again would fold the batch twice.
 	if loc.offset <= c.committed {
-		return nil, &cycleError{ErrTextAlreadyAcked}
+		return nil, &cycleError{combtype.ErrAlreadyAcked}
 	}
-	out := &CycleAckResult{Count: a.Count}
+	out := &combtype.CycleAckResult{Count: a.Count}
 	release := req.ReleaseLease
-	if status == AckFailed || status == AckDLQ {
+	if status == combtype.AckFailed || status == combtype.AckDLQ {
 		if err := w.deadLetter(loc, group, cmp.Or(a.Error, "Streaming cycle reported failure"), 0); err != nil {
 			return nil, err
 		}

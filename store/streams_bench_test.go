@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/store"
 )
 
 // BenchmarkStreamTumblingSum consumes the same prefilled messages twice,
@@ -25,9 +25,9 @@ func BenchmarkStreamTumblingSum(b *testing.B) {
 	st := combtest.MustOpenStore(b, combtest.Options{Clock: clk})
 	ctx := context.Background()
 	n := b.N*batch + batch
-	items := make([]store.PushItem, 0, 1000)
+	items := make([]combtype.PushItem, 0, 1000)
 	for i := range n {
-		items = append(items, store.PushItem{Queue: "readings", Partition: "dev-1", Payload: []byte(fmt.Sprintf(`{"v":%d}`, i%100))})
+		items = append(items, combtype.PushItem{Queue: "readings", Partition: "dev-1", Payload: []byte(fmt.Sprintf(`{"v":%d}`, i%100))})
 		if len(items) == cap(items) || i == n-1 {
 			if _, err := st.Push(ctx, "", items); err != nil {
 				b.Fatal(err)
@@ -36,7 +36,7 @@ func BenchmarkStreamTumblingSum(b *testing.B) {
 			clk.Advance(10 * time.Second) // six pushes per window
 		}
 	}
-	reg, err := st.RegisterStreamQuery(ctx, store.StreamRegisterRequest{Name: "per-minute", SourceQueue: "readings",
+	reg, err := st.RegisterStreamQuery(ctx, "", combtype.StreamRegisterRequest{Name: "per-minute", SourceQueue: "readings",
 		SinkQueue: "per-minute.out", ConfigHash: "h"})
 	if err != nil {
 		b.Fatal(err)
@@ -44,13 +44,13 @@ func BenchmarkStreamTumblingSum(b *testing.B) {
 	qid := reg.Query.ID
 
 	popAck := func() {
-		res, err := st.Pop(ctx, store.PopRequest{Queue: "readings", Group: "plain", Batch: batch})
+		res, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "readings", Group: "plain", Batch: batch})
 		if err != nil || len(res.Messages) != batch {
 			b.Fatalf("pop: %d messages, %v", len(res.Messages), err)
 		}
-		acks := make([]store.AckItem, len(res.Messages))
+		acks := make([]combtype.AckItem, len(res.Messages))
 		for j, m := range res.Messages {
-			acks[j] = store.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID}
+			acks[j] = combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID}
 		}
 		if _, err := st.Ack(ctx, "", "plain", acks); err != nil {
 			b.Fatal(err)
@@ -68,12 +68,12 @@ func BenchmarkStreamTumblingSum(b *testing.B) {
 	const size = int64(60_000)
 	emitted := 0
 	step := func() {
-		res, err := st.Pop(ctx, store.PopRequest{Queue: "readings", Group: "streams.per-minute", Batch: batch})
+		res, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "readings", Group: "streams.per-minute", Batch: batch})
 		if err != nil || len(res.Messages) != batch {
 			b.Fatalf("pop: %d messages, %v", len(res.Messages), err)
 		}
 		pid := res.Messages[0].PartitionID
-		rows, err := st.StreamState(ctx, "", qid, pid, store.StateFilter{})
+		rows, err := st.StreamState(ctx, "", qid, pid, combtype.StateFilter{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -104,20 +104,20 @@ func BenchmarkStreamTumblingSum(b *testing.B) {
 		// a later one has data.
 		last := res.Messages[batch-1]
 		now := last.CreatedAt.UnixMilli()
-		req := store.CycleRequest{QueryID: qid, PartitionID: pid, Group: "streams.per-minute", ReleaseLease: true,
-			Ack: &store.CycleAck{TxnID: last.TxnID, LeaseID: last.LeaseID, Count: batch}}
+		req := combtype.CycleRequest{QueryID: qid, PartitionID: pid, Group: "streams.per-minute", ReleaseLease: true,
+			Ack: &combtype.CycleAck{TxnID: last.TxnID, LeaseID: last.LeaseID, Count: batch}}
 		for key, w := range windows {
 			value, _ := json.Marshal(w)
 			if w.WindowEnd <= now {
-				req.StateOps = append(req.StateOps, store.StateOp{Type: store.StateDelete, Key: key})
-				req.Push = append(req.Push, store.PushItem{Queue: "per-minute.out", Partition: "dev-1", Payload: value})
+				req.StateOps = append(req.StateOps, combtype.StateOp{Type: combtype.StateDelete, Key: key})
+				req.Push = append(req.Push, combtype.PushItem{Queue: "per-minute.out", Partition: "dev-1", Payload: value})
 			} else {
-				req.StateOps = append(req.StateOps, store.StateOp{Type: store.StateUpsert, Key: key, Value: value})
+				req.StateOps = append(req.StateOps, combtype.StateOp{Type: combtype.StateUpsert, Key: key, Value: value})
 			}
 		}
-		out, err := st.Cycle(ctx, req)
-		if err != nil || out.Error != "" {
-			b.Fatalf("cycle: %v %s", err, out.Error)
+		out, err := st.Cycle(ctx, "", req)
+		if err != nil || out.Err != nil {
+			b.Fatalf("cycle: %v %v", err, out.Err)
 		}
 		emitted += len(req.Push)
 	}

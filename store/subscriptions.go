@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/seek"
 )
 
@@ -15,8 +16,8 @@ import (
 // seed is the committed value of group's new cursor on p, from start:
 // seek.Seed decides, the store looks up the landing segment a start from
 // a time needs.
-func (w *wtx) seed(p *Partition, start seek.Start) (int64, error) {
-	st := p.seekState()
+func (w *wtx) seed(p *combtype.Partition, start seek.Start) (int64, error) {
+	st := seekStateOf(p)
 	if start.Time != nil {
 		l, err := landing(w.ctx, w, p, micros(*start.Time))
 		if err != nil {
@@ -39,7 +40,7 @@ func (w *wtx) seedCursor(partitionID int64, group string, committed int64) error
 
 // subscribe writes the group's durable subscription record for q if it has
 // none, seeding a cursor on every existing partition.
-func (w *wtx) subscribe(q *Queue, group string, sub seek.Subscription) error {
+func (w *wtx) subscribe(q *combtype.Queue, group string, sub seek.Subscription) error {
 	var exists bool
 	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
 		q.ID, group).Scan(&exists); err != nil {
@@ -50,7 +51,7 @@ func (w *wtx) subscribe(q *Queue, group string, sub seek.Subscription) error {
 	}
 	now := micros(w.now)
 	mode := sub.Mode
-	if group == QueueModeGroup {
+	if group == combtype.QueueModeGroup {
 		mode = seek.ModeAll // queue mode never skips a backlog
 	}
 	var from sql.NullInt64
@@ -63,7 +64,7 @@ func (w *wtx) subscribe(q *Queue, group string, sub seek.Subscription) error {
 		start.End = true
 	case seek.ModeTimestamp:
 		if sub.From == nil {
-			return fmt.Errorf("%w: timestamp subscription without a time", ErrInvalid)
+			return fmt.Errorf("%w: timestamp subscription without a time", combtype.ErrInvalid)
 		}
 		from = sql.NullInt64{Int64: micros(*sub.From), Valid: true}
 		start.Time = sub.From
@@ -101,7 +102,7 @@ func (w *wtx) subscribe(q *Queue, group string, sub seek.Subscription) error {
 	return nil
 }
 
-func (w *wtx) seedMissingFrom(q *Queue, group string) error {
+func (w *wtx) seedMissingFrom(q *combtype.Queue, group string) error {
 	var from, after sql.NullInt64
 	if err := w.QueryRowContext(w.ctx, `SELECT from_time, after_partition FROM subscriptions WHERE queue_id = ? AND group_name = ?`,
 		q.ID, group).Scan(&from, &after); err != nil {

@@ -7,52 +7,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"slices"
-	"time"
 )
 
 // Traces are events a consumer files against a message it handles
 // (msg.trace() in the SDKs), readable per message or by trace name. They
 // live as long as their message: retention drops them with its segment.
 
-// TraceInput is one trace event.
-type TraceInput struct {
-	PartitionID string // the partition's uuid
-	TxnID       string
-	Group       string   // "" = QueueModeGroup
-	Names       []string // names to file the trace under; may be empty
-	EventType   string   // "" = "info"
-	Data        []byte   // raw JSON
-	WorkerID    string
-}
-
-// Trace is a stored trace event.
-type Trace struct {
-	ID          string
-	TxnID       string
-	PartitionID string // the partition's uuid
-	Queue       string // "" when the queue no longer exists
-	Partition   string
-	Group       string
-	EventType   string
-	Data        []byte // raw JSON
-	WorkerID    string
-	Names       []string
-	CreatedAt   time.Time
-}
-
-// TraceName is one trace name with what is filed under it.
-type TraceName struct {
-	Name     string
-	Traces   int64
-	Messages int64
-	LastSeen time.Time
-}
-
 // RecordTrace stores a trace event for a message of tenant and returns its
 // id. A message that does not exist (or that retention removed) is
 // ErrMessageNotFound.
-func (s *Store) RecordTrace(ctx context.Context, tenant string, in TraceInput) (string, error) {
+func (s *Store) RecordTrace(ctx context.Context, tenant string, in combtype.TraceInput) (string, error) {
 	id := newUUID()
 	names := slices.Compact(slices.Sorted(slices.Values(in.Names)))
 	err := s.submit(ctx, &writeOp{isolated: true, bytes: len(in.Data), apply: func(w *wtx) error {
@@ -60,7 +26,7 @@ func (s *Store) RecordTrace(ctx context.Context, tenant string, in TraceInput) (
 		err := w.QueryRowContext(w.ctx, `SELECT p.id FROM partitions p JOIN queues q ON q.id = p.queue_id
 			WHERE p.uuid = ? AND q.tenant = ?`, in.PartitionID, tenant).Scan(&partitionID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return ErrMessageNotFound
+			return combtype.ErrMessageNotFound
 		}
 		if err != nil {
 			return fmt.Errorf("look up traced message: %w", err)
@@ -70,11 +36,11 @@ func (s *Store) RecordTrace(ctx context.Context, tenant string, in TraceInput) (
 			return fmt.Errorf("look up traced message: %w", err)
 		}
 		if _, ok := found[in.TxnID]; !ok {
-			return ErrMessageNotFound
+			return combtype.ErrMessageNotFound
 		}
 		res, err := w.ExecContext(w.ctx, `INSERT INTO traces (uuid, tenant, partition_uuid, txn_id, group_name, event_type,
 			data, worker_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), ?)`,
-			id, tenant, in.PartitionID, in.TxnID, cmp.Or(in.Group, QueueModeGroup), cmp.Or(in.EventType, "info"),
+			id, tenant, in.PartitionID, in.TxnID, cmp.Or(in.Group, combtype.QueueModeGroup), cmp.Or(in.EventType, "info"),
 			string(in.Data), in.WorkerID, micros(w.now))
 		if err != nil {
 			return fmt.Errorf("insert trace: %w", err)
@@ -103,15 +69,15 @@ const traceColumns = `t.uuid, t.txn_id, t.partition_uuid, COALESCE(q.name, ''), 
 
 const traceJoins = ` LEFT JOIN partitions p ON p.uuid = t.partition_uuid LEFT JOIN queues q ON q.id = p.queue_id`
 
-func (s *Store) queryTraces(ctx context.Context, query string, args ...any) ([]Trace, error) {
+func (s *Store) queryTraces(ctx context.Context, query string, args ...any) ([]combtype.Trace, error) {
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list traces: %w", err)
 	}
 	defer rows.Close()
-	out := []Trace{}
+	out := []combtype.Trace{}
 	for rows.Next() {
-		var t Trace
+		var t combtype.Trace
 		var data, names string
 		var created int64
 		if err := rows.Scan(&t.ID, &t.TxnID, &t.PartitionID, &t.Queue, &t.Partition, &t.Group, &t.EventType, &data,
@@ -128,7 +94,7 @@ func (s *Store) queryTraces(ctx context.Context, query string, args ...any) ([]T
 }
 
 // MessageTraces returns the traces of one message of tenant, oldest first.
-func (s *Store) MessageTraces(ctx context.Context, tenant, partitionID, txnID string) ([]Trace, error) {
+func (s *Store) MessageTraces(ctx context.Context, tenant, partitionID, txnID string) ([]combtype.Trace, error) {
 	return s.queryTraces(ctx, `SELECT `+traceColumns+` FROM traces t`+traceJoins+`
 		WHERE t.partition_uuid = ? AND t.txn_id = ? AND t.tenant = ? ORDER BY t.created_at, t.id`,
 		partitionID, txnID, tenant)
@@ -136,7 +102,7 @@ func (s *Store) MessageTraces(ctx context.Context, tenant, partitionID, txnID st
 
 // TracesByName returns a page of tenant's traces filed under name, oldest
 // first, and how many there are in all.
-func (s *Store) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]Trace, int64, error) {
+func (s *Store) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]combtype.Trace, int64, error) {
 	var total int64
 	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM trace_names WHERE tenant = ? AND name = ?`,
 		tenant, name).Scan(&total); err != nil {
@@ -153,7 +119,7 @@ func (s *Store) TracesByName(ctx context.Context, tenant, name string, limit, of
 
 // TraceNames returns a page of tenant's trace names, most recently used
 // first, and how many names there are in all.
-func (s *Store) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]TraceName, int64, error) {
+func (s *Store) TraceNames(ctx context.Context, tenant string, limit, offset int) ([]combtype.TraceName, int64, error) {
 	var total int64
 	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(DISTINCT name) FROM trace_names WHERE tenant = ?`,
 		tenant).Scan(&total); err != nil {
@@ -167,9 +133,9 @@ func (s *Store) TraceNames(ctx context.Context, tenant string, limit, offset int
 		return nil, 0, fmt.Errorf("list trace names: %w", err)
 	}
 	defer rows.Close()
-	out := []TraceName{}
+	out := []combtype.TraceName{}
 	for rows.Next() {
-		var n TraceName
+		var n combtype.TraceName
 		var last int64
 		if err := rows.Scan(&n.Name, &n.Traces, &n.Messages, &last); err != nil {
 			return nil, 0, fmt.Errorf("scan trace name: %w", err)

@@ -1,38 +1,19 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 )
-
-// TxOp is one operation of an atomic transaction: an ack or a push.
-type TxOp struct {
-	Type  string // "ack" or "push"
-	Ack   AckItem
-	Items []PushItem
-}
-
-// TxOpResult is the outcome of one TxOp.
-type TxOpResult struct {
-	Type   string
-	Ack    *AckResult
-	Pushes []PushResult
-}
-
-// TxError is a transaction refused as a whole; nothing of it was written.
-type TxError struct{ Msg string }
-
-func (e *TxError) Error() string { return e.Msg }
 
 // Transaction applies acks and pushes all or nothing, in one commit. A
 // pushed transactionId that already exists fails the whole transaction
 // (transactions do not deduplicate); failed and dlq acks dead-letter at once.
-func (s *Store) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]TxOpResult, error) {
-	results := make([]TxOpResult, len(ops))
+func (s *Store) Transaction(ctx context.Context, tenant string, ops []combtype.TxOp) ([]combtype.TxOpResult, error) {
+	results := make([]combtype.TxOpResult, len(ops))
 	size := 0
-	var acks []AckItem
+	var acks []combtype.AckItem
 	var ackOps []int
 	for i, op := range ops {
 		size += itemsBytes(op.Items)
@@ -51,7 +32,7 @@ func (s *Store) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]T
 	err = s.submit(ctx, &writeOp{isolated: true, bytes: size, apply: func(w *wtx) error {
 		// Acks first: they can fail; pushes are staged last, in one call that
 		// checks every key before it stages anything.
-		var items []PushItem
+		var items []combtype.PushItem
 		for i, op := range ops {
 			results[i].Type = op.Type
 			switch op.Type {
@@ -59,23 +40,23 @@ func (s *Store) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]T
 			case "push":
 				items = append(items, op.Items...)
 			default:
-				return &TxError{Msg: fmt.Sprintf("Unknown operation type: %s", op.Type)}
+				return &combtype.TxError{Op: op.Type, Err: fmt.Errorf("%w: unknown operation type %q", combtype.ErrInvalid, op.Type)}
 			}
 		}
-		ackResults := make([]AckResult, len(acks))
+		ackResults := make([]combtype.AckResult, len(acks))
 		if err := w.ackAll(tenant, acks, pre, ackResults, ackInTransaction); err != nil {
 			return err
 		}
 		for j, r := range ackResults {
 			if !r.Success {
-				return &TxError{Msg: "ACK operation failed: " + cmp.Or(r.Error, "invalid status")}
+				return &combtype.TxError{Op: "ack", Err: r.Err}
 			}
 			results[ackOps[j]].Ack = &ackResults[j]
 		}
-		pushed := make([]PushResult, len(items))
+		pushed := make([]combtype.PushResult, len(items))
 		if err := w.push(tenant, items, pushed, true); err != nil {
-			if errors.Is(err, ErrInvalid) {
-				return &TxError{Msg: "PUSH operation failed: " + err.Error()}
+			if errors.Is(err, combtype.ErrInvalid) {
+				return &combtype.TxError{Op: "push", Err: err}
 			}
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 )
 
@@ -34,9 +35,9 @@ func TestTransactionIdsSharingADedupKeyStayDistinctMessages(t *testing.T) {
 	if txnKey(a) != txnKey(b) || a == b {
 		t.Fatalf("ids %s and %s do not collide", a, b)
 	}
-	push := func(id string) PushResult {
+	push := func(id string) combtype.PushResult {
 		t.Helper()
-		res, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: "p", Payload: []byte(`{"id":"` + id + `"}`), TxnID: id}})
+		res, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: "p", Payload: []byte(`{"id":"` + id + `"}`), TxnID: id}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,26 +45,26 @@ func TestTransactionIdsSharingADedupKeyStayDistinctMessages(t *testing.T) {
 	}
 	ra := push(a)
 	rb := push(b)
-	if ra.Status != StatusQueued || rb.Status != StatusQueued || ra.Offset == rb.Offset {
+	if ra.Status != combtype.StatusQueued || rb.Status != combtype.StatusQueued || ra.Offset == rb.Offset {
 		t.Fatalf("colliding ids: %+v and %+v, want both queued at different offsets", ra, rb)
 	}
-	if again := push(a); again.Status != StatusDuplicate || again.Offset != ra.Offset {
+	if again := push(a); again.Status != combtype.StatusDuplicate || again.Offset != ra.Offset {
 		t.Errorf("repeat of %s: %+v, want duplicate of offset %d", a, again, ra.Offset)
 	}
-	if again := push(b); again.Status != StatusDuplicate || again.Offset != rb.Offset {
+	if again := push(b); again.Status != combtype.StatusDuplicate || again.Offset != rb.Offset {
 		t.Errorf("repeat of %s: %+v, want duplicate of offset %d", b, again, rb.Offset)
 	}
 	// In one commit too: the second is new, its repeat a duplicate of it.
-	res, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: "p2", Payload: []byte(`1`), TxnID: a},
+	res, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: "p2", Payload: []byte(`1`), TxnID: a},
 		{Queue: "q", Partition: "p2", Payload: []byte(`2`), TxnID: b}, {Queue: "q", Partition: "p2", Payload: []byte(`3`), TxnID: b}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].Status != StatusQueued || res[1].Status != StatusQueued || res[2].Status != StatusDuplicate || res[2].Offset != res[1].Offset {
+	if res[0].Status != combtype.StatusQueued || res[1].Status != combtype.StatusQueued || res[2].Status != combtype.StatusDuplicate || res[2].Offset != res[1].Offset {
 		t.Errorf("one commit: %+v", res)
 	}
 
-	for _, want := range []PushResult{ra, rb} {
+	for _, want := range []combtype.PushResult{ra, rb} {
 		d, err := s.GetMessage(ctx, "", want.PartitionID, want.TxnID)
 		if err != nil {
 			t.Fatalf("get %s: %v", want.TxnID, err)
@@ -75,15 +76,15 @@ func TestTransactionIdsSharingADedupKeyStayDistinctMessages(t *testing.T) {
 
 	// Acks complete up to the acked offset, so acking a must resolve to a's
 	// offset for b to stay deliverable.
-	pop, err := s.Pop(ctx, PopRequest{Queue: "q", Partition: "p", Batch: 1})
+	pop, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Partition: "p", Batch: 1})
 	if err != nil || len(pop.Messages) != 1 || pop.Messages[0].TxnID != a {
 		t.Fatalf("pop: %+v %v", pop, err)
 	}
-	acks, err := s.Ack(ctx, "", "", []AckItem{{TxnID: a, PartitionID: ra.PartitionID, LeaseID: pop.Messages[0].LeaseID}})
+	acks, err := s.Ack(ctx, "", "", []combtype.AckItem{{TxnID: a, PartitionID: ra.PartitionID, LeaseID: pop.Messages[0].LeaseID}})
 	if err != nil || !acks[0].Success {
 		t.Fatalf("ack %s: %+v %v", a, acks, err)
 	}
-	pop, err = s.Pop(ctx, PopRequest{Queue: "q", Partition: "p", Batch: 10})
+	pop, err = s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Partition: "p", Batch: 10})
 	if err != nil || len(pop.Messages) != 1 || pop.Messages[0].TxnID != b {
 		t.Fatalf("after acking %s, pop: %+v %v, want %s still there", a, pop, err, b)
 	}
@@ -93,11 +94,11 @@ func TestAnUnknownTransactionIdIsNotFoundEvenWhenItsKeyIsStored(t *testing.T) {
 	s := openTestStore(t, clock.Real{})
 	ctx := context.Background()
 	a, b := collidingIDs(t)
-	res, err := s.Push(ctx, "", []PushItem{{Queue: "q", Payload: []byte(`1`), TxnID: a}})
+	res, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(`1`), TxnID: a}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetMessage(ctx, "", res[0].PartitionID, b); err != ErrMessageNotFound {
+	if _, err := s.GetMessage(ctx, "", res[0].PartitionID, b); err != combtype.ErrMessageNotFound {
 		t.Errorf("get %s (shares %s's key): %v, want ErrMessageNotFound", b, a, err)
 	}
 }
@@ -120,9 +121,9 @@ func TestRepeatsAreFoundAboveAndBelowTheHighestKey(t *testing.T) {
 		"0198c0de-7a1b-7000-8000-000000000009", "0198c0de-7a1a-7000-8000-000000000008",
 		"0198c0de-7a19-7000-8000-000000000007", "order-3", "order-2", "order-1",
 	}
-	push := func(s *Store, id string) PushResult {
+	push := func(s *Store, id string) combtype.PushResult {
 		t.Helper()
-		res, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: "p", Payload: []byte(`1`), TxnID: id}})
+		res, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: "p", Payload: []byte(`1`), TxnID: id}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +133,7 @@ func TestRepeatsAreFoundAboveAndBelowTheHighestKey(t *testing.T) {
 	first := map[string]int64{}
 	for _, id := range ids {
 		r := push(s, id)
-		if r.Status != StatusQueued {
+		if r.Status != combtype.StatusQueued {
 			t.Fatalf("first push of %s: %+v", id, r)
 		}
 		first[id] = r.Offset
@@ -140,7 +141,7 @@ func TestRepeatsAreFoundAboveAndBelowTheHighestKey(t *testing.T) {
 	check := func(s *Store, when string) {
 		t.Helper()
 		for _, id := range ids {
-			if r := push(s, id); r.Status != StatusDuplicate || r.Offset != first[id] {
+			if r := push(s, id); r.Status != combtype.StatusDuplicate || r.Offset != first[id] {
 				t.Errorf("%s, repeat of %s: %+v, want duplicate of offset %d", when, id, r, first[id])
 			}
 		}
@@ -166,7 +167,7 @@ func TestAKeyCeilingIsItsOwnPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	v7 := newUUID()
-	if _, err := st.Push(ctx, "", []PushItem{{Queue: "a", TxnID: "order-1", Payload: []byte(`{}`)},
+	if _, err := st.Push(ctx, "", []combtype.PushItem{{Queue: "a", TxnID: "order-1", Payload: []byte(`{}`)},
 		{Queue: "b", TxnID: v7, Payload: []byte(`{}`)}, {Queue: "c", Payload: []byte(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}

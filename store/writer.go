@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/comb-broker/comb/combtype"
 	"time"
 )
 
@@ -43,7 +44,7 @@ func (s *Store) submit(ctx context.Context, op *writeOp) error {
 	select {
 	case s.ops <- op:
 	case <-s.ctx.Done():
-		return ErrClosed
+		return combtype.ErrClosed
 	case <-ctx.Done():
 		return fmt.Errorf("queue write: %w", ctx.Err())
 	}
@@ -57,7 +58,7 @@ func (s *Store) submit(ctx context.Context, op *writeOp) error {
 		case err := <-op.done:
 			return err
 		default:
-			return ErrClosed
+			return combtype.ErrClosed
 		}
 	}
 }
@@ -234,8 +235,8 @@ type wtx struct {
 	tx  *sql.Conn
 	now time.Time
 	// Lookups made in this transaction, forgotten when a savepoint rolls back.
-	queues     map[queueKey]*Queue
-	partitions map[partKey]*Partition
+	queues     map[queueKey]*combtype.Queue
+	partitions map[partKey]*combtype.Partition
 	// Frames waiting to become one segment per partition at flush.
 	pending []*pendingPart
 	byPart  map[int64]*pendingPart
@@ -255,8 +256,8 @@ type partKey struct {
 func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 	return &wtx{
 		ctx: ctx, s: s, tx: tx, now: s.clock.Now(),
-		queues:     map[queueKey]*Queue{},
-		partitions: map[partKey]*Partition{},
+		queues:     map[queueKey]*combtype.Queue{},
+		partitions: map[partKey]*combtype.Partition{},
 		byPart:     map[int64]*pendingPart{},
 		touched:    map[string]struct{}{},
 	}

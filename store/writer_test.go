@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 )
 
@@ -81,7 +82,7 @@ func TestGroupCommitFusesConcurrentPushesIntoOneSegmentPerPartition(t *testing.T
 		go func() {
 			defer wg.Done()
 			part := []string{"a", "b"}[i%2]
-			_, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: part, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i)), TxnID: fmt.Sprint("tx-", i)}})
+			_, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: part, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i)), TxnID: fmt.Sprint("tx-", i)}})
 			errs <- err
 		}()
 	}
@@ -110,7 +111,7 @@ func TestCreatedAtNeverDecreasesWhenTheClockStepsBack(t *testing.T) {
 	s := openTestStore(t, c)
 	ctx := context.Background()
 	push := func(txn string) {
-		if _, err := s.Push(ctx, "", []PushItem{{Queue: "q", Payload: []byte(`1`), TxnID: txn}}); err != nil {
+		if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(`1`), TxnID: txn}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,14 +143,14 @@ func TestAFailingIsolatedOpDoesNotFailItsNeighbours(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_, pushErr = s.Push(ctx, "", []PushItem{{Queue: "q", Payload: []byte(`1`), TxnID: "kept"}})
+		_, pushErr = s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(`1`), TxnID: "kept"}})
 	}()
 	waitPending(t, s, 1)
 	go func() {
 		defer wg.Done()
-		_, txErr = s.Transaction(ctx, "", []TxOp{
-			{Type: "push", Items: []PushItem{{Queue: "q", Payload: []byte(`2`), TxnID: "rolled-back"}}},
-			{Type: "ack", Ack: AckItem{TxnID: "nope", PartitionID: "nope"}},
+		_, txErr = s.Transaction(ctx, "", []combtype.TxOp{
+			{Type: "push", Items: []combtype.PushItem{{Queue: "q", Payload: []byte(`2`), TxnID: "rolled-back"}}},
+			{Type: "ack", Ack: combtype.AckItem{TxnID: "nope", PartitionID: "nope"}},
 		})
 	}()
 	waitPending(t, s, 2)
@@ -239,7 +240,7 @@ func TestCreatedAtMonotoneUnderConcurrentPushesAndAJitteryClock(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 30 {
-				if _, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: fmt.Sprint("p", p%3), Payload: []byte(`1`),
+				if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: fmt.Sprint("p", p%3), Payload: []byte(`1`),
 					TxnID: fmt.Sprintf("%d-%d", p, i)}}); err != nil {
 					t.Error(err)
 					return
@@ -271,13 +272,13 @@ func TestPopsTakePartitionsInTurn(t *testing.T) {
 	s := openTestStore(t, nil)
 	ctx := context.Background()
 	for _, p := range []string{"a", "b", "c"} {
-		if _, err := s.Push(ctx, "", []PushItem{{Queue: "q", Partition: p, Payload: []byte(`1`)}, {Queue: "q", Partition: p, Payload: []byte(`2`)}}); err != nil {
+		if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: p, Payload: []byte(`1`)}, {Queue: "q", Partition: p, Payload: []byte(`2`)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var got []string
 	for range 6 {
-		res, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 1, AutoAck: true})
+		res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 1, AutoAck: true})
 		if err != nil || len(res.Messages) != 1 {
 			t.Fatalf("pop: %+v %v", res, err)
 		}
@@ -310,13 +311,13 @@ func TestOnlyClaimsOfASubscribedGroupCommitWithoutASync(t *testing.T) {
 		}
 	}
 	push := func() error {
-		_, err := s.Push(ctx, "", []PushItem{{Queue: "q", Payload: []byte(`{}`)}, {Queue: "q", Payload: []byte(`{}`)}})
+		_, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(`{}`)}, {Queue: "q", Payload: []byte(`{}`)}})
 		return err
 	}
-	var leased *PopResult
+	var leased *combtype.PopResult
 	pop := func(group string, autoAck bool) func() error {
 		return func() error {
-			res, err := s.Pop(ctx, PopRequest{Queue: "q", Group: group, AutoAck: autoAck})
+			res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: group, AutoAck: autoAck})
 			if err == nil && len(res.Messages) != 1 {
 				err = fmt.Errorf("popped %d messages, want 1", len(res.Messages))
 			}
@@ -326,7 +327,7 @@ func TestOnlyClaimsOfASubscribedGroupCommitWithoutASync(t *testing.T) {
 	}
 	ack := func() error {
 		m := leased.Messages[0]
-		res, err := s.Ack(ctx, "", "g", []AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID}})
+		res, err := s.Ack(ctx, "", "g", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID}})
 		if err == nil && !res[0].Success {
 			err = fmt.Errorf("ack: %+v", res[0])
 		}

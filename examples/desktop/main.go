@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 )
 
@@ -101,26 +102,26 @@ func run(ctx context.Context, path, httpAddr string, limit int) error {
 	// a second group (say "sync") would get them all again, independently.
 	handled := 0
 	for limit == 0 || handled < limit {
-		res, err := b.Pop(ctx, broker.PopRequest{Queue: "events", Group: "ui", Batch: 10, Wait: true, Timeout: 5 * time.Second})
+		res, err := b.Pop(ctx, combtype.PopRequest{Queue: "events", Group: "ui", Batch: 10, Wait: true, Timeout: 5 * time.Second})
 		if err != nil {
 			break // ctx ended: the unacked batch is redelivered on the next run
 		}
-		acks := make([]broker.AckItem, 0, len(res.Messages))
+		acks := make([]combtype.AckItem, 0, len(res.Messages))
 		for _, m := range res.Messages {
 			var e event
 			if err := json.Unmarshal(m.Payload, &e); err != nil {
 				// A payload this program cannot read goes to the dead-letter
 				// queue instead of blocking the ones behind it.
-				acks = append(acks, broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
+				acks = append(acks, combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
 					Group: "ui", Status: "dlq", Error: err.Error()})
 				continue
 			}
 			fmt.Printf("handled %s from %s\n", e.Kind, e.At.Format(time.TimeOnly))
-			acks = append(acks, broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "ui"})
+			acks = append(acks, combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "ui"})
 			handled++
 		}
 		if len(acks) > 0 {
-			if _, err := b.Ack(context.WithoutCancel(ctx), "", "ui", acks); err != nil {
+			if _, err := b.Ack(context.WithoutCancel(ctx), acks); err != nil {
 				return fmt.Errorf("ack: %w", err)
 			}
 		}
@@ -144,7 +145,7 @@ func produce(ctx context.Context, b *broker.Broker) error {
 			if err != nil {
 				return err
 			}
-			if _, err := b.Push(ctx, "", []broker.PushItem{{Queue: "events", Payload: payload}}); err != nil {
+			if _, err := b.Push(ctx, []combtype.PushItem{{Queue: "events", Payload: payload}}); err != nil {
 				return fmt.Errorf("push: %w", err)
 			}
 		}

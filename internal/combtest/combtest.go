@@ -104,7 +104,7 @@ func CloseBroker(tb testing.TB, b *broker.Broker) {
 	if err := b.Close(); err != nil {
 		tb.Fatalf("close broker: %v", err)
 	}
-	CheckInvariants(tb, b.Path())
+	CheckInvariants(tb, b.DatabasePath())
 }
 
 // Server is a broker behind a real HTTP server on 127.0.0.1.

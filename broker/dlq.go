@@ -1,0 +1,40 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/comb-broker/comb/combtype"
+)
+
+// The dead-letter queue: copies of messages that failed past their
+// queue's retryLimit or were acked as "dlq". Retention never removes them;
+// an operator lists, re-drives or purges them.
+
+// DLQList returns one page of the tenant's dead-lettered messages matching
+// f, newest first, and how many match in all.
+func (b *Broker) DLQList(ctx context.Context, f combtype.DLQFilter) ([]combtype.DLQEntry, int64, error) {
+	return b.st.ListDLQ(ctx, b.tenant, f)
+}
+
+// DLQCount counts the tenant's dead letters matching f.
+func (b *Broker) DLQCount(ctx context.Context, f combtype.DLQCountFilter) (int64, error) {
+	return b.st.CountDLQ(ctx, b.tenant, f.Queues, f.From, f.To)
+}
+
+// DLQRedrive appends dead-lettered messages back to their queue as new
+// messages and removes their DLQ rows, in one bounded commit; call again
+// while the result's Remaining is above 0.
+func (b *Broker) DLQRedrive(ctx context.Context, req combtype.RedriveRequest) (*combtype.RedriveResult, error) {
+	res, err := b.st.RedriveDLQ(ctx, b.tenant, req)
+	if err == nil {
+		b.metrics.pushed(b.tenant, res.Queue, int64(res.Redriven))
+	}
+	return res, err
+}
+
+// DLQPurge deletes dead-lettered rows matching req for good, in one
+// bounded commit. A request with no filter is refused with
+// combtype.ErrInvalid unless req.All is set.
+func (b *Broker) DLQPurge(ctx context.Context, req combtype.PurgeRequest) (*combtype.PurgeResult, error) {
+	return b.st.PurgeDLQ(ctx, b.tenant, req)
+}

@@ -1,0 +1,78 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/comb-broker/comb/combtype"
+)
+
+// Consumer groups: where each stands (its cursors and their lag), where it
+// starts (its subscription) and moving it (seek).
+
+// GroupSeek moves one group's cursors on a queue (or one partition of it)
+// to req.Target, releasing its leases and resetting its retry counters, and
+// wakes parked pops so replay starts on the next poll; other groups are
+// untouched. All partitions move in one commit, or none. A target naming no
+// position or more than one is refused with combtype.ErrNoTarget or
+// combtype.ErrManyTargets (both wrapped with combtype.ErrInvalid), an offset
+// outside a partition's retained range with combtype.ErrInvalid; an unknown
+// queue is combtype.ErrQueueNotFound, an unknown snapshot
+// combtype.ErrSnapshotNotFound. With DryRun it only reports.
+func (b *Broker) GroupSeek(ctx context.Context, req combtype.SeekRequest) (*combtype.SeekResult, error) {
+	return b.st.Seek(ctx, b.tenant, req)
+}
+
+// GroupList lists the tenant's (group, queue) pairs with their lag.
+func (b *Broker) GroupList(ctx context.Context) ([]combtype.GroupSummary, error) {
+	return b.st.Groups(ctx, b.tenant)
+}
+
+// GroupLag returns every cursor of group with its lag, partition by
+// partition.
+func (b *Broker) GroupLag(ctx context.Context, group string) ([]combtype.PartitionLag, error) {
+	return b.st.Group(ctx, b.tenant, group)
+}
+
+// GroupLagging returns the cursors, of any group, whose oldest unconsumed
+// segment is older than minLag.
+func (b *Broker) GroupLagging(ctx context.Context, minLag time.Duration) ([]combtype.PartitionLag, error) {
+	return b.st.LaggingPartitions(ctx, b.tenant, minLag)
+}
+
+// GroupOffsets returns the committed offset, last offset and log start of
+// every cursor of group, keyed by partition uuid. It only reads.
+func (b *Broker) GroupOffsets(ctx context.Context, group string) (map[string]combtype.CursorOffsets, error) {
+	return b.st.GroupOffsets(ctx, b.tenant, group)
+}
+
+// GroupBacklog is the number of retained messages of req.Queue that
+// req.Group has not consumed, partitions it never met included.
+func (b *Broker) GroupBacklog(ctx context.Context, req combtype.BacklogRequest) (int64, error) {
+	return b.st.Backlog(ctx, b.tenant, req.Queue, req.Group)
+}
+
+// GroupSubscribeFrom makes the partitions group meets from now on start at
+// t, on every queue it is subscribed to; it moves no cursor. It returns the
+// number of subscriptions changed and wakes parked pops of those queues.
+func (b *Broker) GroupSubscribeFrom(ctx context.Context, group string, t time.Time) (int64, error) {
+	return b.st.UpdateSubscription(ctx, b.tenant, group, t)
+}
+
+// GroupReleaseLeases drops every lease group holds on the tenant's queues,
+// without charging a retry: for a group whose only consumer is starting
+// and holds none of them. It returns how many it dropped.
+func (b *Broker) GroupReleaseLeases(ctx context.Context, group string) (int64, error) {
+	return b.st.ReleaseGroupLeases(ctx, b.tenant, group)
+}
+
+// GroupDelete removes a group's cursors (on one queue when req.Queue is
+// not ""), and with req.DeleteMetadata its subscription records. It
+// returns the number of cursors removed.
+func (b *Broker) GroupDelete(ctx context.Context, req combtype.GroupDeleteRequest) (int64, error) {
+	if req.Group == "" {
+		return 0, fmt.Errorf("%w: group is required", combtype.ErrInvalid)
+	}
+	return b.st.DeleteGroup(ctx, b.tenant, req.Group, req.Queue, req.DeleteMetadata)
+}

@@ -1,0 +1,76 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/comb-broker/comb/combtype"
+)
+
+// Queues and the resource views over them. They read through the engine's
+// reader pool; the writes among them go through its single writer.
+
+// QueueConfigure creates a queue or replaces all of its options, and
+// returns it with its default partition. Options outside their ranges (see
+// ValidateOptions) are refused with a *RangeError and nothing is written.
+func (b *Broker) QueueConfigure(ctx context.Context, req combtype.ConfigureRequest) (*combtype.Queue, *combtype.Partition, error) {
+	if err := ValidateOptions(req.Options); err != nil {
+		return nil, nil, err
+	}
+	return b.st.Configure(ctx, b.tenant, req)
+}
+
+// QueueDelete removes a queue with all its messages, cursors, snapshots'
+// hold on it and DLQ rows; a queue of that name created afterwards starts
+// empty. It reports whether the queue existed.
+func (b *Broker) QueueDelete(ctx context.Context, name string) (bool, error) {
+	existed, err := b.st.DeleteQueue(ctx, b.tenant, name)
+	if existed {
+		b.metrics.forget(b.tenant, name)
+	}
+	return existed, err
+}
+
+// QueueNames lists the names of the tenant's queues, in creation order.
+func (b *Broker) QueueNames(ctx context.Context) ([]string, error) {
+	return b.st.QueueNames(ctx, b.tenant)
+}
+
+// QueueStats returns one queue with per-partition counts, or
+// combtype.ErrQueueNotFound.
+func (b *Broker) QueueStats(ctx context.Context, name string) (*combtype.QueueStats, error) {
+	return b.st.QueueStats(ctx, b.tenant, name)
+}
+
+// QueueList lists the tenant's queues matching f, newest first, with
+// their counts.
+func (b *Broker) QueueList(ctx context.Context, f combtype.QueueFilter) ([]*combtype.QueueStats, error) {
+	return b.st.ListQueueStats(ctx, b.tenant, f)
+}
+
+// QueueDepths returns every queue's backlog and group lags, of every
+// tenant: what a metrics scrape reports.
+func (b *Broker) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) {
+	return b.st.QueueDepths(ctx)
+}
+
+// StatsOverview summarises the tenant's queues, messages and lag.
+func (b *Broker) StatsOverview(ctx context.Context) (*combtype.Overview, error) {
+	return b.st.Overview(ctx, b.tenant)
+}
+
+// StatsByNamespace sums the tenant's queues per namespace.
+func (b *Broker) StatsByNamespace(ctx context.Context) ([]combtype.GroupedStats, error) {
+	return b.st.NamespaceStats(ctx, b.tenant)
+}
+
+// StatsByTask sums the tenant's queues per task.
+func (b *Broker) StatsByTask(ctx context.Context) ([]combtype.GroupedStats, error) {
+	return b.st.TaskStats(ctx, b.tenant)
+}
+
+// StatsIngest counts the messages committed per time bucket of f, every
+// bucket present; a series with no bucket or ending before it starts is
+// refused with combtype.ErrInvalid.
+func (b *Broker) StatsIngest(ctx context.Context, f combtype.SeriesFilter) ([]combtype.SeriesPoint, error) {
+	return b.st.IngestSeries(ctx, b.tenant, f)
+}

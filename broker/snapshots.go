@@ -1,0 +1,40 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/comb-broker/comb/combtype"
+)
+
+// Snapshots: named captures of a group's cursors on a queue, to seek back
+// to (GroupSeek with a Snapshot target). They expire; expired ones are
+// swept by retention.
+
+// SnapshotCreate captures a group's committed offsets on every partition
+// of a queue. A live name is combtype.ErrSnapshotExists; an unknown queue
+// combtype.ErrSnapshotConflict.
+func (b *Broker) SnapshotCreate(ctx context.Context, req combtype.CreateSnapshotRequest) (*combtype.Snapshot, error) {
+	return b.st.CreateSnapshot(ctx, b.tenant, req)
+}
+
+// SnapshotGet returns a live snapshot with its cursors, or
+// combtype.ErrSnapshotNotFound.
+func (b *Broker) SnapshotGet(ctx context.Context, name string) (*combtype.Snapshot, error) {
+	return b.st.Snapshot(ctx, b.tenant, name)
+}
+
+// SnapshotList lists the tenant's live snapshots matching f.
+func (b *Broker) SnapshotList(ctx context.Context, f combtype.SnapshotFilter) ([]combtype.Snapshot, error) {
+	return b.st.Snapshots(ctx, b.tenant, f.Group, f.Queue)
+}
+
+// SnapshotUpdate changes a live snapshot's labels and/or expiry.
+func (b *Broker) SnapshotUpdate(ctx context.Context, name string, u combtype.SnapshotUpdate) (*combtype.Snapshot, error) {
+	return b.st.UpdateSnapshot(ctx, b.tenant, name, u)
+}
+
+// SnapshotDelete removes a live snapshot, or answers
+// combtype.ErrSnapshotNotFound.
+func (b *Broker) SnapshotDelete(ctx context.Context, name string) error {
+	return b.st.DeleteSnapshot(ctx, b.tenant, name)
+}

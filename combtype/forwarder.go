@@ -1,0 +1,43 @@
+package combtype
+
+import (
+	"time"
+)
+
+// Forwarder directions.
+const (
+	ForwardPush = "push" // local queue -> upstream queue
+	ForwardPull = "pull" // upstream queue -> local queue
+)
+
+// Forwarder is the stored definition of one forwarder and the state that
+// must survive a restart.
+type Forwarder struct {
+	Tenant        string
+	Name          string
+	Direction     string // ForwardPush or ForwardPull
+	Queue         string // local queue, or a glob of queue names (push)
+	UpstreamURL   string
+	UpstreamQueue string // "" = the local queue's name
+	Token         string // bearer token for the upstream; "" = none
+	Group         string // local group (push) or upstream group (pull)
+	Batch         int
+	Paused        bool
+	// Evicted counts messages retention removed before they were forwarded.
+	Evicted int64
+	// PendingAck is the upstream ack owed by a pull forwarder, "" if none.
+	PendingAck string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Bounds and defaults of a forwarder definition.
+const (
+	// ForwarderDefaultBatch is the batch of a forwarder that names none.
+	ForwarderDefaultBatch = 500
+	// ForwarderMaxBatch bounds a forwarder's batch.
+	ForwarderMaxBatch = 10000
+	// ForwarderGroupPrefix starts the default consumer group name of a
+	// forwarder: the prefix, then the forwarder's name.
+	ForwarderGroupPrefix = "comb-forward."
+)

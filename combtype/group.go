@@ -1,0 +1,180 @@
+package combtype
+
+import (
+	"time"
+)
+
+// GroupSummary is one (consumer group, queue) pair.
+type GroupSummary struct {
+	Group string
+	Queue string
+	// Cursors is the number of cursor rows: partitions this group has met.
+	Cursors           int64
+	PartitionsWithLag int64
+	TotalLag          int64
+	// MaxTimeLag is the age of the oldest unconsumed segment, 0 when none.
+	MaxTimeLag    time.Duration
+	TotalConsumed int64
+}
+
+// PartitionLag is one cursor of a group.
+type PartitionLag struct {
+	Group       string
+	Queue       string
+	Partition   string
+	PartitionID string // uuid
+	LeaseID     string // "" when no lease is recorded
+	LeaseActive bool   // a lease whose expiry is still ahead
+	// LastConsumedAt is zero when the group never completed anything here.
+	LastConsumedAt time.Time
+	TotalConsumed  int64
+	OffsetLag      int64
+	// OldestUnconsumedAt is the commit time of the segment holding the next
+	// wanted offset; zero when nothing is pending.
+	OldestUnconsumedAt time.Time
+	TimeLag            time.Duration
+}
+
+// GroupState is derived, never stored: Lagging when the oldest unconsumed
+// segment is older than five minutes, else Stable once the group consumed
+// anything, else Dead.
+func (g *GroupSummary) State() string {
+	switch {
+	case int64(g.MaxTimeLag/time.Second) > 300:
+		return "Lagging"
+	case g.TotalConsumed > 0:
+		return "Stable"
+	}
+	return "Dead"
+}
+
+// CursorOffsets is where one group's cursor stands on one partition, in
+// offsets.
+type CursorOffsets struct {
+	// Committed is the highest offset the group completed; LogStart - 1 or
+	// less when it completed nothing still stored.
+	Committed int64
+	// LastOffset is the highest offset written; -1 while the partition is empty.
+	LastOffset int64
+	// LogStart is the first offset retention still keeps.
+	LogStart int64
+}
+
+// SeekRequest moves one group's cursors on one queue.
+type SeekRequest struct {
+	Group string // "" = QueueModeGroup
+	Queue string
+	// Partition names one partition; "" seeks every partition of the queue.
+	Partition string
+	// Target is where every cursor goes; exactly one position is named.
+	Target SeekTarget
+	// DryRun resolves every placement and changes nothing.
+	DryRun bool
+}
+
+// SeekTarget is where a seek moves a cursor. Exactly one field is set.
+type SeekTarget struct {
+	// ToEnd sets committed to the partition's last offset: everything
+	// pending is skipped, the next push is the next delivery.
+	ToEnd bool
+	// Time sets committed just below the first segment committed at or
+	// after it (segment-granular), or to the last offset when none is.
+	Time *time.Time
+	// Offset sets committed to exactly this value, so delivery resumes at
+	// Offset+1. It must lie in [log start-1, last offset]: outside, the
+	// seek fails with ErrInvalid and nothing moves.
+	Offset *int64
+	// Snapshot restores the committed offsets captured by the named
+	// snapshot, which must have been taken on the same queue (by any
+	// group). Partitions created after it start from the oldest retained
+	// message.
+	Snapshot string
+}
+
+// Validate reports whether exactly one position is named: ErrNoTarget or
+// ErrManyTargets when not.
+func (t SeekTarget) Validate() error {
+	n := 0
+	if t.ToEnd {
+		n++
+	}
+	if t.Time != nil {
+		n++
+	}
+	if t.Offset != nil {
+		n++
+	}
+	if t.Snapshot != "" {
+		n++
+	}
+	switch {
+	case n == 0:
+		return ErrNoTarget
+	case n > 1:
+		return ErrManyTargets
+	}
+	return nil
+}
+
+// PartitionSeek is what a seek did, or would do, to one partition.
+type PartitionSeek struct {
+	Partition   string
+	PartitionID string // uuid
+	// From is the committed value before the seek (the floor when the
+	// group had no cursor there), To the one after.
+	From, To int64
+	// Redeliver counts frames the group will be handed again, Skip frames
+	// it will never be handed.
+	Redeliver, Skip int64
+	// Clamped is true when the position wanted lay below the retention
+	// watermark and was raised to it; FramesEvicted counts the offsets
+	// below the watermark that the seek could not give back.
+	Clamped       bool
+	FramesEvicted int64
+	// OvershootBound is, for a time seek, the most frames older than the
+	// time that the landing segment can deliver again.
+	OvershootBound int64
+	// Created is true when the seek gave the group its first cursor on
+	// this partition.
+	Created bool
+}
+
+// SeekResult is the outcome of a seek, one entry per partition in creation order.
+type SeekResult struct {
+	Queue      string
+	Group      string
+	Partitions []PartitionSeek
+	// Snapshot is the snapshot applied, when the request named one.
+	Snapshot *Snapshot
+}
+
+// Clamped reports whether any partition was clamped, and how many frames
+// the clamping could not give back in total.
+func (r *SeekResult) Clamped() (bool, int64) {
+	var any bool
+	var n int64
+	for _, p := range r.Partitions {
+		if p.Clamped {
+			any = true
+			n += p.FramesEvicted
+		}
+	}
+	return any, n
+}
+
+// GroupDeleteRequest removes a consumer group's cursors.
+type GroupDeleteRequest struct {
+	Group string // required; QueueModeGroup is the queue-mode cursors
+	// Queue, when not "", limits the deletion to that queue's cursors.
+	Queue string
+	// DeleteMetadata also removes the group's subscription records, so its
+	// next pop starts as a new group (by its subscription mode) instead of
+	// from the oldest retained message.
+	DeleteMetadata bool
+}
+
+// BacklogRequest names a queue and a group whose backlog to count.
+type BacklogRequest struct {
+	Queue string
+	Group string // "" = QueueModeGroup
+}

@@ -1,0 +1,58 @@
+package combtype
+
+import (
+	"time"
+)
+
+// DefaultSnapshotTTL is how long a snapshot lives when its creator names no expiry.
+const DefaultSnapshotTTL = 7 * 24 * time.Hour
+
+// Snapshot is a consumer group's committed offsets on one queue, captured
+// under a name.
+type Snapshot struct {
+	Name      string
+	Group     string
+	Queue     string
+	QueueUUID string
+	Labels    map[string]string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// Cursors has one entry per partition that existed when it was taken.
+	Cursors []SnapshotCursor
+}
+
+// SnapshotCursor is one captured position.
+type SnapshotCursor struct {
+	Partition   string
+	PartitionID string // uuid
+	Committed   int64
+}
+
+// CreateSnapshotRequest names a snapshot of Group's cursors on Queue.
+type CreateSnapshotRequest struct {
+	Name   string
+	Group  string // "" = QueueModeGroup
+	Queue  string
+	Labels map[string]string
+	// ExpiresAt, when not zero, is the expiry; it must be in the future.
+	ExpiresAt time.Time
+	// TTL, when ExpiresAt is zero, is the lifetime from now. Both zero
+	// means DefaultSnapshotTTL.
+	TTL time.Duration
+}
+
+// SnapshotUpdate is what an update may change; the rest of a snapshot is
+// fixed when it is taken.
+type SnapshotUpdate struct {
+	// SetLabels replaces the labels with Labels.
+	SetLabels bool
+	Labels    map[string]string
+	// ExpiresAt, when not nil, is the new expiry; it must be in the future.
+	ExpiresAt *time.Time
+}
+
+// SnapshotFilter selects live snapshots; empty fields match every one.
+type SnapshotFilter struct {
+	Group string
+	Queue string
+}
