@@ -20,9 +20,17 @@ import (
 
 var t0 = time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC)
 
+// dev is the device id of the runners of these tests; the upstream sees
+// each transactionId behind it.
+const dev = "dev-1:"
+
 // startRunner starts a runner over b, stopped at cleanup before b closes.
 func startRunner(t *testing.T, b *broker.Broker, opts forward.Options) *forward.Runner {
 	t.Helper()
+	if opts.DeviceID == "" {
+		opts.DeviceID = "dev-1"
+	}
+	opts.BufferSettle = cmpOr(opts.BufferSettle, 10*time.Millisecond)
 	opts.MinBackoff = cmpOr(opts.MinBackoff, time.Millisecond)
 	opts.MaxBackoff = cmpOr(opts.MaxBackoff, 10*time.Millisecond)
 	opts.Poll = cmpOr(opts.Poll, 200*time.Millisecond)
@@ -114,7 +122,7 @@ func TestAPushForwarderCopiesPartitionsTransactionIDsPayloadsAndTraceIDsInOrder(
 	for _, m := range got {
 		var d struct{ Seq int }
 		json.Unmarshal(m.Data, &d)
-		if want := fmt.Sprintf("tx-%02d", d.Seq); m.TransactionID != want || m.Partition != fmt.Sprintf("p%d", d.Seq%3) {
+		if want := dev + fmt.Sprintf("tx-%02d", d.Seq); m.TransactionID != want || m.Partition != fmt.Sprintf("p%d", d.Seq%3) {
 			t.Errorf("upstream message %s in %s carries seq %d", m.TransactionID, m.Partition, d.Seq)
 		}
 		if prev, ok := last[m.Partition]; ok && d.Seq <= prev {
@@ -144,7 +152,7 @@ func TestAMessageTheUpstreamRefusesForGoodIsDeadLetteredLocallyAndThePartitionMo
 			st.Forwarded, st.DeadLettered, st.LastError)
 	}
 	got := popAll(t, up, "q", "check")
-	if len(got) != 2 || got[0].TransactionID != "a" || got[1].TransactionID != "c" {
+	if len(got) != 2 || got[0].TransactionID != dev+"a" || got[1].TransactionID != dev+"c" {
 		t.Errorf("upstream holds %v, want a then c", got)
 	}
 	dead, _, err := b.DeadLetters(context.Background(), broker.DLQFilter{Queue: "q"})
@@ -372,7 +380,7 @@ func TestMessagesRetentionEvictsBeforeTheyAreForwardedAreCountedAndThePausePersi
 		return nil
 	})
 	got := popAll(t, up, "q", "check")
-	if len(got) != 2 || got[0].TransactionID != "first" || got[1].TransactionID != "last" {
+	if len(got) != 2 || got[0].TransactionID != dev+"first" || got[1].TransactionID != dev+"last" {
 		t.Errorf("upstream holds %v, want first and last", got)
 	}
 }
