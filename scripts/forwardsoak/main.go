@@ -12,10 +12,18 @@
 //     the device exactly the commands: none missing, none stored twice, in
 //     order per partition.
 //
+// With -queen KIT (the folder holding Queen's run.sh), it runs instead
+// against a real Queen on PostgreSQL: -devices comb processes each push -n
+// messages with the same client-chosen transactionIds into one Queen queue
+// and the same partitions, Queen is killed (SIGKILL) once mid-stream, and
+// Queen must end with every device's messages exactly once, in order per
+// device and partition (see queen.go).
+//
 // Examples:
 //
 //	go run ./scripts/forwardsoak                      # 100k each way
 //	go run ./scripts/forwardsoak -n 20000 -pull 20000
+//	go run ./scripts/forwardsoak -queen ../shared/queen -devices 10 -n 10000
 package main
 
 import (
@@ -41,6 +49,8 @@ type config struct {
 	n, pull, batch, partitions, pushBatch int
 	bin, src                              string
 	keep                                  bool
+	queen                                 string
+	devices                               int
 }
 
 func main() {
@@ -53,8 +63,14 @@ func main() {
 	flag.StringVar(&c.bin, "bin", "", "comb binary (default: build from -src)")
 	flag.StringVar(&c.src, "src", ".", "module root to build comb from")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory")
+	flag.StringVar(&c.queen, "queen", "", "folder of Queen's run.sh: forward from -devices combs into a real Queen instead")
+	flag.IntVar(&c.devices, "devices", 10, "with -queen: comb processes forwarding into the one Queen")
 	flag.Parse()
-	if err := run(c); err != nil {
+	runner := run
+	if c.queen != "" {
+		runner = runQueen
+	}
+	if err := runner(c); err != nil {
 		fmt.Fprintln(os.Stderr, "forwardsoak:", err)
 		os.Exit(1)
 	}
