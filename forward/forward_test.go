@@ -5,9 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -431,5 +437,76 @@ func TestAPatternForwarderForwardsEveryMatchingQueueUnderItsOwnName(t *testing.T
 	})
 	if n, _ := up.Broker.Backlog(context.Background(), "", "other", "check"); n != 0 {
 		t.Errorf("the non-matching queue reached the upstream: %d messages", n)
+	}
+}
+
+// lockedBuffer is a log sink the runner's goroutines share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestAForwarderReportsHowFarBehindItIsAndLogsItsRecovery(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	target, err := url.Parse(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The link: down (503) until opened, then the real upstream.
+	var open atomic.Bool
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	link := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !open.Load() {
+			http.Error(w, `{"error":"link down"}`, http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer link.Close()
+
+	clk := clock.NewManual(t0)
+	b := combtest.MustOpenBroker(t, combtest.Options{Clock: clk})
+	for i := range 3 {
+		push(t, b, broker.PushItem{Queue: "q", TxnID: fmt.Sprintf("m%d", i), Payload: []byte(`1`)})
+	}
+	clk.Advance(90 * time.Second)
+	var logs lockedBuffer
+	r := startRunner(t, b, forward.Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := context.Background()
+	if _, err := r.Create(ctx, &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: link.URL}); err != nil {
+		t.Fatal(err)
+	}
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		st, err := r.Get(ctx, "", "up")
+		if err != nil {
+			return err
+		}
+		if st.State != "backoff" || st.Lag != 3 || st.OldestUnforwardedAge != 90*time.Second || !st.OldestUnforwardedAt.Equal(t0) ||
+			st.LagSeconds != -1 || !st.LastErrorAt.Equal(t0.Add(90*time.Second)) || !strings.Contains(st.LastError, "link down") {
+			return fmt.Errorf("while the link is down: %+v", st)
+		}
+		return nil
+	})
+	clk.Advance(30 * time.Second)
+	open.Store(true)
+	st := waitLag(t, r, "up", 0, 3)
+	if st.LagSeconds != 120 || st.OldestUnforwardedAge != 0 || !st.OldestUnforwardedAt.IsZero() || !st.LastSuccessAt.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("once delivered: lag %d s, oldest %v (%v), last success %v; want 120 s, none, and the clock's time",
+			int(st.LagSeconds), st.OldestUnforwardedAge, st.OldestUnforwardedAt, st.LastSuccessAt)
+	}
+	if out := logs.String(); strings.Count(out, "forwarder recovered") != 1 || !strings.Contains(out, "failingFor=30s") {
+		t.Errorf("want one recovery line, failing for the 30 s the clock moved:\n%s", out)
 	}
 }
