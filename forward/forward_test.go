@@ -510,3 +510,45 @@ func TestAForwarderReportsHowFarBehindItIsAndLogsItsRecovery(t *testing.T) {
 		t.Errorf("want one recovery line, failing for the 30 s the clock moved:\n%s", out)
 	}
 }
+
+func TestItemsACombUpstreamParksInMaintenanceAreAckedOnlyOnceStoredAndInOrder(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	ctx := context.Background()
+	if _, err := up.Broker.SetPushMaintenance(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	for i := range 6 {
+		push(t, b, broker.PushItem{Queue: "q", TxnID: fmt.Sprintf("m%d", i), Payload: []byte(`1`)})
+	}
+	r := startRunner(t, b, forward.Options{})
+	if _, err := r.Create(ctx, &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL, Batch: 3}); err != nil {
+		t.Fatal(err)
+	}
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		st, err := r.Get(ctx, "", "up")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(st.LastError, "maintenance is on") {
+			return fmt.Errorf("last error %q; want the upstream's maintenance", st.LastError)
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond) // many retries at the test's backoff
+	if st, err := r.Get(ctx, "", "up"); err != nil || st.Lag != 6 || st.Forwarded != 0 || st.DeadLettered != 0 {
+		t.Fatalf("during maintenance: %+v, %v; want all 6 waiting, none acked or dead-lettered", st, err)
+	}
+	if _, err := up.Broker.SetPushMaintenance(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	waitLag(t, r, "up", 0, 6)
+	got := popAll(t, up, "q", "check")
+	var ids []string
+	for _, m := range got {
+		ids = append(ids, m.TransactionID)
+	}
+	if want := []string{dev + "m0", dev + "m1", dev + "m2", dev + "m3", dev + "m4", dev + "m5"}; fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("upstream holds %v, want %v", ids, want)
+	}
+}

@@ -174,6 +174,9 @@ type upstreamState struct {
 	// maintenance is off. why says otherwise, or that it cannot tell.
 	storing bool
 	why     string
+	// unsure: its health is good but its maintenance state cannot be read
+	// (the token lacks the admin role): storing is assumed, not known.
+	unsure bool
 	// buffered is how many pushed items it holds parked, waiting for its
 	// replay (Queen's file buffer, comb's maintenance buffer); 0 when it
 	// does not say.
@@ -195,6 +198,11 @@ func (u *upstream) state(ctx context.Context) upstreamState {
 	status, body, err = u.do(ctx, http.MethodGet, "/api/v1/system/maintenance", nil)
 	if err != nil {
 		return upstreamState{why: err.Error()}
+	}
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		return upstreamState{storing: true, unsure: true,
+			why: fmt.Sprintf("its maintenance state cannot be read (HTTP %d)", status)}
 	}
 	var m struct {
 		MaintenanceMode  *bool `json:"maintenanceMode"`

@@ -202,8 +202,9 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 	// stored it.
 	refused := make([]string, len(msgs))
 	dups := 0
+	sure := false // the upstream was last seen storing pushes, for certain
 	one := func(i int) error {
-		status, why, err := w.deliverOne(ctx, items[i])
+		status, why, err := w.deliverOne(ctx, items[i], sure)
 		refused[i] = why
 		if status == itemDuplicate {
 			dups++
@@ -219,6 +220,7 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 	switch {
 	case err == nil:
 		settled := false
+		var err error
 		for i, st := range statuses {
 			switch st {
 			case itemDuplicate:
@@ -229,7 +231,7 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 				// are all of them), once the upstream has replayed what it
 				// can of its buffer.
 				if !settled {
-					if err := w.settled(ctx, items[i].TransactionID); err != nil {
+					if sure, err = w.settled(ctx, items[i].TransactionID); err != nil {
 						return err
 					}
 					settled = true
@@ -297,17 +299,23 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 // settled); a copy that an outage or a maintenance parked has been stored
 // by the upstream's replay by then, and the send is answered duplicate.
 // The item counts as refused once it has been answered buffered twice
-// when sent while the upstream said it was storing pushes: that is what
-// Queen does with an item its database refuses. The caller has waited
-// for the upstream to settle when the item was answered buffered before.
-func (w *worker) deliverOne(ctx context.Context, it wireItem) (status, refusal string, err error) {
-	for strikes := 1; ; strikes++ {
+// when sent while the upstream said, for certain, that it was storing
+// pushes: that is what Queen does with an item its database refuses. An
+// upstream whose maintenance state cannot be read gets the item again and
+// again, never refused. sure tells whether the upstream was last seen
+// storing for certain (the caller waited for it to settle).
+func (w *worker) deliverOne(ctx context.Context, it wireItem, sure bool) (status, refusal string, err error) {
+	strikes := 0
+	for {
 		var st []string
 		err := w.retry(ctx, func() error {
 			var err error
 			st, err = w.up.push(ctx, []wireItem{it})
 			return err
 		})
+		if err == nil && st[0] == itemBuffered && sure {
+			strikes++
+		}
 		switch {
 		case err == nil && st[0] != itemBuffered:
 			return st[0], "", nil
@@ -321,8 +329,17 @@ func (w *worker) deliverOne(ctx context.Context, it wireItem) (status, refusal s
 		default:
 			return "", "", err
 		}
-		if err := w.settled(ctx, it.TransactionID); err != nil {
+		if sure, err = w.settled(ctx, it.TransactionID); err != nil {
 			return "", "", err
+		}
+		if !sure {
+			// Nothing tells when it may be stored: send it again at the
+			// pace of a failure.
+			msg := fmt.Sprintf("%s answered %q: not yet confirmed stored upstream; its maintenance state cannot be read",
+				it.TransactionID, itemBuffered)
+			if err := w.failAtLeast(ctx, errors.New(msg), w.r.opts.BufferSettle); err != nil {
+				return "", "", err
+			}
 		}
 	}
 }
@@ -333,13 +350,15 @@ func (w *worker) deliverOne(ctx context.Context, it wireItem) (status, refusal s
 // fails for ever, which Queen retries every second). An item sent again
 // while the upstream's replay may still store a parked copy of it, or of
 // the items after it, could commit in either order with that replay, and
-// the partition's order with it. It returns an error only when ctx ended.
-func (w *worker) settled(ctx context.Context, id string) error {
+// the partition's order with it. sure is false when the upstream's
+// maintenance state could not be read. It returns an error only when ctx
+// ended.
+func (w *worker) settled(ctx context.Context, id string) (sure bool, err error) {
 	last := int64(-1)
 	for {
 		st := w.up.state(ctx)
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 		msg := fmt.Sprintf("%s answered %q: not yet confirmed stored upstream; ", id, itemBuffered)
 		switch {
@@ -347,13 +366,13 @@ func (w *worker) settled(ctx context.Context, id string) error {
 			last = -1
 			msg += st.why
 		case st.buffered <= 0 || (last >= 0 && st.buffered >= last):
-			return nil
+			return !st.unsure, nil
 		default:
 			last = st.buffered
 			msg += fmt.Sprintf("waiting for the upstream to replay its buffer (%d parked)", st.buffered)
 		}
 		if err := w.failAtLeast(ctx, errors.New(msg), w.r.opts.BufferSettle); err != nil {
-			return err
+			return false, err
 		}
 	}
 }
