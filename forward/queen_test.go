@@ -113,6 +113,9 @@ type poison struct {
 }
 
 func TestMessagesARealQueenCannotStoreAreDeadLetteredLocallyAndTheRestOfTheBatchArrives(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real Queen; skipped with -short")
+	}
 	q := queentest.Start(t)
 	long := strings.Repeat("x", 300)
 	for _, tc := range []struct {
@@ -237,6 +240,9 @@ func TestMessagesARealQueenCannotStoreAreDeadLetteredLocallyAndTheRestOfTheBatch
 }
 
 func TestItemsARealQueenParksInMaintenanceAreAckedOnlyOnceItStoresThem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real Queen; skipped with -short")
+	}
 	q := queentest.Start(t)
 	ctx := context.Background()
 	if status, body := queenCall(t, http.MethodPost, q.URL+"/api/v1/system/maintenance", map[string]bool{"enabled": true}); status != http.StatusOK {
@@ -296,6 +302,9 @@ func TestItemsARealQueenParksInMaintenanceAreAckedOnlyOnceItStoresThem(t *testin
 }
 
 func TestTwoDevicesUsingTheSameTransactionIDsIntoOneQueenPartitionBothArrive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real Queen; skipped with -short")
+	}
 	q := queentest.Start(t)
 	ctx := context.Background()
 	// Two devices with their own databases and no device id given: each
