@@ -36,8 +36,20 @@ type ForwarderStatus struct {
 	// Lag is, for push, the local messages not yet upstream; for pull, the
 	// upstream messages not yet local as of the last upstream reply, -1 when
 	// unknown.
-	Lag           int64
+	Lag int64
+	// OldestUnforwardedAt is, for push, when the oldest local message not
+	// yet upstream was committed; zero when there is none or (pull) it is
+	// unknown.
+	OldestUnforwardedAt time.Time
+	// OldestUnforwardedAge is how old that message was when the status
+	// was read; 0 when there is none.
+	OldestUnforwardedAge time.Duration
+	// LagSeconds is how long the last batch delivered had waited: from the
+	// commit of its newest message on the sending side to its delivery.
+	// -1 until a batch is delivered.
+	LagSeconds    float64
 	Forwarded     int64 // messages delivered since this process started
+	Duplicates    int64 // push: items the upstream answered "duplicate", since this process started
 	DeadLettered  int64 // messages dead-lettered since this process started
 	LastSuccessAt time.Time
 	LastError     string
@@ -48,8 +60,9 @@ var forwarderName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,255}$`)
 
 // NormalizeForwarder checks a definition and fills its defaults: direction
 // push, batch combtype.ForwarderDefaultBatch, group
-// combtype.ForwarderGroupPrefix+name, and the upstream URL reduced to
-// scheme, host and path. Errors wrap combtype.ErrInvalid. Put calls it;
+// combtype.ForwarderGroupPrefix+name, the upstream URL reduced to scheme,
+// host and path, and a pull forwarder's IDPrefix
+// combtype.ForwarderNoIDPrefix. Errors wrap combtype.ErrInvalid. Put calls it;
 // a program may too, to check a definition before storing it.
 func NormalizeForwarder(f *combtype.Forwarder) error {
 	bad := func(format string, args ...any) error {
@@ -65,6 +78,14 @@ func NormalizeForwarder(f *combtype.Forwarder) error {
 		return bad("queue is required")
 	case f.Batch < 0 || f.Batch > combtype.ForwarderMaxBatch:
 		return bad("batch must be between 1 and %d", combtype.ForwarderMaxBatch)
+	case len(f.IDPrefix) > combtype.ForwarderMaxIDPrefix ||
+		strings.ContainsFunc(f.IDPrefix, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return bad("idPrefix must be at most %d bytes without control characters", combtype.ForwarderMaxIDPrefix)
+	case f.Direction == combtype.ForwardPull && f.IDPrefix != "" && f.IDPrefix != combtype.ForwarderNoIDPrefix:
+		return bad("idPrefix applies to push forwarders; a pull forwarder keeps the upstream's transactionIds")
+	}
+	if f.Direction == combtype.ForwardPull {
+		f.IDPrefix = combtype.ForwarderNoIDPrefix
 	}
 	if IsQueuePattern(f.Queue) {
 		if f.Direction == combtype.ForwardPull {
@@ -157,4 +178,24 @@ func (f *Forwarders) SetPendingAck(ctx context.Context, name, ack string) error 
 		return fmt.Errorf("%w: pending ack is not JSON", combtype.ErrInvalid)
 	}
 	return f.b.st.SetForwarderPendingAck(ctx, f.b.tenant, name, ack)
+}
+
+// SetIDPrefix sets the prefix a push forwarder puts before the
+// transactionIds it sends upstream ("none": none).
+func (f *Forwarders) SetIDPrefix(ctx context.Context, name, prefix string) error {
+	return f.b.st.SetForwarderIDPrefix(ctx, f.b.tenant, name, prefix)
+}
+
+// settingDeviceID names this database's device id among the settings.
+const settingDeviceID = "device_id"
+
+// DeviceID returns the device id stored in the database, storing
+// candidate first when there is none: the id is chosen once and then kept,
+// so what a device sends upstream stays attributable to it. It is one per
+// database, whatever the tenant.
+func (b *Broker) DeviceID(ctx context.Context, candidate string) (string, error) {
+	if candidate == "" {
+		return "", fmt.Errorf("%w: empty device id", combtype.ErrInvalid)
+	}
+	return b.st.InitSetting(ctx, settingDeviceID, candidate)
 }

@@ -53,6 +53,12 @@ func (b *Broker) GroupBacklog(ctx context.Context, req combtype.BacklogRequest) 
 	return b.st.Backlog(ctx, b.tenant, req.Queue, req.Group)
 }
 
+// GroupBacklogOldest is the commit time of the oldest retained message of
+// req.Queue that req.Group has not consumed; zero when there is none.
+func (b *Broker) GroupBacklogOldest(ctx context.Context, req combtype.BacklogRequest) (time.Time, error) {
+	return b.st.BacklogOldest(ctx, b.tenant, req.Queue, req.Group)
+}
+
 // GroupSubscribeFrom makes the partitions group meets from now on start at
 // t, on every queue it is subscribed to; it moves no cursor. It returns the
 // number of subscriptions changed and wakes parked pops of those queues.

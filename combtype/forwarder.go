@@ -27,8 +27,12 @@ type Forwarder struct {
 	Evicted int64
 	// PendingAck is the upstream ack owed by a pull forwarder, "" if none.
 	PendingAck string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// IDPrefix is put before each transactionId a push forwarder sends
+	// upstream; "none" sends them as they are. "" in a stored row is one
+	// stored before the prefix existed, to be given the device's prefix.
+	IDPrefix  string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Bounds and defaults of a forwarder definition.
@@ -40,4 +44,9 @@ const (
 	// ForwarderGroupPrefix starts the default consumer group name of a
 	// forwarder: the prefix, then the forwarder's name.
 	ForwarderGroupPrefix = "comb-forward."
+	// ForwarderNoIDPrefix as a forwarder's IDPrefix sends transactionIds
+	// upstream as they are.
+	ForwarderNoIDPrefix = "none"
+	// ForwarderMaxIDPrefix bounds an IDPrefix, in bytes.
+	ForwarderMaxIDPrefix = 128
 )

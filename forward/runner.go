@@ -8,14 +8,19 @@ package forward
 import (
 	"cmp"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/combtype"
@@ -28,6 +33,10 @@ const (
 	DefaultMinBackoff = 250 * time.Millisecond
 	DefaultMaxBackoff = 30 * time.Second
 	DefaultPoll       = 5 * time.Second
+	// DefaultBufferSettle is the least wait before an item the upstream
+	// answered "buffered" is sent again: time for the upstream's own
+	// replay of its buffer (Queen's runs about every second) to store it.
+	DefaultBufferSettle = 2 * time.Second
 )
 
 // Options configure a Runner.
@@ -46,8 +55,16 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Poll is how long a pop waits for messages, and how often a pattern
 	// forwarder looks for new queues.
-	Poll   time.Duration
-	Logger *slog.Logger
+	Poll time.Duration
+	// BufferSettle is the least wait before an item answered "buffered"
+	// is sent again. Default DefaultBufferSettle.
+	BufferSettle time.Duration
+	// DeviceID names this device in the transactionIds its push
+	// forwarders send upstream (the default IDPrefix is DeviceID + ":").
+	// Default: the id stored in the database, chosen at first need as the
+	// host name and a random suffix.
+	DeviceID string
+	Logger   *slog.Logger
 }
 
 // Runner runs every forwarder stored in a broker. Start it once the broker
@@ -57,10 +74,11 @@ type Runner struct {
 	opts Options
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	ctx     context.Context // nil until Start; cancelled by Stop
-	cancel  context.CancelFunc
-	workers map[key]*worker
+	mu       sync.Mutex
+	ctx      context.Context // nil until Start; cancelled by Stop
+	cancel   context.CancelFunc
+	workers  map[key]*worker
+	deviceID string // "" until first needed
 }
 
 type key struct{ tenant, name string }
@@ -80,6 +98,7 @@ func New(b *broker.Broker, opts Options) *Runner {
 	opts.MinBackoff = cmp.Or(opts.MinBackoff, DefaultMinBackoff)
 	opts.MaxBackoff = max(cmp.Or(opts.MaxBackoff, DefaultMaxBackoff), opts.MinBackoff)
 	opts.Poll = cmp.Or(opts.Poll, DefaultPoll)
+	opts.BufferSettle = cmp.Or(opts.BufferSettle, DefaultBufferSettle)
 	return &Runner{b: b, opts: opts, log: cmp.Or(opts.Logger, slog.Default()), workers: map[key]*worker{}}
 }
 
@@ -100,6 +119,18 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start forwarders: %w", err)
 	}
+	for _, d := range defs {
+		// A push forwarder stored before id prefixes existed gets the
+		// device's now, before it sends anything.
+		if d.Direction == combtype.ForwardPush && d.IDPrefix == "" {
+			if d.IDPrefix, err = r.defaultIDPrefix(ctx); err == nil {
+				err = r.b.Tenant(d.Tenant).Forwarders().SetIDPrefix(ctx, d.Name, d.IDPrefix)
+			}
+			if err != nil {
+				return fmt.Errorf("start forwarder %q: %w", d.Name, err)
+			}
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ctx != nil {
@@ -110,6 +141,56 @@ func (r *Runner) Start(ctx context.Context) error {
 		r.startLocked(d)
 	}
 	return nil
+}
+
+// DeviceID returns the id this runner puts in the default IDPrefix.
+func (r *Runner) DeviceID(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	id := r.deviceID
+	r.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	id = r.opts.DeviceID
+	if id == "" {
+		var err error
+		if id, err = r.b.DeviceID(ctx, newDeviceID()); err != nil {
+			return "", fmt.Errorf("device id: %w", err)
+		}
+	}
+	r.mu.Lock()
+	r.deviceID = id
+	r.mu.Unlock()
+	return id, nil
+}
+
+func (r *Runner) defaultIDPrefix(ctx context.Context) (string, error) {
+	id, err := r.DeviceID(ctx)
+	if err != nil {
+		return "", err
+	}
+	return id + ":", nil
+}
+
+// newDeviceID is the host name, cut to the characters a name keeps, and
+// a random suffix: host names repeat across a fleet (every image's
+// default, every container's), and two devices taken for one another
+// would have their messages deduplicated against each other upstream.
+func newDeviceID() string {
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		// The characters a forwarder's name may hold.
+		if r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.-", r)) {
+			return r
+		}
+		return -1
+	}, host)
+	if len(host) > 63 {
+		host = host[:63]
+	}
+	var b [4]byte
+	crand.Read(b[:])
+	return cmp.Or(host, "comb") + "-" + hex.EncodeToString(b[:])
 }
 
 // Stop stops every worker and waits for them. A batch in flight is
@@ -141,7 +222,7 @@ func (r *Runner) startLocked(def *combtype.Forwarder) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	w := &worker{r: r, def: def, cancel: cancel, done: make(chan struct{}), lastAcked: map[string]int64{},
 		up: &upstream{client: r.opts.Client, base: def.UpstreamURL, token: def.Token}}
-	w.status.State, w.status.Lag = "running", -1
+	w.status.State, w.status.Lag, w.status.LagSeconds = "running", -1, -1
 	r.workers[k] = w
 	go func() {
 		defer close(w.done)
@@ -174,6 +255,24 @@ func (r *Runner) Declare(ctx context.Context, f *combtype.Forwarder) (*broker.Fo
 }
 
 func (r *Runner) put(ctx context.Context, f *combtype.Forwarder, replace bool) (*broker.ForwarderStatus, error) {
+	if err := broker.NormalizeForwarder(f); err != nil {
+		return nil, err
+	}
+	if f.IDPrefix == "" {
+		// A forwarder keeps the prefix it was first stored with: a new one
+		// would send a batch resent after a restart under other ids.
+		old, err := r.b.Tenant(f.Tenant).Forwarders().Get(ctx, f.Name)
+		switch {
+		case err == nil && old.IDPrefix != "" && old.Direction == combtype.ForwardPush:
+			f.IDPrefix = old.IDPrefix
+		case err == nil || errors.Is(err, combtype.ErrForwarderNotFound):
+			if f.IDPrefix, err = r.defaultIDPrefix(ctx); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+	}
 	if err := r.b.Tenant(f.Tenant).Forwarders().Put(ctx, f, replace); err != nil {
 		return nil, err
 	}
@@ -253,7 +352,7 @@ func (r *Runner) All(ctx context.Context) ([]broker.ForwarderStatus, error) {
 // status merges a stored definition with its worker's counters and, for a
 // push forwarder, the lag of its local group.
 func (r *Runner) status(ctx context.Context, def *combtype.Forwarder) *broker.ForwarderStatus {
-	st := &broker.ForwarderStatus{Forwarder: *def, State: "stopped", Lag: -1}
+	st := &broker.ForwarderStatus{Forwarder: *def, State: "stopped", Lag: -1, LagSeconds: -1}
 	st.Token, st.HasToken = "", def.Token != ""
 	r.mu.Lock()
 	w := r.workers[key{def.Tenant, def.Name}]
@@ -262,36 +361,50 @@ func (r *Runner) status(ctx context.Context, def *combtype.Forwarder) *broker.Fo
 		w.mu.Lock()
 		ws := w.status
 		w.mu.Unlock()
-		st.State, st.Forwarded, st.DeadLettered = ws.State, ws.Forwarded, ws.DeadLettered
+		st.State, st.Forwarded, st.DeadLettered, st.Duplicates = ws.State, ws.Forwarded, ws.DeadLettered, ws.Duplicates
 		st.LastSuccessAt, st.LastError, st.LastErrorAt, st.Lag = ws.LastSuccessAt, ws.LastError, ws.LastErrorAt, ws.Lag
+		st.LagSeconds = ws.LagSeconds
 	}
 	if def.Paused {
 		st.State = "paused"
 	}
 	if def.Direction == combtype.ForwardPush {
-		if lag, err := r.pushLag(ctx, def); err == nil {
-			st.Lag = lag
+		if lag, oldest, err := r.pushLag(ctx, def); err == nil {
+			st.Lag, st.OldestUnforwardedAt = lag, oldest
+			if !oldest.IsZero() {
+				st.OldestUnforwardedAge = max(r.opts.Clock.Now().Sub(oldest), 0)
+			}
 		}
 	}
 	return st
 }
 
 // pushLag is the number of local messages of def's queues its group has
-// not forwarded yet, partitions it never met included.
-func (r *Runner) pushLag(ctx context.Context, def *combtype.Forwarder) (int64, error) {
+// not forwarded yet, partitions it never met included, and the commit
+// time of the oldest of them (zero when there is none).
+func (r *Runner) pushLag(ctx context.Context, def *combtype.Forwarder) (lag int64, oldest time.Time, err error) {
 	queues, err := r.queues(ctx, def)
 	if err != nil {
-		return 0, err
+		return 0, time.Time{}, err
 	}
-	var lag int64
 	for _, q := range queues {
 		n, err := r.b.Tenant(def.Tenant).GroupBacklog(ctx, combtype.BacklogRequest{Queue: q, Group: def.Group})
 		if err != nil {
-			return 0, err
+			return 0, time.Time{}, err
 		}
 		lag += n
+		if n == 0 {
+			continue
+		}
+		t, err := r.b.Tenant(def.Tenant).GroupBacklogOldest(ctx, combtype.BacklogRequest{Queue: q, Group: def.Group})
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		if !t.IsZero() && (oldest.IsZero() || t.Before(oldest)) {
+			oldest = t
+		}
 	}
-	return lag, nil
+	return lag, oldest, nil
 }
 
 // queues lists the local queues def forwards.
