@@ -24,7 +24,7 @@ func serveFile(t *testing.T, path string) (*combtest.Server, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(httpd.New(b, httpd.Config{}))
+	ts := httptest.NewServer(httpd.NewHandler(b, httpd.Config{}))
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {

@@ -108,7 +108,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	httpCfg.Forwarders = fwd
-	srv := httpd.NewHTTPServer(b, httpCfg)
+	srv := httpd.NewServer(b, httpCfg)
 	log.Info("comb serving", "addr", ln.Addr().String(), "db", *dbPath, "sync", *syncMode, "version", version)
 	if m.Ready != nil {
 		m.Ready(ln.Addr().String())

@@ -215,7 +215,7 @@ func (m *model) open(rt *rapid.T) {
 	if m.rdb, err = sql.Open("sqlite", "file:"+m.path+"?_pragma=query_only(1)&_pragma=busy_timeout(10000)"); err != nil {
 		rt.Fatalf("open %s read-only: %v", m.path, err)
 	}
-	h := httpd.New(b, httpd.Config{})
+	h := httpd.NewHandler(b, httpd.Config{})
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.served.Add(1)
 		defer m.served.Done()

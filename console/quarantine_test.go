@@ -54,7 +54,7 @@ func TestConsoleShowsDamagedSegmentsSetAside(t *testing.T) {
 	db.Close()
 
 	b = open()
-	srv := httptest.NewServer(httpd.New(b, httpd.Config{}))
+	srv := httptest.NewServer(httpd.NewHandler(b, httpd.Config{}))
 	t.Cleanup(func() {
 		b.Drain()
 		srv.Close()

@@ -411,7 +411,7 @@ func (a *Authenticator) reason(tok *jwt.Token, claims jwt.MapClaims, err error) 
 
 // guard wraps h with the access check of its level. Public routes and a
 // server without an Authenticator pass straight through.
-func (s *Server) guard(level Level, h httprouter.Handle) httprouter.Handle {
+func (s *Handler) guard(level Level, h httprouter.Handle) httprouter.Handle {
 	auth := s.cfg.Auth
 	if auth == nil || level == Public {
 		return h
@@ -429,11 +429,11 @@ func (s *Server) guard(level Level, h httprouter.Handle) httprouter.Handle {
 				challenge += `, error="invalid_token"`
 			}
 			w.Header().Set("WWW-Authenticate", challenge)
-			writeError(w, http.StatusUnauthorized, msg)
+			s.fail(w, r, &unauthorized{msg})
 			return
 		}
 		if id.Level < level {
-			writeError(w, http.StatusForbidden, "Insufficient permissions")
+			s.fail(w, r, &forbidden{"Insufficient permissions"})
 			return
 		}
 		ctx := context.WithValue(r.Context(), tenantKey{}, id.Tenant)

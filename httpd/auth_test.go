@@ -60,7 +60,7 @@ func routePath(pattern string) string {
 func TestAuthEveryRoute(t *testing.T) {
 	keys := authtest.NewKeys(t)
 	srv := mustAuthServer(t, httpd.AuthConfig{Secret: keys.Secret})
-	routes := httpd.New(srv.Broker, httpd.Config{}).Routes()
+	routes := httpd.NewHandler(srv.Broker, httpd.Config{}).Routes()
 	levels := httpd.RouteLevels()
 	if len(routes) == 0 {
 		t.Fatal("no routes registered")
@@ -122,7 +122,7 @@ func TestAuthEveryRoute(t *testing.T) {
 // a level, or a level names a route nobody registers.
 func TestAuthLevelTableMatchesRoutes(t *testing.T) {
 	b := combtest.MustOpenBroker(t, combtest.Options{})
-	routes := httpd.New(b, httpd.Config{}).Routes()
+	routes := httpd.NewHandler(b, httpd.Config{}).Routes()
 	levels := httpd.RouteLevels()
 	for _, r := range routes {
 		if _, ok := levels[r]; !ok {
@@ -138,7 +138,7 @@ func TestAuthLevelTableMatchesRoutes(t *testing.T) {
 		t.Errorf("%d routes registered twice", dup)
 	}
 
-	s := httpd.New(b, httpd.Config{})
+	s := httpd.NewHandler(b, httpd.Config{})
 	func() {
 		defer func() {
 			v := recover()
@@ -549,7 +549,7 @@ func TestAuthDisabled(t *testing.T) {
 	if r := srv.Do("GET", "/api/v1/pop/queue/open", nil); r.Status != http.StatusNoContent {
 		t.Errorf("pop after consuming everything: %d", r.Status)
 	}
-	for _, route := range httpd.New(srv.Broker, httpd.Config{}).Routes() {
+	for _, route := range httpd.NewHandler(srv.Broker, httpd.Config{}).Routes() {
 		method, pattern, _ := strings.Cut(route, " ")
 		if method != "GET" || strings.Contains(pattern, "/pop") {
 			continue

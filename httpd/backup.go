@@ -15,10 +15,10 @@ import (
 // The copy is made first into a temporary file (os.TempDir, so TMPDIR picks
 // the filesystem) and then streamed, so a failure is still a JSON error and
 // the reply carries its exact length; writes keep committing meanwhile.
-func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) backup(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if tenant(r.Context()) != "" {
 		// The file holds every tenant's queues.
-		writeError(w, http.StatusForbidden, "A backup holds every tenant's data: it needs an admin token of the default tenant")
+		s.fail(w, r, &forbidden{"A backup holds every tenant's data: it needs an admin token of the default tenant"})
 		return
 	}
 	dir, err := os.MkdirTemp("", "comb-backup-")

@@ -45,12 +45,12 @@ type paginationOut struct {
 	Offset int `json:"offset"`
 }
 
-func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) listDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
 	from, okFrom := queryTime(q.Get("from"))
 	to, okTo := queryTime(q.Get("to"))
 	if !okFrom || !okTo {
-		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
+		s.fail(w, r, &badRequest{"from and to must be RFC 3339 times or YYYY-MM-DD dates"})
 		return
 	}
 	f := combtype.DLQFilter{
@@ -81,7 +81,7 @@ func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		"pagination": paginationOut{Limit: f.Limit, Offset: f.Offset}})
 }
 
-func (s *Server) redriveDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) redriveDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var in struct {
 		Queue         json.RawMessage `json:"queue"`
 		ConsumerGroup json.RawMessage `json:"consumerGroup"`
@@ -95,19 +95,19 @@ func (s *Server) redriveDLQ(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	queue, _, ok := rawString(in.Queue)
 	if !ok || queue == "" {
-		writeError(w, http.StatusBadRequest, "queue is required")
+		s.fail(w, r, &badRequest{"queue is required"})
 		return
 	}
 	group, _, okGroup := rawString(in.ConsumerGroup)
 	partition, _, okPart := rawString(in.Partition)
 	if !okGroup || !okPart {
-		writeError(w, http.StatusBadRequest, "consumerGroup and partition must be strings")
+		s.fail(w, r, &badRequest{"consumerGroup and partition must be strings"})
 		return
 	}
 	var ids []string
 	if len(in.IDs) > 0 && string(in.IDs) != "null" {
 		if in.IDs[0] != '[' || json.Unmarshal(in.IDs, &ids) != nil {
-			writeError(w, http.StatusBadRequest, "ids must be an array of strings")
+			s.fail(w, r, &badRequest{"ids must be an array of strings"})
 			return
 		}
 		if ids == nil {
@@ -116,7 +116,7 @@ func (s *Server) redriveDLQ(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	limit, _, ok := rawInt(in.Limit)
 	if !ok || limit < 0 {
-		writeError(w, http.StatusBadRequest, "limit must be a non-negative integer")
+		s.fail(w, r, &badRequest{"limit must be a non-negative integer"})
 		return
 	}
 	if limit > combtype.MaxRedriveLimit {

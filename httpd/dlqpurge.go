@@ -18,19 +18,19 @@ var purgeParams = map[string]bool{"queue": true, "consumerGroup": true, "partiti
 // purgeDLQ deletes dead letters for good: the filters of the listing, plus
 // ids (comma-separated or repeated) and limit. With no filter it answers
 // 400 unless all=true, so an empty DELETE cannot wipe the DLQ.
-func (s *Server) purgeDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) purgeDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
 	for k := range q {
 		if !purgeParams[k] {
-			writeError(w, http.StatusBadRequest, "unknown parameter "+strconv.Quote(k)+
-				": a purge takes queue, consumerGroup, partition, from, to, ids, all and limit")
+			s.fail(w, r, &badRequest{"unknown parameter " + strconv.Quote(k) +
+				": a purge takes queue, consumerGroup, partition, from, to, ids, all and limit"})
 			return
 		}
 	}
 	from, okFrom := queryTime(q.Get("from"))
 	to, okTo := queryTime(q.Get("to"))
 	if !okFrom || !okTo {
-		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
+		s.fail(w, r, &badRequest{"from and to must be RFC 3339 times or YYYY-MM-DD dates"})
 		return
 	}
 	req := combtype.PurgeRequest{Queue: q.Get("queue"), Group: q.Get("consumerGroup"),
@@ -40,7 +40,7 @@ func (s *Server) purgeDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		for _, v := range vs {
 			for _, id := range strings.Split(v, ",") {
 				if id = strings.TrimSpace(id); id == "" {
-					writeError(w, http.StatusBadRequest, "ids must be a comma-separated list of message ids")
+					s.fail(w, r, &badRequest{"ids must be a comma-separated list of message ids"})
 					return
 				}
 				req.IDs = append(req.IDs, id)
@@ -52,19 +52,19 @@ func (s *Server) purgeDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	case "true":
 		req.All = true
 	default:
-		writeError(w, http.StatusBadRequest, "all must be true or false")
+		s.fail(w, r, &badRequest{"all must be true or false"})
 		return
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "limit must be a non-negative integer")
+			s.fail(w, r, &badRequest{"limit must be a non-negative integer"})
 			return
 		}
 		req.Limit = min(n, combtype.MaxPurgeLimit)
 	}
 	if !req.Filtered() && !req.All {
-		writeError(w, http.StatusBadRequest, "a purge needs a filter (queue, consumerGroup, partition, from, to or ids), or all=true to delete every dead letter")
+		s.fail(w, r, &badRequest{"a purge needs a filter (queue, consumerGroup, partition, from, to or ids), or all=true to delete every dead letter"})
 		return
 	}
 	res, err := s.tb(r).DLQPurge(r.Context(), req)

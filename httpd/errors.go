@@ -11,10 +11,28 @@ import (
 	"github.com/comb-broker/comb/combtype"
 )
 
-// badRequest is a refusal whose text goes to the client as is.
-type badRequest struct{ msg string }
+// The adapter's own refusals. Each is a type or value here so that
+// errorStatus, not the handler, decides its status; its text goes to the
+// client as is.
+type (
+	// badRequest is a request the adapter cannot read: 400.
+	badRequest struct{ msg string }
+	// unauthorized is a missing or invalid token: 401.
+	unauthorized struct{ msg string }
+	// forbidden is a caller, host or origin not allowed what it asked: 403.
+	forbidden struct{ msg string }
+)
 
-func (e *badRequest) Error() string { return e.msg }
+func (e *badRequest) Error() string   { return e.msg }
+func (e *unauthorized) Error() string { return e.msg }
+func (e *forbidden) Error() string    { return e.msg }
+
+var (
+	// errNoRoute is a path no route or console page serves: 404.
+	errNoRoute = errors.New("Not found")
+	// errNoForwarding is a forwarder route on a server that runs none: 503.
+	errNoForwarding = errors.New("Forwarding is not enabled on this server")
+)
 
 var errBadBody = errors.New("bad body")
 
@@ -25,9 +43,19 @@ func errorStatus(err error) (status int, msg string) {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var br *badRequest
+	var unauth *unauthorized
+	var forbid *forbidden
 	switch {
 	case errors.As(err, &br):
 		return http.StatusBadRequest, br.msg
+	case errors.As(err, &unauth):
+		return http.StatusUnauthorized, unauth.msg
+	case errors.As(err, &forbid):
+		return http.StatusForbidden, forbid.msg
+	case errors.Is(err, errNoRoute):
+		return http.StatusNotFound, errNoRoute.Error()
+	case errors.Is(err, errNoForwarding):
+		return http.StatusServiceUnavailable, errNoForwarding.Error()
 	case errors.Is(err, errEmptyBody):
 		return http.StatusBadRequest, "Request body is required"
 	case errors.As(err, &tooBig):
@@ -83,7 +111,7 @@ type replyShape func(err error, status int, msg string) any
 // fail answers err with the status errorStatus decides, in the body shape
 // (the first that answers non-nil) or {"error": msg}. A 500 is logged: it
 // is the server's fault, not the client's.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, shapes ...replyShape) {
+func (s *Handler) fail(w http.ResponseWriter, r *http.Request, err error, shapes ...replyShape) {
 	status, msg := errorStatus(err)
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -20,7 +20,7 @@ import (
 // /) from the same process, so Queen's client SDKs and a browser reach the
 // queues the program itself uses. When ctx ends, Serve answers parked pops,
 // lets requests in flight finish and returns; the broker is closed after.
-func ExampleHTTPServer() {
+func ExampleServer() {
 	dir, err := os.MkdirTemp("", "comb-example")
 	if err != nil {
 		log.Fatal(err)
@@ -38,7 +38,7 @@ func ExampleHTTPServer() {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- httpd.NewHTTPServer(b, cfg).Serve(ctx, ln) }()
+	go func() { served <- httpd.NewServer(b, cfg).Serve(ctx, ln) }()
 
 	// A client pushes over HTTP; the program pops through the broker.
 	resp, err := http.Post("http://"+ln.Addr().String()+"/api/v1/push", "application/json",
@@ -69,7 +69,7 @@ func ExampleHTTPServer() {
 // A program without a context for its lifetime stops the server with
 // Shutdown, from wherever it learns it should, and closes the broker once
 // Serve has returned.
-func ExampleHTTPServer_Shutdown() {
+func ExampleServer_Shutdown() {
 	dir, err := os.MkdirTemp("", "comb-example")
 	if err != nil {
 		log.Fatal(err)
@@ -84,7 +84,7 @@ func ExampleHTTPServer_Shutdown() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv := httpd.NewHTTPServer(b, cfg)
+	srv := httpd.NewServer(b, cfg)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), ln) }()
 

@@ -50,7 +50,7 @@ func optString(s string) any {
 // tenant's forwarders: how far behind each is and its last success and
 // error, not its definition (upstream, token), which the admin routes
 // show. Only a server running forwarders adds it.
-func (s *Server) forwarderSummary(r *http.Request) []map[string]any {
+func (s *Handler) forwarderSummary(r *http.Request) []map[string]any {
 	out := []map[string]any{}
 	list, err := s.cfg.Forwarders.List(r.Context(), tenant(r.Context()))
 	if err != nil {
@@ -67,15 +67,15 @@ func (s *Server) forwarderSummary(r *http.Request) []map[string]any {
 }
 
 // forwarders answers 503 and returns nil when this server runs none.
-func (s *Server) forwarders(w http.ResponseWriter) Forwarders {
+func (s *Handler) forwarders(w http.ResponseWriter, r *http.Request) Forwarders {
 	if s.cfg.Forwarders == nil {
-		writeError(w, http.StatusServiceUnavailable, "Forwarding is not enabled on this server")
+		s.fail(w, r, errNoForwarding)
 	}
 	return s.cfg.Forwarders
 }
 
-func (s *Server) listForwarders(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	fw := s.forwarders(w)
+func (s *Handler) listForwarders(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	fw := s.forwarders(w, r)
 	if fw == nil {
 		return
 	}
@@ -91,8 +91,8 @@ func (s *Server) listForwarders(w http.ResponseWriter, r *http.Request, _ httpro
 	writeJSON(w, http.StatusOK, map[string]any{"forwarders": out})
 }
 
-func (s *Server) getForwarder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	fw := s.forwarders(w)
+func (s *Handler) getForwarder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	fw := s.forwarders(w, r)
 	if fw == nil {
 		return
 	}
@@ -104,8 +104,8 @@ func (s *Server) getForwarder(w http.ResponseWriter, r *http.Request, ps httprou
 	writeJSON(w, http.StatusOK, forwarderJSON(st))
 }
 
-func (s *Server) createForwarder(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	fw := s.forwarders(w)
+func (s *Handler) createForwarder(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	fw := s.forwarders(w, r)
 	if fw == nil {
 		return
 	}
@@ -138,8 +138,8 @@ func (s *Server) createForwarder(w http.ResponseWriter, r *http.Request, _ httpr
 	writeJSON(w, http.StatusCreated, forwarderJSON(st))
 }
 
-func (s *Server) pauseForwarder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	fw := s.forwarders(w)
+func (s *Handler) pauseForwarder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	fw := s.forwarders(w, r)
 	if fw == nil {
 		return
 	}
@@ -152,8 +152,8 @@ func (s *Server) pauseForwarder(w http.ResponseWriter, r *http.Request, ps httpr
 	writeJSON(w, http.StatusOK, forwarderJSON(st))
 }
 
-func (s *Server) deleteForwarder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	fw := s.forwarders(w)
+func (s *Handler) deleteForwarder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	fw := s.forwarders(w, r)
 	if fw == nil {
 		return
 	}

@@ -37,7 +37,7 @@ func FuzzEveryRoute(f *testing.F) {
 		o.RetentionInterval = -1 // no background writes between two reads of data_version
 		path = o.Path
 	}})
-	srv := httpd.New(b, httpd.Config{MaxBodyBytes: 1 << 20})
+	srv := httpd.NewHandler(b, httpd.Config{MaxBodyBytes: 1 << 20})
 	routes := srv.Routes()
 
 	// Something for the parameters to name: a queue with a partition, a

@@ -30,7 +30,7 @@ func FuzzWriteRoutes(f *testing.F) {
 		}
 	}
 	b := combtest.MustOpenBroker(f, combtest.Options{})
-	h := httpd.New(b, httpd.Config{MaxBodyBytes: 1 << 20})
+	h := httpd.NewHandler(b, httpd.Config{MaxBodyBytes: 1 << 20})
 	routes := []string{"/api/v1/push", "/api/v1/ack", "/api/v1/ack/batch", "/api/v1/transaction", "/api/v1/configure"}
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
 		path := routes[int(route)%len(routes)]

@@ -32,7 +32,7 @@ type groupOut struct {
 	SubscriptionCreatedAt *string  `json:"subscriptionCreatedAt"`
 }
 
-func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) listGroups(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	groups, err := s.tb(r).GroupList(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
@@ -66,7 +66,7 @@ type groupPartitionOut struct {
 	LogStart        *int64 `json:"logStart"`
 }
 
-func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) getGroup(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	group := ps.ByName("group")
 	if group == "lagging" {
 		s.laggingGroups(w, r)
@@ -119,7 +119,7 @@ type laggingOut struct {
 	LastConsumedAt     *string `json:"last_consumed_at"` // always null, as the wire documents it
 }
 
-func (s *Server) laggingGroups(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) laggingGroups(w http.ResponseWriter, r *http.Request) {
 	minLag := max(queryInt(r.URL.Query(), "minLagSeconds", 3600), 0)
 	lags, err := s.tb(r).GroupLagging(r.Context(), time.Duration(minLag)*time.Second)
 	if err != nil {
@@ -148,7 +148,7 @@ func nullTime(t time.Time) *string {
 
 // --- subscription --------------------------------------------------------
 
-func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) updateSubscription(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	var in struct {
 		SubscriptionTimestamp json.RawMessage `json:"subscriptionTimestamp"`
 	}
@@ -159,15 +159,15 @@ func (s *Server) updateSubscription(w http.ResponseWriter, r *http.Request, ps h
 	sent, present, ok := rawString(in.SubscriptionTimestamp)
 	switch {
 	case !ok:
-		writeError(w, http.StatusBadRequest, "subscriptionTimestamp must be a string")
+		s.fail(w, r, &badRequest{"subscriptionTimestamp must be a string"})
 		return
 	case !present || sent == "":
-		writeError(w, http.StatusBadRequest, "subscriptionTimestamp is required")
+		s.fail(w, r, &badRequest{"subscriptionTimestamp is required"})
 		return
 	}
 	t, ok := broker.ParseTime(sent)
 	if !ok {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("subscriptionTimestamp %q is not a valid time (RFC 3339 or YYYY-MM-DD)", sent))
+		s.fail(w, r, &badRequest{fmt.Sprintf("subscriptionTimestamp %q is not a valid time (RFC 3339 or YYYY-MM-DD)", sent)})
 		return
 	}
 	group := ps.ByName("group")
@@ -193,7 +193,7 @@ type seekIn struct {
 // toEnd:false) is toEnd when emptyIsEnd (the per-partition route: the
 // dashboard sends nothing and Queen's Go SDK sends {}), and otherwise the
 // seed's 400.
-func (s *Server) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bool) (combtype.SeekTarget, bool, error) {
+func (s *Handler) parseSeek(w http.ResponseWriter, r *http.Request, emptyIsEnd bool) (combtype.SeekTarget, bool, error) {
 	var in seekIn
 	if err := s.readJSON(w, r, &in); err != nil && !errors.Is(err, errEmptyBody) {
 		return combtype.SeekTarget{}, false, err
@@ -282,7 +282,7 @@ func seekBody(t combtype.SeekTarget, dryRun bool, res *combtype.SeekResult) map[
 	return body
 }
 
-func (s *Server) seekQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) seekQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	group, queue := ps.ByName("group"), ps.ByName("queue")
 	t, dryRun, err := s.parseSeek(w, r, false)
 	if err != nil {
@@ -310,7 +310,7 @@ func (s *Server) seekQueue(w http.ResponseWriter, r *http.Request, ps httprouter
 	writeJSON(w, http.StatusOK, body)
 }
 
-func (s *Server) seekPartition(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) seekPartition(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	group, queue, partition := ps.ByName("group"), ps.ByName("queue"), ps.ByName("partition")
 	t, dryRun, err := s.parseSeek(w, r, true)
 	if err != nil {
@@ -345,7 +345,7 @@ func deleteMetadata(r *http.Request) bool {
 	return queryBool(q, "deleteMetadata")
 }
 
-func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) deleteGroup(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	group, meta := ps.ByName("group"), deleteMetadata(r)
 	n, err := s.tb(r).GroupDelete(r.Context(), combtype.GroupDeleteRequest{Group: group, DeleteMetadata: meta})
 	if err != nil {
@@ -356,7 +356,7 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, ps httprout
 		"metadataDeleted": meta})
 }
 
-func (s *Server) deleteGroupQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) deleteGroupQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	group, queue, meta := ps.ByName("group"), ps.ByName("queue"), deleteMetadata(r)
 	n, err := s.tb(r).GroupDelete(r.Context(), combtype.GroupDeleteRequest{Group: group, Queue: queue, DeleteMetadata: meta})
 	if err != nil {

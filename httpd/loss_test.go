@@ -26,7 +26,7 @@ func TestAPopWhoseReplyCannotBeWrittenGivesItsLeaseBack(t *testing.T) {
 	if _, err := b.Push(ctx, []combtype.PushItem{{Queue: "q", Payload: []byte(`{"n":1}`)}}); err != nil {
 		t.Fatal(err)
 	}
-	h := httpd.New(b, httpd.Config{})
+	h := httpd.NewHandler(b, httpd.Config{})
 	h.ServeHTTP(brokenWriter{httptest.NewRecorder()}, httptest.NewRequest("GET", "/api/v1/pop/queue/q?batch=1", nil))
 	// The partition is not held for leaseTime by a reply nobody received.
 	res, err := b.Pop(ctx, combtype.PopRequest{Queue: "q", Batch: 1})
@@ -41,7 +41,7 @@ func TestAnAutoAckPopWhoseReplyCannotBeWrittenLosesNothing(t *testing.T) {
 	if _, err := b.Push(ctx, []combtype.PushItem{{Queue: "q", Payload: []byte(`{"n":1}`)}}); err != nil {
 		t.Fatal(err)
 	}
-	h := httpd.New(b, httpd.Config{})
+	h := httpd.NewHandler(b, httpd.Config{})
 	h.ServeHTTP(brokenWriter{httptest.NewRecorder()}, httptest.NewRequest("GET", "/api/v1/pop/queue/q?batch=1&autoAck=true", nil))
 	// The client never saw the message, so it was not acknowledged.
 	res, err := b.Pop(ctx, combtype.PopRequest{Queue: "q", Batch: 1})

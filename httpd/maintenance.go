@@ -23,7 +23,7 @@ func maintenanceJSON(st broker.MaintenanceState) map[string]any {
 	}
 }
 
-func (s *Server) getMaintenance(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) getMaintenance(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	st, err := s.b.Maintenance(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
@@ -33,7 +33,7 @@ func (s *Server) getMaintenance(w http.ResponseWriter, r *http.Request, _ httpro
 }
 
 // readEnabled reads {"enabled": bool}; anything else is Queen's 400.
-func (s *Server) readEnabled(w http.ResponseWriter, r *http.Request) (bool, bool) {
+func (s *Handler) readEnabled(w http.ResponseWriter, r *http.Request) (bool, bool) {
 	var in struct {
 		Enabled json.RawMessage `json:"enabled"`
 	}
@@ -48,11 +48,11 @@ func (s *Server) readEnabled(w http.ResponseWriter, r *http.Request) (bool, bool
 	case "false":
 		return false, true
 	}
-	writeError(w, http.StatusBadRequest, "enabled (boolean) is required")
+	s.fail(w, r, &badRequest{"enabled (boolean) is required"})
 	return false, false
 }
 
-func (s *Server) setMaintenance(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) setMaintenance(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	on, ok := s.readEnabled(w, r)
 	if !ok {
 		return
@@ -78,7 +78,7 @@ func popMaintenanceJSON(on bool) map[string]any {
 	return map[string]any{"popMaintenanceMode": on, "message": msg}
 }
 
-func (s *Server) getPopMaintenance(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) getPopMaintenance(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	st, err := s.b.Maintenance(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
@@ -87,7 +87,7 @@ func (s *Server) getPopMaintenance(w http.ResponseWriter, r *http.Request, _ htt
 	writeJSON(w, http.StatusOK, popMaintenanceJSON(st.PopMaintenance))
 }
 
-func (s *Server) setPopMaintenance(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) setPopMaintenance(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	on, ok := s.readEnabled(w, r)
 	if !ok {
 		return
@@ -101,6 +101,6 @@ func (s *Server) setPopMaintenance(w http.ResponseWriter, r *http.Request, _ htt
 }
 
 // sharedState answers Queen's cluster-sync probe: comb is one process.
-func (s *Server) sharedState(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) sharedState(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	writeJSON(w, http.StatusOK, map[string]any{"enabled": false})
 }

@@ -74,7 +74,7 @@ func optionsJSON(o combtype.QueueOptions) map[string]any {
 	return m
 }
 
-func (s *Server) configure(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) configure(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var in configureIn
 	if err := s.readJSON(w, r, &in); err != nil {
 		s.fail(w, r, err)
@@ -82,13 +82,13 @@ func (s *Server) configure(w http.ResponseWriter, r *http.Request, _ httprouter.
 	}
 	name, present, ok := rawString(in.Queue)
 	if !present || !ok {
-		writeError(w, http.StatusBadRequest, "queue is required")
+		s.fail(w, r, &badRequest{"queue is required"})
 		return
 	}
 	ns, _, nsOK := rawString(in.Namespace)
 	task, _, taskOK := rawString(in.Task)
 	if !nsOK || !taskOK {
-		writeError(w, http.StatusBadRequest, "namespace and task must be strings")
+		s.fail(w, r, &badRequest{"namespace and task must be strings"})
 		return
 	}
 	opts, err := parseOptions(in.Options)
@@ -174,7 +174,7 @@ func pushResultsJSON(results []combtype.PushResult) []pushOut {
 	return out
 }
 
-func (s *Server) push(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) push(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	raw, err := s.readPush(w, r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -234,7 +234,7 @@ type popOut struct {
 // DefaultPopTimeout is the long-poll budget when a pop names none.
 const DefaultPopTimeout = 30 * time.Second
 
-func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	q := r.URL.Query()
 	req := combtype.PopRequest{
 
@@ -257,7 +257,7 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 	}
 	req.Timeout = time.Duration(timeout) * time.Millisecond
 	if req.Queue == "" && req.Namespace == "" && req.Task == "" && strings.HasSuffix(r.URL.Path, "/pop") {
-		writeError(w, http.StatusBadRequest, "namespace or task is required")
+		s.fail(w, r, &badRequest{"namespace or task is required"})
 		return
 	}
 	// An autoAck pop is claimed under a lease and acknowledged only once
@@ -318,7 +318,7 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 
 // ackDelivered acknowledges an autoAck pop whose reply was written. It
 // runs whether or not the client is still there: the reply is out.
-func (s *Server) ackDelivered(r *http.Request, res *combtype.PopResult, leaseID string) {
+func (s *Handler) ackDelivered(r *http.Request, res *combtype.PopResult, leaseID string) {
 	items := make([]combtype.AckItem, len(res.Messages))
 	for i, m := range res.Messages {
 		items[i] = combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: leaseID}
@@ -341,7 +341,7 @@ func (s *Server) ackDelivered(r *http.Request, res *combtype.PopResult, leaseID 
 
 // releaseUndelivered gives back the lease of a pop reply that could not be
 // written; an autoAck reply holds none.
-func (s *Server) releaseUndelivered(r *http.Request, leaseID string) {
+func (s *Handler) releaseUndelivered(r *http.Request, leaseID string) {
 	if leaseID == "" {
 		return
 	}
@@ -413,7 +413,7 @@ func ackResultsJSON(results []combtype.AckResult) []ackOut {
 	return out
 }
 
-func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) ack(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	in, err := s.readAck(w, r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -456,7 +456,7 @@ func ackBatchItems(acks []ackIn, rawGroup json.RawMessage) (string, []combtype.A
 	return group, items, nil
 }
 
-func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	acks, rawGroup, err := s.readAckBatch(w, r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -485,7 +485,7 @@ type txOpIn struct {
 	Items json.RawMessage `json:"items"`
 }
 
-func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) transaction(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var in struct {
 		Operations     json.RawMessage `json:"operations"`
 		RequiredLeases json.RawMessage `json:"requiredLeases"`
@@ -496,11 +496,11 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 	}
 	var raw []txOpIn
 	if len(in.Operations) == 0 || in.Operations[0] != '[' || json.Unmarshal(in.Operations, &raw) != nil {
-		writeError(w, http.StatusBadRequest, "operations array required")
+		s.fail(w, r, &badRequest{"operations array required"})
 		return
 	}
 	if len(raw) == 0 {
-		writeError(w, http.StatusBadRequest, "operations array cannot be empty")
+		s.fail(w, r, &badRequest{"operations array cannot be empty"})
 		return
 	}
 	// The leases the client holds: an ack op without a leaseId may only
@@ -508,7 +508,7 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 	var held []string
 	if len(in.RequiredLeases) > 0 && string(in.RequiredLeases) != "null" {
 		if json.Unmarshal(in.RequiredLeases, &held) != nil {
-			writeError(w, http.StatusBadRequest, "requiredLeases must be an array of strings")
+			s.fail(w, r, &badRequest{"requiredLeases must be an array of strings"})
 			return
 		}
 	}
@@ -574,7 +574,7 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 
 // --- lease -------------------------------------------------------------
 
-func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) extendLease(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	var in struct {
 		Seconds json.RawMessage `json:"seconds"`
 	}
@@ -584,7 +584,7 @@ func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, ps httprout
 	}
 	secs, present, ok := rawInt(in.Seconds)
 	if !ok || secs < 0 {
-		writeError(w, http.StatusBadRequest, "seconds must be a non-negative integer")
+		s.fail(w, r, &badRequest{"seconds must be a non-negative integer"})
 		return
 	}
 	if !present || secs == 0 {

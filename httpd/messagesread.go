@@ -59,17 +59,17 @@ var messageStatuses = map[string]bool{
 	combtype.MessagePending: true, combtype.MessageProcessing: true, combtype.MessageCompleted: true, combtype.MessageDeadLetter: true,
 }
 
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) listMessages(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
 	status := q.Get("status")
 	if status != "" && !messageStatuses[status] {
-		writeError(w, http.StatusBadRequest, "status must be one of pending, processing, completed, dead_letter")
+		s.fail(w, r, &badRequest{"status must be one of pending, processing, completed, dead_letter"})
 		return
 	}
 	from, okFrom := queryTime(q.Get("from"))
 	to, okTo := queryTime(q.Get("to"))
 	if !okFrom || !okTo {
-		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
+		s.fail(w, r, &badRequest{"from and to must be RFC 3339 times or YYYY-MM-DD dates"})
 		return
 	}
 	now := s.b.Now()
@@ -102,7 +102,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ httprout
 		"mode": modeOut{HasQueueMode: mode.HasQueueMode, BusGroupsCount: mode.BusGroups, Type: mode.Type}})
 }
 
-func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) getMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	d, err := s.tb(r).MessageGet(r.Context(), combtype.MessageRef{PartitionID: ps.ByName("partitionId"), TxnID: ps.ByName("transactionId")})
 	if err != nil {
 		s.fail(w, r, err)
@@ -135,7 +135,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, ps httproute
 	})
 }
 
-func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) deleteMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	partitionID, txn := ps.ByName("partitionId"), ps.ByName("transactionId")
 	found, err := s.tb(r).MessageDelete(r.Context(), combtype.MessageRef{PartitionID: partitionID, TxnID: txn})
 	if err != nil {

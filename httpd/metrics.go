@@ -105,7 +105,7 @@ func (c *rateCounter) perSecond(t time.Time) float64 {
 // newHTTPStats makes s's request counters and its own metrics registry:
 // two Servers in one process (tests, or an embedding program) never share
 // or collide in a global one.
-func newHTTPStats(s *Server) *httpStats {
+func newHTTPStats(s *Handler) *httpStats {
 	h := &httpStats{clock: s.b, reg: prometheus.NewRegistry()}
 	h.reg.MustRegister(newPromCollector(s), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -141,7 +141,7 @@ func rssBytes() int64 {
 // is what the runtime holds outside the heap, arrayBuffers has no Go
 // counterpart and is 0. waitingRequests is the writes queued for the
 // single writer.
-func (s *Server) metricsJSON(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) metricsJSON(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	m := s.b.Metrics()
 	now := s.b.Now()
 	var ms runtime.MemStats
@@ -167,7 +167,7 @@ func (s *Server) metricsJSON(w http.ResponseWriter, r *http.Request, _ httproute
 
 // metricsPrometheus answers the text exposition format 0.0.4 whatever the
 // Accept header says: SDKs send Accept: application/json and want text.
-func (s *Server) metricsPrometheus(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) metricsPrometheus(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	families, err := s.stats.reg.Gather()
 	if err != nil {
 		// Gather still returns what it could collect; a failed store read
@@ -192,7 +192,7 @@ func (s *Server) metricsPrometheus(w http.ResponseWriter, r *http.Request, _ htt
 // promCollector reads the broker's counters and the store's arithmetic at
 // scrape time; nothing is kept between scrapes.
 type promCollector struct {
-	s                              *Server
+	s                              *Handler
 	pushed, popped, acked, dlq     *prometheus.Desc
 	depth, stored, groupLag        *prometheus.Desc
 	commitOps, commitSeconds       *prometheus.Desc
@@ -204,7 +204,7 @@ type promCollector struct {
 	lazyCommits                    *prometheus.Desc
 }
 
-func newPromCollector(s *Server) *promCollector {
+func newPromCollector(s *Handler) *promCollector {
 	// Queue series carry the queue's tenant: two tenants may each own a
 	// queue of the same name. Cluster totals have scope="cluster" and empty
 	// tenant and queue.
@@ -319,7 +319,7 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 // scrapeTenant is the tenant whose series a scrape may see when auth is on.
 // The route is public, so a scrape without a valid token sees only the
 // series that name no tenant (cluster totals, the database, the runtime).
-func (s *Server) scrapeTenant(r *http.Request) *string {
+func (s *Handler) scrapeTenant(r *http.Request) *string {
 	if r.Header.Get("Authorization") == "" {
 		return nil
 	}

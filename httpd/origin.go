@@ -97,32 +97,30 @@ func CheckAllowedHosts(hosts []string) error {
 	return nil
 }
 
-// admit applies the policy to r. It answers the refusals itself and
-// reports whether the request may go on; the CORS headers of an admitted
-// request are set on w.
-func (p *originPolicy) admit(w http.ResponseWriter, r *http.Request) bool {
+// admit applies the policy to r: nil when the request may go on, with the
+// CORS headers of an admitted request set on w, else a *forbidden to
+// answer.
+func (p *originPolicy) admit(w http.ResponseWriter, r *http.Request) error {
 	if !p.auth && arrivedOnLoopback(r) && !p.loopbackHost(r.Host) {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("Host %q is not allowed: this server answers loopback names only (see --allowed-hosts)", r.Host))
-		return false
+		return &forbidden{fmt.Sprintf("Host %q is not allowed: this server answers loopback names only (see --allowed-hosts)", r.Host)}
 	}
 	h := w.Header()
 	origin := r.Header.Get("Origin")
 	if p.any {
 		h.Set("Access-Control-Allow-Origin", "*")
 		p.allowHeaders(h, r)
-		return true
+		return nil
 	}
 	h.Add("Vary", "Origin")
 	if origin == "" {
-		return true
+		return nil
 	}
 	if !p.granted(r, origin) {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed (see --cors-origins)", origin))
-		return false
+		return &forbidden{fmt.Sprintf("Origin %q is not allowed (see --cors-origins)", origin)}
 	}
 	h.Set("Access-Control-Allow-Origin", origin)
 	p.allowHeaders(h, r)
-	return true
+	return nil
 }
 
 func (p *originPolicy) allowHeaders(h http.Header, r *http.Request) {

@@ -66,7 +66,7 @@ func TestABrowserPageOfAnotherOriginCannotReadOrDeleteQueues(t *testing.T) {
 	foreign, trusted := pageServer(t), pageServer(t)
 
 	b := combtest.MustOpenBroker(t, combtest.Options{})
-	api := httpd.New(b, httpd.Config{CORSOrigins: []string{trusted.URL}})
+	api := httpd.NewHandler(b, httpd.Config{CORSOrigins: []string{trusted.URL}})
 	// comb's own pages (the console) share its origin; this one stands in.
 	own := http.NewServeMux()
 	own.HandleFunc("GET /own-page", func(w http.ResponseWriter, r *http.Request) {

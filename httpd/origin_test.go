@@ -282,7 +282,7 @@ func TestCheckCORSOriginsAndAllowedHosts(t *testing.T) {
 // an Origin parsed and looked up.
 func BenchmarkOriginCheck(b *testing.B) {
 	br := combtest.MustOpenBroker(b, combtest.Options{})
-	h := httpd.New(br, httpd.Config{CORSOrigins: []string{"http://127.0.0.1:5173"}})
+	h := httpd.NewHandler(br, httpd.Config{CORSOrigins: []string{"http://127.0.0.1:5173"}})
 	loopback := context.WithValue(context.Background(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 6632})
 	for _, c := range []struct {
 		name, origin string

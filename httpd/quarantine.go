@@ -26,7 +26,7 @@ type quarantinedOut struct {
 
 // listQuarantine lists the caller's tenant's quarantined segments, paged
 // like the DLQ listing.
-func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) listQuarantine(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
 	f := combtype.QuarantineFilter{Queue: q.Get("queue"), Partition: q.Get("partition"),
 		Limit: combtype.DefaultQuarantineLimit}
@@ -34,7 +34,7 @@ func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ httpro
 		if v := q.Get(key); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				writeError(w, http.StatusBadRequest, key+" must be a non-negative integer")
+				s.fail(w, r, &badRequest{key + " must be a non-negative integer"})
 				return
 			}
 			*dst = n
@@ -60,10 +60,10 @@ func (s *Server) listQuarantine(w http.ResponseWriter, r *http.Request, _ httpro
 
 // restoreQuarantined tries a quarantined segment again; see
 // broker.RestoreQuarantined. Admin: it writes what an operator repaired.
-func (s *Server) restoreQuarantined(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) restoreQuarantined(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id, err := strconv.ParseInt(ps.ByName("id"), 10, 64)
 	if err != nil || id <= 0 {
-		writeError(w, http.StatusBadRequest, "id must be a positive integer")
+		s.fail(w, r, &badRequest{"id must be a positive integer"})
 		return
 	}
 	res, err := s.tb(r).QuarantineRestore(r.Context(), id)

@@ -28,7 +28,7 @@ var intQueryParams = []struct {
 // checkIntQuery answers 400 naming the parameter when one of
 // intQueryParams is present but not an integer (or negative where a
 // count or position is meant); an empty value counts as absent.
-func checkIntQuery(h httprouter.Handle) httprouter.Handle {
+func (s *Handler) checkIntQuery(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if r.URL.RawQuery != "" {
 			q := r.URL.Query()
@@ -40,10 +40,10 @@ func checkIntQuery(h httprouter.Handle) httprouter.Handle {
 					n, err := strconv.ParseInt(v, 10, 64)
 					switch {
 					case p.nonNegative && (err != nil || n < 0):
-						writeError(w, http.StatusBadRequest, fmt.Sprintf("%s must be a non-negative integer (got %q)", p.name, v))
+						s.fail(w, r, &badRequest{fmt.Sprintf("%s must be a non-negative integer (got %q)", p.name, v)})
 						return
 					case err != nil:
-						writeError(w, http.StatusBadRequest, fmt.Sprintf("%s must be an integer (got %q)", p.name, v))
+						s.fail(w, r, &badRequest{fmt.Sprintf("%s must be an integer (got %q)", p.name, v)})
 						return
 					}
 				}

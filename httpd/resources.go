@@ -65,7 +65,7 @@ func lagJSON(l combtype.LagSummary) lagOut {
 	return lagOut{Avg: l.Avg, Median: l.Median, Min: l.Min, Max: l.Max}
 }
 
-func (s *Server) resourcesOverview(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) resourcesOverview(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	o, err := s.tb(r).StatsOverview(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
@@ -96,7 +96,7 @@ func queueFilter(r *http.Request, def int) combtype.QueueFilter {
 	return f
 }
 
-func (s *Server) resourcesQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) resourcesQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	// Queen lists every queue; a limit is honoured when given.
 	stats, err := s.tb(r).QueueList(r.Context(), queueFilter(r, 0))
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Server) resourcesQueues(w http.ResponseWriter, r *http.Request, _ httpr
 	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
 }
 
-func (s *Server) resourcesQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) resourcesQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	qs, err := s.tb(r).QueueStats(r.Context(), ps.ByName("queue"))
 	if err != nil {
 		s.fail(w, r, err)
@@ -126,7 +126,7 @@ func (s *Server) resourcesQueue(w http.ResponseWriter, r *http.Request, ps httpr
 		"task": qs.Task, "createdAt": fmtMilli(qs.CreatedAt), "partitions": parts, "totals": countsJSON(qs.Counts)})
 }
 
-func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) deleteQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("queue")
 	existed, err := s.tb(r).QueueDelete(r.Context(), name)
 	if err != nil {
@@ -162,7 +162,7 @@ func groupedJSON(gs []combtype.GroupedStats, task bool) []groupedOut {
 	return out
 }
 
-func (s *Server) resourcesNamespaces(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) resourcesNamespaces(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	gs, err := s.tb(r).StatsByNamespace(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
@@ -171,7 +171,7 @@ func (s *Server) resourcesNamespaces(w http.ResponseWriter, r *http.Request, _ h
 	writeJSON(w, http.StatusOK, map[string]any{"namespaces": groupedJSON(gs, false)})
 }
 
-func (s *Server) resourcesTasks(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) resourcesTasks(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	gs, err := s.tb(r).StatsByTask(r.Context())
 	if err != nil {
 		s.fail(w, r, err)

@@ -44,7 +44,7 @@ type route struct {
 // Levels follow Queen where Queen has the route: reads are read-only;
 // writes and consuming are read-write; deleting queues and groups and
 // everything under /api/v1/system/ is admin (docs/auth.md).
-func (s *Server) routes() []route {
+func (s *Handler) routes() []route {
 	return []route{
 		{"GET", "/health", Public, s.health},
 
@@ -154,17 +154,17 @@ func (s *Server) routes() []route {
 
 // handle registers one route behind its level's guard. A route without a
 // level is a programming error, caught by any test that builds a Server.
-func (s *Server) handle(rt route) {
+func (s *Handler) handle(rt route) {
 	if rt.level == 0 {
 		panic(fmt.Sprintf("httpd: route %s %s has no access level", rt.method, rt.path))
 	}
 	s.registered = append(s.registered, rt)
-	s.router.Handle(rt.method, rt.path, s.guard(rt.level, checkIntQuery(rt.h)))
+	s.router.Handle(rt.method, rt.path, s.guard(rt.level, s.checkIntQuery(rt.h)))
 }
 
 // Routes lists every registered route as "METHOD /path/:param", in table
 // order.
-func (s *Server) Routes() []string {
+func (s *Handler) Routes() []string {
 	out := make([]string, len(s.registered))
 	for i, rt := range s.registered {
 		out[i] = rt.method + " " + rt.path
@@ -175,7 +175,7 @@ func (s *Server) Routes() []string {
 // RouteLevels returns the access level of every route of the table, keyed
 // "METHOD /path" as registered.
 func RouteLevels() map[string]Level {
-	var s *Server // the table only names handlers; none is called
+	var s *Handler // the table only names handlers; none is called
 	levels := map[string]Level{}
 	for _, rt := range s.routes() {
 		levels[rt.method+" "+rt.path] = rt.level

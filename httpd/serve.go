@@ -80,25 +80,25 @@ func literalAddr(addr string) net.Addr {
 	return nil
 }
 
-// HTTPServer serves a broker's routes and console over HTTP with the
+// Server serves a broker's routes and console over HTTP with the
 // timeouts and the shutdown order of `comb serve`, so a program that embeds
 // the broker serves the same API the same way:
 //
 //	ln, err := httpd.Listen("127.0.0.1:6632", cfg)
 //	...
-//	err = httpd.NewHTTPServer(b, cfg).Serve(ctx, ln) // until ctx ends
+//	err = httpd.NewServer(b, cfg).Serve(ctx, ln) // until ctx ends
 //	b.Close()
-type HTTPServer struct {
+type Server struct {
 	b   *broker.Broker
-	h   *Server
+	h   *Handler
 	log *slog.Logger
 	srv *http.Server
 }
 
-// NewHTTPServer returns a server of b's routes, configured by cfg.
-func NewHTTPServer(b *broker.Broker, cfg Config) *HTTPServer {
-	h := New(b, cfg)
-	return &HTTPServer{b: b, h: h, log: h.log, srv: &http.Server{
+// NewServer returns a server of b's routes, configured by cfg.
+func NewServer(b *broker.Broker, cfg Config) *Server {
+	h := NewHandler(b, cfg)
+	return &Server{b: b, h: h, log: h.log, srv: &http.Server{
 		Handler: h,
 		// Headers must arrive promptly; a body may take minutes, as pushes
 		// of up to 64 MiB cross slow edge links. The read deadline is
@@ -116,7 +116,7 @@ func NewHTTPServer(b *broker.Broker, cfg Config) *HTTPServer {
 }
 
 // Handler is the server's routes, to mount elsewhere or list with Routes.
-func (s *HTTPServer) Handler() *Server { return s.h }
+func (s *Server) Handler() *Handler { return s.h }
 
 // Serve answers requests on ln until ctx ends, Shutdown is called or ln
 // fails, then shuts down as Shutdown does, giving requests in flight up to
@@ -124,7 +124,7 @@ func (s *HTTPServer) Handler() *Server { return s.h }
 // the listener's error otherwise; a shutdown cut short is logged. Serve
 // leaves the broker open: close it once Serve has returned, so every write
 // a request handed it is committed before the file closes.
-func (s *HTTPServer) Serve(ctx context.Context, ln net.Listener) error {
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- s.srv.Serve(ln) }()
 	var err error
@@ -154,7 +154,7 @@ func (s *HTTPServer) Serve(ctx context.Context, ln net.Listener) error {
 // wait either), the listener closes, and requests in flight finish until
 // ctx ends. It may be called while Serve runs, which then returns once the
 // requests in flight have finished, and more than once.
-func (s *HTTPServer) Shutdown(ctx context.Context) error {
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.b.Drain()
 	return s.srv.Shutdown(ctx)
 }

@@ -22,7 +22,7 @@ import (
 // serveInBackground runs srv on a fresh loopback listener, wrapped by wrap
 // when set, until the test ends or the returned cancel is called; done
 // yields Serve's result.
-func serveInBackground(t *testing.T, b *broker.Broker, wrap func(net.Listener) net.Listener) (base string, srv *httpd.HTTPServer, cancel context.CancelFunc, done <-chan error) {
+func serveInBackground(t *testing.T, b *broker.Broker, wrap func(net.Listener) net.Listener) (base string, srv *httpd.Server, cancel context.CancelFunc, done <-chan error) {
 	t.Helper()
 	ln, err := httpd.Listen("127.0.0.1:0", httpd.Config{})
 	if err != nil {
@@ -31,7 +31,7 @@ func serveInBackground(t *testing.T, b *broker.Broker, wrap func(net.Listener) n
 	if wrap != nil {
 		ln = wrap(ln)
 	}
-	srv = httpd.NewHTTPServer(b, httpd.Config{})
+	srv = httpd.NewServer(b, httpd.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	served, finished := make(chan error, 1), make(chan struct{})
 	go func() {

@@ -3,6 +3,7 @@
 package httpd
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -48,8 +49,9 @@ type Config struct {
 	AllowInsecureBind bool
 }
 
-// Server is the HTTP adapter over a broker.
-type Server struct {
+// Handler is the HTTP adapter over a broker: an http.Handler of every
+// route. Server serves it.
+type Handler struct {
 	b      *broker.Broker
 	cfg    Config
 	log    *slog.Logger
@@ -61,11 +63,12 @@ type Server struct {
 	replies    replyBuffers
 }
 
-// New returns the handler of every route.
-func New(b *broker.Broker, cfg Config) *Server {
+// NewHandler returns the handler of every route: the API, the console and
+// the metrics, without a listener or timeouts (Server adds those).
+func NewHandler(b *broker.Broker, cfg Config) *Handler {
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.Version = cmp.Or(cfg.Version, "dev")
-	s := &Server{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New(), origins: newOriginPolicy(cfg)}
+	s := &Handler{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New(), origins: newOriginPolicy(cfg)}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.HandleMethodNotAllowed = false
@@ -76,11 +79,11 @@ func New(b *broker.Broker, cfg Config) *Server {
 			ui.ServeHTTP(w, r)
 			return
 		}
-		writeError(w, http.StatusNotFound, "Not found")
+		s.fail(w, r, errNoRoute)
 	})
 	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		s.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", v)
-		writeError(w, http.StatusInternalServerError, "Internal server error")
+		s.fail(w, r, fmt.Errorf("panic: %v", v))
 	}
 	s.stats = newHTTPStats(s)
 	for _, rt := range s.routes() {
@@ -92,10 +95,11 @@ func New(b *broker.Broker, cfg Config) *Server {
 // ServeHTTP refuses requests from web pages and hosts the server does not
 // trust, for every route alike, sets the CORS headers of the rest and
 // answers preflights.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w, done := s.stats.begin(w)
 	defer done()
-	if !s.origins.admit(w, r) {
+	if err := s.origins.admit(w, r); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	if r.Method == http.MethodOptions {
@@ -111,7 +115,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveRaw routes on the escaped path and decodes each parameter once, so a
 // name holding "/" (the Go SDK path-escapes it to %2F) stays one segment
 // instead of turning into a 404. It reports false when no route matches.
-func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request) bool {
+func (s *Handler) serveRaw(w http.ResponseWriter, r *http.Request) bool {
 	h, ps, _ := s.router.Lookup(r.Method, r.URL.RawPath)
 	if h == nil {
 		return false
@@ -140,7 +144,7 @@ func tenant(ctx context.Context) string {
 
 type tenantKey struct{}
 
-func (s *Server) health(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) health(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	body := map[string]any{"status": "healthy", "database": "connected", "server": "comb", "worker_id": 0, "version": s.cfg.Version}
 	if err := s.b.Ping(r.Context()); err != nil {
 		body["status"], body["database"] = "unhealthy", "disconnected"
@@ -167,10 +171,14 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
-// readJSON decodes the body into v. An empty body is errEmptyBody.
-func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	dec := json.NewDecoder(body)
+// readJSON decodes the body, read by readWireBody like every body, into v.
+// An empty body is errEmptyBody.
+func (s *Handler) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	raw, end := s.readWireBody(w, r)
+	// The decoder meets the error that cut the read short (a body past the
+	// limit) where the read met it, after the bytes read: it answers it
+	// only when the value needs a byte beyond them.
+	dec := json.NewDecoder(io.MultiReader(bytes.NewReader(raw), failingReader{end}))
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {
 			return errEmptyBody
@@ -193,5 +201,15 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// failingReader returns err, or io.EOF when err is nil, on every read.
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) {
+	if f.err == nil {
+		return 0, io.EOF
+	}
+	return 0, f.err
+}
+
 // tb is the broker acting for the request's tenant.
-func (s *Server) tb(r *http.Request) *broker.Broker { return s.b.Tenant(tenant(r.Context())) }
+func (s *Handler) tb(r *http.Request) *broker.Broker { return s.b.Tenant(tenant(r.Context())) }

@@ -47,7 +47,7 @@ func snapshotJSON(sn *combtype.Snapshot, withCursors bool) snapshotOut {
 }
 
 // readFields decodes a JSON object body and refuses keys outside allowed.
-func (s *Server) readFields(w http.ResponseWriter, r *http.Request, allowed ...string) (map[string]json.RawMessage, error) {
+func (s *Handler) readFields(w http.ResponseWriter, r *http.Request, allowed ...string) (map[string]json.RawMessage, error) {
 	var in map[string]json.RawMessage
 	if err := s.readJSON(w, r, &in); err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func parseExpireTime(raw json.RawMessage) (*time.Time, error) {
 
 // createSnapshotFrom builds and runs a create from body fields, group and
 // queue coming from the path or the body.
-func (s *Server) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in map[string]json.RawMessage, group, queue string) {
+func (s *Handler) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in map[string]json.RawMessage, group, queue string) {
 	name, present, ok := rawString(in["name"])
 	switch {
 	case !ok:
@@ -150,7 +150,7 @@ func (s *Server) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in m
 	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "snapshot": snapshotJSON(sn, true)})
 }
 
-func (s *Server) createGroupSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) createGroupSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	in, err := s.readFields(w, r, "name", "labels", "expireTime", "ttlSeconds")
 	if err != nil {
 		s.fail(w, r, err)
@@ -159,7 +159,7 @@ func (s *Server) createGroupSnapshot(w http.ResponseWriter, r *http.Request, ps 
 	s.createSnapshotFrom(w, r, in, ps.ByName("group"), ps.ByName("queue"))
 }
 
-func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) createSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	in, err := s.readFields(w, r, "name", "consumerGroup", "queue", "labels", "expireTime", "ttlSeconds")
 	if err != nil {
 		s.fail(w, r, err)
@@ -178,7 +178,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request, _ httpro
 	s.createSnapshotFrom(w, r, in, group, queue)
 }
 
-func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) listSnapshots(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
 	list, err := s.tb(r).SnapshotList(r.Context(), combtype.SnapshotFilter{Group: q.Get("consumerGroup"), Queue: q.Get("queue")})
 	if err != nil {
@@ -192,7 +192,7 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request, _ httprou
 	writeJSON(w, http.StatusOK, map[string]any{"snapshots": out})
 }
 
-func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) getSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("name")
 	sn, err := s.tb(r).SnapshotGet(r.Context(), name)
 	if err != nil {
@@ -203,7 +203,7 @@ func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request, ps httprout
 }
 
 // updateSnapshot changes labels and/or expireTime, the only mutable fields.
-func (s *Server) updateSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) updateSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("name")
 	in, err := s.readFields(w, r, "labels", "expireTime")
 	if err != nil {
@@ -240,7 +240,7 @@ func (s *Server) updateSnapshot(w http.ResponseWriter, r *http.Request, ps httpr
 	writeJSON(w, http.StatusOK, snapshotJSON(sn, true))
 }
 
-func (s *Server) deleteSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) deleteSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("name")
 	if err := s.tb(r).SnapshotDelete(r.Context(), name); err != nil {
 		s.fail(w, r, err, snapshotNamed(name))

@@ -21,12 +21,12 @@ const maxSeriesPoints = 10000
 // timeRange reads from and to; a missing to is now and a missing from is
 // to - def. ok is false (and a 400 written) when either is unparsable or
 // from is after to.
-func (s *Server) timeRange(w http.ResponseWriter, r *http.Request, def time.Duration) (from, to time.Time, ok bool) {
+func (s *Handler) timeRange(w http.ResponseWriter, r *http.Request, def time.Duration) (from, to time.Time, ok bool) {
 	q := r.URL.Query()
 	f, okFrom := queryTime(q.Get("from"))
 	t, okTo := queryTime(q.Get("to"))
 	if !okFrom || !okTo {
-		writeError(w, http.StatusBadRequest, "from and to must be RFC 3339 times or YYYY-MM-DD dates")
+		s.fail(w, r, &badRequest{"from and to must be RFC 3339 times or YYYY-MM-DD dates"})
 		return from, to, false
 	}
 	to = s.b.Now()
@@ -38,7 +38,7 @@ func (s *Server) timeRange(w http.ResponseWriter, r *http.Request, def time.Dura
 		from = *f
 	}
 	if from.After(to) {
-		writeError(w, http.StatusBadRequest, "from must not be after to")
+		s.fail(w, r, &badRequest{"from must not be after to"})
 		return from, to, false
 	}
 	return from, to, true
@@ -62,7 +62,7 @@ func bucketFor(d time.Duration) time.Duration {
 
 // filteredQueues lists the tenant's queues matching namespace, task and
 // (exactly) queue.
-func (s *Server) filteredQueues(r *http.Request) ([]*combtype.QueueStats, error) {
+func (s *Handler) filteredQueues(r *http.Request) ([]*combtype.QueueStats, error) {
 	q := r.URL.Query()
 	stats, err := s.tb(r).QueueList(r.Context(), combtype.QueueFilter{
 		Namespace: q.Get("namespace"), Task: q.Get("task")})
@@ -81,14 +81,14 @@ func (s *Server) filteredQueues(r *http.Request) ([]*combtype.QueueStats, error)
 	return stats, nil
 }
 
-func (s *Server) status(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) status(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	from, to, ok := s.timeRange(w, r, time.Hour)
 	if !ok {
 		return
 	}
 	bucket := bucketFor(to.Sub(from))
 	if to.Sub(from)/bucket >= maxSeriesPoints {
-		writeError(w, http.StatusBadRequest, "time range too large")
+		s.fail(w, r, &badRequest{"time range too large"})
 		return
 	}
 	stats, err := s.filteredQueues(r)
@@ -166,7 +166,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	writeJSON(w, http.StatusOK, body)
 }
 
-func (s *Server) statusQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) statusQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	f := queueFilter(r, 100)
 	stats, err := s.tb(r).QueueList(r.Context(), f)
 	if err != nil {
@@ -187,7 +187,7 @@ type totalsOut struct {
 	Messages countsOut `json:"messages"`
 }
 
-func (s *Server) statusQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) statusQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	qs, err := s.tb(r).QueueStats(r.Context(), ps.ByName("queue"))
 	if err != nil {
 		s.fail(w, r, err)
@@ -221,7 +221,7 @@ func (s *Server) statusQueue(w http.ResponseWriter, r *http.Request, ps httprout
 	})
 }
 
-func (s *Server) statusQueueMessages(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) statusQueueMessages(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("queue")
 	if _, err := s.tb(r).QueueStats(r.Context(), name); err != nil {
 		s.fail(w, r, err)
@@ -249,7 +249,7 @@ func (s *Server) statusQueueMessages(w http.ResponseWriter, r *http.Request, ps 
 
 var analyticsIntervals = map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}
 
-func (s *Server) statusAnalytics(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) statusAnalytics(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
 	interval := q.Get("interval")
 	bucket, known := analyticsIntervals[interval]
@@ -261,7 +261,7 @@ func (s *Server) statusAnalytics(w http.ResponseWriter, r *http.Request, _ httpr
 		return
 	}
 	if to.Sub(from)/bucket >= maxSeriesPoints {
-		writeError(w, http.StatusBadRequest, "time range too large for interval "+interval)
+		s.fail(w, r, &badRequest{"time range too large for interval " + interval})
 		return
 	}
 	// Buckets start on whole intervals, as a chart expects.
@@ -280,7 +280,7 @@ func (s *Server) statusAnalytics(w http.ResponseWriter, r *http.Request, _ httpr
 		"from": fmtMilli(from), "to": fmtMilli(to)})
 }
 
-func (s *Server) statusBuffers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) statusBuffers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	healthy := s.b.Ping(r.Context()) == nil
 	m, err := s.b.Maintenance(r.Context())
 	if err != nil {
@@ -299,7 +299,7 @@ func (s *Server) statusBuffers(w http.ResponseWriter, r *http.Request, _ httprou
 
 // analytics answers the dashboard's analytics panels with what a single
 // SQLite node has.
-func (s *Server) analytics(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) analytics(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	ctx := r.Context()
 	switch ps.ByName("kind") {
 	case "system-metrics":
@@ -391,11 +391,11 @@ func (s *Server) analytics(w http.ResponseWriter, r *http.Request, ps httprouter
 		writeJSON(w, http.StatusOK, map[string]any{"database": "sqlite", "fileBytes": file, "walBytes": wal,
 			"pageSize": d.PageSize, "pageCount": d.PageCount, "freelistCount": d.FreelistCount, "journalMode": d.JournalMode})
 	default:
-		writeError(w, http.StatusNotFound, "Not found")
+		s.fail(w, r, errNoRoute)
 	}
 }
 
-func (s *Server) statsRefresh(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) statsRefresh(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "statsAge": 0,
 		"message": "Statistics are computed on every request; nothing to refresh"})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -21,31 +20,31 @@ import (
 
 // readObject reads a body that must be one JSON object and answers the
 // 4xx itself when it is not; ok is false then.
-func (s *Server) readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+func (s *Handler) readObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, bool) {
+	body, err := s.readWireBody(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			s.fail(w, r, err)
 		} else {
-			writeError(w, http.StatusBadRequest, "Invalid JSON: "+err.Error())
+			s.fail(w, r, &badRequest{"Invalid JSON: " + err.Error()})
 		}
 		return nil, false
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
-		writeError(w, http.StatusBadRequest, "Empty request body")
+		s.fail(w, r, &badRequest{"Empty request body"})
 		return nil, false
 	}
 	if !json.Valid(body) {
 		var v any
 		err := json.Unmarshal(body, &v)
-		writeError(w, http.StatusBadRequest, "Invalid JSON: "+err.Error())
+		s.fail(w, r, &badRequest{"Invalid JSON: " + err.Error()})
 		return nil, false
 	}
 	var m map[string]json.RawMessage
 	if body[0] != '{' || json.Unmarshal(body, &m) != nil {
-		writeError(w, http.StatusBadRequest, "request body must be a JSON object")
+		s.fail(w, r, &badRequest{"request body must be a JSON object"})
 		return nil, false
 	}
 	return m, true
@@ -70,7 +69,7 @@ func strictBool(raw json.RawMessage) (v, present, ok bool) {
 	return false, true, false
 }
 
-func (s *Server) streamQueries(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) streamQueries(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	in, ok := s.readObject(w, r)
 	if !ok {
 		return
@@ -81,16 +80,16 @@ func (s *Server) streamQueries(w http.ResponseWriter, r *http.Request, _ httprou
 		dst *string
 	}{{"name", &req.Name}, {"source_queue", &req.SourceQueue}, {"config_hash", &req.ConfigHash}} {
 		if *f.dst, ok = requiredString(in, f.key); !ok {
-			writeError(w, http.StatusBadRequest, f.key+" is required")
+			s.fail(w, r, &badRequest{f.key + " is required"})
 			return
 		}
 	}
 	if req.SinkQueue, _, ok = rawString(in["sink_queue"]); !ok {
-		writeError(w, http.StatusBadRequest, "sink_queue must be a string")
+		s.fail(w, r, &badRequest{"sink_queue must be a string"})
 		return
 	}
 	if req.Reset, _, ok = strictBool(in["reset"]); !ok {
-		writeError(w, http.StatusBadRequest, "reset must be a boolean")
+		s.fail(w, r, &badRequest{"reset must be a boolean"})
 		return
 	}
 	reg, err := s.tb(r).StreamRegister(r.Context(), req)
@@ -110,13 +109,13 @@ func (s *Server) streamQueries(w http.ResponseWriter, r *http.Request, _ httprou
 
 // shardOf reads the (query, partition) shard that state reads and cycles
 // name, answering 400 when either is missing.
-func shardOf(w http.ResponseWriter, in map[string]json.RawMessage) (queryID, partitionID string, ok bool) {
+func (s *Handler) shardOf(w http.ResponseWriter, r *http.Request, in map[string]json.RawMessage) (queryID, partitionID string, ok bool) {
 	if queryID, ok = requiredString(in, "query_id"); !ok {
-		writeError(w, http.StatusBadRequest, "query_id is required")
+		s.fail(w, r, &badRequest{"query_id is required"})
 		return "", "", false
 	}
 	if partitionID, ok = requiredString(in, "partition_id"); !ok {
-		writeError(w, http.StatusBadRequest, "partition_id is required")
+		s.fail(w, r, &badRequest{"partition_id is required"})
 		return "", "", false
 	}
 	return queryID, partitionID, true
@@ -128,32 +127,32 @@ type stateRowOut struct {
 	UpdatedAt string          `json:"updated_at"`
 }
 
-func (s *Server) streamStateGet(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) streamStateGet(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	in, ok := s.readObject(w, r)
 	if !ok {
 		return
 	}
-	queryID, partitionID, ok := shardOf(w, in)
+	queryID, partitionID, ok := s.shardOf(w, r, in)
 	if !ok {
 		return
 	}
 	if _, err := uuid.Parse(queryID); err != nil {
-		writeError(w, http.StatusBadRequest, "query_id must be a UUID")
+		s.fail(w, r, &badRequest{"query_id must be a UUID"})
 		return
 	}
 	if _, err := uuid.Parse(partitionID); err != nil {
-		writeError(w, http.StatusBadRequest, "partition_id must be a UUID")
+		s.fail(w, r, &badRequest{"partition_id must be a UUID"})
 		return
 	}
 	var f combtype.StateFilter
 	if raw := bytes.TrimSpace(in["keys"]); len(raw) > 0 && raw[0] == '[' {
 		if json.Unmarshal(raw, &f.Keys) != nil {
-			writeError(w, http.StatusBadRequest, "keys must be an array of strings")
+			s.fail(w, r, &badRequest{"keys must be an array of strings"})
 			return
 		}
 	}
 	if f.Prefix, _, ok = rawString(in["key_prefix"]); !ok {
-		writeError(w, http.StatusBadRequest, "key_prefix must be a string")
+		s.fail(w, r, &badRequest{"key_prefix must be a string"})
 		return
 	}
 	// Only a JSON number filters; anything else is ignored, as Queen does.
@@ -181,12 +180,12 @@ type cycleAckOut struct {
 	DLQ           bool  `json:"dlq"`
 }
 
-func (s *Server) streamCycle(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) streamCycle(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	in, ok := s.readObject(w, r)
 	if !ok {
 		return
 	}
-	queryID, partitionID, ok := shardOf(w, in)
+	queryID, partitionID, ok := s.shardOf(w, r, in)
 	if !ok {
 		return
 	}

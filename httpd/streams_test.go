@@ -777,7 +777,7 @@ func (r *runner) flush(pid string) {
 func startAt(t *testing.T, path string, c clock.Clock) (*combtest.Client, func()) {
 	t.Helper()
 	b := combtest.OpenBrokerAt(t, path, combtest.Options{Clock: c})
-	ts := httptest.NewServer(httpd.New(b, httpd.Config{}))
+	ts := httptest.NewServer(httpd.NewHandler(b, httpd.Config{}))
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -965,7 +965,7 @@ func FuzzStreamRoutes(f *testing.F) {
 			f.Add(uint8(route), []byte(seed))
 		}
 	}
-	h := httpd.New(b, httpd.Config{MaxBodyBytes: 1 << 20})
+	h := httpd.NewHandler(b, httpd.Config{MaxBodyBytes: 1 << 20})
 	routes := []string{"/streams/v1/queries", "/streams/v1/state/get", "/streams/v1/cycle"}
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
 		path := routes[int(route)%len(routes)]

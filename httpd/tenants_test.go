@@ -79,7 +79,7 @@ func repeat(s string, n int) []string {
 func TestTenantsIsolated(t *testing.T) {
 	keys := authtest.NewKeys(t)
 	srv := mustAuthServer(t, httpd.AuthConfig{Secret: keys.Secret})
-	routes := httpd.New(srv.Broker, httpd.Config{}).Routes()
+	routes := httpd.NewHandler(srv.Broker, httpd.Config{}).Routes()
 	has := func(route string) bool { return slices.Contains(routes, route) }
 	needs := func(t *testing.T, rs ...string) {
 		t.Helper()

@@ -53,7 +53,7 @@ func traceNames(raw json.RawMessage) ([]string, bool) {
 	return kept, true
 }
 
-func (s *Server) recordTrace(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) recordTrace(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	var in traceIn
 	if err := s.readJSON(w, r, &in); err != nil {
 		s.fail(w, r, err)
@@ -62,26 +62,26 @@ func (s *Server) recordTrace(w http.ResponseWriter, r *http.Request, _ httproute
 	txn, _, ok1 := rawString(in.TransactionID)
 	part, _, ok2 := rawString(in.PartitionID)
 	if !ok1 || !ok2 || txn == "" || part == "" {
-		writeError(w, http.StatusBadRequest, "transactionId and partitionId are required")
+		s.fail(w, r, &badRequest{"transactionId and partitionId are required"})
 		return
 	}
 	if len(bytes.TrimSpace(in.Data)) == 0 {
-		writeError(w, http.StatusBadRequest, "data is required")
+		s.fail(w, r, &badRequest{"data is required"})
 		return
 	}
 	group, _, ok := rawString(in.ConsumerGroup)
 	if !ok {
-		writeError(w, http.StatusBadRequest, "consumerGroup must be a string")
+		s.fail(w, r, &badRequest{"consumerGroup must be a string"})
 		return
 	}
 	event, _, ok := rawString(in.EventType)
 	if !ok {
-		writeError(w, http.StatusBadRequest, "eventType must be a string")
+		s.fail(w, r, &badRequest{"eventType must be a string"})
 		return
 	}
 	names, ok := traceNames(in.TraceNames)
 	if !ok {
-		writeError(w, http.StatusBadRequest, "traceNames must be a string or an array of strings")
+		s.fail(w, r, &badRequest{"traceNames must be a string or an array of strings"})
 		return
 	}
 	id, err := s.tb(r).TraceRecord(r.Context(), combtype.TraceInput{PartitionID: part, TxnID: txn,
@@ -123,9 +123,9 @@ func tracesJSON(traces []combtype.Trace) []traceOut {
 }
 
 // traceOne serves GET /api/v1/traces/names.
-func (s *Server) traceOne(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) traceOne(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	if ps.ByName("partitionId") != "names" {
-		writeError(w, http.StatusNotFound, "Not found")
+		s.fail(w, r, errNoRoute)
 		return
 	}
 	q := r.URL.Query()
@@ -146,7 +146,7 @@ func (s *Server) traceOne(w http.ResponseWriter, r *http.Request, ps httprouter.
 
 // traceTwo serves GET /api/v1/traces/by-name/:name and
 // GET /api/v1/traces/:partitionId/:transactionId.
-func (s *Server) traceTwo(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+func (s *Handler) traceTwo(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	first, second := ps.ByName("partitionId"), ps.ByName("transactionId")
 	if first == "by-name" {
 		q := r.URL.Query()

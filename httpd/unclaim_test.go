@@ -33,7 +33,7 @@ func TestAnAutoAckPopWhoseReplyCannotBeWrittenIsDeliveredOnTheNextPop(t *testing
 		}
 		want = append(want, res[0].TxnID)
 	}
-	h := httpd.New(s.Broker, httpd.Config{})
+	h := httpd.NewHandler(s.Broker, httpd.Config{})
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(failingWrites{w}, r)
 	}))
@@ -83,7 +83,7 @@ func (w sentReply) Write(b []byte) (int, error) {
 func TestAnAutoAckPopAbandonedAsAPushWakesItLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	b := combtest.MustOpenBroker(t, combtest.Options{})
-	h := httpd.New(b, httpd.Config{})
+	h := httpd.NewHandler(b, httpd.Config{})
 	var served sync.WaitGroup
 	var sent atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -9,7 +9,7 @@ import (
 // whoami answers the caller's access level and tenant, so a client (the
 // console) can offer only the actions the token may take. Without auth every
 // caller is admin of the default tenant.
-func (s *Server) whoami(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+func (s *Handler) whoami(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if s.cfg.Auth == nil {
 		writeJSON(w, http.StatusOK, map[string]any{"auth": false, "level": Admin.String(), "tenant": "", "subject": nil})
 		return
@@ -18,7 +18,7 @@ func (s *Server) whoami(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	// asking again costs a map lookup.
 	id, err := s.cfg.Auth.Verify(r.Header.Get("Authorization"))
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, "Invalid token")
+		s.fail(w, r, &unauthorized{"Invalid token"})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"auth": true, "level": id.Level.String(), "tenant": id.Tenant,

@@ -44,7 +44,7 @@ type wireDecoder struct {
 // readWireBody reads the request body up to the server's limit. A body past
 // the limit, or a read that failed, returns what was read along with the
 // error, for the decoder's end.
-func (s *Server) readWireBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func (s *Handler) readWireBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	// Sized from Content-Length when it is believable, so a usual body is
 	// read without growing; a lying header costs at most 1 MiB up front.
@@ -481,7 +481,7 @@ func pushItemsIn(raw []byte) ([]pushItemIn, bool) {
 }
 
 // readPush reads and decodes a push body.
-func (s *Server) readPush(w http.ResponseWriter, r *http.Request) ([]pushItemIn, error) {
+func (s *Handler) readPush(w http.ResponseWriter, r *http.Request) ([]pushItemIn, error) {
 	body, end := s.readWireBody(w, r)
 	return decodePush(body, end)
 }
@@ -559,12 +559,12 @@ func (d *wireDecoder) ackArray() (acks []ackIn, ok bool, err error) {
 }
 
 // readAck and readAckBatch read and decode the two ack bodies.
-func (s *Server) readAck(w http.ResponseWriter, r *http.Request) (ackIn, error) {
+func (s *Handler) readAck(w http.ResponseWriter, r *http.Request) (ackIn, error) {
 	body, end := s.readWireBody(w, r)
 	return decodeAck(body, end)
 }
 
-func (s *Server) readAckBatch(w http.ResponseWriter, r *http.Request) ([]ackIn, json.RawMessage, error) {
+func (s *Handler) readAckBatch(w http.ResponseWriter, r *http.Request) ([]ackIn, json.RawMessage, error) {
 	body, end := s.readWireBody(w, r)
 	return decodeAckBatch(body, end)
 }

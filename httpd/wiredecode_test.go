@@ -19,7 +19,7 @@ import (
 // readJSON, then json.Unmarshal of the items. The fuzzers hold the new
 // decoder to it.
 
-func oldPush(s *Server, w http.ResponseWriter, r *http.Request) ([]combtype.PushItem, error) {
+func oldPush(s *Handler, w http.ResponseWriter, r *http.Request) ([]combtype.PushItem, error) {
 	var in struct {
 		Items json.RawMessage `json:"items"`
 	}
@@ -33,7 +33,7 @@ func oldPush(s *Server, w http.ResponseWriter, r *http.Request) ([]combtype.Push
 	return pushItems(raw, "sub")
 }
 
-func oldAck(s *Server, w http.ResponseWriter, r *http.Request) (combtype.AckItem, error) {
+func oldAck(s *Handler, w http.ResponseWriter, r *http.Request) (combtype.AckItem, error) {
 	var in ackIn
 	if err := s.readJSON(w, r, &in); err != nil {
 		return combtype.AckItem{}, err
@@ -41,7 +41,7 @@ func oldAck(s *Server, w http.ResponseWriter, r *http.Request) (combtype.AckItem
 	return in.item()
 }
 
-func oldAckBatch(s *Server, w http.ResponseWriter, r *http.Request) (string, []combtype.AckItem, error) {
+func oldAckBatch(s *Handler, w http.ResponseWriter, r *http.Request) (string, []combtype.AckItem, error) {
 	var in struct {
 		Acknowledgments json.RawMessage `json:"acknowledgments"`
 		ConsumerGroup   json.RawMessage `json:"consumerGroup"`
@@ -83,7 +83,7 @@ func oldItemsIn(raw []byte) ([]combtype.PushItem, error) {
 
 // The same steps through wireDecoder, as the handlers take them.
 
-func newPush(s *Server, w http.ResponseWriter, r *http.Request) ([]combtype.PushItem, error) {
+func newPush(s *Handler, w http.ResponseWriter, r *http.Request) ([]combtype.PushItem, error) {
 	raw, err := s.readPush(w, r)
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func newPush(s *Server, w http.ResponseWriter, r *http.Request) ([]combtype.Push
 	return pushItems(raw, "sub")
 }
 
-func newAck(s *Server, w http.ResponseWriter, r *http.Request) (combtype.AckItem, error) {
+func newAck(s *Handler, w http.ResponseWriter, r *http.Request) (combtype.AckItem, error) {
 	in, err := s.readAck(w, r)
 	if err != nil {
 		return combtype.AckItem{}, err
@@ -99,7 +99,7 @@ func newAck(s *Server, w http.ResponseWriter, r *http.Request) (combtype.AckItem
 	return in.item()
 }
 
-func newAckBatch(s *Server, w http.ResponseWriter, r *http.Request) (string, []combtype.AckItem, error) {
+func newAckBatch(s *Handler, w http.ResponseWriter, r *http.Request) (string, []combtype.AckItem, error) {
 	acks, group, err := s.readAckBatch(w, r)
 	if err != nil {
 		return "", nil, err
@@ -116,8 +116,8 @@ func newItemsIn(raw []byte) ([]combtype.PushItem, error) {
 }
 
 // serveBody runs decode on a request carrying body, under a body limit.
-func serveBody[T any](body []byte, limit int64, decode func(*Server, http.ResponseWriter, *http.Request) (T, error)) (T, error) {
-	s := &Server{cfg: Config{MaxBodyBytes: limit}}
+func serveBody[T any](body []byte, limit int64, decode func(*Handler, http.ResponseWriter, *http.Request) (T, error)) (T, error) {
+	s := &Handler{cfg: Config{MaxBodyBytes: limit}}
 	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	return decode(s, httptest.NewRecorder(), r)
 }
@@ -181,8 +181,8 @@ func WireDecodeDiff(route string, body []byte, limit int64) string {
 			group string
 			items []combtype.AckItem
 		}
-		pair := func(f func(*Server, http.ResponseWriter, *http.Request) (string, []combtype.AckItem, error)) func(*Server, http.ResponseWriter, *http.Request) (batch, error) {
-			return func(s *Server, w http.ResponseWriter, r *http.Request) (batch, error) {
+		pair := func(f func(*Handler, http.ResponseWriter, *http.Request) (string, []combtype.AckItem, error)) func(*Handler, http.ResponseWriter, *http.Request) (batch, error) {
+			return func(s *Handler, w http.ResponseWriter, r *http.Request) (batch, error) {
 				g, items, err := f(s, w, r)
 				return batch{g, items}, err
 			}
@@ -269,7 +269,7 @@ func TestWireDecoderAnswersAsEncodingJSONDid(t *testing.T) {
 		case "ack":
 			_, err = serveBody([]byte(c.body), limit, newAck)
 		case "ack/batch":
-			_, err = serveBody([]byte(c.body), limit, func(s *Server, w http.ResponseWriter, r *http.Request) (int, error) {
+			_, err = serveBody([]byte(c.body), limit, func(s *Handler, w http.ResponseWriter, r *http.Request) (int, error) {
 				_, _, err := newAckBatch(s, w, r)
 				return 0, err
 			})
@@ -323,8 +323,8 @@ func benchBodies() (push, ackBatch []byte) {
 // to broker items, through the old path and through wireDecoder.
 func BenchmarkWireDecode(b *testing.B) {
 	push, ack := benchBodies()
-	run := func(b *testing.B, body []byte, decode func(*Server, http.ResponseWriter, *http.Request) error) {
-		s := &Server{cfg: Config{MaxBodyBytes: DefaultMaxBodyBytes}}
+	run := func(b *testing.B, body []byte, decode func(*Handler, http.ResponseWriter, *http.Request) error) {
+		s := &Handler{cfg: Config{MaxBodyBytes: DefaultMaxBodyBytes}}
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, "/", nil)
 		rd := bytes.NewReader(body)
@@ -338,11 +338,11 @@ func BenchmarkWireDecode(b *testing.B) {
 			}
 		}
 	}
-	ignore := func(f func(*Server, http.ResponseWriter, *http.Request) ([]combtype.PushItem, error)) func(*Server, http.ResponseWriter, *http.Request) error {
-		return func(s *Server, w http.ResponseWriter, r *http.Request) error { _, err := f(s, w, r); return err }
+	ignore := func(f func(*Handler, http.ResponseWriter, *http.Request) ([]combtype.PushItem, error)) func(*Handler, http.ResponseWriter, *http.Request) error {
+		return func(s *Handler, w http.ResponseWriter, r *http.Request) error { _, err := f(s, w, r); return err }
 	}
-	ignoreAck := func(f func(*Server, http.ResponseWriter, *http.Request) (string, []combtype.AckItem, error)) func(*Server, http.ResponseWriter, *http.Request) error {
-		return func(s *Server, w http.ResponseWriter, r *http.Request) error { _, _, err := f(s, w, r); return err }
+	ignoreAck := func(f func(*Handler, http.ResponseWriter, *http.Request) (string, []combtype.AckItem, error)) func(*Handler, http.ResponseWriter, *http.Request) error {
+		return func(s *Handler, w http.ResponseWriter, r *http.Request) error { _, _, err := f(s, w, r); return err }
 	}
 	b.Run("push/encoding-json", func(b *testing.B) { run(b, push, ignore(oldPush)) })
 	b.Run("push/wire-decoder", func(b *testing.B) { run(b, push, ignore(newPush)) })

@@ -161,7 +161,7 @@ func serveHTTP(ctx context.Context, b *broker.Broker, addr string) (<-chan error
 	if err != nil {
 		return nil, err
 	}
-	srv := httpd.NewHTTPServer(b, cfg)
+	srv := httpd.NewServer(b, cfg)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
 	log.Printf("API and console at http://%s/", ln.Addr())

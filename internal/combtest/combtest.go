@@ -122,7 +122,7 @@ func MustServer(tb testing.TB, opts Options) *Server {
 	if opts.HTTP != nil {
 		opts.HTTP(&cfg)
 	}
-	ts := httptest.NewServer(httpd.New(b, cfg))
+	ts := httptest.NewServer(httpd.NewHandler(b, cfg))
 	// Registered after the broker's cleanup, so it runs first: the HTTP
 	// server stops before the broker closes.
 	tb.Cleanup(func() {
