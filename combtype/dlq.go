@@ -29,21 +29,21 @@ type DLQFilter struct {
 
 // DLQEntry is one dead-lettered copy of a message.
 type DLQEntry struct {
-	RowID        int64
-	ID           string // the original message's id
+	RowID        int64  // the DLQ row's id
+	ID           string // the original message's id; what RedriveRequest.IDs names
 	TxnID        string
 	PartitionID  string // the partition's uuid
 	Queue        string
 	Partition    string
-	Group        string
-	ErrorMessage string
-	RetryCount   int64
-	Payload      []byte
+	Group        string // the group whose ack dead-lettered it
+	ErrorMessage string // the ack's error text
+	RetryCount   int64  // failed rounds before it was dead-lettered
+	Payload      []byte // as pushed
 	TraceID      string
 	ProducerSub  string
-	Offset       int64
+	Offset       int64     // its offset in its partition
 	CreatedAt    time.Time // commit time of the original message
-	FailedAt     time.Time
+	FailedAt     time.Time // when it was dead-lettered
 }
 
 // RedriveRequest selects dead-lettered messages of one queue to append

@@ -142,8 +142,8 @@ type PartitionSeek struct {
 // SeekResult is the outcome of a seek, one entry per partition in creation order.
 type SeekResult struct {
 	Queue      string
-	Group      string
-	Partitions []PartitionSeek
+	Group      string          // the group moved; QueueModeGroup when none was named
+	Partitions []PartitionSeek // every partition touched, in creation order
 	// Snapshot is the snapshot applied, when the request named one.
 	Snapshot *Snapshot
 }

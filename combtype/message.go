@@ -4,31 +4,46 @@ import (
 	"time"
 )
 
-// Push statuses.
+// Push statuses, in PushResult.Status.
 const (
-	StatusQueued    = "queued"
-	StatusDuplicate = "duplicate"
+	StatusQueued    = "queued"    // appended to the log
+	StatusDuplicate = "duplicate" // its transactionId is already stored in the partition
 )
 
-// PushItem is one message to append. Payload is raw JSON.
+// PushItem is one message to append.
 type PushItem struct {
-	Queue       string
-	Partition   string // "" means DefaultPartition
-	Payload     []byte
-	TxnID       string // "" gets a generated id
-	TraceID     string
+	// Queue is the queue's name, required; the queue is created, with
+	// DefaultQueueOptions, by its first push.
+	Queue string
+	// Partition is the partition's name; "" means DefaultPartition. Order
+	// is kept within a partition, and a partition is leased to one
+	// consumer of a group at a time.
+	Partition string
+	// Payload is the message: one JSON value, stored and delivered as
+	// these bytes.
+	Payload []byte
+	// TxnID is the transactionId: a message whose id is already stored in
+	// its partition is not stored again. "" gets a generated UUID.
+	TxnID string
+	// TraceID is carried with the message for the caller's tracing; ""
+	// when none.
+	TraceID string
+	// ProducerSub names who pushed (a token's subject over HTTP); "" when
+	// unknown.
 	ProducerSub string
 }
 
 // PushResult is the outcome of one PushItem, in request order.
 type PushResult struct {
-	TxnID       string
-	Status      string // StatusQueued or StatusDuplicate
+	TxnID  string // as given, or generated
+	Status string // StatusQueued, StatusDuplicate or StatusBuffered
+	// MessageID is the message's id, derived from the database, the
+	// partition and the offset (a duplicate answers the original's).
 	MessageID   string
-	PartitionID string
+	PartitionID string // the partition's uuid
 	TraceID     string
 	Queue       string
-	Offset      int64
+	Offset      int64 // the message's offset in its partition
 }
 
 // StatusBuffered is the push status of an item parked by push maintenance.
@@ -78,30 +93,32 @@ type PopRequest struct {
 
 // Message is one delivered message.
 type Message struct {
-	ID          string
-	TxnID       string
-	PartitionID string
+	ID          string // see PushResult.MessageID
+	TxnID       string // the transactionId an ack names
+	PartitionID string // the partition's uuid, which an ack names
 	Partition   string
 	Queue       string
-	LeaseID     string // "" with autoAck
-	Group       string
-	Payload     []byte
-	CreatedAt   time.Time
+	LeaseID     string    // the lease to ack under; "" with autoAck
+	Group       string    // the consumer group it was delivered to
+	Payload     []byte    // as pushed
+	CreatedAt   time.Time // when its push committed
 	TraceID     string
 	ProducerSub string
-	RetryCount  int64
-	Offset      int64
+	RetryCount  int64 // failed rounds of its batch before this delivery
+	Offset      int64 // its offset in its partition
 }
 
 // PopResult is a delivered batch; Messages is empty when nothing was due.
 type PopResult struct {
-	Queue             string
-	Partition         string
-	PartitionID       string
+	Queue       string
+	Partition   string // the first partition claimed
+	PartitionID string // its uuid
+	// LeaseID holds every message delivered until acked, extended
+	// (LeaseExtend) or expired (the queue's LeaseTime); "" with autoAck.
 	LeaseID           string
-	Group             string
-	PartitionsClaimed int
-	Messages          []Message
+	Group             string    // the group popped for; QueueModeGroup when none was named
+	PartitionsClaimed int       // partitions whose messages were delivered
+	Messages          []Message // in offset order within each partition
 	// FramesEvicted counts frames retention removed before this group
 	// consumed them, skipped by this claim.
 	FramesEvicted int64
@@ -121,10 +138,10 @@ const (
 
 // AckItem acknowledges one delivered message.
 type AckItem struct {
-	TxnID       string
-	PartitionID string // the partition's uuid
+	TxnID       string // the message's transactionId (Message.TxnID)
+	PartitionID string // the partition's uuid (Message.PartitionID)
 	LeaseID     string // checked only when not ""
-	Status      string // "" means completed
+	Status      string // an Ack* status; "" means completed
 	Error       string // reason for failed / dlq
 	Group       string // "" = QueueModeGroup
 	// HeldLeases are the leases the caller holds (a transaction's
@@ -136,29 +153,29 @@ type AckItem struct {
 // AckResult is the outcome of one AckItem, in request order.
 type AckResult struct {
 	TxnID   string
-	Success bool
+	Success bool // the ack applied
 	// Err says why an ack was refused: ErrInvalidLease or
 	// ErrMessageNotFound; nil when it applied, or when its status was
 	// unknown and it was ignored (Success false).
 	Err           error
-	Queue         string
-	Partition     string
-	LeaseReleased bool
-	DLQ           bool
+	Queue         string // the message's queue, when it was found
+	Partition     string // and its partition's name
+	LeaseReleased bool   // the group's lease on the partition ended with this ack
+	DLQ           bool   // the message was dead-lettered
 }
 
 // TxOp is one operation of an atomic transaction: an ack or a push.
 type TxOp struct {
-	Type  string // "ack" or "push"
-	Ack   AckItem
-	Items []PushItem
+	Type  string     // "ack" or "push"
+	Ack   AckItem    // the ack of an "ack" op
+	Items []PushItem // the items of a "push" op
 }
 
 // TxOpResult is the outcome of one TxOp.
 type TxOpResult struct {
 	Type   string
-	Ack    *AckResult
-	Pushes []PushResult
+	Ack    *AckResult   // an ack op's result
+	Pushes []PushResult // a push op's results, one per item
 }
 
 // TxError is a transaction refused as a whole; nothing of it was written.

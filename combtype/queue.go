@@ -31,25 +31,25 @@ type QueueOptions struct {
 
 // Queue is a queue row.
 type Queue struct {
-	ID        int64
-	UUID      string
+	ID        int64  // row id, stable for the life of the database
+	UUID      string // a new one when a queue of the name is deleted and created again
 	Tenant    string
 	Name      string
-	Namespace string
-	Task      string
+	Namespace string // groups queues for namespace pops and stats; "" = none
+	Task      string // groups queues for task pops and stats; "" = none
 	Options   QueueOptions
 	CreatedAt time.Time
 }
 
 // Partition is a partition row.
 type Partition struct {
-	ID            int64
-	UUID          string
-	QueueID       int64
+	ID            int64  // row id, stable for the life of the database
+	UUID          string // the id messages and acks name it by
+	QueueID       int64  // its queue's ID
 	Name          string
-	LastOffset    int64
-	LogStart      int64
-	LastSegmentAt int64 // µs
+	LastOffset    int64 // highest offset written; -1 while empty
+	LogStart      int64 // first offset retention still keeps
+	LastSegmentAt int64 // commit time of the newest segment, µs since the epoch; 0 when none
 	CreatedAt     time.Time
 }
 

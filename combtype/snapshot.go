@@ -11,12 +11,12 @@ const DefaultSnapshotTTL = 7 * 24 * time.Hour
 // under a name.
 type Snapshot struct {
 	Name      string
-	Group     string
-	Queue     string
-	QueueUUID string
-	Labels    map[string]string
+	Group     string            // the group whose cursors it captured
+	Queue     string            // the queue they are on
+	QueueUUID string            // that queue's uuid when it was taken
+	Labels    map[string]string // the caller's, for finding it again
 	CreatedAt time.Time
-	ExpiresAt time.Time
+	ExpiresAt time.Time // after it, the snapshot is gone (ErrSnapshotNotFound)
 	// Cursors has one entry per partition that existed when it was taken.
 	Cursors []SnapshotCursor
 }
