@@ -122,18 +122,33 @@ func (c *cursor) releaseLease() {
 	c.leaseID, c.leaseFrom, c.leaseTo, c.leaseExpires = sql.NullString{}, sql.NullInt64{}, sql.NullInt64{}, sql.NullInt64{}
 }
 
-// advance moves committed forward to off (never back) and releases the
-// lease once its whole batch is behind the cursor.
-func (c *cursor) advance(off, now int64) (released bool) {
+// consume moves committed forward to off (never back), counting what the
+// group consumed.
+func (c *cursor) consume(off, now int64) {
 	if off > c.committed {
 		c.totalConsumed += off - c.committed
 		c.committed = off
 		c.lastConsumedAt = sql.NullInt64{Int64: now, Valid: true}
 	}
-	if c.leaseID.Valid && c.leaseTo.Valid && c.committed >= c.leaseTo.Int64 {
-		c.releaseLease()
-		c.retry = 0
+}
+
+// finishBatch ends the batch the cursor holds: its lease is released and
+// its failed rounds forgotten, and a batch that was leased counts as
+// consumed.
+func (c *cursor) finishBatch() {
+	if c.leaseID.Valid {
 		c.batches++
+	}
+	c.releaseLease()
+	c.retry = 0
+}
+
+// advance moves committed forward to off (never back) and finishes the
+// batch once all of it is behind the cursor.
+func (c *cursor) advance(off, now int64) (released bool) {
+	c.consume(off, now)
+	if c.leaseID.Valid && c.leaseTo.Valid && c.committed >= c.leaseTo.Int64 {
+		c.finishBatch()
 		return true
 	}
 	return false

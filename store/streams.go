@@ -265,8 +265,7 @@ func (w *wtx) cycleAck(tenant string, req *combtype.CycleRequest) (*combtype.Cyc
 		return nil, err
 	}
 	now := micros(w.now)
-	if a.LeaseID != "" && (c == nil || !c.leaseID.Valid || c.leaseID.String != a.LeaseID ||
-		!c.leaseExpires.Valid || c.leaseExpires.Int64 <= now) {
+	if a.LeaseID != "" && (c == nil || !c.live(now) || c.leaseID.String != a.LeaseID) {
 		return nil, &cycleError{combtype.ErrInvalidLease}
 	}
 	if c == nil {
@@ -286,15 +285,9 @@ func (w *wtx) cycleAck(tenant string, req *combtype.CycleRequest) (*combtype.Cyc
 		}
 		out.DLQ, release = true, true
 	}
-	c.totalConsumed += loc.offset - c.committed
-	c.committed = loc.offset
-	c.lastConsumedAt = sql.NullInt64{Int64: now, Valid: true}
+	c.consume(loc.offset, now)
 	if release {
-		if c.leaseID.Valid {
-			c.releaseLease()
-			c.batches++
-		}
-		c.retry = 0
+		c.finishBatch()
 		out.LeaseReleased = true
 		w.touch(loc.q.Tenant, loc.q.Name)
 	}
