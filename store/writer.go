@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -137,7 +138,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	defer func() {
 		if err != nil {
 			s.rows.forget()
-			if _, rerr := s.execControl(ctx, "ROLLBACK"); rerr != nil {
+			if _, rerr := s.execControl(ctx, "ROLLBACK"); rerr != nil && !noTransaction(rerr) {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 			}
 		}
@@ -183,6 +184,16 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	}
 	s.rows.keep(w)
 	return errs, w.notifyKeys(), nil
+}
+
+// noTransaction reports whether a ROLLBACK failed only because SQLite had
+// already rolled the transaction back itself, as it does when a statement
+// or the COMMIT fails for lack of space (SQLITE_FULL): nothing is left to
+// undo, and the error is SQLite saying so, not a second failure. The
+// driver does not expose sqlite3_get_autocommit, so the message is what
+// tells.
+func noTransaction(err error) bool {
+	return strings.Contains(err.Error(), "no transaction is active")
 }
 
 // setSync sets the writer's connection to the synchronous level batch
