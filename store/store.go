@@ -117,6 +117,12 @@ type Store struct {
 	// afterLocate, set only by tests, runs between locating acks and
 	// submitting them, where a write committed meanwhile would land.
 	afterLocate func()
+
+	// The writer's view of the disk (reserve.go, wal.go).
+	disk        diskReserve
+	pageSize    int64
+	busyTimeout int64
+	walPath     string
 }
 
 // Stats are counters of the writer, read with atomic loads.
@@ -260,6 +266,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 			return nil, err
 		}
 	}
+	if err := s.initDisk(ctx); err != nil {
+		return nil, err
+	}
 	s.wstmts, s.rstmts = newStmtCache(s.wconn), newStmtCache(s.rdb)
 	s.r = readDB{s.rstmts}
 	s.ops = make(chan *writeOp, s.maxOps)
@@ -289,7 +298,7 @@ func (s *Store) Close() error {
 	}
 	s.wstmts.close()
 	s.rstmts.close()
-	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close())
+	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close(), s.closeDisk())
 	// Unlocked last, once nothing of this process touches the file.
 	errs = append(errs, s.lock.Close())
 	return errors.Join(errs...)

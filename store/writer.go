@@ -62,10 +62,19 @@ func (s *Store) submit(ctx context.Context, op *writeOp) error {
 func (s *Store) runWriter() {
 	defer close(s.stopped)
 	batch := make([]*writeOp, 0, s.maxOps)
+	// idle fires once the writer has had nothing to do for a while after a
+	// commit: the time to shrink the WAL, or to make room on a full disk.
+	idle := time.NewTimer(walIdleAfter)
+	defer idle.Stop()
 	for {
 		var first *writeOp
 		select {
 		case first = <-s.ops:
+		case <-idle.C:
+			if again := s.idleWork(); again > 0 {
+				idle.Reset(again)
+			}
+			continue
 		case <-s.ctx.Done():
 			// Commit what callers already handed over, then stop.
 			for {
@@ -74,12 +83,17 @@ func (s *Store) runWriter() {
 				if len(batch) == 0 {
 					return
 				}
-				s.commit(batch)
+				if batch = s.admit(batch); len(batch) > 0 {
+					s.commit(batch)
+				}
 			}
 		}
 		batch = append(batch[:0], first)
 		s.gather(&batch)
-		s.commit(batch)
+		if batch = s.admit(batch); len(batch) > 0 {
+			s.commit(batch)
+		}
+		idle.Reset(walIdleAfter)
 	}
 }
 
@@ -103,6 +117,15 @@ func (s *Store) gather(batch *[]*writeOp) {
 
 func (s *Store) commit(batch []*writeOp) {
 	errs, notify, err := s.runBatch(batch)
+	if err != nil && isFull(err) && s.onFull(batch) {
+		// The disk filled and the reserve was just given back: what
+		// carries payloads is refused, the rest (deletes, retention, acks)
+		// is tried again in the room that made.
+		if batch = s.admit(batch); len(batch) == 0 {
+			return
+		}
+		errs, notify, err = s.runBatch(batch)
+	}
 	if err != nil && len(batch) > 1 {
 		// Find the op that broke the batch by giving each its own commit.
 		for _, op := range batch {
