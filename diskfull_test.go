@@ -176,6 +176,12 @@ func startOnTmpfs(t *testing.T, size string, args ...string) *fullDisk {
 			t.Errorf("umount %s: %v %s", dir, err, out)
 		}
 	})
+	return startServeIn(t, dir, args...)
+}
+
+// startServeIn serves comb.db in dir until the test ends.
+func startServeIn(t *testing.T, dir string, args ...string) *fullDisk {
+	t.Helper()
 	d := &fullDisk{t: t, dir: dir, db: filepath.Join(dir, "comb.db"), stderr: &syncBuffer{}, done: make(chan error, 1),
 		rnd: rand.New(rand.NewPCG(5, 6))}
 	ctx, cancel := context.WithCancel(context.Background())
