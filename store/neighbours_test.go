@@ -1,13 +1,16 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/comb-broker/comb/internal/combtest"
 	"github.com/comb-broker/comb/store"
@@ -187,5 +190,39 @@ func TestCheckAndBackupRefuseAServedFileWhoseWALIsGone(t *testing.T) {
 	rep, err := store.Check(ctx, path)
 	if err != nil || len(rep.Findings) > 0 || rep.Frames != 20 {
 		t.Fatalf("check after the close: %v %+v", err, rep)
+	}
+}
+
+// TestCloseBesideAnOutsideReaderDoesNotWaitForIt: a sqlite3 session holding
+// a read transaction keeps the closing checkpoint from truncating the WAL;
+// Close leaves the WAL for the next open, says so in one line, and loses
+// nothing.
+func TestCloseBesideAnOutsideReaderDoesNotWaitForIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "comb.db")
+	var logBuf bytes.Buffer
+	st := openLogged(t, path, slog.New(slog.NewTextHandler(&logBuf, nil)))
+	pushN(t, st, "a", 10)
+	reader := combtest.StartSQLite3Reader(t, path)
+	pushN(t, st, "b", 10)
+	start := time.Now()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("Close with a reader in a transaction took %v", took)
+	if took > 5*time.Second {
+		t.Errorf("Close waited %v for an outside reader", took)
+	}
+	if n := strings.Count(logBuf.String(), "the WAL is left for the next start"); n != 1 {
+		t.Errorf("%d log lines about the WAL left, want 1:\n%s", n, logBuf.String())
+	}
+	reader.Close()
+	st = openLogged(t, path, nil)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := store.Check(context.Background(), path)
+	if err != nil || len(rep.Findings) > 0 || rep.Frames != 20 {
+		t.Fatalf("check after the reopen: %v %+v", err, rep)
 	}
 }

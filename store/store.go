@@ -277,18 +277,42 @@ func (s *Store) Close() error {
 	s.cancel()
 	<-s.stopped
 	var errs []error
-	// On a full disk the checkpoint cannot grow the database file; the
-	// commits stay durable in the WAL and the next open checkpoints them,
-	// so that is no failure of Close.
-	if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil && !isFull(err) {
-		errs = append(errs, fmt.Errorf("checkpoint: %w", err))
-	}
+	s.checkpointOnClose()
 	s.wstmts.close()
 	s.rstmts.close()
 	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close())
 	// Unlocked last, once nothing of this process touches the file.
 	errs = append(errs, s.lock.release())
 	return errors.Join(errs...)
+}
+
+// checkpointOnClose copies the WAL into the database file and truncates it,
+// if it can do so without waiting. Another process reading the file
+// (sqlite3, litestream, a backup) may hold a snapshot for as long as it
+// likes, and a stop must not wait for it: a container runtime kills what
+// has not stopped in its grace period. What is not copied stays in the
+// WAL, durable, and the next open reads it. On a full disk the checkpoint
+// cannot grow the database file either; the commits stay in the WAL just
+// the same. Neither is a failure of Close.
+func (s *Store) checkpointOnClose() {
+	ctx := context.Background()
+	if _, err := s.wconn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		s.log.Warn("closing: the WAL is left for the next start", "err", err)
+		return
+	}
+	// A checkpoint that meets a reader copies what it can and answers
+	// busy = 1 instead of an error.
+	var busy, walFrames, copied int64
+	err := s.wconn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &walFrames, &copied)
+	switch {
+	case err != nil && isFull(err):
+		s.log.Warn("closing: the WAL is left for the next start: the disk is full", "err", err)
+	case err != nil:
+		s.log.Warn("closing: the WAL is left for the next start", "err", err)
+	case busy != 0:
+		s.log.Info("closing: the WAL is left for the next start: another process is reading the database",
+			"walFrames", walFrames, "copied", copied)
+	}
 }
 
 // capSize sets SQLite's page cap on the writer's connection, so that a
