@@ -13,11 +13,11 @@ import (
 // lockFile takes an exclusive, non-blocking fcntl lock on comb's byte of
 // f, which the kernel releases when the process ends, however it ends.
 // Without open-file-description locks this lock belongs to the process, so
-// it goes when the process closes any descriptor of the file: the Store
-// opens its writer's connection before it closes any other, and SQLite keeps
-// its descriptors open while one of its connections holds a lock, so that
-// happens only once the Store closes. A second Open in this process is
-// refused by lockDB's table, not by this lock.
+// it goes when the process closes any descriptor of the file. The Store
+// closes none while it is open: its writer's connection stays open and, in
+// WAL mode, holds SQLite's shared lock, and SQLite keeps every descriptor
+// of a file open while one of its connections holds a lock there. A second
+// Open in this process is refused by lockDB's table, not by this lock.
 func lockFile(f *os.File) error {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: lockOffset, Len: 1}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &lk); err != nil {
