@@ -266,6 +266,8 @@ type wtx struct {
 	// Lookups made in this transaction, forgotten when a savepoint rolls back.
 	queues     map[queueKey]*Queue
 	partitions map[partKey]*Partition
+	// Each queue's partitions, listed once per commit (queuePartitions).
+	queueParts map[int64][]*Partition
 	// Frames waiting to become one segment per partition at flush.
 	pending []*pendingPart
 	byPart  map[int64]*pendingPart
@@ -305,6 +307,7 @@ func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 		ctx: ctx, s: s, tx: tx, now: s.clock.Now(),
 		queues:     map[queueKey]*Queue{},
 		partitions: map[partKey]*Partition{},
+		queueParts: map[int64][]*Partition{},
 		byPart:     map[int64]*pendingPart{},
 		touched:    map[string]struct{}{},
 	}
