@@ -14,9 +14,6 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -49,7 +46,7 @@ Usage:
   comb check --db FILE   verify a database offline (comb check -h)
   comb backup --out COPY consistent copy of a running server or a file (comb backup -h)
   comb forward           list, create, pause, resume or delete forwarders (comb forward -h)
-  comb version           print the version
+  comb version           print the version, commit and build date (also comb --version)
 `
 
 // Run runs the subcommand named by args[0].
@@ -75,8 +72,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.backup(ctx, args[1:])
 	case "forward":
 		return m.forwardCmd(ctx, args[1:])
-	case "version":
-		fmt.Fprintln(m.Stdout, version)
+	case "version", "--version", "-version":
+		readBuildInfo().print(m.Stdout)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, usage)
