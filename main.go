@@ -46,6 +46,7 @@ Usage:
   comb check --db FILE   verify a database offline (comb check -h)
   comb backup --out COPY consistent copy of a running server or a file (comb backup -h)
   comb forward           list, create, pause, resume or delete forwarders (comb forward -h)
+  comb healthcheck       exit 0 when a server's /health answers 200 (comb healthcheck -h)
   comb version           print the version, commit and build date (also comb --version)
 `
 
@@ -72,6 +73,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.backup(ctx, args[1:])
 	case "forward":
 		return m.forwardCmd(ctx, args[1:])
+	case "healthcheck":
+		return m.healthcheck(ctx, args[1:])
 	case "version", "--version", "-version":
 		readBuildInfo().print(m.Stdout)
 		return nil
