@@ -18,6 +18,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	// Started by the Windows service manager: serve until it says stop.
+	if ran, err := m.runAsService(os.Args[1:]); ran {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "comb:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := m.Run(ctx, os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
@@ -47,6 +55,7 @@ Usage:
   comb backup --out COPY consistent copy of a running server or a file (comb backup -h)
   comb forward           list, create, pause, resume or delete forwarders (comb forward -h)
   comb healthcheck       exit 0 when a server's /health answers 200 (comb healthcheck -h)
+  comb service           install, start, stop or uninstall the Windows service (comb service -h)
   comb version           print the version, commit and build date (also comb --version)
 `
 
@@ -73,6 +82,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.backup(ctx, args[1:])
 	case "forward":
 		return m.forwardCmd(ctx, args[1:])
+	case "service":
+		return m.service(ctx, args[1:])
 	case "healthcheck":
 		return m.healthcheck(ctx, args[1:])
 	case "version", "--version", "-version":
