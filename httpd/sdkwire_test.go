@@ -694,6 +694,80 @@ func TestSDKGoTransaction(t *testing.T) {
 	}
 }
 
+// queenctl tx -f bundle.json (Queen's operator CLI, cmd/tx.go) builds each
+// ack op from a Message holding only transactionId and partitionId, so
+// its Go client sends the bundle's acks without a lease and
+// "requiredLeases":[]. Its e2e suite's three transaction tests, replayed:
+// each ack lands inside the batch the CLI popped and completes it; the
+// same kind of ack past that batch is refused and changes nothing.
+func TestSDKGoTransactionOfAQueenctlBundle(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := goSDK(t, s)
+	tx := func(ops ...string) map[string]any {
+		t.Helper()
+		r := c.send("POST", "/api/v1/transaction", `{"operations":[`+strings.Join(ops, ",")+`],"requiredLeases":[]}`)
+		mustStatus(t, r, http.StatusOK)
+		return c.goResult(r)
+	}
+	ack := func(m sdkMessage) string {
+		return fmt.Sprintf(`{"type":"ack","transactionId":%s,"partitionId":%s,"status":"completed"}`,
+			jsonStr(m.TransactionID), jsonStr(m.PartitionID))
+	}
+	push := func(queue, payload string) string {
+		return fmt.Sprintf(`{"type":"push","items":[{"queue":%s,"partition":"Default","payload":%s,"transactionId":%s}]}`,
+			jsonStr(queue), payload, jsonStr(newTxnID()))
+	}
+	pop := func(q string, batch int) []sdkMessage {
+		return c.messages(c.send("GET", goPopPath(q, "", nil, batch, false, 30000), ""))
+	}
+	ok := func(res map[string]any) {
+		t.Helper()
+		if res["success"] != true {
+			t.Fatalf("queenctl: transaction failed: %v", res["error"])
+		}
+	}
+
+	// TestTx_BasicPushAck: push B, ack A.
+	c.send("POST", "/api/v1/push", goPushBody("ct-tx-basic-a", "Default", `{"value":1}`))
+	a := pop("ct-tx-basic-a", 1)
+	ok(tx(push("ct-tx-basic-b", `{"value":2}`), ack(a[0])))
+	if b := pop("ct-tx-basic-b", 1); len(b) != 1 || goData(t, b[0])["value"] != float64(2) {
+		t.Fatalf("queue B = %+v", b)
+	}
+	if rest := pop("ct-tx-basic-a", 1); len(rest) != 0 {
+		t.Fatal("queue A should be drained")
+	}
+	// TestTx_MultiplePushes: push B, push C, ack A.
+	c.send("POST", "/api/v1/push", goPushBody("ct-tx-multi-a", "Default", `{"id":"source"}`))
+	a = pop("ct-tx-multi-a", 1)
+	ok(tx(push("ct-tx-multi-b", `{"id":"b"}`), push("ct-tx-multi-c", `{"id":"c"}`), ack(a[0])))
+	if len(pop("ct-tx-multi-b", 1)) != 1 || len(pop("ct-tx-multi-c", 1)) != 1 || len(pop("ct-tx-multi-a", 1)) != 0 {
+		t.Fatal("a push lost, or A not drained")
+	}
+	// TestTx_MultipleAcks: three acks of one batch, then a push.
+	c.send("POST", "/api/v1/push", goPushBody("ct-tx-multi-ack-a", "Default", `{"value":1}`, `{"value":2}`, `{"value":3}`))
+	three := pop("ct-tx-multi-ack-a", 3)
+	ok(tx(ack(three[0]), ack(three[1]), ack(three[2]), push("ct-tx-multi-ack-b", `{"sum":6}`)))
+	if rest := pop("ct-tx-multi-ack-a", 5); len(rest) != 0 {
+		t.Fatalf("A holds %d after acking its three", len(rest))
+	}
+
+	// The same bundle cannot reach past the batch it names.
+	c.send("POST", "/api/v1/push", goPushBody("ct-tx-far", "Default", `{"n":0}`, `{"n":1}`, `{"n":2}`))
+	first := pop("ct-tx-far", 1)
+	all := c.messages(c.send("GET", goPopPath("ct-tx-far", "", url.Values{"consumerGroup": {"peek"}}, 3, false, 1000), ""))
+	if res := tx(ack(all[2]), push("ct-tx-far-out", `{"x":1}`)); res["success"] != false {
+		t.Fatalf("a lease-less ack past its batch committed: %v", res)
+	}
+	ok(tx(ack(first[0])))
+	if rest := pop("ct-tx-far", 5); len(rest) != 2 || goData(t, rest[0])["n"] != float64(1) {
+		t.Fatalf("after the batch: %+v", rest)
+	}
+	if out := pop("ct-tx-far-out", 1); len(out) != 0 {
+		t.Fatal("the refused transaction pushed")
+	}
+}
+
 // Renew(ctx, msgs): one POST /lease/:id/extend with {} per distinct lease;
 // the SDK trusts the status alone.
 func TestSDKGoRenew(t *testing.T) {
