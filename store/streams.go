@@ -347,7 +347,8 @@ func windowEnd(value []byte) (end sql.NullFloat64, ok bool) {
 	return end, true
 }
 
-// cycleAck applies a cycle's ack to the cursor of (partition, group).
+// cycleAck applies a cycle's ack to the cursor of (partition, group),
+// under the ack rule every route shares (admit, applyAck).
 func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 	a := req.Ack
 	if a.TxnID == "" {
@@ -359,8 +360,10 @@ func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 	default:
 		return nil, &cycleError{"Unknown ack.status: " + status}
 	}
+	it := AckItem{TxnID: a.TxnID, PartitionID: req.PartitionID, LeaseID: a.LeaseID, Status: status, Error: a.Error,
+		Group: req.Group, keepLease: !req.ReleaseLease}
 	locs := make([]*located, 1)
-	if err := locate(w.ctx, w, nil, req.Tenant, []AckItem{{TxnID: a.TxnID, PartitionID: req.PartitionID}}, locs); err != nil {
+	if err := locate(w.ctx, w, nil, req.Tenant, []AckItem{it}, locs); err != nil {
 		return nil, err
 	}
 	loc := locs[0]
@@ -372,44 +375,17 @@ func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := micros(w.now)
-	if a.LeaseID != "" && (c == nil || !c.leaseID.Valid || c.leaseID.String != a.LeaseID ||
-		!c.leaseExpires.Valid || c.leaseExpires.Int64 <= now) {
-		return nil, &cycleError{ErrTextInvalidLease}
+	res, c, err := w.applyAck(&it, loc, c, ackInCycle)
+	if err != nil {
+		return nil, err
 	}
-	if c == nil {
-		c = &cursor{committed: loc.p.LogStart - 1, created: true}
-	}
-	// A cycle acks past the cursor. One that acks at or behind it is a
-	// replay of a committed cycle (a client retry whose reply was lost,
-	// under a lease it kept): applying it again would fold the batch twice.
-	if loc.offset <= c.committed {
-		return nil, &cycleError{ErrTextAlreadyAcked}
-	}
-	out := &CycleAckResult{Count: a.Count}
-	release := req.ReleaseLease
-	if status == AckFailed || status == AckDLQ {
-		if err := w.deadLetter(loc, group, cmp.Or(a.Error, "Streaming cycle reported failure"), 0); err != nil {
-			return nil, err
-		}
-		out.DLQ, release = true, true
-	}
-	c.totalConsumed += loc.offset - c.committed
-	c.committed = loc.offset
-	c.lastConsumedAt = sql.NullInt64{Int64: now, Valid: true}
-	if release {
-		if c.leaseID.Valid {
-			c.releaseLease()
-			c.batches++
-		}
-		c.retry = 0
-		out.LeaseReleased = true
-		w.touch(loc.q.Tenant, loc.q.Name)
+	if res.Error != "" {
+		return nil, &cycleError{res.Error}
 	}
 	if err := w.saveCursor(loc.p.ID, group, c); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return &CycleAckResult{Count: a.Count, LeaseReleased: res.LeaseReleased, DLQ: res.DLQ}, nil
 }
 
 // dropStreamsOf deletes the queries reading tenant's queue, with their
