@@ -13,6 +13,7 @@ import (
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/httpd"
+	"github.com/comb-broker/comb/internal/sdnotify"
 )
 
 // serve's garbage collector settings unless GOMEMLIMIT and GOGC are set.
@@ -171,6 +172,13 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if m.Ready != nil {
 		m.Ready(ln.Addr().String())
 	}
+	// Under systemd (Type=notify): ready now, a watchdog ping while the
+	// database answers, and "stopping" once ctx ends.
+	sd, err := sdnotify.FromEnv(m.Getenv)
+	if err != nil {
+		log.Warn("service manager watchdog off", "err", err)
+	}
+	defer sd.Serving(ctx, log, b.Ping)()
 	// When ctx ends, forwarders stop first (a batch in flight is sent
 	// again after the next start), before the server drains the broker,
 	// after which their pops would no longer wait. Serve then returns once

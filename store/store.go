@@ -101,6 +101,7 @@ type Store struct {
 	comp     lz4.Compressor // writer goroutine only
 	keyCeil  keyCeilings    // writer goroutine only
 	leased   recentLeases
+	reads    shardReads     // how fresh what stream state readers were served is, per shard
 	rows     rowCache       // writer goroutine only
 	crypt    *payloadCipher // nil without an encryption key
 	watch    watchers
