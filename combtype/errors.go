@@ -35,6 +35,10 @@ var (
 	// ErrLocked is returned when another process (or another Open in this
 	// one) has the file open.
 	ErrLocked = errors.New("database is in use by another comb process")
+	// ErrStale is returned by Check and BackupFile for a file served by a
+	// running comb whose WAL was removed from the directory under it: the
+	// file does not hold that server's recent writes.
+	ErrStale = errors.New("database file is stale")
 
 	// Pushes and transactions.
 

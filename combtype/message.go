@@ -144,10 +144,6 @@ type AckItem struct {
 	Status      string // an Ack* status; "" means completed
 	Error       string // reason for failed / dlq
 	Group       string // "" = QueueModeGroup
-	// HeldLeases are the leases the caller holds (a transaction's
-	// requiredLeases). In a transaction, an item without LeaseID may touch
-	// a cursor under a live lease only when that lease is among them.
-	HeldLeases []string
 }
 
 // AckResult is the outcome of one AckItem, in request order.

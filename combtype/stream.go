@@ -97,9 +97,14 @@ type CycleAckResult struct {
 // CycleResult is a cycle's outcome. When Err is not nil the cycle was
 // refused, nothing of it was written and the other fields are zero: Err is
 // ErrQueryNotFound, ErrMessageNotFound, ErrInvalidLease, ErrAlreadyAcked,
-// or wraps ErrInvalid with what was wrong in the request.
+// or wraps ErrInvalid with what was wrong in the request. When Skipped is
+// not "" nothing was written either, though nothing is wrong with it.
 type CycleResult struct {
-	Err             error
+	Err error
+	// Skipped says why a cycle without an ack (an idle flush) was not
+	// applied: what it would close is being closed, or has been, by
+	// another cycle (see Broker.StreamCycle). One of the Skip* reasons.
+	Skipped         string
 	SourceQueue     string
 	StateOpsApplied int
 	Pushes          []PushResult
@@ -112,3 +117,10 @@ type StateShard struct {
 	QueryID     string
 	PartitionID string // the source partition's uuid
 }
+
+// Why a cycle without an ack is skipped (CycleResult.Skipped).
+const (
+	SkipBatchInFlight = "a batch of this partition is in flight: its cycle closes what is due"
+	SkipStateGone     = "a key it deletes is gone: another cycle closed it"
+	SkipStateChanged  = "a key it deletes changed after it was read"
+)

@@ -6,9 +6,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"maps"
 	"slices"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 type located struct {
@@ -232,42 +233,77 @@ func (s *Store) locateAcks(ctx context.Context, tenant string, items []combtype.
 	return locs, nil
 }
 
-// ackMode distinguishes /ack from the acks inside /transaction, which
-// dead-letter failures at once and create a missing cursor.
+// ackMode is the route an ack came by. The ack rule (admit) is the same
+// for all of them; what a status does differs: /ack and /ack/batch run the
+// retry rule on failed, a transaction and a cycle dead-letter at once and
+// create a missing cursor, and a cycle refuses a replay and may end its
+// own batch early (release_lease).
 type ackMode int
 
 const (
 	ackPlain ackMode = iota
 	ackInTransaction
+	ackInCycle
 )
 
+// admit is the ack rule (docs/wire.md, "The ack rule"), the one place that
+// decides whether an ack of the message at off, naming lease ("" for
+// none), may touch c, the cursor of its (partition, group) (nil when there
+// is none). /ack, /ack/batch, /transaction and /streams/v1/cycle all ask
+// it. endsBatch says the ack would end the batch before all of it is
+// behind the cursor (a failed or retry ack on /ack gives it back).
+//
+//  1. A leaseId must be the live lease of (partition, group).
+//  2. While a lease lives, no ack moves the cursor past its batch, with
+//     or without a leaseId: that would consume messages nobody received.
+//  3. Only the holder, an ack naming the live lease, may end the batch
+//     early. An ack without a leaseId completes messages inside the batch,
+//     and the lease ends when the whole batch is behind the cursor.
+//  4. Without a live lease, an ack without a leaseId moves the cursor up
+//     to its message: the batch it came in has ended.
+//  5. The cursor never moves backwards (advance).
+//
+// It returns whether the ack holds the batch's lease, or the refusal.
+func admit(c *cursor, off int64, lease string, endsBatch bool, now int64) (holder bool, refusal error) {
+	live := c != nil && c.live(now)
+	switch {
+	case lease != "" && (!live || c.leaseID.String != lease):
+		return false, combtype.ErrInvalidLease
+	case live && c.leaseTo.Valid && off > c.leaseTo.Int64:
+		return false, combtype.ErrInvalidLease
+	case live && lease == "" && endsBatch:
+		return false, combtype.ErrInvalidLease
+	}
+	return lease != "", nil
+}
+
 // applyAck applies one located ack to c, the cursor of (loc.p, group)
-// loaded by the caller (nil when there is none). It returns the cursor to
-// save (created in a transaction when missing). A returned error is a
-// storage failure; a refused ack is reported in the result.
-func (w *wtx) applyAck(it *combtype.AckItem, loc *located, c *cursor, mode ackMode) (combtype.AckResult, *cursor, error) {
+// loaded by the caller (nil when there is none), after admit has let it
+// through. keepLease is a cycle's release_lease false: its holder keeps
+// the lease for the rest of the batch. It returns the cursor to save
+// (created in a transaction or a cycle when missing). A returned error is
+// a storage failure; a refused ack is reported in the result.
+func (w *wtx) applyAck(it *combtype.AckItem, loc *located, c *cursor, mode ackMode, keepLease bool) (combtype.AckResult, *cursor, error) {
 	res := combtype.AckResult{TxnID: it.TxnID, Queue: loc.q.Name, Partition: loc.p.Name}
 	group := cmp.Or(it.Group, combtype.QueueModeGroup)
 	now := micros(w.now)
 	status := cmp.Or(it.Status, combtype.AckCompleted)
-	if it.LeaseID != "" && (c == nil || !c.live(now) || c.leaseID.String != it.LeaseID) {
-		if c != nil && c.dropped == it.LeaseID && (status == combtype.AckFailed || status == combtype.AckRetry) {
+	givesBack := mode == ackPlain && (status == combtype.AckFailed || status == combtype.AckRetry)
+	holder, refusal := admit(c, loc.offset, it.LeaseID, givesBack, now)
+	if refusal != nil {
+		if givesBack && it.LeaseID != "" && c != nil && c.dropped == it.LeaseID {
 			res.Success = true // its batch is already given back
 			return res, c, nil
 		}
-		res.Err = combtype.ErrInvalidLease
+		res.Err = refusal
 		return res, c, nil
 	}
-	if c != nil && c.live(now) {
-		// A live batch bounds what an ack may do: none may move the cursor
-		// past the batch (that would consume what nobody received), and in
-		// a transaction none may release another consumer's lease.
-		beyond := c.leaseTo.Valid && loc.offset > c.leaseTo.Int64
-		foreign := mode == ackInTransaction && it.LeaseID == "" && !slices.Contains(it.HeldLeases, c.leaseID.String)
-		if beyond || foreign {
-			res.Err = combtype.ErrInvalidLease
-			return res, c, nil
-		}
+	// A cycle acks past the cursor. One that acks at or behind it is a
+	// replay of a committed cycle (a client retry whose reply was lost,
+	// under a lease it kept): applying it again would fold the batch twice.
+	if mode == ackInCycle && c != nil && loc.offset <= c.committed {
+		res.Err = combtype.ErrAlreadyAcked
+		return res, c, nil
 	}
 	if c == nil {
 		if mode == ackPlain {
@@ -283,11 +319,13 @@ func (w *wtx) applyAck(it *combtype.AckItem, loc *located, c *cursor, mode ackMo
 		res.LeaseReleased = c.advance(loc.offset, now)
 	case combtype.AckFailed, combtype.AckDLQ:
 		switch {
-		case mode == ackInTransaction || status == combtype.AckDLQ:
-			errText := cmp.Or(it.Error, "Unknown error")
-			retry := int64(0)
-			if mode == ackPlain {
-				errText, retry = cmp.Or(it.Error, "Retries exhausted"), c.retry
+		case mode != ackPlain || status == combtype.AckDLQ:
+			errText, retry := cmp.Or(it.Error, "Retries exhausted"), c.retry
+			switch mode {
+			case ackInTransaction:
+				errText, retry = cmp.Or(it.Error, "Unknown error"), 0
+			case ackInCycle:
+				errText, retry = cmp.Or(it.Error, "Streaming cycle reported failure"), 0
 			}
 			if err := w.deadLetter(loc, group, errText, retry); err != nil {
 				return res, c, err
@@ -317,6 +355,13 @@ func (w *wtx) applyAck(it *combtype.AckItem, loc *located, c *cursor, mode ackMo
 		}
 	default:
 		return res, c, nil // unknown status: not applied, no error text (as Queen)
+	}
+	// The holder's cycle ends its batch with the cycle unless it keeps the
+	// lease (release_lease false, the gate's partial ack); a failed one
+	// always does.
+	if mode == ackInCycle && holder && c.leaseID.Valid && (!keepLease || res.DLQ) {
+		c.finishBatch()
+		res.LeaseReleased = true
 	}
 	if res.LeaseReleased {
 		w.touch(loc.q.Tenant, loc.q.Name)
@@ -368,7 +413,7 @@ func (w *wtx) ackAll(tenant string, items []combtype.AckItem, pre []*located, re
 			return err
 		}
 		for _, i := range order[start:end] {
-			if results[i], c, err = w.applyAck(&items[i], locs[i], c, mode); err != nil {
+			if results[i], c, err = w.applyAck(&items[i], locs[i], c, mode, false); err != nil {
 				return err
 			}
 		}

@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"time"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Cursors. A cursor row is everything one consumer group knows about one

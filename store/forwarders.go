@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"time"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 const forwarderColumns = `tenant, name, direction, queue, upstream_url, upstream_queue, token, group_name, batch,

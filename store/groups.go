@@ -4,8 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"time"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Groups lists every (group, queue) pair of tenant that has cursors,

@@ -5,11 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"io/fs"
 	"os"
 	"sort"
 	"time"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Read-side figures for the status and metrics routes: counts over segment

@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"math"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Push appends items, fused with every other pending write into one commit.

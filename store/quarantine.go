@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"strings"
 	"time"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 func quarantineWhere(tenant string, f *combtype.QuarantineFilter) (string, []any) {

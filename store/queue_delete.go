@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"math"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Deleting a queue: a first op detaches it, bounded ops then empty it.

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/comb-broker/comb/combtype"
 	"github.com/google/uuid"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 const queueColumns = `id, uuid, tenant, name, namespace, task, lease_time, retry_limit, retry_delay, max_size, ttl,
@@ -200,6 +201,7 @@ func (w *wtx) partition(q *combtype.Queue, name string, create bool) (*combtype.
 		if err != nil {
 			return nil, fmt.Errorf("insert partition %q: %w", name, err)
 		}
+		delete(w.queueParts, q.ID)
 	}
 	if err != nil {
 		return nil, err

@@ -5,10 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Resource views: queues, partitions and message counts. Every count here

@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"math"
 	"time"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Retention primitives. The retention service (package retention) decides

@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"time"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 const snapshotColumns = `id, name, group_name, queue_name, queue_uuid, labels, created_at, expires_at`

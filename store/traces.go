@@ -7,8 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/comb-broker/comb/combtype"
 	"slices"
+
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Traces are events a consumer files against a message it handles
