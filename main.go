@@ -20,7 +20,7 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 	if err := m.Run(ctx, os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
@@ -33,7 +33,9 @@ func main() {
 // Main is the comb command, testable without a process.
 type Main struct {
 	Stdout, Stderr io.Writer
-	Getenv         func(string) string
+	// Stdin is watched for EOF by serve --exit-on-stdin-eof; nil never ends.
+	Stdin  io.Reader
+	Getenv func(string) string
 	// Ready, if set, receives the listening address once serve accepts connections.
 	Ready func(addr string)
 }

@@ -51,6 +51,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	maxBody := fs.Int64("max-body-bytes", httpd.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
 	maxDB := fs.Int64("max-db-bytes", 0, "cap on the database file in bytes (0 = the disk's size); writes past it get 507 until retention or deletes make room")
 	batchOps := fs.Int("max-batch-ops", 0, "most writes fused into one commit (0 = default 1024; 1 turns group commit off, to measure it)")
+	side := m.sidecarFlags(fs)
 	pprofAddr := fs.String("pprof", m.env("COMB_PPROF", ""), "serve Go's profiles at /debug/pprof/ on this loopback address, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,6 +67,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	ctx, stopWatch := side.watch(ctx, m.Stdin, log)
+	defer stopWatch()
 	m.tuneGC()
 	auth, err := authCfg.authenticator(log)
 	if err != nil {
@@ -79,7 +82,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 
 	// The address is checked, and bound, before the database is opened,
 	// so a refused start leaves no file.
-	ln, err := httpd.Listen(*addr, httpCfg)
+	ln, tcpAddr, err := side.listen(*addr, &httpCfg)
 	if errors.Is(err, httpd.ErrInsecureBind) {
 		return fmt.Errorf("refusing to serve %s without auth: configure --jwt-secret, --jwt-public-key or --jwks-file, "+
 			"bind a loopback address, or pass --allow-insecure-bind (env COMB_ALLOW_INSECURE_BIND=1)", *addr)
@@ -112,6 +115,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	log.Info("comb serving", "addr", ln.Addr().String(), "db", *dbPath, "sync", *syncMode, "version", version)
 	if m.Ready != nil {
 		m.Ready(ln.Addr().String())
+	}
+	if err := side.announce(m.Stdout, tcpAddr); err != nil {
+		log.Warn("announce ready", "err", err)
 	}
 	// When ctx ends, forwarders stop first (a batch in flight is sent
 	// again after the next start), before the server drains the broker,
