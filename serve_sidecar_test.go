@@ -336,3 +336,82 @@ func TestServeExitsOnStdinEOF(t *testing.T) {
 		t.Fatalf("stderr:\n%s", stderr.String())
 	}
 }
+
+// TestSidecarFromNode runs examples/node-sidecar/sidecar.mjs: a real Node
+// program starts comb, reads its ready line, pushes over TCP, pops over the
+// Unix socket and SIGKILLs itself. comb must exit on its own, remove its
+// socket, and leave a file that opens with the unpopped messages intact.
+func TestSidecarFromNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is required under CI")
+		}
+		t.Skip("node not installed")
+	}
+	bin := crashBuildBinary(t)
+	dir := t.TempDir()
+	db, sock := filepath.Join(dir, "comb.db"), filepath.Join(dir, "comb.sock")
+	cmd := exec.Command(node, "examples/node-sidecar/sidecar.mjs", bin, db, sock)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	// comb inherits node's stderr: EOF on it means both are gone.
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	combDone := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(stderr)
+		combDone <- string(b)
+	}()
+	werr := cmd.Wait() // node's own death, SIGKILL
+	nodeDied := time.Now()
+	var logs string
+	select {
+	case logs = <-combDone:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("comb still running 10s after node died; node said %s", stdout.String())
+	}
+	t.Logf("comb exited %v after node was SIGKILLed (node: %v)", time.Since(nodeDied), werr)
+	var out struct {
+		Ready  readyLine `json:"ready"`
+		Popped []string  `json:"popped"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("node output %q: %v\n%s", stdout.String(), err, logs)
+	}
+	if len(out.Popped) != 4 || out.Ready.Unix != sock {
+		t.Fatalf("node output %+v\n%s", out, logs)
+	}
+	if !strings.Contains(logs, "parent process exited") {
+		t.Fatalf("comb did not shut down on its parent's death:\n%s", logs)
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Fatalf("socket left behind: %v", err)
+	}
+	s := startSidecar(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	st, body := sidecarDo(t, http.DefaultClient, "GET", s.ready.URL+"/api/v1/pop/queue/node?batch=100&autoAck=true", nil)
+	var rest struct {
+		Messages []struct {
+			TransactionID string `json:"transactionId"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(body, &rest)
+	seen := map[string]bool{}
+	for _, id := range out.Popped {
+		seen[id] = true
+	}
+	for _, m := range rest.Messages {
+		if seen[m.TransactionID] {
+			t.Errorf("%s delivered twice", m.TransactionID)
+		}
+		seen[m.TransactionID] = true
+	}
+	if st != http.StatusOK || len(seen) != 10 {
+		t.Fatalf("after restart: %d, %d distinct messages delivered in all, want 10: %s", st, len(seen), body)
+	}
+}
