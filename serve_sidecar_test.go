@@ -355,12 +355,17 @@ func TestSidecarFromNode(t *testing.T) {
 	cmd := exec.Command(node, "examples/node-sidecar/sidecar.mjs", bin, db, sock)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	// comb inherits node's stderr: EOF on it means both are gone.
-	stderr, err := cmd.StderrPipe()
+	// comb inherits node's stderr: EOF on it means both are gone. An
+	// os.Pipe, not StderrPipe, which Wait would close when node exits.
+	stderr, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	defer stderr.Close()
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
 	combDone := make(chan string, 1)
