@@ -24,7 +24,7 @@ import (
 type sidecar struct {
 	cmd    *exec.Cmd
 	ready  readyLine
-	stderr *syncBuffer
+	stderr *sidecarOutput
 	eof    chan struct{} // closed once stdout reaches EOF: comb has exited
 }
 
@@ -32,7 +32,7 @@ type sidecar struct {
 // ready line from its stdout.
 func startSidecar(t *testing.T, argv ...string) *sidecar {
 	t.Helper()
-	s := &sidecar{cmd: exec.Command(argv[0], argv[1:]...), stderr: &syncBuffer{}, eof: make(chan struct{})}
+	s := &sidecar{cmd: exec.Command(argv[0], argv[1:]...), stderr: &sidecarOutput{}, eof: make(chan struct{})}
 	s.cmd.Stderr = s.stderr
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
@@ -70,19 +70,19 @@ func startSidecar(t *testing.T, argv ...string) *sidecar {
 	return s
 }
 
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
+// sidecarOutput collects a process's output while the test reads it.
+type sidecarOutput struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *sidecarOutput) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *sidecarOutput) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()

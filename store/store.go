@@ -101,6 +101,7 @@ type Store struct {
 	comp     lz4.Compressor // writer goroutine only
 	keyCeil  keyCeilings    // writer goroutine only
 	leased   recentLeases
+	reads    shardReads     // how fresh what stream state readers were served is, per shard
 	rows     rowCache       // writer goroutine only
 	crypt    *payloadCipher // nil without an encryption key
 	watch    watchers
@@ -116,6 +117,12 @@ type Store struct {
 	// afterLocate, set only by tests, runs between locating acks and
 	// submitting them, where a write committed meanwhile would land.
 	afterLocate func()
+
+	// The writer's view of the disk (reserve.go, wal.go).
+	disk        diskReserve
+	pageSize    int64
+	busyTimeout int64
+	walPath     string
 }
 
 // Stats are counters of the writer, read with atomic loads.
@@ -256,6 +263,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 			return nil, err
 		}
 	}
+	if err := s.initDisk(ctx); err != nil {
+		return nil, err
+	}
 	s.wstmts, s.rstmts = newStmtCache(s.wconn), newStmtCache(s.rdb)
 	s.r = readDB{s.rstmts}
 	s.ops = make(chan *writeOp, s.maxOps)
@@ -280,7 +290,7 @@ func (s *Store) Close() error {
 	s.checkpointOnClose()
 	s.wstmts.close()
 	s.rstmts.close()
-	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close())
+	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close(), s.closeDisk())
 	// Unlocked last, once nothing of this process touches the file.
 	errs = append(errs, s.lock.release())
 	return errors.Join(errs...)
