@@ -46,6 +46,10 @@ type Config struct {
 	Forwarders Forwarders
 	// AllowInsecureBind lets Listen bind a non-loopback address without Auth.
 	AllowInsecureBind bool
+	// TrustUnixPeers lets requests arriving over a Unix domain socket pass
+	// without a token, as admin of the default tenant: the socket's file
+	// mode (ListenUnix) already limits who can connect.
+	TrustUnixPeers bool
 }
 
 // Server is the HTTP adapter over a broker.
