@@ -381,6 +381,9 @@ type (
 
 // CreateSnapshot captures a group's committed offsets on every partition of a queue.
 func (b *Broker) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (*Snapshot, error) {
+	if err := checkNames("name", req.Name, "consumerGroup", req.Group, "queue", req.Queue); err != nil {
+		return nil, err
+	}
 	return b.st.CreateSnapshot(ctx, req)
 }
 

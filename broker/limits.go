@@ -264,3 +264,28 @@ func checkCycle(req CycleRequest) error {
 	}
 	return nil
 }
+
+// checkTrace checks what a trace stores: Queen keeps its group and worker
+// in VARCHAR(255) and its event type in VARCHAR(100); its data is JSON.
+func checkTrace(in TraceInput) error {
+	if err := checkNames("consumerGroup", in.Group, "workerId", in.WorkerID, "transactionId", in.TxnID); err != nil {
+		return err
+	}
+	if err := CheckName("eventType", in.EventType); err != nil {
+		return err
+	}
+	if n := utf8.RuneCountInString(in.EventType); n > 100 {
+		return &InputError{Msg: fmt.Sprintf("eventType is %d characters long; at most 100 are accepted", n)}
+	}
+	for i, name := range in.Names {
+		if err := CheckName(fmt.Sprintf("traceName[%d]", i), name); err != nil {
+			return err
+		}
+	}
+	if len(in.Data) > 0 {
+		if why := checkPayload(in.Data); why != "" {
+			return &InputError{Msg: "data " + why}
+		}
+	}
+	return nil
+}
