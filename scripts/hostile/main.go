@@ -336,8 +336,12 @@ func cases() []hostileCase {
 			}
 			st, _ := get(ctx, base+"/api/v1/pop/queue/small?consumerGroup="+long+"&wait=false")
 			sts = append(sts, st)
-			_, metrics := get(ctx, base+"/metrics")
-			return strings.Join(sts, ","), fmt.Sprintf("/metrics is %d bytes", len(metrics))
+			size := int64(-1)
+			if resp, err := http.Get(base + "/metrics/prometheus"); err == nil {
+				size, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			return strings.Join(sts, ","), fmt.Sprintf("a Prometheus scrape is then %d bytes", size)
 		}},
 		{"nul-and-junk", "payloads with \\u0000, invalid JSON, a 100,000-deep nesting", func(ctx context.Context, cfg *config, base string) (string, string) {
 			var sts []string
