@@ -119,6 +119,7 @@ type boundedBody struct {
 	ctl     *http.ResponseController
 	held    int64 // bytes it may read: room taken from gate, plus free
 	free    int64 // the part of held not taken from gate
+	whole   bool  // the declared length is held: no read can go past it
 	read    int64
 	start   time.Time
 	grace   time.Duration
@@ -131,14 +132,18 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
-	if b.read+int64(len(p)) > b.held {
-		step := max(bodyStep, b.read+int64(len(p))-b.held)
-		if err := b.gate.acquire(b.ctx, step); err != nil {
-			b.err = err
-			shut(b.w, b.ctl)
-			return 0, err
+	if !b.whole {
+		// Room is taken a step at a time, as the body arrives; a read
+		// never goes past the room held.
+		if b.read >= b.held {
+			if err := b.gate.acquire(b.ctx, bodyStep); err != nil {
+				b.err = err
+				shut(b.w, b.ctl)
+				return 0, err
+			}
+			b.held += bodyStep
 		}
-		b.held += step
+		p = p[:min(int64(len(p)), b.held-b.read)]
 	}
 	// The deadline moves on with every byte that arrives: a body keeping
 	// to the rate never meets it.
@@ -208,9 +213,9 @@ func (s *Server) bindBody(w http.ResponseWriter, r *http.Request) (done func(), 
 	}
 	b := &boundedBody{rc: r.Body, w: w, ctx: r.Context(), gate: s.bodies, ctl: ctl,
 		start: time.Now(), grace: s.cfg.BodyGrace, minRate: s.cfg.MinBodyRate}
-	b.held = bodyStep // free: see above
-	b.free = bodyStep
-	if r.ContentLength >= bodyStep {
+	b.held, b.free = bodyStep, bodyStep // free: see above
+	b.whole = r.ContentLength > 0 && r.ContentLength <= bodyStep
+	if r.ContentLength > bodyStep {
 		// Known up front: taken at once (+1 for the read that sees EOF), so
 		// the body is read into one buffer of its size.
 		if err := s.bodies.acquire(r.Context(), r.ContentLength+1); err != nil {
@@ -218,7 +223,7 @@ func (s *Server) bindBody(w http.ResponseWriter, r *http.Request) (done func(), 
 			s.fail(w, r, err)
 			return nil, false
 		}
-		b.held, b.free = r.ContentLength+1, 0
+		b.held, b.free, b.whole = r.ContentLength+1, 0, true
 	}
 	r.Body = b
 	return b.done, true
