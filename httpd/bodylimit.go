@@ -15,9 +15,11 @@ import (
 //
 //   - a body declaring a Content-Length over MaxBodyBytes is refused (413)
 //     before a byte of it is read, and a chunked one is cut at the limit;
-//   - the bytes of bodies being read at once are bounded by
-//     MaxBodyBytesInFlight: a body that finds no room waits a little, then
-//     is refused with 503 and Retry-After, unread. The first bodyStep
+//   - the bytes of bodies held at once (read, and not yet answered) are
+//     bounded by MaxBodyBytesInFlight: a body that finds no room waits up
+//     to BodyWait, then is refused with 503 and Retry-After, unread. It
+//     bounds memory, and it keeps large pushes from queueing up in the
+//     writer ahead of everyone else's small ones. The first bodyStep
 //     bytes of every body are outside the bound, so small requests (the
 //     usual push, ack or pop) are never held up by large ones;
 //   - a body must keep arriving: after a grace period it must average
@@ -29,16 +31,20 @@ import (
 const (
 	// DefaultMaxBodyBytesInFlight bounds the body bytes of all requests
 	// being read at once.
-	DefaultMaxBodyBytesInFlight = 48 << 20
+	DefaultMaxBodyBytesInFlight = 16 << 20
 	// DefaultMinBodyRate is the least average rate, in bytes a second, at
-	// which a body must arrive once BodyGrace has passed: a 16 MiB body
-	// may take four and a half hours at it, a byte a second is cut.
+	// which a body must arrive once BodyGrace has passed: a byte a second
+	// is cut after the grace. Whatever its rate, a body is cut after
+	// maxBodyTime.
 	DefaultMinBodyRate = 1 << 10
+	// maxBodyTime bounds the reading of one body, as the server's
+	// ReadTimeout did before bodies were paced here.
+	maxBodyTime = 5 * time.Minute
 	// DefaultBodyGrace is how long a body may take before the rate counts.
 	DefaultBodyGrace = 10 * time.Second
 	// DefaultBodyWait is how long a body waits for room under
 	// MaxBodyBytesInFlight before it is refused.
-	DefaultBodyWait = 5 * time.Second
+	DefaultBodyWait = 15 * time.Second
 	// bodyStep is how much room a body of unknown length takes at a time,
 	// and what any body reads before it needs room.
 	bodyStep = 64 << 10
@@ -147,7 +153,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	}
 	// The deadline moves on with every byte that arrives: a body keeping
 	// to the rate never meets it.
-	deadline := b.start.Add(b.grace + time.Duration(b.read*int64(time.Second)/b.minRate))
+	deadline := b.start.Add(min(b.grace+time.Duration(b.read*int64(time.Second)/b.minRate), maxBodyTime))
 	if b.ctl.SetReadDeadline(deadline) == nil {
 		b.limited = true
 	}

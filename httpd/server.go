@@ -30,7 +30,7 @@ type Config struct {
 	// unread when its Content-Length says so. Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// MaxBodyBytesInFlight bounds the body bytes of all requests being read
-	// at once; a body that finds no room within a few seconds is a 503
+	// at once; a body that finds no room within BodyWait is a 503
 	// with Retry-After. Default DefaultMaxBodyBytesInFlight.
 	MaxBodyBytesInFlight int64
 	// MinBodyRate (bytes a second) and BodyGrace: once BodyGrace has passed

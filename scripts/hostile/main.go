@@ -459,10 +459,10 @@ func rawBody(ctx context.Context, base string, size int64, chunked bool, gap tim
 		default:
 		}
 		p := chunk
-		if sent == 0 {
-			p = prefix
+		if sent < int64(len(prefix)) { // a valid start, so the answer is about the body's size or pace
+			p = prefix[sent:]
 			if gap > 0 {
-				p = prefix[:1]
+				p = p[:1]
 			}
 		}
 		p = p[:min(int64(len(p)), size-sent)]
