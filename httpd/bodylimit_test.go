@@ -144,7 +144,7 @@ func TestBodiesPastTheInFlightBoundWaitThenAreRefused(t *testing.T) {
 	}})
 	body := `{"items":[{"queue":"q","payload":"` + strings.Repeat("b", 600<<10) + `"}]}`
 	first, firstStatus := rawPush(t, srv, int64(len(body)))
-	io.WriteString(first, body[:100]) // holds its room while the rest is on its way
+	io.WriteString(first, body[:100])  // holds its room while the rest is on its way
 	time.Sleep(200 * time.Millisecond) // for the server to take its headers in
 
 	resp, err := srv.HTTP.Client().Post(srv.URL+"/api/v1/push", "application/json", strings.NewReader(body))
