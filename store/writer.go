@@ -79,6 +79,10 @@ func (s *Store) runWriter() {
 		batch = append(batch[:0], first)
 		s.gather(&batch)
 		s.commit(batch)
+		// The ops answered are dropped, or the array would hold the last
+		// ones, and through them their requests' bodies (a 64 MiB push),
+		// until later ops took their places.
+		clear(batch)
 	}
 }
 
