@@ -230,6 +230,7 @@ func (s *Server) bindBody(w http.ResponseWriter, r *http.Request) (done func(), 
 			return nil, false
 		}
 		b.held, b.free, b.whole = r.ContentLength+1, 0, true
+		b.start = time.Now() // the wait for room is not the sender's
 	}
 	r.Body = b
 	return b.done, true
