@@ -34,15 +34,16 @@ type forwardSpec struct {
 	Token         string `json:"token"`
 	ConsumerGroup string `json:"consumerGroup"`
 	Batch         int    `json:"batch"`
+	IDPrefix      string `json:"idPrefix,omitempty"`
 }
 
 func (s *forwardSpec) forwarder() *broker.Forwarder {
 	return &broker.Forwarder{Name: s.Name, Direction: s.Direction, Queue: s.Queue, UpstreamURL: s.Upstream,
-		UpstreamQueue: s.UpstreamQueue, Token: s.Token, Group: s.ConsumerGroup, Batch: s.Batch}
+		UpstreamQueue: s.UpstreamQueue, Token: s.Token, Group: s.ConsumerGroup, Batch: s.Batch, IDPrefix: s.IDPrefix}
 }
 
 // parseForwardSpec reads "name=N,queue=Q,upstream=URL[,direction=pull]
-// [,upstreamQueue=U][,token=T][,consumerGroup=G][,batch=B]".
+// [,upstreamQueue=U][,token=T][,consumerGroup=G][,batch=B][,idPrefix=P]".
 func parseForwardSpec(v string) (forwardSpec, error) {
 	var s forwardSpec
 	for _, kv := range strings.Split(v, ",") {
@@ -65,6 +66,8 @@ func parseForwardSpec(v string) (forwardSpec, error) {
 			s.Token = val
 		case "consumerGroup":
 			s.ConsumerGroup = val
+		case "idPrefix":
+			s.IDPrefix = val
 		case "batch":
 			n, err := strconv.Atoi(val)
 			if err != nil {
@@ -83,6 +86,7 @@ type forwardConfig struct {
 	file       *string
 	maxBackoff *time.Duration
 	poll       *time.Duration
+	deviceID   *string
 	envTok     func(string) string
 }
 
@@ -90,7 +94,7 @@ type forwardConfig struct {
 func (m *Main) forwardFlags(fs *flag.FlagSet) *forwardConfig {
 	c := &forwardConfig{envTok: m.Getenv}
 	fs.Func("forward", "declare a forwarder, repeatable: name=N,queue=Q,upstream=URL[,direction=push|pull][,upstreamQueue=U]"+
-		"[,token=T][,consumerGroup=G][,batch=B]; queue may be a glob (push); token=$VAR reads the environment", func(v string) error {
+		"[,token=T][,consumerGroup=G][,batch=B][,idPrefix=P|none]; queue may be a glob (push); token=$VAR reads the environment", func(v string) error {
 		s, err := parseForwardSpec(v)
 		if err != nil {
 			return err
@@ -100,6 +104,8 @@ func (m *Main) forwardFlags(fs *flag.FlagSet) *forwardConfig {
 	})
 	c.maxBackoff = fs.Duration("forward-max-backoff", forward.DefaultMaxBackoff, "longest wait between a forwarder's retries while its upstream fails")
 	c.poll = fs.Duration("forward-poll", forward.DefaultPoll, "how long a forwarder's pop waits for messages")
+	c.deviceID = fs.String("device-id", m.env("COMB_DEVICE_ID", ""), "this device's name in the transactionIds its push forwarders send upstream "+
+		"(default idPrefix DEVICE-ID:); default: one chosen at first start from the host name and kept in the database (env COMB_DEVICE_ID)")
 	c.file = fs.String("forward-config", m.env("COMB_FORWARD_CONFIG", ""), `JSON file declaring forwarders: [{"name","queue","upstream",...}] (env COMB_FORWARD_CONFIG)`)
 	return c
 }
@@ -138,7 +144,10 @@ func (c *forwardConfig) start(ctx context.Context, b *broker.Broker, log *slog.L
 	if *c.maxBackoff <= 0 || *c.poll <= 0 {
 		return nil, fmt.Errorf("--forward-max-backoff and --forward-poll must be positive")
 	}
-	r := forward.New(b, forward.Options{Logger: log, MaxBackoff: *c.maxBackoff, Poll: *c.poll})
+	if len(*c.deviceID) >= forward.MaxIDPrefix {
+		return nil, fmt.Errorf("--device-id: at most %d bytes", forward.MaxIDPrefix-1)
+	}
+	r := forward.New(b, forward.Options{Logger: log, MaxBackoff: *c.maxBackoff, Poll: *c.poll, DeviceID: *c.deviceID})
 	if err := r.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -156,6 +165,7 @@ const forwardUsage = `Usage:
   comb forward show NAME [--json]
   comb forward create --name N --queue Q --upstream URL [--direction push|pull]
                       [--upstream-queue U] [--token T] [--consumer-group G] [--batch B]
+                      [--id-prefix P|none]
   comb forward pause NAME | resume NAME | delete NAME
 
 Manages the forwarders of a running server: push forwarders drain a local
@@ -183,6 +193,7 @@ func (m *Main) forwardCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&spec.Token, "token", "", "create: bearer token for the upstream")
 	fs.StringVar(&spec.ConsumerGroup, "consumer-group", "", "create: consumer group (default comb-forward.NAME)")
 	fs.IntVar(&spec.Batch, "batch", 0, "create: messages per upstream request (default 500)")
+	fs.StringVar(&spec.IDPrefix, "id-prefix", "", "create: put before each transactionId sent upstream (default DEVICE-ID:; none: send them as they are)")
 	if len(args) == 0 {
 		fs.Usage()
 		return flag.ErrHelp
@@ -264,26 +275,46 @@ func (m *Main) forwardCmd(ctx context.Context, args []string) error {
 		rows = []forwarderRow{row}
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDIRECTION\tQUEUE\tUPSTREAM\tSTATE\tLAG\tFORWARDED\tDLQ\tEVICTED\tLAST SUCCESS\tLAST ERROR")
+	fmt.Fprintln(tw, "NAME\tDIRECTION\tQUEUE\tUPSTREAM\tSTATE\tLAG\tLAG AGE\tOLDEST\tFORWARDED\tDLQ\tEVICTED\tLAST SUCCESS\tLAST ERROR")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.Direction, r.Queue,
-			r.Upstream+"/"+cmp.Or(r.UpstreamQueue, r.Queue), r.State, r.Lag, r.Forwarded, r.DeadLettered, r.Evicted,
-			cmp.Or(r.LastSuccessAt, "-"), cmp.Or(r.LastError, "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Name, r.Direction, r.Queue,
+			r.Upstream+"/"+cmp.Or(r.UpstreamQueue, r.Queue), r.State, r.Lag, seconds(r.LagSeconds),
+			seconds(r.OldestAgeSeconds), r.Forwarded, r.DeadLettered, r.Evicted,
+			cmp.Or(r.LastSuccessAt, "-"), lastError(r))
 	}
 	return tw.Flush()
 }
 
+// lastError is the last error with its time, "-" when there is none.
+func lastError(r forwarderRow) string {
+	if r.LastError == "" {
+		return "-"
+	}
+	return r.LastErrorAt + " " + r.LastError
+}
+
+// seconds prints a duration in seconds for the table, "-" when unknown.
+func seconds(s float64) string {
+	if s < 0 {
+		return "-"
+	}
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+}
+
 type forwarderRow struct {
-	Name          string `json:"name"`
-	Direction     string `json:"direction"`
-	Queue         string `json:"queue"`
-	Upstream      string `json:"upstream"`
-	UpstreamQueue string `json:"upstreamQueue"`
-	State         string `json:"state"`
-	Lag           int64  `json:"lag"`
-	Forwarded     int64  `json:"forwarded"`
-	DeadLettered  int64  `json:"deadLettered"`
-	Evicted       int64  `json:"evicted"`
-	LastSuccessAt string `json:"lastSuccessAt"`
-	LastError     string `json:"lastError"`
+	Name             string  `json:"name"`
+	Direction        string  `json:"direction"`
+	Queue            string  `json:"queue"`
+	Upstream         string  `json:"upstream"`
+	UpstreamQueue    string  `json:"upstreamQueue"`
+	State            string  `json:"state"`
+	Lag              int64   `json:"lag"`
+	LagSeconds       float64 `json:"lagSeconds"`
+	OldestAgeSeconds float64 `json:"oldestUnforwardedAgeSeconds"`
+	Forwarded        int64   `json:"forwarded"`
+	DeadLettered     int64   `json:"deadLettered"`
+	Evicted          int64   `json:"evicted"`
+	LastSuccessAt    string  `json:"lastSuccessAt"`
+	LastError        string  `json:"lastError"`
+	LastErrorAt      string  `json:"lastErrorAt"`
 }

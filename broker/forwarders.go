@@ -33,9 +33,21 @@ type ForwarderStatus struct {
 	// Lag is, for push, the local messages not yet upstream; for pull, the
 	// upstream messages not yet local as of the last upstream reply, -1 when
 	// unknown.
-	Lag           int64
+	Lag int64
+	// OldestUnforwardedAt is, for push, when the oldest local message not
+	// yet upstream was committed; zero when there is none or (pull) it is
+	// unknown.
+	OldestUnforwardedAt time.Time
+	// OldestUnforwardedAge is how old that message was when the status
+	// was read; 0 when there is none.
+	OldestUnforwardedAge time.Duration
+	// LagSeconds is how long the last batch delivered had waited: from the
+	// commit of its newest message on the sending side to its delivery.
+	// -1 until a batch is delivered.
+	LagSeconds    float64
 	Forwarded     int64 // messages delivered since this process started
 	DeadLettered  int64 // messages dead-lettered since this process started
+	Duplicates    int64 // push: items the upstream answered "duplicate", since this process started
 	LastSuccessAt time.Time
 	LastError     string
 	LastErrorAt   time.Time
@@ -69,6 +81,22 @@ func (b *Broker) SetForwarderPendingAck(ctx context.Context, tenant, name, ack s
 	return b.st.SetForwarderPendingAck(ctx, tenant, name, ack)
 }
 
+// SetForwarderIDPrefix sets the prefix a push forwarder puts before the
+// transactionIds it sends upstream.
+func (b *Broker) SetForwarderIDPrefix(ctx context.Context, tenant, name, prefix string) error {
+	return b.st.SetForwarderIDPrefix(ctx, tenant, name, prefix)
+}
+
+// settingDeviceID names this database's device id among the settings.
+const settingDeviceID = "device_id"
+
+// DeviceID returns the device id stored in the database, storing
+// candidate first when there is none: the id is chosen once and then
+// kept, so what a device sends upstream stays attributable to it.
+func (b *Broker) DeviceID(ctx context.Context, candidate string) (string, error) {
+	return b.st.InitSetting(ctx, settingDeviceID, candidate)
+}
+
 // DeleteForwarder removes a forwarder's definition.
 func (b *Broker) DeleteForwarder(ctx context.Context, tenant, name string) error {
 	return b.st.DeleteForwarder(ctx, tenant, name)
@@ -99,4 +127,10 @@ func (b *Broker) ReleaseGroupLeases(ctx context.Context, tenant, group string) (
 // consumed, partitions it never met included.
 func (b *Broker) Backlog(ctx context.Context, tenant, queue, group string) (int64, error) {
 	return b.st.Backlog(ctx, tenant, queue, group)
+}
+
+// BacklogOldest is the commit time of the oldest retained message of a
+// queue that group has not consumed; zero when there is none.
+func (b *Broker) BacklogOldest(ctx context.Context, tenant, queue, group string) (time.Time, error) {
+	return b.st.BacklogOldest(ctx, tenant, queue, group)
 }

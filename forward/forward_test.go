@@ -5,9 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,9 +26,17 @@ import (
 
 var t0 = time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC)
 
+// dev is the device id of the runners of these tests; the upstream sees
+// each transactionId behind it.
+const dev = "dev-1:"
+
 // startRunner starts a runner over b, stopped at cleanup before b closes.
 func startRunner(t *testing.T, b *broker.Broker, opts forward.Options) *forward.Runner {
 	t.Helper()
+	if opts.DeviceID == "" {
+		opts.DeviceID = "dev-1"
+	}
+	opts.BufferSettle = cmpOr(opts.BufferSettle, 10*time.Millisecond)
 	opts.MinBackoff = cmpOr(opts.MinBackoff, time.Millisecond)
 	opts.MaxBackoff = cmpOr(opts.MaxBackoff, 10*time.Millisecond)
 	opts.Poll = cmpOr(opts.Poll, 200*time.Millisecond)
@@ -114,7 +128,7 @@ func TestAPushForwarderCopiesPartitionsTransactionIDsPayloadsAndTraceIDsInOrder(
 	for _, m := range got {
 		var d struct{ Seq int }
 		json.Unmarshal(m.Data, &d)
-		if want := fmt.Sprintf("tx-%02d", d.Seq); m.TransactionID != want || m.Partition != fmt.Sprintf("p%d", d.Seq%3) {
+		if want := dev + fmt.Sprintf("tx-%02d", d.Seq); m.TransactionID != want || m.Partition != fmt.Sprintf("p%d", d.Seq%3) {
 			t.Errorf("upstream message %s in %s carries seq %d", m.TransactionID, m.Partition, d.Seq)
 		}
 		if prev, ok := last[m.Partition]; ok && d.Seq <= prev {
@@ -144,7 +158,7 @@ func TestAMessageTheUpstreamRefusesForGoodIsDeadLetteredLocallyAndThePartitionMo
 			st.Forwarded, st.DeadLettered, st.LastError)
 	}
 	got := popAll(t, up, "q", "check")
-	if len(got) != 2 || got[0].TransactionID != "a" || got[1].TransactionID != "c" {
+	if len(got) != 2 || got[0].TransactionID != dev+"a" || got[1].TransactionID != dev+"c" {
 		t.Errorf("upstream holds %v, want a then c", got)
 	}
 	dead, _, err := b.DeadLetters(context.Background(), broker.DLQFilter{Queue: "q"})
@@ -372,7 +386,7 @@ func TestMessagesRetentionEvictsBeforeTheyAreForwardedAreCountedAndThePausePersi
 		return nil
 	})
 	got := popAll(t, up, "q", "check")
-	if len(got) != 2 || got[0].TransactionID != "first" || got[1].TransactionID != "last" {
+	if len(got) != 2 || got[0].TransactionID != dev+"first" || got[1].TransactionID != dev+"last" {
 		t.Errorf("upstream holds %v, want first and last", got)
 	}
 }
@@ -423,5 +437,118 @@ func TestAPatternForwarderForwardsEveryMatchingQueueUnderItsOwnName(t *testing.T
 	})
 	if n, _ := up.Broker.Backlog(context.Background(), "", "other", "check"); n != 0 {
 		t.Errorf("the non-matching queue reached the upstream: %d messages", n)
+	}
+}
+
+// lockedBuffer is a log sink the runner's goroutines share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestAForwarderReportsHowFarBehindItIsAndLogsItsRecovery(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	target, err := url.Parse(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The link: down (503) until opened, then the real upstream.
+	var open atomic.Bool
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	link := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !open.Load() {
+			http.Error(w, `{"error":"link down"}`, http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer link.Close()
+
+	clk := clock.NewManual(t0)
+	b := combtest.MustOpenBroker(t, combtest.Options{Clock: clk})
+	for i := range 3 {
+		push(t, b, broker.PushItem{Queue: "q", TxnID: fmt.Sprintf("m%d", i), Payload: []byte(`1`)})
+	}
+	clk.Advance(90 * time.Second)
+	var logs lockedBuffer
+	r := startRunner(t, b, forward.Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := context.Background()
+	if _, err := r.Create(ctx, &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: link.URL}); err != nil {
+		t.Fatal(err)
+	}
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		st, err := r.Get(ctx, "", "up")
+		if err != nil {
+			return err
+		}
+		if st.State != "backoff" || st.Lag != 3 || st.OldestUnforwardedAge != 90*time.Second || !st.OldestUnforwardedAt.Equal(t0) ||
+			st.LagSeconds != -1 || !st.LastErrorAt.Equal(t0.Add(90*time.Second)) || !strings.Contains(st.LastError, "link down") {
+			return fmt.Errorf("while the link is down: %+v", st)
+		}
+		return nil
+	})
+	clk.Advance(30 * time.Second)
+	open.Store(true)
+	st := waitLag(t, r, "up", 0, 3)
+	if st.LagSeconds != 120 || st.OldestUnforwardedAge != 0 || !st.OldestUnforwardedAt.IsZero() || !st.LastSuccessAt.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("once delivered: lag %d s, oldest %v (%v), last success %v; want 120 s, none, and the clock's time",
+			int(st.LagSeconds), st.OldestUnforwardedAge, st.OldestUnforwardedAt, st.LastSuccessAt)
+	}
+	if out := logs.String(); strings.Count(out, "forwarder recovered") != 1 || !strings.Contains(out, "failingFor=30s") {
+		t.Errorf("want one recovery line, failing for the 30 s the clock moved:\n%s", out)
+	}
+}
+
+func TestItemsACombUpstreamParksInMaintenanceAreAckedOnlyOnceStoredAndInOrder(t *testing.T) {
+	up := combtest.MustServer(t, combtest.Options{})
+	ctx := context.Background()
+	if _, err := up.Broker.SetPushMaintenance(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	for i := range 6 {
+		push(t, b, broker.PushItem{Queue: "q", TxnID: fmt.Sprintf("m%d", i), Payload: []byte(`1`)})
+	}
+	r := startRunner(t, b, forward.Options{})
+	if _, err := r.Create(ctx, &broker.Forwarder{Name: "up", Queue: "q", UpstreamURL: up.URL, Batch: 3}); err != nil {
+		t.Fatal(err)
+	}
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		st, err := r.Get(ctx, "", "up")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(st.LastError, "maintenance is on") {
+			return fmt.Errorf("last error %q; want the upstream's maintenance", st.LastError)
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond) // many retries at the test's backoff
+	if st, err := r.Get(ctx, "", "up"); err != nil || st.Lag != 6 || st.Forwarded != 0 || st.DeadLettered != 0 {
+		t.Fatalf("during maintenance: %+v, %v; want all 6 waiting, none acked or dead-lettered", st, err)
+	}
+	if _, err := up.Broker.SetPushMaintenance(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	waitLag(t, r, "up", 0, 6)
+	got := popAll(t, up, "q", "check")
+	var ids []string
+	for _, m := range got {
+		ids = append(ids, m.TransactionID)
+	}
+	if want := []string{dev + "m0", dev + "m1", dev + "m2", dev + "m3", dev + "m4", dev + "m5"}; fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("upstream holds %v, want %v", ids, want)
 	}
 }

@@ -8,16 +8,21 @@ package forward
 import (
 	"cmp"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/internal/clock"
@@ -30,8 +35,18 @@ const (
 	DefaultMinBackoff = 250 * time.Millisecond
 	DefaultMaxBackoff = 30 * time.Second
 	DefaultPoll       = 5 * time.Second
+	// DefaultBufferSettle is the least wait before an item the upstream
+	// answered "buffered" is sent again: time for the upstream's own
+	// replay of its buffer (Queen's runs about every second) to store it.
+	DefaultBufferSettle = 2 * time.Second
 	// GroupPrefix starts the default consumer group name of a forwarder.
 	GroupPrefix = "comb-forward."
+	// NoIDPrefix as a forwarder's IDPrefix sends transactionIds upstream
+	// as they are.
+	NoIDPrefix = "none"
+	// MaxIDPrefix bounds an IDPrefix, in bytes, leaving room for a digest
+	// within MaxUpstreamID.
+	MaxIDPrefix = 128
 )
 
 // Options configure a Runner.
@@ -50,8 +65,16 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Poll is how long a pop waits for messages, and how often a pattern
 	// forwarder looks for new queues.
-	Poll   time.Duration
-	Logger *slog.Logger
+	Poll time.Duration
+	// BufferSettle is the least wait before an item answered "buffered"
+	// is sent again. Default DefaultBufferSettle.
+	BufferSettle time.Duration
+	// DeviceID names this device in the transactionIds its push
+	// forwarders send upstream (the default IDPrefix is DeviceID + ":").
+	// Default: the id stored in the database, chosen at first need as the
+	// host name and a random suffix.
+	DeviceID string
+	Logger   *slog.Logger
 }
 
 // Runner runs every forwarder stored in a broker. Start it once the broker
@@ -61,10 +84,11 @@ type Runner struct {
 	opts Options
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	ctx     context.Context // nil until Start; cancelled by Stop
-	cancel  context.CancelFunc
-	workers map[key]*worker
+	mu       sync.Mutex
+	ctx      context.Context // nil until Start; cancelled by Stop
+	cancel   context.CancelFunc
+	workers  map[key]*worker
+	deviceID string // "" until first needed
 }
 
 type key struct{ tenant, name string }
@@ -84,6 +108,7 @@ func New(b *broker.Broker, opts Options) *Runner {
 	opts.MinBackoff = cmp.Or(opts.MinBackoff, DefaultMinBackoff)
 	opts.MaxBackoff = max(cmp.Or(opts.MaxBackoff, DefaultMaxBackoff), opts.MinBackoff)
 	opts.Poll = cmp.Or(opts.Poll, DefaultPoll)
+	opts.BufferSettle = cmp.Or(opts.BufferSettle, DefaultBufferSettle)
 	return &Runner{b: b, opts: opts, log: cmp.Or(opts.Logger, slog.Default()), workers: map[key]*worker{}}
 }
 
@@ -104,6 +129,18 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start forwarders: %w", err)
 	}
+	for _, d := range defs {
+		// A push forwarder stored before id prefixes existed gets the
+		// device's now, before it sends anything.
+		if d.Direction == broker.ForwardPush && d.IDPrefix == "" {
+			if d.IDPrefix, err = r.defaultIDPrefix(ctx); err == nil {
+				err = r.b.SetForwarderIDPrefix(ctx, d.Tenant, d.Name, d.IDPrefix)
+			}
+			if err != nil {
+				return fmt.Errorf("start forwarder %q: %w", d.Name, err)
+			}
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ctx != nil {
@@ -114,6 +151,55 @@ func (r *Runner) Start(ctx context.Context) error {
 		r.startLocked(d)
 	}
 	return nil
+}
+
+// DeviceID returns the id this runner puts in the default IDPrefix.
+func (r *Runner) DeviceID(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	id := r.deviceID
+	r.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	id = r.opts.DeviceID
+	if id == "" {
+		var err error
+		if id, err = r.b.DeviceID(ctx, newDeviceID()); err != nil {
+			return "", fmt.Errorf("device id: %w", err)
+		}
+	}
+	r.mu.Lock()
+	r.deviceID = id
+	r.mu.Unlock()
+	return id, nil
+}
+
+func (r *Runner) defaultIDPrefix(ctx context.Context) (string, error) {
+	id, err := r.DeviceID(ctx)
+	if err != nil {
+		return "", err
+	}
+	return id + ":", nil
+}
+
+// newDeviceID is the host name, cut to the characters a name keeps, and
+// a random suffix: host names repeat across a fleet (every image's
+// default, every container's), and two devices taken for one another
+// would have their messages deduplicated against each other upstream.
+func newDeviceID() string {
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && namePattern.MatchString(string(r)) {
+			return r
+		}
+		return -1
+	}, host)
+	if len(host) > 63 {
+		host = host[:63]
+	}
+	var b [4]byte
+	crand.Read(b[:])
+	return cmp.Or(host, "comb") + "-" + hex.EncodeToString(b[:])
 }
 
 // Stop stops every worker and waits for them. A batch in flight is
@@ -145,7 +231,7 @@ func (r *Runner) startLocked(def *broker.Forwarder) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	w := &worker{r: r, def: def, cancel: cancel, done: make(chan struct{}), lastAcked: map[string]int64{},
 		up: &upstream{client: r.opts.Client, base: def.UpstreamURL, token: def.Token}}
-	w.status.State, w.status.Lag = "running", -1
+	w.status.State, w.status.Lag, w.status.LagSeconds = "running", -1, -1
 	r.workers[k] = w
 	go func() {
 		defer close(w.done)
@@ -183,6 +269,13 @@ func Normalize(f *broker.Forwarder) error {
 		return bad("queue is required")
 	case f.Batch < 0 || f.Batch > MaxBatch:
 		return bad("batch must be between 1 and %d", MaxBatch)
+	case len(f.IDPrefix) > MaxIDPrefix || strings.ContainsFunc(f.IDPrefix, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return bad("idPrefix must be at most %d bytes without control characters", MaxIDPrefix)
+	case f.Direction == broker.ForwardPull && f.IDPrefix != "" && f.IDPrefix != NoIDPrefix:
+		return bad("idPrefix applies to push forwarders; a pull forwarder keeps the upstream's transactionIds")
+	}
+	if f.Direction == broker.ForwardPull {
+		f.IDPrefix = NoIDPrefix
 	}
 	if isPattern(f.Queue) {
 		if f.Direction == broker.ForwardPull {
@@ -238,6 +331,21 @@ func (r *Runner) Declare(ctx context.Context, f *broker.Forwarder) (*broker.Forw
 func (r *Runner) put(ctx context.Context, f *broker.Forwarder, replace bool) (*broker.ForwarderStatus, error) {
 	if err := Normalize(f); err != nil {
 		return nil, err
+	}
+	if f.IDPrefix == "" {
+		// A forwarder keeps the prefix it was first stored with: a new one
+		// would send a batch resent after a restart under other ids.
+		old, err := r.b.Forwarder(ctx, f.Tenant, f.Name)
+		switch {
+		case err == nil && old.IDPrefix != "" && old.Direction == broker.ForwardPush:
+			f.IDPrefix = old.IDPrefix
+		case err == nil || errors.Is(err, broker.ErrForwarderNotFound):
+			if f.IDPrefix, err = r.defaultIDPrefix(ctx); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
 	}
 	if err := r.b.PutForwarder(ctx, f, replace); err != nil {
 		return nil, err
@@ -318,7 +426,7 @@ func (r *Runner) All(ctx context.Context) ([]broker.ForwarderStatus, error) {
 // status merges a stored definition with its worker's counters and, for a
 // push forwarder, the lag of its local group.
 func (r *Runner) status(ctx context.Context, def *broker.Forwarder) *broker.ForwarderStatus {
-	st := &broker.ForwarderStatus{Forwarder: *def, State: "stopped", Lag: -1}
+	st := &broker.ForwarderStatus{Forwarder: *def, State: "stopped", Lag: -1, LagSeconds: -1}
 	st.Token, st.HasToken = "", def.Token != ""
 	r.mu.Lock()
 	w := r.workers[key{def.Tenant, def.Name}]
@@ -327,36 +435,50 @@ func (r *Runner) status(ctx context.Context, def *broker.Forwarder) *broker.Forw
 		w.mu.Lock()
 		ws := w.status
 		w.mu.Unlock()
-		st.State, st.Forwarded, st.DeadLettered = ws.State, ws.Forwarded, ws.DeadLettered
+		st.State, st.Forwarded, st.DeadLettered, st.Duplicates = ws.State, ws.Forwarded, ws.DeadLettered, ws.Duplicates
 		st.LastSuccessAt, st.LastError, st.LastErrorAt, st.Lag = ws.LastSuccessAt, ws.LastError, ws.LastErrorAt, ws.Lag
+		st.LagSeconds = ws.LagSeconds
 	}
 	if def.Paused {
 		st.State = "paused"
 	}
 	if def.Direction == broker.ForwardPush {
-		if lag, err := r.pushLag(ctx, def); err == nil {
-			st.Lag = lag
+		if lag, oldest, err := r.pushLag(ctx, def); err == nil {
+			st.Lag, st.OldestUnforwardedAt = lag, oldest
+			if !oldest.IsZero() {
+				st.OldestUnforwardedAge = max(r.opts.Clock.Now().Sub(oldest), 0)
+			}
 		}
 	}
 	return st
 }
 
 // pushLag is the number of local messages of def's queues its group has
-// not forwarded yet, partitions it never met included.
-func (r *Runner) pushLag(ctx context.Context, def *broker.Forwarder) (int64, error) {
+// not forwarded yet, partitions it never met included, and the commit
+// time of the oldest of them (zero when there is none).
+func (r *Runner) pushLag(ctx context.Context, def *broker.Forwarder) (lag int64, oldest time.Time, err error) {
 	queues, err := r.queues(ctx, def)
 	if err != nil {
-		return 0, err
+		return 0, time.Time{}, err
 	}
-	var lag int64
 	for _, q := range queues {
 		n, err := r.b.Backlog(ctx, def.Tenant, q, def.Group)
 		if err != nil {
-			return 0, err
+			return 0, time.Time{}, err
 		}
 		lag += n
+		if n == 0 {
+			continue
+		}
+		t, err := r.b.BacklogOldest(ctx, def.Tenant, q, def.Group)
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		if !t.IsZero() && (oldest.IsZero() || t.Before(oldest)) {
+			oldest = t
+		}
 	}
-	return lag, nil
+	return lag, oldest, nil
 }
 
 // queues lists the local queues def forwards.

@@ -119,39 +119,110 @@ type wireItem struct {
 	TraceID       string          `json:"traceId,omitempty"`
 }
 
-// push sends items and succeeds only when the upstream answered 201 with
-// every item stored (queued), already stored (duplicate: an earlier send
-// arrived) or parked durably by its maintenance mode (buffered).
-func (u *upstream) push(ctx context.Context, items []wireItem) error {
+// Item statuses of a push reply.
+const (
+	itemQueued    = "queued"    // stored now
+	itemDuplicate = "duplicate" // stored before under this (partition, transactionId)
+	// itemBuffered: parked outside the log (Queen's file buffer after a
+	// database error, or push maintenance), stored later if it can be.
+	// Queen parks a request whose insert its database refuses the same
+	// way, and its replay of that request then fails for ever, so it is
+	// no proof of storage.
+	itemBuffered = "buffered"
+)
+
+// push sends items and returns the upstream's status for each: queued,
+// duplicate or buffered. Queen answers 200 and comb 201; anything else,
+// and any other item status, is an error.
+func (u *upstream) push(ctx context.Context, items []wireItem) ([]string, error) {
 	status, body, err := u.do(ctx, http.MethodPost, "/api/v1/push", map[string]any{"items": items})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if status != http.StatusCreated {
-		return replyError(status, body)
+	if status != http.StatusOK && status != http.StatusCreated {
+		return nil, replyError(status, body)
 	}
 	var results []struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
 	}
 	if err := json.Unmarshal(body, &results); err != nil {
-		return &UpstreamError{Status: status, Msg: "push reply is not an array: " + err.Error()}
+		return nil, replyError(status, body)
 	}
 	if len(results) != len(items) {
-		return &UpstreamError{Status: status, Msg: fmt.Sprintf("push of %d items answered %d results", len(items), len(results))}
+		return nil, &UpstreamError{Status: status, Msg: fmt.Sprintf("push of %d items answered %d results", len(items), len(results))}
 	}
+	out := make([]string, len(results))
 	for i, r := range results {
 		switch r.Status {
-		case "queued", "duplicate", "buffered":
+		case itemQueued, itemDuplicate, itemBuffered:
+			out[i] = r.Status
 		default:
 			// A per-item failure is the upstream's trouble, not the
 			// message's: the whole batch is sent again; dedup absorbs the
 			// items that were stored.
-			return &UpstreamError{Status: http.StatusServiceUnavailable,
+			return nil, &UpstreamError{Status: http.StatusServiceUnavailable,
 				Msg: fmt.Sprintf("item %d (%s) not stored: %s %s", i, items[i].TransactionID, r.Status, r.Error)}
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// upstreamState is what an upstream says of its storing of pushes.
+type upstreamState struct {
+	// storing: /health answers 200 with the database connected, and push
+	// maintenance is off. why says otherwise, or that it cannot tell.
+	storing bool
+	why     string
+	// unsure: its health is good but its maintenance state cannot be read
+	// (the token lacks the admin role): storing is assumed, not known.
+	unsure bool
+	// buffered is how many pushed items it holds parked, waiting for its
+	// replay (Queen's file buffer, comb's maintenance buffer); 0 when it
+	// does not say.
+	buffered int64
+}
+
+// state asks the upstream whether it stores pushes now.
+func (u *upstream) state(ctx context.Context) upstreamState {
+	status, body, err := u.do(ctx, http.MethodGet, "/health", nil)
+	if err != nil {
+		return upstreamState{why: err.Error()}
+	}
+	var h struct {
+		Database string `json:"database"`
+	}
+	if status != http.StatusOK || (json.Unmarshal(body, &h) == nil && h.Database != "" && h.Database != "connected") {
+		return upstreamState{why: fmt.Sprintf("its /health answered %d %s", status, snippet(body))}
+	}
+	status, body, err = u.do(ctx, http.MethodGet, "/api/v1/system/maintenance", nil)
+	if err != nil {
+		return upstreamState{why: err.Error()}
+	}
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		return upstreamState{storing: true, unsure: true,
+			why: fmt.Sprintf("its maintenance state cannot be read (HTTP %d)", status)}
+	}
+	var m struct {
+		MaintenanceMode  *bool `json:"maintenanceMode"`
+		BufferedMessages int64 `json:"bufferedMessages"`
+	}
+	switch {
+	case status != http.StatusOK || json.Unmarshal(body, &m) != nil || m.MaintenanceMode == nil:
+		return upstreamState{why: fmt.Sprintf("its maintenance state is unknown: HTTP %d %s", status, snippet(body))}
+	case *m.MaintenanceMode:
+		return upstreamState{why: "its push maintenance is on", buffered: m.BufferedMessages}
+	}
+	return upstreamState{storing: true, buffered: m.BufferedMessages}
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
 }
 
 // wireMessage is one message of a pop reply.
@@ -162,6 +233,8 @@ type wireMessage struct {
 	LeaseID       string          `json:"leaseId"`
 	Data          json.RawMessage `json:"data"`
 	TraceID       *string         `json:"traceId"`
+	// CreatedAt is kept as text: a reply is never refused for its form.
+	CreatedAt string `json:"createdAt"`
 }
 
 // pop long-polls queue for group; no messages is (nil, nil).

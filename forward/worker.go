@@ -3,10 +3,13 @@ package forward
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/comb-broker/comb/broker"
 )
@@ -27,7 +30,8 @@ type worker struct {
 	// acked; a batch starting further on means something in between was
 	// evicted unforwarded (or has to be checked).
 	lastAcked map[string]int64
-	failures  int // consecutive failures, for the backoff
+	failures  int       // consecutive failures, for the backoff
+	failingAt time.Time // the first of them
 
 	mu     sync.Mutex
 	status broker.ForwarderStatus
@@ -52,15 +56,28 @@ func (w *worker) run(ctx context.Context) {
 }
 
 // succeeded records an exchange that worked: n messages delivered, dead
-// more dead-lettered.
-func (w *worker) succeeded(n, dead int) {
+// more dead-lettered, dups of them answered duplicate; newest is the
+// commit time of the newest message delivered (zero when unknown).
+func (w *worker) succeeded(n, dead, dups int, newest time.Time) {
+	now := w.r.opts.Clock.Now()
+	if w.failures > 0 {
+		w.mu.Lock()
+		lastErr := w.status.LastError
+		w.mu.Unlock()
+		w.r.log.Info("forwarder recovered", "forwarder", w.def.Name, "direction", w.def.Direction,
+			"failures", w.failures, "failingFor", now.Sub(w.failingAt).Round(time.Millisecond), "lastError", lastErr)
+	}
 	w.failures = 0
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.status.State = "running"
 	w.status.Forwarded += int64(n)
 	w.status.DeadLettered += int64(dead)
-	w.status.LastSuccessAt = w.r.opts.Clock.Now()
+	w.status.Duplicates += int64(dups)
+	w.status.LastSuccessAt = now
+	if n > 0 && !newest.IsZero() {
+		w.status.LagSeconds = max(now.Sub(newest).Seconds(), 0)
+	}
 }
 
 func (w *worker) setError(err error) {
@@ -73,11 +90,19 @@ func (w *worker) setError(err error) {
 // fail records err and waits out the backoff; it returns an error only
 // when ctx ended.
 func (w *worker) fail(ctx context.Context, err error) error {
+	return w.failAtLeast(ctx, err, 0)
+}
+
+// failAtLeast is fail waiting at least least.
+func (w *worker) failAtLeast(ctx context.Context, err error, least time.Duration) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	w.setError(err)
-	d := w.r.backoff(w.failures)
+	d := max(w.r.backoff(w.failures), least)
+	if w.failures == 0 {
+		w.failingAt = w.r.opts.Clock.Now()
+	}
 	w.failures++
 	w.mu.Lock()
 	w.status.State = "backoff"
@@ -161,45 +186,82 @@ func (w *worker) runPush(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// forward sends one popped batch upstream and acks it locally. The
-// messages are acked only once the upstream answered 201 for each of them;
-// one the upstream refuses for good is dead-lettered locally with the
-// upstream's error. It returns an error only when ctx ended.
+// forward sends one popped batch upstream and acks it locally. A message
+// is acked only once the upstream answered it queued or duplicate; one the
+// upstream will never store is dead-lettered locally with the upstream's
+// error. It returns an error only when ctx ended.
 func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Message) error {
 	w.countEvicted(ctx, msgs)
 	upQueue := cmp.Or(w.def.UpstreamQueue, queue)
 	items := make([]wireItem, len(msgs))
 	for i, m := range msgs {
 		items[i] = wireItem{Queue: upQueue, Partition: m.Partition, Payload: json.RawMessage(m.Payload),
-			TransactionID: m.TxnID, TraceID: m.TraceID}
+			TransactionID: UpstreamID(w.def.IDPrefix, m.TxnID), TraceID: m.TraceID}
 	}
-	acks := make([]broker.AckItem, 0, len(msgs))
-	ack := func(m *broker.Message, status, errText string) {
-		acks = append(acks, broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, Status: status, Error: errText})
+	// refused[i] is why the upstream will never store msgs[i], "" once it
+	// stored it.
+	refused := make([]string, len(msgs))
+	dups := 0
+	sure := false // the upstream was last seen storing pushes, for certain
+	one := func(i int) error {
+		status, why, err := w.deliverOne(ctx, items[i], sure)
+		refused[i] = why
+		if status == itemDuplicate {
+			dups++
+		}
+		return err
 	}
-	err := w.retry(ctx, func() error { return w.up.push(ctx, items) })
+	var statuses []string
+	err := w.retry(ctx, func() error {
+		var err error
+		statuses, err = w.up.push(ctx, items)
+		return err
+	})
 	switch {
 	case err == nil:
-		for i := range msgs {
-			ack(&msgs[i], "completed", "")
+		settled := false
+		var err error
+		for i, st := range statuses {
+			switch st {
+			case itemDuplicate:
+				dups++
+			case itemBuffered:
+				// No proof of storage: each such item is confirmed alone,
+				// in order (Queen parks a whole request at once, so these
+				// are all of them), once the upstream has replayed what it
+				// can of its buffer.
+				if !settled {
+					if sure, err = w.settled(ctx, items[i].TransactionID); err != nil {
+						return err
+					}
+					settled = true
+				}
+				if err := one(i); err != nil {
+					return err
+				}
+			}
 		}
 	case permanent(err):
 		// Something in the batch is refused for good; find what by sending
 		// one at a time, in order, so the partition keeps moving.
-		for i := range msgs {
-			err := w.retry(ctx, func() error { return w.up.push(ctx, items[i:i+1]) })
-			switch {
-			case err == nil:
-				ack(&msgs[i], "completed", "")
-			case permanent(err):
-				w.setError(fmt.Errorf("dead-lettered %s: %w", msgs[i].TxnID, err))
-				ack(&msgs[i], "dlq", "forward to "+w.def.UpstreamURL+" refused: "+err.Error())
-			default:
-				return err // ctx ended
+		for i := range items {
+			if err := one(i); err != nil {
+				return err
 			}
 		}
 	default:
 		return err // ctx ended
+	}
+	acks := make([]broker.AckItem, len(msgs))
+	var newest time.Time
+	for i, m := range msgs {
+		acks[i] = broker.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, Status: "completed"}
+		if refused[i] != "" {
+			w.setError(fmt.Errorf("dead-lettered %s: upstream %s", m.TxnID, refused[i]))
+			acks[i].Status, acks[i].Error = "dlq", "forward to "+w.def.UpstreamURL+": "+refused[i]
+		} else if m.CreatedAt.After(newest) {
+			newest = m.CreatedAt
+		}
 	}
 	// The ack carries no lease: this worker is the group's only consumer,
 	// and a lease that expired during a long backoff must not turn a batch
@@ -226,8 +288,113 @@ func (w *worker) forward(ctx context.Context, queue string, msgs []broker.Messag
 	for _, m := range msgs {
 		w.lastAcked[m.PartitionID] = max(w.lastAcked[m.PartitionID], m.Offset)
 	}
-	w.succeeded(done-dead, dead)
+	w.succeeded(done-dead, dead, dups, newest)
 	return nil
+}
+
+// deliverOne sends one item alone until the upstream stores it (queued or
+// duplicate, returned as status), refuses it for good (returned as
+// refusal), or ctx ends (returned as err). A "buffered" answer proves
+// nothing: the item is sent again once the upstream has settled (see
+// settled); a copy that an outage or a maintenance parked has been stored
+// by the upstream's replay by then, and the send is answered duplicate.
+// The item counts as refused once it has been answered buffered twice
+// when sent while the upstream said, for certain, that it was storing
+// pushes: that is what Queen does with an item its database refuses. An
+// upstream whose maintenance state cannot be read gets the item again and
+// again, never refused. sure tells whether the upstream was last seen
+// storing for certain (the caller waited for it to settle).
+func (w *worker) deliverOne(ctx context.Context, it wireItem, sure bool) (status, refusal string, err error) {
+	strikes := 0
+	for {
+		var st []string
+		err := w.retry(ctx, func() error {
+			var err error
+			st, err = w.up.push(ctx, []wireItem{it})
+			return err
+		})
+		if err == nil && st[0] == itemBuffered && sure {
+			strikes++
+		}
+		switch {
+		case err == nil && st[0] != itemBuffered:
+			return st[0], "", nil
+		case err == nil && strikes >= 2:
+			return "", fmt.Sprintf("cannot store it: answered %q each time it was sent alone while healthy and not in maintenance "+
+				"(Queen parks an item its database refuses in its file buffer, whose replay then fails; its log names the error)",
+				itemBuffered), nil
+		case err == nil:
+		case permanent(err):
+			return "", "refused: " + err.Error(), nil
+		default:
+			return "", "", err
+		}
+		if sure, err = w.settled(ctx, it.TransactionID); err != nil {
+			return "", "", err
+		}
+		if !sure {
+			// Nothing tells when it may be stored: send it again at the
+			// pace of a failure.
+			msg := fmt.Sprintf("%s answered %q: not yet confirmed stored upstream; its maintenance state cannot be read",
+				it.TransactionID, itemBuffered)
+			if err := w.failAtLeast(ctx, errors.New(msg), w.r.opts.BufferSettle); err != nil {
+				return "", "", err
+			}
+		}
+	}
+}
+
+// settled waits until the upstream says it stores pushes (healthy, push
+// maintenance off) and has replayed what it can of its own buffer: none
+// parked, or a count that stopped going down over a wait (a replay that
+// fails for ever, which Queen retries every second). An item sent again
+// while the upstream's replay may still store a parked copy of it, or of
+// the items after it, could commit in either order with that replay, and
+// the partition's order with it. sure is false when the upstream's
+// maintenance state could not be read. It returns an error only when ctx
+// ended.
+func (w *worker) settled(ctx context.Context, id string) (sure bool, err error) {
+	last := int64(-1)
+	for {
+		st := w.up.state(ctx)
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		msg := fmt.Sprintf("%s answered %q: not yet confirmed stored upstream; ", id, itemBuffered)
+		switch {
+		case !st.storing:
+			last = -1
+			msg += st.why
+		case st.buffered <= 0 || (last >= 0 && st.buffered >= last):
+			return !st.unsure, nil
+		default:
+			last = st.buffered
+			msg += fmt.Sprintf("waiting for the upstream to replay its buffer (%d parked)", st.buffered)
+		}
+		if err := w.failAtLeast(ctx, errors.New(msg), w.r.opts.BufferSettle); err != nil {
+			return false, err
+		}
+	}
+}
+
+// MaxUpstreamID is the longest transactionId sent upstream, in bytes:
+// Queen stores transactionIds in VARCHAR(255) columns.
+const MaxUpstreamID = 255
+
+// UpstreamID is the transactionId a push forwarder with prefix sends for
+// a local message of transactionId id: prefix and id, or, when the two
+// would exceed MaxUpstreamID, prefix and a SHA-256 digest of id, the same
+// at every resend so that the upstream's dedup still holds. Prefix "none"
+// sends id as it is.
+func UpstreamID(prefix, id string) string {
+	if prefix == NoIDPrefix || prefix == "" {
+		return id
+	}
+	if len(prefix)+len(id) <= MaxUpstreamID {
+		return prefix + id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return prefix + "sha256-" + hex.EncodeToString(sum[:])
 }
 
 // countEvicted adds to the forwarder's evicted count the messages that
@@ -312,7 +479,7 @@ func (w *worker) runPull(ctx context.Context) error {
 			continue
 		}
 		if len(msgs) == 0 {
-			w.succeeded(0, 0)
+			w.succeeded(0, 0, 0, time.Time{})
 			continue
 		}
 		if err := w.pull(ctx, msgs); err != nil {
@@ -383,12 +550,15 @@ func (w *worker) pull(ctx context.Context, msgs []wireMessage) error {
 		w.setError(fmt.Errorf("upstream refused %d of %d acks; they come back and are absorbed by dedup", refused, len(acks)))
 	}
 	dead := 0
-	for _, a := range acks {
+	var newest time.Time
+	for i, a := range acks {
 		if a.Status == "dlq" {
 			dead++
+		} else if t, err := time.Parse(time.RFC3339Nano, msgs[i].CreatedAt); err == nil && t.After(newest) {
+			newest = t
 		}
 	}
-	w.succeeded(len(msgs)-dead, dead)
+	w.succeeded(len(msgs)-dead, dead, 0, newest)
 	return nil
 }
 

@@ -30,7 +30,9 @@ func forwarderJSON(f *broker.ForwarderStatus) map[string]any {
 	return map[string]any{
 		"name": f.Name, "direction": f.Direction, "queue": f.Queue, "upstream": f.UpstreamURL,
 		"upstreamQueue": f.UpstreamQueue, "consumerGroup": f.Group, "batch": f.Batch, "hasToken": f.HasToken,
-		"paused": f.Paused, "state": f.State, "lag": f.Lag, "forwarded": f.Forwarded, "deadLettered": f.DeadLettered,
+		"idPrefix": f.IDPrefix, "paused": f.Paused, "state": f.State, "lag": f.Lag, "lagSeconds": f.LagSeconds,
+		"oldestUnforwardedAt": optTime(f.OldestUnforwardedAt), "oldestUnforwardedAgeSeconds": f.OldestUnforwardedAge.Seconds(),
+		"forwarded": f.Forwarded, "deadLettered": f.DeadLettered, "duplicates": f.Duplicates,
 		"evicted": f.Evicted, "lastSuccessAt": optTime(f.LastSuccessAt), "lastError": optString(f.LastError),
 		"lastErrorAt": optTime(f.LastErrorAt), "createdAt": optTime(f.CreatedAt), "updatedAt": optTime(f.UpdatedAt),
 	}
@@ -44,8 +46,9 @@ func optString(s string) any {
 }
 
 // forwarderSummary is what the read-only status route shows of the
-// tenant's forwarders: their health, not their upstreams or errors, which
-// the admin routes show. Only a server running forwarders adds it.
+// tenant's forwarders: how far behind each is and its last success and
+// error, not its definition (upstream, token), which the admin routes
+// show. Only a server running forwarders adds it.
 func (s *Server) forwarderSummary(r *http.Request) []map[string]any {
 	out := []map[string]any{}
 	list, err := s.cfg.Forwarders.List(r.Context(), tenant(r.Context()))
@@ -55,7 +58,9 @@ func (s *Server) forwarderSummary(r *http.Request) []map[string]any {
 	}
 	for _, f := range list {
 		out = append(out, map[string]any{"name": f.Name, "direction": f.Direction, "queue": f.Queue, "state": f.State,
-			"lag": f.Lag, "evicted": f.Evicted, "lastSuccessAt": optTime(f.LastSuccessAt), "failing": f.State == "backoff"})
+			"lag": f.Lag, "lagSeconds": f.LagSeconds, "oldestUnforwardedAgeSeconds": f.OldestUnforwardedAge.Seconds(),
+			"evicted": f.Evicted, "deadLettered": f.DeadLettered, "lastSuccessAt": optTime(f.LastSuccessAt),
+			"lastError": optString(f.LastError), "lastErrorAt": optTime(f.LastErrorAt), "failing": f.State == "backoff"})
 	}
 	return out
 }
@@ -113,6 +118,7 @@ func (s *Server) createForwarder(w http.ResponseWriter, r *http.Request, _ httpr
 		ConsumerGroup string `json:"consumerGroup"`
 		Batch         int    `json:"batch"`
 		Paused        bool   `json:"paused"`
+		IDPrefix      string `json:"idPrefix"`
 	}
 	if err := s.readJSON(w, r, &body); err != nil {
 		if errors.Is(err, errEmptyBody) {
@@ -123,7 +129,7 @@ func (s *Server) createForwarder(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	st, err := fw.Create(r.Context(), &broker.Forwarder{Tenant: tenant(r.Context()), Name: body.Name,
 		Direction: body.Direction, Queue: body.Queue, UpstreamURL: body.Upstream, UpstreamQueue: body.UpstreamQueue,
-		Token: body.Token, Group: body.ConsumerGroup, Batch: body.Batch, Paused: body.Paused})
+		Token: body.Token, Group: body.ConsumerGroup, Batch: body.Batch, Paused: body.Paused, IDPrefix: body.IDPrefix})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -169,10 +175,15 @@ var (
 	fwEvicted     = prometheus.NewDesc("comb_forwarder_evicted_total", "Messages retention removed before they were forwarded.", fwLabels, nil)
 	fwUp          = prometheus.NewDesc("comb_forwarder_up", "1 when the forwarder is running and its last attempt succeeded.", fwLabels, nil)
 	fwLastSuccess = prometheus.NewDesc("comb_forwarder_last_success_timestamp_seconds", "Time of the last successful exchange with the upstream.", fwLabels, nil)
+	fwLastError   = prometheus.NewDesc("comb_forwarder_last_error_timestamp_seconds", "Time of the forwarder's last error.", fwLabels, nil)
+	fwLagSeconds  = prometheus.NewDesc("comb_forwarder_lag_seconds", "How long the last batch delivered had waited, from the commit of its newest message to its delivery (-1 before the first).", fwLabels, nil)
+	fwOldestAge   = prometheus.NewDesc("comb_forwarder_oldest_unforwarded_age_seconds", "Age of the oldest local message not yet upstream (push; 0 when none).", fwLabels, nil)
+	fwDuplicates  = prometheus.NewDesc("comb_forwarder_duplicates_total", "Items the upstream answered duplicate (already stored), since the server started.", fwLabels, nil)
 )
 
 func (c *forwarderCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{fwLag, fwForwarded, fwDead, fwEvicted, fwUp, fwLastSuccess} {
+	for _, d := range []*prometheus.Desc{fwLag, fwForwarded, fwDead, fwEvicted, fwUp, fwLastSuccess, fwLastError, fwLagSeconds,
+		fwOldestAge, fwDuplicates} {
 		ch <- d
 	}
 }
@@ -199,5 +210,11 @@ func (c *forwarderCollector) Collect(ch chan<- prometheus.Metric) {
 		if !f.LastSuccessAt.IsZero() {
 			ch <- prometheus.MustNewConstMetric(fwLastSuccess, prometheus.GaugeValue, float64(f.LastSuccessAt.UnixMilli())/1000, l...)
 		}
+		if !f.LastErrorAt.IsZero() {
+			ch <- prometheus.MustNewConstMetric(fwLastError, prometheus.GaugeValue, float64(f.LastErrorAt.UnixMilli())/1000, l...)
+		}
+		ch <- prometheus.MustNewConstMetric(fwLagSeconds, prometheus.GaugeValue, f.LagSeconds, l...)
+		ch <- prometheus.MustNewConstMetric(fwOldestAge, prometheus.GaugeValue, f.OldestUnforwardedAge.Seconds(), l...)
+		ch <- prometheus.MustNewConstMetric(fwDuplicates, prometheus.CounterValue, float64(f.Duplicates), l...)
 	}
 }

@@ -40,9 +40,15 @@ type modeOut struct {
 }
 
 func messageJSON(m *broker.MessageInfo) messageOut {
+	queueStatus := m.QueueStatus
+	if queueStatus != "" && m.Status == broker.MessageDeadLetter {
+		// As in Queen: a dead letter is one by the queue-mode view too,
+		// though that cursor has moved past it.
+		queueStatus = broker.MessageDeadLetter
+	}
 	return messageOut{ID: m.ID, TransactionID: m.TxnID, PartitionID: m.PartitionID, QueuePath: m.Queue + "/" + m.Partition,
 		Queue: m.Queue, Partition: m.Partition, Namespace: m.Namespace, Task: m.Task, Status: m.Status,
-		QueueStatus: nullString(m.QueueStatus), BusStatus: busStatusOut{ConsumedBy: m.ConsumedBy, TotalGroups: m.TotalGroups},
+		QueueStatus: nullString(queueStatus), BusStatus: busStatusOut{ConsumedBy: m.ConsumedBy, TotalGroups: m.TotalGroups},
 		TraceID: nullString(m.TraceID), ProducerSub: nullString(m.ProducerSub), QueuePriority: m.Priority,
 		CreatedAt: fmtMilli(m.CreatedAt), LeaseExpiresAt: optTime(m.LeaseExpiresAt)}
 }

@@ -82,6 +82,9 @@ func TestMessagesList(t *testing.T) {
 			t.Errorf("%s status = %v, want %s", txn, byTxn[txn]["status"], want)
 		}
 	}
+	if byTxn["e1"]["queueStatus"] != "dead_letter" {
+		t.Errorf("a dead letter of the queue mode has queueStatus %v", byTxn["e1"]["queueStatus"])
+	}
 	if byTxn["s1"]["queueStatus"] != nil {
 		t.Errorf("a queue no queue-mode pop touched has queueStatus %v", byTxn["s1"]["queueStatus"])
 	}

@@ -179,6 +179,13 @@ func (s *Server) statusQueues(w http.ResponseWriter, r *http.Request, _ httprout
 	writeJSON(w, http.StatusOK, map[string]any{"queues": out, "pagination": paginationOut{Limit: f.Limit, Offset: f.Offset}})
 }
 
+// totalsOut is a queue's totals in its status: the six counts, and the
+// same again under "messages", as Queen sends them.
+type totalsOut struct {
+	countsOut
+	Messages countsOut `json:"messages"`
+}
+
 func (s *Server) statusQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	qs, err := s.b.QueueStats(r.Context(), tenant(r.Context()), ps.ByName("queue"))
 	if err != nil {
@@ -194,7 +201,8 @@ func (s *Server) statusQueue(w http.ResponseWriter, r *http.Request, ps httprout
 			last = newest
 		}
 		parts[i] = map[string]any{"id": p.UUID, "name": p.Name, "createdAt": fmtMilli(p.CreatedAt),
-			"messages": map[string]any{"total": p.Counts.Total, "pending": p.Counts.Pending, "processing": p.Counts.Processing},
+			// Queen's dashboard reads all six counts under both names.
+			"messages": countsJSON(p.Counts),
 			"stats":    countsJSON(p.Counts),
 			"cursor":   map[string]any{"totalConsumed": p.TotalConsumed, "batchesConsumed": p.BatchesConsumed},
 			// The last push or consumption, whichever came later.
@@ -207,7 +215,8 @@ func (s *Server) statusQueue(w http.ResponseWriter, r *http.Request, ps httprout
 			"config": map[string]any{"leaseTime": o.LeaseTime, "retryLimit": o.RetryLimit, "retryDelay": o.RetryDelay,
 				"ttl": o.TTL, "maxQueueSize": o.MaxSize, "deadLetterQueue": o.DeadLetterQueue}},
 		"partitions": parts,
-		"totals":     countsJSON(qs.Counts),
+		// Queen repeats the totals under "messages" too.
+		"totals": totalsOut{countsOut: countsJSON(qs.Counts), Messages: countsJSON(qs.Counts)},
 	})
 }
 

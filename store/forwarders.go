@@ -39,18 +39,22 @@ type Forwarder struct {
 	Evicted int64
 	// PendingAck is the upstream ack owed by a pull forwarder, "" if none.
 	PendingAck string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// IDPrefix is put before each transactionId a push forwarder sends
+	// upstream; "none" sends them as they are. "" in a stored row is one
+	// stored before the prefix existed, to be given the device's prefix.
+	IDPrefix  string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 const forwarderColumns = `tenant, name, direction, queue, upstream_url, upstream_queue, token, group_name, batch,
-	paused, evicted, COALESCE(pending_ack, ''), created_at, updated_at`
+	paused, evicted, COALESCE(pending_ack, ''), id_prefix, created_at, updated_at`
 
 func scanForwarder(r scanner) (*Forwarder, error) {
 	f := &Forwarder{}
 	var created, updated int64
 	if err := r.Scan(&f.Tenant, &f.Name, &f.Direction, &f.Queue, &f.UpstreamURL, &f.UpstreamQueue, &f.Token, &f.Group,
-		&f.Batch, &f.Paused, &f.Evicted, &f.PendingAck, &created, &updated); err != nil {
+		&f.Batch, &f.Paused, &f.Evicted, &f.PendingAck, &f.IDPrefix, &created, &updated); err != nil {
 		return nil, err
 	}
 	f.CreatedAt, f.UpdatedAt = fromMicros(created), fromMicros(updated)
@@ -58,8 +62,9 @@ func scanForwarder(r scanner) (*Forwarder, error) {
 }
 
 // PutForwarder stores f. With replace an existing forwarder of that name
-// gets f's definition and keeps its state (paused, evicted, pending ack);
-// without, an existing name is ErrForwarderExists.
+// gets f's definition and keeps its state (paused, evicted, pending ack),
+// and its id prefix unless f names one; without, an existing name is
+// ErrForwarderExists.
 func (s *Store) PutForwarder(ctx context.Context, f *Forwarder, replace bool) error {
 	return s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		now := micros(w.now)
@@ -68,15 +73,17 @@ func (s *Store) PutForwarder(ctx context.Context, f *Forwarder, replace bool) er
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			_, err = w.ExecContext(w.ctx, `INSERT INTO forwarders (tenant, name, direction, queue, upstream_url, upstream_queue,
-				token, group_name, batch, paused, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				f.Tenant, f.Name, f.Direction, f.Queue, f.UpstreamURL, f.UpstreamQueue, f.Token, f.Group, f.Batch, f.Paused, now, now)
+				token, group_name, batch, paused, id_prefix, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				f.Tenant, f.Name, f.Direction, f.Queue, f.UpstreamURL, f.UpstreamQueue, f.Token, f.Group, f.Batch, f.Paused,
+				f.IDPrefix, now, now)
 		case err != nil:
 		case !replace:
 			return ErrForwarderExists
 		default:
 			_, err = w.ExecContext(w.ctx, `UPDATE forwarders SET direction = ?, queue = ?, upstream_url = ?, upstream_queue = ?,
-				token = ?, group_name = ?, batch = ?, updated_at = ? WHERE tenant = ? AND name = ?`,
-				f.Direction, f.Queue, f.UpstreamURL, f.UpstreamQueue, f.Token, f.Group, f.Batch, now, f.Tenant, f.Name)
+				token = ?, group_name = ?, batch = ?, id_prefix = COALESCE(NULLIF(?, ''), id_prefix), updated_at = ?
+				WHERE tenant = ? AND name = ?`,
+				f.Direction, f.Queue, f.UpstreamURL, f.UpstreamQueue, f.Token, f.Group, f.Batch, f.IDPrefix, now, f.Tenant, f.Name)
 		}
 		if err != nil {
 			return fmt.Errorf("store forwarder %q: %w", f.Name, err)
@@ -147,6 +154,28 @@ func (s *Store) AddForwarderEvicted(ctx context.Context, tenant, name string, n 
 // forwarder owes.
 func (s *Store) SetForwarderPendingAck(ctx context.Context, tenant, name, ack string) error {
 	return s.updateForwarder(ctx, tenant, name, `pending_ack = NULLIF(?, '')`, ack)
+}
+
+// SetForwarderIDPrefix sets a forwarder's id prefix.
+func (s *Store) SetForwarderIDPrefix(ctx context.Context, tenant, name, prefix string) error {
+	return s.updateForwarder(ctx, tenant, name, `id_prefix = ?`, prefix)
+}
+
+// InitSetting returns the stored value of key, storing value first when
+// key has none: the first caller's value wins for good.
+func (s *Store) InitSetting(ctx context.Context, key, value string) (string, error) {
+	var out string
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (key) DO NOTHING`, key, value, micros(w.now)); err != nil {
+			return fmt.Errorf("init setting %s: %w", key, err)
+		}
+		if err := w.QueryRowContext(w.ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&out); err != nil {
+			return fmt.Errorf("read setting %s: %w", key, err)
+		}
+		return nil
+	}})
+	return out, err
 }
 
 // DeleteForwarder removes a forwarder. Its consumer group's cursors stay:
@@ -271,4 +300,25 @@ func (s *Store) Backlog(ctx context.Context, tenant, queue, group string) (int64
 		return 0, fmt.Errorf("backlog of %q on %q: %w", group, queue, err)
 	}
 	return n, nil
+}
+
+// BacklogOldest is the commit time of the oldest message of tenant's queue
+// that group has not consumed (partitions it has no cursor on yet count
+// from their first retained offset), to the segment: a segment is one
+// commit. It is the zero time when nothing is pending.
+func (s *Store) BacklogOldest(ctx context.Context, tenant, queue, group string) (time.Time, error) {
+	const next = `MAX(COALESCE(c.committed, -1) + 1, p.log_start)`
+	var oldest sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT MIN((SELECT s.created_at FROM segments s
+			WHERE s.partition_id = p.id AND s.base_offset <= `+next+` ORDER BY s.base_offset DESC LIMIT 1))
+		FROM partitions p JOIN queues q ON q.id = p.queue_id
+		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?
+		WHERE q.tenant = ? AND q.name = ? AND p.last_offset >= `+next, group, tenant, queue).Scan(&oldest)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("oldest pending of %q on %q: %w", group, queue, err)
+	}
+	if !oldest.Valid {
+		return time.Time{}, nil
+	}
+	return fromMicros(oldest.Int64), nil
 }

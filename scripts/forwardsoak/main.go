@@ -12,10 +12,18 @@
 //     the device exactly the commands: none missing, none stored twice, in
 //     order per partition.
 //
+// With -queen KIT (the folder holding Queen's run.sh), it runs instead
+// against a real Queen on PostgreSQL: -devices comb processes each push -n
+// messages with the same client-chosen transactionIds into one Queen queue
+// and the same partitions, Queen is killed (SIGKILL) once mid-stream, and
+// Queen must end with every device's messages exactly once, in order per
+// device and partition (see queen.go).
+//
 // Examples:
 //
 //	go run ./scripts/forwardsoak                      # 100k each way
 //	go run ./scripts/forwardsoak -n 20000 -pull 20000
+//	go run ./scripts/forwardsoak -queen ../shared/queen -devices 10 -n 10000
 package main
 
 import (
@@ -32,6 +40,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,6 +50,8 @@ type config struct {
 	n, pull, batch, partitions, pushBatch int
 	bin, src                              string
 	keep                                  bool
+	queen                                 string
+	devices                               int
 }
 
 func main() {
@@ -53,8 +64,14 @@ func main() {
 	flag.StringVar(&c.bin, "bin", "", "comb binary (default: build from -src)")
 	flag.StringVar(&c.src, "src", ".", "module root to build comb from")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory")
+	flag.StringVar(&c.queen, "queen", "", "folder of Queen's run.sh: forward from -devices combs into a real Queen instead")
+	flag.IntVar(&c.devices, "devices", 10, "with -queen: comb processes forwarding into the one Queen")
 	flag.Parse()
-	if err := run(c); err != nil {
+	runner := run
+	if c.queen != "" {
+		runner = runQueen
+	}
+	if err := runner(c); err != nil {
 		fmt.Fprintln(os.Stderr, "forwardsoak:", err)
 		os.Exit(1)
 	}
@@ -96,7 +113,7 @@ func run(c config) error {
 	}
 	up := &server{name: "upstream", addr: freeAddr(), db: filepath.Join(dir, "upstream.db"), bin: c.bin}
 	dev := &server{name: "device", addr: freeAddr(), db: filepath.Join(dir, "device.db"), bin: c.bin,
-		args: []string{"--forward-max-backoff", "1s"}}
+		args: []string{"--forward-max-backoff", "1s", "--device-id", "soak-dev"}}
 	for _, s := range []*server{up, dev} {
 		if err := s.start(dir); err != nil {
 			return err
@@ -185,13 +202,13 @@ func run(c config) error {
 		return err
 	}
 	fmt.Printf("chaos: commands all pulled %v after the upstream started\n", time.Since(t0).Round(time.Millisecond))
-	if err := checkExactly(upURL, "telemetry", telemetry, c.partitions); err != nil {
+	if err := checkExactly(upURL, "telemetry", telemetry, c.partitions, "soak-dev:"); err != nil {
 		return err
 	}
-	if err := checkExactly(devURL, "commands", commands, c.partitions); err != nil {
+	if err := checkExactly(devURL, "commands", commands, c.partitions, ""); err != nil {
 		return err
 	}
-	if err := checkExactly(upURL, "clean", clean, c.partitions); err != nil {
+	if err := checkExactly(upURL, "clean", clean, c.partitions, "soak-dev:"); err != nil {
 		return err
 	}
 	out, _ := call(http.MethodGet, devURL+"/api/v1/forwarders", nil)
@@ -276,8 +293,9 @@ func waitGroupLag(base, group string, limit time.Duration) error {
 }
 
 // checkExactly drains queue with a fresh group and checks it holds each of
-// want exactly once, in order within each partition, and nothing else.
-func checkExactly(base, queue string, want []msg, partitions int) error {
+// want exactly once, its transactionId behind prefix, in order within each
+// partition, and nothing else.
+func checkExactly(base, queue string, want []msg, partitions int, prefix string) error {
 	byID := map[string]msg{}
 	for _, m := range want {
 		byID[m.ID] = m
@@ -311,11 +329,12 @@ func checkExactly(base, queue string, want []msg, partitions int) error {
 		}
 		var acks []map[string]any
 		for _, m := range reply.Messages {
-			w, ok := byID[m.ID]
+			id, _ := strings.CutPrefix(m.ID, prefix)
+			w, ok := byID[id]
 			switch {
 			case !ok:
 				return fmt.Errorf("%s: %s was never sent", queue, m.ID)
-			case seen[m.ID]:
+			case seen[id]:
 				return fmt.Errorf("%s: %s delivered twice", queue, m.ID)
 			case w.Partition != m.Partition || w.Seq != m.Data.Seq:
 				return fmt.Errorf("%s: %s arrived in %s seq %d, sent to %s seq %d", queue, m.ID, m.Partition, m.Data.Seq, w.Partition, w.Seq)
@@ -323,7 +342,7 @@ func checkExactly(base, queue string, want []msg, partitions int) error {
 			if prev, ok := last[m.Partition]; ok && w.Seq <= prev {
 				return fmt.Errorf("%s: partition %s: seq %d after %d", queue, m.Partition, w.Seq, prev)
 			}
-			last[m.Partition], seen[m.ID] = w.Seq, true
+			last[m.Partition], seen[id] = w.Seq, true
 			acks = append(acks, map[string]any{"transactionId": m.ID, "partitionId": m.PartitionID, "leaseId": m.LeaseID})
 		}
 		if _, err := call(http.MethodPost, base+"/api/v1/ack/batch", map[string]any{"acknowledgments": acks, "consumerGroup": group}); err != nil {
