@@ -138,18 +138,27 @@ func countText(got int) string {
 // without NUL, which PostgreSQL text cannot hold. Emptiness is the
 // caller's rule.
 func CheckName(field, s string) error {
+	if why := nameFault(s); why != "" {
+		return &InputError{Msg: field + why}
+	}
+	return nil
+}
+
+// nameFault is why s cannot be a name, or "" when it can. It allocates
+// nothing for a good name: it runs on every pushed item.
+func nameFault(s string) string {
 	if len(s) > MaxNameLength { // fewer bytes than this are fewer characters too
 		if n := utf8.RuneCountInString(s); n > MaxNameLength {
-			return &InputError{Msg: fmt.Sprintf("%s is %d characters long; at most %d are accepted", field, n, MaxNameLength)}
+			return fmt.Sprintf(" is %d characters long; at most %d are accepted", n, MaxNameLength)
 		}
 	}
 	if !utf8.ValidString(s) {
-		return &InputError{Msg: field + " is not valid UTF-8"}
+		return " is not valid UTF-8"
 	}
 	if strings.IndexByte(s, 0) >= 0 {
-		return &InputError{Msg: field + " holds a NUL character (\\u0000)"}
+		return " holds a NUL character (\\u0000)"
 	}
-	return nil
+	return ""
 }
 
 // Texts of the push rules the wire had before they moved here; kept word
@@ -185,8 +194,8 @@ func checkPushItem(i int, it *PushItem) error {
 	for _, f := range [...]struct{ name, v string }{
 		{"queue", it.Queue}, {"partition", it.Partition}, {"transactionId", it.TxnID},
 	} {
-		if err := CheckName(fmt.Sprintf("items[%d].%s", i, f.name), f.v); err != nil {
-			return err
+		if why := nameFault(f.v); why != "" {
+			return &InputError{Msg: fmt.Sprintf("items[%d].%s%s", i, f.name, why)}
 		}
 	}
 	if it.TraceID != "" {
@@ -224,8 +233,8 @@ func checkAckItems(group string, items []AckItem) error {
 		return err
 	}
 	for i := range items {
-		if err := CheckName(fmt.Sprintf("acknowledgments[%d].consumerGroup", i), items[i].Group); err != nil {
-			return err
+		if why := nameFault(items[i].Group); why != "" {
+			return &InputError{Msg: fmt.Sprintf("acknowledgments[%d].consumerGroup%s", i, why)}
 		}
 	}
 	return nil
@@ -238,8 +247,8 @@ func checkTxOps(ops []TxOp) error {
 		if err := CheckPushItems(ops[i].Items); err != nil {
 			return &InputError{Msg: fmt.Sprintf("PUSH operation failed: operations[%d]: %v", i, err)}
 		}
-		if err := CheckName(fmt.Sprintf("operations[%d].consumerGroup", i), ops[i].Ack.Group); err != nil {
-			return &InputError{Msg: "ACK operation failed: " + err.Error()}
+		if why := nameFault(ops[i].Ack.Group); why != "" {
+			return &InputError{Msg: fmt.Sprintf("ACK operation failed: operations[%d].consumerGroup%s", i, why)}
 		}
 	}
 	return nil

@@ -133,6 +133,14 @@ func (c *payloadChecker) container(close byte) string {
 func (c *payloadChecker) str() string {
 	i := c.pos + 1
 	for i < len(c.buf) {
+		// Most of a payload is plain ASCII inside strings: skipped first,
+		// a table lookup a byte.
+		for i < len(c.buf) && plainByte[c.buf[i]] {
+			i++
+		}
+		if i == len(c.buf) {
+			break
+		}
 		b := c.buf[i]
 		switch {
 		case b == '"':
@@ -189,6 +197,15 @@ func (c *payloadChecker) str() string {
 	c.pos = len(c.buf)
 	return c.bad("")
 }
+
+// plainByte holds the bytes a string may hold as they are, with no
+// further look: printable ASCII but the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for b := 0x20; b < 0x80; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
 
 // hex4 reads the four hexadecimal digits at buf[i:].
 func hex4(buf []byte, i int) (rune, bool) {

@@ -81,3 +81,18 @@ func BenchmarkCheckPayload(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCheckPushItems is the broker's check of a push of 100 items of
+// ~200-byte payloads, what BenchmarkPushHTTP's batch=100 sends.
+func BenchmarkCheckPushItems(b *testing.B) {
+	items := make([]PushItem, 100)
+	for i := range items {
+		items[i] = PushItem{Queue: "bench", TxnID: "0198c0de-7a1b-7c2d-8e3f-0123456789ab",
+			Payload: []byte(`{"i":42,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`)}
+	}
+	for b.Loop() {
+		if err := CheckPushItems(items); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
