@@ -223,9 +223,10 @@ type crashMsg struct {
 }
 
 type crashServer struct {
-	cmd    *exec.Cmd
-	base   string
-	exited chan struct{}
+	cmd     *exec.Cmd
+	base    string
+	exited  chan struct{}
+	logPath string // its stdout and stderr
 }
 
 // crashProduce pushes 1..10 items per request until ctx ends. The producer
@@ -573,7 +574,7 @@ func crashStartServerAt(t *testing.T, bin, db, name, addr string, flags ...strin
 		logFile.Close()
 		t.Fatalf("start %s server: %v", name, err)
 	}
-	srv := &crashServer{cmd: cmd, base: "http://" + addr, exited: make(chan struct{})}
+	srv := &crashServer{cmd: cmd, base: "http://" + addr, exited: make(chan struct{}), logPath: logPath}
 	go func() {
 		cmd.Wait()
 		logFile.Close()

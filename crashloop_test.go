@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -27,7 +29,15 @@ var crashCycles = flag.Int("crash.cycles", 0,
 //     within each partition;
 //   - no group gets again a message whose ack was answered 200 (g1, g2)
 //     or that an autoAck pop delivered (g3), seeks being forward only;
-//   - the file's invariants hold after each kill.
+//   - the file's invariants hold after each kill, and comb check is clean
+//     after every restart.
+//
+// Every second cycle is an "outside" cycle: beside the load, outside
+// SQLite connections (the sqlite3 shell, and comb check's own in another
+// process) open, read and close the file, and online backups run, at
+// random points until the kill. The server's WAL must stay in place
+// through them; losing its locks to one of them would let the shell delete
+// it, and every push answered after that would be lost at the kill.
 func TestKillNineUnderMixedLoadLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a server binary; skipped with -short")
@@ -61,7 +71,15 @@ func TestKillNineUnderMixedLoadLosesNothing(t *testing.T) {
 	verified := map[string]bool{}
 	var verifyLog []crashMsg
 
+	sqlite3, err := exec.LookPath("sqlite3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("sqlite3 is not installed (Debian package sqlite3): %v", err)
+		}
+		t.Logf("sqlite3 is not installed: outside cycles run comb check and backups only")
+	}
 	for cycle := 1; cycle <= cycles; cycle++ {
+		outside := cycle%2 == 0
 		srv := crashStartServer(t, bin, db, fmt.Sprintf("cycle%d", cycle))
 		if cycle == 1 {
 			for q, opts := range map[string]map[string]any{
@@ -100,8 +118,16 @@ func TestKillNineUnderMixedLoadLosesNothing(t *testing.T) {
 			}
 			wg.Go(func() { crashMixedConsumer(ctx, client, srv.base, q, mixed[i]) })
 		}
+		neighbours := &crashOutsideLog{}
+		if outside {
+			wg.Go(func() { crashOutside(ctx, client, srv.base, bin, sqlite3, db, neighbours) })
+		}
 
-		time.Sleep(loadFor + time.Duration(rand.IntN(300))*time.Millisecond)
+		wait := loadFor + time.Duration(rand.IntN(300))*time.Millisecond
+		if outside {
+			wait += time.Second // room for the outside work on a slow machine
+		}
+		time.Sleep(wait)
 		if err := srv.cmd.Process.Kill(); err != nil {
 			t.Fatalf("kill server: %v", err)
 		}
@@ -121,6 +147,9 @@ func TestKillNineUnderMixedLoadLosesNothing(t *testing.T) {
 				t.Errorf("cycle %d: %s", cycle, e)
 			}
 		}
+		for _, e := range neighbours.errs {
+			t.Errorf("cycle %d: %s", cycle, e)
+		}
 		for _, ml := range mixed {
 			for _, e := range ml.errs {
 				t.Errorf("cycle %d: %s", cycle, e)
@@ -132,6 +161,11 @@ func TestKillNineUnderMixedLoadLosesNothing(t *testing.T) {
 		combtest.CheckInvariants(t, db)
 
 		srv = crashStartServer(t, bin, db, fmt.Sprintf("cycle%d-restarted", cycle))
+		// comb check in its own process, on the file the restarted
+		// server serves.
+		if out, err := exec.Command(bin, "check", "--db", db).CombinedOutput(); err != nil {
+			t.Errorf("cycle %d: comb check after the restart: %v\n%s", cycle, err, out)
+		}
 		got, errs := crashDrain(client, srv.base, queue, "verify", partitions, true)
 		for _, e := range errs {
 			t.Errorf("cycle %d: %s", cycle, e)
@@ -157,8 +191,9 @@ func TestKillNineUnderMixedLoadLosesNothing(t *testing.T) {
 			t.Fatalf("kill server: %v", err)
 		}
 		<-srv.exited
-		t.Logf("cycle %d: %d pushes answered so far, all delivered to verify: %v; acked g1 %d g2 %d, autoAck g3 %d",
-			cycle, len(confirmed), missing == 0, len(consumed["g1"]), len(consumed["g2"]), len(consumed["g3"]))
+		t.Logf("cycle %d: %d pushes answered so far, all delivered to verify: %v; acked g1 %d g2 %d, autoAck g3 %d; outside: %d sqlite3 sessions, %d checks, %d online backups",
+			cycle, len(confirmed), missing == 0, len(consumed["g1"]), len(consumed["g2"]), len(consumed["g3"]),
+			neighbours.sessions, neighbours.checks, neighbours.backups)
 		if t.Failed() {
 			return
 		}
@@ -230,4 +265,97 @@ func crashMixedConsumer(ctx context.Context, client *http.Client, base, queue st
 			rec.consumed[id] = true
 		}
 	}
+}
+
+// crashOutsideLog is what the outside connections of one cycle did.
+type crashOutsideLog struct {
+	mu                        sync.Mutex
+	sessions, checks, backups int
+	errs                      []string
+}
+
+func (l *crashOutsideLog) add(n *int, err string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != "" {
+		l.errs = append(l.errs, err)
+		return
+	}
+	*n++
+}
+
+// crashOutside does, at random points until ctx ends, what users do beside
+// a running server, each in a loop of its own: a sqlite3 session that
+// opens the file, reads and closes it; comb check, a SQLite connection in
+// another process; an online backup. After each, the server's WAL must
+// still be in the directory. What the kill interrupts is not an error.
+func crashOutside(ctx context.Context, client *http.Client, base, bin, sqlite3, db string, rec *crashOutsideLog) {
+	pause := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Duration(rand.IntN(100)) * time.Millisecond):
+			return true
+		}
+	}
+	walThere := func(after string) string {
+		if _, err := os.Stat(db + "-wal"); err != nil && ctx.Err() == nil {
+			return fmt.Sprintf("the running server's WAL is gone after %s: %v", after, err)
+		}
+		return ""
+	}
+	var wg sync.WaitGroup
+	if sqlite3 != "" {
+		wg.Go(func() {
+			for pause() {
+				out, err := exec.CommandContext(ctx, sqlite3, db,
+					"select count(*) from queues; select coalesce(sum(frame_count), 0) from segments").CombinedOutput()
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil {
+					rec.add(nil, fmt.Sprintf("sqlite3: %v: %s", err, out))
+					continue
+				}
+				rec.add(&rec.sessions, walThere("a sqlite3 session"))
+			}
+		})
+	}
+	wg.Go(func() {
+		for pause() {
+			out, err := exec.CommandContext(ctx, bin, "check", "--db", db).CombinedOutput()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				rec.add(nil, fmt.Sprintf("comb check on the live file: %v: %s", err, out))
+				continue
+			}
+			rec.add(&rec.checks, walThere("comb check"))
+		}
+	})
+	wg.Go(func() {
+		for pause() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/system/backup", nil)
+			if err != nil {
+				rec.add(nil, err.Error())
+				return
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return // the kill
+			}
+			n, err := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return
+			}
+			if resp.StatusCode != http.StatusOK || n == 0 {
+				rec.add(nil, fmt.Sprintf("online backup: %d, %d bytes", resp.StatusCode, n))
+				continue
+			}
+			rec.add(&rec.backups, walThere("an online backup"))
+		}
+	})
+	wg.Wait()
 }

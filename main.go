@@ -14,13 +14,18 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	// Started by the Windows service manager: serve until it says stop.
+	if ran, err := m.runAsService(os.Args[1:]); ran {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "comb:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := m.Run(ctx, os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
@@ -49,7 +54,9 @@ Usage:
   comb check --db FILE   verify a database offline (comb check -h)
   comb backup --out COPY consistent copy of a running server or a file (comb backup -h)
   comb forward           list, create, pause, resume or delete forwarders (comb forward -h)
-  comb version           print the version
+  comb healthcheck       exit 0 when a server's /health answers 200 (comb healthcheck -h)
+  comb service           install, start, stop or uninstall the Windows service (comb service -h)
+  comb version           print the version, commit and build date (also comb --version)
 `
 
 // Run runs the subcommand named by args[0].
@@ -75,8 +82,12 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.backup(ctx, args[1:])
 	case "forward":
 		return m.forwardCmd(ctx, args[1:])
-	case "version":
-		fmt.Fprintln(m.Stdout, version)
+	case "service":
+		return m.service(ctx, args[1:])
+	case "healthcheck":
+		return m.healthcheck(ctx, args[1:])
+	case "version", "--version", "-version":
+		readBuildInfo().print(m.Stdout)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, usage)

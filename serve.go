@@ -6,16 +6,25 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
+	"runtime/metrics"
+	"time"
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/httpd"
+	"github.com/comb-broker/comb/internal/sdnotify"
 )
 
 // serve's garbage collector settings unless GOMEMLIMIT and GOGC are set.
 const (
 	defaultMemoryLimit = 28 << 20
 	defaultGCPercent   = 400
+	// memoryLimitHeadroom is how many times what the collector must keep
+	// (live heap and goroutine stacks) the soft limit is at least.
+	memoryLimitHeadroom = 2
+	// memoryFollowEvery is how often the soft limit follows them.
+	memoryFollowEvery = 250 * time.Millisecond
 )
 
 // tuneGC sets the collector for a broker whose live heap is a few MB while
@@ -25,13 +34,52 @@ const (
 // bounds the heap, so garbage from bursts of requests is collected before
 // the edge box's memory is. Measured with the bench module: server CPU per
 // message and the batch-100 push rate both improve (see the README's
-// performance section). GOGC and GOMEMLIMIT override these.
-func (m *Main) tuneGC() {
+// performance section). GOGC and GOMEMLIMIT override these. It reports
+// whether serve owns the soft limit, which followMemoryLimit then keeps
+// above what the collector must keep.
+func (m *Main) tuneGC() (ownsLimit bool) {
 	if m.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(defaultMemoryLimit)
+		ownsLimit = true
 	}
 	if m.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
+	}
+	return ownsLimit
+}
+
+// memoryLimitFor is the soft limit for a process whose collector must keep
+// live bytes of heap and stacks bytes of goroutine stacks. A fixed limit
+// below that makes the collector run back to back, each cycle scanning
+// every stack again: 2,000 parked long-polls (a goroutine each, plus its
+// connection's) were enough for the collector to take more CPU than the
+// work, and to delay their wake-ups by seconds. With the limit at least
+// memoryLimitHeadroom times what is live, a cycle comes after as many new
+// bytes as it must scan, like Go's default GOGC of 100, never back to back.
+func memoryLimitFor(live, stacks int64) int64 {
+	return max(defaultMemoryLimit, memoryLimitHeadroom*(live+stacks))
+}
+
+// followMemoryLimit moves the soft limit with the live heap and stacks
+// until ctx ends.
+func followMemoryLimit(ctx context.Context) {
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	t := time.NewTicker(memoryFollowEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		metrics.Read(samples)
+		var v [2]int64
+		for i, s := range samples {
+			if s.Value.Kind() == metrics.KindUint64 {
+				v[i] = int64(min(s.Value.Uint64(), math.MaxInt64/4))
+			}
+		}
+		debug.SetMemoryLimit(memoryLimitFor(v[0], v[1]))
 	}
 }
 
@@ -66,7 +114,18 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
-	m.tuneGC()
+	if m.tuneGC() {
+		followCtx, stopFollowing := context.WithCancel(ctx)
+		followed := make(chan struct{})
+		go func() {
+			defer close(followed)
+			followMemoryLimit(followCtx)
+		}()
+		defer func() {
+			stopFollowing()
+			<-followed
+		}()
+	}
 	auth, err := authCfg.authenticator(log)
 	if err != nil {
 		return err
@@ -113,6 +172,13 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if m.Ready != nil {
 		m.Ready(ln.Addr().String())
 	}
+	// Under systemd (Type=notify): ready now, a watchdog ping while the
+	// database answers, and "stopping" once ctx ends.
+	sd, err := sdnotify.FromEnv(m.Getenv)
+	if err != nil {
+		log.Warn("service manager watchdog off", "err", err)
+	}
+	defer sd.Serving(ctx, log, b.Ping)()
 	// When ctx ends, forwarders stop first (a batch in flight is sent
 	// again after the next start), before the server drains the broker,
 	// after which their pops would no longer wait. Serve then returns once

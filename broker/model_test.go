@@ -1,12 +1,14 @@
 package broker_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -187,7 +189,8 @@ type model struct {
 	cursors   map[string]*mCursor // "group|queue/partition" of subscribed groups
 	out       []delivery          // deliveries still unacked, newest last
 	snaps     map[string]mSnapshot
-	dlq       map[string]int // "group|queue/partition/offset"
+	dlq       map[string]int    // "group|queue/partition/offset"
+	queries   map[string]string // source queue -> streaming query id
 	seq       int
 }
 
@@ -200,7 +203,8 @@ func newModel(tb *testing.T, rt *rapid.T, dir string) *model {
 	}
 	m := &model{tb: tb, path: filepath.Join(sub, "comb.db"), clk: clock.NewManual(modelStart),
 		opts: map[string]store.QueueOptions{}, parts: map[string]*mPart{}, subs: map[string]bool{},
-		cursors: map[string]*mCursor{}, snaps: map[string]mSnapshot{}, dlq: map[string]int{}}
+		cursors: map[string]*mCursor{}, snaps: map[string]mSnapshot{}, dlq: map[string]int{},
+		queries: map[string]string{}}
 	m.open(rt)
 	return m
 }
@@ -357,6 +361,9 @@ func (m *model) actions() map[string]func(*rapid.T) {
 		"push2":        m.push,
 		"ack2":         m.ack,
 		"ack":          m.ack,
+		"ackBatch":     m.ackBatch,
+		"txAck":        m.txAck,
+		"cycleAck":     m.cycleAck,
 		"advanceClock": m.advance,
 		"extend":       m.extend,
 		"seek":         m.seek,
@@ -584,72 +591,275 @@ func (m *model) applyPop(rt *rapid.T, req broker.PopRequest, msgs []broker.Messa
 	}
 }
 
+// The routes that ack, which the model drives against the one ack rule
+// (docs/wire.md, "The ack rule").
+const (
+	viaAck   = iota // /ack and /ack/batch
+	viaTx           // /transaction
+	viaCycle        // /streams/v1/cycle
+)
+
+// withLease draws whether an ack names its delivery's lease: Queen's
+// clients send transaction acks without one, and a lease-less ack may
+// come from anyone.
+func withLease(rt *rapid.T, d delivery) string {
+	if rapid.IntRange(0, 2).Draw(rt, "withoutLease") == 0 {
+		return ""
+	}
+	return d.lease
+}
+
 // ack acknowledges one delivered message, completed or failed, with the
-// lease it came with; the lease may have expired or been replaced since.
+// lease it came with or none; the lease may have expired or been replaced
+// since.
 func (m *model) ack(rt *rapid.T) {
 	d, ok := m.delivered(rt)
 	if !ok {
 		return
 	}
-	status := rapid.SampledFrom([]string{store.AckCompleted, store.AckCompleted, store.AckFailed}).Draw(rt, "status")
-	rt.Logf("ack %s %s/%s offset %d group=%q lease %s", status, d.queue, d.part, d.off, d.group, d.lease)
+	status := rapid.SampledFrom([]string{store.AckCompleted, store.AckCompleted, store.AckFailed, store.AckDLQ}).Draw(rt, "status")
+	lease := withLease(rt, d)
+	rt.Logf("ack %s %s/%s offset %d group=%q lease %q", status, d.queue, d.part, d.off, d.group, lease)
 	res, err := m.b.Ack(context.Background(), "", "", []broker.AckItem{{TxnID: d.txid, PartitionID: d.uuid,
-		LeaseID: d.lease, Status: status, Group: d.group}})
+		LeaseID: lease, Status: status, Group: d.group}})
 	if err != nil {
 		rt.Fatalf("ack: %v", err)
 	}
-	c := m.cursor(d.group, d.queue, d.part)
-	p := m.parts[d.queue+"/"+d.part]
-	ok, errText := m.applyAck(c, p, d, status)
+	ok, errText := m.applyAck(d, lease, status, viaAck, false)
 	if res[0].Success != ok || res[0].Error != errText {
 		rt.Fatalf("ack answered success=%v error=%q, want success=%v error=%q", res[0].Success, res[0].Error, ok, errText)
 	}
 }
 
-// applyAck is what an ack must do: a completed ack commits up to its
-// message (acks are cumulative); a failed one gives the batch back for a
-// retry, or dead-letters the message once retries are spent.
-func (m *model) applyAck(c *mCursor, p *mPart, d delivery, status string) (bool, string) {
+// ackItem is one ack of a batch or a transaction.
+type ackItem struct {
+	d             delivery
+	lease, status string
+}
+
+// drawAcks draws up to three acks of delivered messages, with their
+// leases or none.
+func (m *model) drawAcks(rt *rapid.T, statuses ...string) ([]ackItem, bool) {
+	if len(m.out) == 0 {
+		m.pop(rt)
+		return nil, false
+	}
+	n := rapid.IntRange(1, 3).Draw(rt, "acks")
+	items := make([]ackItem, n)
+	for i := range items {
+		d := m.out[rapid.IntRange(0, len(m.out)-1).Draw(rt, "delivery")]
+		items[i] = ackItem{d: d, lease: withLease(rt, d), status: rapid.SampledFrom(statuses).Draw(rt, "status")}
+	}
+	return items, true
+}
+
+// ackOrder is the order the broker applies a batch in: by partition and
+// group, then offset; the model's cursors are apart, so only the offset
+// order within one of them matters.
+func ackOrder(items []ackItem) []int {
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := items[a].d, items[b].d
+		return cmp.Or(strings.Compare(x.queue+"/"+x.part, y.queue+"/"+y.part), strings.Compare(wire(x.group), wire(y.group)),
+			cmp.Compare(x.off, y.off))
+	})
+	return order
+}
+
+// ackBatch sends several acks in one /ack/batch: each applies or fails on
+// its own.
+func (m *model) ackBatch(rt *rapid.T) {
+	items, ok := m.drawAcks(rt, store.AckCompleted, store.AckCompleted, store.AckFailed)
+	if !ok {
+		return
+	}
+	req := make([]broker.AckItem, len(items))
+	for i, it := range items {
+		rt.Logf("ack batch item %d: %s %s/%s offset %d group=%q lease %q", i, it.status, it.d.queue, it.d.part, it.d.off,
+			it.d.group, it.lease)
+		req[i] = broker.AckItem{TxnID: it.d.txid, PartitionID: it.d.uuid, LeaseID: it.lease, Status: it.status, Group: it.d.group}
+	}
+	res, err := m.b.Ack(context.Background(), "", "", req)
+	if err != nil {
+		rt.Fatalf("ack batch: %v", err)
+	}
+	for _, i := range ackOrder(items) {
+		ok, errText := m.applyAck(items[i].d, items[i].lease, items[i].status, viaAck, false)
+		if res[i].Success != ok || res[i].Error != errText {
+			rt.Fatalf("ack batch item %d answered success=%v error=%q, want success=%v error=%q", i, res[i].Success,
+				res[i].Error, ok, errText)
+		}
+	}
+}
+
+// txAck sends acks in one transaction: all apply, or none and the
+// transaction fails.
+func (m *model) txAck(rt *rapid.T) {
+	items, ok := m.drawAcks(rt, store.AckCompleted, store.AckCompleted, store.AckFailed)
+	if !ok {
+		return
+	}
+	ops := make([]broker.TxOp, len(items))
+	for i, it := range items {
+		rt.Logf("transaction ack %d: %s %s/%s offset %d group=%q lease %q", i, it.status, it.d.queue, it.d.part, it.d.off,
+			it.d.group, it.lease)
+		ops[i] = broker.TxOp{Type: "ack", Ack: broker.AckItem{TxnID: it.d.txid, PartitionID: it.d.uuid, LeaseID: it.lease,
+			Status: it.status, Group: it.d.group}}
+	}
+	_, err := m.b.Transaction(context.Background(), "", ops)
+	saved, savedDLQ := m.saveCursors(), maps.Clone(m.dlq)
+	// Every ack is tried; the first refused one, in request order, is the
+	// transaction's answer.
+	refusals := make([]string, len(items))
+	for _, i := range ackOrder(items) {
+		if ok, errText := m.applyAck(items[i].d, items[i].lease, items[i].status, viaTx, false); !ok {
+			refusals[i] = errText
+		}
+	}
+	refused := ""
+	for _, r := range refusals {
+		if r != "" {
+			refused = r
+			break
+		}
+	}
+	if refused != "" {
+		m.restoreCursors(saved)
+		m.dlq = savedDLQ
+	}
+	var txErr *store.TxError
+	switch {
+	case refused == "" && err != nil:
+		rt.Fatalf("transaction failed (%v), want it applied", err)
+	case refused != "" && (!errors.As(err, &txErr) || txErr.Msg != "ACK operation failed: "+refused):
+		rt.Fatalf("transaction answered %v, want it refused with %q", err, refused)
+	}
+}
+
+// cycleAck commits a streaming cycle of the queue's query that acks one
+// delivered message, with its lease or none, releasing the lease or
+// keeping it (a gate's partial ack).
+func (m *model) cycleAck(rt *rapid.T) {
+	d, ok := m.delivered(rt)
+	if !ok {
+		return
+	}
+	lease := withLease(rt, d)
+	status := rapid.SampledFrom([]string{store.AckCompleted, store.AckCompleted, store.AckCompleted, store.AckFailed}).Draw(rt, "status")
+	release := rapid.IntRange(0, 3).Draw(rt, "keepLease") > 0
+	rt.Logf("cycle ack %s %s/%s offset %d group=%q lease %q release %v", status, d.queue, d.part, d.off, d.group, lease, release)
+	res, err := m.b.Cycle(context.Background(), broker.CycleRequest{QueryID: m.query(rt, d.queue), PartitionID: d.uuid,
+		Group: d.group, Ack: &broker.CycleAck{TxnID: d.txid, LeaseID: lease, Status: status}, ReleaseLease: release})
+	if err != nil {
+		rt.Fatalf("cycle: %v", err)
+	}
+	ok, errText := m.applyAck(d, lease, status, viaCycle, !release)
+	if (res.Error == "") != ok || res.Error != errText {
+		rt.Fatalf("cycle answered error=%q, want success=%v error=%q", res.Error, ok, errText)
+	}
+}
+
+// query is the id of the streaming query reading queue, registered on
+// first use.
+func (m *model) query(rt *rapid.T, queue string) string {
+	if id, ok := m.queries[queue]; ok {
+		return id
+	}
+	reg, err := m.b.RegisterStreamQuery(context.Background(), broker.StreamRegisterRequest{Name: "q-" + queue,
+		SourceQueue: queue, ConfigHash: "h"})
+	if err != nil {
+		rt.Fatalf("register query: %v", err)
+	}
+	m.queries[queue] = reg.Query.ID
+	return reg.Query.ID
+}
+
+func (m *model) saveCursors() map[string]mCursor {
+	out := make(map[string]mCursor, len(m.cursors))
+	for k, c := range m.cursors {
+		cc := *c
+		if c.lease != nil {
+			l := *c.lease
+			cc.lease = &l
+		}
+		out[k] = cc
+	}
+	return out
+}
+
+func (m *model) restoreCursors(saved map[string]mCursor) {
+	for k, c := range saved {
+		*m.cursors[k] = c
+	}
+}
+
+// applyAck is the ack rule (docs/wire.md, "The ack rule") and what an
+// admitted ack does, by route. A leaseId must be the live lease; while a
+// lease lives no ack reaches past its batch; only the holder ends a batch
+// early. A completed ack commits up to its message (acks are cumulative).
+// On /ack a failed one gives the batch back for a retry, or dead-letters
+// the message once retries are spent; in a transaction or a cycle it
+// dead-letters at once. A cycle refuses a replay, and its holder ends the
+// batch unless it keeps the lease.
+func (m *model) applyAck(d delivery, lease, status string, via int, keepLease bool) (bool, string) {
 	now := m.now()
+	c := m.cursor(d.group, d.queue, d.part)
+	p := m.parts[d.queue+"/"+d.part]
 	if d.off < p.logStart {
 		return false, store.ErrTextMessageNotFound // retention removed it, and its transactionId with it
 	}
-	if c == nil || c.lease == nil || c.lease.id != d.lease || c.lease.expiry <= now {
-		if c != nil && c.dropped == d.lease && status == store.AckFailed {
-			return true, ""
+	live := c.live(now)
+	givesBack := via == viaAck && status == store.AckFailed
+	if lease != "" && (!live || c.lease.id != lease) || live && d.off > c.lease.to || live && lease == "" && givesBack {
+		if givesBack && lease != "" && c.dropped == lease {
+			return true, "" // its batch was given back already
 		}
 		return false, store.ErrTextInvalidLease
 	}
-	release := func() {
-		if c.committed >= c.lease.to {
+	if via == viaCycle && d.off <= c.committed {
+		return false, store.ErrTextAlreadyAcked
+	}
+	advance := func() {
+		c.committed = max(c.committed, d.off)
+		if c.lease != nil && c.committed >= c.lease.to {
 			c.lease, c.retry = nil, 0
 		}
 	}
+	deadLetter := func() {
+		m.dlq[fmt.Sprintf("%s|%s/%s/%d", wire(d.group), d.queue, d.part, d.off)]++
+		advance()
+	}
+	dead := false
 	switch status {
 	case store.AckCompleted:
-		c.committed = max(c.committed, d.off)
-		release()
-	case store.AckFailed:
-		inFlight := d.off >= c.lease.from && d.off <= c.lease.to
+		advance()
+	case store.AckFailed, store.AckDLQ:
+		inFlight := c.lease != nil && d.off >= c.lease.from && d.off <= c.lease.to
 		switch {
+		case via != viaAck || status == store.AckDLQ:
+			deadLetter()
+			dead = true
 		case d.off <= c.committed || !inFlight:
 		case c.retry < m.opts[d.queue].RetryLimit:
 			c.retry++
 			c.dropped = c.lease.id
 			c.lease = nil
 		default:
-			if d.off >= p.logStart {
-				m.dlq[fmt.Sprintf("%s|%s/%s/%d", wire(d.group), d.queue, d.part, d.off)]++
-			}
-			c.committed = max(c.committed, d.off)
-			release()
+			deadLetter()
 		}
+	}
+	if via == viaCycle && lease != "" && c.lease != nil && (!keepLease || dead) {
+		c.lease, c.retry = nil, 0
 	}
 	return true, ""
 }
 
-// ackAhead acks, under the live lease of a batch, a message of the same
-// partition past that batch, which the group was never handed.
+// ackAhead acks, under the live lease of a batch or without a lease, by
+// any route, a message of the same partition past that batch, which the
+// group was never handed: the rule refuses it and nothing changes.
 func (m *model) ackAhead(rt *rapid.T) {
 	var cands []delivery
 	for _, d := range m.out {
@@ -665,23 +875,40 @@ func (m *model) ackAhead(rt *rapid.T) {
 	d := cands[rapid.IntRange(0, len(cands)-1).Draw(rt, "delivery")]
 	c, p := m.cursor(d.group, d.queue, d.part), m.parts[d.queue+"/"+d.part]
 	ahead := rapid.Int64Range(c.lease.to+1, p.last()).Draw(rt, "offset")
-	rt.Logf("ack completed %s/%s offset %d group=%q under lease %s of offsets %d..%d", d.queue, d.part, ahead, d.group,
-		d.lease, c.lease.from, c.lease.to)
-	res, err := m.b.Ack(context.Background(), "", "", []broker.AckItem{{TxnID: p.txids[ahead], PartitionID: p.uuid,
-		LeaseID: d.lease, Status: store.AckCompleted, Group: d.group}})
-	if err != nil {
-		rt.Fatalf("ack: %v", err)
+	lease := withLease(rt, d)
+	via := rapid.IntRange(viaAck, viaCycle).Draw(rt, "via")
+	status := rapid.SampledFrom([]string{store.AckCompleted, store.AckDLQ}).Draw(rt, "status")
+	rt.Logf("ack %s %s/%s offset %d group=%q lease %q (batch %d..%d of lease %s) via %d", status, d.queue, d.part, ahead,
+		d.group, lease, c.lease.from, c.lease.to, d.lease, via)
+	far := delivery{group: d.group, queue: d.queue, part: d.part, uuid: d.uuid, txid: p.txids[ahead], lease: d.lease, off: ahead}
+	var got string
+	switch via {
+	case viaAck:
+		res, err := m.b.Ack(context.Background(), "", "", []broker.AckItem{{TxnID: far.txid, PartitionID: p.uuid,
+			LeaseID: lease, Status: status, Group: d.group}})
+		if err != nil {
+			rt.Fatalf("ack: %v", err)
+		}
+		got = res[0].Error
+	case viaTx:
+		_, err := m.b.Transaction(context.Background(), "", []broker.TxOp{{Type: "ack", Ack: broker.AckItem{TxnID: far.txid,
+			PartitionID: p.uuid, LeaseID: lease, Status: status, Group: d.group}}})
+		var txErr *store.TxError
+		if errors.As(err, &txErr) {
+			got, _ = strings.CutPrefix(txErr.Msg, "ACK operation failed: ")
+		} else if err != nil {
+			rt.Fatalf("transaction: %v", err)
+		}
+	case viaCycle:
+		res, err := m.b.Cycle(context.Background(), broker.CycleRequest{QueryID: m.query(rt, d.queue), PartitionID: p.uuid,
+			Group: d.group, Ack: &broker.CycleAck{TxnID: far.txid, LeaseID: lease, Status: status}, ReleaseLease: true})
+		if err != nil {
+			rt.Fatalf("cycle: %v", err)
+		}
+		got = res.Error
 	}
-	// Refusing the ack, or taking it for the batch alone, both keep every
-	// message the group was not handed; the broker's cursor tells which.
-	committed, _, _, _ := m.dbCursor(rt, d.group, p)
-	switch {
-	case committed > c.lease.to:
-		rt.Fatalf("an ack of offset %d under lease %s (offsets %d..%d) moved group %q's cursor on %s to %d: "+
-			"offsets %d..%d were never delivered (success=%v)", ahead, d.lease, c.lease.from, c.lease.to, d.group,
-			p.name, committed, c.lease.to+1, committed, res[0].Success)
-	case committed == c.lease.to:
-		c.committed, c.lease, c.retry = committed, nil, 0
+	if ok, want := m.applyAck(far, lease, status, via, false); ok || got != want {
+		rt.Fatalf("an ack of offset %d past its batch (%d..%d) answered %q, want %q", ahead, c.lease.from, c.lease.to, got, want)
 	}
 }
 
@@ -1216,7 +1443,7 @@ func (m *model) drain(rt *rapid.T) {
 				if err != nil || !ar[0].Success {
 					rt.Fatalf("drain ack: %v %+v", err, ar)
 				}
-				m.applyAck(c, p, d, store.AckCompleted)
+				m.applyAck(d, d.lease, store.AckCompleted, viaAck, false)
 				if guard > 1000 {
 					rt.Fatalf("drain of %s for group %q does not end", k, g)
 				}

@@ -492,10 +492,12 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 		writeError(w, http.StatusBadRequest, "operations array cannot be empty")
 		return
 	}
-	// The leases the client holds: an ack op without a leaseId may only
-	// touch a batch leased by one of them.
-	var held []string
+	// requiredLeases are checked for shape only, as Queen does: Queen's Go
+	// client (and queenctl through it) sends them empty, and an ack op
+	// without a leaseId is bounded by the ack rule whoever sends it
+	// (docs/wire.md, "The ack rule").
 	if len(in.RequiredLeases) > 0 && string(in.RequiredLeases) != "null" {
+		var held []string
 		if json.Unmarshal(in.RequiredLeases, &held) != nil {
 			writeError(w, http.StatusBadRequest, "requiredLeases must be an array of strings")
 			return
@@ -516,7 +518,6 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request, _ httproute
 				refuse("ACK operation failed: " + err.Error())
 				return
 			}
-			it.HeldLeases = held
 			ops[i].Ack = it
 		case "push":
 			items, err := pushItemsIn(raw[i].Items)

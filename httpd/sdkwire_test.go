@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -691,6 +692,80 @@ func TestSDKGoTransaction(t *testing.T) {
 	}
 	if out := pop("test-go-tx-consumer-out", 10); len(out) != 3 {
 		t.Fatalf("output holds %d, want 3", len(out))
+	}
+}
+
+// queenctl tx -f bundle.json (Queen's operator CLI, cmd/tx.go) builds each
+// ack op from a Message holding only transactionId and partitionId, so
+// its Go client sends the bundle's acks without a lease and
+// "requiredLeases":[]. Its e2e suite's three transaction tests, replayed:
+// each ack lands inside the batch the CLI popped and completes it; the
+// same kind of ack past that batch is refused and changes nothing.
+func TestSDKGoTransactionOfAQueenctlBundle(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	c := goSDK(t, s)
+	tx := func(ops ...string) map[string]any {
+		t.Helper()
+		r := c.send("POST", "/api/v1/transaction", `{"operations":[`+strings.Join(ops, ",")+`],"requiredLeases":[]}`)
+		mustStatus(t, r, http.StatusOK)
+		return c.goResult(r)
+	}
+	ack := func(m sdkMessage) string {
+		return fmt.Sprintf(`{"type":"ack","transactionId":%s,"partitionId":%s,"status":"completed"}`,
+			jsonStr(m.TransactionID), jsonStr(m.PartitionID))
+	}
+	push := func(queue, payload string) string {
+		return fmt.Sprintf(`{"type":"push","items":[{"queue":%s,"partition":"Default","payload":%s,"transactionId":%s}]}`,
+			jsonStr(queue), payload, jsonStr(newTxnID()))
+	}
+	pop := func(q string, batch int) []sdkMessage {
+		return c.messages(c.send("GET", goPopPath(q, "", nil, batch, false, 30000), ""))
+	}
+	ok := func(res map[string]any) {
+		t.Helper()
+		if res["success"] != true {
+			t.Fatalf("queenctl: transaction failed: %v", res["error"])
+		}
+	}
+
+	// TestTx_BasicPushAck: push B, ack A.
+	c.send("POST", "/api/v1/push", goPushBody("ct-tx-basic-a", "Default", `{"value":1}`))
+	a := pop("ct-tx-basic-a", 1)
+	ok(tx(push("ct-tx-basic-b", `{"value":2}`), ack(a[0])))
+	if b := pop("ct-tx-basic-b", 1); len(b) != 1 || goData(t, b[0])["value"] != float64(2) {
+		t.Fatalf("queue B = %+v", b)
+	}
+	if rest := pop("ct-tx-basic-a", 1); len(rest) != 0 {
+		t.Fatal("queue A should be drained")
+	}
+	// TestTx_MultiplePushes: push B, push C, ack A.
+	c.send("POST", "/api/v1/push", goPushBody("ct-tx-multi-a", "Default", `{"id":"source"}`))
+	a = pop("ct-tx-multi-a", 1)
+	ok(tx(push("ct-tx-multi-b", `{"id":"b"}`), push("ct-tx-multi-c", `{"id":"c"}`), ack(a[0])))
+	if len(pop("ct-tx-multi-b", 1)) != 1 || len(pop("ct-tx-multi-c", 1)) != 1 || len(pop("ct-tx-multi-a", 1)) != 0 {
+		t.Fatal("a push lost, or A not drained")
+	}
+	// TestTx_MultipleAcks: three acks of one batch, then a push.
+	c.send("POST", "/api/v1/push", goPushBody("ct-tx-multi-ack-a", "Default", `{"value":1}`, `{"value":2}`, `{"value":3}`))
+	three := pop("ct-tx-multi-ack-a", 3)
+	ok(tx(ack(three[0]), ack(three[1]), ack(three[2]), push("ct-tx-multi-ack-b", `{"sum":6}`)))
+	if rest := pop("ct-tx-multi-ack-a", 5); len(rest) != 0 {
+		t.Fatalf("A holds %d after acking its three", len(rest))
+	}
+
+	// The same bundle cannot reach past the batch it names.
+	c.send("POST", "/api/v1/push", goPushBody("ct-tx-far", "Default", `{"n":0}`, `{"n":1}`, `{"n":2}`))
+	first := pop("ct-tx-far", 1)
+	all := c.messages(c.send("GET", goPopPath("ct-tx-far", "", url.Values{"consumerGroup": {"peek"}}, 3, false, 1000), ""))
+	if res := tx(ack(all[2]), push("ct-tx-far-out", `{"x":1}`)); res["success"] != false {
+		t.Fatalf("a lease-less ack past its batch committed: %v", res)
+	}
+	ok(tx(ack(first[0])))
+	if rest := pop("ct-tx-far", 5); len(rest) != 2 || goData(t, rest[0])["n"] != float64(1) {
+		t.Fatalf("after the batch: %+v", rest)
+	}
+	if out := pop("ct-tx-far-out", 1); len(out) != 0 {
+		t.Fatal("the refused transaction pushed")
 	}
 }
 
@@ -2080,5 +2155,277 @@ func TestSDKJSStreamsRuntime(t *testing.T) {
 	}
 	if sinkMsgs := c.messages(c.send("GET", jsPopPath("test-js-session-sink", "", 50, false, 1000), "")); len(sinkMsgs) != 1 {
 		t.Fatalf("session sink holds %d", len(sinkMsgs))
+	}
+}
+
+// pyObj is a Python dict: its keys in insertion order.
+type pyObj []any
+
+// pyDumps is json.dumps, which the Python runtime's httpx client sends for
+// json=: ", " and ": " between items, everything outside printable ASCII
+// escaped as \uXXXX.
+func pyDumps(v any) string {
+	switch x := v.(type) {
+	case pyObj:
+		parts := make([]string, 0, len(x)/2)
+		for i := 0; i+1 < len(x); i += 2 {
+			parts = append(parts, pyDumps(x[i])+": "+pyDumps(x[i+1]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = pyDumps(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case string:
+		var b strings.Builder
+		b.WriteByte('"')
+		for _, r := range x {
+			switch {
+			case r == '"' || r == '\\':
+				b.WriteByte('\\')
+				b.WriteRune(r)
+			case r < 0x20 || r > 0x7e:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				b.WriteRune(r)
+			}
+		}
+		b.WriteByte('"')
+		return b.String()
+	case nil:
+		return "null"
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	case int:
+		return fmt.Sprint(x)
+	case int64:
+		return fmt.Sprint(x)
+	}
+	panic(fmt.Sprintf("pyDumps: %T", v))
+}
+
+// pyWindow is one window row as the Python sliding reducer keeps it.
+type pyWindow struct {
+	key             string
+	start, end, n   int64
+	seeded, touched bool
+}
+
+// pyFoldSliding is the Python runtime's sliding window (size 4 s, slide
+// 2 s) with aggregate {count, sum of v = 1} over one partition's batch:
+// seed every loaded row, fold each message into its two windows, and at
+// the batch's newest createdAt close what has ended (emit, and delete if
+// it was loaded) and upsert the rest it touched. It returns the cycle's
+// state_ops and push_items.
+func pyFoldSliding(t *testing.T, rows []any, msgs []sdkMessage, sink, partition string) (ops, items []any) {
+	t.Helper()
+	const size, slide = 4000, 2000
+	var order []string
+	acc := map[string]*pyWindow{}
+	for _, r := range rows {
+		row := r.(map[string]any)
+		v := row["value"].(map[string]any)
+		a := v["acc"].(map[string]any)
+		k := row["key"].(string)
+		acc[k] = &pyWindow{key: k, start: int64(v["windowStart"].(float64)), end: int64(v["windowEnd"].(float64)),
+			n: int64(a["count"].(float64)), seeded: true}
+		order = append(order, k)
+	}
+	clock := int64(math.MinInt64)
+	for _, m := range msgs {
+		at, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := at.UnixMilli()
+		clock = max(clock, ts)
+		latest := ts / slide * slide
+		for i := range int64(size / slide) {
+			start := latest - i*slide
+			if ts < start || ts >= start+size {
+				continue
+			}
+			k := "slide:4:2\u001f" + time.UnixMilli(start).UTC().Format("2006-01-02T15:04:05.000Z") + "\u001f" + m.PartitionID
+			w := acc[k]
+			if w == nil {
+				w = &pyWindow{key: k, start: start, end: start + size}
+				acc[k] = w
+				order = append(order, k)
+			}
+			w.n++
+			w.touched = true
+		}
+	}
+	ops, items = []any{}, []any{}
+	for _, k := range order {
+		w := acc[k]
+		switch {
+		case w.end <= clock:
+			items = append(items, pyObj{"queue", sink, "partition", partition, "payload", pyObj{"count", w.n, "sum", w.n}})
+			if w.seeded {
+				ops = append(ops, pyObj{"type", "delete", "key", k})
+			}
+		case w.touched:
+			ops = append(ops, pyObj{"type", "upsert", "key", k,
+				"value", pyObj{"acc", pyObj{"count", w.n, "sum", w.n}, "windowStart", w.start, "windowEnd", w.end}})
+		}
+	}
+	return ops, items
+}
+
+// The Python runtime, Queen's test_slidingEventsAppearInOverlappingWindows
+// (window 4 s, slide 2 s, idle flush): its main loop and its idle-flush
+// timer are two asyncio tasks, each of which reads the shard and commits
+// later, so their requests interleave. Replayed here in the orders that
+// emitted one window twice (the sink got counts 2,2,4,4,4,2): the flush
+// committing after the batch cycle that closed the same window, the flush
+// committing while a batch is in flight, a flush retried after a lost
+// reply, and a flush computed before a late event was folded into its
+// window. Every window reaches the sink once, with all of its events.
+func TestSDKPyStreamsSlidingWindowIsEmittedOnce(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	c0 := clock.NewManual(t0)
+	s := combtest.MustServer(t, combtest.Options{Clock: c0})
+	c := sdk{t: t, base: s.URL, http: s.HTTP.Client()}
+	const name, src, sink = "slidingEventsAppearInOverlappingWindows-q", "sliding-src", "sliding-sink"
+	reg := c.streamsResult(c.streamsPost("/streams/v1/queries", pyDumps(pyObj{"name", name, "source_queue", src,
+		"config_hash", strings.Repeat("5e", 32), "reset", true, "sink_queue", sink})))
+	qid, _ := reg["query_id"].(string)
+	if reg["success"] != true || qid == "" {
+		t.Fatalf("register = %v", reg)
+	}
+	group := "streams." + name
+	at := func(ms int64) { c0.Set(t0.Add(time.Duration(ms) * time.Millisecond)) }
+	pushed := 0
+	push := func() {
+		pushed++
+		c.send("POST", "/api/v1/push", goPushBody(src, "p", fmt.Sprintf(`{"v": 1, "i": %d}`, pushed)))
+	}
+	// The main loop's pop and whole-shard read.
+	pop := func() ([]sdkMessage, []any) {
+		msgs := c.messages(c.send("GET", "/api/v1/pop/queue/"+src+"?batch=50&wait=true&timeout=1000&consumerGroup="+
+			url.QueryEscape(group)+"&partitions=4", ""))
+		if len(msgs) == 0 {
+			t.Fatal("the main loop popped nothing")
+		}
+		st := c.streamsResult(c.streamsPost("/streams/v1/state/get", pyDumps(pyObj{"query_id", qid,
+			"partition_id", msgs[0].PartitionID, "keys", []any{}})))
+		return msgs, st["rows"].([]any)
+	}
+	var pid string
+	// The main loop's cycle, folded from what it read.
+	commit := func(msgs []sdkMessage, rows []any) {
+		t.Helper()
+		ops, items := pyFoldSliding(t, rows, msgs, sink, "p")
+		last := msgs[len(msgs)-1]
+		res := c.streamsResult(c.streamsPost("/streams/v1/cycle", pyDumps(pyObj{"query_id", qid, "partition_id", pid,
+			"consumer_group", group, "state_ops", ops, "push_items", items,
+			"ack", pyObj{"transactionId", last.TransactionID, "leaseId", last.LeaseID, "status", "completed", "count", len(msgs)},
+			"release_lease", true})))
+		if res["success"] != true {
+			t.Fatalf("batch cycle = %v", res)
+		}
+	}
+	// The flush timer's ripe read, and the cycle it builds from it.
+	ripe := func(nowMs int64) string {
+		st := c.streamsResult(c.streamsPost("/streams/v1/state/get", pyDumps(pyObj{"query_id", qid, "partition_id", pid,
+			"keys", []any{}, "key_prefix", "slide:4:2\u001f", "ripe_at_or_before", t0.UnixMilli() + nowMs})))
+		var ops, items []any
+		for _, r := range st["rows"].([]any) {
+			row := r.(map[string]any)
+			a := row["value"].(map[string]any)["acc"].(map[string]any)
+			n := int64(a["count"].(float64))
+			ops = append(ops, pyObj{"type", "delete", "key", row["key"]})
+			items = append(items, pyObj{"queue", sink, "partition", "p", "payload", pyObj{"count", n, "sum", n}})
+		}
+		if len(ops) == 0 {
+			return ""
+		}
+		return pyDumps(pyObj{"query_id", qid, "partition_id", pid, "consumer_group", group, "state_ops", ops,
+			"push_items", items, "ack", nil, "release_lease", true})
+	}
+	flush := func(body string) map[string]any {
+		t.Helper()
+		if body == "" {
+			t.Fatal("the flush found nothing ripe")
+		}
+		res := c.streamsResult(c.streamsPost("/streams/v1/cycle", body))
+		if res["success"] != true { // a failed flush counts in errorsTotal
+			t.Fatalf("flush cycle = %v", res)
+		}
+		return res
+	}
+	applied := func(res map[string]any) bool { return res["state_ops_applied"] != float64(0) }
+
+	// 10:00:00.5, e1: windows [58,02) and [00,04) open.
+	at(500)
+	push()
+	msgs, rows := pop()
+	pid = msgs[0].PartitionID
+	commit(msgs, rows)
+
+	// 10:00:02.3, e2: the main loop pops and reads; the flush reads [58,02)
+	// as ripe; the batch cycle closes it, then the flush commits.
+	at(2300)
+	push()
+	msgs, rows = pop()
+	body := ripe(2300)
+	commit(msgs, rows)
+	if res := flush(body); applied(res) {
+		t.Errorf("a flush closed a window the batch cycle had closed: %v", res)
+	}
+
+	// 10:00:04.4, e3: the flush reads [00,04) as ripe and commits while the
+	// batch is in flight; the batch cycle then closes the window.
+	at(4400)
+	push()
+	msgs, rows = pop()
+	if res := flush(ripe(4400)); applied(res) {
+		t.Errorf("a flush applied while a batch was in flight: %v", res)
+	}
+	commit(msgs, rows)
+
+	// 10:00:06.5, quiet: the flush closes [02,06); its retry (the reply was
+	// lost) must not emit it again.
+	at(6500)
+	body = ripe(6500)
+	if res := flush(body); !applied(res) {
+		t.Fatalf("the flush of a quiet partition did not apply: %v", res)
+	}
+	if res := flush(body); applied(res) {
+		t.Errorf("a retried flush applied twice: %v", res)
+	}
+
+	// 10:00:07.9, e4 belongs to [04,08): the main loop pops it and reads;
+	// by 08.3 the flush reads [04,08) as ripe; the batch cycle folds e4
+	// into it at 08.31, and only then does the flush commit.
+	at(7900)
+	push()
+	msgs, rows = pop()
+	at(8300)
+	body = ripe(8300)
+	at(8310)
+	commit(msgs, rows)
+	if res := flush(body); applied(res) {
+		t.Errorf("a flush read before a late event closed its window without it: %v", res)
+	}
+	at(8400)
+	if res := flush(ripe(8400)); !applied(res) {
+		t.Fatalf("the next flush did not close [04,08): %v", res)
+	}
+
+	out := c.messages(c.send("GET", "/api/v1/pop/queue/"+sink+"?batch=50&wait=false&timeout=1000&consumerGroup=check&autoAck=true", ""))
+	var counts []float64
+	for _, m := range out {
+		counts = append(counts, goData(t, m)["count"].(float64))
+	}
+	// [58,02) e1; [00,04) e1 e2; [02,06) e2 e3; [04,08) e3 e4.
+	if want := []float64{1, 2, 2, 2}; !slices.Equal(counts, want) {
+		t.Fatalf("the sink got windows of counts %v, want %v", counts, want)
 	}
 }

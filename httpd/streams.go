@@ -209,6 +209,14 @@ func (s *Server) streamCycle(w http.ResponseWriter, r *http.Request, _ httproute
 		refuse(res.Error)
 		return
 	}
+	if res.Skipped != "" {
+		// An idle flush that another cycle has made moot: nothing applied,
+		// and not a failure, since its next tick reads the state again.
+		writeJSON(w, http.StatusOK, map[string]any{"success": true, "query_id": queryID, "partition_id": partitionID,
+			"queueName": nullString(res.SourceQueue), "state_ops_applied": 0, "push_results": []pushOut{},
+			"ack_result": nil, "skipped": res.Skipped})
+		return
+	}
 	var ack *cycleAckOut
 	if res.Ack != nil {
 		ack = &cycleAckOut{Success: true, Count: res.Ack.Count, LeaseReleased: res.Ack.LeaseReleased, DLQ: res.Ack.DLQ}

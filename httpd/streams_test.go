@@ -1029,3 +1029,58 @@ func TestStreamsCycleWakesParkedPops(t *testing.T) {
 		}
 	}
 }
+
+// A cycle's ack follows the ack rule of /api/v1/ack (docs/wire.md, "The
+// ack rule"): it never moves the cursor past the batch the lease covers,
+// with or without a leaseId, and one without a leaseId completes messages
+// inside the batch without ending the holder's lease.
+func TestACycleAcksOnlyInsideTheBatchItsLeaseCovers(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	qid := register(t, s.Client, "scan", "src", "", streamsHash("x"), false)["query_id"].(string)
+	for i := range 10 {
+		s.Push(map[string]any{"queue": "src", "transactionId": fmt.Sprintf("s-%d", i), "payload": map[string]any{"i": i}})
+	}
+	const group = "streams.scan"
+	pop := s.Pop("/api/v1/pop/queue/src?batch=2&wait=false&consumerGroup=" + group)
+	if len(pop.Messages) != 2 {
+		t.Fatalf("popped %d", len(pop.Messages))
+	}
+	lease, pid := pop.LeaseID, pop.Messages[0].PartitionID
+	cyc := func(txn, leaseID string) map[string]any {
+		ack := map[string]any{"transactionId": txn, "status": "completed", "count": 1}
+		if leaseID != "" {
+			ack["leaseId"] = leaseID
+		}
+		return cycle(t, s.Client, map[string]any{"query_id": qid, "partition_id": pid, "consumer_group": group,
+			"state_ops": []any{}, "push_items": []any{}, "ack": ack, "release_lease": true})
+	}
+	for _, leaseID := range []string{lease, ""} {
+		if res := cyc("s-7", leaseID); res["success"] != false || res["error"] != "Invalid or expired lease" {
+			t.Fatalf("a cycle (leaseId %q) acked s-7 past its batch s-0..s-1: %v", leaseID, res)
+		}
+	}
+	r := s.Do("POST", "/api/v1/ack", map[string]any{"transactionId": "s-7", "partitionId": pid, "leaseId": lease,
+		"consumerGroup": group, "status": "completed"})
+	var acked []map[string]any
+	if err := json.Unmarshal(r.Body, &acked); err != nil || len(acked) != 1 || acked[0]["success"] != false ||
+		acked[0]["error"] != "Invalid or expired lease" {
+		t.Fatalf("/api/v1/ack of s-7 = %s", r.Body)
+	}
+	// Without a leaseId, inside the batch: s-0 is completed, the lease and
+	// s-1 stay with the holder, whatever release_lease says.
+	res := cyc("s-0", "")
+	if res["success"] != true {
+		t.Fatalf("a cycle without a leaseId acking s-0 = %v", res)
+	}
+	mustJSONEqual(t, "ack_result", res["ack_result"], `{"success":true,"count":1,"lease_released":false,"dlq":false}`)
+	if again := s.Pop("/api/v1/pop/queue/src?batch=2&wait=false&consumerGroup=" + group); len(again.Messages) != 0 {
+		t.Fatalf("another consumer got %d messages while the batch is leased", len(again.Messages))
+	}
+	if res := cyc("s-1", lease); res["success"] != true {
+		t.Fatalf("the holder's cycle = %v", res)
+	}
+	next := s.Pop("/api/v1/pop/queue/src?batch=2&wait=false&consumerGroup=" + group)
+	if len(next.Messages) != 2 || next.Messages[0].TransactionID != "s-2" {
+		t.Fatalf("after the batch the group got %+v, want s-2 and s-3", next.Messages)
+	}
+}

@@ -33,10 +33,9 @@ type AckItem struct {
 	Status      string // "" means completed
 	Error       string // reason for failed / dlq
 	Group       string // "" = QueueModeGroup
-	// HeldLeases are the leases the caller holds (a transaction's
-	// requiredLeases). In a transaction, an item without LeaseID may touch
-	// a cursor under a live lease only when that lease is among them.
-	HeldLeases []string
+	// keepLease is a cycle's release_lease false: its holder keeps the
+	// lease for the rest of the batch.
+	keepLease bool
 }
 
 // AckResult is the outcome of one AckItem, in request order.
@@ -271,42 +270,76 @@ func (s *Store) locateAcks(ctx context.Context, tenant string, items []AckItem) 
 	return locs, nil
 }
 
-// ackMode distinguishes /ack from the acks inside /transaction, which
-// dead-letter failures at once and create a missing cursor.
+// ackMode is the route an ack came by. The ack rule (admit) is the same
+// for all of them; what a status does differs: /ack and /ack/batch run the
+// retry rule on failed, a transaction and a cycle dead-letter at once and
+// create a missing cursor, and a cycle refuses a replay and may end its
+// own batch early (release_lease).
 type ackMode int
 
 const (
 	ackPlain ackMode = iota
 	ackInTransaction
+	ackInCycle
 )
 
+// admit is the ack rule (docs/wire.md, "The ack rule"), the one place that
+// decides whether an ack of the message at off, naming lease ("" for
+// none), may touch c, the cursor of its (partition, group) (nil when there
+// is none). /ack, /ack/batch, /transaction and /streams/v1/cycle all ask
+// it. endsBatch says the ack would end the batch before all of it is
+// behind the cursor (a failed or retry ack on /ack gives it back).
+//
+//  1. A leaseId must be the live lease of (partition, group).
+//  2. While a lease lives, no ack moves the cursor past its batch, with
+//     or without a leaseId: that would consume messages nobody received.
+//  3. Only the holder, an ack naming the live lease, may end the batch
+//     early. An ack without a leaseId completes messages inside the batch,
+//     and the lease ends when the whole batch is behind the cursor.
+//  4. Without a live lease, an ack without a leaseId moves the cursor up
+//     to its message: the batch it came in has ended.
+//  5. The cursor never moves backwards (advance).
+//
+// It returns whether the ack holds the batch's lease, or the refusal.
+func admit(c *cursor, off int64, lease string, endsBatch bool, now int64) (holder bool, refusal string) {
+	live := c != nil && c.live(now)
+	switch {
+	case lease != "" && (!live || c.leaseID.String != lease):
+		return false, ErrTextInvalidLease
+	case live && c.leaseTo.Valid && off > c.leaseTo.Int64:
+		return false, ErrTextInvalidLease
+	case live && lease == "" && endsBatch:
+		return false, ErrTextInvalidLease
+	}
+	return lease != "", ""
+}
+
 // applyAck applies one located ack to c, the cursor of (loc.p, group)
-// loaded by the caller (nil when there is none). It returns the cursor to
-// save (created in a transaction when missing). A returned error is a
-// storage failure; a refused ack is reported in the result.
+// loaded by the caller (nil when there is none), after admit has let it
+// through. It returns the cursor to save (created in a transaction or a
+// cycle when missing). A returned error is a storage failure; a refused
+// ack is reported in the result.
 func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckResult, *cursor, error) {
 	res := AckResult{TxnID: it.TxnID, Queue: loc.q.Name, Partition: loc.p.Name}
 	group := cmp.Or(it.Group, QueueModeGroup)
 	now := micros(w.now)
 	status := cmp.Or(it.Status, AckCompleted)
-	if it.LeaseID != "" && (c == nil || !c.live(now) || c.leaseID.String != it.LeaseID) {
-		if c != nil && c.dropped == it.LeaseID && (status == AckFailed || status == AckRetry) {
+	givesBack := mode == ackPlain && (status == AckFailed || status == AckRetry)
+	holder, refusal := admit(c, loc.offset, it.LeaseID, givesBack, now)
+	if refusal != "" {
+		if givesBack && it.LeaseID != "" && c != nil && c.dropped == it.LeaseID {
 			res.Success = true // its batch is already given back
 			return res, c, nil
 		}
-		res.Error = ErrTextInvalidLease
+		res.Error = refusal
 		return res, c, nil
 	}
-	if c != nil && c.live(now) {
-		// A live batch bounds what an ack may do: none may move the cursor
-		// past the batch (that would consume what nobody received), and in
-		// a transaction none may release another consumer's lease.
-		beyond := c.leaseTo.Valid && loc.offset > c.leaseTo.Int64
-		foreign := mode == ackInTransaction && it.LeaseID == "" && !slices.Contains(it.HeldLeases, c.leaseID.String)
-		if beyond || foreign {
-			res.Error = ErrTextInvalidLease
-			return res, c, nil
-		}
+	// A cycle acks past the cursor. One that acks at or behind it is a
+	// replay of a committed cycle (a client retry whose reply was lost,
+	// under a lease it kept): applying it again would fold the batch twice.
+	if mode == ackInCycle && c != nil && loc.offset <= c.committed {
+		res.Error = ErrTextAlreadyAcked
+		return res, c, nil
 	}
 	if c == nil {
 		if mode == ackPlain {
@@ -322,11 +355,13 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 		res.LeaseReleased = c.advance(loc.offset, now)
 	case AckFailed, AckDLQ:
 		switch {
-		case mode == ackInTransaction || status == AckDLQ:
-			errText := cmp.Or(it.Error, "Unknown error")
-			retry := int64(0)
-			if mode == ackPlain {
-				errText, retry = cmp.Or(it.Error, "Retries exhausted"), c.retry
+		case mode != ackPlain || status == AckDLQ:
+			errText, retry := cmp.Or(it.Error, "Retries exhausted"), c.retry
+			switch mode {
+			case ackInTransaction:
+				errText, retry = cmp.Or(it.Error, "Unknown error"), 0
+			case ackInCycle:
+				errText, retry = cmp.Or(it.Error, "Streaming cycle reported failure"), 0
 			}
 			if err := w.deadLetter(loc, group, errText, retry); err != nil {
 				return res, c, err
@@ -356,6 +391,15 @@ func (w *wtx) applyAck(it *AckItem, loc *located, c *cursor, mode ackMode) (AckR
 		}
 	default:
 		return res, c, nil // unknown status: not applied, no error text (as Queen)
+	}
+	// The holder's cycle ends its batch with the cycle unless it keeps the
+	// lease (release_lease false, the gate's partial ack); a failed one
+	// always does.
+	if mode == ackInCycle && holder && c.leaseID.Valid && (!it.keepLease || res.DLQ) {
+		c.releaseLease()
+		c.retry = 0
+		c.batches++
+		res.LeaseReleased = true
 	}
 	if res.LeaseReleased {
 		w.touch(loc.q.Tenant, loc.q.Name)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 )
 
@@ -12,19 +13,48 @@ import (
 // with VACUUM INTO. It reads one snapshot on its own read-only connection, so writes
 // keep committing while it runs, and the copy holds exactly what was
 // committed when it began. dst must not exist; it is removed on failure.
+// The connection is SQLite's, which keeps the writer's locks when it
+// closes; nothing else opens the database file (see lock.go).
 func (s *Store) Backup(ctx context.Context, dst string) error {
 	return BackupFile(ctx, s.path, dst)
 }
 
 // BackupFile copies the comb database at src to the new file dst, without
-// opening it for writing: src may be in use by a running server.
+// opening it for writing: src may be in use by a running server. It
+// refuses a file whose running server's WAL is gone from the directory
+// (ErrStale): the file then lacks that server's recent writes.
 func BackupFile(ctx context.Context, src, dst string) error {
+	if err := checkNotStale(src); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
 	db, err := openReadOnly(ctx, src)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	return vacuumInto(ctx, db, dst)
+}
+
+// checkNotStale refuses a file that a comb serves, in this process or
+// another, while its -wal is missing from the directory. A running server
+// always has one; without it, what any other connection reads is the file
+// as of the WAL's last checkpoint, and the server's writes since are only
+// in a WAL that nothing else can open. It must run before the caller opens
+// a connection of its own to path (see servedBy).
+func checkNotStale(path string) error {
+	inUse, err := servedBy(path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if !inUse {
+		return nil
+	}
+	if _, err := os.Lstat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s is served by a running comb but its -wal file is gone from the directory, "+
+			"so the file lacks the server's recent writes; stop the server with SIGTERM (not kill -9), "+
+			"which writes them into the file, then try again", ErrStale, path)
+	}
+	return nil
 }
 
 func vacuumInto(ctx context.Context, db *sql.DB, dst string) error {

@@ -64,9 +64,14 @@ type CheckReport struct {
 // invariants (each partition's segments tile [log_start, last_offset] with
 // no gap or overlap, created_at never decreases with the offset, cursors,
 // leases, dedup keys and tombstones inside their partition) and rows whose
-// owner is gone. It works on a file a running server has open. An error
-// means the check could not run; what it found is in the report.
+// owner is gone. It works on a file a running server has open, through
+// SQLite's connections only, and refuses one whose running server's WAL is
+// gone from the directory (ErrStale). An error means the check could not
+// run; what it found is in the report.
 func Check(ctx context.Context, path string) (*CheckReport, error) {
+	if err := checkNotStale(path); err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
 	db, err := openReadOnly(ctx, path)
 	if err != nil {
 		return nil, err

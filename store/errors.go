@@ -29,4 +29,8 @@ var (
 	ErrSchemaTooNew = errors.New("database schema is newer than this comb")
 	// ErrLocked is returned when another process has the database open.
 	ErrLocked = errors.New("database is in use by another comb process")
+	// ErrStale is returned when a file is served by a running comb whose
+	// WAL was removed from the directory under it: the file does not hold
+	// that server's recent writes.
+	ErrStale = errors.New("database file is stale")
 )

@@ -245,14 +245,13 @@ func TestAnAckNeverMovesTheCursorPastItsBatch(t *testing.T) {
 			t.Fatalf("ack %+v past the batch = %+v, %v", it, out, err)
 		}
 	}
-	// A transaction ack without a leaseId does not release a lease its
-	// caller does not hold.
-	if _, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: res.Messages[1].TxnID, PartitionID: pid}}}); err == nil {
-		t.Fatal("a transaction released a lease it did not name")
+	// A transaction ack without a leaseId is bounded by the batch too, and
+	// completes what lies inside it.
+	if _, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: far[0], PartitionID: pid}}}); err == nil {
+		t.Fatal("a transaction acked past the batch")
 	}
-	if _, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: res.Messages[1].TxnID, PartitionID: pid,
-		HeldLeases: []string{res.LeaseID}}}}); err != nil {
-		t.Fatalf("a transaction naming its lease: %v", err)
+	if _, err := s.Transaction(ctx, "", []TxOp{{Type: "ack", Ack: AckItem{TxnID: res.Messages[1].TxnID, PartitionID: pid}}}); err != nil {
+		t.Fatalf("a transaction completing the batch: %v", err)
 	}
 	rest, err := s.Pop(ctx, PopRequest{Queue: "q", Batch: 10})
 	if err != nil || len(rest.Messages) != 2 || string(rest.Messages[0].Payload) != "c" {

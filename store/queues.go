@@ -264,6 +264,7 @@ func (w *wtx) partition(q *Queue, name string, create bool) (*Partition, error) 
 		if err != nil {
 			return nil, fmt.Errorf("insert partition %q: %w", name, err)
 		}
+		delete(w.queueParts, q.ID)
 	}
 	if err != nil {
 		return nil, err

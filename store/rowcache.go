@@ -24,7 +24,10 @@ const maxCachedRows = 4096
 
 // rowsChanged marks that this transaction changed queue or partition rows
 // by other means than pushing.
-func (w *wtx) rowsChanged() { w.stale = true }
+func (w *wtx) rowsChanged() {
+	w.stale = true
+	clear(w.queueParts)
+}
 
 // keep records the rows w looked up and changed, once w has committed.
 func (c *rowCache) keep(w *wtx) {

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -20,16 +19,15 @@ import (
 var sqliteHeader = []byte("SQLite format 3\x00")
 
 // checkHeader refuses a non-empty file that is not a SQLite database, before
-// any connection could write to it.
-func checkHeader(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+// any connection could write to it. It reads through the lock's descriptor:
+// opening and closing another would drop SQLite's locks (see lock.go).
+func checkHeader(l *dbLock, path string) error {
 	head := make([]byte, len(sqliteHeader))
-	n, err := io.ReadFull(f, head)
-	if n == 0 && (err == io.EOF || err == nil) {
+	n, err := l.readHeader(head)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if n == 0 {
 		return nil // a new, empty file
 	}
 	if !bytes.Equal(head[:n], sqliteHeader) {
@@ -68,6 +66,9 @@ func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, e
 	if err := db.QueryRowContext(ctx,
 		`SELECT COUNT(*), COUNT(*) FILTER (WHERE name = 'goose_db_version') FROM sqlite_schema WHERE type = 'table'`).
 		Scan(&tables, &goose); err != nil {
+		if sqliteCode(err) == sqliteNotADB {
+			return 0, fmt.Errorf("%w: %s is not a SQLite database", ErrNotComb, path)
+		}
 		return 0, fmt.Errorf("%w: %s: %w", ErrNotComb, path, err)
 	}
 	if tables == 0 {
@@ -93,13 +94,12 @@ func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, e
 // openReadOnly opens path for reading only (mode=ro, which unlike
 // query_only still allows VACUUM INTO another file): it is never created,
 // migrated or switched to WAL, so an operator command cannot change the
-// file it inspects.
+// file it inspects. The file is opened only through SQLite, which keeps the
+// locks of every connection of this process, a server's included, when one
+// of them closes; SQLite itself refuses a file that is not a database.
 func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	if err := checkHeader(path); err != nil {
-		return nil, err
 	}
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+
 		"?mode=ro&_pragma=busy_timeout(10000)")
@@ -116,13 +116,22 @@ func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 
 // isFull reports whether err is SQLite's "database or disk is full", from
 // the disk or from the page cap set by Options.MaxDBBytes.
-func isFull(err error) bool {
+func isFull(err error) bool { return sqliteCode(err) == sqliteFull }
+
+// sqliteCode is the primary SQLite result code of err, or 0.
+func sqliteCode(err error) int {
 	var se interface{ Code() int }
+	if !errors.As(err, &se) {
+		return 0
+	}
 	// Extended result codes keep the primary code in the low byte.
-	return errors.As(err, &se) && se.Code()&0xff == sqliteFull
+	return se.Code() & 0xff
 }
 
-const sqliteFull = 13 // SQLITE_FULL
+const (
+	sqliteFull   = 13 // SQLITE_FULL
+	sqliteNotADB = 26 // SQLITE_NOTADB
+)
 
 // classify marks a write that failed for lack of space with ErrFull, so
 // callers can tell it from a bug and answer it as such.

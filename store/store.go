@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,7 +84,7 @@ type Store struct {
 	wdb   *sql.DB   // holds wconn
 	wconn *sql.Conn // the writer's one connection, used only by the writer goroutine
 	rdb   *sql.DB   // readers, query_only
-	lock  *os.File  // held while open: one process writes the file
+	lock  *dbLock   // held while open: one comb writes the file
 
 	wstmts *stmtCache // statements prepared on the writer's connection
 	rstmts *stmtCache // statements prepared on the reader pool
@@ -102,6 +101,7 @@ type Store struct {
 	comp     lz4.Compressor // writer goroutine only
 	keyCeil  keyCeilings    // writer goroutine only
 	leased   recentLeases
+	reads    shardReads     // how fresh what stream state readers were served is, per shard
 	rows     rowCache       // writer goroutine only
 	crypt    *payloadCipher // nil without an encryption key
 	watch    watchers
@@ -117,6 +117,12 @@ type Store struct {
 	// afterLocate, set only by tests, runs between locating acks and
 	// submitting them, where a write committed meanwhile would land.
 	afterLocate func()
+
+	// The writer's view of the disk (reserve.go, wal.go).
+	disk        diskReserve
+	pageSize    int64
+	busyTimeout int64
+	walPath     string
 }
 
 // Stats are counters of the writer, read with atomic loads.
@@ -147,37 +153,25 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if syncLevel != "FULL" && syncLevel != "NORMAL" && syncLevel != "EXTRA" {
 		return nil, fmt.Errorf("open store: %w: synchronous %q", ErrInvalid, opts.Synchronous)
 	}
-	// Create the file ourselves so it is owner-only from the first byte.
-	f, err := os.OpenFile(opts.Path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	}
-	f.Close()
 	if opts.MaxDBBytes < 0 {
 		return nil, fmt.Errorf("open store: %w: max db bytes %d", ErrInvalid, opts.MaxDBBytes)
 	}
-	if err := checkHeader(opts.Path); err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	}
-	// The schema is checked on a read-only connection first: the writer's
-	// pragmas switch the file to WAL, which must not happen to a file that
-	// is not comb's.
-	if ro, err := openReadOnly(ctx, opts.Path); err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	} else if err := ro.Close(); err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	}
-	// Locked only after the checks, which read but never write, so a
-	// refused file gets no lock file beside it.
+	// The lock comes first: it opens the file (creating it owner-only from
+	// the first byte) on a descriptor held until Close, and nothing after
+	// opens the file other than through SQLite's connections, whose locks a
+	// close of any other descriptor would drop (see lock.go).
 	lock, err := lockDB(opts.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			lock.Close()
+			lock.release()
 		}
 	}()
+	if err := checkHeader(lock, opts.Path); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 
 	crypt, err := newPayloadCipher(opts.EncryptionKey)
 	if err != nil {
@@ -212,11 +206,10 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 
 	base := "file:" + (&url.URL{Path: opts.Path}).EscapedPath()
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(0)"
-	// auto_vacuum must come first: it only takes effect on a file that has
-	// no table yet, so it shapes new databases and is a no-op on older ones
-	// (VACUUM once converts those). Retention then returns the pages it frees
-	// with PRAGMA incremental_vacuum.
-	s.wdb, err = sql.Open("sqlite", base+"?_pragma=auto_vacuum(INCREMENTAL)&"+pragmas+
+	// The writer's connection sets nothing that writes before the schema
+	// is checked: switching to WAL, or auto_vacuum, must not happen to a
+	// file that is not comb's.
+	s.wdb, err = sql.Open("sqlite", base+"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)"+
 		"&_pragma=cache_size("+writerCacheKiB+")&_pragma=synchronous("+syncLevel+")")
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
@@ -225,9 +218,19 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	s.wdb.SetMaxIdleConns(1)
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
+	if _, err := checkSchema(ctx, s.wdb, opts.Path); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	// auto_vacuum must come first: it only takes effect on a file that has
+	// no table yet, so it shapes new databases and is a no-op on older ones
+	// (VACUUM once converts those). Retention then returns the pages it frees
+	// with PRAGMA incremental_vacuum.
+	if _, err := s.wdb.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+		return nil, fmt.Errorf("set auto_vacuum: %w", err)
+	}
 	var mode string
-	if err := s.wdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return nil, fmt.Errorf("read journal_mode: %w", err)
+	if err := s.wdb.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return nil, fmt.Errorf("set journal_mode: %w", err)
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return nil, fmt.Errorf("open store: journal_mode is %q, want wal", mode)
@@ -260,6 +263,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 			return nil, err
 		}
 	}
+	if err := s.initDisk(ctx); err != nil {
+		return nil, err
+	}
 	s.wstmts, s.rstmts = newStmtCache(s.wconn), newStmtCache(s.rdb)
 	s.r = readDB{s.rstmts}
 	s.ops = make(chan *writeOp, s.maxOps)
@@ -281,18 +287,42 @@ func (s *Store) Close() error {
 	s.cancel()
 	<-s.stopped
 	var errs []error
-	// On a full disk the checkpoint cannot grow the database file; the
-	// commits stay durable in the WAL and the next open checkpoints them,
-	// so that is no failure of Close.
-	if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil && !isFull(err) {
-		errs = append(errs, fmt.Errorf("checkpoint: %w", err))
-	}
+	s.checkpointOnClose()
 	s.wstmts.close()
 	s.rstmts.close()
-	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close())
+	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close(), s.closeDisk())
 	// Unlocked last, once nothing of this process touches the file.
-	errs = append(errs, s.lock.Close())
+	errs = append(errs, s.lock.release())
 	return errors.Join(errs...)
+}
+
+// checkpointOnClose copies the WAL into the database file and truncates it,
+// if it can do so without waiting. Another process reading the file
+// (sqlite3, litestream, a backup) may hold a snapshot for as long as it
+// likes, and a stop must not wait for it: a container runtime kills what
+// has not stopped in its grace period. What is not copied stays in the
+// WAL, durable, and the next open reads it. On a full disk the checkpoint
+// cannot grow the database file either; the commits stay in the WAL just
+// the same. Neither is a failure of Close.
+func (s *Store) checkpointOnClose() {
+	ctx := context.Background()
+	if _, err := s.wconn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		s.log.Warn("closing: the WAL is left for the next start", "err", err)
+		return
+	}
+	// A checkpoint that meets a reader copies what it can and answers
+	// busy = 1 instead of an error.
+	var busy, walFrames, copied int64
+	err := s.wconn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &walFrames, &copied)
+	switch {
+	case err != nil && isFull(err):
+		s.log.Warn("closing: the WAL is left for the next start: the disk is full", "err", err)
+	case err != nil:
+		s.log.Warn("closing: the WAL is left for the next start", "err", err)
+	case busy != 0:
+		s.log.Info("closing: the WAL is left for the next start: another process is reading the database",
+			"walFrames", walFrames, "copied", copied)
+	}
 }
 
 // capSize sets SQLite's page cap on the writer's connection, so that a

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -158,6 +159,7 @@ func (s *Store) StreamState(ctx context.Context, tenant, queryID, partitionID st
 	}
 	defer rows.Close()
 	out := []StateRow{}
+	var newest int64
 	for rows.Next() {
 		var r StateRow
 		var value string
@@ -169,9 +171,66 @@ func (s *Store) StreamState(ctx context.Context, tenant, queryID, partitionID st
 			break
 		}
 		r.Value, r.UpdatedAt = []byte(value), fromMicros(updated)
+		newest = max(newest, updated)
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// Taken after the read: a value written later than this was not in it.
+	s.reads.served(shardKey{queryID, partitionID}, max(micros(s.clock.Now()), newest))
+	return out, nil
+}
+
+// shardKey names a state shard.
+type shardKey struct{ query, partition string }
+
+// shardReads remembers, per state shard, a time no earlier than the
+// update time of every value the shard's readers have been served: the
+// end of the latest read, or the newest value it returned if the clock
+// stepped back. A cycle deletes only keys its client read (the SDKs delete
+// windows and sessions they loaded), so a key it deletes that was updated
+// after this time was rewritten since that client read it: the cycle was
+// computed from state that is gone. Losing an entry (a restart, pruning)
+// only loses that check; the entry never makes a fresh cycle look stale.
+type shardReads struct {
+	mu sync.Mutex
+	at map[shardKey]int64
+}
+
+// maxShardReads bounds shardReads; past it, entries older than
+// shardReadTTL go. A cycle reaches the server well within the SDKs' 30 s
+// request timeout and its retries after its state read.
+const (
+	maxShardReads = 4096
+	shardReadTTL  = int64(10 * time.Minute / time.Microsecond)
+)
+
+func (r *shardReads) served(k shardKey, at int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.at == nil {
+		r.at = map[shardKey]int64{}
+	}
+	if len(r.at) >= maxShardReads {
+		for old, t := range r.at {
+			if t < at-shardReadTTL {
+				delete(r.at, old)
+			}
+		}
+		if len(r.at) >= maxShardReads {
+			clear(r.at)
+		}
+	}
+	r.at[k] = max(r.at[k], at)
+}
+
+// last is the shard's read time; ok is false when none is known.
+func (r *shardReads) last(k shardKey) (at int64, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok = r.at[k]
+	return at, ok
 }
 
 // State op types.
@@ -216,10 +275,14 @@ type CycleAckResult struct {
 	DLQ           bool
 }
 
-// CycleResult is a cycle's outcome. When Error is not "" nothing of the
-// cycle was written and the other fields are zero.
+// CycleResult is a cycle's outcome. When Error or Skipped is not ""
+// nothing of the cycle was written and the other fields are zero.
 type CycleResult struct {
-	Error           string
+	Error string
+	// Skipped says why a cycle without an ack (an idle flush) was not
+	// applied although nothing is wrong with it: what it would close is
+	// being closed, or has been, by another cycle (see Cycle).
+	Skipped         string
 	SourceQueue     string
 	StateOpsApplied int
 	Pushes          []PushResult
@@ -237,12 +300,32 @@ const (
 	ErrTextAlreadyAcked  = "Message already acknowledged"
 )
 
+// Why a cycle without an ack is skipped (CycleResult.Skipped).
+const (
+	SkipBatchInFlight = "a batch of this partition is in flight: its cycle closes what is due"
+	SkipStateGone     = "a key it deletes is gone: another cycle closed it"
+	SkipStateChanged  = "a key it deletes changed after it was read"
+)
+
 // Cycle commits req all or nothing: state ops in order (later ops on a key
-// win), then the ack with its lease check, then the pushes with push
+// win), then the ack under the ack rule (admit), then the pushes with push
 // semantics (auto-created queues, dedup by transactionId). A refused cycle
 // is reported in CycleResult.Error with nothing written; a returned error
 // is a storage failure, also with nothing written. The writer runs one op
 // at a time, so cycles on one shard are serialized.
+//
+// Serializing is not enough for exactly-once: a runner reads the shard,
+// folds, and commits later, and its idle flush does the same on its own
+// timer, so two cycles can be computed from one read, each closing (emit
+// and delete) the same window. A cycle with an ack is guarded by its
+// lease: while a batch is leased nothing else may change the shard, and a
+// replay is refused. A cycle without an ack has no lease, so it is
+// skipped, with nothing written, when the (partition, group) has a batch
+// in flight (that batch's cycle read the shard and will close what is
+// due), or when a key it deletes is gone or was rewritten after the
+// shard's latest read (its emits are already out, or were computed from
+// state that is gone). The SDKs delete only keys they read, and their
+// flush reads again on its next tick, so a skipped flush loses nothing.
 func (s *Store) Cycle(ctx context.Context, req CycleRequest) (CycleResult, error) {
 	var res CycleResult
 	size := itemsBytes(req.Push)
@@ -273,6 +356,18 @@ func (w *wtx) cycle(req *CycleRequest, res *CycleResult) error {
 		return fmt.Errorf("load stream query: %w", err)
 	}
 	res.SourceQueue = q.SourceQueue
+	for _, op := range req.StateOps {
+		if op.Type != StateUpsert && op.Type != StateDelete {
+			return &cycleError{"Unknown state_op type: " + op.Type}
+		}
+	}
+	if req.Ack == nil {
+		skip, err := w.flushSkip(req)
+		if err != nil || skip != "" {
+			res.Skipped = skip
+			return err
+		}
+	}
 	now := micros(w.now)
 	for i := range req.StateOps {
 		op := &req.StateOps[i]
@@ -298,8 +393,6 @@ func (w *wtx) cycle(req *CycleRequest, res *CycleResult) error {
 				q.ID, req.PartitionID, op.Key); err != nil {
 				return fmt.Errorf("delete stream state: %w", err)
 			}
-		default:
-			return &cycleError{"Unknown state_op type: " + op.Type}
 		}
 	}
 	if req.Ack != nil {
@@ -320,6 +413,46 @@ func (w *wtx) cycle(req *CycleRequest, res *CycleResult) error {
 	}
 	res.StateOpsApplied = len(req.StateOps)
 	return nil
+}
+
+// flushSkip says why a cycle without an ack must not apply (see Cycle),
+// or "" when it may.
+func (w *wtx) flushSkip(req *CycleRequest) (string, error) {
+	var lease sql.NullString
+	var expires sql.NullInt64
+	err := w.QueryRowContext(w.ctx, `SELECT c.lease_id, c.lease_expires_at FROM cursors c
+		JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE p.uuid = ? AND q.tenant = ? AND c.group_name = ?`,
+		req.PartitionID, req.Tenant, cmp.Or(req.Group, QueueModeGroup)).Scan(&lease, &expires)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("read lease: %w", err)
+	}
+	if c := (cursor{leaseID: lease, leaseExpires: expires}); c.live(micros(w.now)) {
+		return SkipBatchInFlight, nil
+	}
+	read, known := w.s.reads.last(shardKey{req.QueryID, req.PartitionID})
+	seen := map[string]bool{} // keys an earlier op of this cycle wrote, or checked
+	for _, op := range req.StateOps {
+		if seen[op.Key] {
+			continue
+		}
+		seen[op.Key] = true
+		if op.Type != StateDelete {
+			continue
+		}
+		var updated int64
+		err := w.QueryRowContext(w.ctx, `SELECT updated_at FROM stream_state
+			WHERE query_id = ? AND partition_id = ? AND key = ?`, req.QueryID, req.PartitionID, op.Key).Scan(&updated)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return SkipStateGone, nil
+		case err != nil:
+			return "", fmt.Errorf("read stream state: %w", err)
+		case known && updated > read:
+			return SkipStateChanged, nil
+		}
+	}
+	return "", nil
 }
 
 // windowEnd is the numeric windowEnd of value when it is an object that
@@ -347,7 +480,8 @@ func windowEnd(value []byte) (end sql.NullFloat64, ok bool) {
 	return end, true
 }
 
-// cycleAck applies a cycle's ack to the cursor of (partition, group).
+// cycleAck applies a cycle's ack to the cursor of (partition, group),
+// under the ack rule every route shares (admit, applyAck).
 func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 	a := req.Ack
 	if a.TxnID == "" {
@@ -359,8 +493,10 @@ func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 	default:
 		return nil, &cycleError{"Unknown ack.status: " + status}
 	}
+	it := AckItem{TxnID: a.TxnID, PartitionID: req.PartitionID, LeaseID: a.LeaseID, Status: status, Error: a.Error,
+		Group: req.Group, keepLease: !req.ReleaseLease}
 	locs := make([]*located, 1)
-	if err := locate(w.ctx, w, nil, req.Tenant, []AckItem{{TxnID: a.TxnID, PartitionID: req.PartitionID}}, locs); err != nil {
+	if err := locate(w.ctx, w, nil, req.Tenant, []AckItem{it}, locs); err != nil {
 		return nil, err
 	}
 	loc := locs[0]
@@ -372,44 +508,17 @@ func (w *wtx) cycleAck(req *CycleRequest) (*CycleAckResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := micros(w.now)
-	if a.LeaseID != "" && (c == nil || !c.leaseID.Valid || c.leaseID.String != a.LeaseID ||
-		!c.leaseExpires.Valid || c.leaseExpires.Int64 <= now) {
-		return nil, &cycleError{ErrTextInvalidLease}
+	res, c, err := w.applyAck(&it, loc, c, ackInCycle)
+	if err != nil {
+		return nil, err
 	}
-	if c == nil {
-		c = &cursor{committed: loc.p.LogStart - 1, created: true}
-	}
-	// A cycle acks past the cursor. One that acks at or behind it is a
-	// replay of a committed cycle (a client retry whose reply was lost,
-	// under a lease it kept): applying it again would fold the batch twice.
-	if loc.offset <= c.committed {
-		return nil, &cycleError{ErrTextAlreadyAcked}
-	}
-	out := &CycleAckResult{Count: a.Count}
-	release := req.ReleaseLease
-	if status == AckFailed || status == AckDLQ {
-		if err := w.deadLetter(loc, group, cmp.Or(a.Error, "Streaming cycle reported failure"), 0); err != nil {
-			return nil, err
-		}
-		out.DLQ, release = true, true
-	}
-	c.totalConsumed += loc.offset - c.committed
-	c.committed = loc.offset
-	c.lastConsumedAt = sql.NullInt64{Int64: now, Valid: true}
-	if release {
-		if c.leaseID.Valid {
-			c.releaseLease()
-			c.batches++
-		}
-		c.retry = 0
-		out.LeaseReleased = true
-		w.touch(loc.q.Tenant, loc.q.Name)
+	if res.Error != "" {
+		return nil, &cycleError{res.Error}
 	}
 	if err := w.saveCursor(loc.p.ID, group, c); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return &CycleAckResult{Count: a.Count, LeaseReleased: res.LeaseReleased, DLQ: res.DLQ}, nil
 }
 
 // dropStreamsOf deletes the queries reading tenant's queue, with their

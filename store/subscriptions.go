@@ -102,7 +102,7 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 		VALUES (?, ?, ?, ?, ?, ?)`, q.ID, group, mode, from, now, after); err != nil {
 		return fmt.Errorf("insert subscription: %w", err)
 	}
-	parts, err := queryPartitions(w.ctx, w.tx, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id`, q.ID)
+	parts, err := w.queuePartitions(q.ID)
 	if err != nil {
 		return err
 	}
@@ -121,13 +121,34 @@ func (w *wtx) subscribe(q *Queue, group string, start SubscriptionStart) error {
 	return nil
 }
 
+// queuePartitions lists the partitions of queue queueID by id, as they are
+// in this transaction. The list is read once per commit and kept in
+// w.queueParts: a wave of woken pops, each a new group subscribing to the
+// same queue, is fused into one commit, and reading the list again for
+// every one of them was a third of each claim. Partition rows change in
+// the middle of a commit only by a push creating one (w.partition forgets
+// the queue's list) or by what marks the transaction stale (rowsChanged
+// forgets them all); the last offsets move only at flush, after every op.
+// Callers must not change the partitions returned.
+func (w *wtx) queuePartitions(queueID int64) ([]*Partition, error) {
+	if parts, ok := w.queueParts[queueID]; ok {
+		return parts, nil
+	}
+	parts, err := queryPartitions(w.ctx, w, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id`, queueID)
+	if err != nil {
+		return nil, err
+	}
+	w.queueParts[queueID] = parts
+	return parts, nil
+}
+
 func (w *wtx) seedMissingFrom(q *Queue, group string) error {
 	var from, after sql.NullInt64
 	if err := w.QueryRowContext(w.ctx, `SELECT from_time, after_partition FROM subscriptions WHERE queue_id = ? AND group_name = ?`,
 		q.ID, group).Scan(&from, &after); err != nil {
 		return fmt.Errorf("read subscription: %w", err)
 	}
-	parts, err := queryPartitions(w.ctx, w.tx, `SELECT `+partitionColumns+` FROM partitions p WHERE p.queue_id = ?
+	parts, err := queryPartitions(w.ctx, w, `SELECT `+partitionColumns+` FROM partitions p WHERE p.queue_id = ?
 		AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?) ORDER BY id`, q.ID, group)
 	if err != nil {
 		return fmt.Errorf("find new partitions: %w", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -61,10 +62,19 @@ func (s *Store) submit(ctx context.Context, op *writeOp) error {
 func (s *Store) runWriter() {
 	defer close(s.stopped)
 	batch := make([]*writeOp, 0, s.maxOps)
+	// idle fires once the writer has had nothing to do for a while after a
+	// commit: the time to shrink the WAL, or to make room on a full disk.
+	idle := time.NewTimer(walIdleAfter)
+	defer idle.Stop()
 	for {
 		var first *writeOp
 		select {
 		case first = <-s.ops:
+		case <-idle.C:
+			if again := s.idleWork(); again > 0 {
+				idle.Reset(again)
+			}
+			continue
 		case <-s.ctx.Done():
 			// Commit what callers already handed over, then stop.
 			for {
@@ -73,16 +83,21 @@ func (s *Store) runWriter() {
 				if len(batch) == 0 {
 					return
 				}
-				s.commit(batch)
+				if batch = s.admit(batch); len(batch) > 0 {
+					s.commit(batch)
+				}
 			}
 		}
 		batch = append(batch[:0], first)
 		s.gather(&batch)
-		s.commit(batch)
+		if admitted := s.admit(batch); len(admitted) > 0 {
+			s.commit(admitted)
+		}
 		// The ops answered are dropped, or the array would hold the last
 		// ones, and through them their requests' bodies (a 64 MiB push),
 		// until later ops took their places.
 		clear(batch)
+		idle.Reset(walIdleAfter)
 	}
 }
 
@@ -106,6 +121,15 @@ func (s *Store) gather(batch *[]*writeOp) {
 
 func (s *Store) commit(batch []*writeOp) {
 	errs, notify, err := s.runBatch(batch)
+	if err != nil && isFull(err) && s.onFull(batch) {
+		// The disk filled and the reserve was just given back: what
+		// carries payloads is refused, the rest (deletes, retention, acks)
+		// is tried again in the room that made.
+		if batch = s.admit(batch); len(batch) == 0 {
+			return
+		}
+		errs, notify, err = s.runBatch(batch)
+	}
 	if err != nil && len(batch) > 1 {
 		// Find the op that broke the batch by giving each its own commit.
 		for _, op := range batch {
@@ -141,7 +165,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	defer func() {
 		if err != nil {
 			s.rows.forget()
-			if _, rerr := s.execControl(ctx, "ROLLBACK"); rerr != nil {
+			if _, rerr := s.execControl(ctx, "ROLLBACK"); rerr != nil && !noTransaction(rerr) {
 				err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 			}
 		}
@@ -187,6 +211,16 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	}
 	s.rows.keep(w)
 	return errs, w.notifyKeys(), nil
+}
+
+// noTransaction reports whether a ROLLBACK failed only because SQLite had
+// already rolled the transaction back itself, as it does when a statement
+// or the COMMIT fails for lack of space (SQLITE_FULL): nothing is left to
+// undo, and the error is SQLite saying so, not a second failure. The
+// driver does not expose sqlite3_get_autocommit, so the message is what
+// tells.
+func noTransaction(err error) bool {
+	return strings.Contains(err.Error(), "no transaction is active")
 }
 
 // setSync sets the writer's connection to the synchronous level batch
@@ -236,6 +270,8 @@ type wtx struct {
 	// Lookups made in this transaction, forgotten when a savepoint rolls back.
 	queues     map[queueKey]*Queue
 	partitions map[partKey]*Partition
+	// Each queue's partitions, listed once per commit (queuePartitions).
+	queueParts map[int64][]*Partition
 	// Frames waiting to become one segment per partition at flush.
 	pending []*pendingPart
 	byPart  map[int64]*pendingPart
@@ -275,6 +311,7 @@ func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 		ctx: ctx, s: s, tx: tx, now: s.clock.Now(),
 		queues:     map[queueKey]*Queue{},
 		partitions: map[partKey]*Partition{},
+		queueParts: map[int64][]*Partition{},
 		byPart:     map[int64]*pendingPart{},
 		touched:    map[string]struct{}{},
 	}

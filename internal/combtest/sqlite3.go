@@ -1,0 +1,102 @@
+package combtest
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// SQLite3 is the path of the sqlite3 command-line shell (Debian package
+// sqlite3), the tool users point at comb's file. A test that needs it is
+// skipped where it is missing, and fails instead under CI=true.
+func SQLite3(tb testing.TB) string {
+	tb.Helper()
+	path, err := exec.LookPath("sqlite3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("sqlite3 is not installed (Debian package sqlite3): %v", err)
+		}
+		tb.Skipf("sqlite3 is not installed: %v", err)
+	}
+	return path
+}
+
+// SQLite3Exec runs one sqlite3 session on the database at path, as a user
+// would (sqlite3 comb.db 'select ...'), and returns its output.
+func SQLite3Exec(tb testing.TB, path, sql string) string {
+	tb.Helper()
+	out, err := exec.Command(SQLite3(tb), path, sql).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("sqlite3 %s %q: %v\n%s", path, sql, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// SQLite3Reader is a sqlite3 session that holds a read transaction on a
+// database, as litestream or a user's open shell does.
+type SQLite3Reader struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{}
+}
+
+// StartSQLite3Reader starts sqlite3 on path, begins a transaction and reads
+// in it, and returns once the read has answered, so the session holds its
+// snapshot until Close. It is closed at cleanup too.
+func StartSQLite3Reader(tb testing.TB, path string) *SQLite3Reader {
+	tb.Helper()
+	cmd := exec.Command(SQLite3(tb), path)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start sqlite3: %v", err)
+	}
+	r := &SQLite3Reader{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	tb.Cleanup(r.Close)
+	lines := make(chan string, 16)
+	go func() {
+		defer close(r.done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		cmd.Wait()
+	}()
+	io.WriteString(stdin, "BEGIN; SELECT 'reading', count(*) FROM sqlite_schema;\n")
+	select {
+	case line := <-lines:
+		if !strings.HasPrefix(line, "reading|") {
+			tb.Fatalf("sqlite3 reader: %s", line)
+		}
+	case <-r.done:
+		tb.Fatal("sqlite3 reader exited before reading")
+	case <-time.After(30 * time.Second):
+		tb.Fatal("sqlite3 reader did not answer in 30 s")
+	}
+	return r
+}
+
+// Close ends the session's transaction and the session.
+func (r *SQLite3Reader) Close() {
+	r.stdin.Close()
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		r.cmd.Process.Kill()
+		<-r.done
+	}
+}

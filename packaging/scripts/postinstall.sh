@@ -1,0 +1,17 @@
+#!/bin/sh
+# State directory and config permissions; tell systemd about the unit.
+# Idempotent, and run again on every upgrade.
+set -e
+
+install -d -o comb -g comb -m 0750 /var/lib/comb
+if [ -f /etc/comb/comb.env ]; then
+	chown root:comb /etc/comb/comb.env
+	chmod 0640 /etc/comb/comb.env
+fi
+
+if [ -d /run/systemd/system ]; then
+	systemctl daemon-reload >/dev/null 2>&1 || true
+	# An upgrade restarts a running service on the new binary; a first
+	# install leaves it to the administrator: systemctl enable --now comb
+	systemctl try-restart comb.service >/dev/null 2>&1 || true
+fi

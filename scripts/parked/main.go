@@ -1,0 +1,274 @@
+// Command parked measures how fast parked long-polls wake. It starts a
+// real `comb serve` on a fresh database, parks N long-poll pops (each in
+// its own consumer group, so one message is for all of them), reports the
+// server's CPU and RSS while they wait, pushes one message and reports how
+// long each pop took to answer after it, and the server's CPU meanwhile.
+//
+// It raises its open-file limit to fit N connections on each side.
+//
+//	go build -o /tmp/comb . && go run ./scripts/parked -bin /tmp/comb -n 2000
+//	go run ./scripts/parked -bin /tmp/comb -n 10000 -env GOMEMLIMIT=off
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type envList []string
+
+func (e *envList) String() string     { return strings.Join(*e, ",") }
+func (e *envList) Set(v string) error { *e = append(*e, v); return nil }
+
+func main() {
+	bin := flag.String("bin", "", "comb binary to run (required)")
+	n := flag.Int("n", 2000, "parked long-polls")
+	settle := flag.Duration("settle", 5*time.Second, "how long to measure the server while the pops are parked")
+	profile := flag.String("cpuprofile", "", "write the server's CPU profile from the push to the last answer here (serves pprof on loopback)")
+	var env envList
+	flag.Var(&env, "env", "NAME=VALUE for the server's environment (repeatable), e.g. GOMEMLIMIT=off")
+	flag.Parse()
+	if *bin == "" {
+		fmt.Fprintln(os.Stderr, "parked: -bin is required")
+		os.Exit(2)
+	}
+	if err := run(*bin, *n, *settle, env, *profile); err != nil {
+		fmt.Fprintln(os.Stderr, "parked:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, n int, settle time.Duration, env []string, profile string) error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	lim.Cur = lim.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("raise open-file limit: %w", err)
+	}
+	if lim.Cur < uint64(n)+200 {
+		return fmt.Errorf("open-file limit %d is too low for %d connections", lim.Cur, n)
+	}
+	dir, err := os.MkdirTemp("", "parked")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{"serve", "--addr", addr, "--db", filepath.Join(dir, "comb.db")}
+	var pprofAddr string
+	if profile != "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		pprofAddr = l.Addr().String()
+		l.Close()
+		args = append(args, "--pprof", pprofAddr)
+	}
+	srv := exec.Command(bin, args...)
+	srv.Env = append(os.Environ(), env...)
+	srv.Stderr = io.Discard
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		srv.Wait()
+	}()
+	base := "http://" + addr
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n + 10, MaxConnsPerHost: 0,
+		DialContext: (&net.Dialer{Timeout: 30 * time.Second}).DialContext}}
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := client.Get(base + "/health"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			return errors.New("server did not start")
+		}
+	}
+
+	// Park: each pop subscribes its own group, then waits.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type answer struct {
+		at     time.Time
+		status int
+		got    bool
+		err    error
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			url := fmt.Sprintf("%s/api/v1/pop/queue/parked?consumerGroup=g-%d&wait=true&timeout=120000&batch=1", base, i)
+			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				answers[i] = answer{at: time.Now(), err: err}
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers[i] = answer{at: time.Now(), status: resp.StatusCode, got: strings.Contains(string(body), "wake-1")}
+		}()
+	}
+	parkStart := time.Now()
+	for {
+		p, err := parkedPops(client, base)
+		if err == nil && p >= int64(n) {
+			break
+		}
+		if time.Since(parkStart) > 5*time.Minute {
+			return fmt.Errorf("only %d of %d pops parked: %v", p, n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Printf("parked      %d pops in %v\n", n, time.Since(parkStart).Round(time.Millisecond))
+
+	cpu0, _ := procCPU(srv.Process.Pid)
+	time.Sleep(settle)
+	cpu1, _ := procCPU(srv.Process.Pid)
+	rss, _ := procRSS(srv.Process.Pid)
+	fmt.Printf("while parked: server CPU %.2f s over %v (%.0f%% of a core), RSS %.1f MiB\n",
+		(cpu1 - cpu0).Seconds(), settle, 100*(cpu1-cpu0).Seconds()/settle.Seconds(), float64(rss)/(1<<20))
+
+	profiled := make(chan error, 1)
+	if profile != "" {
+		go func() { profiled <- fetchProfile("http://"+pprofAddr+"/debug/pprof/profile?seconds=20", profile) }()
+		time.Sleep(500 * time.Millisecond)
+	}
+	pushAt := time.Now()
+	resp, err := client.Post(base+"/api/v1/push", "application/json",
+		strings.NewReader(`{"items":[{"queue":"parked","transactionId":"wake-1","payload":{"n":1}}]}`))
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("push: %d", resp.StatusCode)
+	}
+	pushed := time.Since(pushAt)
+	wg.Wait()
+	cpu2, _ := procCPU(srv.Process.Pid)
+	rss2, _ := procRSS(srv.Process.Pid)
+
+	var lat []time.Duration
+	var got, failed int
+	for _, a := range answers {
+		if a.err != nil || a.status != http.StatusOK {
+			failed++
+			continue
+		}
+		if a.got {
+			got++
+		}
+		lat = append(lat, a.at.Sub(pushAt))
+	}
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	fmt.Printf("push        answered in %v\n", pushed.Round(time.Microsecond))
+	fmt.Printf("woke        %d of %d with the message, %d failed\n", got, n, failed)
+	fmt.Printf("wake        p50 %v  p99 %v  max %v (from the push's start)\n",
+		pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond))
+	fmt.Printf("after push: server CPU %.2f s until the last answer, RSS %.1f MiB\n",
+		(cpu2 - cpu1).Seconds(), float64(rss2)/(1<<20))
+	if profile != "" {
+		if err := <-profiled; err != nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+	}
+	return nil
+}
+
+func fetchProfile(url, path string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// parkedPops reads the server's queen_parked_pops gauge.
+func parkedPops(c *http.Client, base string) (int64, error) {
+	resp, err := c.Get(base + "/metrics/prometheus")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "queen_parked_pops "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return int64(f), err
+		}
+	}
+	return 0, errors.New("no queen_parked_pops in /metrics")
+}
+
+// procCPU is the user and system CPU time of pid so far.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100, nil // USER_HZ is 100 on Linux
+}
+
+// procRSS is the resident set of pid in bytes.
+func procRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}

@@ -1,0 +1,228 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/internal/combtest"
+	"github.com/comb-broker/comb/store"
+)
+
+// Tests of comb's file beside the tools users point at it: the sqlite3
+// shell, backups and checks, a second server by another name.
+
+func openLogged(t *testing.T, path string, log *slog.Logger) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Options{Path: path, Logger: log})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	return st
+}
+
+func pushN(t *testing.T, st *store.Store, prefix string, n int) {
+	t.Helper()
+	items := make([]store.PushItem, n)
+	for i := range items {
+		items[i] = store.PushItem{Queue: "q", TxnID: prefix + strconv.Itoa(i), Payload: []byte(`{"i":1}`)}
+	}
+	if _, err := st.Push(context.Background(), "", items); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+}
+
+// otherNames are other ways to reach the database file at path: a symlink,
+// a hard link and a path through "." and "..".
+func otherNames(t *testing.T, path string) map[string]string {
+	t.Helper()
+	dir := filepath.Dir(path)
+	other := t.TempDir()
+	names := map[string]string{
+		"plain path": path,
+		"symlink":    filepath.Join(other, "link.db"),
+		"hard link":  filepath.Join(other, "hard.db"), // in another directory
+		"dot-dot":    dir + "/./sub/../" + filepath.Base(path),
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(path, names["symlink"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(path, names["hard link"]); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestWorkOnTheServedFileKeepsAnOutsideSQLiteOffItsWAL does in the serving
+// process everything that reads the database file apart from the store's
+// own connections (an online backup, a check, an offline-style backup, a
+// second Open by every name, all refused), then runs the sqlite3 shell on
+// the file as a user would. On POSIX a close of any descriptor of the file
+// drops the process's locks, and the shell, finding none, checkpoints and
+// deletes the WAL under the server: the WAL and -shm must still be there,
+// and an outside reader must see every write made after.
+func TestWorkOnTheServedFileKeepsAnOutsideSQLiteOffItsWAL(t *testing.T) {
+	combtest.SQLite3(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "comb.db")
+	st := openLogged(t, path, nil)
+	defer func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+		combtest.CheckInvariants(t, path)
+	}()
+	pushN(t, st, "a", 10)
+
+	if err := st.Backup(ctx, filepath.Join(dir, "online.db")); err != nil {
+		t.Fatalf("online backup: %v", err)
+	}
+	if rep, err := store.Check(ctx, path); err != nil || len(rep.Findings) > 0 || rep.Frames != 10 {
+		t.Fatalf("check: %v %+v", err, rep)
+	}
+	if err := store.BackupFile(ctx, path, filepath.Join(dir, "file.db")); err != nil {
+		t.Fatalf("backup of the file: %v", err)
+	}
+	for name, p := range otherNames(t, path) {
+		if second, err := store.Open(ctx, store.Options{Path: p}); !errors.Is(err, store.ErrLocked) {
+			if err == nil {
+				second.Close()
+			}
+			t.Errorf("second open by %s (%s): %v, want ErrLocked", name, p, err)
+		}
+	}
+
+	if got := combtest.SQLite3Exec(t, path, "select count(*) from queues"); got != "1" {
+		t.Fatalf("sqlite3 counted %q queues", got)
+	}
+	for _, side := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(path + side); err != nil {
+			t.Errorf("after sqlite3 closed: %v", err)
+		}
+	}
+	pushN(t, st, "b", 100)
+	if got := combtest.SQLite3Exec(t, path, "select sum(frame_count) from segments"); got != "110" {
+		t.Fatalf("an outside reader sees %s messages of the 110 pushed", got)
+	}
+	// And the next online backup still works.
+	if err := st.Backup(ctx, filepath.Join(dir, "online2.db")); err != nil {
+		t.Fatalf("second online backup: %v", err)
+	}
+	if rep, err := store.Check(ctx, filepath.Join(dir, "online2.db")); err != nil || rep.Frames != 110 {
+		t.Fatalf("second online backup: %v %+v", err, rep)
+	}
+}
+
+// TestASecondOpenByAnyNameOfTheFileIsRefused: the lock follows the file,
+// not its name, and goes with the Store that held it.
+func TestASecondOpenByAnyNameOfTheFileIsRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	st := openLogged(t, path, nil)
+	pushN(t, st, "a", 3)
+	names := otherNames(t, path)
+	for name, p := range names {
+		second, err := store.Open(ctx, store.Options{Path: p})
+		if !errors.Is(err, store.ErrLocked) {
+			if err == nil {
+				second.Close()
+			}
+			t.Errorf("second open by %s (%s): %v, want ErrLocked", name, p, err)
+		}
+	}
+	pushN(t, st, "b", 3) // the first is unharmed
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range names {
+		st, err := store.Open(ctx, store.Options{Path: p})
+		if err != nil {
+			t.Fatalf("open by %s after the first closed: %v", name, err)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	combtest.CheckInvariants(t, path)
+}
+
+// TestCheckAndBackupRefuseAServedFileWhoseWALIsGone: with its -wal and -shm removed
+// from the directory under a running server, the file lacks the server's
+// recent writes, and a check or copy of it must not say it is fine.
+func TestCheckAndBackupRefuseAServedFileWhoseWALIsGone(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "comb.db")
+	st := openLogged(t, path, nil)
+	pushN(t, st, "a", 10)
+	// The first ten reach the file itself, the next only the WAL.
+	combtest.SQLite3Exec(t, path, "PRAGMA wal_checkpoint")
+	pushN(t, st, "b", 10)
+	for _, side := range []string{"-wal", "-shm"} {
+		if err := os.Remove(path + side); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := store.Check(ctx, path); !errors.Is(err, store.ErrStale) {
+		t.Errorf("check of the stale file: %v %+v, want ErrStale", err, rep)
+	}
+	if err := store.BackupFile(ctx, path, filepath.Join(dir, "copy.db")); !errors.Is(err, store.ErrStale) {
+		t.Errorf("backup of the stale file: %v, want ErrStale", err)
+	}
+	if err := st.Backup(ctx, filepath.Join(dir, "online.db")); !errors.Is(err, store.ErrStale) {
+		t.Errorf("online backup with the WAL gone: %v, want ErrStale", err)
+	}
+	// A clean close writes the WAL it still holds into the file.
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := store.Check(ctx, path)
+	if err != nil || len(rep.Findings) > 0 || rep.Frames != 20 {
+		t.Fatalf("check after the close: %v %+v", err, rep)
+	}
+}
+
+// TestCloseBesideAnOutsideReaderDoesNotWaitForIt: a sqlite3 session holding
+// a read transaction keeps the closing checkpoint from truncating the WAL;
+// Close leaves the WAL for the next open, says so in one line, and loses
+// nothing.
+func TestCloseBesideAnOutsideReaderDoesNotWaitForIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "comb.db")
+	var logBuf bytes.Buffer
+	st := openLogged(t, path, slog.New(slog.NewTextHandler(&logBuf, nil)))
+	pushN(t, st, "a", 10)
+	reader := combtest.StartSQLite3Reader(t, path)
+	pushN(t, st, "b", 10)
+	start := time.Now()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("Close with a reader in a transaction took %v", took)
+	if took > 5*time.Second {
+		t.Errorf("Close waited %v for an outside reader", took)
+	}
+	if n := strings.Count(logBuf.String(), "the WAL is left for the next start"); n != 1 {
+		t.Errorf("%d log lines about the WAL left, want 1:\n%s", n, logBuf.String())
+	}
+	reader.Close()
+	st = openLogged(t, path, nil)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := store.Check(context.Background(), path)
+	if err != nil || len(rep.Findings) > 0 || rep.Frames != 20 {
+		t.Fatalf("check after the reopen: %v %+v", err, rep)
+	}
+}
