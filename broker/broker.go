@@ -137,11 +137,19 @@ func (b *Broker) Configure(ctx context.Context, req ConfigureRequest) (*Queue, *
 	if err := ValidateOptions(req.Options); err != nil {
 		return nil, nil, err
 	}
+	if err := checkConfigure(req); err != nil {
+		return nil, nil, err
+	}
 	return b.st.Configure(ctx, req)
 }
 
-// Push appends items and returns once they are durable.
+// Push appends items and returns once they are durable. Items that break
+// a rule of CheckPushItems are refused, all of them, with an *InputError
+// naming the first.
 func (b *Broker) Push(ctx context.Context, tenant string, items []PushItem) ([]PushResult, error) {
+	if err := CheckPushItems(items); err != nil {
+		return nil, err
+	}
 	if results, ok, err := b.pushBuffered(ctx, tenant, items); ok {
 		return results, err // push maintenance: parked, not in the log yet
 	}
@@ -163,6 +171,9 @@ func (b *Broker) Ack(ctx context.Context, tenant, group string, items []AckItem)
 	if err := CheckRange("acknowledgments", int64(len(items)), 0, MaxAckItems); err != nil {
 		return nil, err
 	}
+	if err := checkAckItems(group, items); err != nil {
+		return nil, err
+	}
 	results, err := b.st.Ack(ctx, tenant, group, items)
 	for i := range results {
 		b.metrics.countAck(tenant, &items[i], &results[i])
@@ -180,6 +191,9 @@ func (b *Broker) Transaction(ctx context.Context, tenant string, ops []TxOp) ([]
 		n += pushBytes(ops[i].Items)
 	}
 	if err := CheckRange("operations", count, 0, MaxTransactionOps); err != nil {
+		return nil, err
+	}
+	if err := checkTxOps(ops); err != nil {
 		return nil, err
 	}
 	if !b.inFlight.acquire(n) {
@@ -235,6 +249,10 @@ type PopRequest struct {
 func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 	if req.Timeout < 0 || req.Timeout > MaxPopTimeout {
 		return nil, &RangeError{Name: "timeout", Value: req.Timeout.Milliseconds(), Min: 0, Max: MaxPopTimeout.Milliseconds()}
+	}
+	if err := checkNames("queue", req.Queue, "partition", req.Partition, "namespace", req.Namespace, "task", req.Task,
+		"consumerGroup", req.Group); err != nil {
+		return nil, err
 	}
 	sreq := store.PopRequest{
 		Tenant: req.Tenant, Queue: req.Queue, Partition: req.Partition, Namespace: req.Namespace, Task: req.Task,
@@ -363,6 +381,9 @@ type (
 
 // CreateSnapshot captures a group's committed offsets on every partition of a queue.
 func (b *Broker) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (*Snapshot, error) {
+	if err := checkNames("name", req.Name, "consumerGroup", req.Group, "queue", req.Queue); err != nil {
+		return nil, err
+	}
 	return b.st.CreateSnapshot(ctx, req)
 }
 

@@ -46,6 +46,9 @@ func (b *Broker) StreamState(ctx context.Context, tenant, queryID, partitionID s
 // go straight to the log: push maintenance does not buffer them, since a
 // buffered sink message could not commit with the state and the ack.
 func (b *Broker) Cycle(ctx context.Context, req CycleRequest) (CycleResult, error) {
+	if err := checkCycle(req); err != nil {
+		return CycleResult{Error: err.Error()}, nil // refused as the store refuses a cycle
+	}
 	res, err := b.st.Cycle(ctx, req)
 	if err == nil && res.Error == "" {
 		b.metrics.countPush(req.Tenant, res.Pushes)

@@ -16,6 +16,9 @@ type (
 // RecordTrace stores a trace event for a message and returns its id; an
 // unknown message is store.ErrMessageNotFound.
 func (b *Broker) RecordTrace(ctx context.Context, tenant string, in TraceInput) (string, error) {
+	if err := checkTrace(in); err != nil {
+		return "", err
+	}
 	return b.st.RecordTrace(ctx, tenant, in)
 }
 
