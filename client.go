@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -24,10 +25,26 @@ type apiClient struct {
 // once parsed; the bearer token comes from COMB_TOKEN.
 func (m *Main) apiFlags(fs *flag.FlagSet) *apiClient {
 	return &apiClient{
-		url:   fs.String("url", m.env("COMB_URL", "http://127.0.0.1:6632"), "server URL (env COMB_URL)"),
+		url:   fs.String("url", m.env("COMB_URL", "http://127.0.0.1:6632"), "server URL, or unix:///path/to/socket for a server's --unix socket (env COMB_URL)"),
 		token: m.Getenv("COMB_TOKEN"),
 		http:  &http.Client{Timeout: time.Minute},
 	}
+}
+
+// target is the base URL requests go to and the client that sends them:
+// for a unix:// URL, a client that dials that socket whatever the host.
+func (c *apiClient) target() (string, *http.Client) {
+	sock, ok := strings.CutPrefix(*c.url, "unix://")
+	if !ok {
+		return strings.TrimRight(*c.url, "/"), c.http
+	}
+	hc := *c.http
+	var d net.Dialer
+	hc.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	// The host is a placeholder: the server checks Host only on TCP.
+	return "http://localhost", &hc
 }
 
 // maxReply bounds what a subcommand reads of a reply.
@@ -44,7 +61,8 @@ func (c *apiClient) call(ctx context.Context, method, path string, body any) (in
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(*c.url, "/")+path, rd)
+	base, hc := c.target()
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return 0, nil, fmt.Errorf("build request: %w", err)
 	}
@@ -53,7 +71,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, body any) (in
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}

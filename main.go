@@ -17,7 +17,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 	// Started by the Windows service manager: serve until it says stop.
 	if ran, err := m.runAsService(os.Args[1:]); ran {
 		if err != nil {
@@ -38,7 +38,9 @@ func main() {
 // Main is the comb command, testable without a process.
 type Main struct {
 	Stdout, Stderr io.Writer
-	Getenv         func(string) string
+	// Stdin is watched for EOF by serve --exit-on-stdin-eof; nil never ends.
+	Stdin  io.Reader
+	Getenv func(string) string
 	// Ready, if set, receives the listening address once serve accepts connections.
 	Ready func(addr string)
 }

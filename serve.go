@@ -99,6 +99,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	maxBody := fs.Int64("max-body-bytes", httpd.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
 	maxDB := fs.Int64("max-db-bytes", 0, "cap on the database file in bytes (0 = the disk's size); writes past it get 507 until retention or deletes make room")
 	batchOps := fs.Int("max-batch-ops", 0, "most writes fused into one commit (0 = default 1024; 1 turns group commit off, to measure it)")
+	side := m.sidecarFlags(fs)
 	pprofAddr := fs.String("pprof", m.env("COMB_PPROF", ""), "serve Go's profiles at /debug/pprof/ on this loopback address, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -114,6 +115,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	ctx, stopWatch := side.watch(ctx, m.Stdin, log)
+	defer stopWatch()
 	if m.tuneGC() {
 		followCtx, stopFollowing := context.WithCancel(ctx)
 		followed := make(chan struct{})
@@ -138,7 +141,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 
 	// The address is checked, and bound, before the database is opened,
 	// so a refused start leaves no file.
-	ln, err := httpd.Listen(*addr, httpCfg)
+	ln, tcpAddr, err := side.listen(*addr, &httpCfg)
 	if errors.Is(err, httpd.ErrInsecureBind) {
 		return fmt.Errorf("refusing to serve %s without auth: configure --jwt-secret, --jwt-public-key or --jwks-file, "+
 			"bind a loopback address, or pass --allow-insecure-bind (env COMB_ALLOW_INSECURE_BIND=1)", *addr)
@@ -171,6 +174,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	log.Info("comb serving", "addr", ln.Addr().String(), "db", *dbPath, "sync", *syncMode, "version", version)
 	if m.Ready != nil {
 		m.Ready(ln.Addr().String())
+	}
+	if err := side.announce(m.Stdout, tcpAddr); err != nil {
+		log.Warn("announce ready", "err", err)
 	}
 	// Under systemd (Type=notify): ready now, a watchdog ping while the
 	// database answers, and "stopping" once ctx ends.

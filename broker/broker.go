@@ -163,12 +163,17 @@ func (b *Broker) Parked() int64 { return b.parked.Load() }
 
 // Push appends items to their queues (each created, with
 // combtype.DefaultQueueOptions, on its first push) and returns once they
-// are durable, one result per item in order. An item whose transactionId
+// are durable, one result per item in order. Items that break a rule of
+// CheckPushItems are refused, all of them, with an *InputError naming the
+// first: what HTTP refuses, the package refuses. An item whose transactionId
 // is already stored in its partition is not stored again and answers
 // combtype.StatusDuplicate with the original's offset; during push
 // maintenance every item answers combtype.StatusBuffered. Past
 // Options.MaxPushBytesInFlight the push fails with combtype.ErrBusy.
 func (b *Broker) Push(ctx context.Context, items []combtype.PushItem) ([]combtype.PushResult, error) {
+	if err := CheckPushItems(items); err != nil {
+		return nil, err
+	}
 	if results, ok, err := b.pushBuffered(ctx, items); ok {
 		return results, err // push maintenance: parked, not in the log yet
 	}
@@ -194,6 +199,9 @@ func (b *Broker) Ack(ctx context.Context, items []combtype.AckItem) ([]combtype.
 	if err := CheckRange("acknowledgments", int64(len(items)), 0, MaxAckItems); err != nil {
 		return nil, err
 	}
+	if err := checkAckItems("", items); err != nil {
+		return nil, err
+	}
 	results, err := b.st.Ack(ctx, b.tenant, "", items)
 	for i := range results {
 		b.metrics.countAck(b.tenant, &items[i], &results[i])
@@ -212,6 +220,9 @@ func (b *Broker) Transaction(ctx context.Context, ops []combtype.TxOp) ([]combty
 		n += pushBytes(ops[i].Items)
 	}
 	if err := CheckRange("operations", count, 0, MaxTransactionOps); err != nil {
+		return nil, err
+	}
+	if err := checkTxOps(ops); err != nil {
 		return nil, err
 	}
 	if !b.inFlight.acquire(n) {
@@ -251,6 +262,10 @@ func (b *Broker) LeaseRelease(ctx context.Context, leaseID string) (int64, error
 func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.PopResult, error) {
 	if req.Timeout < 0 || req.Timeout > MaxPopTimeout {
 		return nil, &RangeError{Name: "timeout", Value: req.Timeout.Milliseconds(), Min: 0, Max: MaxPopTimeout.Milliseconds()}
+	}
+	if err := checkNames("queue", req.Queue, "partition", req.Partition, "namespace", req.Namespace, "task", req.Task,
+		"consumerGroup", req.Group); err != nil {
+		return nil, err
 	}
 	deadline := time.Now().Add(req.Timeout)
 	for {

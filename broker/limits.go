@@ -2,7 +2,12 @@ package broker
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -87,4 +92,205 @@ func CheckLeaseExtension(seconds int64) error {
 // CheckPopTimeout checks a pop's long-poll timeout in milliseconds.
 func CheckPopTimeout(millis int64) error {
 	return CheckRange("timeout", millis, 0, MaxPopTimeout.Milliseconds())
+}
+
+// Bounds on what a client sends, checked by every entry point that stores
+// it, over HTTP and from Go alike (docs/limits.md lists them).
+const (
+	// MaxPushItems bounds the items of one push; a larger push is refused
+	// whole, before anything is decoded past the bound.
+	MaxPushItems = 10_000
+	// MaxNameLength bounds, in characters, queue, partition, namespace,
+	// task and consumer group names and transactionIds: Queen stores each
+	// in a VARCHAR(255) column, so a longer one could never be forwarded.
+	MaxNameLength = 255
+)
+
+// InputError is a request refused for what it holds; nothing was written.
+// It matches ErrInvalid, and its text names the item and the rule.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// Unwrap makes an InputError match ErrInvalid.
+func (e *InputError) Unwrap() error { return combtype.ErrInvalid }
+
+// TooManyItems is the refusal of a push holding more than MaxPushItems
+// items; got is how many were counted, which may stop at MaxPushItems+1.
+func TooManyItems(got int) error {
+	return &InputError{Msg: fmt.Sprintf("a push holds at most %d items (got %s); split it into smaller pushes",
+		MaxPushItems, countText(got))}
+}
+
+func countText(got int) string {
+	if got > MaxPushItems {
+		return fmt.Sprintf("more than %d", MaxPushItems)
+	}
+	return strconv.Itoa(got)
+}
+
+// CheckName checks a name or id given as field (as the wire spells it, e.g.
+// "items[3].transactionId"): at most MaxNameLength characters of UTF-8,
+// without NUL, which PostgreSQL text cannot hold. Emptiness is the
+// caller's rule.
+func CheckName(field, s string) error {
+	if why := nameFault(s); why != "" {
+		return &InputError{Msg: field + why}
+	}
+	return nil
+}
+
+// nameFault is why s cannot be a name, or "" when it can. It allocates
+// nothing for a good name: it runs on every pushed item.
+func nameFault(s string) string {
+	if len(s) > MaxNameLength { // fewer bytes than this are fewer characters too
+		if n := utf8.RuneCountInString(s); n > MaxNameLength {
+			return fmt.Sprintf(" is %d characters long; at most %d are accepted", n, MaxNameLength)
+		}
+	}
+	if !utf8.ValidString(s) {
+		return " is not valid UTF-8"
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return " holds a NUL character (\\u0000)"
+	}
+	return ""
+}
+
+// Texts of the push rules the wire had before they moved here; kept word
+// for word, since clients match them.
+const (
+	errTextQueueEmpty = "Queue must be a non-empty string"
+	errTextTraceID    = "TraceId must be a valid UUID"
+)
+
+// CheckPushItems checks a push (or a transaction's or a stream cycle's
+// pushed items) against every rule the wire depends on: at most
+// MaxPushItems items, each with a non-empty queue name, names and ids
+// within MaxNameLength, a traceId that is empty or a UUID, and a payload
+// that is one JSON value every reader and an upstream Queen can take (see
+// checkPayload). An empty payload is JSON null. The first item that fails
+// is named in the *InputError.
+func CheckPushItems(items []combtype.PushItem) error {
+	if len(items) > MaxPushItems {
+		return TooManyItems(len(items))
+	}
+	for i := range items {
+		if err := checkPushItem(i, &items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkPushItem(i int, it *combtype.PushItem) error {
+	if it.Queue == "" {
+		return &InputError{Msg: fmt.Sprintf("%s (items[%d].queue)", errTextQueueEmpty, i)}
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"queue", it.Queue}, {"partition", it.Partition}, {"transactionId", it.TxnID},
+	} {
+		if why := nameFault(f.v); why != "" {
+			return &InputError{Msg: fmt.Sprintf("items[%d].%s%s", i, f.name, why)}
+		}
+	}
+	if it.TraceID != "" {
+		if _, err := uuid.Parse(it.TraceID); err != nil {
+			return &InputError{Msg: fmt.Sprintf("%s (items[%d].traceId)", errTextTraceID, i)}
+		}
+	}
+	if len(it.Payload) > 0 {
+		if why := checkPayload(it.Payload); why != "" {
+			return &InputError{Msg: fmt.Sprintf("items[%d].payload %s", i, why)}
+		}
+	}
+	return nil
+}
+
+// checkNames checks the names a request carries, skipping empty ones.
+func checkNames(fields ...string) error {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if err := CheckName(fields[i], fields[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkConfigure checks the names a configure stores.
+func checkConfigure(req combtype.ConfigureRequest) error {
+	return checkNames("queue", req.Queue, "namespace", req.Namespace, "task", req.Task)
+}
+
+// checkAckItems checks the names an ack carries: a dead-lettered message
+// keeps its group's name.
+func checkAckItems(group string, items []combtype.AckItem) error {
+	if err := CheckName("consumerGroup", group); err != nil {
+		return err
+	}
+	for i := range items {
+		if why := nameFault(items[i].Group); why != "" {
+			return &InputError{Msg: fmt.Sprintf("acknowledgments[%d].consumerGroup%s", i, why)}
+		}
+	}
+	return nil
+}
+
+// checkTxOps checks a transaction's pushed items as a push's and its acks'
+// groups as an ack's.
+func checkTxOps(ops []combtype.TxOp) error {
+	for i := range ops {
+		if err := CheckPushItems(ops[i].Items); err != nil {
+			return &InputError{Msg: fmt.Sprintf("PUSH operation failed: operations[%d]: %v", i, err)}
+		}
+		if why := nameFault(ops[i].Ack.Group); why != "" {
+			return &InputError{Msg: fmt.Sprintf("ACK operation failed: operations[%d].consumerGroup%s", i, why)}
+		}
+	}
+	return nil
+}
+
+// checkCycle checks what a stream cycle stores: its pushed items as a
+// push's, and each upserted state value as a payload, since state is
+// read back as JSON.
+func checkCycle(req combtype.CycleRequest) error {
+	if err := CheckPushItems(req.Push); err != nil {
+		return err
+	}
+	if err := CheckName("consumer_group", req.Group); err != nil {
+		return err
+	}
+	for i := range req.StateOps {
+		if v := req.StateOps[i].Value; len(v) > 0 {
+			if why := checkPayload(v); why != "" {
+				return &InputError{Msg: fmt.Sprintf("state_ops[%d].value %s", i, why)}
+			}
+		}
+	}
+	return nil
+}
+
+// checkTrace checks what a trace stores: Queen keeps its group and worker
+// in VARCHAR(255) and its event type in VARCHAR(100); its data is JSON.
+func checkTrace(in combtype.TraceInput) error {
+	if err := checkNames("consumerGroup", in.Group, "workerId", in.WorkerID, "transactionId", in.TxnID); err != nil {
+		return err
+	}
+	if err := CheckName("eventType", in.EventType); err != nil {
+		return err
+	}
+	if n := utf8.RuneCountInString(in.EventType); n > 100 {
+		return &InputError{Msg: fmt.Sprintf("eventType is %d characters long; at most 100 are accepted", n)}
+	}
+	for i, name := range in.Names {
+		if err := CheckName(fmt.Sprintf("traceName[%d]", i), name); err != nil {
+			return err
+		}
+	}
+	if len(in.Data) > 0 {
+		if why := checkPayload(in.Data); why != "" {
+			return &InputError{Msg: "data " + why}
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,7 +82,7 @@ func TestPushesPastTheInFlightBoundAreRefusedAsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer combtest.CloseBroker(t, b)
-	payload := make([]byte, 512<<10)
+	payload := []byte(`"` + strings.Repeat("x", 512<<10-2) + `"`) // a JSON string of 512 KiB
 	errs := make(chan error, 32)
 	for range cap(errs) {
 		go func() {

@@ -16,6 +16,9 @@ func (b *Broker) QueueConfigure(ctx context.Context, req combtype.ConfigureReque
 	if err := ValidateOptions(req.Options); err != nil {
 		return nil, nil, err
 	}
+	if err := checkConfigure(req); err != nil {
+		return nil, nil, err
+	}
 	return b.st.Configure(ctx, b.tenant, req)
 }
 

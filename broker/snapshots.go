@@ -14,6 +14,9 @@ import (
 // of a queue. A live name is combtype.ErrSnapshotExists; an unknown queue
 // combtype.ErrSnapshotConflict.
 func (b *Broker) SnapshotCreate(ctx context.Context, req combtype.CreateSnapshotRequest) (*combtype.Snapshot, error) {
+	if err := checkNames("name", req.Name, "consumerGroup", req.Group, "queue", req.Queue); err != nil {
+		return nil, err
+	}
 	return b.st.CreateSnapshot(ctx, b.tenant, req)
 }
 

@@ -28,6 +28,9 @@ func (b *Broker) StreamState(ctx context.Context, shard combtype.StateShard, f c
 // log: push maintenance does not buffer them, since a buffered sink
 // message could not commit with the state and the ack.
 func (b *Broker) StreamCycle(ctx context.Context, req combtype.CycleRequest) (combtype.CycleResult, error) {
+	if err := checkCycle(req); err != nil {
+		return combtype.CycleResult{Err: err}, nil // refused as the store refuses a cycle
+	}
 	res, err := b.st.Cycle(ctx, b.tenant, req)
 	if err == nil && res.Err == nil {
 		b.metrics.countPush(b.tenant, res.Pushes)

@@ -19,6 +19,9 @@ const (
 // TraceRecord stores a trace event for a message and returns its id; an
 // unknown message is combtype.ErrMessageNotFound.
 func (b *Broker) TraceRecord(ctx context.Context, in combtype.TraceInput) (string, error) {
+	if err := checkTrace(in); err != nil {
+		return "", err
+	}
 	return b.st.RecordTrace(ctx, b.tenant, in)
 }
 

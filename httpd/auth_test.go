@@ -158,7 +158,7 @@ func TestAuthLevelTableMatchesRoutes(t *testing.T) {
 func wireLevel(method, path string) httpd.Level {
 	snapshots := path == "/api/v1/snapshots" || strings.HasPrefix(path, "/api/v1/snapshots/")
 	switch {
-	case path == "/health" || path == "/metrics" || path == "/metrics/prometheus" || path == "/" ||
+	case path == "/health" || path == "/metrics" || path == "/metrics/prometheus" || path == "/openapi.json" || path == "/" ||
 		strings.HasPrefix(path, "/assets/") || strings.HasPrefix(path, "/favicon"):
 		return httpd.Public
 	case strings.HasPrefix(path, "/api/v1/system/"), strings.HasPrefix(path, "/internal/"),

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
@@ -694,7 +695,11 @@ func TestPopBatchIsBounded(t *testing.T) {
 	for i := range combtype.MaxPopBatch + 5 {
 		items = append(items, item("big", i))
 	}
-	s.Push(items...)
+	for len(items) > 0 { // a push holds at most broker.MaxPushItems
+		n := min(len(items), broker.MaxPushItems)
+		s.Push(items[:n]...)
+		items = items[n:]
+	}
 	p := s.Pop("/api/v1/pop/queue/big?batch=100000000&autoAck=true")
 	if len(p.Messages) != combtype.MaxPopBatch {
 		t.Fatalf("a huge batch delivered %d messages, want the bound %d", len(p.Messages), combtype.MaxPopBatch)

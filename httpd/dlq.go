@@ -71,11 +71,8 @@ func (s *Handler) listDLQ(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	for i, e := range entries {
 		out[i] = dlqMessageOut{ID: e.ID, TransactionID: e.TxnID, PartitionID: e.PartitionID, Queue: e.Queue,
 			Partition: e.Partition, ConsumerGroup: e.Group, ErrorMessage: nullString(e.ErrorMessage),
-			RetryCount: e.RetryCount, Data: e.Payload, TraceID: nullString(e.TraceID),
+			RetryCount: e.RetryCount, Data: storedJSON(e.Payload), TraceID: nullString(e.TraceID),
 			ProducerSub: nullString(e.ProducerSub), CreatedAt: fmtMilli(e.CreatedAt), FailedAt: fmtMilli(e.FailedAt)}
-		if len(out[i].Data) == 0 {
-			out[i].Data = json.RawMessage("null")
-		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": out, "total": total, "limit": f.Limit, "offset": f.Offset,
 		"pagination": paginationOut{Limit: f.Limit, Offset: f.Offset}})

@@ -80,23 +80,54 @@ func appendNullString(buf []byte, s string) []byte {
 }
 
 // appendRaw appends a stored payload as json.Marshal does a json.RawMessage:
-// compacted, HTML characters escaped. Payloads were validated at push, and
-// one without whitespace, HTML characters or non-ASCII bytes is already in
-// that form, so it is copied without being parsed again.
-func appendRaw(buf []byte, raw []byte) ([]byte, error) {
+// compacted, HTML characters escaped. One without whitespace, HTML
+// characters or non-ASCII bytes is already in that form, so it is copied
+// once a scan has found it valid.
+//
+// The broker refuses a payload that is not JSON at every entry, but a
+// file written by an older comb, or edited outside it, may hold one: it
+// is answered as a JSON string of its bytes rather than fail the reply,
+// which would fail every pop of its partition for ever.
+func appendRaw(buf []byte, raw []byte) []byte {
 	if len(raw) == 0 {
-		return append(buf, "null"...), nil
+		return append(buf, "null"...)
 	}
 	for _, c := range raw {
 		if c <= ' ' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
 			b, err := json.Marshal(json.RawMessage(raw))
 			if err != nil {
-				return buf, err
+				return appendString(buf, string(raw))
 			}
-			return append(buf, b...), nil
+			return append(buf, b...)
 		}
 	}
-	return append(buf, raw...), nil
+	if !validValue(raw) {
+		return appendString(buf, string(raw))
+	}
+	return append(buf, raw...)
+}
+
+// validValue reports whether raw is exactly one JSON value.
+func validValue(raw []byte) bool {
+	d := wireDecoder{buf: raw}
+	if err := d.value(); err != nil {
+		return false
+	}
+	d.skipSpace()
+	return d.pos == len(raw)
+}
+
+// storedJSON is a stored payload or value to answer inside a reply built
+// by encoding/json: as it is when it is JSON, null when empty, and
+// otherwise a JSON string of its bytes (see appendRaw).
+func storedJSON(raw []byte) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	if json.Valid(raw) {
+		return raw
+	}
+	return appendString(nil, string(raw))
 }
 
 // appendPushResults encodes what pushResultsJSON would.
@@ -158,7 +189,7 @@ func appendAckResults(buf []byte, results []combtype.AckResult) []byte {
 }
 
 // appendPop encodes the popOut the pop handler would build from res.
-func appendPop(buf []byte, res *combtype.PopResult) ([]byte, error) {
+func appendPop(buf []byte, res *combtype.PopResult) []byte {
 	buf = append(buf, `{"success":true`...)
 	buf = append(buf, `,"queue":`...)
 	buf = appendString(buf, res.Queue)
@@ -179,7 +210,6 @@ func appendPop(buf []byte, res *combtype.PopResult) ([]byte, error) {
 	// or formatted again.
 	var prev *combtype.Message
 	var shared, at [2]int // where in buf the last encoding of each lies
-	var err error
 	for i := range res.Messages {
 		m := &res.Messages[i]
 		if i > 0 {
@@ -207,9 +237,7 @@ func appendPop(buf []byte, res *combtype.PopResult) ([]byte, error) {
 			shared[1] = len(buf)
 		}
 		buf = append(buf, `,"data":`...)
-		if buf, err = appendRaw(buf, m.Payload); err != nil {
-			return nil, err
-		}
+		buf = appendRaw(buf, m.Payload)
 		buf = append(buf, `,"createdAt":`...)
 		if prev != nil && m.CreatedAt.Equal(prev.CreatedAt) {
 			buf = append(buf, buf[at[0]:at[1]]...)
@@ -230,5 +258,5 @@ func appendPop(buf []byte, res *combtype.PopResult) ([]byte, error) {
 		buf = append(buf, '}')
 		prev = m
 	}
-	return append(buf, "]}"...), nil
+	return append(buf, "]}"...)
 }

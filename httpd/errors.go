@@ -60,6 +60,10 @@ func errorStatus(err error) (status int, msg string) {
 		return http.StatusBadRequest, "Request body is required"
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, errBodiesBusy):
+		return http.StatusServiceUnavailable, "Too many request bodies being read, retry shortly"
+	case errors.Is(err, errBodyTooSlow):
+		return http.StatusRequestTimeout, "Request body arrived too slowly"
 	case errors.As(err, &syntax), errors.As(err, &typ), errors.Is(err, errBadBody):
 		return http.StatusBadRequest, "Invalid JSON body: " + err.Error()
 	case errors.Is(err, combtype.ErrForwarderNotFound):
@@ -116,7 +120,7 @@ func (s *Handler) fail(w http.ResponseWriter, r *http.Request, err error, shapes
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if errors.Is(err, combtype.ErrBusy) {
+	if errors.Is(err, combtype.ErrBusy) || errors.Is(err, errBodiesBusy) {
 		w.Header().Set("Retry-After", "1")
 	}
 	for _, shape := range shapes {

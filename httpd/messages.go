@@ -127,7 +127,11 @@ type pushOut struct {
 	QueueName     string  `json:"queueName"`
 }
 
-// pushItems validates wire items; a bad item fails the whole request.
+// pushItems reads wire items into the broker's; an item whose fields
+// have the wrong JSON types fails the whole request. Every rule about the
+// values themselves (names, lengths, traceId, payload) is the broker's
+// (broker.CheckPushItems), so a push over HTTP and one from Go are refused
+// alike, with the same words.
 func pushItems(in []pushItemIn, producerSub string) ([]combtype.PushItem, error) {
 	items := make([]combtype.PushItem, len(in))
 	for i := range in {
@@ -135,9 +139,6 @@ func pushItems(in []pushItemIn, producerSub string) ([]combtype.PushItem, error)
 		q, present, ok := rawString(it.Queue)
 		if !present || !ok {
 			return nil, &badRequest{"Queue must be a string"}
-		}
-		if q == "" {
-			return nil, &badRequest{"Queue must be a non-empty string"}
 		}
 		p, _, ok := rawString(it.Partition)
 		if !ok {
@@ -150,11 +151,6 @@ func pushItems(in []pushItemIn, producerSub string) ([]combtype.PushItem, error)
 		trace, _, ok := rawString(it.TraceID)
 		if !ok {
 			return nil, &badRequest{"TraceId must be a string"}
-		}
-		if trace != "" {
-			if _, err := uuid.Parse(trace); err != nil {
-				return nil, &badRequest{"TraceId must be a valid UUID"}
-			}
 		}
 		payload := []byte(it.Payload)
 		if len(payload) == 0 {
@@ -297,12 +293,7 @@ func (s *Handler) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	for i := range res.Messages {
 		size += 400 + len(res.Messages[i].Payload)
 	}
-	body, err := appendPop(s.replies.get(size), res)
-	if err != nil {
-		s.releaseUndelivered(r, leaseID)
-		s.fail(w, r, fmt.Errorf("encode pop reply: %w", err))
-		return
-	}
+	body := appendPop(s.replies.get(size), res)
 	setJSONHeaders(w, len(body))
 	w.WriteHeader(http.StatusOK)
 	_, err = w.Write(body)
@@ -531,9 +522,13 @@ func (s *Handler) transaction(w http.ResponseWriter, r *http.Request, _ httprout
 			}
 			ops[i].Ack = it
 		case "push":
-			items, ok := pushItemsIn(raw[i].Items)
-			if !ok {
+			items, err := pushItemsIn(raw[i].Items)
+			if errors.Is(err, errNotItems) {
 				refuse("PUSH operation failed: items array is required")
+				return
+			}
+			if err != nil {
+				refuse("PUSH operation failed: " + err.Error())
 				return
 			}
 			pi, err := pushItems(items, producerSub(r.Context()))
@@ -551,6 +546,11 @@ func (s *Handler) transaction(w http.ResponseWriter, r *http.Request, _ httprout
 	var txErr *combtype.TxError
 	if errors.As(err, &txErr) {
 		refuse(txRefusal(txErr))
+		return
+	}
+	var inErr *broker.InputError
+	if errors.As(err, &inErr) {
+		refuse(inErr.Msg) // worded as Queen words a refused step
 		return
 	}
 	if err != nil {

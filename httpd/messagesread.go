@@ -1,7 +1,6 @@
 package httpd
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -116,10 +115,7 @@ func (s *Handler) getMessage(w http.ResponseWriter, r *http.Request, ps httprout
 		}
 		groups[i] = map[string]any{"name": g.Group, "consumed": g.Consumed, "leaseExpiresAt": optTime(g.LeaseExpiresAt)}
 	}
-	payload := json.RawMessage(d.Payload)
-	if len(payload) == 0 {
-		payload = json.RawMessage("null")
-	}
+	payload := storedJSON(d.Payload)
 	o := d.QueueOptions
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": d.ID, "transactionId": d.TxnID, "partitionId": d.PartitionID, "queuePath": d.Queue + "/" + d.Partition,

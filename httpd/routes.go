@@ -47,6 +47,9 @@ type route struct {
 func (s *Handler) routes() []route {
 	return []route{
 		{"GET", "/health", Public, s.health},
+		// The API's own description, for generated clients: public, like
+		// the console's page, since it holds nothing but the route table.
+		{"GET", "/openapi.json", Public, s.openapi},
 
 		// Producing and consuming.
 		{"POST", "/api/v1/configure", ReadWrite, s.configure},

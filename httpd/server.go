@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -26,8 +27,22 @@ const DefaultMaxBodyBytes = 64 << 20
 
 // Config configures the HTTP adapter.
 type Config struct {
-	// MaxBodyBytes bounds request bodies; a larger body is a 413. Default DefaultMaxBodyBytes.
+	// MaxBodyBytes bounds request bodies; a larger body is a 413, refused
+	// unread when its Content-Length says so. Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the body bytes of all requests being read
+	// at once; a body that finds no room within BodyWait is a 503
+	// with Retry-After. Default DefaultMaxBodyBytesInFlight.
+	MaxBodyBytesInFlight int64
+	// MinBodyRate (bytes a second) and BodyGrace: once BodyGrace has passed
+	// since a body began, it must have averaged MinBodyRate, or its read
+	// fails (408) and the connection closes. Defaults DefaultMinBodyRate
+	// and DefaultBodyGrace.
+	MinBodyRate int64
+	BodyGrace   time.Duration
+	// BodyWait is how long a body waits for room under
+	// MaxBodyBytesInFlight before its 503. Default DefaultBodyWait.
+	BodyWait time.Duration
 	// Version is reported by /health.
 	Version string
 	// Logger receives server-side errors. Default slog.Default().
@@ -47,6 +62,10 @@ type Config struct {
 	Forwarders Forwarders
 	// AllowInsecureBind lets Listen bind a non-loopback address without Auth.
 	AllowInsecureBind bool
+	// TrustUnixPeers lets requests arriving over a Unix domain socket pass
+	// without a token, as admin of the default tenant: the socket's file
+	// mode (ListenUnix) already limits who can connect.
+	TrustUnixPeers bool
 }
 
 // Handler is the HTTP adapter over a broker: an http.Handler of every
@@ -61,6 +80,7 @@ type Handler struct {
 	stats      *httpStats    // request counters and metrics registry
 	origins    *originPolicy // who may call, checked before routing
 	replies    replyBuffers
+	bodies     *bodyGate // room for request bodies being read
 }
 
 // NewHandler returns the handler of every route: the API, the console and
@@ -68,7 +88,12 @@ type Handler struct {
 func NewHandler(b *broker.Broker, cfg Config) *Handler {
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.Version = cmp.Or(cfg.Version, "dev")
-	s := &Handler{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New(), origins: newOriginPolicy(cfg)}
+	cfg.MaxBodyBytesInFlight = cmp.Or(cfg.MaxBodyBytesInFlight, DefaultMaxBodyBytesInFlight)
+	cfg.MinBodyRate = cmp.Or(cfg.MinBodyRate, DefaultMinBodyRate)
+	cfg.BodyGrace = cmp.Or(cfg.BodyGrace, DefaultBodyGrace)
+	cfg.BodyWait = cmp.Or(cfg.BodyWait, DefaultBodyWait)
+	s := &Handler{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New(), origins: newOriginPolicy(cfg),
+		bodies: newBodyGate(cfg.MaxBodyBytesInFlight, cfg.BodyWait)}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.HandleMethodNotAllowed = false
@@ -106,6 +131,11 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	release, ok := s.bindBody(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	if r.URL.RawPath != "" && s.serveRaw(w, r) {
 		return
 	}
@@ -183,8 +213,7 @@ func (s *Handler) readJSON(w http.ResponseWriter, r *http.Request, v any) error 
 		if errors.Is(err, io.EOF) {
 			return errEmptyBody
 		}
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		if isBodyBound(err) {
 			return err
 		}
 		return fmt.Errorf("%w: %v", errBadBody, err)
@@ -192,8 +221,7 @@ func (s *Handler) readJSON(w http.ResponseWriter, r *http.Request, v any) error 
 	// Only whitespace may follow the value. dec.More would take a stray
 	// '}' or ']' for the end of a stream and let the body through.
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		if isBodyBound(err) {
 			return err
 		}
 		return fmt.Errorf("%w: trailing data after JSON value", errBadBody)

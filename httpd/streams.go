@@ -266,8 +266,11 @@ func cycleRequest(in map[string]json.RawMessage, sub string) (req combtype.Cycle
 
 	var items []pushItemIn
 	if raw := bytes.TrimSpace(in["push_items"]); len(raw) > 0 && string(raw) != "null" {
-		if items, ok = pushItemsIn(raw); !ok {
+		var err error
+		if items, err = pushItemsIn(raw); errors.Is(err, errNotItems) {
 			return req, "push_items must be an array of objects"
+		} else if err != nil {
+			return req, err.Error()
 		}
 	}
 	for i := range items {

@@ -392,7 +392,7 @@ func TestStreamsFailedCycleLeavesNoTrace(t *testing.T) {
 		}), "Queue must be a string"},
 		{"bad traceId", with(func(b map[string]any) {
 			b["push_items"] = []any{map[string]any{"queue": "sink", "traceId": "not-a-uuid"}}
-		}), "TraceId must be a valid UUID"},
+		}), "TraceId must be a valid UUID (items[0].traceId)"},
 		{"bad release_lease", with(func(b map[string]any) { b["release_lease"] = "no" }), "release_lease must be a boolean"},
 		{"bad consumer_group", with(func(b map[string]any) { b["consumer_group"] = 3 }), "consumer_group must be a string"},
 	}

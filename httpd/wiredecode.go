@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/comb-broker/comb/broker"
 )
 
 // Push and ack bodies are most of what the server reads. Through
@@ -46,10 +48,11 @@ type wireDecoder struct {
 // error, for the decoder's end.
 func (s *Handler) readWireBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	// Sized from Content-Length when it is believable, so a usual body is
-	// read without growing; a lying header costs at most 1 MiB up front.
+	// Sized from Content-Length, so a body is read without growing: its
+	// room was taken before the handler ran (see bindBody), and a body
+	// declaring more than the limit never gets here.
 	size := int64(512)
-	if n := r.ContentLength; n > 0 && n < s.cfg.MaxBodyBytes && n < 1<<20 {
+	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
 		size = n + 1 // the extra byte lets the last read see EOF in place
 	}
 	buf := make([]byte, 0, size)
@@ -72,11 +75,10 @@ func (s *Handler) readWireBody(w http.ResponseWriter, r *http.Request) ([]byte, 
 // holds, as readJSON answered it: a body cut at the limit is too large,
 // a failed read is a bad body, and so is a body that ends too soon.
 func (d *wireDecoder) unexpectedEnd() error {
-	var tooBig *http.MaxBytesError
 	switch {
 	case d.end == nil:
 		return fmt.Errorf("%w: unexpected end of JSON input", errBadBody)
-	case errors.As(d.end, &tooBig):
+	case isBodyBound(d.end):
 		return d.end
 	}
 	return fmt.Errorf("%w: %v", errBadBody, d.end)
@@ -438,6 +440,11 @@ func (d *wireDecoder) pushItemArray() (items []pushItemIn, ok bool, err error) {
 	ok = true
 	items = make([]pushItemIn, 0, 16)
 	err = d.array(func() error {
+		if len(items) == broker.MaxPushItems {
+			// Refused here, before the rest is decoded: a million tiny
+			// items would cost hundreds of MB before the broker saw them.
+			return broker.TooManyItems(len(items) + 1)
+		}
 		items = append(items, pushItemIn{})
 		isObject, err := d.rawFields(items[len(items)-1].field)
 		ok = ok && isObject
@@ -468,16 +475,24 @@ func decodePush(body []byte, end error) ([]pushItemIn, error) {
 	return items, nil
 }
 
+// errNotItems is an items value that is not an array of objects and nulls.
+var errNotItems = &badRequest{"items must be an array of objects"}
+
 // pushItemsIn reads an items array held in a body that was already
-// decoded (a transaction's push op, a stream cycle's push_items): false
-// unless it is an array of objects and nulls.
-func pushItemsIn(raw []byte) ([]pushItemIn, bool) {
+// decoded (a transaction's push op, a stream cycle's push_items). It
+// fails with errNotItems unless it is an array of objects and nulls, and
+// with the broker's refusal when it holds more than broker.MaxPushItems.
+func pushItemsIn(raw []byte) ([]pushItemIn, error) {
 	d := wireDecoder{buf: raw}
 	items, ok, err := d.pushItemArray()
-	if d.skipSpace(); err != nil || !ok || d.pos != len(raw) {
-		return nil, false
+	var in *broker.InputError
+	if errors.As(err, &in) {
+		return nil, err
 	}
-	return items, true
+	if d.skipSpace(); err != nil || !ok || d.pos != len(raw) {
+		return nil, errNotItems
+	}
+	return items, nil
 }
 
 // readPush reads and decodes a push body.

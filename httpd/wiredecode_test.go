@@ -108,9 +108,12 @@ func newAckBatch(s *Handler, w http.ResponseWriter, r *http.Request) (string, []
 }
 
 func newItemsIn(raw []byte) ([]combtype.PushItem, error) {
-	items, ok := pushItemsIn(raw)
-	if !ok {
+	items, err := pushItemsIn(raw)
+	if errors.Is(err, errNotItems) {
 		return nil, &badRequest{"items array is required"}
+	}
+	if err != nil {
+		return nil, err
 	}
 	return pushItems(items, "sub")
 }

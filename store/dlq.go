@@ -217,6 +217,13 @@ func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error
 		frame, createdAt = f, at
 		return nil
 	})
+	if bad := damagedSegment(err); bad != nil {
+		// Its segment was damaged since it was delivered: the copy kept
+		// is the quarantined segment's, which the operator restores from.
+		w.s.log.Error("a failed message's segment is damaged; it is dead-lettered through the quarantine",
+			"queue", loc.q.Name, "partition", loc.p.Name, "offset", loc.offset, "group", group)
+		return w.setAside(bad)
+	}
 	if err != nil {
 		return err
 	}

@@ -232,7 +232,7 @@ func TestAnAckNeverMovesTheCursorPastItsBatch(t *testing.T) {
 	if err := s.rdb.QueryRow(`SELECT id FROM partitions`).Scan(&partID); err != nil {
 		t.Fatal(err)
 	}
-	if err := txnIDsAt(ctx, s.rdb, partID, []int64{2, 3}, func(_ int64, txn string) { far = append(far, txn) }); err != nil || len(far) != 2 {
+	if err := txnIDsAt(ctx, s.rdb, partID, []int64{2, 3}, nil, func(_ int64, txn string) { far = append(far, txn) }); err != nil || len(far) != 2 {
 		t.Fatal(far, err)
 	}
 	pid := res.Messages[0].PartitionID

@@ -175,6 +175,8 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 	now := micros(s.clock.Now())
 	idList := jsonInts(ids)
 
+	var damaged []*segmentError
+	defer func() { s.setAsideLater(ctx, damaged) }()
 	// Walk segment index entries newest first, a chunk at a time.
 	const chunk = 256
 	lastAt, lastID := int64(1<<62), int64(1<<62)
@@ -237,6 +239,13 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 				match = match[:limit-len(out)]
 			}
 			frames, err := s.segmentFrames(ctx, sg.id, int(sg.count))
+			if bad := damagedSegment(err); bad != nil {
+				// Left out of the listing, as a claim leaves it out of a
+				// batch, and put aside where the quarantine listing shows it.
+				bad.partitionID = sg.partition
+				damaged = append(damaged, bad)
+				continue
+			}
 			if err != nil {
 				return nil, combtype.ModeInfo{}, err
 			}
@@ -284,9 +293,10 @@ func (s *Store) markTombstoned(ctx context.Context, views map[int64]*partitionVi
 }
 
 // locateStored finds a stored, not deleted message of tenant: its queue,
-// partition and offset. Unknown ids, offsets retention removed and
-// tombstoned messages are all ErrMessageNotFound.
-func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn string) (*combtype.Queue, *combtype.Partition, int64, error) {
+// partition and offset. Unknown ids, offsets retention removed, tombstoned
+// messages and messages of damaged segments are all ErrMessageNotFound;
+// the damaged segments met are appended to damaged (see txnOffsetsDamaged).
+func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn string, damaged *[]*segmentError) (*combtype.Queue, *combtype.Partition, int64, error) {
 	var p combtype.Partition
 	var created, queueID int64
 	err := db.QueryRowContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at,
@@ -301,7 +311,7 @@ func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn st
 		return nil, nil, 0, fmt.Errorf("locate message: %w", err)
 	}
 	p.CreatedAt = fromMicros(created)
-	found, err := txnOffsets(ctx, db, p.ID, []string{txn})
+	found, err := txnOffsetsDamaged(ctx, db, p.ID, []string{txn}, damaged)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("locate message: %w", err)
 	}
@@ -327,7 +337,9 @@ func locateStored(ctx context.Context, db querier, tenant, partitionUUID, txn st
 // GetMessage returns one message of tenant by partition uuid and
 // transactionId, with its payload as pushed, or ErrMessageNotFound.
 func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn string) (*combtype.MessageDetail, error) {
-	q, p, off, err := locateStored(ctx, s.r, tenant, partitionUUID, txn)
+	var damaged []*segmentError
+	defer func() { s.setAsideLater(ctx, damaged) }()
+	q, p, off, err := locateStored(ctx, s.r, tenant, partitionUUID, txn, &damaged)
 	if err != nil {
 		return nil, err
 	}
@@ -338,6 +350,10 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 		frame, createdAt = f, at
 		return nil
 	}); err != nil {
+		if bad := damagedSegment(err); bad != nil {
+			damaged = append(damaged, bad)
+			return nil, combtype.ErrMessageNotFound
+		}
 		return nil, err
 	}
 	if frame == nil {
@@ -405,7 +421,13 @@ func (s *Store) DeleteMessage(ctx context.Context, tenant, partitionUUID, txn st
 	var found bool
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		found = false
-		_, p, off, err := locateStored(w.ctx, w, tenant, partitionUUID, txn)
+		var damaged []*segmentError
+		_, p, off, err := locateStored(w.ctx, w, tenant, partitionUUID, txn, &damaged)
+		for _, bad := range damaged {
+			if err := w.setAside(bad); err != nil {
+				return err
+			}
+		}
 		if errors.Is(err, combtype.ErrMessageNotFound) {
 			return nil
 		}

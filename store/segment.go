@@ -87,18 +87,19 @@ func (e *segmentError) Error() string {
 func (e *segmentError) Unwrap() error { return e.err }
 
 // segmentFrames decodes one segment's frames without opening payloads:
-// the listing shows ids and metadata only.
+// the listing shows ids and metadata only. A damaged segment is a
+// *segmentError without its partition, which the caller knows.
 func (s *Store) segmentFrames(ctx context.Context, segmentID int64, want int) ([]segment.Frame, error) {
 	var codec, rawSize int
-	var sum int64
+	var sum, base int64
 	var data []byte
-	if err := s.r.QueryRowContext(ctx, `SELECT codec, raw_size, checksum, data FROM segments WHERE id = ?`, segmentID).
-		Scan(&codec, &rawSize, &sum, &data); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT codec, raw_size, checksum, data, base_offset FROM segments WHERE id = ?`, segmentID).
+		Scan(&codec, &rawSize, &sum, &data, &base); err != nil {
 		return nil, fmt.Errorf("read segment %d: %w", segmentID, err)
 	}
 	frames, err := decodeSegment(codec, rawSize, uint32(sum), data, want)
 	if err != nil {
-		return nil, fmt.Errorf("segment %d: %w", segmentID, err)
+		return nil, &segmentError{base: base, count: int64(want), err: err}
 	}
 	return frames, nil
 }

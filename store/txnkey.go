@@ -69,7 +69,34 @@ func appendTxnKeys(buf []byte, ids []string) []byte {
 // txnOffsets returns which of ids partition holds, with their offsets: one
 // probe of the key index for all of them, then the ids stored at the
 // offsets found, read from their segments, decide.
+//
+// A key found in a segment that fails its checksum or does not decode
+// cannot be told from another id's key, so the id is not found there.
+// That is what every caller needs: a push stores the message again (the
+// copy it would have been a duplicate of is unreadable), an ack or a
+// lookup answers not found, and none fails for ever on one damaged
+// segment. Inside the writer the segment is also put aside, as a pop
+// that meets it puts it aside (see setAside); on a reader it is left to
+// the caller (txnOffsetsDamaged).
 func txnOffsets(ctx context.Context, db querier, partitionID int64, ids []string) (map[string]int64, error) {
+	var damaged []*segmentError
+	found, err := txnOffsetsDamaged(ctx, db, partitionID, ids, &damaged)
+	if err != nil {
+		return nil, err
+	}
+	if w, ok := db.(*wtx); ok {
+		for _, bad := range damaged {
+			if err := w.setAside(bad); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return found, nil
+}
+
+// txnOffsetsDamaged is txnOffsets, appending the damaged segments it met
+// to damaged instead of putting them aside.
+func txnOffsetsDamaged(ctx context.Context, db querier, partitionID int64, ids []string, damaged *[]*segmentError) (map[string]int64, error) {
 	found := map[string]int64{}
 	if len(ids) == 0 {
 		return found, nil
@@ -102,7 +129,7 @@ func txnOffsets(ctx context.Context, db querier, partitionID int64, ids []string
 	for _, id := range ids {
 		want[id] = true
 	}
-	err = txnIDsAt(ctx, db, partitionID, offsets, func(off int64, txn string) {
+	err = txnIDsAt(ctx, db, partitionID, offsets, damaged, func(off int64, txn string) {
 		if want[txn] {
 			found[txn] = off
 		}
@@ -111,9 +138,10 @@ func txnOffsets(ctx context.Context, db querier, partitionID int64, ids []string
 }
 
 // txnIDsAt calls fn with the transactionId stored at each of offsets that
-// is still in the log. Offsets close together are read with one scan of
-// their segments; payloads are neither copied nor decrypted.
-func txnIDsAt(ctx context.Context, db querier, partitionID int64, offsets []int64, fn func(off int64, txn string)) error {
+// is still in the log and readable; the damaged segments met are appended
+// to damaged. Offsets close together are read with one scan of their
+// segments; payloads are neither copied nor decrypted.
+func txnIDsAt(ctx context.Context, db querier, partitionID int64, offsets []int64, damaged *[]*segmentError, fn func(off int64, txn string)) error {
 	slices.Sort(offsets)
 	offsets = slices.Compact(offsets)
 	const gap = 1024 // offsets further apart than this start a new scan
@@ -123,11 +151,12 @@ func txnIDsAt(ctx context.Context, db querier, partitionID int64, offsets []int6
 			end++
 		}
 		run := offsets[start:end]
-		if err := scanTxnIDs(ctx, db, partitionID, run[0], run[len(run)-1], func(off int64, txn string) {
+		err := scanTxnIDs(ctx, db, partitionID, run[0], run[len(run)-1], func(off int64, txn string) {
 			if _, ok := slices.BinarySearch(run, off); ok {
 				fn(off, txn)
 			}
-		}); err != nil {
+		}, damaged)
+		if err != nil {
 			return err
 		}
 		start = end
@@ -136,7 +165,11 @@ func txnIDsAt(ctx context.Context, db querier, partitionID int64, offsets []int6
 }
 
 // scanTxnIDs reads the transactionIds of the frames at offsets [from, to].
-func scanTxnIDs(ctx context.Context, db querier, partitionID, from, to int64, fn func(off int64, txn string)) error {
+// A segment that fails its checksum or does not decode is skipped, its
+// frames reported to nobody; it is appended to damaged when that is not
+// nil, and otherwise ends the scan with its *segmentError, which wraps
+// ErrCorrupt.
+func scanTxnIDs(ctx context.Context, db querier, partitionID, from, to int64, fn func(off int64, txn string), damaged ...*[]*segmentError) error {
 	rows, err := db.QueryContext(ctx, `SELECT base_offset, frame_count, codec, raw_size, checksum, data FROM segments
 		WHERE partition_id = +?1 AND base_offset <= ?3 AND base_offset >= COALESCE(
 			(SELECT base_offset FROM segments WHERE partition_id = +?1 AND base_offset <= ?2 ORDER BY base_offset DESC LIMIT 1), 0)
@@ -147,18 +180,39 @@ func scanTxnIDs(ctx context.Context, db querier, partitionID, from, to int64, fn
 	defer rows.Close()
 	for rows.Next() {
 		var base, count, sum int64
-		var seg segment.Encoded
-		if err := rows.Scan(&base, &count, &seg.Codec, &seg.RawSize, &sum, &seg.Data); err != nil {
+		var codec, rawSize int
+		var data []byte
+		if err := rows.Scan(&base, &count, &codec, &rawSize, &sum, &data); err != nil {
 			return fmt.Errorf("scan segment: %w", err)
 		}
-		seg.Checksum = uint32(sum)
-		if err := segment.TxnIDs(seg, int(count), func(i int, txn []byte) {
+		ids, err := segmentTxnIDs(codec, rawSize, uint32(sum), data, count)
+		if err != nil {
+			bad := &segmentError{partitionID: partitionID, base: base, count: count, err: err}
+			if len(damaged) == 0 || damaged[0] == nil {
+				return bad
+			}
+			*damaged[0] = append(*damaged[0], bad)
+			continue
+		}
+		for i, txn := range ids {
 			if off := base + int64(i); off >= from && off <= to {
 				fn(off, string(txn))
 			}
-		}); err != nil {
-			return fmt.Errorf("segment %d of partition %d: %w", base, partitionID, fromCodec(err))
 		}
 	}
 	return rows.Err()
+}
+
+// segmentTxnIDs verifies a stored segment and returns the transactionIds
+// of its count frames, as slices of the packed frames. A segment holding
+// fewer or more frames than its row says is damaged: what it holds cannot
+// be matched to offsets. Its errors match ErrCorrupt.
+func segmentTxnIDs(codec, rawSize int, checksum uint32, data []byte, count int64) ([][]byte, error) {
+	ids := make([][]byte, 0, count)
+	err := segment.TxnIDs(segment.Encoded{Codec: codec, RawSize: rawSize, Checksum: checksum, Data: data}, int(count),
+		func(_ int, txn []byte) { ids = append(ids, txn) })
+	if err != nil {
+		return nil, fromCodec(err)
+	}
+	return ids, nil
 }

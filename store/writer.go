@@ -96,9 +96,13 @@ func (s *Store) runWriter() {
 		}
 		batch = append(batch[:0], first)
 		s.gather(&batch)
-		if batch = s.admit(batch); len(batch) > 0 {
-			s.commit(batch)
+		if admitted := s.admit(batch); len(admitted) > 0 {
+			s.commit(admitted)
 		}
+		// The ops answered are dropped, or the array would hold the last
+		// ones, and through them their requests' bodies (a 64 MiB push),
+		// until later ops took their places.
+		clear(batch)
 		idle.Reset(walIdleAfter)
 	}
 }

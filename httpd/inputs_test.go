@@ -1,0 +1,199 @@
+package httpd_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/httpd"
+	"github.com/comb-broker/comb/internal/combtest"
+	"github.com/comb-broker/comb/store"
+)
+
+// TestThePackageRefusesWhatHTTPRefusesWithTheSameError pushes each bad
+// item over HTTP and through broker.Push: both refuse it, with the same
+// words, naming the item and the rule, and neither stores anything.
+func TestThePackageRefusesWhatHTTPRefusesWithTheSameError(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	long := strings.Repeat("é", broker.MaxNameLength+1) // 256 characters, 512 bytes
+	atBound := strings.Repeat("é", broker.MaxNameLength)
+	cases := []struct {
+		name string
+		wire map[string]any
+		item combtype.PushItem
+		want string
+	}{
+		{"empty queue", map[string]any{"queue": "", "payload": 1}, combtype.PushItem{Payload: []byte("1")},
+			"Queue must be a non-empty string (items[1].queue)"},
+		{"long queue", map[string]any{"queue": long, "payload": 1}, combtype.PushItem{Queue: long, Payload: []byte("1")},
+			"items[1].queue is 256 characters long; at most 255 are accepted"},
+		{"long partition", map[string]any{"queue": "q", "partition": long, "payload": 1},
+			combtype.PushItem{Queue: "q", Partition: long, Payload: []byte("1")},
+			"items[1].partition is 256 characters long; at most 255 are accepted"},
+		{"long transactionId", map[string]any{"queue": "q", "transactionId": strings.Repeat("t", 1<<20), "payload": 1},
+			combtype.PushItem{Queue: "q", TxnID: strings.Repeat("t", 1<<20), Payload: []byte("1")},
+			"items[1].transactionId is 1048576 characters long; at most 255 are accepted"},
+		{"NUL in a name", map[string]any{"queue": "q\x00r", "payload": 1}, combtype.PushItem{Queue: "q\x00r", Payload: []byte("1")},
+			`items[1].queue holds a NUL character (\u0000)`},
+		{"traceId not a UUID", map[string]any{"queue": "q", "traceId": "nope", "payload": 1},
+			combtype.PushItem{Queue: "q", TraceID: "nope", Payload: []byte("1")}, "TraceId must be a valid UUID (items[1].traceId)"},
+		{"NUL in the payload", map[string]any{"queue": "q", "payload": map[string]any{"s": "a\x00b"}},
+			combtype.PushItem{Queue: "q", Payload: []byte(`{"s":"a\u0000b"}`)},
+			`items[1].payload holds \u0000 at byte 7: JSON stores (PostgreSQL jsonb, so Queen) cannot hold a NUL character`},
+		{"NUL in a payload key", map[string]any{"queue": "q", "payload": map[string]any{"a\x00": 1}},
+			combtype.PushItem{Queue: "q", Payload: []byte(`{"a\u0000":1}`)},
+			`items[1].payload holds \u0000 at byte 3: JSON stores (PostgreSQL jsonb, so Queen) cannot hold a NUL character`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			good := map[string]any{"queue": "fine", "payload": 1}
+			r := s.Do("POST", "/api/v1/push", map[string]any{"items": []any{good, c.wire}})
+			if r.Status != http.StatusBadRequest || errorOf(t, r) != c.want {
+				t.Errorf("HTTP: %d %s\nwant 400 %q", r.Status, r.Body, c.want)
+			}
+			_, err := s.Broker.Push(context.Background(), []combtype.PushItem{{Queue: "fine", Payload: []byte("1")}, c.item})
+			var in *broker.InputError
+			if !errors.As(err, &in) || !errors.Is(err, combtype.ErrInvalid) || err.Error() != c.want {
+				t.Errorf("broker.Push: %v\nwant an *InputError %q", err, c.want)
+			}
+		})
+	}
+	// Nothing of the refused pushes was stored, not even their good items.
+	if p := s.Pop("/api/v1/pop/queue/fine?wait=false"); p.Status != http.StatusNoContent {
+		t.Errorf("pop after refused pushes = %d, %d messages", p.Status, len(p.Messages))
+	}
+	// A name of 255 characters, the bound, is stored and delivered.
+	s.Push(map[string]any{"queue": atBound, "partition": atBound, "transactionId": atBound, "payload": 1})
+	if p := s.Pop("/api/v1/pop/queue/" + url.PathEscape(atBound) + "/partition/" + url.PathEscape(atBound) + "?wait=false"); len(p.Messages) != 1 {
+		t.Errorf("pop of names at the bound = %d, %d messages", p.Status, len(p.Messages))
+	}
+}
+
+// TestAPushOfTooManyItemsIsRefusedNamingTheBound sends one item more than
+// a push may hold, over HTTP and through broker.Push.
+func TestAPushOfTooManyItemsIsRefusedNamingTheBound(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	items := make([]any, broker.MaxPushItems+1)
+	goItems := make([]combtype.PushItem, len(items))
+	for i := range items {
+		items[i] = map[string]any{"queue": "many", "payload": i}
+		goItems[i] = combtype.PushItem{Queue: "many", Payload: []byte("1")}
+	}
+	want := "a push holds at most 10000 items (got more than 10000); split it into smaller pushes"
+	r := s.Do("POST", "/api/v1/push", map[string]any{"items": items})
+	if r.Status != http.StatusBadRequest || errorOf(t, r) != want {
+		t.Errorf("HTTP: %d %s\nwant 400 %q", r.Status, r.Body, want)
+	}
+	if _, err := s.Broker.Push(context.Background(), goItems); err == nil || err.Error() != want {
+		t.Errorf("broker.Push: %v\nwant %q", err, want)
+	}
+	// At the bound it goes through.
+	r = s.Do("POST", "/api/v1/push", map[string]any{"items": items[:broker.MaxPushItems]})
+	if r.Status != http.StatusCreated {
+		t.Errorf("a push of %d items = %d %.200s", broker.MaxPushItems, r.Status, r.Body)
+	}
+}
+
+// TestAPackagePushThatIsNotJSONIsRefusedAndHTTPPopsGoOn is the embedder's
+// mix: a Go push of a payload that is not JSON used to be stored, and then
+// every HTTP pop of its partition answered 400 for ever.
+func TestAPackagePushThatIsNotJSONIsRefusedAndHTTPPopsGoOn(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	ctx := context.Background()
+	for _, bad := range []string{"hello not json", "hellonotjson", `{"a":1`, `1 2`, "\xff", `"\ud800"`} {
+		_, err := s.Broker.Push(ctx, []combtype.PushItem{{Queue: "raw", Payload: []byte(bad)}})
+		if !errors.Is(err, combtype.ErrInvalid) || !strings.HasPrefix(err.Error(), "items[0].payload ") {
+			t.Errorf("broker.Push of %q: %v, want it refused naming items[0].payload", bad, err)
+		}
+	}
+	if _, err := s.Broker.Push(ctx, []combtype.PushItem{{Queue: "raw", Payload: []byte(` {"ok": true} `)}}); err != nil {
+		t.Fatal(err)
+	}
+	p := s.Pop("/api/v1/pop/queue/raw?wait=false")
+	if p.Status != http.StatusOK || len(p.Messages) != 1 || string(p.Messages[0].Data) != `{"ok":true}` {
+		t.Fatalf("HTTP pop = %d %+v", p.Status, p.Messages)
+	}
+}
+
+// TestANameOverTheBoundIsRefusedOnEveryRouteThatStoresIt: a pop creates
+// a group's cursors, a configure a queue, a transaction and a stream
+// cycle push; each refuses a name longer than broker.MaxNameLength as a
+// push does, over HTTP and from Go.
+func TestANameOverTheBoundIsRefusedOnEveryRouteThatStoresIt(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	ctx := context.Background()
+	long := strings.Repeat("g", broker.MaxNameLength+1)
+	s.Push(item("q", 1))
+
+	r := s.Do("GET", "/api/v1/pop/queue/q?wait=false&consumerGroup="+long, nil)
+	want := "consumerGroup is 256 characters long; at most 255 are accepted"
+	if r.Status != http.StatusBadRequest || errorOf(t, r) != want {
+		t.Errorf("pop: %d %s, want 400 %q", r.Status, r.Body, want)
+	}
+	if _, err := s.Broker.Pop(ctx, combtype.PopRequest{Queue: "q", Group: long, Batch: 1}); err == nil || err.Error() != want {
+		t.Errorf("broker.Pop: %v, want %q", err, want)
+	}
+
+	r = s.Do("POST", "/api/v1/configure", map[string]any{"queue": "q", "namespace": long})
+	want = "namespace is 256 characters long; at most 255 are accepted"
+	if r.Status != http.StatusBadRequest || errorOf(t, r) != want {
+		t.Errorf("configure: %d %s, want 400 %q", r.Status, r.Body, want)
+	}
+	if _, _, err := s.Broker.QueueConfigure(ctx, combtype.ConfigureRequest{Queue: "q", Namespace: long}); err == nil || err.Error() != want {
+		t.Errorf("broker.Configure: %v, want %q", err, want)
+	}
+
+	r = s.Do("POST", "/api/v1/transaction", map[string]any{"operations": []any{map[string]any{"type": "push",
+		"items": []any{map[string]any{"queue": "q", "transactionId": long, "payload": 1}}}}})
+	want = "PUSH operation failed: operations[0]: items[0].transactionId is 256 characters long; at most 255 are accepted"
+	var tx struct {
+		Success bool   `json:"success"`
+		Error   string `json:"error"`
+	}
+	r.JSON(t, &tx)
+	if tx.Success || tx.Error != want {
+		t.Errorf("transaction: %d %s, want the failure %q", r.Status, r.Body, want)
+	}
+	_, err := s.Broker.Transaction(ctx, []combtype.TxOp{{Type: "push", Items: []combtype.PushItem{{Queue: "q", TxnID: long, Payload: []byte("1")}}}})
+	if err == nil || err.Error() != want {
+		t.Errorf("broker.Transaction: %v, want %q", err, want)
+	}
+	if p := s.Pop("/api/v1/pop/queue/q?batch=10&wait=false"); len(p.Messages) != 1 {
+		t.Errorf("after the refusals the queue holds %d messages, want the 1 pushed", len(p.Messages))
+	}
+}
+
+// TestAStoredPayloadThatIsNotJSONDoesNotFailItsPop writes, below the
+// broker, a payload that is not JSON (as a file from an older comb may
+// hold) and pops its partition over HTTP: the reply is valid JSON, the
+// payload a string of its bytes, the message beside it delivered.
+func TestAStoredPayloadThatIsNotJSONDoesNotFailItsPop(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "comb.db")
+	st, err := store.Open(context.Background(), store.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Push(context.Background(), "", []combtype.PushItem{{Queue: "old", Payload: []byte("hello not json")},
+		{Queue: "old", Payload: []byte(`{"n":2}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := combtest.OpenBrokerAt(t, path, combtest.Options{})
+	ts := httptest.NewServer(httpd.NewHandler(b, httpd.Config{}))
+	defer func() { ts.Close(); combtest.CloseBroker(t, b) }()
+	c := &combtest.Client{TB: t, URL: ts.URL, HTTP: ts.Client()}
+	p := c.Pop("/api/v1/pop/queue/old?batch=10&wait=false")
+	if p.Status != http.StatusOK || len(p.Messages) != 2 || string(p.Messages[0].Data) != `"hello not json"` ||
+		string(p.Messages[1].Data) != `{"n":2}` {
+		t.Fatalf("pop = %d %+v", p.Status, p.Messages)
+	}
+}

@@ -1,0 +1,527 @@
+// Command hostile runs hostile inputs against a real `comb serve` process
+// and reports, per case, what the server answered, its peak resident
+// memory (VmHWM from /proc/PID/status, so Linux only) and the latency of a
+// well-behaved client pushing one small message at a time meanwhile.
+//
+// Every case gets a fresh server on a fresh database, so each peak is the
+// case's own. A baseline case with no hostile input runs first; compare
+// the others' figures with it, taken in the same run.
+//
+// Example:
+//
+//	go build -o /tmp/comb . && go run ./scripts/hostile -comb /tmp/comb
+//	go run ./scripts/hostile -comb /tmp/comb -cases items-1M,body-100MB-x4
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+type config struct {
+	comb     string
+	dir      string
+	cases    string
+	hold     time.Duration // how long a trickle case waits for the server to cut it
+	bodyMB   int           // size of the oversized bodies
+	extraArg []string
+}
+
+// outcome is what one case observed.
+type outcome struct {
+	name     string
+	status   string // the hostile requests' answers
+	detail   string
+	took     time.Duration
+	hwmKB    int64
+	lat      []time.Duration // the small pusher's round trips
+	latErrs  int
+	firstErr string
+}
+
+// hostileCase runs its input against the server at base and describes the answer.
+type hostileCase struct {
+	name string
+	what string
+	run  func(ctx context.Context, cfg *config, base string) (status, detail string)
+}
+
+func main() {
+	var cfg config
+	fs := flag.NewFlagSet("hostile", flag.ExitOnError)
+	fs.StringVar(&cfg.comb, "comb", "comb", "path of the comb binary to run")
+	fs.StringVar(&cfg.dir, "dir", "", "directory for the databases (default: a temporary one, removed after)")
+	fs.StringVar(&cfg.cases, "cases", "all", "comma-separated case names, or all; -list shows them")
+	fs.DurationVar(&cfg.hold, "hold", 40*time.Second, "longest a trickle case waits for the server to cut it")
+	fs.IntVar(&cfg.bodyMB, "body-mb", 100, "size in MB of the oversized bodies")
+	list := fs.Bool("list", false, "list the cases and exit")
+	extra := fs.String("serve-args", "", "extra arguments for comb serve, space-separated")
+	fs.Parse(os.Args[1:])
+	if *extra != "" {
+		cfg.extraArg = strings.Fields(*extra)
+	}
+	all := cases()
+	if *list {
+		for _, c := range all {
+			fmt.Printf("%-18s %s\n", c.name, c.what)
+		}
+		return
+	}
+	if cfg.dir == "" {
+		d, err := os.MkdirTemp("", "comb-hostile-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "hostile:", err)
+			os.Exit(1)
+		}
+		defer os.RemoveAll(d)
+		cfg.dir = d
+	}
+	var run []hostileCase
+	for _, c := range all {
+		if cfg.cases == "all" || slices.Contains(strings.Split(cfg.cases, ","), c.name) {
+			run = append(run, c)
+		}
+	}
+	fmt.Printf("%-18s %-34s %10s %9s %9s %9s %6s  %s\n", "case", "status", "took", "peakRSS", "p50", "p99", "errs", "detail")
+	for _, c := range run {
+		o, err := runCase(&cfg, c)
+		if err != nil {
+			fmt.Printf("%-18s error: %v\n", c.name, err)
+			continue
+		}
+		p50, p99 := percentile(o.lat, 50), percentile(o.lat, 99)
+		fmt.Printf("%-18s %-34s %10s %8.1fM %9s %9s %6d  %s\n", o.name, o.status, o.took.Round(time.Millisecond),
+			float64(o.hwmKB)/1024, fmtDur(p50), fmtDur(p99), o.latErrs, o.detail)
+		if o.firstErr != "" {
+			fmt.Printf("%-18s   small pusher's first error: %s\n", "", o.firstErr)
+		}
+	}
+}
+
+func fmtDur(d time.Duration) string {
+	if d >= 100*time.Millisecond {
+		return d.Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+// server is one running `comb serve`.
+type server struct {
+	cmd  *exec.Cmd
+	base string
+	done chan struct{}
+}
+
+var servingAddr = regexp.MustCompile(`msg="comb serving" addr=(\S+)`)
+
+func startServer(cfg *config, name string) (*server, error) {
+	db := filepath.Join(cfg.dir, name+".db")
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--retention-interval", "0"}, cfg.extraArg...)
+	cmd := exec.Command(cfg.comb, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.comb, err)
+	}
+	s := &server{cmd: cmd, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	logf, _ := os.Create(filepath.Join(cfg.dir, name+".log"))
+	go func() {
+		defer close(s.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if logf != nil {
+				fmt.Fprintln(logf, line)
+			}
+			if m := servingAddr.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		if logf != nil {
+			logf.Close()
+		}
+	}()
+	select {
+	case a := <-addr:
+		s.base = "http://" + a
+		return s, nil
+	case <-time.After(20 * time.Second):
+		s.stop()
+		return nil, errors.New("server did not start within 20 s")
+	}
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.cmd.Wait()
+}
+
+// hwm reads the server's peak resident set size in kB.
+func (s *server) hwm() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return n
+		}
+	}
+	return -1
+}
+
+func runCase(cfg *config, c hostileCase) (*outcome, error) {
+	s, err := startServer(cfg, c.name)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	o := &outcome{name: c.name}
+	// The small pusher: what every other client sees while the case runs.
+	pctx, pstop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		o.lat, o.latErrs, o.firstErr = smallPusher(pctx, s.base)
+	}()
+	time.Sleep(300 * time.Millisecond) // a few round trips before the case starts
+	start := time.Now()
+	o.status, o.detail = c.run(ctx, cfg, s.base)
+	o.took = time.Since(start)
+	time.Sleep(300 * time.Millisecond)
+	pstop()
+	wg.Wait()
+	o.hwmKB = s.hwm()
+	return o, nil
+}
+
+// smallPusher pushes one 50-byte message at a time until ctx ends.
+func smallPusher(ctx context.Context, base string) (lat []time.Duration, errs int, first string) {
+	client := &http.Client{Timeout: 60 * time.Second}
+	body := []byte(`{"items":[{"queue":"small","payload":{"n":1,"pad":"0123456789012345678901234567890123"}}]}`)
+	for ctx.Err() == nil {
+		t0 := time.Now()
+		resp, err := client.Post(base+"/api/v1/push", "application/json", bytes.NewReader(body))
+		d := time.Since(t0)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("HTTP %d", resp.StatusCode)
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			errs++
+			if first == "" {
+				first = err.Error()
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		lat = append(lat, d)
+		time.Sleep(5 * time.Millisecond)
+	}
+	return lat, errs, first
+}
+
+func cases() []hostileCase {
+	return []hostileCase{
+		{"baseline", "no hostile input: the small pusher alone", func(ctx context.Context, cfg *config, base string) (string, string) {
+			time.Sleep(3 * time.Second)
+			return "-", ""
+		}},
+		{"items-1M", "one push of 1,000,000 tiny items (~28 MB)", func(ctx context.Context, cfg *config, base string) (string, string) {
+			var b bytes.Buffer
+			b.WriteString(`{"items":[`)
+			for i := range 1_000_000 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(`{"queue":"h","payload":{}}`)
+			}
+			b.WriteString(`]}`)
+			st, body := post(ctx, base+"/api/v1/push", b.Bytes())
+			return st, fmt.Sprintf("%d MB body; %s", b.Len()>>20, body)
+		}},
+		{"items-max-x4", "four pushes at once of 10,000 items of 1 KiB", func(ctx context.Context, cfg *config, base string) (string, string) {
+			pad := strings.Repeat("x", 1000)
+			var b bytes.Buffer
+			b.WriteString(`{"items":[`)
+			for i := range 10_000 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `{"queue":"big","partition":"p%d","payload":{"s":%q}}`, i%4, pad)
+			}
+			b.WriteString(`]}`)
+			return parallel(4, func() (string, string) {
+				st, body := post(ctx, base+"/api/v1/push", b.Bytes())
+				return st, body
+			})
+		}},
+		{"body-100MB-x4", "four pushes at once declaring a 100 MB Content-Length", func(ctx context.Context, cfg *config, base string) (string, string) {
+			return parallel(4, func() (string, string) { return rawBody(ctx, base, int64(cfg.bodyMB)<<20, false, 0) })
+		}},
+		{"chunked-100MB-x4", "four chunked pushes at once of 100 MB each", func(ctx context.Context, cfg *config, base string) (string, string) {
+			return parallel(4, func() (string, string) { return rawBody(ctx, base, int64(cfg.bodyMB)<<20, true, 0) })
+		}},
+		{"valid-60MB-x4", "four valid pushes at once of 60 items of 1 MB", func(ctx context.Context, cfg *config, base string) (string, string) {
+			pad := strings.Repeat("y", 1<<20)
+			var b bytes.Buffer
+			b.WriteString(`{"items":[`)
+			for i := range 60 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `{"queue":"huge","payload":%q}`, pad)
+			}
+			b.WriteString(`]}`)
+			return parallel(4, func() (string, string) { return post(ctx, base+"/api/v1/push", b.Bytes()) })
+		}},
+		{"long-names", "1 MB queue name, partition name, transactionId, consumer group; then a /metrics scrape", func(ctx context.Context, cfg *config, base string) (string, string) {
+			long := strings.Repeat("n", 1<<20)
+			var sts []string
+			for _, item := range []string{
+				fmt.Sprintf(`{"queue":%q,"payload":1}`, long),
+				fmt.Sprintf(`{"queue":"q","partition":%q,"payload":1}`, long),
+				fmt.Sprintf(`{"queue":"q","transactionId":%q,"payload":1}`, long),
+			} {
+				st, _ := post(ctx, base+"/api/v1/push", []byte(`{"items":[`+item+`]}`))
+				sts = append(sts, st)
+			}
+			st, _ := get(ctx, base+"/api/v1/pop/queue/small?consumerGroup="+long+"&wait=false")
+			sts = append(sts, st)
+			size := int64(-1)
+			if resp, err := http.Get(base + "/metrics/prometheus"); err == nil {
+				size, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			return strings.Join(sts, ","), fmt.Sprintf("a Prometheus scrape is then %d bytes", size)
+		}},
+		{"nul-and-junk", "payloads with \\u0000, invalid JSON, a 100,000-deep nesting", func(ctx context.Context, cfg *config, base string) (string, string) {
+			var sts []string
+			for _, body := range []string{
+				`{"items":[{"queue":"q","payload":{"s":"a\u0000b"}}]}`,
+				`{"items":[{"queue":"q","payload":hello}]}`,
+				`{"items":[{"queue":"q","payload":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}]}`,
+			} {
+				st, _ := post(ctx, base+"/api/v1/push", []byte(body))
+				sts = append(sts, st)
+			}
+			return strings.Join(sts, ","), ""
+		}},
+		{"body-trickle", "a push body of 1 KB sent a byte a second", func(ctx context.Context, cfg *config, base string) (string, string) {
+			return rawBody(ctx, base, 1024, false, time.Second, cfg.hold)
+		}},
+		{"header-trickle", "request headers sent a byte a second", func(ctx context.Context, cfg *config, base string) (string, string) {
+			return headerTrickle(ctx, base, cfg.hold)
+		}},
+	}
+}
+
+func parallel(n int, f func() (string, string)) (string, string) {
+	sts, details := make([]string, n), make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sts[i], details[i] = f()
+		}()
+	}
+	wg.Wait()
+	return strings.Join(sts, ","), details[0]
+}
+
+func post(ctx context.Context, url string, body []byte) (string, string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	return do(req)
+}
+
+func get(ctx context.Context, url string) (string, string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	return do(req)
+}
+
+func do(req *http.Request) (string, string) {
+	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
+	if err != nil {
+		return "err", err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return strconv.Itoa(resp.StatusCode), truncate(string(b), 120)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// rawBody sends a push over a raw connection: a body of size bytes, with
+// its Content-Length or chunked, paced a byte per every gap when gap > 0,
+// for at most hold (0: no bound). It reports the answer and how much of
+// the body the server took before answering or closing.
+func rawBody(ctx context.Context, base string, size int64, chunked bool, gap time.Duration, hold ...time.Duration) (string, string) {
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		return "err", err.Error()
+	}
+	defer conn.Close()
+	host := strings.TrimPrefix(base, "http://")
+	hdr := "POST /api/v1/push HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\n"
+	if chunked {
+		hdr += "Transfer-Encoding: chunked\r\n\r\n"
+	} else {
+		hdr += fmt.Sprintf("Content-Length: %d\r\n\r\n", size)
+	}
+	if _, err := io.WriteString(conn, hdr); err != nil {
+		return "err", err.Error()
+	}
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			answer <- "closed"
+			return
+		}
+		resp.Body.Close()
+		answer <- strconv.Itoa(resp.StatusCode)
+	}()
+	start := time.Now()
+	var deadline <-chan time.Time
+	if len(hold) > 0 && hold[0] > 0 {
+		deadline = time.After(hold[0])
+	}
+	prefix := []byte(`{"items":[{"queue":"h","payload":"`)
+	chunk := bytes.Repeat([]byte("z"), 64<<10)
+	if gap > 0 {
+		chunk = chunk[:1]
+	}
+	var sent int64
+	status := ""
+	for sent < size && status == "" {
+		select {
+		case status = <-answer:
+			continue
+		case <-deadline:
+			return "held", fmt.Sprintf("connection still open after %s, %d bytes sent", time.Since(start).Round(time.Second), sent)
+		case <-ctx.Done():
+			return "err", ctx.Err().Error()
+		default:
+		}
+		p := chunk
+		if sent < int64(len(prefix)) { // a valid start, so the answer is about the body's size or pace
+			p = prefix[sent:]
+			if gap > 0 {
+				p = p[:1]
+			}
+		}
+		p = p[:min(int64(len(p)), size-sent)]
+		var werr error
+		if chunked {
+			_, werr = fmt.Fprintf(conn, "%x\r\n%s\r\n", len(p), p)
+		} else {
+			_, werr = conn.Write(p)
+		}
+		if werr != nil {
+			break
+		}
+		sent += int64(len(p))
+		if gap > 0 {
+			time.Sleep(gap)
+		}
+	}
+	if chunked && sent >= size {
+		io.WriteString(conn, "0\r\n\r\n")
+	}
+	if status == "" {
+		select {
+		case status = <-answer:
+		case <-time.After(2 * time.Minute):
+			status = "no answer"
+		}
+	}
+	return status, fmt.Sprintf("server answered after %d of %d body bytes, %s", sent, size, time.Since(start).Round(10*time.Millisecond))
+}
+
+// headerTrickle sends a request's headers a byte a second and reports when
+// the server cut the connection.
+func headerTrickle(ctx context.Context, base string, hold time.Duration) (string, string) {
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		return "err", err.Error()
+	}
+	defer conn.Close()
+	closed := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, conn)
+		close(closed)
+	}()
+	req := "GET /health HTTP/1.1\r\nHost: " + strings.TrimPrefix(base, "http://") + "\r\nX-Slow: " + strings.Repeat("a", 1000)
+	start := time.Now()
+	for i := 0; i < len(req); i++ {
+		select {
+		case <-closed:
+			return "closed", fmt.Sprintf("cut after %s", time.Since(start).Round(100*time.Millisecond))
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return "err", ctx.Err().Error()
+		}
+		if time.Since(start) > hold {
+			return "held", fmt.Sprintf("connection still open after %s", hold)
+		}
+		if _, err := conn.Write([]byte{req[i]}); err != nil {
+			return "closed", fmt.Sprintf("cut after %s", time.Since(start).Round(100*time.Millisecond))
+		}
+	}
+	return "sent", "all headers went through"
+}
