@@ -38,6 +38,7 @@ func startRunner(t *testing.T, b *broker.Broker, opts forward.Options) *forward.
 		opts.DeviceID = "dev-1"
 	}
 	opts.BufferSettle = cmpOr(opts.BufferSettle, 10*time.Millisecond)
+	opts.BufferStall = cmpOr(opts.BufferStall, 50*time.Millisecond)
 	opts.MinBackoff = cmpOr(opts.MinBackoff, time.Millisecond)
 	opts.MaxBackoff = cmpOr(opts.MaxBackoff, 10*time.Millisecond)
 	opts.Poll = cmpOr(opts.Poll, 200*time.Millisecond)

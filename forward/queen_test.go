@@ -254,7 +254,10 @@ func TestItemsARealQueenParksInMaintenanceAreAckedOnlyOnceItStoresThem(t *testin
 		push(t, b, combtype.PushItem{Queue: "m", Partition: fmt.Sprintf("p%d", i%2), TxnID: fmt.Sprintf("m-%02d", i),
 			Payload: fmt.Appendf(nil, `{"seq":%d}`, i)})
 	}
-	r := startRunner(t, b, forward.Options{BufferSettle: 50 * time.Millisecond})
+	r := startRunner(t, b, forward.Options{BufferSettle: 50 * time.Millisecond,
+		// Queen starts its replay up to a second after maintenance ends:
+		// a shorter stall would resend the items before it and race it.
+		BufferStall: 5 * time.Second})
 	if _, err := r.Create(ctx, &combtype.Forwarder{Name: "up", Queue: "m", UpstreamURL: q.URL, Batch: 20}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,11 @@ const (
 	// answered "buffered" is sent again: time for the upstream's own
 	// replay of its buffer (Queen's runs about every second) to store it.
 	DefaultBufferSettle = 2 * time.Second
+	// DefaultBufferStall is how long the upstream's count of parked items
+	// must hold still before its replay is taken as failed and the items
+	// are sent again. Sending them while a slow replay still runs would let
+	// the two commit in either order, and the partition's order with them.
+	DefaultBufferStall = 10 * time.Second
 )
 
 // Options configure a Runner.
@@ -59,6 +64,10 @@ type Options struct {
 	// BufferSettle is the least wait before an item answered "buffered"
 	// is sent again. Default DefaultBufferSettle.
 	BufferSettle time.Duration
+	// BufferStall is how long the upstream's count of parked items must
+	// not go down before its replay is taken as failed. Default
+	// DefaultBufferStall; never less than BufferSettle.
+	BufferStall time.Duration
 	// DeviceID names this device in the transactionIds its push
 	// forwarders send upstream (the default IDPrefix is DeviceID + ":").
 	// Default: the id stored in the database, chosen at first need as the
@@ -99,6 +108,7 @@ func New(b *broker.Broker, opts Options) *Runner {
 	opts.MaxBackoff = max(cmp.Or(opts.MaxBackoff, DefaultMaxBackoff), opts.MinBackoff)
 	opts.Poll = cmp.Or(opts.Poll, DefaultPoll)
 	opts.BufferSettle = cmp.Or(opts.BufferSettle, DefaultBufferSettle)
+	opts.BufferStall = max(cmp.Or(opts.BufferStall, DefaultBufferStall), opts.BufferSettle)
 	return &Runner{b: b, opts: opts, log: cmp.Or(opts.Logger, slog.Default()), workers: map[key]*worker{}}
 }
 

@@ -352,8 +352,10 @@ func (w *worker) deliverOne(ctx context.Context, it wireItem, sure bool) (status
 
 // settled waits until the upstream says it stores pushes (healthy, push
 // maintenance off) and has replayed what it can of its own buffer: none
-// parked, or a count that stopped going down over a wait (a replay that
-// fails for ever, which Queen retries every second). An item sent again
+// parked, or a count that has not gone down for Options.BufferStall (a
+// replay that fails for ever, which Queen retries every second; a replay
+// that has not started yet holds the count still too, so one wait is not
+// enough). An item sent again
 // while the upstream's replay may still store a parked copy of it, or of
 // the items after it, could commit in either order with that replay, and
 // the partition's order with it. sure is false when the upstream's
@@ -361,6 +363,10 @@ func (w *worker) deliverOne(ctx context.Context, it wireItem, sure bool) (status
 // ended.
 func (w *worker) settled(ctx context.Context, id string) (sure bool, err error) {
 	last := int64(-1)
+	// still is a lower bound on how long the count has not gone down: the
+	// sum of the least waits since it last did (time the tests' Sleep
+	// does not spend still counts).
+	var still time.Duration
 	for {
 		st := w.up.state(ctx)
 		if ctx.Err() != nil {
@@ -369,17 +375,21 @@ func (w *worker) settled(ctx context.Context, id string) (sure bool, err error) 
 		msg := fmt.Sprintf("%s answered %q: not yet confirmed stored upstream; ", id, itemBuffered)
 		switch {
 		case !st.storing:
-			last = -1
+			last, still = -1, 0
 			msg += st.why
-		case st.buffered <= 0 || (last >= 0 && st.buffered >= last):
+		case st.buffered <= 0 || (last >= 0 && st.buffered >= last && still >= w.r.opts.BufferStall):
 			return !st.unsure, nil
 		default:
+			if last < 0 || st.buffered < last {
+				still = 0
+			}
 			last = st.buffered
 			msg += fmt.Sprintf("waiting for the upstream to replay its buffer (%d parked)", st.buffered)
 		}
 		if err := w.failAtLeast(ctx, errors.New(msg), w.r.opts.BufferSettle); err != nil {
 			return false, err
 		}
+		still += w.r.opts.BufferSettle
 	}
 }
 
