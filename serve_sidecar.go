@@ -100,14 +100,15 @@ func (c *sidecarConfig) announce(stdout io.Writer, tcp net.Addr) error {
 		return fmt.Errorf("ready line: %w", err)
 	}
 	b = append(b, '\n')
-	if _, err := stdout.Write(b); err != nil {
-		// A parent that stopped reading stdout is not a reason to stop.
-		_ = err
+	// The file goes first: a parent that has read the line may read the
+	// file at once and must find it.
+	var ferr error
+	if *c.readyFile != "" {
+		ferr = writeFileAtomic(*c.readyFile, b)
 	}
-	if *c.readyFile == "" {
-		return nil
-	}
-	return writeFileAtomic(*c.readyFile, b)
+	// A parent that stopped reading stdout is not a reason to stop.
+	_, _ = stdout.Write(b)
+	return ferr
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames
