@@ -105,18 +105,31 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Q
 	if len(queues) == 0 {
 		return out, cursorsOf, nil
 	}
-	byID := make(map[int64]*combtype.QueueStats, len(queues))
 	ids := make([]int64, len(queues))
+	for i, q := range queues {
+		ids[i] = q.ID
+	}
+	parts, err := queryPartitions(ctx, db, `SELECT `+partitionColumns+` FROM partitions
+		WHERE queue_id IN (SELECT value FROM json_each(?)) ORDER BY queue_id, id`, jsonInts(ids))
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.statsOf(ctx, db, queues, parts, withTimes)
+}
+
+// statsOf is queueStats over the partitions parts of queues (all of them,
+// or a page): the counts summed into each queue are those of parts.
+func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queue, parts []*combtype.Partition, withTimes bool) ([]*combtype.QueueStats, map[int64][]cursor, error) {
+	out := make([]*combtype.QueueStats, len(queues))
+	cursorsOf := map[int64][]cursor{}
+	byID := make(map[int64]*combtype.QueueStats, len(queues))
 	for i, q := range queues {
 		out[i] = &combtype.QueueStats{Queue: *q}
 		byID[q.ID] = out[i]
-		ids[i] = q.ID
 	}
-	idList := jsonInts(ids)
-	parts, err := queryPartitions(ctx, db, `SELECT `+partitionColumns+` FROM partitions
-		WHERE queue_id IN (SELECT value FROM json_each(?)) ORDER BY queue_id, id`, idList)
-	if err != nil {
-		return nil, nil, err
+	pids := make([]int64, len(parts))
+	for i, p := range parts {
+		pids[i] = p.ID
 	}
 	pidx := make(map[int64]*combtype.PartitionStats, len(parts))
 	uuidIdx := make(map[string]*combtype.PartitionStats, len(parts))
@@ -131,8 +144,8 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Q
 			uuidIdx[ps.UUID] = ps
 		}
 	}
-	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c JOIN partitions p ON p.id = c.partition_id
-		WHERE p.queue_id IN (SELECT value FROM json_each(?))`, idList)
+	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
+		WHERE c.partition_id IN (SELECT value FROM json_each(?))`, jsonInts(pids))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read cursors: %w", err)
 	}
@@ -187,6 +200,7 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Q
 			qs.HasQueueMode = qs.HasQueueMode || ps.HasQueueMode
 		}
 		qs.BusGroups = len(groups)
+		qs.PartitionCount = len(qs.Partitions)
 	}
 	if withTimes {
 		for _, ps := range pidx {
@@ -210,14 +224,14 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Q
 // Overview summarises tenant's queues, messages and lag.
 func (s *Store) Overview(ctx context.Context, tenant string) (*combtype.Overview, error) {
 	now := s.clock.Now()
-	stats, err := s.ListQueueStats(ctx, tenant, combtype.QueueFilter{})
+	stats, err := s.QueueSummaries(ctx, tenant, combtype.QueueFilter{})
 	if err != nil {
 		return nil, err
 	}
 	o := &combtype.Overview{Timestamp: now, Queues: int64(len(stats))}
 	namespaces, tasks := map[string]bool{}, map[string]bool{}
 	for _, qs := range stats {
-		o.Partitions += int64(len(qs.Partitions))
+		o.Partitions += int64(qs.PartitionCount)
 		addCounts(&o.Counts, qs.Counts)
 		if qs.Namespace != "" {
 			namespaces[qs.Namespace] = true
@@ -300,7 +314,7 @@ func (s *Store) TaskStats(ctx context.Context, tenant string) ([]combtype.Groupe
 }
 
 func (s *Store) groupedStats(ctx context.Context, tenant string, key func(*combtype.Queue) string) ([]combtype.GroupedStats, error) {
-	stats, err := s.ListQueueStats(ctx, tenant, combtype.QueueFilter{})
+	stats, err := s.QueueSummaries(ctx, tenant, combtype.QueueFilter{})
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +330,7 @@ func (s *Store) groupedStats(ctx context.Context, tenant string, key func(*combt
 			by[k] = g
 		}
 		g.Queues++
-		g.Partitions += int64(len(qs.Partitions))
+		g.Partitions += int64(qs.PartitionCount)
 		addCounts(&g.Counts, qs.Counts)
 	}
 	out := make([]combtype.GroupedStats, 0, len(by))
