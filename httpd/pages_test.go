@@ -252,3 +252,67 @@ func TestGroupListingPages(t *testing.T) {
 		errorOf(t, r)
 	}
 }
+
+// TestQueueTotalsAgreeWithPartitions checks the one-statement totals of
+// the queue views against the per-partition counts the status view sums in
+// Go, over queue-mode and bus cursors, live and expired leases, acks and
+// dead letters.
+func TestQueueTotalsAgreeWithPartitions(t *testing.T) {
+	s, clk := opServer(t)
+	opConfigure(t, s, "mix", map[string]any{"leaseTime": 60, "retryLimit": 0})
+	var items []map[string]any
+	for i := range 60 {
+		items = append(items, opItem("mix", fmt.Sprintf("p%d", i%7), fmt.Sprintf("m%d", i), map[string]any{"i": i}))
+	}
+	s.Push(items...)
+	check := func(when string) {
+		t.Helper()
+		var sum map[string]int
+		status := opGet(t, s, "/api/v1/status/queues/mix")
+		for _, p := range status["partitions"].([]any) {
+			c := opCounts(t, "partition", p.(map[string]any)["stats"])
+			if sum == nil {
+				sum = c
+				continue
+			}
+			for k, v := range c {
+				sum[k] += v
+			}
+		}
+		detail := opCounts(t, "totals", opGet(t, s, "/api/v1/resources/queues/mix?limit=2")["totals"])
+		dlq := opDLQ(t, s, "?queue=mix")
+		sum["deadLetter"] = dlq.Total
+		if fmt.Sprint(detail) != fmt.Sprint(sum) {
+			t.Fatalf("%s: detail totals %v, partitions sum %v", when, detail, sum)
+		}
+		var list struct {
+			Queues []struct {
+				Name       string         `json:"name"`
+				Partitions int            `json:"partitions"`
+				Messages   map[string]int `json:"messages"`
+			} `json:"queues"`
+		}
+		s.Do("GET", "/api/v1/resources/queues", nil).JSON(t, &list)
+		q := list.Queues[0]
+		if q.Partitions != 8 || // p0..p6 and Default, which configure made
+			q.Messages["total"] != sum["total"] || q.Messages["pending"] != sum["pending"] ||
+			q.Messages["processing"] != sum["processing"] {
+			t.Fatalf("%s: listing %+v, partitions sum %v", when, q, sum)
+		}
+	}
+	check("untouched")
+	// Bus groups: one leases batches and acks some, one only leases.
+	for range 3 {
+		r := s.Pop("/api/v1/pop/queue/mix?consumerGroup=fast&batch=4")
+		s.Ack(r.Messages[0], "completed", "fast")
+	}
+	s.Pop("/api/v1/pop/queue/mix?consumerGroup=slow&batch=3")
+	check("bus leases")
+	// Queue mode beats the named groups where it has a cursor.
+	r := s.Pop("/api/v1/pop/queue/mix?batch=5")
+	s.Ack(r.Messages[0], "dlq", "")
+	s.Pop("/api/v1/pop/queue/mix?batch=2")
+	check("queue mode")
+	clk.Advance(2 * time.Minute)
+	check("leases expired")
+}

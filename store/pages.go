@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
@@ -44,12 +45,14 @@ func pageBounds(pg combtype.Page) (limit, offset int) {
 	return limit + 1, max(pg.Offset, 0)
 }
 
-// queueTotals sums the counts of every partition of each queue in ids in
-// one statement over the partitions and cursors, without materialising
-// them: partitionCounts in SQL. The status cursor of a partition is its
-// queue-mode cursor, else the named cursor least advanced (statusCursor),
-// which SQLite's bare columns pick for the MIN of the key below. Dead
-// letters are counted per queue through dlq_queue.
+// queueTotals sums the counts of every partition of each queue in ids
+// without materialising the partitions: partitionCounts over a whole
+// queue. Completed comes from each partition's status cursor (statusCursor:
+// the queue-mode cursor, else the least advanced named one), read by
+// primary-key seeks while walking the queue's partitions in id order.
+// Processing needs the status cursor's live lease; leases are few, so the
+// partitions holding one are found through cursors_lease and counted in
+// Go. Dead letters are counted per queue through dlq_queue.
 func queueTotals(ctx context.Context, db querier, tenant string, queues []*combtype.Queue, now int64) (map[int64]*combtype.QueueStats, error) {
 	out := make(map[int64]*combtype.QueueStats, len(queues))
 	if len(queues) == 0 {
@@ -63,20 +66,14 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 		out[q.ID] = &combtype.QueueStats{Queue: *q}
 		byName[q.Name] = out[q.ID]
 	}
-	rows, err := db.QueryContext(ctx, `SELECT p.queue_id, COUNT(*), SUM(`+storedExpr+`),
-		SUM(CASE WHEN c.committed IS NULL OR p.last_offset < p.log_start THEN 0
-			ELSE MIN(MAX(c.committed - p.log_start + 1, 0), p.last_offset - p.log_start + 1) END),
-		SUM(CASE WHEN p.last_offset >= p.log_start AND c.lease_id IS NOT NULL AND c.lease_expires_at > ?2
-				AND c.lease_from IS NOT NULL AND c.lease_to IS NOT NULL
-			THEN MAX(MIN(c.lease_to, p.last_offset) - MAX(c.lease_from, c.committed + 1, p.log_start) + 1, 0)
-			ELSE 0 END)
-		FROM partitions p LEFT JOIN (
-			SELECT partition_id, MIN(CASE WHEN group_name = ?3 THEN -9223372036854775807 ELSE committed END) AS pick,
-				committed, lease_id, lease_from, lease_to, lease_expires_at
-			FROM cursors WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id IN (SELECT value FROM json_each(?1)))
-			GROUP BY partition_id) c ON c.partition_id = p.id
-		WHERE p.queue_id IN (SELECT value FROM json_each(?1))
-		GROUP BY p.queue_id`, jsonInts(ids), now, combtype.QueueModeGroup)
+	idList := jsonInts(ids)
+	rows, err := db.QueryContext(ctx, `SELECT queue_id, COUNT(*), SUM(stored),
+		SUM(CASE WHEN committed IS NULL THEN 0 ELSE MIN(MAX(committed - log_start + 1, 0), stored) END)
+		FROM (SELECT p.queue_id, p.log_start, `+storedExpr+` AS stored,
+			COALESCE((SELECT c.committed FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?2),
+				(SELECT MIN(c.committed) FROM cursors c WHERE c.partition_id = p.id)) AS committed
+			FROM partitions p WHERE p.queue_id IN (SELECT value FROM json_each(?1)))
+		GROUP BY queue_id`, idList, combtype.QueueModeGroup)
 	if err != nil {
 		return nil, fmt.Errorf("sum queue counts: %w", err)
 	}
@@ -84,16 +81,54 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 	for rows.Next() {
 		var id, n int64
 		var c combtype.MessageCounts
-		if err := rows.Scan(&id, &n, &c.Total, &c.Completed, &c.Processing); err != nil {
+		if err := rows.Scan(&id, &n, &c.Total, &c.Completed); err != nil {
 			return nil, fmt.Errorf("scan queue counts: %w", err)
 		}
-		c.Pending = c.Total - c.Completed - c.Processing
 		if qs := out[id]; qs != nil {
 			qs.PartitionCount, qs.Counts = int(n), c
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sum queue counts: %w", err)
+	}
+	rows.Close()
+	leased, err := queryPartitions(ctx, db, `SELECT DISTINCT `+prefixed("p.", partitionColumns)+`
+		FROM cursors c INDEXED BY cursors_lease JOIN partitions p ON p.id = c.partition_id
+		WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > ?2 AND p.queue_id IN (SELECT value FROM json_each(?1))`,
+		idList, now)
+	if err != nil {
+		return nil, fmt.Errorf("sum queue counts: %w", err)
+	}
+	if len(leased) > 0 {
+		pids := make([]int64, len(leased))
+		for i, p := range leased {
+			pids[i] = p.ID
+		}
+		cs, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
+			WHERE c.partition_id IN (SELECT value FROM json_each(?))`, jsonInts(pids))
+		if err != nil {
+			return nil, fmt.Errorf("read leased cursors: %w", err)
+		}
+		defer cs.Close()
+		cursorsOf := map[int64][]cursor{}
+		for cs.Next() {
+			c, err := scanCursor(cs)
+			if err != nil {
+				return nil, fmt.Errorf("scan leased cursor: %w", err)
+			}
+			cursorsOf[c.partitionID] = append(cursorsOf[c.partitionID], c)
+		}
+		if err := cs.Err(); err != nil {
+			return nil, fmt.Errorf("read leased cursors: %w", err)
+		}
+		for _, p := range leased {
+			if qs := out[p.QueueID]; qs != nil {
+				qs.Counts.Processing += partitionCounts(p, cursorsOf[p.ID], now).Processing
+			}
+		}
+	}
+	for _, qs := range out {
+		qs.Counts.Pending = qs.Counts.Total - qs.Counts.Completed - qs.Counts.Processing
 	}
 	dead, err := db.QueryContext(ctx, `SELECT queue_name, COUNT(*) FROM dlq
 		WHERE tenant = ? AND queue_name IN (SELECT value FROM json_each(?)) GROUP BY queue_name`, tenant, jsonStrings(names))
@@ -112,6 +147,15 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 		}
 	}
 	return out, dead.Err()
+}
+
+// prefixed qualifies each column of a comma-separated list with prefix.
+func prefixed(prefix, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, c := range parts {
+		parts[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // QueueSummaries returns the tenant's queues matching f, newest first,

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -203,18 +202,33 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 		qs.PartitionCount = len(qs.Partitions)
 	}
 	if withTimes {
-		for _, ps := range pidx {
-			if ps.LastOffset < ps.LogStart {
-				continue
+		// One statement, one index seek per partition that stores
+		// something, rather than one round trip each.
+		var stored []int64
+		for id, ps := range pidx {
+			if ps.LastOffset >= ps.LogStart {
+				stored = append(stored, id)
 			}
-			var at int64
-			err := db.QueryRowContext(ctx, `SELECT created_at FROM segments WHERE partition_id = ? ORDER BY base_offset LIMIT 1`,
-				ps.ID).Scan(&at)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return nil, nil, fmt.Errorf("oldest segment: %w", err)
+		}
+		if len(stored) > 0 {
+			rows, err := db.QueryContext(ctx, `SELECT j.value, (SELECT s.created_at FROM segments s
+				WHERE s.partition_id = j.value ORDER BY s.base_offset LIMIT 1) FROM json_each(?) j`, jsonInts(stored))
+			if err != nil {
+				return nil, nil, fmt.Errorf("oldest segments: %w", err)
 			}
-			if err == nil {
-				ps.Oldest = fromMicros(at)
+			defer rows.Close()
+			for rows.Next() {
+				var id int64
+				var at sql.NullInt64
+				if err := rows.Scan(&id, &at); err != nil {
+					return nil, nil, fmt.Errorf("scan oldest segment: %w", err)
+				}
+				if ps := pidx[id]; ps != nil && at.Valid {
+					ps.Oldest = fromMicros(at.Int64)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return nil, nil, fmt.Errorf("oldest segments: %w", err)
 			}
 		}
 	}
