@@ -2,47 +2,53 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"strings"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/spf13/cobra"
 )
 
-const backupUsage = `Usage:
-  comb backup --out COPY                 copy the database of a running server (--url)
-  comb backup --db FILE --out COPY       copy a database file, in use or not
-
-Either way the copy is consistent: it holds every write answered before the
+const backupLong = `Either way the copy is consistent: it holds every write answered before the
 backup began, and writes keep flowing meanwhile. COPY must not exist. The
-copy is verified as "comb check" would before the command succeeds. To
-restore, stop the server and start it on the copy (see docs/operations.md).
+copy is verified as "comb check" would before the command succeeds (exit 1
+when it has findings). To restore, stop the server and start it on the
+copy (see docs/operations.md).
 
-The online form calls GET /api/v1/system/backup on --url (env COMB_URL,
-default http://127.0.0.1:6632), with Authorization: Bearer $COMB_TOKEN when
-set; it needs an admin token of the default tenant.
-`
+Without --db it calls GET /api/v1/system/backup on --url; that needs an
+admin token of the default tenant.`
 
-// backup runs "comb backup ...".
-func (m *App) backup(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, backupUsage, "\nFlags of comb backup:\n"); fs.PrintDefaults() }
-	cl := m.apiFlags(fs)
-	dbPath := fs.String("db", "", "copy this database file instead of asking a server")
-	out := fs.String("out", "", "file to write the copy to; must not exist (required)")
-	verify := fs.Bool("check", true, "verify the copy before succeeding")
-	if err := fs.Parse(args); err != nil {
-		return err
+// backupCmd is "comb backup".
+func (m *App) backupCmd() *cobra.Command {
+	var dbPath, out string
+	var verify bool
+	cmd := &cobra.Command{
+		Use:   "backup [--db FILE] --out COPY",
+		Short: "Write a consistent copy of a running server's database, or of a file",
+		Long:  backupLong,
+		Args:  cobra.NoArgs,
 	}
-	if *out == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return errors.New("backup: --out is required")
+	cl := m.apiFlags(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&dbPath, "db", "", "copy this database file instead of asking a server")
+	fs.StringVar(&out, "out", "", "file to write the copy to; must not exist (required)")
+	fs.BoolVar(&verify, "check", true, "verify the copy before succeeding")
+	_ = cmd.MarkFlagRequired("out")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := cl.asJSON()
+		if err != nil {
+			return err
+		}
+		m.running = true
+		return m.backup(cmd.Context(), cl, dbPath, out, verify, asJSON)
 	}
+	return cmd
+}
+
+func (m *App) backup(ctx context.Context, cl *apiClient, dbPathV, outV string, verifyV, asJSON bool) error {
+	dbPath, out, verify := &dbPathV, &outV, &verifyV
 	if _, err := os.Lstat(*out); err == nil {
 		return fmt.Errorf("backup: %s already exists", *out)
 	}
@@ -58,6 +64,9 @@ func (m *App) backup(ctx context.Context, args []string) error {
 		return fmt.Errorf("backup: %w", err)
 	}
 	if !*verify {
+		if asJSON {
+			return printJSON(m.Stdout, map[string]any{"out": *out, "bytes": info.Size(), "checked": false})
+		}
 		_, err := fmt.Fprintf(m.Stdout, "wrote %s (%d bytes), not checked\n", *out, info.Size())
 		return err
 	}
@@ -65,11 +74,24 @@ func (m *App) backup(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("backup: check the copy: %w", err)
 	}
-	for _, f := range rep.Findings {
-		fmt.Fprintln(m.Stdout, f)
+	findings := make([]string, len(rep.Findings))
+	for i, f := range rep.Findings {
+		findings[i] = fmt.Sprint(f)
+		if !asJSON {
+			fmt.Fprintln(m.Stdout, f)
+		}
+	}
+	if asJSON {
+		if err := printJSON(m.Stdout, map[string]any{"out": *out, "bytes": info.Size(), "checked": true, "queues": rep.Queues,
+			"partitions": rep.Partitions, "messages": rep.Frames, "findings": findings}); err != nil {
+			return err
+		}
 	}
 	if len(rep.Findings) > 0 {
-		return fmt.Errorf("backup: the copy %s has %d findings", *out, len(rep.Findings))
+		return &exitError{code: ExitFindings, err: fmt.Errorf("backup: the copy %s has %d findings", *out, len(rep.Findings))}
+	}
+	if asJSON {
+		return nil
 	}
 	_, err = fmt.Fprintf(m.Stdout, "wrote %s (%d bytes): %d queues, %d partitions, %d messages, check ok\n",
 		*out, info.Size(), rep.Queues, rep.Partitions, rep.Frames)
@@ -79,7 +101,8 @@ func (m *App) backup(ctx context.Context, args []string) error {
 // download GETs path into the new file out. It writes beside out first and
 // renames only a complete, synced copy, so out never holds half a file.
 func (c *apiClient) download(ctx context.Context, path, out string) (err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*c.url, "/")+path, nil)
+	base, hc := c.target()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
 	}
@@ -88,9 +111,9 @@ func (c *apiClient) download(ctx context.Context, path, out string) (err error) 
 	}
 	// No client timeout: a large database takes as long as it takes; ctx
 	// still cancels.
-	resp, err := (&http.Client{Transport: c.http.Transport}).Do(req)
+	resp, err := (&http.Client{Transport: hc.Transport}).Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
+		return unreachable(fmt.Errorf("GET %s: %w", path, err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -2,49 +2,68 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/spf13/cobra"
 )
 
-const checkUsage = `Usage:
-  comb check --db FILE
-
-Verifies a database without changing it: SQLite's integrity check, every
+const checkLong = `Verifies a database without changing it: SQLite's integrity check, every
 segment's checksum, that each partition's segments tile its log with no gap
 or overlap, that cursors, leases and dedup keys lie inside their partition,
 that no row has lost its owner, and every segment a consumer group met
 damaged and put aside ("quarantine": its offsets, which the groups past it
-did not receive). The file may be in use by a running
-server. Prints one line per finding, naming queue, partition and offsets,
-and exits non-zero when there is any.
-`
+did not receive). The file may be in use by a running server. Prints one
+line per finding, naming queue, partition and offsets, and exits 1 when
+there is any.`
 
-// check runs "comb check ...".
-func (m *App) check(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, checkUsage, "\nFlags of comb check:\n"); fs.PrintDefaults() }
-	dbPath := fs.String("db", m.env("COMB_DB", "comb.db"), "database file to check (env COMB_DB)")
-	if err := fs.Parse(args); err != nil {
-		return err
+// checkCmd is "comb check".
+func (m *App) checkCmd() *cobra.Command {
+	var dbPath, output string
+	cmd := &cobra.Command{
+		Use:   "check --db FILE",
+		Short: "Verify a database offline; exit 1 on findings",
+		Long:  checkLong,
+		Args:  cobra.NoArgs,
 	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("check: unexpected argument %q", fs.Arg(0))
+	fs := cmd.Flags()
+	fs.StringVar(&dbPath, "db", "comb.db", "database file to check (env COMB_DB)")
+	m.setting(fs, "db", "")
+	fs.StringVar(&output, "output", "table", "output format: table or json (env COMB_OUTPUT)")
+	m.setting(fs, "output", "")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if output != "table" && output != "json" {
+			return usageErrorf("--output %q: want table or json", output)
+		}
+		m.running = true
+		return m.check(cmd.Context(), dbPath, output == "json")
 	}
-	rep, err := broker.Check(ctx, *dbPath)
+	return cmd
+}
+
+func (m *App) check(ctx context.Context, dbPath string, asJSON bool) error {
+	rep, err := broker.Check(ctx, dbPath)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
-	for _, f := range rep.Findings {
-		fmt.Fprintln(m.Stdout, f)
+	if asJSON {
+		findings := make([]string, len(rep.Findings))
+		for i, f := range rep.Findings {
+			findings[i] = fmt.Sprint(f)
+		}
+		if err := printJSON(m.Stdout, map[string]any{"db": dbPath, "schema": rep.SchemaVersion, "queues": rep.Queues,
+			"partitions": rep.Partitions, "segments": rep.Segments, "messages": rep.Frames, "findings": findings}); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range rep.Findings {
+			fmt.Fprintln(m.Stdout, f)
+		}
+		fmt.Fprintf(m.Stdout, "%s: schema %d, %d queues, %d partitions, %d segments, %d messages, %d findings\n",
+			dbPath, rep.SchemaVersion, rep.Queues, rep.Partitions, rep.Segments, rep.Frames, len(rep.Findings))
 	}
-	fmt.Fprintf(m.Stdout, "%s: schema %d, %d queues, %d partitions, %d segments, %d messages, %d findings\n",
-		*dbPath, rep.SchemaVersion, rep.Queues, rep.Partitions, rep.Segments, rep.Frames, len(rep.Findings))
 	if len(rep.Findings) > 0 {
-		return fmt.Errorf("check: %s: %d findings", *dbPath, len(rep.Findings))
+		return &exitError{code: ExitFindings, err: fmt.Errorf("check: %s: %d findings", dbPath, len(rep.Findings))}
 	}
 	return nil
 }

@@ -4,39 +4,74 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // apiClient calls a running comb server for the operator subcommands, so
 // they work the same against a local file or a remote edge box.
 type apiClient struct {
-	url   *string
-	token string
-	http  *http.Client
+	url    string
+	token  string
+	output string
+	json   bool // the old --json, kept as a deprecated spelling of --output json
+	http   *http.Client
+	stderr io.Writer
 }
 
-// apiFlags adds --url to fs (env COMB_URL) and returns a client that reads it
-// once parsed; the bearer token comes from COMB_TOKEN.
-func (m *App) apiFlags(fs *flag.FlagSet) *apiClient {
-	return &apiClient{
-		url:   fs.String("url", m.env("COMB_URL", "http://127.0.0.1:6632"), "server URL, or unix:///path/to/socket for a server's --unix socket (env COMB_URL)"),
-		token: m.Getenv("COMB_TOKEN"),
-		http:  &http.Client{Timeout: time.Minute},
+// apiFlags adds the flags every operator command shares to cmd and its
+// subcommands: --url, --token, --output (settings: COMB_URL, COMB_TOKEN,
+// COMB_OUTPUT, or the config file).
+func (m *App) apiFlags(cmd *cobra.Command) *apiClient {
+	c := &apiClient{http: &http.Client{Timeout: time.Minute}, stderr: m.Stderr}
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&c.url, "url", "http://127.0.0.1:6632", "server URL, or unix:///path/to/socket for a server's --unix socket (env COMB_URL)")
+	m.setting(fs, "url", "")
+	fs.StringVar(&c.token, "token", "", "bearer token sent to the server (env COMB_TOKEN, preferred: flags show in ps)")
+	m.secret(fs, "token", "")
+	fs.StringVar(&c.output, "output", "table", "output format: table (for people) or json (for scripts) (env COMB_OUTPUT)")
+	m.setting(fs, "output", "")
+	fs.BoolVar(&c.json, "json", false, "same as --output json")
+	_ = fs.MarkHidden("json")
+	return c
+}
+
+// asJSON reports whether the reply is to be printed as JSON, checking
+// --output.
+func (c *apiClient) asJSON() (bool, error) {
+	switch c.output {
+	case "json":
+		return true, nil
+	case "table", "":
+		if c.json {
+			fmt.Fprintln(c.stderr, "comb: warning: --json is deprecated: use --output json")
+		}
+		return c.json, nil
 	}
+	return false, usageErrorf("--output %q: want table or json", c.output)
+}
+
+// printJSON writes a server's JSON reply, or v encoded, as one line.
+func printJSON(w io.Writer, v any) error {
+	if raw, ok := v.([]byte); ok {
+		_, err := fmt.Fprintf(w, "%s\n", bytes.TrimSpace(raw))
+		return err
+	}
+	return json.NewEncoder(w).Encode(v)
 }
 
 // target is the base URL requests go to and the client that sends them:
 // for a unix:// URL, a client that dials that socket whatever the host.
 func (c *apiClient) target() (string, *http.Client) {
-	sock, ok := strings.CutPrefix(*c.url, "unix://")
+	sock, ok := strings.CutPrefix(c.url, "unix://")
 	if !ok {
-		return strings.TrimRight(*c.url, "/"), c.http
+		return strings.TrimRight(c.url, "/"), c.http
 	}
 	hc := *c.http
 	var d net.Dialer
@@ -73,7 +108,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, body any) (in
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, nil, unreachable(fmt.Errorf("%s %s: %w", method, path, err))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
@@ -96,13 +131,18 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) ([]by
 	return data, nil
 }
 
-// replyError turns a non-2xx reply into an error carrying the server's text.
+// replyError turns a non-2xx reply into an error carrying the server's
+// text: exit 3 when the token was missing or refused, else 1.
 func replyError(what string, status int, body []byte) error {
 	var e struct {
 		Error string `json:"error"`
 	}
+	err := fmt.Errorf("%s: HTTP %d", what, status)
 	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		return fmt.Errorf("%s: %s (HTTP %d)", what, e.Error, status)
+		err = fmt.Errorf("%s: %s (HTTP %d)", what, e.Error, status)
 	}
-	return fmt.Errorf("%s: HTTP %d", what, status)
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		return unreachable(err)
+	}
+	return err
 }

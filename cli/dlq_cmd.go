@@ -1,67 +1,61 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 )
 
-const dlqUsage = `Usage:
-  comb dlq [flags]            list dead-lettered messages, newest first
-  comb dlq redrive [flags]    append dead-lettered messages back to their queue
-  comb dlq purge [flags]      delete dead-lettered messages for good (admin)
-
-All talk to a running server: --url (env COMB_URL, default
-http://127.0.0.1:6632), with Authorization: Bearer $COMB_TOKEN when set.
-`
-
-// dlq runs "comb dlq ...".
-func (m *App) dlq(ctx context.Context, args []string) error {
-	if len(args) > 0 && args[0] == "redrive" {
-		return m.dlqRedrive(ctx, args[1:])
+// dlqCmd is "comb dlq", with redrive and purge beneath it.
+func (m *App) dlqCmd() *cobra.Command {
+	var queue, group, partition string
+	var limit, offset int
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "List, re-drive or purge dead-lettered messages",
+		Long:  "Lists dead-lettered messages, newest first; comb dlq redrive appends them back to their queue, comb dlq purge deletes them for good (admin).",
+		Args:  cobra.NoArgs,
 	}
-	if len(args) > 0 && args[0] == "purge" {
-		return m.dlqPurge(ctx, args[1:])
-	}
-	fs := flag.NewFlagSet("dlq", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, dlqUsage, "\nFlags of comb dlq:\n"); fs.PrintDefaults() }
-	cl := m.apiFlags(fs)
-	queue := fs.String("queue", "", "only this queue")
-	group := fs.String("group", "", "only this consumer group")
-	partition := fs.String("partition", "", "only this partition")
-	limit := fs.Int("limit", 100, "messages to list")
-	offset := fs.Int("offset", 0, "messages to skip")
-	asJSON := fs.Bool("json", false, "print the server's JSON reply")
-	if err := fs.Parse(args); err != nil {
+	cl := m.apiFlags(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&queue, "queue", "", "only this queue")
+	fs.StringVar(&group, "group", "", "only this consumer group")
+	fs.StringVar(&partition, "partition", "", "only this partition")
+	fs.IntVar(&limit, "limit", 100, "messages to list")
+	fs.IntVar(&offset, "offset", 0, "messages to skip")
+	cmd.RunE = m.run(func(cmd *cobra.Command, args []string) error {
+		q := url.Values{}
+		for k, v := range map[string]string{"queue": queue, "consumerGroup": group, "partition": partition} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		q.Set("limit", strconv.Itoa(limit))
+		q.Set("offset", strconv.Itoa(offset))
+		return m.dlqList(cmd.Context(), cl, q)
+	})
+	cmd.AddCommand(m.dlqRedriveCmd(cl), m.dlqPurgeCmd(cl))
+	return cmd
+}
+
+func (m *App) dlqList(ctx context.Context, cl *apiClient, q url.Values) error {
+	asJSON, err := cl.asJSON()
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("dlq: unexpected argument %q", fs.Arg(0))
-	}
-	q := url.Values{}
-	for k, v := range map[string]string{"queue": *queue, "consumerGroup": *group, "partition": *partition} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	q.Set("limit", strconv.Itoa(*limit))
-	q.Set("offset", strconv.Itoa(*offset))
 	body, err := cl.do(ctx, http.MethodGet, "/api/v1/dlq?"+q.Encode(), nil)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		_, err := fmt.Fprintf(m.Stdout, "%s\n", bytes.TrimSpace(body))
-		return err
+	if asJSON {
+		return printJSON(m.Stdout, body)
 	}
 	var reply struct {
 		Messages []struct {
@@ -97,33 +91,42 @@ func (m *App) dlq(ctx context.Context, args []string) error {
 	return err
 }
 
-// dlqRedrive runs "comb dlq redrive ...". Without --limit it calls the
+// dlqRedriveCmd is "comb dlq redrive". Without --limit it calls the
 // server until nothing matching is left, each call one bounded commit.
-func (m *App) dlqRedrive(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dlq redrive", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, dlqUsage, "\nFlags of comb dlq redrive:\n"); fs.PrintDefaults() }
-	cl := m.apiFlags(fs)
-	queue := fs.String("queue", "", "queue whose dead-lettered messages to re-drive (required)")
-	group := fs.String("group", "", "only rows of this consumer group")
-	partition := fs.String("partition", "", "only this partition")
-	limit := fs.Int("limit", 0, "re-drive at most this many messages in one call (0 = all, in batches)")
-	if err := fs.Parse(args); err != nil {
+func (m *App) dlqRedriveCmd(cl *apiClient) *cobra.Command {
+	var queue, group, partition string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "redrive --queue Q",
+		Short: "Append dead-lettered messages back to their queue",
+		Args:  cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&queue, "queue", "", "queue whose dead-lettered messages to re-drive (required)")
+	fs.StringVar(&group, "group", "", "only rows of this consumer group")
+	fs.StringVar(&partition, "partition", "", "only this partition")
+	fs.IntVar(&limit, "limit", 0, "re-drive at most this many messages in one call (0 = all, in batches)")
+	_ = cmd.MarkFlagRequired("queue")
+	cmd.RunE = m.run(func(cmd *cobra.Command, args []string) error {
+		return m.dlqRedrive(cmd.Context(), cl, queue, group, partition, limit)
+	})
+	return cmd
+}
+
+func (m *App) dlqRedrive(ctx context.Context, cl *apiClient, queue, group, partition string, limit int) error {
+	asJSON, err := cl.asJSON()
+	if err != nil {
 		return err
 	}
-	if *queue == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("dlq redrive: --queue is required")
+	req := map[string]any{"queue": queue}
+	if group != "" {
+		req["consumerGroup"] = group
 	}
-	req := map[string]any{"queue": *queue}
-	if *group != "" {
-		req["consumerGroup"] = *group
+	if partition != "" {
+		req["partition"] = partition
 	}
-	if *partition != "" {
-		req["partition"] = *partition
-	}
-	if *limit > 0 {
-		req["limit"] = *limit
+	if limit > 0 {
+		req["limit"] = limit
 	}
 	var redriven, duplicates, deleted int64
 	for {
@@ -138,38 +141,56 @@ func (m *App) dlqRedrive(ctx context.Context, args []string) error {
 			return fmt.Errorf("dlq redrive: decode reply: %w", err)
 		}
 		redriven, duplicates, deleted = redriven+res.Redriven, duplicates+res.Duplicates, deleted+res.Deleted
-		if *limit > 0 || res.Remaining == 0 || res.Deleted == 0 {
+		if limit > 0 || res.Remaining == 0 || res.Deleted == 0 {
+			if asJSON {
+				return printJSON(m.Stdout, map[string]any{"queue": queue, "redriven": redriven, "duplicates": duplicates,
+					"deleted": deleted, "remaining": res.Remaining})
+			}
 			_, err := fmt.Fprintf(m.Stdout, "re-drove %d messages to %s (%d already re-driven), removed %d DLQ rows, %d left\n",
-				redriven, *queue, duplicates, deleted, res.Remaining)
+				redriven, queue, duplicates, deleted, res.Remaining)
 			return err
 		}
 	}
 }
 
-// dlqPurge runs "comb dlq purge ...". It needs a filter or --all, as the
+// dlqPurgeCmd is "comb dlq purge". It needs a filter or --all, as the
 // server does. Without --limit it calls the server until nothing matching
 // is left, each call one bounded commit.
-func (m *App) dlqPurge(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dlq purge", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, dlqUsage, "\nFlags of comb dlq purge:\n"); fs.PrintDefaults() }
-	cl := m.apiFlags(fs)
-	queue := fs.String("queue", "", "only this queue")
-	group := fs.String("group", "", "only rows of this consumer group")
-	partition := fs.String("partition", "", "only this partition")
-	from := fs.String("from", "", "only messages that failed at or after this time (RFC 3339 or YYYY-MM-DD)")
-	to := fs.String("to", "", "only messages that failed at or before this time")
-	ids := fs.String("ids", "", "only these message ids (comma-separated, as comb dlq --json shows them)")
-	all := fs.Bool("all", false, "allow a purge with no filter: every dead letter of the tenant")
-	limit := fs.Int("limit", 0, "delete at most this many rows in one call (0 = all, in batches)")
-	dryRun := fs.Bool("dry-run", false, "only say how many dead letters match")
-	if err := fs.Parse(args); err != nil {
+func (m *App) dlqPurgeCmd(cl *apiClient) *cobra.Command {
+	var p dlqPurgeArgs
+	cmd := &cobra.Command{
+		Use:   "purge (--queue Q | --group G | --partition P | --from T | --to T | --ids IDS | --all)",
+		Short: "Delete dead-lettered messages for good (admin)",
+		Args:  cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&p.queue, "queue", "", "only this queue")
+	fs.StringVar(&p.group, "group", "", "only rows of this consumer group")
+	fs.StringVar(&p.partition, "partition", "", "only this partition")
+	fs.StringVar(&p.from, "from", "", "only messages that failed at or after this time (RFC 3339 or YYYY-MM-DD)")
+	fs.StringVar(&p.to, "to", "", "only messages that failed at or before this time")
+	fs.StringVar(&p.ids, "ids", "", "only these message ids (comma-separated, as comb dlq --output json shows them)")
+	fs.BoolVar(&p.all, "all", false, "allow a purge with no filter: every dead letter of the tenant")
+	fs.IntVar(&p.limit, "limit", 0, "delete at most this many rows in one call (0 = all, in batches)")
+	fs.BoolVar(&p.dryRun, "dry-run", false, "only say how many dead letters match")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return m.dlqPurge(cmd.Context(), cl, p)
+	}
+	return cmd
+}
+
+type dlqPurgeArgs struct {
+	queue, group, partition, from, to, ids string
+	all, dryRun                            bool
+	limit                                  int
+}
+
+func (m *App) dlqPurge(ctx context.Context, cl *apiClient, p dlqPurgeArgs) error {
+	asJSON, err := cl.asJSON()
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("dlq purge: unexpected argument %q", fs.Arg(0))
-	}
+	queue, group, partition, from, to, ids, all, limit, dryRun := &p.queue, &p.group, &p.partition, &p.from, &p.to, &p.ids, &p.all, &p.limit, &p.dryRun
 	q := url.Values{}
 	for k, v := range map[string]string{"queue": *queue, "consumerGroup": *group, "partition": *partition,
 		"from": *from, "to": *to, "ids": *ids} {
@@ -178,13 +199,13 @@ func (m *App) dlqPurge(ctx context.Context, args []string) error {
 		}
 	}
 	if len(q) == 0 && !*all {
-		fs.Usage()
-		return fmt.Errorf("dlq purge: give a filter (--queue, --group, --partition, --from, --to, --ids) or --all")
+		return usageErrorf("give a filter (--queue, --group, --partition, --from, --to, --ids) or --all")
 	}
 	if *dryRun {
 		if *ids != "" {
-			return fmt.Errorf("dlq purge: --dry-run counts by filters; it cannot count --ids")
+			return usageErrorf("--dry-run counts by filters; it cannot count --ids")
 		}
+		m.running = true
 		q.Set("limit", "1")
 		body, err := cl.do(ctx, http.MethodGet, "/api/v1/dlq?"+q.Encode(), nil)
 		if err != nil {
@@ -194,9 +215,13 @@ func (m *App) dlqPurge(ctx context.Context, args []string) error {
 		if err := json.Unmarshal(body, &reply); err != nil {
 			return fmt.Errorf("dlq purge: decode reply: %w", err)
 		}
+		if asJSON {
+			return printJSON(m.Stdout, map[string]any{"dryRun": true, "matching": reply.Total})
+		}
 		_, err = fmt.Fprintf(m.Stdout, "%d dead letters match; nothing deleted (dry run)\n", reply.Total)
 		return err
 	}
+	m.running = true
 	if *all {
 		q.Set("all", "true")
 	}
@@ -215,6 +240,9 @@ func (m *App) dlqPurge(ctx context.Context, args []string) error {
 		}
 		deleted += res.Deleted
 		if *limit > 0 || res.Remaining == 0 || res.Deleted == 0 {
+			if asJSON {
+				return printJSON(m.Stdout, map[string]any{"deleted": deleted, "remaining": res.Remaining})
+			}
 			_, err := fmt.Fprintf(m.Stdout, "purged %d dead letters, %d left\n", deleted, res.Remaining)
 			return err
 		}

@@ -44,7 +44,8 @@ func TestDLQCommand(t *testing.T) {
 	if _, err := runComb(t, srv, nil, "dlq", "redrive", "--queue", "missing"); err == nil || !strings.Contains(err.Error(), "Queue not found") {
 		t.Fatalf("redrive of an unknown queue: %v", err)
 	}
-	if _, err := runComb(t, srv, nil, "dlq", "redrive"); err == nil || !strings.Contains(err.Error(), "--queue is required") {
+	if _, err := runComb(t, srv, nil, "dlq", "redrive"); err == nil || !strings.Contains(err.Error(), `required flag(s) "queue" not set`) ||
+		ExitCode(err) != ExitUsage {
 		t.Fatalf("redrive without --queue: %v", err)
 	}
 }

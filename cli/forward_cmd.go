@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/forward"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Forwarders on the serve command: declared by --forward flags and a
@@ -83,39 +84,44 @@ func parseForwardSpec(v string) (forwardSpec, error) {
 }
 
 type forwardConfig struct {
-	specs      []forwardSpec
-	file       *string
-	maxBackoff *time.Duration
-	poll       *time.Duration
-	deviceID   *string
+	flags      []string // --forward, one spec each
+	file       string
+	maxBackoff time.Duration
+	poll       time.Duration
+	deviceID   string
 	envTok     func(string) string
 }
 
 // forwardFlags adds --forward (repeatable) and --forward-config to fs.
-func (m *App) forwardFlags(fs *flag.FlagSet) *forwardConfig {
+func (m *App) forwardFlags(fs *pflag.FlagSet) *forwardConfig {
 	c := &forwardConfig{envTok: m.Getenv}
-	fs.Func("forward", "declare a forwarder, repeatable: name=N,queue=Q,upstream=URL[,direction=push|pull][,upstreamQueue=U]"+
-		"[,token=T][,consumerGroup=G][,batch=B][,idPrefix=P|none]; queue may be a glob (push); token=$VAR reads the environment", func(v string) error {
-		s, err := parseForwardSpec(v)
-		if err != nil {
-			return err
-		}
-		c.specs = append(c.specs, s)
-		return nil
-	})
-	c.maxBackoff = fs.Duration("forward-max-backoff", forward.DefaultMaxBackoff, "longest wait between a forwarder's retries while its upstream fails")
-	c.poll = fs.Duration("forward-poll", forward.DefaultPoll, "how long a forwarder's pop waits for messages")
-	c.deviceID = fs.String("device-id", m.env("COMB_DEVICE_ID", ""), "this device's name in the transactionIds its push forwarders send upstream "+
+	fs.StringArrayVar(&c.flags, "forward", nil, "declare a forwarder, repeatable: name=N,queue=Q,upstream=URL[,direction=push|pull][,upstreamQueue=U]"+
+		"[,token=T][,consumerGroup=G][,batch=B][,idPrefix=P|none]; queue may be a glob (push); token=$VAR reads the environment "+
+		"(env COMB_FORWARD: specs separated by ;)")
+	m.setting(fs, "forward", "")
+	m.durationSetting(fs, &c.maxBackoff, "forward-max-backoff", forward.DefaultMaxBackoff, "", 0,
+		"longest wait between a forwarder's retries while its upstream fails (env COMB_FORWARD_MAX_BACKOFF)")
+	m.durationSetting(fs, &c.poll, "forward-poll", forward.DefaultPoll, "", 0, "how long a forwarder's pop waits for messages (env COMB_FORWARD_POLL)")
+	fs.StringVar(&c.deviceID, "device-id", "", "this device's name in the transactionIds its push forwarders send upstream "+
 		"(default idPrefix DEVICE-ID:); default: one chosen at first start from the host name and kept in the database (env COMB_DEVICE_ID)")
-	c.file = fs.String("forward-config", m.env("COMB_FORWARD_CONFIG", ""), `JSON file declaring forwarders: [{"name","queue","upstream",...}] (env COMB_FORWARD_CONFIG)`)
+	m.setting(fs, "device-id", "")
+	fs.StringVar(&c.file, "forward-config", "", `JSON file declaring forwarders: [{"name","queue","upstream",...}] (env COMB_FORWARD_CONFIG)`)
+	m.setting(fs, "forward-config", "")
 	return c
 }
 
 // declared returns every forwarder of the flags and the config file.
 func (c *forwardConfig) declared() ([]forwardSpec, error) {
-	specs := append([]forwardSpec(nil), c.specs...)
-	if *c.file != "" {
-		b, err := os.ReadFile(*c.file)
+	var specs []forwardSpec
+	for _, v := range c.flags {
+		s, err := parseForwardSpec(v)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, s)
+	}
+	if c.file != "" {
+		b, err := os.ReadFile(c.file)
 		if err != nil {
 			return nil, fmt.Errorf("--forward-config: %w", err)
 		}
@@ -123,7 +129,7 @@ func (c *forwardConfig) declared() ([]forwardSpec, error) {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&fromFile); err != nil {
-			return nil, fmt.Errorf("--forward-config %s: %w", *c.file, err)
+			return nil, fmt.Errorf("--forward-config %s: %w", c.file, err)
 		}
 		specs = append(specs, fromFile...)
 	}
@@ -137,18 +143,24 @@ func (c *forwardConfig) declared() ([]forwardSpec, error) {
 
 // start declares the configured forwarders (replacing their stored
 // definitions, keeping their state) and starts every stored one.
-func (c *forwardConfig) start(ctx context.Context, b *broker.Broker, log *slog.Logger) (*forward.Runner, error) {
+// check reads the declared forwarders and checks the settings, before
+// serve opens anything.
+func (c *forwardConfig) check() ([]forwardSpec, error) {
 	specs, err := c.declared()
 	if err != nil {
-		return nil, err
+		return nil, usageErrorf("%w", err)
 	}
-	if *c.maxBackoff <= 0 || *c.poll <= 0 {
-		return nil, fmt.Errorf("--forward-max-backoff and --forward-poll must be positive")
+	if c.maxBackoff <= 0 || c.poll <= 0 {
+		return nil, usageErrorf("--forward-max-backoff and --forward-poll must be positive")
 	}
-	if len(*c.deviceID) >= combtype.ForwarderMaxIDPrefix {
-		return nil, fmt.Errorf("--device-id: at most %d bytes", combtype.ForwarderMaxIDPrefix-1)
+	if len(c.deviceID) >= combtype.ForwarderMaxIDPrefix {
+		return nil, usageErrorf("--device-id: at most %d bytes", combtype.ForwarderMaxIDPrefix-1)
 	}
-	r := forward.New(b, forward.Options{Logger: log, MaxBackoff: *c.maxBackoff, Poll: *c.poll, DeviceID: *c.deviceID})
+	return specs, nil
+}
+
+func (c *forwardConfig) start(ctx context.Context, b *broker.Broker, specs []forwardSpec, log *slog.Logger) (*forward.Runner, error) {
+	r := forward.New(b, forward.Options{Logger: log, MaxBackoff: c.maxBackoff, Poll: c.poll, DeviceID: c.deviceID})
 	if err := r.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -161,106 +173,94 @@ func (c *forwardConfig) start(ctx context.Context, b *broker.Broker, log *slog.L
 	return r, nil
 }
 
-const forwardUsage = `Usage:
-  comb forward list [--json]
-  comb forward show NAME [--json]
-  comb forward create --name N --queue Q --upstream URL [--direction push|pull]
-                      [--upstream-queue U] [--token T] [--consumer-group G] [--batch B]
-                      [--id-prefix P|none]
-  comb forward pause NAME | resume NAME | delete NAME
-
-Manages the forwarders of a running server: push forwarders drain a local
+const forwardLong = `Manages the forwarders of a running server: push forwarders drain a local
 queue (or every queue matching a glob) to an upstream broker's queue; pull
-forwarders feed a local queue from an upstream consumer group. Talks to the
-server at --url (env COMB_URL, default http://127.0.0.1:6632), with
-Authorization: Bearer $COMB_TOKEN when set; needs the admin role.
+forwarders feed a local queue from an upstream consumer group. Needs the
+admin role.`
 
-Flags:
-`
-
-// forwardCmd runs "comb forward".
-func (m *App) forwardCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, forwardUsage); fs.PrintDefaults() }
-	cl := m.apiFlags(fs)
-	asJSON := fs.Bool("json", false, "print the server's JSON reply")
-	var spec forwardSpec
-	fs.StringVar(&spec.Name, "name", "", "create: forwarder name")
-	fs.StringVar(&spec.Queue, "queue", "", "create: local queue name or glob")
-	fs.StringVar(&spec.Upstream, "upstream", "", "create: upstream base URL")
-	fs.StringVar(&spec.Direction, "direction", "push", "create: push (local -> upstream) or pull (upstream -> local)")
-	fs.StringVar(&spec.UpstreamQueue, "upstream-queue", "", "create: upstream queue (default: the local name)")
-	fs.StringVar(&spec.Token, "token", "", "create: bearer token for the upstream")
-	fs.StringVar(&spec.ConsumerGroup, "consumer-group", "", "create: consumer group (default comb-forward.NAME)")
-	fs.IntVar(&spec.Batch, "batch", 0, "create: messages per upstream request (default 500)")
-	fs.StringVar(&spec.IDPrefix, "id-prefix", "", "create: put before each transactionId sent upstream (default DEVICE-ID:; none: send them as they are)")
-	if len(args) == 0 {
-		fs.Usage()
-		return flag.ErrHelp
+// forwardCmd is "comb forward" and its actions.
+func (m *App) forwardCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "forward",
+		Short: "List, create, pause, resume or delete forwarders",
+		Long:  forwardLong,
+		Args:  cobra.NoArgs,
 	}
-	verb := args[0]
-	// Flags may come before or after the forwarder's name.
-	var names []string
-	for rest := args[1:]; ; {
-		if err := fs.Parse(rest); err != nil {
+	cl := m.apiFlags(cmd)
+	show := func(verb string, list bool, method, suffix string) func(*cobra.Command, []string) error {
+		return m.run(func(cmd *cobra.Command, args []string) error {
+			asJSON, err := cl.asJSON()
+			if err != nil {
+				return err
+			}
+			path := "/api/v1/forwarders"
+			if len(args) == 1 {
+				path += "/" + url.PathEscape(args[0]) + suffix
+			}
+			body, err := cl.do(cmd.Context(), method, path, nil)
+			if err != nil {
+				return err
+			}
+			return m.printForwarders(verb, list, body, asJSON)
+		})
+	}
+	cmd.AddCommand(&cobra.Command{Use: "list", Short: "List the forwarders with their lag and state", Args: cobra.NoArgs,
+		RunE: show("list", true, http.MethodGet, "")})
+	cmd.AddCommand(&cobra.Command{Use: "show NAME", Short: "Show one forwarder", Args: cobra.ExactArgs(1),
+		RunE: show("show", false, http.MethodGet, "")})
+	for _, verb := range []string{"pause", "resume"} {
+		cmd.AddCommand(&cobra.Command{Use: verb + " NAME", Short: strings.ToUpper(verb[:1]) + verb[1:] + " a forwarder", Args: cobra.ExactArgs(1),
+			RunE: show(verb, false, http.MethodPost, "/"+verb)})
+	}
+	cmd.AddCommand(&cobra.Command{Use: "delete NAME", Short: "Delete a forwarder (its upstream keeps what it got)", Args: cobra.ExactArgs(1),
+		RunE: show("delete", false, http.MethodDelete, "")})
+
+	var spec forwardSpec
+	create := &cobra.Command{
+		Use:   "create --name N --queue Q --upstream URL",
+		Short: "Create a forwarder",
+		Args:  cobra.NoArgs,
+	}
+	fs := create.Flags()
+	fs.StringVar(&spec.Name, "name", "", "forwarder name (required)")
+	fs.StringVar(&spec.Queue, "queue", "", "local queue name or glob (required)")
+	fs.StringVar(&spec.Upstream, "upstream", "", "upstream base URL (required)")
+	fs.StringVar(&spec.Direction, "direction", "push", "push (local -> upstream) or pull (upstream -> local)")
+	fs.StringVar(&spec.UpstreamQueue, "upstream-queue", "", "upstream queue (default: the local name)")
+	fs.StringVar(&spec.Token, "upstream-token", "", "bearer token for the upstream (--token is the one for this server)")
+	fs.StringVar(&spec.ConsumerGroup, "consumer-group", "", "consumer group (default comb-forward.NAME)")
+	fs.IntVar(&spec.Batch, "batch", 0, "messages per upstream request (default 500)")
+	fs.StringVar(&spec.IDPrefix, "id-prefix", "", "put before each transactionId sent upstream (default DEVICE-ID:; none: send them as they are)")
+	for _, f := range []string{"name", "queue", "upstream"} {
+		_ = create.MarkFlagRequired(f)
+	}
+	create.RunE = m.run(func(cmd *cobra.Command, args []string) error {
+		asJSON, err := cl.asJSON()
+		if err != nil {
 			return err
 		}
-		if fs.NArg() == 0 {
-			break
+		body, err := cl.do(cmd.Context(), http.MethodPost, "/api/v1/forwarders", spec)
+		if err != nil {
+			return err
 		}
-		names, rest = append(names, fs.Arg(0)), fs.Args()[1:]
+		return m.printForwarders("create", false, body, asJSON)
+	})
+	cmd.AddCommand(create)
+	return cmd
+}
+
+// printForwarders prints a reply of one forwarder, or of the list, as a
+// table or as the server's JSON.
+func (m *App) printForwarders(verb string, list bool, body []byte, asJSON bool) error {
+	if asJSON {
+		return printJSON(m.Stdout, body)
 	}
-	one := func() (string, error) {
-		if len(names) != 1 {
-			fs.Usage()
-			return "", fmt.Errorf("forward %s: want one forwarder name", verb)
-		}
-		return "/api/v1/forwarders/" + url.PathEscape(names[0]), nil
-	}
-	var (
-		body []byte
-		err  error
-	)
-	switch verb {
-	case "list", "create":
-		if len(names) > 0 {
-			return fmt.Errorf("forward %s: unexpected argument %q", verb, names[0])
-		}
-	}
-	switch verb {
-	case "list":
-		body, err = cl.do(ctx, http.MethodGet, "/api/v1/forwarders", nil)
-	case "show":
-		var p string
-		if p, err = one(); err == nil {
-			body, err = cl.do(ctx, http.MethodGet, p, nil)
-		}
-	case "create":
-		body, err = cl.do(ctx, http.MethodPost, "/api/v1/forwarders", spec)
-	case "pause", "resume":
-		var p string
-		if p, err = one(); err == nil {
-			body, err = cl.do(ctx, http.MethodPost, p+"/"+verb, nil)
-		}
-	case "delete":
-		var p string
-		if p, err = one(); err == nil {
-			body, err = cl.do(ctx, http.MethodDelete, p, nil)
-		}
-	default:
-		fs.Usage()
-		return fmt.Errorf("forward: unknown action %q", verb)
-	}
-	if err != nil {
-		return err
-	}
-	if *asJSON || verb == "delete" {
-		_, err := fmt.Fprintf(m.Stdout, "%s\n", bytes.TrimSpace(body))
+	if verb == "delete" {
+		_, err := fmt.Fprintln(m.Stdout, "deleted")
 		return err
 	}
 	var rows []forwarderRow
-	if verb == "list" {
+	if list {
 		var reply struct {
 			Forwarders []forwarderRow `json:"forwarders"`
 		}

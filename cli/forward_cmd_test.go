@@ -99,7 +99,7 @@ func TestServeDeclaresForwardersFromFlagsAndAConfigFileAndTheCommandManagesThem(
 	if err != nil || !strings.Contains(out, "x     push") {
 		t.Errorf("forward create: %v\n%s", err, out)
 	}
-	if out, err := runComb(t, cli, nil, "forward", "delete", "x"); err != nil || !strings.Contains(out, `"deleted":true`) {
+	if out, err := runComb(t, cli, nil, "forward", "delete", "x", "--output", "json"); err != nil || !strings.Contains(out, `"deleted":true`) {
 		t.Errorf("forward delete: %v\n%s", err, out)
 	}
 	if _, err := runComb(t, cli, nil, "forward", "show", "x"); err == nil || !strings.Contains(err.Error(), "Forwarder not found") {

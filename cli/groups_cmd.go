@@ -1,53 +1,43 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/http"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
-// "comb groups" talks HTTP to a running server, so it works the same
-// against a local file or a remote edge box.
-
-const groupsUsage = `Usage:
-  comb groups [--url URL] [--json]
-
-Lists every consumer group with its lag, one row per (group, queue). Talks
-to a running server: --url (env COMB_URL, default http://127.0.0.1:6632),
-with Authorization: Bearer $COMB_TOKEN when set.
-
-Flags:
-`
-
-// groups runs "comb groups".
-func (m *App) groups(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("groups", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, groupsUsage); fs.PrintDefaults() }
-	cl := m.apiFlags(fs)
-	asJSON := fs.Bool("json", false, "print the server's JSON reply")
-	if err := fs.Parse(args); err != nil {
-		return err
+// groupsCmd is "comb groups": it talks HTTP to a running server, so it
+// works the same against a local file or a remote edge box.
+func (m *App) groupsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "groups",
+		Short: "List consumer groups with their lag",
+		Long:  "Lists every consumer group with its lag, one row per (group, queue).",
+		Args:  cobra.NoArgs,
 	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("groups: unexpected argument %q", fs.Arg(0))
-	}
-	status, body, err := cl.call(ctx, http.MethodGet, "/api/v1/consumer-groups", nil)
+	cl := m.apiFlags(cmd)
+	cmd.RunE = m.run(func(cmd *cobra.Command, args []string) error {
+		return m.groups(cmd.Context(), cl)
+	})
+	return cmd
+}
+
+func (m *App) groups(ctx context.Context, cl *apiClient) error {
+	asJSON, err := cl.asJSON()
 	if err != nil {
 		return err
 	}
-	if status/100 != 2 {
-		return replyError("groups", status, body)
-	}
-	if *asJSON {
-		_, err := fmt.Fprintf(m.Stdout, "%s\n", bytes.TrimSpace(body))
+	body, err := cl.do(ctx, http.MethodGet, "/api/v1/consumer-groups", nil)
+	if err != nil {
 		return err
+	}
+	if asJSON {
+		return printJSON(m.Stdout, body)
 	}
 	var groups []struct {
 		Name              string `json:"name"`

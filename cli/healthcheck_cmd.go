@@ -3,40 +3,46 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
-const healthcheckUsage = `Usage:
-  comb healthcheck [--url URL] [--timeout 5s]
+const healthcheckLong = `Asks a running server's GET /health and exits 0 when it answers 200 (the
+database answers), 1 when it answers otherwise, 3 when it does not answer.
+Meant for container health checks and monitoring scripts; it needs no
+token.`
 
-Asks a running server's GET /health and exits 0 when it answers 200 (the
-database answers), 1 otherwise. Meant for container health checks and
-monitoring scripts; it needs no token. --url defaults to $COMB_URL, else
-http://127.0.0.1:6632.
-`
+// healthcheckCmd is "comb healthcheck".
+func (m *App) healthcheckCmd() *cobra.Command {
+	var urlV string
+	var timeoutV time.Duration
+	cmd := &cobra.Command{
+		Use:   "healthcheck [--url URL] [--timeout 5s]",
+		Short: "Exit 0 when a server's /health answers 200",
+		Long:  healthcheckLong,
+		Args:  cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&urlV, "url", "http://127.0.0.1:6632", "server to ask (env COMB_URL)")
+	m.setting(fs, "url", "")
+	fs.DurationVar(&timeoutV, "timeout", 5*time.Second, "give up after this long")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if timeoutV <= 0 {
+			return usageErrorf("--timeout %v: want a positive duration", timeoutV)
+		}
+		m.running = true
+		return m.healthcheck(cmd.Context(), urlV, timeoutV)
+	}
+	return cmd
+}
 
-// healthcheck runs "comb healthcheck".
-func (m *App) healthcheck(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, healthcheckUsage, "\nFlags of comb healthcheck:\n"); fs.PrintDefaults() }
-	url := fs.String("url", m.env("COMB_URL", "http://127.0.0.1:6632"), "server to ask (env COMB_URL)")
-	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("healthcheck: unexpected argument %q", fs.Arg(0))
-	}
-	if *timeout <= 0 {
-		return fmt.Errorf("healthcheck: --timeout %v: want a positive duration", *timeout)
-	}
+func (m *App) healthcheck(ctx context.Context, urlV string, timeoutV time.Duration) error {
+	url, timeout := &urlV, &timeoutV
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*url, "/")+"/health", nil)
@@ -47,7 +53,7 @@ func (m *App) healthcheck(ctx context.Context, args []string) error {
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("healthcheck: %w", err)
+		return unreachable(fmt.Errorf("healthcheck: %w", err))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))

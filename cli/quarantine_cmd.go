@@ -1,69 +1,83 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 )
 
-const quarantineUsage = `Usage:
-  comb quarantine [flags]     list the damaged segments a running server put aside
-  comb quarantine restore ID  try one again: if its stored copy now reads,
-                              dead-letter its messages for the groups past it
+const quarantineLong = `Lists the damaged segments a running server put aside, the most recent
+first, with the offsets they held and the groups now past them.
 
 A segment that fails its checksum or does not decode when a consumer group
 meets it is copied aside and the group moves past it: its messages were not
-delivered to that group. This lists them, the most recent first, with the
-offsets they held and the groups now past them. Talks to a running server:
---url (env COMB_URL, default http://127.0.0.1:6632), with Authorization:
-Bearer $COMB_TOKEN when set (restore needs an admin token). comb check
---db FILE reports them offline. See docs/quarantine.md.
-`
+delivered to that group. comb quarantine restore ID tries one again: if its
+stored copy now reads, its messages are dead-lettered for the groups past
+it (needs an admin token). comb check --db FILE reports them offline. See
+docs/quarantine.md.`
 
-// quarantine runs "comb quarantine ...".
-func (m *App) quarantine(ctx context.Context, args []string) error {
-	if len(args) > 0 && args[0] == "restore" {
-		return m.quarantineRestore(ctx, args[1:])
+// quarantineCmd is "comb quarantine", with restore beneath it.
+func (m *App) quarantineCmd() *cobra.Command {
+	var queue, partition string
+	var limit, offset int
+	cmd := &cobra.Command{
+		Use:   "quarantine",
+		Short: "List damaged segments put aside, or restore one",
+		Long:  quarantineLong,
+		Args:  cobra.NoArgs,
 	}
-	fs := flag.NewFlagSet("quarantine", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, quarantineUsage, "\nFlags of comb quarantine:\n"); fs.PrintDefaults() }
-	cl := m.apiFlags(fs)
-	queue := fs.String("queue", "", "only this queue")
-	partition := fs.String("partition", "", "only this partition")
-	limit := fs.Int("limit", 100, "segments to list")
-	offset := fs.Int("offset", 0, "segments to skip")
-	asJSON := fs.Bool("json", false, "print the server's JSON reply")
-	if err := fs.Parse(args); err != nil {
+	cl := m.apiFlags(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&queue, "queue", "", "only this queue")
+	fs.StringVar(&partition, "partition", "", "only this partition")
+	fs.IntVar(&limit, "limit", 100, "segments to list")
+	fs.IntVar(&offset, "offset", 0, "segments to skip")
+	cmd.RunE = m.run(func(cmd *cobra.Command, args []string) error {
+		q := url.Values{}
+		if queue != "" {
+			q.Set("queue", queue)
+		}
+		if partition != "" {
+			q.Set("partition", partition)
+		}
+		q.Set("limit", strconv.Itoa(limit))
+		q.Set("offset", strconv.Itoa(offset))
+		return m.quarantine(cmd.Context(), cl, q)
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "restore ID",
+		Short: "Try a quarantined segment again; dead-letter its messages if it reads",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id <= 0 {
+				return usageErrorf("segment id %q: want a positive integer", args[0])
+			}
+			m.running = true
+			return m.quarantineRestore(cmd.Context(), cl, id)
+		},
+	})
+	return cmd
+}
+
+func (m *App) quarantine(ctx context.Context, cl *apiClient, q url.Values) error {
+	asJSON, err := cl.asJSON()
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("quarantine: unexpected argument %q", fs.Arg(0))
-	}
-	q := url.Values{}
-	if *queue != "" {
-		q.Set("queue", *queue)
-	}
-	if *partition != "" {
-		q.Set("partition", *partition)
-	}
-	q.Set("limit", strconv.Itoa(*limit))
-	q.Set("offset", strconv.Itoa(*offset))
 	body, err := cl.do(ctx, http.MethodGet, "/api/v1/quarantine?"+q.Encode(), nil)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		_, err := fmt.Fprintf(m.Stdout, "%s\n", bytes.TrimSpace(body))
-		return err
+	if asJSON {
+		return printJSON(m.Stdout, body)
 	}
 	var reply struct {
 		Segments []struct {
@@ -100,21 +114,10 @@ func (m *App) quarantine(ctx context.Context, args []string) error {
 }
 
 // quarantineRestore runs "comb quarantine restore ID".
-func (m *App) quarantineRestore(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("quarantine restore", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() {
-		fmt.Fprint(m.Stderr, quarantineUsage, "\nFlags of comb quarantine restore:\n")
-		fs.PrintDefaults()
-	}
-	cl := m.apiFlags(fs)
-	if err := fs.Parse(args); err != nil {
+func (m *App) quarantineRestore(ctx context.Context, cl *apiClient, id int64) error {
+	asJSON, err := cl.asJSON()
+	if err != nil {
 		return err
-	}
-	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
-	if fs.NArg() != 1 || err != nil || id <= 0 {
-		fs.Usage()
-		return fmt.Errorf("quarantine restore: one segment id (a positive integer) is required")
 	}
 	body, err := cl.do(ctx, http.MethodPost, "/api/v1/quarantine/"+strconv.FormatInt(id, 10)+"/restore", nil)
 	if err != nil {
@@ -125,6 +128,9 @@ func (m *App) quarantineRestore(ctx context.Context, args []string) error {
 		Messages       int      `json:"messages"`
 		ConsumerGroups []string `json:"consumerGroups"`
 		DeadLettered   int      `json:"deadLettered"`
+	}
+	if asJSON {
+		return printJSON(m.Stdout, body)
 	}
 	if err := json.Unmarshal(body, &reply); err != nil {
 		return fmt.Errorf("quarantine restore: decode reply: %w", err)

@@ -1,105 +1,131 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 )
 
 // "comb seek" talks HTTP to a running server, so it replays or skips the
 // same way against a local file or a remote edge box.
 
-const seekUsage = `Usage:
-  comb seek --group G --queue Q [--partition P]
-            (--to-end | --timestamp T | --offset N | --snapshot NAME)
-            [--dry-run] [--url URL]
-
-Moves consumer group G's cursor on queue Q (every partition, or only P) and
-prints the server's answer. Exactly one position:
+const seekLong = `Moves consumer group G's cursor on queue Q (every partition, or only P)
+and prints, per partition, where it went. Exactly one position:
   --to-end        skip everything pending; the next push is the next delivery
   --timestamp T   replay from the first segment committed at or after T
                   (RFC 3339 or YYYY-MM-DD; segment-granular, never mid-segment)
   --offset N      set the committed offset to exactly N (delivery resumes at N+1)
   --snapshot NAME restore the offsets captured by snapshot NAME (taken on Q)
 --dry-run shows, per partition, where the cursor would go and how many
-messages would be redelivered or skipped, and changes nothing.
+messages would be redelivered or skipped, and changes nothing.`
 
-Flags:
-`
+type seekArgs struct {
+	group, queue, partition, timestamp, offset, snapshot string
+	toEnd, dryRun                                        bool
+}
 
-// seekCmd runs "comb seek".
-func (m *App) seekCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("seek", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, seekUsage); fs.PrintDefaults() }
-	cl := m.apiFlags(fs)
-	group := fs.String("group", "", "consumer group (required; __QUEUE_MODE__ is the group of pops without one)")
-	queue := fs.String("queue", "", "queue (required)")
-	partition := fs.String("partition", "", "only this partition")
-	toEnd := fs.Bool("to-end", false, "skip everything pending")
-	timestamp := fs.String("timestamp", "", "replay from the first segment committed at or after this time")
-	offset := fs.String("offset", "", "set the committed offset to exactly this value")
-	snapshot := fs.String("snapshot", "", "restore the offsets captured by this snapshot")
-	dryRun := fs.Bool("dry-run", false, "show what would move and change nothing")
-	if err := fs.Parse(args); err != nil {
-		return err
+func (m *App) seekCmd() *cobra.Command {
+	var a seekArgs
+	cmd := &cobra.Command{
+		Use:   "seek --group G --queue Q (--to-end | --timestamp T | --offset N | --snapshot NAME)",
+		Short: "Move a consumer group's cursor: replay or skip",
+		Long:  seekLong,
+		Args:  cobra.NoArgs,
 	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("seek: unexpected argument %q", fs.Arg(0))
-	}
-	if *group == "" || *queue == "" {
-		fs.Usage()
-		return errors.New("seek: --group and --queue are required")
-	}
-	body := map[string]any{}
-	if *toEnd {
-		body["toEnd"] = true
-	}
-	if *timestamp != "" {
-		body["timestamp"] = *timestamp
-	}
-	if *offset != "" {
-		n, err := strconv.ParseInt(*offset, 10, 64)
+	cl := m.apiFlags(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&a.group, "group", "", "consumer group (required; __QUEUE_MODE__ is the group of pops without one)")
+	fs.StringVar(&a.queue, "queue", "", "queue (required)")
+	fs.StringVar(&a.partition, "partition", "", "only this partition")
+	fs.BoolVar(&a.toEnd, "to-end", false, "skip everything pending")
+	fs.StringVar(&a.timestamp, "timestamp", "", "replay from the first segment committed at or after this time")
+	fs.StringVar(&a.offset, "offset", "", "set the committed offset to exactly this value")
+	fs.StringVar(&a.snapshot, "snapshot", "", "restore the offsets captured by this snapshot")
+	fs.BoolVar(&a.dryRun, "dry-run", false, "show what would move and change nothing")
+	_ = cmd.MarkFlagRequired("group")
+	_ = cmd.MarkFlagRequired("queue")
+	cmd.MarkFlagsOneRequired("to-end", "timestamp", "offset", "snapshot")
+	cmd.MarkFlagsMutuallyExclusive("to-end", "timestamp", "offset", "snapshot")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		asJSON, err := cl.asJSON()
 		if err != nil {
-			return fmt.Errorf("seek: --offset %q is not an integer", *offset)
+			return err
 		}
-		body["offset"] = n
+		body := map[string]any{}
+		switch {
+		case a.toEnd:
+			body["toEnd"] = true
+		case a.timestamp != "":
+			body["timestamp"] = a.timestamp
+		case a.offset != "":
+			n, err := strconv.ParseInt(a.offset, 10, 64)
+			if err != nil {
+				return usageErrorf("--offset %q is not an integer", a.offset)
+			}
+			body["offset"] = n
+		case a.snapshot != "":
+			body["snapshot"] = a.snapshot
+		}
+		if a.dryRun {
+			body["dryRun"] = true
+		}
+		m.running = true
+		return m.seek(cmd.Context(), cl, a, body, asJSON)
 	}
-	if *snapshot != "" {
-		body["snapshot"] = *snapshot
+	return cmd
+}
+
+func (m *App) seek(ctx context.Context, cl *apiClient, a seekArgs, body map[string]any, asJSON bool) error {
+	path := "/api/v1/consumer-groups/" + url.PathEscape(a.group) + "/queues/" + url.PathEscape(a.queue)
+	if a.partition != "" {
+		path += "/partitions/" + url.PathEscape(a.partition)
 	}
-	if len(body) != 1 {
-		fs.Usage()
-		return errors.New("seek: give exactly one of --to-end, --timestamp, --offset or --snapshot")
-	}
-	if *dryRun {
-		body["dryRun"] = true
-	}
-	path := "/api/v1/consumer-groups/" + url.PathEscape(*group) + "/queues/" + url.PathEscape(*queue)
-	if *partition != "" {
-		path += "/partitions/" + url.PathEscape(*partition)
-	}
-	status, reply, err := cl.call(ctx, http.MethodPost, path+"/seek", body)
+	reply, err := cl.do(ctx, http.MethodPost, path+"/seek", body)
 	if err != nil {
 		return err
 	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, reply, "", "  ") != nil {
-		pretty.Reset()
-		pretty.Write(bytes.TrimSpace(reply))
+	if asJSON {
+		return printJSON(m.Stdout, reply)
 	}
-	if _, err := fmt.Fprintf(m.Stdout, "%s\n", pretty.Bytes()); err != nil {
+	var res struct {
+		ConsumerGroup     string `json:"consumerGroup"`
+		QueueName         string `json:"queueName"`
+		DryRun            bool   `json:"dryRun"`
+		PartitionsUpdated int64  `json:"partitionsUpdated"`
+		Updated           bool   `json:"updated"` // the reply of a one-partition seek
+		Partitions        []struct {
+			Partition string `json:"partition"`
+			From      int64  `json:"from"`
+			To        int64  `json:"to"`
+			Redeliver int64  `json:"redeliver"`
+			Skip      int64  `json:"skip"`
+			Clamped   bool   `json:"clamped"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal(reply, &res); err != nil {
+		return fmt.Errorf("seek: decode reply: %w", err)
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tFROM\tTO\tREDELIVER\tSKIP\tCLAMPED")
+	for _, p := range res.Partitions {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%t\n", p.Partition, p.From, p.To, p.Redeliver, p.Skip, p.Clamped)
+	}
+	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if status/100 != 2 {
-		return replyError("seek", status, reply)
+	if res.Updated {
+		res.PartitionsUpdated = 1
 	}
-	return nil
+	if res.DryRun {
+		_, err = fmt.Fprintf(m.Stdout, "dry run: %s on %s not moved\n", res.ConsumerGroup, res.QueueName)
+	} else {
+		_, err = fmt.Fprintf(m.Stdout, "moved %s on %s: %d partitions updated\n", res.ConsumerGroup, res.QueueName, res.PartitionsUpdated)
+	}
+	return err
 }

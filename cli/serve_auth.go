@@ -2,19 +2,19 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/comb-broker/comb/httpd"
+	"github.com/spf13/pflag"
 )
 
-// authFlags are serve's token-verification flags. The environment names
-// are Queen's, so one deployment file configures either broker.
+// authFlags are serve's token-verification flags. Their old environment
+// names were Queen's (JWT_SECRET and the rest); those are still read, with
+// a warning.
 type authFlags struct {
 	secret, publicKey, jwksFile  string
 	issuer, audience             string
@@ -26,35 +26,38 @@ type authFlags struct {
 	allowInsecureBind            bool
 }
 
-func (m *App) authFlags(fs *flag.FlagSet) *authFlags {
+func (m *App) authFlags(fs *pflag.FlagSet) *authFlags {
 	a := &authFlags{}
-	fs.StringVar(&a.secret, "jwt-secret", m.Getenv("JWT_SECRET"), "HS256 shared secret; enables auth (env JWT_SECRET, preferred: flags show in ps)")
-	fs.StringVar(&a.publicKey, "jwt-public-key", m.Getenv("JWT_PUBLIC_KEY"), "PEM file of public keys (RSA, EC, Ed25519) or the PEM text itself; enables auth (env JWT_PUBLIC_KEY)")
-	fs.StringVar(&a.jwksFile, "jwks-file", m.Getenv("JWT_JWKS_FILE"), "local JSON Web Key Set file, keys chosen by kid; enables auth (env JWT_JWKS_FILE)")
-	fs.StringVar(&a.issuer, "jwt-issuer", m.Getenv("JWT_ISSUER"), "required token iss, empty for any (env JWT_ISSUER)")
-	fs.StringVar(&a.audience, "jwt-audience", m.Getenv("JWT_AUDIENCE"), "required token aud, empty for any (env JWT_AUDIENCE)")
-	fs.DurationVar(&a.leeway, "jwt-leeway", envSeconds(m.Getenv("JWT_CLOCK_SKEW"), httpd.DefaultLeeway), "clock skew allowed on exp, nbf and iat (env JWT_CLOCK_SKEW, seconds)")
-	fs.StringVar(&a.tenantClaim, "tenant-claim", m.env("JWT_TENANT_CLAIM", httpd.DefaultTenantClaim), "string claim naming the tenant; absent = default tenant (env JWT_TENANT_CLAIM)")
-	fs.StringVar(&a.roleClaim, "role-claim", m.env("JWT_ROLES_CLAIM", httpd.DefaultRoleClaim), "string claim holding one role (env JWT_ROLES_CLAIM)")
-	fs.StringVar(&a.rolesClaim, "roles-claim", m.env("JWT_ROLES_ARRAY_CLAIM", httpd.DefaultRolesClaim), "array claim holding roles (env JWT_ROLES_ARRAY_CLAIM)")
-	fs.StringVar(&a.adminRoles, "admin-roles", m.env("JWT_ROLE_ADMIN", httpd.DefaultAdminRole), "comma-separated role names granting admin (env JWT_ROLE_ADMIN)")
-	fs.StringVar(&a.rwRoles, "read-write-roles", m.env("JWT_ROLE_READ_WRITE", httpd.DefaultReadWriteRole), "comma-separated role names granting read-write (env JWT_ROLE_READ_WRITE)")
-	fs.StringVar(&a.roRoles, "read-only-roles", m.env("JWT_ROLE_READ_ONLY", httpd.DefaultReadOnlyRole), "comma-separated role names granting read-only (env JWT_ROLE_READ_ONLY)")
-	a.enabled = envBool(m.Getenv("JWT_ENABLED"))
-	fs.BoolVar(&a.allowInsecureBind, "allow-insecure-bind", envBool(m.Getenv("COMB_ALLOW_INSECURE_BIND")), "serve a non-loopback address without auth (env COMB_ALLOW_INSECURE_BIND=1)")
+	fs.StringVar(&a.secret, "jwt-secret", "", "HS256 shared secret; enables auth (env COMB_JWT_SECRET, preferred: flags show in ps)")
+	m.secret(fs, "jwt-secret", "JWT_SECRET")
+	fs.StringVar(&a.publicKey, "jwt-public-key", "", "PEM file of public keys (RSA, EC, Ed25519) or the PEM text itself; enables auth (env COMB_JWT_PUBLIC_KEY)")
+	m.setting(fs, "jwt-public-key", "JWT_PUBLIC_KEY")
+	fs.StringVar(&a.jwksFile, "jwks-file", "", "local JSON Web Key Set file, keys chosen by kid; enables auth (env COMB_JWKS_FILE)")
+	m.setting(fs, "jwks-file", "JWT_JWKS_FILE")
+	fs.StringVar(&a.issuer, "jwt-issuer", "", "required token iss, empty for any (env COMB_JWT_ISSUER)")
+	m.setting(fs, "jwt-issuer", "JWT_ISSUER")
+	fs.StringVar(&a.audience, "jwt-audience", "", "required token aud, empty for any (env COMB_JWT_AUDIENCE)")
+	m.setting(fs, "jwt-audience", "JWT_AUDIENCE")
+	m.durationSetting(fs, &a.leeway, "jwt-leeway", httpd.DefaultLeeway, "JWT_CLOCK_SKEW", 0,
+		"clock skew allowed on exp, nbf and iat (env COMB_JWT_LEEWAY)")
+	_ = fs.SetAnnotation("jwt-leeway", annLegacyUnit, []string{"1s"}) // JWT_CLOCK_SKEW was seconds
+	fs.StringVar(&a.tenantClaim, "tenant-claim", httpd.DefaultTenantClaim, "string claim naming the tenant; absent = default tenant (env COMB_TENANT_CLAIM)")
+	m.setting(fs, "tenant-claim", "JWT_TENANT_CLAIM")
+	fs.StringVar(&a.roleClaim, "role-claim", httpd.DefaultRoleClaim, "string claim holding one role (env COMB_ROLE_CLAIM)")
+	m.setting(fs, "role-claim", "JWT_ROLES_CLAIM")
+	fs.StringVar(&a.rolesClaim, "roles-claim", httpd.DefaultRolesClaim, "array claim holding roles (env COMB_ROLES_CLAIM)")
+	m.setting(fs, "roles-claim", "JWT_ROLES_ARRAY_CLAIM")
+	fs.StringVar(&a.adminRoles, "admin-roles", httpd.DefaultAdminRole, "comma-separated role names granting admin (env COMB_ADMIN_ROLES)")
+	m.setting(fs, "admin-roles", "JWT_ROLE_ADMIN")
+	fs.StringVar(&a.rwRoles, "read-write-roles", httpd.DefaultReadWriteRole, "comma-separated role names granting read-write (env COMB_READ_WRITE_ROLES)")
+	m.setting(fs, "read-write-roles", "JWT_ROLE_READ_WRITE")
+	fs.StringVar(&a.roRoles, "read-only-roles", httpd.DefaultReadOnlyRole, "comma-separated role names granting read-only (env COMB_READ_ONLY_ROLES)")
+	m.setting(fs, "read-only-roles", "JWT_ROLE_READ_ONLY")
+	fs.BoolVar(&a.enabled, "jwt-enabled", false, "refuse to start unless a key is configured (env COMB_JWT_ENABLED)")
+	m.setting(fs, "jwt-enabled", "JWT_ENABLED")
+	fs.BoolVar(&a.allowInsecureBind, "allow-insecure-bind", false, "serve a non-loopback address without auth (env COMB_ALLOW_INSECURE_BIND=true)")
+	m.setting(fs, "allow-insecure-bind", "")
 	return a
-}
-
-func envBool(v string) bool {
-	b, err := strconv.ParseBool(strings.TrimSpace(v))
-	return err == nil && b
-}
-
-func envSeconds(v string, def time.Duration) time.Duration {
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	return def
 }
 
 func splitList(s string) []string {
@@ -105,7 +108,7 @@ func (a *authFlags) authenticator(log *slog.Logger) (*httpd.Authenticator, error
 	}
 	if len(cfg.Secret) == 0 && len(cfg.Keys) == 0 {
 		if a.enabled {
-			return nil, errors.New("JWT_ENABLED is set but no --jwt-secret, --jwt-public-key or --jwks-file is configured")
+			return nil, errors.New("--jwt-enabled is set but no --jwt-secret, --jwt-public-key or --jwks-file is configured")
 		}
 		return nil, nil
 	}

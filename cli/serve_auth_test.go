@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -114,10 +113,9 @@ func TestServeRefusesOpenNetworkWithoutAuth(t *testing.T) {
 // TestAllowInsecureBindIsReadFromTheEnvironment: the override that lets
 // httpd.Listen bind an open address without auth has an env form too.
 func TestAllowInsecureBindIsReadFromTheEnvironment(t *testing.T) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	env := (&App{Getenv: func(k string) string { return map[string]string{"COMB_ALLOW_INSECURE_BIND": "1"}[k] }}).authFlags(fs)
-	if err := fs.Parse(nil); err != nil || !env.allowInsecureBind {
-		t.Errorf("COMB_ALLOW_INSECURE_BIND=1: allow=%v err=%v", env.allowInsecureBind, err)
+	c, _, err := parseServe(t, map[string]string{"COMB_ALLOW_INSECURE_BIND": "1"})
+	if err != nil || !c.auth.allowInsecureBind {
+		t.Errorf("COMB_ALLOW_INSECURE_BIND=1: err=%v", err)
 	}
 }
 

@@ -1,20 +1,18 @@
 package cli
 
 import (
-	"cmp"
-	"flag"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/spf13/pflag"
 )
 
 // retentionFlags are serve's settings for the work done at rest:
 // retention sweeps and payload encryption.
 type retentionFlags struct {
-	interval  string // milliseconds
+	interval  time.Duration
 	snapshots time.Duration
+	key       string
 }
 
 // retentionSettings are retentionFlags checked and decoded.
@@ -24,44 +22,34 @@ type retentionSettings struct {
 	key       []byte        // nil = no encryption key
 }
 
-func (m *App) retentionFlags(fs *flag.FlagSet) *retentionFlags {
+func (m *App) retentionFlags(fs *pflag.FlagSet) *retentionFlags {
 	var r retentionFlags
-	fs.StringVar(&r.interval, "retention-interval", m.env("RETENTION_INTERVAL", "300000"),
-		"milliseconds between retention sweeps; 0 disables them (env RETENTION_INTERVAL)")
-	def, err := time.ParseDuration(m.env("SNAPSHOT_SWEEP_INTERVAL", "1h"))
-	if err != nil {
-		def = time.Hour // a bad value in the environment is reported by the flag check below
-	}
-	fs.DurationVar(&r.snapshots, "snapshot-sweep-interval", def,
-		"least time between deletions of expired snapshots, run within retention sweeps (env SNAPSHOT_SWEEP_INTERVAL)")
+	// The flag took milliseconds before: a bare number still does, with a warning.
+	m.durationSetting(fs, &r.interval, "retention-interval", 5*time.Minute, "RETENTION_INTERVAL", time.Millisecond,
+		"time between retention sweeps; 0 disables them (env COMB_RETENTION_INTERVAL)")
+	m.durationSetting(fs, &r.snapshots, "snapshot-sweep-interval", time.Hour, "SNAPSHOT_SWEEP_INTERVAL", 0,
+		"least time between deletions of expired snapshots, run within retention sweeps (env COMB_SNAPSHOT_SWEEP_INTERVAL)")
+	fs.StringVar(&r.key, "encryption-key", "", "key sealing payloads at rest, 64 hex digits (env COMB_ENCRYPTION_KEY, preferred: flags show in ps)")
+	m.secret(fs, "encryption-key", "QUEEN_ENCRYPTION_KEY")
 	return &r
 }
 
-// settings checks the flags and reads the encryption key from the
-// environment only (QUEEN_ENCRYPTION_KEY, or COMB_ENCRYPTION_KEY): a key
-// given as a flag would show in ps.
-func (r *retentionFlags) settings(m *App) (retentionSettings, error) {
-	var out retentionSettings
-	ms, err := strconv.ParseInt(r.interval, 10, 64)
-	if err != nil || ms < 0 {
-		return out, fmt.Errorf("retention interval %q: want a non-negative number of milliseconds", r.interval)
+// settings checks the flags and decodes the encryption key.
+func (r *retentionFlags) settings() (retentionSettings, error) {
+	out := retentionSettings{interval: r.interval, snapshots: r.snapshots}
+	if r.interval < 0 {
+		return out, usageErrorf("--retention-interval %v: want 0 (off) or a positive duration", r.interval)
 	}
-	out.interval = time.Duration(ms) * time.Millisecond
-	if r.snapshots <= 0 {
-		return out, fmt.Errorf("snapshot sweep interval %v: want a positive duration", r.snapshots)
-	}
-	if v := m.Getenv("SNAPSHOT_SWEEP_INTERVAL"); v != "" {
-		if _, err := time.ParseDuration(v); err != nil {
-			return out, fmt.Errorf("SNAPSHOT_SWEEP_INTERVAL %q: %w", v, err)
-		}
-	}
-	out.snapshots = r.snapshots
-	if ms == 0 {
+	if r.interval == 0 {
 		out.interval = -1
 	}
-	out.key, err = broker.ParseEncryptionKey(cmp.Or(m.Getenv("QUEEN_ENCRYPTION_KEY"), m.Getenv("COMB_ENCRYPTION_KEY")))
+	if r.snapshots <= 0 {
+		return out, usageErrorf("--snapshot-sweep-interval %v: want a positive duration", r.snapshots)
+	}
+	var err error
+	out.key, err = broker.ParseEncryptionKey(r.key)
 	if err != nil {
-		return out, fmt.Errorf("QUEEN_ENCRYPTION_KEY: %w", err)
+		return out, usageErrorf("--encryption-key: %w", err)
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,33 +14,37 @@ import (
 	"sync"
 
 	"github.com/comb-broker/comb/httpd"
+	"github.com/spf13/pflag"
 )
 
 // sidecarConfig is what lets comb run as the child process of an app:
 // where it listens besides TCP, how it says it is ready, and what ends it
 // besides a signal (docs/embedding.md).
 type sidecarConfig struct {
-	unix           *string
-	unixMode       *string
-	readyFile      *string
-	exitWithParent *bool
-	exitOnStdinEOF *bool
+	unix           string
+	unixMode       string
+	readyFile      string
+	exitWithParent bool
+	exitOnStdinEOF bool
 }
 
-func (m *App) sidecarFlags(fs *flag.FlagSet) *sidecarConfig {
-	return &sidecarConfig{
-		unix:           fs.String("unix", m.env("COMB_UNIX", ""), "also serve on this Unix domain socket; requests over it need no token (env COMB_UNIX)"),
-		unixMode:       fs.String("unix-mode", "0600", "file mode of the --unix socket, in octal"),
-		readyFile:      fs.String("ready-file", "", "once serving, write the ready line to this file (atomically: temp file and rename)"),
-		exitWithParent: fs.Bool("exit-with-parent", false, "shut down cleanly when the process that started comb exits"),
-		exitOnStdinEOF: fs.Bool("exit-on-stdin-eof", false, "shut down cleanly when standard input reaches end of file (the parent closed the pipe or died)"),
+func (m *App) sidecarFlags(fs *pflag.FlagSet) *sidecarConfig {
+	c := &sidecarConfig{}
+	fs.StringVar(&c.unix, "unix", "", "also serve on this Unix domain socket; requests over it need no token (env COMB_UNIX)")
+	fs.StringVar(&c.unixMode, "unix-mode", "0600", "file mode of the --unix socket, in octal (env COMB_UNIX_MODE)")
+	fs.StringVar(&c.readyFile, "ready-file", "", "once serving, write the ready line to this file (atomically: temp file and rename) (env COMB_READY_FILE)")
+	fs.BoolVar(&c.exitWithParent, "exit-with-parent", false, "shut down cleanly when the process that started comb exits (env COMB_EXIT_WITH_PARENT)")
+	fs.BoolVar(&c.exitOnStdinEOF, "exit-on-stdin-eof", false, "shut down cleanly when standard input reaches end of file (the parent closed the pipe or died) (env COMB_EXIT_ON_STDIN_EOF)")
+	for _, name := range []string{"unix", "unix-mode", "ready-file", "exit-with-parent", "exit-on-stdin-eof"} {
+		m.setting(fs, name, "")
 	}
+	return c
 }
 
 // listen binds what the flags ask: TCP at addr unless it is empty, the
 // Unix socket if set, or both behind one listener.
 func (c *sidecarConfig) listen(addr string, cfg *httpd.Config) (ln net.Listener, tcp net.Addr, err error) {
-	if addr == "" && *c.unix == "" {
+	if addr == "" && c.unix == "" {
 		return nil, nil, errors.New(`--addr "" turns TCP off: give --unix PATH to listen somewhere`)
 	}
 	var lns []net.Listener
@@ -53,13 +56,13 @@ func (c *sidecarConfig) listen(addr string, cfg *httpd.Config) (ln net.Listener,
 		tcp = l.Addr()
 		lns = append(lns, l)
 	}
-	if *c.unix != "" {
-		mode, err := strconv.ParseUint(*c.unixMode, 8, 32)
+	if c.unix != "" {
+		mode, err := strconv.ParseUint(c.unixMode, 8, 32)
 		if err != nil || mode > 0o777 {
 			closeAll(lns)
-			return nil, nil, fmt.Errorf("--unix-mode %q: want an octal file mode such as 0600", *c.unixMode)
+			return nil, nil, fmt.Errorf("--unix-mode %q: want an octal file mode such as 0600", c.unixMode)
 		}
-		l, err := httpd.ListenUnix(*c.unix, os.FileMode(mode))
+		l, err := httpd.ListenUnix(c.unix, os.FileMode(mode))
 		if err != nil {
 			closeAll(lns)
 			return nil, nil, err
@@ -91,7 +94,7 @@ type readyLine struct {
 
 // announce prints the ready line on stdout and writes the ready file.
 func (c *sidecarConfig) announce(stdout io.Writer, tcp net.Addr) error {
-	line := readyLine{Ready: true, Unix: *c.unix, PID: os.Getpid(), Version: version}
+	line := readyLine{Ready: true, Unix: c.unix, PID: os.Getpid(), Version: version}
 	if tcp != nil {
 		line.URL = "http://" + tcp.String()
 	}
@@ -103,8 +106,8 @@ func (c *sidecarConfig) announce(stdout io.Writer, tcp net.Addr) error {
 	// The file goes first: a parent that has read the line may read the
 	// file at once and must find it.
 	var ferr error
-	if *c.readyFile != "" {
-		ferr = writeFileAtomic(*c.readyFile, b)
+	if c.readyFile != "" {
+		ferr = writeFileAtomic(c.readyFile, b)
 	}
 	// A parent that stopped reading stdout is not a reason to stop.
 	_, _ = stdout.Write(b)
@@ -136,7 +139,7 @@ func writeFileAtomic(path string, data []byte) error {
 func (c *sidecarConfig) watch(ctx context.Context, stdin io.Reader, log *slog.Logger) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	if *c.exitWithParent {
+	if c.exitWithParent {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -146,7 +149,7 @@ func (c *sidecarConfig) watch(ctx context.Context, stdin io.Reader, log *slog.Lo
 			}
 		}()
 	}
-	if *c.exitOnStdinEOF && stdin != nil {
+	if c.exitOnStdinEOF && stdin != nil {
 		// Not waited for: a read of stdin cannot be interrupted, so this
 		// goroutine ends at EOF or with the process.
 		go func() {

@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 
 	"github.com/comb-broker/comb/httpd"
+	"github.com/spf13/pflag"
 )
 
 // webFlags decide which web pages and Host names the server answers;
@@ -13,11 +13,13 @@ type webFlags struct {
 	corsOrigins, allowedHosts string
 }
 
-func (m *App) webFlags(fs *flag.FlagSet) *webFlags {
+func (m *App) webFlags(fs *pflag.FlagSet) *webFlags {
 	w := &webFlags{}
-	fs.StringVar(&w.corsOrigins, "cors-origins", m.Getenv("COMB_CORS_ORIGINS"),
+	defer m.setting(fs, "cors-origins", "")
+	defer m.setting(fs, "allowed-hosts", "")
+	fs.StringVar(&w.corsOrigins, "cors-origins", "",
 		"comma-separated web origins (scheme://host[:port]) whose pages may call comb; without auth none but comb's own, with auth all (\"*\") unless listed (env COMB_CORS_ORIGINS)")
-	fs.StringVar(&w.allowedHosts, "allowed-hosts", m.Getenv("COMB_ALLOWED_HOSTS"),
+	fs.StringVar(&w.allowedHosts, "allowed-hosts", "",
 		"comma-separated host names, besides loopback ones, that requests to a loopback address may carry in Host when auth is off (env COMB_ALLOWED_HOSTS)")
 	return w
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // service explains where services come from on this system.
-func (m *App) service(context.Context, []string) error {
+func (m *App) service(context.Context, string, string, []string) error {
 	return errors.New("service: Windows only; on Linux use the packaged systemd unit, on macOS the launchd plist (docs/install.md)")
 }
 

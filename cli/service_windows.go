@@ -5,8 +5,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,38 +16,9 @@ import (
 	"golang.org/x/sys/windows/svc/mgr"
 )
 
-const serviceUsage = `Usage (Windows only, from an elevated prompt):
-  comb service install [--name comb] [-- SERVE-FLAGS...]
-  comb service start|stop|uninstall [--name comb]
-
-install registers this comb.exe with the Service Control Manager to run
-"comb serve" at boot as LocalSystem, restarted on failure, logging to the
-Application event log under the service's name. Without SERVE-FLAGS the
-service runs "comb serve --db %ProgramData%\comb\comb.db"; flags after --
-replace those, e.g.
-  comb service install -- --db D:\comb\comb.db --addr 127.0.0.1:6632
-Environment variables (JWT_SECRET and the rest) are the machine's. See
-docs/install.md.
-`
-
-// service runs "comb service ...".
-func (m *App) service(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprint(m.Stderr, serviceUsage)
-		return errors.New("service: want install, uninstall, start or stop")
-	}
-	action := args[0]
-	fs := flag.NewFlagSet("service "+action, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, serviceUsage, "\nFlags:\n"); fs.PrintDefaults() }
-	name := fs.String("name", "comb", "service name")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if action != "install" && fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("service %s: unexpected argument %q", action, fs.Arg(0))
-	}
+// service runs "comb service ACTION": serveArgs are install's flags
+// after --.
+func (m *App) service(ctx context.Context, action, name string, serveArgs []string) error {
 	manager, err := mgr.Connect()
 	if err != nil {
 		return fmt.Errorf("service: connect to the service manager (run as administrator): %w", err)
@@ -57,31 +26,30 @@ func (m *App) service(ctx context.Context, args []string) error {
 	defer manager.Disconnect()
 	switch action {
 	case "install":
-		return m.installService(manager, *name, fs.Args())
+		return m.installService(manager, name, serveArgs)
 	case "uninstall":
-		return uninstallService(ctx, manager, *name)
+		return uninstallService(ctx, manager, name)
 	case "start":
-		s, err := manager.OpenService(*name)
+		s, err := manager.OpenService(name)
 		if err != nil {
-			return fmt.Errorf("service start: open %s: %w", *name, err)
+			return fmt.Errorf("service start: open %s: %w", name, err)
 		}
 		defer s.Close()
 		if err := s.Start(); err != nil {
-			return fmt.Errorf("service start %s: %w", *name, err)
+			return fmt.Errorf("service start %s: %w", name, err)
 		}
 		return waitService(ctx, s, svc.Running)
 	case "stop":
-		s, err := manager.OpenService(*name)
+		s, err := manager.OpenService(name)
 		if err != nil {
-			return fmt.Errorf("service stop: open %s: %w", *name, err)
+			return fmt.Errorf("service stop: open %s: %w", name, err)
 		}
 		defer s.Close()
 		if _, err := s.Control(svc.Stop); err != nil {
-			return fmt.Errorf("service stop %s: %w", *name, err)
+			return fmt.Errorf("service stop %s: %w", name, err)
 		}
 		return waitService(ctx, s, svc.Stopped)
 	default:
-		fs.Usage()
 		return fmt.Errorf("service: unknown action %q", action)
 	}
 }
