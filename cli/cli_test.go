@@ -262,16 +262,33 @@ func TestOldEnvironmentNamesAndDurationFormsWarn(t *testing.T) {
 		t.Fatalf("old names read as %v %v %v", vals["jwt-leeway"], vals["retention-interval"], vals["default-subscription-mode"])
 	}
 	// serve logs the warnings once it has a logger; --log-format json makes them easy to find.
+	logs := serveLogs(t, map[string]string{"JWT_CLOCK_SKEW": "7", "COMB_LOG_FORMAT": "json"}, "--retention-interval", "500")
+	for _, want := range []string{`"level":"WARN","msg":"environment variable JWT_CLOCK_SKEW is an old name: use COMB_JWT_LEEWAY"`,
+		`"msg":"--retention-interval 500: a bare number is read as milliseconds as before; write a Go duration: 500ms"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %s:\n%s", want, logs)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("--log-format json wrote a line that is no JSON: %q", line)
+		}
+	}
+}
+
+// serveLogs starts comb serve with env, stops it once it serves, and
+// returns what it logged.
+func serveLogs(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var errOut syncBuffer
 	ready := make(chan string, 1)
-	m := &App{Stdout: &bytes.Buffer{}, Stderr: &errOut, Getenv: func(k string) string {
-		return map[string]string{"JWT_CLOCK_SKEW": "7", "COMB_LOG_FORMAT": "json"}[k]
-	}, Ready: func(a string) { ready <- a }}
+	m := &App{Stdout: &bytes.Buffer{}, Stderr: &errOut, Getenv: func(k string) string { return env[k] },
+		Ready: func(a string) { ready <- a }}
 	done := make(chan error, 1)
 	go func() {
-		done <- m.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "c.db"), "--retention-interval", "500"})
+		done <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "c.db")}, args...))
 	}()
 	select {
 	case <-ready:
@@ -282,12 +299,19 @@ func TestOldEnvironmentNamesAndDurationFormsWarn(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	logs := errOut.String()
-	for _, want := range []string{`"level":"WARN","msg":"environment variable JWT_CLOCK_SKEW is an old name: use COMB_JWT_LEEWAY"`,
-		`"msg":"--retention-interval 500: a bare number is read as milliseconds as before; write a Go duration: 500ms"`} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("logs lack %s:\n%s", want, logs)
-		}
+	return errOut.String()
+}
+
+func TestLogLevelAndFormat(t *testing.T) {
+	if logs := serveLogs(t, nil); !strings.Contains(logs, "level=INFO msg=\"comb serving\"") {
+		t.Errorf("default logs lack the text serving line:\n%s", logs)
+	}
+	if logs := serveLogs(t, map[string]string{"COMB_LOG_LEVEL": "error"}); logs != "" {
+		t.Errorf("COMB_LOG_LEVEL=error still logged:\n%s", logs)
+	}
+	logs := serveLogs(t, nil, "--log-format", "json", "--log-level", "debug")
+	if !strings.Contains(logs, `"msg":"comb serving"`) {
+		t.Errorf("--log-format json lacks the serving line:\n%s", logs)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
 		if !json.Valid([]byte(line)) {
