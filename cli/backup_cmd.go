@@ -47,30 +47,29 @@ func (m *App) backupCmd() *cobra.Command {
 	return cmd
 }
 
-func (m *App) backup(ctx context.Context, cl *apiClient, dbPathV, outV string, verifyV, asJSON bool) error {
-	dbPath, out, verify := &dbPathV, &outV, &verifyV
-	if _, err := os.Lstat(*out); err == nil {
-		return fmt.Errorf("backup: %s already exists", *out)
+func (m *App) backup(ctx context.Context, cl *apiClient, dbPath, out string, verify, asJSON bool) error {
+	if _, err := os.Lstat(out); err == nil {
+		return fmt.Errorf("backup: %s already exists", out)
 	}
-	if *dbPath != "" {
-		if err := broker.BackupFile(ctx, *dbPath, *out); err != nil {
+	if dbPath != "" {
+		if err := broker.BackupFile(ctx, dbPath, out); err != nil {
 			return fmt.Errorf("backup: %w", err)
 		}
-	} else if err := cl.download(ctx, "/api/v1/system/backup", *out); err != nil {
+	} else if err := cl.download(ctx, "/api/v1/system/backup", out); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	info, err := os.Stat(*out)
+	info, err := os.Stat(out)
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	if !*verify {
+	if !verify {
 		if asJSON {
-			return printJSON(m.Stdout, map[string]any{"out": *out, "bytes": info.Size(), "checked": false})
+			return printJSON(m.Stdout, map[string]any{"out": out, "bytes": info.Size(), "checked": false})
 		}
-		_, err := fmt.Fprintf(m.Stdout, "wrote %s (%d bytes), not checked\n", *out, info.Size())
+		_, err := fmt.Fprintf(m.Stdout, "wrote %s (%d bytes), not checked\n", out, info.Size())
 		return err
 	}
-	rep, err := broker.Check(ctx, *out)
+	rep, err := broker.Check(ctx, out)
 	if err != nil {
 		return fmt.Errorf("backup: check the copy: %w", err)
 	}
@@ -82,19 +81,19 @@ func (m *App) backup(ctx context.Context, cl *apiClient, dbPathV, outV string, v
 		}
 	}
 	if asJSON {
-		if err := printJSON(m.Stdout, map[string]any{"out": *out, "bytes": info.Size(), "checked": true, "queues": rep.Queues,
+		if err := printJSON(m.Stdout, map[string]any{"out": out, "bytes": info.Size(), "checked": true, "queues": rep.Queues,
 			"partitions": rep.Partitions, "messages": rep.Frames, "findings": findings}); err != nil {
 			return err
 		}
 	}
 	if len(rep.Findings) > 0 {
-		return &exitError{code: ExitFindings, err: fmt.Errorf("backup: the copy %s has %d findings", *out, len(rep.Findings))}
+		return &exitError{code: ExitFindings, err: fmt.Errorf("backup: the copy %s has %d findings", out, len(rep.Findings))}
 	}
 	if asJSON {
 		return nil
 	}
 	_, err = fmt.Fprintf(m.Stdout, "wrote %s (%d bytes): %d queues, %d partitions, %d messages, check ok\n",
-		*out, info.Size(), rep.Queues, rep.Partitions, rep.Frames)
+		out, info.Size(), rep.Queues, rep.Partitions, rep.Frames)
 	return err
 }
 

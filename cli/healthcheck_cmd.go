@@ -28,7 +28,7 @@ func (m *App) healthcheckCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&urlV, "url", "http://127.0.0.1:6632", "server to ask (env COMB_URL)")
+	fs.StringVar(&urlV, "url", "http://127.0.0.1:6632", "server to ask, or unix:///path/to/socket (env COMB_URL)")
 	m.setting(fs, "url", "")
 	fs.DurationVar(&timeoutV, "timeout", 5*time.Second, "give up after this long")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -41,16 +41,16 @@ func (m *App) healthcheckCmd() *cobra.Command {
 	return cmd
 }
 
-func (m *App) healthcheck(ctx context.Context, urlV string, timeoutV time.Duration) error {
-	url, timeout := &urlV, &timeoutV
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+func (m *App) healthcheck(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*url, "/")+"/health", nil)
+	// A health check asks the server next to it, never through a proxy;
+	// unix:///path asks a server's --unix socket.
+	base, client := (&apiClient{url: url, http: &http.Client{Transport: &http.Transport{Proxy: nil}}}).target()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
 	if err != nil {
 		return fmt.Errorf("healthcheck: %w", err)
 	}
-	// A health check asks the server next to it, never through a proxy.
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
 	resp, err := client.Do(req)
 	if err != nil {
 		return unreachable(fmt.Errorf("healthcheck: %w", err))
