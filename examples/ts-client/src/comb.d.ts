@@ -1172,8 +1172,11 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description Every 4xx and 5xx JSON reply. Some routes add success: false and the request's names beside error. */
         Error: {
             error: string;
+            /** @constant */
+            success?: false;
         };
         Health: {
             /** @enum {string} */
@@ -1303,7 +1306,18 @@ export interface components {
             transactionId?: string;
             success: boolean;
             error?: string;
-            results?: Record<string, never>[];
+            results?: {
+                index: number;
+                /** @enum {string} */
+                type: "ack" | "push";
+                success: boolean;
+                transactionId: string;
+                error?: string | null;
+                dlq?: boolean;
+                messageId?: string;
+                partitionId?: string;
+                queueName?: string;
+            }[];
         };
         LeaseExtendRequest: {
             seconds?: number;
@@ -1315,17 +1329,921 @@ export interface components {
             error?: string | null;
             expiresAt?: string | null;
         }[];
+        /** @description one position: toEnd, timestamp, offset or snapshot */
         SeekRequest: {
             toEnd?: boolean;
+            /** @description RFC 3339 or YYYY-MM-DD */
             timestamp?: string;
+            offset?: number;
+            snapshot?: string;
+            dryRun?: boolean;
         };
         EnabledRequest: {
             enabled: boolean;
         };
-        /** @description a JSON object; see docs/wire.md for its fields */
-        Object: Record<string, never>;
-        /** @description a JSON array; see docs/wire.md for its items */
-        Array: unknown[];
+        Counts: {
+            total: number;
+            pending: number;
+            processing: number;
+            completed: number;
+            failed: number;
+            deadLetter: number;
+        };
+        Pagination: {
+            limit: number;
+            offset: number;
+        };
+        QueueSummary: {
+            id: string;
+            name: string;
+            namespace: string;
+            task: string;
+            /** Format: date-time */
+            createdAt: string;
+            partitions: number;
+            messages: {
+                total: number;
+                pending: number;
+                processing: number;
+            };
+        };
+        Lag: {
+            avg: number;
+            median: number;
+            min: number;
+            max: number;
+        };
+        ConsumerGroup: {
+            name: string;
+            topics: string[];
+            queueName: string;
+            members: number;
+            partitionCursors: number;
+            partitionsWithLag: number;
+            totalLag: number;
+            /** @description seconds */
+            maxTimeLag: number;
+            /** @enum {string} */
+            state: "Stable" | "Lagging" | "Dead";
+            storage: string;
+            subscriptionMode: string | null;
+            subscriptionTimestamp: string | null;
+            subscriptionCreatedAt: string | null;
+        };
+        GroupPartition: {
+            partition: string;
+            partitionId: string;
+            workerId: string | null;
+            /** Format: date-time */
+            lastConsumedAt: string | null;
+            totalConsumed: number;
+            offsetLag: number;
+            timeLagSeconds: number;
+            leaseActive: boolean;
+            committedOffset: number | null;
+            lastOffset: number | null;
+            logStart: number | null;
+        };
+        /** @description the group's partitions, by queue name */
+        GroupDetail: {
+            [key: string]: {
+                partitions: components["schemas"]["GroupPartition"][];
+            };
+        };
+        LaggingPartition: {
+            consumer_group: string;
+            queue_name: string;
+            partition_name: string;
+            partition_id: string;
+            worker_id: string | null;
+            offset_lag: number;
+            time_lag_seconds: number;
+            lag_hours: number;
+            /** Format: date-time */
+            oldest_unconsumed_at: string;
+            last_consumed_at: null;
+        };
+        SubscriptionReply: {
+            success: boolean;
+            consumerGroup: string;
+            newTimestamp: string;
+            rowsUpdated: number;
+        };
+        PartitionSeek: {
+            partition: string;
+            partitionId: string;
+            from: number;
+            to: number;
+            redeliver: number;
+            skip: number;
+            overshootBound: number;
+            clamped: boolean;
+            framesEvicted: number;
+            created: boolean;
+        };
+        QueueSeekReply: {
+            success: boolean;
+            consumerGroup: string;
+            queueName: string;
+            seekToEnd: boolean;
+            /** Format: date-time */
+            targetTimestamp: string | null;
+            targetOffset?: number;
+            snapshot?: string;
+            /** Format: date-time */
+            snapshotCreatedAt?: string;
+            partitions: components["schemas"]["PartitionSeek"][];
+            clamped: boolean;
+            framesEvicted: number;
+            dryRun?: boolean;
+            partitionsUpdated: number;
+        };
+        PartitionSeekReply: {
+            success: boolean;
+            consumerGroup: string;
+            queueName: string;
+            seekToEnd: boolean;
+            /** Format: date-time */
+            targetTimestamp: string | null;
+            targetOffset?: number;
+            snapshot?: string;
+            /** Format: date-time */
+            snapshotCreatedAt?: string;
+            partitions: components["schemas"]["PartitionSeek"][];
+            clamped: boolean;
+            framesEvicted: number;
+            dryRun?: boolean;
+            partitionName: string;
+            updated: boolean;
+        };
+        GroupDeleteReply: {
+            success: boolean;
+            consumerGroup: string;
+            queueName?: string;
+            deletedPartitions: number;
+            metadataDeleted: boolean;
+        };
+        SnapshotCursor: {
+            partition: string;
+            partitionId: string;
+            committed: number;
+        };
+        Snapshot: {
+            name: string;
+            consumerGroup: string;
+            queue: string;
+            labels: {
+                [key: string]: string;
+            };
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expireTime: string;
+            partitions?: components["schemas"]["SnapshotCursor"][];
+        };
+        GroupSnapshotRequest: {
+            name: string;
+            labels?: {
+                [key: string]: string;
+            } | null;
+            /** @description RFC 3339; or give ttlSeconds */
+            expireTime?: string | null;
+            ttlSeconds?: number;
+        };
+        SnapshotRequest: {
+            name: string;
+            labels?: {
+                [key: string]: string;
+            } | null;
+            /** @description RFC 3339; or give ttlSeconds */
+            expireTime?: string | null;
+            ttlSeconds?: number;
+            consumerGroup?: string;
+            queue: string;
+        };
+        SnapshotUpdateRequest: {
+            labels?: {
+                [key: string]: string;
+            } | null;
+            expireTime?: string;
+        };
+        SnapshotCreateReply: {
+            success: boolean;
+            snapshot: components["schemas"]["Snapshot"];
+        };
+        SnapshotList: {
+            snapshots: components["schemas"]["Snapshot"][];
+        };
+        SnapshotDeleteReply: {
+            success: boolean;
+            name: string;
+            deleted: boolean;
+        };
+        DLQMessage: {
+            id: string;
+            transactionId: string;
+            partitionId: string;
+            queue: string;
+            partition: string;
+            consumerGroup: string;
+            errorMessage: string | null;
+            retryCount: number;
+            /** @description any JSON value */
+            data: unknown;
+            traceId: string | null;
+            producerSub: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            failedAt: string;
+        };
+        DLQList: {
+            messages: components["schemas"]["DLQMessage"][];
+            total: number;
+            limit: number;
+            offset: number;
+            pagination: components["schemas"]["Pagination"];
+        };
+        RedriveRequest: {
+            queue: string;
+            consumerGroup?: string | null;
+            partition?: string | null;
+            ids?: string[] | null;
+            limit?: number | null;
+        };
+        RedriveReply: {
+            success: boolean;
+            queue: string;
+            redriven: number;
+            duplicates: number;
+            deleted: number;
+            remaining: number;
+        };
+        PurgeReply: {
+            success: boolean;
+            deleted: number;
+            remaining: number;
+        };
+        QuarantinedSegment: {
+            id: number;
+            queue: string;
+            partition: string;
+            partitionId: string;
+            firstOffset: number;
+            lastOffset: number;
+            frames: number;
+            reason: string;
+            bytes: number;
+            /** Format: date-time */
+            segmentCreatedAt: string;
+            /** Format: date-time */
+            quarantinedAt: string;
+            passedBy: string[] | null;
+        };
+        QuarantineList: {
+            segments: components["schemas"]["QuarantinedSegment"][];
+            total: number;
+            limit: number;
+            offset: number;
+        };
+        RestoreReply: {
+            success: boolean;
+            id: number;
+            queue: string;
+            messages: number;
+            consumerGroups: string[] | null;
+            deadLettered: number;
+        };
+        Overview: {
+            queues: number;
+            partitions: number;
+            namespaces: number;
+            tasks: number;
+            messages: components["schemas"]["Counts"];
+            lag: {
+                time: components["schemas"]["Lag"];
+                offset: components["schemas"]["Lag"];
+            };
+            throughput: {
+                ingestedPerSecond: number;
+                processedPerSecond: number;
+            };
+            /** Format: date-time */
+            timestamp: string;
+            statsAge: number;
+        };
+        QueueList: {
+            queues: components["schemas"]["QueueSummary"][];
+        };
+        QueueDetail: {
+            id: string;
+            name: string;
+            namespace: string;
+            task: string;
+            /** Format: date-time */
+            createdAt: string;
+            partitions: {
+                id: string;
+                name: string;
+                /** Format: date-time */
+                createdAt: string;
+                stats: components["schemas"]["Counts"];
+                /** Format: date-time */
+                oldestMessage: string | null;
+                /** Format: date-time */
+                newestMessage: string | null;
+            }[];
+            totals: components["schemas"]["Counts"];
+        };
+        QueueDeleteReply: {
+            deleted: boolean;
+            queue: string;
+            existed: boolean;
+        };
+        NamespaceList: {
+            namespaces: {
+                queues: number;
+                partitions: number;
+                messages: {
+                    total: number;
+                    pending: number;
+                };
+                namespace: string;
+            }[];
+        };
+        TaskList: {
+            tasks: {
+                queues: number;
+                partitions: number;
+                messages: {
+                    total: number;
+                    pending: number;
+                };
+                task: string;
+            }[];
+        };
+        MessageMode: {
+            hasQueueMode: boolean;
+            busGroupsCount: number;
+            type: string;
+        };
+        MessageSummary: {
+            id: string;
+            transactionId: string;
+            partitionId: string;
+            queuePath: string;
+            queue: string;
+            partition: string;
+            namespace: string;
+            task: string;
+            /** @enum {string} */
+            status: "pending" | "processing" | "completed" | "dead_letter";
+            /** @enum {string|null} */
+            queueStatus: "pending" | "processing" | "completed" | "dead_letter" | null;
+            busStatus: {
+                consumedBy: number;
+                totalGroups: number;
+            };
+            traceId: string | null;
+            producerSub: string | null;
+            queuePriority: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            leaseExpiresAt: string | null;
+        };
+        MessageList: {
+            messages: components["schemas"]["MessageSummary"][];
+            mode: components["schemas"]["MessageMode"];
+        };
+        MessageDetail: {
+            id: string;
+            transactionId: string;
+            partitionId: string;
+            queuePath: string;
+            queue: string;
+            partition: string;
+            namespace: string;
+            task: string;
+            /** @enum {string} */
+            status: "pending" | "processing" | "completed" | "dead_letter";
+            /** @description any JSON value */
+            payload: unknown;
+            isEncrypted: boolean;
+            traceId: string | null;
+            producerSub: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            errorMessage: string | null;
+            retryCount: number;
+            /** Format: date-time */
+            leaseExpiresAt: string | null;
+            queueConfig: {
+                leaseTime: number;
+                retryLimit: number;
+                retryDelay: number;
+                ttl: number;
+                priority: number;
+            };
+            mode: {
+                hasQueueMode: boolean;
+                busGroupsCount: number;
+                consumedByGroups: number;
+                type: string;
+            };
+            consumerGroups: {
+                name: string;
+                consumed: boolean;
+                /** Format: date-time */
+                leaseExpiresAt: string | null;
+            }[];
+        };
+        MessageDeleteReply: {
+            success: boolean;
+            partitionId: string;
+            transactionId: string;
+            message: string;
+        };
+        ForwarderSummary: {
+            name: string;
+            /** @enum {string} */
+            direction: "push" | "pull";
+            queue: string;
+            /** @enum {string} */
+            state: "running" | "backoff" | "paused" | "stopped";
+            lag: number;
+            lagSeconds: number;
+            oldestUnforwardedAgeSeconds: number;
+            evicted: number;
+            deadLettered: number;
+            /** Format: date-time */
+            lastSuccessAt: string | null;
+            lastError: string | null;
+            /** Format: date-time */
+            lastErrorAt: string | null;
+            failing: boolean;
+        };
+        Status: {
+            timeRange: {
+                /** Format: date-time */
+                from: string;
+                /** Format: date-time */
+                to: string;
+            };
+            bucketMinutes: number;
+            pointCount: number;
+            throughput: {
+                /** Format: date-time */
+                timestamp: string;
+                ingested: number;
+                processed: number;
+                ingestedPerSecond: number;
+                processedPerSecond: number;
+            }[];
+            queues: components["schemas"]["QueueSummary"][];
+            messages: components["schemas"]["Counts"];
+            leases: {
+                active: number;
+                partitionsLeased: number;
+                messagesLeased: number;
+            };
+            deadLetterQueue: {
+                total: number;
+                inRange: number;
+            };
+            workers: number;
+            errors: number;
+            statsAge: number;
+            /** @description only on a server that runs forwarders */
+            forwarders?: components["schemas"]["ForwarderSummary"][];
+        };
+        StatusQueues: {
+            queues: components["schemas"]["QueueSummary"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        StatusQueue: {
+            queue: {
+                id: string;
+                name: string;
+                namespace: string;
+                task: string;
+                priority: number;
+                /** Format: date-time */
+                createdAt: string;
+                config: {
+                    leaseTime: number;
+                    retryLimit: number;
+                    retryDelay: number;
+                    ttl: number;
+                    maxQueueSize: number;
+                    deadLetterQueue: boolean;
+                };
+            };
+            partitions: {
+                id: string;
+                name: string;
+                /** Format: date-time */
+                createdAt: string;
+                messages: components["schemas"]["Counts"];
+                stats: components["schemas"]["Counts"];
+                cursor: {
+                    totalConsumed: number;
+                    batchesConsumed: number;
+                };
+                /** Format: date-time */
+                lastActivity: string | null;
+                /** Format: date-time */
+                oldestMessage: string | null;
+                /** Format: date-time */
+                newestMessage: string | null;
+            }[];
+            totals: components["schemas"]["Counts"] & {
+                messages: components["schemas"]["Counts"];
+            };
+        };
+        StatusQueueMessages: {
+            id: string;
+            transactionId: string;
+            partitionId: string;
+            queuePath: string;
+            queue: string;
+            partition: string;
+            /** @enum {string} */
+            status: "pending" | "processing" | "completed" | "dead_letter";
+            /** Format: date-time */
+            createdAt: string;
+        }[];
+        StatusAnalytics: {
+            dataPoints: {
+                /** Format: date-time */
+                timestamp: string;
+                messages: number;
+            }[];
+            /** @enum {string} */
+            interval: "minute" | "hour" | "day";
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+        };
+        Buffers: {
+            pending: number;
+            failed: number;
+            dbHealthy: boolean;
+            worker: {
+                id: number;
+                parkedPops: number;
+                pendingWrites: number;
+                pushMaintenance: boolean;
+                popMaintenance: boolean;
+            };
+        };
+        SystemMetrics: {
+            /** Format: date-time */
+            timestamp: string;
+            uptime: number;
+            memory: {
+                rss: number;
+                heapTotal: number;
+                heapUsed: number;
+                gcCycles: number;
+            };
+            cpu: {
+                user: number;
+                system: number;
+            };
+            goroutines: number;
+            database: {
+                poolSize: number;
+                inUse: number;
+                idle: number;
+                pendingWrites: number;
+            };
+        };
+        WorkerMetrics: {
+            workers: {
+                workerId: number;
+                commits: number;
+                writesCommitted: number;
+                segments: number;
+                messages: number;
+                avgCommitMs: number;
+                parkedPops: number;
+                pendingWrites: number;
+            }[];
+        };
+        QueueLag: {
+            groups: {
+                queue: string;
+                consumerGroup: string;
+                offsetLag: number;
+                timeLagSeconds: number;
+                partitionsWithLag: number;
+            }[];
+        };
+        QueueOps: {
+            queues: {
+                queue: string;
+                pushed: number;
+                popped: number;
+                acked: number;
+                deadLettered: number;
+            }[];
+            /** Format: date-time */
+            since: string;
+        };
+        ParkedReplicas: {
+            replicas: {
+                workerId: number;
+                parkedPops: number;
+            }[];
+        };
+        Retention: {
+            queues: {
+                queue: string;
+                retentionEnabled: boolean;
+                retentionSeconds: number;
+                completedRetentionSeconds: number;
+                maxWaitTimeSeconds: number;
+                stored: number;
+                evicted: number;
+            }[];
+        };
+        DatabaseStats: {
+            /** @constant */
+            database: "sqlite";
+            fileBytes: number;
+            walBytes: number;
+            pageSize: number;
+            pageCount: number;
+            freelistCount: number;
+            journalMode: string;
+        };
+        StatsRefreshReply: {
+            success: boolean;
+            statsAge: number;
+            message: string;
+        };
+        Metrics: {
+            uptime: number;
+            requests: {
+                total: number;
+                rate: number;
+            };
+            messages: {
+                total: number;
+                rate: number;
+            };
+            database: {
+                poolSize: number;
+                idleConnections: number;
+                waitingRequests: number;
+            };
+            memory: {
+                rss: number;
+                heapTotal: number;
+                heapUsed: number;
+                external: number;
+                arrayBuffers: number;
+            };
+            cpu: {
+                /** @description microseconds */
+                user: number;
+                /** @description microseconds */
+                system: number;
+            };
+        };
+        Whoami: {
+            auth: boolean;
+            /** @enum {string} */
+            level: "read-only" | "read-write" | "admin";
+            tenant: string;
+            subject: string | null;
+        };
+        Maintenance: {
+            maintenanceMode: boolean;
+            popMaintenanceMode: boolean;
+            bufferedMessages: number;
+            bufferHealthy: boolean;
+            bufferStats: {
+                pending: number;
+                failed: number;
+                storage: string;
+            };
+        };
+        MaintenanceSetReply: {
+            maintenanceMode: boolean;
+            bufferedMessages: number;
+            bufferHealthy: boolean;
+            message: string;
+        };
+        PopMaintenance: {
+            popMaintenanceMode: boolean;
+            message: string;
+        };
+        SharedState: {
+            enabled: boolean;
+        };
+        TraceRequest: {
+            transactionId: string;
+            partitionId: string;
+            consumerGroup?: string | null;
+            eventType?: string | null;
+            traceNames?: string | string[] | null;
+            /** @description any JSON value */
+            data: unknown;
+        };
+        TraceRecordReply: {
+            success: boolean;
+            traceId: string;
+        };
+        Trace: {
+            id: string;
+            transaction_id: string;
+            partition_id: string;
+            queue_name: string | null;
+            partition_name: string | null;
+            event_type: string;
+            /** @description any JSON value */
+            data: unknown;
+            consumer_group: string;
+            worker_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+            trace_names: string[] | null;
+        };
+        TraceNames: {
+            trace_names: {
+                trace_name: string;
+                trace_count: number;
+                message_count: number;
+                /** Format: date-time */
+                last_seen: string;
+            }[];
+            count: number;
+            total: number;
+            limit: number;
+            offset: number;
+        };
+        /** @description by-name listings add total, limit and offset */
+        TraceList: {
+            traces: components["schemas"]["Trace"][];
+            count: number;
+            total?: number;
+            limit?: number;
+            offset?: number;
+        };
+        StreamQueryRequest: {
+            name: string;
+            source_queue: string;
+            config_hash: string;
+            sink_queue?: string | null;
+            reset?: boolean | null;
+        };
+        StreamQueryReply: {
+            success: boolean;
+            query_id: string;
+            name: string;
+            config_hash: string;
+            fresh: boolean;
+            reset: boolean;
+        };
+        StreamQueryConflict: {
+            /** @constant */
+            success: false;
+            query_id: string;
+            name: string;
+            error: string;
+        };
+        StateGetRequest: {
+            /** Format: uuid */
+            query_id: string;
+            /** Format: uuid */
+            partition_id: string;
+            keys?: string[] | null;
+            key_prefix?: string | null;
+            ripe_at_or_before?: number | null;
+        };
+        StateGetReply: {
+            success: boolean;
+            rows: {
+                key: string;
+                /** @description any JSON value */
+                value: unknown;
+                /** Format: date-time */
+                updated_at: string;
+            }[];
+        };
+        CycleRequest: {
+            query_id: string;
+            partition_id: string;
+            consumer_group?: string | null;
+            state_ops?: {
+                /** @enum {string} */
+                type: "upsert" | "delete";
+                key: string;
+                /** @description any JSON value */
+                value?: unknown;
+            }[] | null;
+            push_items?: components["schemas"]["PushItem"][] | null;
+            ack?: {
+                transactionId: string;
+                leaseId?: string | null;
+                /** @enum {string|null} */
+                status?: "completed" | "success" | "failed" | "dlq" | "" | null;
+                count?: number | null;
+                error?: string | null;
+            } | null;
+            release_lease?: boolean | null;
+        };
+        /** @description 200 whether the cycle applied or not: success false with error when it did not, and nothing was written */
+        CycleReply: {
+            success: boolean;
+            query_id: string;
+            partition_id: string;
+            queueName?: string | null;
+            state_ops_applied: number;
+            push_results: components["schemas"]["PushResult"][];
+            ack_result: {
+                success: boolean;
+                count: number;
+                lease_released: boolean;
+                dlq: boolean;
+            } | null;
+            skipped?: string;
+            error?: string;
+        };
+        ForwarderRequest: {
+            name: string;
+            /**
+             * @description push (the default): local queue to upstream; pull: upstream to local
+             * @enum {string}
+             */
+            direction?: "push" | "pull" | "";
+            /** @description a queue, or for push a pattern such as orders.* */
+            queue: string;
+            /** @description the upstream's http:// or https:// base URL */
+            upstream: string;
+            upstreamQueue?: string;
+            token?: string;
+            consumerGroup?: string;
+            batch?: number;
+            paused?: boolean;
+            idPrefix?: string;
+        };
+        Forwarder: {
+            name: string;
+            /** @enum {string} */
+            direction: "push" | "pull";
+            queue: string;
+            upstream: string;
+            upstreamQueue: string;
+            consumerGroup: string;
+            batch: number;
+            hasToken: boolean;
+            idPrefix: string;
+            paused: boolean;
+            /** @enum {string} */
+            state: "running" | "backoff" | "paused" | "stopped";
+            lag: number;
+            lagSeconds: number;
+            /** Format: date-time */
+            oldestUnforwardedAt: string | null;
+            oldestUnforwardedAgeSeconds: number;
+            forwarded: number;
+            deadLettered: number;
+            duplicates: number;
+            evicted: number;
+            /** Format: date-time */
+            lastSuccessAt: string | null;
+            lastError: string | null;
+            /** Format: date-time */
+            lastErrorAt: string | null;
+            /** Format: date-time */
+            createdAt: string | null;
+            /** Format: date-time */
+            updatedAt: string | null;
+        };
+        ForwarderList: {
+            forwarders: components["schemas"]["Forwarder"][];
+        };
+        ForwarderDeleteReply: {
+            deleted: boolean;
+            name: string;
+        };
+        /** @description this document */
+        OpenAPIDocument: {
+            /** @constant */
+            openapi: "3.1.0";
+            info: {
+                title: string;
+                version: string;
+            };
+            /** @description the path items, by path */
+            paths: {
+                [key: string]: unknown;
+            };
+        };
     };
     responses: {
         /** @description an error; error holds the text */
@@ -1390,7 +2308,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": components["schemas"]["OpenAPIDocument"];
                 };
             };
             default: components["responses"]["Error"];
@@ -1713,7 +2631,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Array"];
+                    "application/json": components["schemas"]["ConsumerGroup"][];
                 };
             };
             400: components["responses"]["Error"];
@@ -1741,7 +2659,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> | unknown[];
+                    "application/json": components["schemas"]["GroupDetail"] | components["schemas"]["LaggingPartition"][];
                 };
             };
             400: components["responses"]["Error"];
@@ -1769,7 +2687,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["GroupDeleteReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -1801,7 +2719,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["SubscriptionReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -1832,7 +2750,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["QueueSeekReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -1865,7 +2783,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["PartitionSeekReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -1895,7 +2813,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["GroupDeleteReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -1914,28 +2832,19 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
-                "application/json": components["schemas"]["Object"];
+                "application/json": components["schemas"]["GroupSnapshotRequest"];
             };
         };
         responses: {
-            /** @description created */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Object"];
-                };
-            };
             /** @description created */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["SnapshotCreateReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -1949,7 +2858,7 @@ export interface operations {
     getApiV1Snapshots: {
         parameters: {
             query?: {
-                group?: string;
+                consumerGroup?: string;
                 queue?: string;
                 limit?: number;
                 offset?: number;
@@ -1966,7 +2875,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["SnapshotList"];
                 };
             };
             400: components["responses"]["Error"];
@@ -1984,26 +2893,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Object"];
+                "application/json": components["schemas"]["SnapshotRequest"];
             };
         };
         responses: {
-            /** @description created */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Object"];
-                };
-            };
             /** @description created */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["SnapshotCreateReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2031,7 +2931,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Snapshot"];
                 };
             };
             401: components["responses"]["Error"];
@@ -2051,7 +2951,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Object"];
+                "application/json": components["schemas"]["SnapshotUpdateRequest"];
             };
         };
         responses: {
@@ -2061,7 +2961,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Snapshot"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2088,15 +2988,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["SnapshotDeleteReply"];
                 };
-            };
-            /** @description deleted; no body */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
             };
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
@@ -2127,13 +3020,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        messages: Record<string, never>[];
-                        total?: number;
-                        limit?: number;
-                        offset?: number;
-                        pagination?: Record<string, never>;
-                    };
+                    "application/json": components["schemas"]["DLQList"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2163,7 +3050,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["PurgeReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2181,7 +3068,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Object"];
+                "application/json": components["schemas"]["RedriveRequest"];
             };
         };
         responses: {
@@ -2191,7 +3078,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["RedriveReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2215,7 +3102,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["QuarantineList"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2241,7 +3128,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["RestoreReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2267,7 +3154,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Overview"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2296,9 +3183,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        queues: Record<string, never>[];
-                    };
+                    "application/json": components["schemas"]["QueueList"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2324,7 +3209,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["QueueDetail"];
                 };
             };
             401: components["responses"]["Error"];
@@ -2350,11 +3235,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        deleted: boolean;
-                        queue?: string;
-                        existed: boolean;
-                    };
+                    "application/json": components["schemas"]["QueueDeleteReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2378,9 +3259,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        namespaces: Record<string, never>[];
-                    };
+                    "application/json": components["schemas"]["NamespaceList"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2404,9 +3283,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        tasks: Record<string, never>[];
-                    };
+                    "application/json": components["schemas"]["TaskList"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2440,10 +3317,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        messages: Record<string, never>[];
-                        mode?: Record<string, never>;
-                    };
+                    "application/json": components["schemas"]["MessageList"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2470,7 +3344,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["MessageDetail"];
                 };
             };
             401: components["responses"]["Error"];
@@ -2497,12 +3371,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        success: boolean;
-                        partitionId?: string;
-                        transactionId?: string;
-                        message?: string;
-                    };
+                    "application/json": components["schemas"]["MessageDeleteReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2532,7 +3401,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Status"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2561,7 +3430,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["StatusQueues"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2587,7 +3456,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["StatusQueue"];
                 };
             };
             401: components["responses"]["Error"];
@@ -2616,7 +3485,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Array"];
+                    "application/json": components["schemas"]["StatusQueueMessages"];
                 };
             };
             401: components["responses"]["Error"];
@@ -2647,7 +3516,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["StatusAnalytics"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2671,7 +3540,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Buffers"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2685,7 +3554,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                kind: string;
+                kind: "system-metrics" | "worker-metrics" | "queue-lag" | "queue-ops" | "queue-parked-replicas" | "retention" | "postgres-stats";
             };
             cookie?: never;
         };
@@ -2697,7 +3566,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["SystemMetrics"] | components["schemas"]["WorkerMetrics"] | components["schemas"]["QueueLag"] | components["schemas"]["QueueOps"] | components["schemas"]["ParkedReplicas"] | components["schemas"]["Retention"] | components["schemas"]["DatabaseStats"];
                 };
             };
             401: components["responses"]["Error"];
@@ -2721,7 +3590,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["StatsRefreshReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2745,7 +3614,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Metrics"];
                 };
             };
             default: components["responses"]["Error"];
@@ -2787,7 +3656,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Maintenance"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2815,7 +3684,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["MaintenanceSetReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2839,7 +3708,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["PopMaintenance"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2867,7 +3736,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["PopMaintenance"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2891,7 +3760,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["SharedState"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2934,7 +3803,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Object"];
+                "application/json": components["schemas"]["TraceRequest"];
             };
         };
         responses: {
@@ -2944,7 +3813,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["TraceRecordReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -2975,7 +3844,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["TraceNames"];
                 };
             };
             400: components["responses"]["Error"];
@@ -3006,7 +3875,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["TraceList"];
                 };
             };
             400: components["responses"]["Error"];
@@ -3031,7 +3900,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Whoami"];
                 };
             };
             400: components["responses"]["Error"];
@@ -3049,7 +3918,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Object"];
+                "application/json": components["schemas"]["StreamQueryRequest"];
             };
         };
         responses: {
@@ -3059,13 +3928,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["StreamQueryReply"];
                 };
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
-            409: components["responses"]["Error"];
+            /** @description the query is registered with another config_hash */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamQueryConflict"];
+                };
+            };
             default: components["responses"]["Error"];
         };
     };
@@ -3078,7 +3955,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Object"];
+                "application/json": components["schemas"]["StateGetRequest"];
             };
         };
         responses: {
@@ -3088,7 +3965,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["StateGetReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -3106,7 +3983,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Object"];
+                "application/json": components["schemas"]["CycleRequest"];
             };
         };
         responses: {
@@ -3116,7 +3993,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["CycleReply"];
                 };
             };
             400: components["responses"]["Error"];
@@ -3140,7 +4017,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["ForwarderList"];
                 };
             };
             401: components["responses"]["Error"];
@@ -3158,7 +4035,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Object"];
+                "application/json": components["schemas"]["ForwarderRequest"];
             };
         };
         responses: {
@@ -3168,7 +4045,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Forwarder"];
                 };
             };
             400: components["responses"]["Error"];
@@ -3196,7 +4073,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Forwarder"];
                 };
             };
             401: components["responses"]["Error"];
@@ -3223,15 +4100,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["ForwarderDeleteReply"];
                 };
-            };
-            /** @description deleted; no body */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
             };
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
@@ -3257,7 +4127,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Forwarder"];
                 };
             };
             401: components["responses"]["Error"];
@@ -3284,7 +4154,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Object"];
+                    "application/json": components["schemas"]["Forwarder"];
                 };
             };
             401: components["responses"]["Error"];

@@ -138,5 +138,12 @@ const acked: string[] = [];
   acked.push(...data.messages.map((m) => m.transactionId));
 }
 
+// The queue's totals, as the document types them: six completed, four left.
+{
+  const { data, error, response } = await unix.GET('/api/v1/resources/queues/{queue}', { params: { path: { queue: 'ts' } } });
+  if (!data) fail('queue detail', response.status, error);
+  if (data.totals.completed !== 6 || data.totals.pending !== 4) throw new Error(`queue detail: ${JSON.stringify(data.totals)}`);
+}
+
 console.log(JSON.stringify({ ready, acked }));
 process.kill(process.pid, 'SIGKILL'); // the app crashes; comb is left behind

@@ -22,6 +22,15 @@ export async function rejected(): Promise<void> {
   // @ts-expect-error no such route
   await c.GET('/api/v1/nothing');
 
+  // @ts-expect-error a snapshot names its queue
+  await c.POST('/api/v1/snapshots', { body: { name: 's', consumerGroup: 'g' } });
+  // @ts-expect-error a stream cycle names its query
+  await c.POST('/streams/v1/cycle', { body: { partition_id: 'p' } });
+  const status = await c.GET('/api/v1/status');
+  // @ts-expect-error the status counts are numbers
+  const pending: string | undefined = status.data?.messages.pending;
+  void pending;
+
   const { data } = await c.GET('/api/v1/pop/queue/{queue}', { params: { path: { queue: 'q' } } });
   // @ts-expect-error a popped message has no such field
   data?.messages[0]?.payload;
