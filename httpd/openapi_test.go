@@ -2,11 +2,15 @@ package httpd_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,6 +21,7 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 
+	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/combtest"
 )
@@ -232,8 +237,7 @@ func matchRoute(method, p string) string {
 // and bad input, and checks each reply, error bodies included, against the
 // document, and each request the server accepted as well. Every route must
 // have been answered, and with a 2xx, but restoring a quarantined segment,
-// which needs a damaged file (TestQuarantine* in the store and broker cover
-// it); its 4xx replies are checked here.
+// which needs a damaged file: TestOpenAPIQuarantineRestoreValidates.
 func TestOpenAPIRepliesValidate(t *testing.T) {
 	check := newOpenAPICheck(t)
 	srv := combtest.MustServer(t, combtest.Options{})
@@ -547,5 +551,84 @@ func TestOpenAPIBodiesHaveSchemas(t *testing.T) {
 	}
 	if bodies < 100 {
 		t.Fatalf("only %d JSON bodies found: the walk is broken", bodies)
+	}
+}
+
+// TestOpenAPIQuarantineRestoreValidates gives the one route the main walk
+// cannot answer with a 2xx a damaged file: a segment whose checksum an
+// outsider changed with the sqlite3 CLI, quarantined when groups pop past
+// it, then repaired by hand as an operator would and restored. Every
+// reply on the way is checked against the document.
+func TestOpenAPIQuarantineRestoreValidates(t *testing.T) {
+	sqlite3, err := exec.LookPath("sqlite3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the sqlite3 CLI is required under CI")
+		}
+		t.Skip("sqlite3 CLI not installed")
+	}
+	sql := func(path, stmt string) {
+		t.Helper()
+		if out, err := exec.Command(sqlite3, path, stmt).CombinedOutput(); err != nil {
+			t.Fatalf("sqlite3 %s: %v\n%s", stmt, err, out)
+		}
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "comb.db")
+	// serve opens path and serves it until stop; not combtest.MustServer,
+	// whose cleanup checks the file this test damages.
+	serve := func() (*combtest.Server, func()) {
+		b, err := broker.Open(ctx, broker.Options{Path: path, RetentionInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(httpd.NewHandler(b, httpd.Config{}))
+		var once sync.Once
+		stop := func() {
+			once.Do(func() {
+				b.Drain()
+				ts.Close()
+				if err := b.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			})
+		}
+		t.Cleanup(stop)
+		return &combtest.Server{Client: &combtest.Client{TB: t, URL: ts.URL, HTTP: ts.Client()}, Broker: b, HTTP: ts}, stop
+	}
+	srv, stop := serve()
+	for s := range 3 { // three pushes, three segments: offsets 0-4, 5-9, 10-14
+		items := []map[string]any{}
+		for i := range 5 {
+			items = append(items, map[string]any{"queue": "orders", "partition": "p1", "transactionId": fmt.Sprintf("m%d", s*5+i), "payload": i})
+		}
+		srv.Push(items...)
+	}
+	stop()
+	sql(path, `UPDATE segments SET checksum = checksum + 1 WHERE base_offset = 5`)
+
+	check := newOpenAPICheck(t)
+	srv, stop = serve()
+	check.attach(srv)
+	for _, g := range []string{"billing", "billing", "audit", "audit"} {
+		srv.Pop("/api/v1/pop/queue/orders?batch=5&autoAck=true&consumerGroup=" + g)
+	}
+	if r := srv.Do("GET", "/api/v1/quarantine", nil); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"total":1`) {
+		t.Fatalf("quarantine: %d %s", r.Status, r.Body)
+	}
+	if r := srv.Do("POST", "/api/v1/quarantine/1/restore", nil); r.Status != http.StatusConflict {
+		t.Fatalf("restore of a copy still damaged: %d %s", r.Status, r.Body)
+	}
+	stop()
+
+	sql(path, `UPDATE quarantined_segments SET checksum = checksum - 1 WHERE id = 1`)
+	srv, _ = serve()
+	check.attach(srv)
+	if r := srv.Do("POST", "/api/v1/quarantine/1/restore", nil); r.Status != http.StatusOK {
+		t.Fatalf("restore of the repaired copy: %d %s", r.Status, r.Body)
+	}
+	srv.Do("GET", "/api/v1/dlq?queue=orders", nil)
+	if rt := "POST /api/v1/quarantine/:id/restore"; !check.ok[rt] {
+		t.Fatalf("%s: no 2xx checked", rt)
 	}
 }
