@@ -205,7 +205,7 @@ func (w *wtx) readSpans(q *combtype.Queue, req *popReq, spans []claimSpan, lease
 			break
 		}
 		start := len(msgs)
-		err := w.s.scanFrames(w.ctx, w, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *segment.Frame) error {
+		err := w.claimedFrames(sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *segment.Frame) error {
 			if sp.deleted(off) {
 				return nil
 			}
@@ -254,6 +254,62 @@ func (w *wtx) readSpans(q *combtype.Queue, req *popReq, spans []claimSpan, lease
 		return nil, nil, sealedErr
 	}
 	return msgs, kept, nil
+}
+
+// frameRange is the offsets from..to of a partition that a claim reads.
+type frameRange struct{ partitionID, from, to int64 }
+
+// claimedFrame is one frame a claim read, as scanFrames gave it.
+type claimedFrame struct {
+	off, createdAt int64
+	f              segment.Frame
+}
+
+// Bounds on what one commit keeps of the frames its claims read.
+const (
+	maxClaimedRanges = 64
+	maxClaimedBytes  = 4 << 20
+)
+
+// claimedFrames is scanFrames for claims, remembering in this commit the
+// frames of small ranges read in full: the pops a push wakes, each in its
+// own group, claim the same new offsets one after another in one commit,
+// and read, check and decode the same segment once instead of once each.
+// Stored segments do not change inside a commit except by retention or a
+// queue delete, which forget what is kept (rowsChanged); the frames kept
+// are shared by the messages of the claims, which only read them.
+func (w *wtx) claimedFrames(partitionID, from, to int64, fn func(off, createdAt int64, f *segment.Frame) error) error {
+	k := frameRange{partitionID, from, to}
+	if kept, ok := w.claimed[k]; ok {
+		for i := range kept {
+			f := kept[i].f // a copy: fn may keep its pointer
+			if err := fn(kept[i].off, kept[i].createdAt, &f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	keep := len(w.claimed) < maxClaimedRanges
+	var frames []claimedFrame
+	var size int
+	err := w.s.scanFrames(w.ctx, w, partitionID, from, to, func(off, createdAt int64, f *segment.Frame) error {
+		if keep {
+			if size += len(f.Payload); size > maxClaimedBytes {
+				keep, frames = false, nil
+			} else {
+				frames = append(frames, claimedFrame{off: off, createdAt: createdAt, f: *f})
+			}
+		}
+		if err := fn(off, createdAt, f); err != nil {
+			keep = false // the range was not read to its end
+			return err
+		}
+		return nil
+	})
+	if err == nil && keep {
+		w.claimed[k] = frames
+	}
+	return err
 }
 
 // errFull stops a scan once a pop has its bytes.

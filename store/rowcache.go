@@ -29,6 +29,7 @@ const maxCachedRows = 4096
 func (w *wtx) rowsChanged() {
 	w.stale = true
 	clear(w.queueParts)
+	clear(w.claimed)
 }
 
 // keep records the rows w looked up and changed, once w has committed.

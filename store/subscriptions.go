@@ -41,14 +41,6 @@ func (w *wtx) seedCursor(partitionID int64, group string, committed int64) error
 // subscribe writes the group's durable subscription record for q if it has
 // none, seeding a cursor on every existing partition.
 func (w *wtx) subscribe(q *combtype.Queue, group string, sub seek.Subscription) error {
-	var exists bool
-	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
-		q.ID, group).Scan(&exists); err != nil {
-		return fmt.Errorf("look up subscription: %w", err)
-	}
-	if exists {
-		return nil
-	}
 	now := micros(w.now)
 	mode := sub.Mode
 	if group == combtype.QueueModeGroup {
@@ -73,18 +65,21 @@ func (w *wtx) subscribe(q *combtype.Queue, group string, sub seek.Subscription) 
 	}
 	// Partitions created after the registration hold only messages pushed
 	// after it: they are taken from their start. Which partitions those
-	// are is told by id, not by comparing wall-clock times, which a clock
-	// stepping back would get wrong.
-	var after sql.NullInt64
-	if from.Valid && from.Int64 <= now {
-		if err := w.QueryRowContext(w.ctx, `SELECT COALESCE(MAX(id), 0) FROM partitions`).Scan(&after.Int64); err != nil {
-			return fmt.Errorf("read registration point: %w", err)
-		}
-		after.Valid = true
-	}
-	if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
-		VALUES (?, ?, ?, ?, ?, ?)`, q.ID, group, mode, from, now, after); err != nil {
+	// are is told by id (the highest now, read by the insert itself), not
+	// by comparing wall-clock times, which a clock stepping back would get
+	// wrong. One statement both looks and writes: a wave of woken pops,
+	// each a new group, pays one statement for it instead of two, and an
+	// insert that ignores the conflict needs no statement journal.
+	res, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
+		VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?6 THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END)
+		ON CONFLICT (queue_id, group_name) DO NOTHING`, q.ID, group, mode, from, now, from.Valid && from.Int64 <= now)
+	if err != nil {
 		return fmt.Errorf("insert subscription: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("insert subscription: %w", err)
+	} else if n == 0 {
+		return nil // the group has one already
 	}
 	parts, err := w.queuePartitions(q.ID)
 	if err != nil {

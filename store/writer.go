@@ -278,6 +278,8 @@ type wtx struct {
 	partitions map[partKey]*combtype.Partition
 	// Each queue's partitions, listed once per commit (queuePartitions).
 	queueParts map[int64][]*combtype.Partition
+	// The frames claims read, by range, once per commit (claimedFrames).
+	claimed map[frameRange][]claimedFrame
 	// Frames waiting to become one segment per partition at flush.
 	pending []*pendingPart
 	byPart  map[int64]*pendingPart
@@ -300,6 +302,7 @@ func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 		queues:     map[queueKey]*combtype.Queue{},
 		partitions: map[partKey]*combtype.Partition{},
 		queueParts: map[int64][]*combtype.Partition{},
+		claimed:    map[frameRange][]claimedFrame{},
 		byPart:     map[int64]*pendingPart{},
 		touched:    map[string]struct{}{},
 	}
