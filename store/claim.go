@@ -45,7 +45,8 @@ func (w *wtx) claim(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wa
 var errAgain = errors.New("claim again")
 
 func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wake time.Time, err error) {
-	if err := w.subscribe(q, req.Group, req.Start); err != nil {
+	fresh, err := w.subscribe(q, req.Group, req.Start)
+	if err != nil {
 		return nil, time.Time{}, err
 	}
 	now := micros(w.now)
@@ -57,8 +58,11 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 		limit = -1
 	}
 	after := w.s.turn.next(q.ID, req.Group)
-	due, err := scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after)
-	if err != nil {
+	var due []candidate
+	if fresh != nil {
+		// The group's first contact: its cursors were just seeded.
+		due = dueOf(fresh, req.Partition, limit, after)
+	} else if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after); err != nil {
 		return nil, time.Time{}, err
 	}
 	for _, c := range due {
@@ -393,22 +397,9 @@ var tombstoneScanSQL = `SELECT offset FROM tombstones WHERE partition_id = +? AN
 // It returns nil when every offset it looked at up to skipTo is deleted;
 // the caller moves committed to skipTo and looks further.
 func (w *wtx) trimTombstones(c *candidate, from, last, budget int64) (sp *claimSpan, skipTo int64, err error) {
-	var dead []int64
-	rows, err := w.QueryContext(w.ctx, tombstoneScanSQL, c.part.ID, from, last)
+	dead, err := w.deadIn(c.part.ID, from, last)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read tombstones: %w", err)
-	}
-	for rows.Next() {
-		var off int64
-		if err := rows.Scan(&off); err != nil {
-			rows.Close()
-			return nil, 0, fmt.Errorf("scan tombstone: %w", err)
-		}
-		dead = append(dead, off)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("read tombstones: %w", err)
+		return nil, 0, err
 	}
 	if len(dead) == maxTombstoneScan {
 		last = dead[len(dead)-1] // what lies beyond was not looked at
@@ -434,6 +425,39 @@ func (w *wtx) trimTombstones(c *candidate, from, last, budget int64) (sp *claimS
 		sp.dead = sp.dead[:len(sp.dead)-1]
 	}
 	return sp, sp.from - 1, nil
+}
+
+// deadIn returns the deleted offsets of partitionID in [from, last], at
+// most maxTombstoneScan of them, ascending. The pops one push wakes, each
+// of its own group, look up the same range one after another in one
+// commit: it is read once per commit, and read again after a message
+// delete (or what marks the rows changed) in the same commit. Callers
+// must not change the slice returned.
+func (w *wtx) deadIn(partitionID, from, last int64) ([]int64, error) {
+	k := frameRange{partitionID, from, last}
+	if dead, ok := w.claimedDead[k]; ok {
+		return dead, nil
+	}
+	var dead []int64
+	rows, err := w.QueryContext(w.ctx, tombstoneScanSQL, partitionID, from, last)
+	if err != nil {
+		return nil, fmt.Errorf("read tombstones: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var off int64
+		if err := rows.Scan(&off); err != nil {
+			return nil, fmt.Errorf("scan tombstone: %w", err)
+		}
+		dead = append(dead, off)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read tombstones: %w", err)
+	}
+	if len(w.claimedDead) < maxClaimedRanges {
+		w.claimedDead[k] = dead
+	}
+	return dead, nil
 }
 
 // deleted reports whether off is a tombstoned offset inside the span.

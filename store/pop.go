@@ -201,7 +201,8 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 		// a group subscribing to new messages would then skip the ones
 		// pushed in between. Cursors it seeds on new partitions are seeded
 		// again the same way from the durable subscription.
-		err = s.submit(ctx, &writeOp{isolated: true, lazy: subscribed && !req.AutoAck, apply: func(w *wtx) error {
+		// A claim changes a few rows: the group's subscription and cursors.
+		err = s.submit(ctx, &writeOp{isolated: true, smallUndo: true, lazy: subscribed && !req.AutoAck, apply: func(w *wtx) error {
 			var err error
 			got, wake, err = w.claim(q, &req)
 			return err

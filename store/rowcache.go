@@ -30,6 +30,7 @@ func (w *wtx) rowsChanged() {
 	w.stale = true
 	clear(w.queueParts)
 	clear(w.claimed)
+	clear(w.claimedDead)
 }
 
 // keep records the rows w looked up and changed, once w has committed.
