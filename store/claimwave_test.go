@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -184,73 +182,5 @@ func TestUndoInMemoryOnlyForCommitsOfSmallOps(t *testing.T) {
 		if want := map[bool]int{true: 2, false: 0}[small]; store != want {
 			t.Errorf("smallUndo %v: temp_store %d, want %d", small, store, want)
 		}
-	}
-}
-
-// TestSharedSavepointRerunsEachAloneWhenOneFails: rerunnable ops fused into
-// one commit share a savepoint; when one fails, what it wrote is undone
-// and its neighbours' writes are kept, each applied again in its own.
-func TestSharedSavepointRerunsEachAloneWhenOneFails(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	fail := errors.New("this op fails")
-	runs := map[string]int{}
-	op := func(group string, err error) *writeOp {
-		return &writeOp{isolated: true, rerunnable: true, smallUndo: true, apply: func(w *wtx) error {
-			runs[group]++ // only the writer goroutine runs apply
-			if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, created_at)
-				VALUES (1, ?, 'all', 0)`, group); err != nil {
-				return err
-			}
-			return err
-		}}
-	}
-	commits := s.Stats().Commits.Load()
-	release := holdWriter(t, s)
-	ops := []*writeOp{op("a", nil), op("b", fail), op("c", nil)}
-	done := make(chan error, len(ops))
-	for i, o := range ops {
-		go func() { done <- s.submit(ctx, o) }()
-		waitPending(t, s, i+1)
-	}
-	release()
-	var failed int
-	for range ops {
-		if err := <-done; errors.Is(err, fail) {
-			failed++
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if failed != 1 {
-		t.Errorf("%d ops failed, want 1", failed)
-	}
-	if n := s.Stats().Commits.Load() - commits; n != 2 {
-		t.Errorf("%d commits, want 2 (the held one, then the three fused)", n)
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT group_name FROM subscriptions ORDER BY group_name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var got []string
-	for rows.Next() {
-		var g string
-		if err := rows.Scan(&g); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, g)
-	}
-	if !slices.Equal(got, []string{"a", "c"}) {
-		t.Errorf("subscriptions %v, want [a c]", got)
-	}
-	// a ran in the shared savepoint and again alone; c only alone, as the
-	// shared run stopped at b.
-	if want := map[string]int{"a": 2, "b": 2, "c": 1}; !maps.Equal(runs, want) {
-		t.Errorf("runs %v, want %v", runs, want)
 	}
 }

@@ -202,9 +202,7 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 		// pushed in between. Cursors it seeds on new partitions are seeded
 		// again the same way from the durable subscription.
 		// A claim changes a few rows: the group's subscription and cursors.
-		// Run again after a rollback it leaves behind only a turn hint, a
-		// lease id nobody was given in the ack cache, counters and logs.
-		err = s.submit(ctx, &writeOp{isolated: true, smallUndo: true, rerunnable: true, lazy: subscribed && !req.AutoAck, apply: func(w *wtx) error {
+		err = s.submit(ctx, &writeOp{isolated: true, smallUndo: true, lazy: subscribed && !req.AutoAck, apply: func(w *wtx) error {
 			var err error
 			got, wake, err = w.claim(q, &req)
 			return err

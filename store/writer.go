@@ -37,14 +37,8 @@ type writeOp struct {
 	// smallUndo ops change few rows that existed before them: a commit of
 	// only such ops keeps its savepoints' undo in memory (setUndo).
 	smallUndo bool
-	// rerunnable isolated ops may share one savepoint with the rerunnable
-	// ops next to them: when one fails, the savepoint rolls back and each
-	// is applied again in its own. Such an op's apply must leave nothing
-	// behind a rollback that a second run would get wrong (a claim leaves
-	// hints and counters only).
-	rerunnable bool
-	bytes      int
-	done       chan error
+	bytes     int
+	done      chan error
 }
 
 // submit hands op to the writer and waits for its committed outcome. The wait
@@ -190,33 +184,26 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	}()
 	w := newWtx(ctx, s, tx)
 	errs = make([]error, len(batch))
-	for i := 0; i < len(batch); {
-		op := batch[i]
+	for i, op := range batch {
 		if !op.isolated {
 			if err := op.apply(w); err != nil {
 				return nil, nil, err
 			}
-			i++
 			continue
 		}
-		end := i + 1
-		for op.rerunnable && end < len(batch) && end-i < maxSharedSavepoint && batch[end].isolated && batch[end].rerunnable {
-			end++
+		staged := w.stagedMark()
+		if _, err := s.execControl(ctx, "SAVEPOINT op"); err != nil {
+			return nil, nil, fmt.Errorf("savepoint: %w", err)
 		}
-		if end-i > 1 {
-			shared, err := s.applyShared(w, batch[i:end])
-			if err != nil {
-				return nil, nil, err
+		if opErr := op.apply(w); opErr != nil {
+			errs[i] = opErr
+			if _, err := s.execControl(ctx, "ROLLBACK TO op"); err != nil {
+				return nil, nil, fmt.Errorf("rollback to savepoint: %w", err)
 			}
-			if shared {
-				i = end
-				continue
-			}
+			w.forgetResolved(staged)
 		}
-		for ; i < end; i++ {
-			if errs[i], err = s.applyIsolated(w, batch[i]); err != nil {
-				return nil, nil, err
-			}
+		if _, err := s.execControl(ctx, "RELEASE op"); err != nil {
+			return nil, nil, fmt.Errorf("release savepoint: %w", err)
 		}
 	}
 	if err := w.flush(); err != nil {
@@ -236,58 +223,6 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	}
 	s.rows.keep(w)
 	return errs, w.notifyKeys(), nil
-}
-
-// maxSharedSavepoint bounds the rerunnable ops that share a savepoint, and
-// so the work done again when one of them fails.
-const maxSharedSavepoint = 64
-
-// applyIsolated applies op in its own savepoint: its error (opErr) rolls
-// back only what it did. err is the transaction's failure.
-func (s *Store) applyIsolated(w *wtx, op *writeOp) (opErr, err error) {
-	staged := w.stagedMark()
-	if _, err := s.execControl(w.ctx, "SAVEPOINT op"); err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
-	}
-	if opErr = op.apply(w); opErr != nil {
-		if _, err := s.execControl(w.ctx, "ROLLBACK TO op"); err != nil {
-			return nil, fmt.Errorf("rollback to savepoint: %w", err)
-		}
-		w.forgetResolved(staged)
-	}
-	if _, err := s.execControl(w.ctx, "RELEASE op"); err != nil {
-		return nil, fmt.Errorf("release savepoint: %w", err)
-	}
-	return opErr, nil
-}
-
-// applyShared applies the rerunnable ops of run in one savepoint: a wave
-// of woken claims pays one SAVEPOINT and one RELEASE for many, and SQLite
-// saves each page they change once for them all. It reports false, with
-// the savepoint rolled back, when one of them failed: the caller applies
-// each again alone. err is the transaction's failure.
-func (s *Store) applyShared(w *wtx, run []*writeOp) (ok bool, err error) {
-	staged := w.stagedMark()
-	if _, err := s.execControl(w.ctx, "SAVEPOINT ops"); err != nil {
-		return false, fmt.Errorf("savepoint: %w", err)
-	}
-	ok = true
-	for _, op := range run {
-		if op.apply(w) != nil {
-			ok = false
-			break
-		}
-	}
-	if !ok {
-		if _, err := s.execControl(w.ctx, "ROLLBACK TO ops"); err != nil {
-			return false, fmt.Errorf("rollback to savepoint: %w", err)
-		}
-		w.forgetResolved(staged)
-	}
-	if _, err := s.execControl(w.ctx, "RELEASE ops"); err != nil {
-		return false, fmt.Errorf("release savepoint: %w", err)
-	}
-	return ok, nil
 }
 
 // noTransaction reports whether a ROLLBACK failed only because SQLite had
