@@ -70,10 +70,11 @@ func New() *Handler {
 	return h
 }
 
-// Owns reports whether the console answers path: "/", "/ui" and
-// everything under "/ui/".
+// Owns reports whether the console answers path: "/", "/ui", everything
+// under "/ui/", and "/favicon.ico", which browsers and tools ask for on
+// their own.
 func Owns(p string) bool {
-	return p == "/" || p == "/ui" || strings.HasPrefix(p, Prefix)
+	return p == "/" || p == "/ui" || p == "/favicon.ico" || strings.HasPrefix(p, Prefix)
 }
 
 // ServeHTTP answers GET and HEAD for the console's page and files; anything
@@ -91,8 +92,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimPrefix(r.URL.Path, "/ui")
 	name = strings.TrimPrefix(name, "/")
-	if name == "" {
+	switch name {
+	case "":
 		name = "index.html"
+	case "favicon.ico":
+		name = "favicon.svg"
 	}
 	f, ok := h.files[name]
 	if !ok {

@@ -40,8 +40,15 @@ function route() {
   current = views[name].render(ctx, section, parts.slice(1)) || null;
 }
 
+// signIn forgets whoever was signed in, header included, and asks for a
+// token.
 function signIn(message) {
   current = null;
+  ctx.level = "read-only";
+  delete document.body.dataset.level;
+  put(document.getElementById("who"));
+  put(document.getElementById("maint"));
+  document.getElementById("signout").hidden = true;
   const input = h("input", { id: "token", type: "password", autocomplete: "off", placeholder: "eyJ…", size: 60 });
   const form = h("form", { id: "signin", class: "card" },
     h("h2", {}, "Sign in"),
