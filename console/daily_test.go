@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
 	"net/http"
 	"strings"
@@ -103,4 +105,71 @@ func TestConsoleHasAFaviconOfItsOwn(t *testing.T) {
 			t.Fatalf("GET %s has no CSP", path)
 		}
 	}
+}
+
+// TestConsoleAssetsAreServedGzippedWhenAccepted: a browser that accepts
+// gzip gets the precompressed body (smaller, the same bytes once inflated)
+// under its own ETag; one that does not, or refuses it with q=0, gets the
+// file as written; both answers say they vary by Accept-Encoding.
+func TestConsoleAssetsAreServedGzippedWhenAccepted(t *testing.T) {
+	srv := combtest.MustServer(t, combtest.Options{})
+	// A transport that leaves Accept-Encoding and the body alone.
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	get := func(path, accept, inm string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if accept != "" {
+			req.Header.Set("Accept-Encoding", accept)
+		}
+		if inm != "" {
+			req.Header.Set("If-None-Match", inm)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+	var rawTotal, gzTotal int
+	for _, path := range []string{"/", "/ui/app.js", "/ui/style.css", "/ui/seek.js", "/ui/dlq.js"} {
+		plain, raw := get(path, "", "")
+		if plain.StatusCode != http.StatusOK || plain.Header.Get("Content-Encoding") != "" || plain.Header.Get("Vary") != "Accept-Encoding" {
+			t.Fatalf("GET %s without gzip: %d %v", path, plain.StatusCode, plain.Header)
+		}
+		for _, accept := range []string{"gzip, deflate, br, zstd", "br;q=1.0, gzip;q=0.5", "*"} {
+			resp, body := get(path, accept, "")
+			if resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Vary") != "Accept-Encoding" {
+				t.Fatalf("GET %s (Accept-Encoding %q): %v", path, accept, resp.Header)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatalf("GET %s: not gzip: %v", path, err)
+			}
+			inflated, err := io.ReadAll(zr)
+			if err != nil || !bytes.Equal(inflated, raw) {
+				t.Fatalf("GET %s: the gzipped body does not inflate to the file (%v)", path, err)
+			}
+			if len(body) >= len(raw) || resp.Header.Get("ETag") == plain.Header.Get("ETag") || resp.Header.Get("Content-Security-Policy") == "" {
+				t.Fatalf("GET %s: %d gzipped bytes for %d, ETag %q beside %q", path, len(body), len(raw), resp.Header.Get("ETag"), plain.Header.Get("ETag"))
+			}
+			if again, _ := get(path, accept, resp.Header.Get("ETag")); again.StatusCode != http.StatusNotModified {
+				t.Fatalf("GET %s gzipped with its ETag: %d, want 304", path, again.StatusCode)
+			}
+			if accept == "*" {
+				rawTotal += len(raw)
+				gzTotal += len(body)
+			}
+		}
+		for _, accept := range []string{"gzip;q=0", "identity", "br", "gzip;q=0, *"} {
+			if resp, _ := get(path, accept, ""); resp.Header.Get("Content-Encoding") != "" {
+				t.Fatalf("GET %s (Accept-Encoding %q) came %q", path, accept, resp.Header.Get("Content-Encoding"))
+			}
+		}
+	}
+	t.Logf("these files: %d bytes, %d gzipped", rawTotal, gzTotal)
 }
