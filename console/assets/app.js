@@ -1,5 +1,5 @@
 // comb console: a hash-routed single page over the public JSON API.
-import { h, put } from "./dom.js";
+import { h, put, focusMark, focusRestore } from "./dom.js";
 import { get, post, token, APIError } from "./api.js";
 import * as overview from "./overview.js";
 import * as queues from "./queues.js";
@@ -31,8 +31,29 @@ const ctx = {
 
 let current = null; // {refresh} of the shown view
 
+// The hash is "#/view/arg/arg?filters": the part after "?" holds a view's
+// filters, sort and page, so a filtered view can be shared and survives a
+// reload. Views change it with ctx.setQuery, which replaces the history
+// entry without routing again.
+function splitHash() {
+  const raw = location.hash.replace(/^#\/?/, "");
+  const i = raw.indexOf("?");
+  return i < 0 ? [raw, ""] : [raw.slice(0, i), raw.slice(i + 1)];
+}
+ctx.query = new URLSearchParams();
+ctx.setQuery = (changes) => {
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null || v === undefined || v === "") ctx.query.delete(k);
+    else ctx.query.set(k, String(v));
+  }
+  const s = ctx.query.toString();
+  history.replaceState(history.state, "", "#/" + splitHash()[0] + (s ? "?" + s : ""));
+};
+
 function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const [path, query] = splitHash();
+  ctx.query = new URLSearchParams(query);
+  const parts = path.split("/").map(decodeURIComponent);
   const name = views[parts[0]] ? parts[0] : "overview";
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.view === name);
   const section = h("section", { id: "view-" + name, class: "view" });
@@ -117,9 +138,27 @@ function schedule() {
   clearInterval(timer);
   const secs = Number(document.getElementById("refresh").value);
   if (!secs || document.hidden) return;
-  timer = setInterval(() => {
-    if (current && current.refresh && !document.querySelector("dialog[open]")) current.refresh();
-  }, secs * 1000);
+  timer = setInterval(refreshShown, secs * 1000);
+}
+
+// refreshShown reloads the shown view in place. Views redraw rows, not
+// whole pages, but a focused button inside a redrawn row is a new node:
+// focus goes back to its counterpart, and the scroll position is kept if
+// the page shrank for a moment.
+let refreshing = false;
+async function refreshShown() {
+  if (refreshing || !current || !current.refresh || document.querySelector("dialog[open]")) return;
+  refreshing = true;
+  const mark = focusMark(main);
+  const y = window.scrollY;
+  try {
+    await current.refresh();
+  } finally {
+    refreshing = false;
+  }
+  focusRestore(main, mark);
+  if (window.scrollY < y) window.scrollTo(window.scrollX, y);
+  document.dispatchEvent(new Event("comb:refreshed"));
 }
 document.getElementById("refresh").addEventListener("change", schedule);
 document.addEventListener("visibilitychange", schedule);
