@@ -1,6 +1,7 @@
 // comb console: a hash-routed single page over the public JSON API.
 import { h, put, focusMark, focusRestore } from "./dom.js";
-import { get, post, token, APIError } from "./api.js";
+import { get, getKept, post, token, APIError } from "./api.js";
+import { GROUPS, LAG_STEP } from "./rates.js";
 import * as overview from "./overview.js";
 import * as queues from "./queues.js";
 import * as groups from "./groups.js";
@@ -160,10 +161,24 @@ async function refreshShown() {
   if (window.scrollY < y) window.scrollTo(window.scrollX, y);
   document.dispatchEvent(new Event("comb:refreshed"));
 }
+// Group lag is sampled every LAG_STEP while the tab shows, whatever the
+// view, so the sparklines have their hour when someone looks.
+let sampler = null;
+function sample() {
+  clearInterval(sampler);
+  if (document.hidden) return;
+  sampler = setInterval(() => {
+    if (document.body.dataset.level) getKept(GROUPS).catch(() => {});
+  }, LAG_STEP);
+}
+
 document.getElementById("refresh").addEventListener("change", schedule);
+document.getElementById("refresh-now").addEventListener("click", refreshShown);
+document.addEventListener("visibilitychange", sample);
 document.addEventListener("visibilitychange", schedule);
 document.getElementById("signout").addEventListener("click", () => { token.clear(); signIn(""); });
 window.addEventListener("hashchange", () => { if (document.getElementById("signin")) return; route(); });
 
 schedule();
+sample();
 start();

@@ -118,6 +118,12 @@ export function grid(ctx, o) {
       filter();
       draw();
     },
+    // redraw sorts and draws the same rows again (their rates moved).
+    redraw() {
+      order();
+      filter();
+      draw();
+    },
     get rows() { return all.map((e) => e.r); },
   };
 }

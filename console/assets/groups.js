@@ -3,10 +3,10 @@
 // snapshot now, delete. Queue-mode cursors (pops that name no group) are
 // listed apart: they are not a group.
 import { h, put, fmtNum, fmtSecs, fmtTime, fmtOffset, groupText, QUEUE_MODE, confirmAction } from "./dom.js";
-import { getKept, lastSeen, get, post, del, seg } from "./api.js";
+import { getKept, getFresh, lastSeen, get, post, del, seg } from "./api.js";
 import { grid } from "./grid.js";
 import { seekDialog } from "./seek.js";
-import { rates, fmtRate, sparkline, QUEUES, GROUPS } from "./rates.js";
+import { rates, fmtRate, sparkline, GROUPS, QUEUE_OPS, OPS_AGE } from "./rates.js";
 
 const LAGGING = "/api/v1/consumer-groups/lagging?minLagSeconds=0";
 const groupHref = (g, q) => `#/groups/${seg(g)}/${seg(q)}`;
@@ -80,9 +80,10 @@ export function render(ctx, root, params) {
     try {
       const [gs, lag] = await Promise.all([getKept(GROUPS), getKept(LAGGING)]);
       show(gs, lag);
-      // A group takes in what its queue takes in: the queue list brings
-      // those rates, after the tables are up.
-      getKept(QUEUES).then(() => show(lastSeen(GROUPS), null)).catch(() => {});
+      // A group takes in what its queue takes in: the queues' counters
+      // bring those rates, after the tables are up.
+      await getFresh(QUEUE_OPS, OPS_AGE);
+      groups.redraw();
     } catch (err) { ctx.fail(err); }
   }
   refresh();
@@ -156,7 +157,8 @@ function detail(ctx, root, group, queue) {
       const d = await get("/api/v1/consumer-groups/" + seg(group));
       parts.set((d[queue] || { partitions: [] }).partitions);
       drawLive();
-      await Promise.all([getKept(GROUPS), getKept(QUEUES)]);
+      await getFresh(QUEUE_OPS, OPS_AGE);
+      await getKept(GROUPS);
       drawLive();
     } catch (err) { ctx.fail(err); }
   }

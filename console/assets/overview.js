@@ -1,7 +1,7 @@
 // Overview: counts, throughput over time, top queues by pending, groups by lag.
 import { h, put, table, fmtNum, fmtSecs, QUEUE_MODE } from "./dom.js";
-import { get, getKept, lastSeen, seg } from "./api.js";
-import { rates, fmtRate, sparkline, QUEUES, GROUPS } from "./rates.js";
+import { get, getKept, getFresh, lastSeen, seg } from "./api.js";
+import { rates, fmtRate, sparkline, QUEUES, GROUPS, QUEUE_OPS, OPS_AGE } from "./rates.js";
 
 export function render(ctx, root) {
   const cards = h("div", { class: "cards", id: "ov-cards" });
@@ -57,7 +57,10 @@ export function render(ctx, root) {
       get("/api/v1/status").then((status) => put(chart, h("h2", {}, "Throughput (messages per bucket of " + status.bucketMinutes + " min)"),
         throughputChart(status.throughput || [], chart.clientWidth - 30)), fail),
       getKept(QUEUES).then((qs) => { drawQueues(qs); if (gs) drawGroups(); }, fail),
+      getFresh(QUEUE_OPS, OPS_AGE).catch(fail),
     ]);
+    const qs = lastSeen(QUEUES);
+    if (qs) drawQueues(qs);
   }
   ov = lastSeen("/api/v1/resources/overview") || null;
   gs = lastSeen(GROUPS) || null;

@@ -2,10 +2,10 @@
 // configuration, retention, partitions and each group's committed offset
 // and lag per partition.
 import { h, put, table, fmtNum, fmtTime, fmtOffset, groupText, confirmAction } from "./dom.js";
-import { getKept, lastSeen, get, del, seg } from "./api.js";
+import { getKept, getFresh, lastSeen, get, del, seg } from "./api.js";
 import { grid } from "./grid.js";
 import { seekDialog } from "./seek.js";
-import { rates, fmtRate, QUEUES, GROUPS } from "./rates.js";
+import { rates, fmtRate, QUEUES, GROUPS, QUEUE_OPS, OPS_AGE } from "./rates.js";
 
 export function render(ctx, root, params) {
   if (params[0]) return detail(ctx, root, params[0]);
@@ -51,6 +51,8 @@ export function render(ctx, root, params) {
   async function refresh() {
     try {
       g.set((await getKept(QUEUES)).queues);
+      await getFresh(QUEUE_OPS, OPS_AGE);
+      g.redraw();
     } catch (err) { ctx.fail(err); }
   }
   refresh();
@@ -89,35 +91,52 @@ function detail(ctx, root, name) {
   put(groups, h("h2", {}, "Consumer groups on this queue"), groupGrid.el, seekButtons);
   put(root, h("p", {}, h("a", { href: "#/queues" }, "← Queues")), h("h1", {}, "Queue ", h("code", {}, name)), h("div", { class: "two" }, conf, parts), groups);
 
-  async function refresh() {
-    try {
-      const [st, ret, gs] = await Promise.all([get("/api/v1/status/queues/" + seg(name)),
-        get("/api/v1/analytics/retention"), getKept(GROUPS)]);
-      const q = st.queue;
-      const r = (ret.queues || []).find((x) => x.queue === name) || {};
-      const kv = [["namespace", q.namespace || "–"], ["task", q.task || "–"], ["created", fmtTime(q.createdAt)], ["priority", q.priority],
-        ...Object.entries(q.config || {}).map(([k, v]) => [k, String(v)]),
-        ["retention enabled", String(!!r.retentionEnabled)], ["retention seconds", fmtNum(r.retentionSeconds)],
-        ["completed retention seconds", fmtNum(r.completedRetentionSeconds)], ["frames evicted so far", fmtNum(r.evicted)]];
-      put(conf, h("h2", {}, "Configuration"), h("dl", { class: "kv" }, kv.map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))])));
+  // Each part paints as its answer comes: the retention figures and the
+  // groups' cursors take longer than the partitions on a big broker.
+  let heads = {};
+  let partitions = null;
+  let config = [];
+  let retention = [];
+  const drawConf = () => put(conf, h("h2", {}, "Configuration"), h("dl", { class: "kv" }, [...config, ...retention].map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))])));
+  const drawParts = () => { if (partitions) partGrid.set(partitions.map((p) => ({ ...p, head: heads[p.name] }))); };
 
-      const qGroups = gs.filter((g) => g.queueName === name);
-      // Committed offsets and each partition's head come with the group
-      // detail, a read-only route.
-      const heads = {};
-      const detailByGroup = {};
-      await Promise.all(qGroups.map(async (g) => {
-        const d = await get("/api/v1/consumer-groups/" + seg(g.name));
-        detailByGroup[g.name] = (d[name] || { partitions: [] }).partitions;
-        for (const p of detailByGroup[g.name]) if (p.lastOffset != null) heads[p.partition] = p.lastOffset;
-      }));
-      partGrid.set(st.partitions.map((p) => ({ ...p, head: heads[p.name] })));
-      const cursors = [];
-      for (const g of qGroups) for (const p of detailByGroup[g.name] || []) cursors.push({ group: g.name, p });
-      groupGrid.set(cursors);
-      put(seekButtons, ctx.can("read-write") ? qGroups.map((g) =>
-        h("button", { type: "button", class: "seek-group", onclick: () => seekDialog(ctx, { group: g.name, queue: name }).then(refresh) }, `Seek ${groupText(g.name)}…`)) : null);
-    } catch (err) { ctx.fail(err); }
+  async function refresh() {
+    const fail = (err) => ctx.fail(err);
+    await Promise.all([
+      get("/api/v1/status/queues/" + seg(name)).then((st) => {
+        const q = st.queue;
+        config = [["namespace", q.namespace || "–"], ["task", q.task || "–"], ["created", fmtTime(q.createdAt)], ["priority", q.priority],
+          ...Object.entries(q.config || {}).map(([k, v]) => [k, String(v)])];
+        drawConf();
+        partitions = st.partitions;
+        drawParts();
+      }, fail),
+      get("/api/v1/analytics/retention").then((ret) => {
+        const r = (ret.queues || []).find((x) => x.queue === name) || {};
+        retention = [["retention enabled", String(!!r.retentionEnabled)], ["retention seconds", fmtNum(r.retentionSeconds)],
+          ["completed retention seconds", fmtNum(r.completedRetentionSeconds)], ["frames evicted so far", fmtNum(r.evicted)]];
+        drawConf();
+      }, fail),
+      getKept(GROUPS).then(async (gs) => {
+        const qGroups = gs.filter((g) => g.queueName === name);
+        // Committed offsets and each partition's head come with the group
+        // detail, a read-only route.
+        const next = {};
+        const cursors = [];
+        await Promise.all(qGroups.map(async (g) => {
+          const d = await get("/api/v1/consumer-groups/" + seg(g.name));
+          for (const p of (d[name] || { partitions: [] }).partitions) {
+            if (p.lastOffset != null) next[p.partition] = p.lastOffset;
+            cursors.push({ group: g.name, p });
+          }
+        }));
+        heads = next;
+        drawParts();
+        groupGrid.set(cursors);
+        put(seekButtons, ctx.can("read-write") ? qGroups.map((g) =>
+          h("button", { type: "button", class: "seek-group", onclick: () => seekDialog(ctx, { group: g.name, queue: name }).then(refresh) }, `Seek ${groupText(g.name)}…`)) : null);
+      }).catch(fail),
+    ]);
   }
   refresh();
   return { refresh };

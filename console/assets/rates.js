@@ -1,8 +1,15 @@
 // rates: messages in and out per second per queue and per group, and each
-// group's lag over the last hour, worked out in the browser from the lists
-// the console polls anyway (no extra state or work on the broker, and the
-// token's tenant and level apply as to every other read). History starts
-// when the console is opened and lasts while the tab does.
+// group's lag over the last hour, worked out in the browser from what the
+// console polls: the broker's per-queue counters since it started
+// (/api/v1/analytics/queue-ops: pushed, acked, dead-lettered) and the group
+// list's lag. The broker keeps no history and runs no sampler for it, the
+// cost is paid only while someone watches, and the token's tenant and level
+// apply as to every other read. History starts when the console is opened
+// and lasts while the tab does.
+//
+// A queue's in is pushes per second; its out is acks and dead-letterings
+// per second (every group's). A group takes in what its queue takes in and
+// gives out that less the growth of its lag.
 //
 // Memory is bounded: per queue the last sample and its rates (about 100
 // bytes: 1 MB at 10,000 queues); per group a ring of LAG_SLOTS lag points
@@ -13,6 +20,8 @@ import { onKept } from "./api.js";
 
 export const QUEUES = "/api/v1/resources/queues";
 export const GROUPS = "/api/v1/consumer-groups";
+export const QUEUE_OPS = "/api/v1/analytics/queue-ops";
+export const OPS_AGE = 5e3; // views share one counters answer this long
 
 export const LAG_STEP = 30e3; // one lag point per 30 s...
 export const LAG_SLOTS = 121; // ...for an hour, both ends included
@@ -47,7 +56,8 @@ class Ring {
   }
 }
 
-const queues = new Map(); // name -> { t, total, done, in, out }
+const queues = new Map(); // name -> { t, pushed, done, in, out }
+let opsSince = null;
 const groups = new Map(); // group + "\n" + queue -> { ring, t, lag, out, seen }
 
 function rate(now, prev, a, b) {
@@ -55,22 +65,21 @@ function rate(now, prev, a, b) {
 }
 
 export const rates = {
-  // sampleQueues takes a /api/v1/resources/queues list. In is the growth
-  // of the messages stored; out the growth of those no longer pending or
-  // processing. Retention removing messages shows as no rate, not a
-  // negative one.
-  sampleQueues(list, now = Date.now()) {
-    for (const q of list) {
-      const total = q.messages.total, done = total - q.messages.pending - q.messages.processing;
-      const s = queues.get(q.name);
-      if (!s) { queues.set(q.name, { t: now, total, done, in: null, out: null }); continue; }
+  // sampleOps takes a queue-ops answer: counters since the broker
+  // started (since), so a restart starts the rates over.
+  sampleOps(r, now = Date.now()) {
+    if (r.since !== opsSince) { queues.clear(); opsSince = r.since; }
+    for (const q of r.queues) {
+      const pushed = q.pushed, done = q.acked + q.deadLettered;
+      const s = queues.get(q.queue);
+      if (!s) { queues.set(q.queue, { t: now, pushed, done, in: null, out: null }); continue; }
       if (now - s.t < MIN_GAP) continue;
-      s.in = rate(now, s.t, total, s.total);
+      s.in = rate(now, s.t, pushed, s.pushed);
       s.out = rate(now, s.t, done, s.done);
-      s.t = now; s.total = total; s.done = done;
+      s.t = now; s.pushed = pushed; s.done = done;
     }
-    if (queues.size > list.length) {
-      const names = new Set(list.map((q) => q.name));
+    if (queues.size > r.queues.length) {
+      const names = new Set(r.queues.map((q) => q.queue));
       for (const k of queues.keys()) if (!names.has(k)) queues.delete(k);
     }
   },
@@ -103,7 +112,7 @@ export const rates = {
   get sizes() { return { queues: queues.size, groups: groups.size }; },
 };
 
-onKept(QUEUES, (r) => rates.sampleQueues(r.queues));
+onKept(QUEUE_OPS, (r) => rates.sampleOps(r));
 onKept(GROUPS, (list) => rates.sampleGroups(list));
 
 export function fmtRate(r) {
