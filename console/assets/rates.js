@@ -89,12 +89,11 @@ export const rates = {
     for (const g of list) {
       const k = g.name + "\n" + g.queueName;
       let s = groups.get(k);
-      if (!s) { s = { ring: new Ring(), t: now, lag: g.totalLag, out: null }; groups.set(k, s); }
+      if (!s) { s = { ring: new Ring(), t: now, lag: g.totalLag, lagRate: null }; groups.set(k, s); }
       s.seen = now;
       s.ring.add(now, g.totalLag);
       if (now - s.t >= MIN_GAP) {
-        const q = queues.get(g.queueName);
-        s.out = q && q.in !== null ? Math.max(0, q.in - (g.totalLag - s.lag) / ((now - s.t) / 1000)) : null;
+        s.lagRate = (g.totalLag - s.lag) / ((now - s.t) / 1000);
         s.t = now; s.lag = g.totalLag;
       }
     }
@@ -107,7 +106,9 @@ export const rates = {
   group(name, queue) {
     const s = groups.get(name + "\n" + queue);
     const q = queues.get(queue);
-    return s ? { in: q ? q.in : null, out: s.out, points: s.ring.points() } : null;
+    if (!s) return null;
+    const qin = q && q.in !== null ? q.in : null;
+    return { in: qin, out: qin !== null && s.lagRate !== null ? Math.max(0, qin - s.lagRate) : null, points: s.ring.points() };
   },
   get sizes() { return { queues: queues.size, groups: groups.size }; },
 };
