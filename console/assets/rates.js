@@ -125,9 +125,11 @@ export function fmtRate(r) {
 // the newest value in its title for screen readers and tooltips.
 export function sparkline(points, { width = 120, height = 24, label = "lag over the last hour" } = {}) {
   const now = points.length ? points[points.length - 1][0] : Date.now();
-  const t0 = now - 3600e3;
+  // The line spans the hour, or what was sampled of it so far.
+  const t0 = Math.max(now - 3600e3, points.length ? points[0][0] : now);
+  const span = Math.max(1, now - t0);
   const max = Math.max(1, ...points.map((p) => p[1]));
-  const x = (t) => ((Math.max(t, t0) - t0) / 3600e3) * (width - 2) + 1;
+  const x = (t) => ((Math.max(t, t0) - t0) / span) * (width - 2) + 1;
   const y = (v) => height - 2 - (v / max) * (height - 4);
   const last = points.length ? points[points.length - 1][1] : null;
   const first = points.length ? points[0][0] : now;
