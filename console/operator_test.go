@@ -2,9 +2,11 @@ package console_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -63,6 +65,12 @@ func TestConsoleMeetsAnOperatorsExpectations(t *testing.T) {
 	if bad := eval[[]string](p, unlabelled); len(bad) != 0 {
 		t.Fatalf("inputs without a label on the groups view: %v", bad)
 	}
+	// Every table's own filter narrows it and says by how much.
+	p.filter("#group-lagging-filter", "p1", "#group-lagging-count", "1 of 2 partitions match")
+	p.filter("#queue-mode-list-filter", "nothing", "#queue-mode-list-count", "0 of 2 queues match")
+	p.filter("#queue-mode-list-filter", "bulky", "#queue-mode-list-count", "1 of 2 queues match")
+	p.filter("#group-list-filter", "orders", "#group-list-count", "1 groups")
+	p.filter("#group-lagging-filter", "", "#group-lagging-count", "2 partitions")
 	p.click(`#group-lagging tr[data-key^="billing"] .group-link`)
 	p.until(`location.hash.startsWith("#/groups/billing/orders")`)
 	// A committed offset of -1 means nothing consumed yet.
@@ -74,6 +82,11 @@ func TestConsoleMeetsAnOperatorsExpectations(t *testing.T) {
 	p.click(`#group-lagging tr[data-key^="billing"] .queue-link`)
 	p.until(`location.hash === "#/queues/orders"`)
 	p.wait(`#queue-group-list tbody tr[data-key]`)
+	p.filter("#queue-partition-list-filter", "p0", "#queue-partition-list-count", "1 of 2 partitions match")
+	p.filter("#queue-group-list-filter", "p1", "#queue-group-list-count", "1 of 2 cursors match")
+	if got := eval[string](p, `location.hash`); got != "#/queues/orders?pq=p0&gq=p1" {
+		t.Fatalf("hash with two filters = %q", got)
+	}
 	if bad := eval[[]string](p, misaligned); len(bad) != 0 {
 		t.Fatalf("numeric headers not over their numbers in %v", bad)
 	}
@@ -187,10 +200,17 @@ func TestConsoleMeetsAnOperatorsExpectations(t *testing.T) {
 	}
 	p.click("#seek-open")
 	p.wait("#seek-mode")
+	p.click("#seek-preview-btn")
+	p.wait("#seek-result-filter")
+	p.filter("#seek-result-filter", "p1", "#seek-result-count", "1 of 2 partitions match")
 	if bad := eval[[]string](p, unlabelled); len(bad) != 0 {
 		t.Fatalf("inputs without a label in the seek dialog: %v", bad)
 	}
 	p.click("#seek-cancel")
+	p.do("dialog closes", chromedp.WaitNotPresent(chromedp.CSS("dialog[open]")))
+	p.show("#/snapshots", `tr[data-snapshot="before-replay"]`)
+	p.filter("#snapshot-grid-filter", "deploy", "#snapshot-grid-count", "1 snapshots")
+	p.filter("#snapshot-grid-filter", "nope", "#snapshot-grid-count", "0 of 1 snapshots match")
 
 	// Dark mode follows the system's choice.
 	light := eval[string](p, `getComputedStyle(document.documentElement).backgroundColor`)
@@ -202,6 +222,18 @@ func TestConsoleMeetsAnOperatorsExpectations(t *testing.T) {
 	setScheme(t, p, "light")
 	if got := eval[string](p, `getComputedStyle(document.documentElement).backgroundColor`); got != light {
 		t.Fatalf("light again = %q, want %q", got, light)
+	}
+}
+
+// filter types text into a table's filter and waits for its count.
+func (p *page) filter(sel, text, countSel, want string) {
+	p.t.Helper()
+	p.fill(sel, text)
+	if text == "" {
+		p.do("clear "+sel, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).dispatchEvent(new Event("input"))`, sel)))
+	}
+	if _, err := chromedp.Run(p.ctx, chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector(%q)?.textContent === %q`, countSel, want), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		p.t.Fatalf("%s after typing %q into %s: %q, want %q", countSel, text, sel, eval[string](p, fmt.Sprintf(`document.querySelector(%q)?.textContent + " / " + document.querySelector(%q)?.value`, countSel, sel)), want)
 	}
 }
 

@@ -189,6 +189,11 @@ func TestConsoleStaysQuickAtTenThousandQueues(t *testing.T) {
 	}
 	p.click("#group-partition-list-next")
 	p.until(`!!document.querySelector('#group-partition-list tr[data-partition="part-0100"]')`)
+	if got := p.text("#group-partition-list-page"); got != "101–200 of 1,000" {
+		t.Fatalf("second page reads %q", got)
+	}
+	p.click("#group-partition-list-prev")
+	p.until(`!!document.querySelector('#group-partition-list tr[data-partition="part-0000"]')`)
 	lat = keys("#group-partition-list-filter", "part-099")
 	t.Logf("group partitions filter, key to paint per key (ms): %s", fmtMs(lat))
 	p.until(`document.querySelectorAll("#group-partition-list tbody tr[data-partition]").length === 10`)

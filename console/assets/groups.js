@@ -152,9 +152,12 @@ function detail(ctx, root, group, queue) {
         h("div", { class: "muted" }, "lag, last hour (sampled while the console is open)"))));
   }
 
+  const kept = lastSeen("/api/v1/consumer-groups/" + seg(group));
+  if (kept) parts.set((kept[queue] || { partitions: [] }).partitions);
+
   async function refresh() {
     try {
-      const d = await get("/api/v1/consumer-groups/" + seg(group));
+      const d = await getKept("/api/v1/consumer-groups/" + seg(group));
       parts.set((d[queue] || { partitions: [] }).partitions);
       drawLive();
       await getFresh(QUEUE_OPS, OPS_AGE);

@@ -100,10 +100,13 @@ function detail(ctx, root, name) {
   const drawConf = () => put(conf, h("h2", {}, "Configuration"), h("dl", { class: "kv" }, [...config, ...retention].map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))])));
   const drawParts = () => { if (partitions) partGrid.set(partitions.map((p) => ({ ...p, head: heads[p.name] }))); };
 
+  const kept = lastSeen("/api/v1/status/queues/" + seg(name));
+  if (kept) { partitions = kept.partitions; drawParts(); }
+
   async function refresh() {
     const fail = (err) => ctx.fail(err);
     await Promise.all([
-      get("/api/v1/status/queues/" + seg(name)).then((st) => {
+      getKept("/api/v1/status/queues/" + seg(name)).then((st) => {
         const q = st.queue;
         config = [["namespace", q.namespace || "–"], ["task", q.task || "–"], ["created", fmtTime(q.createdAt)], ["priority", q.priority],
           ...Object.entries(q.config || {}).map(([k, v]) => [k, String(v)])];
@@ -124,7 +127,7 @@ function detail(ctx, root, name) {
         const next = {};
         const cursors = [];
         await Promise.all(qGroups.map(async (g) => {
-          const d = await get("/api/v1/consumer-groups/" + seg(g.name));
+          const d = await getKept("/api/v1/consumer-groups/" + seg(g.name));
           for (const p of (d[name] || { partitions: [] }).partitions) {
             if (p.lastOffset != null) next[p.partition] = p.lastOffset;
             cursors.push({ group: g.name, p });
