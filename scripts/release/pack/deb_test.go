@@ -46,6 +46,13 @@ func needRoot(t *testing.T, tools ...string) {
 func mustRun(t *testing.T, name string, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(name, args...).CombinedOutput()
+	// dpkg refuses at once while an apt or dpkg run elsewhere on the
+	// machine holds its lock; wait that out as apt's DPkg::Lock::Timeout
+	// would, for up to five minutes.
+	for i := 0; err != nil && strings.HasPrefix(name, "dpkg") && bytes.Contains(out, []byte("lock")) && i < 150; i++ {
+		time.Sleep(2 * time.Second)
+		out, err = exec.Command(name, args...).CombinedOutput()
+	}
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
