@@ -40,11 +40,11 @@ func (c *combServer) sample(ctx context.Context) serverSample {
 			continue
 		}
 		switch name {
-		case "queen_commit_batch_size_count":
+		case "comb_commit_batch_size_count":
 			s.commits = v
-		case "queen_commit_batch_size_sum":
+		case "comb_commit_batch_size_sum":
 			s.commitOps = v
-		case "queen_commit_duration_seconds_sum":
+		case "comb_commit_duration_seconds_sum":
 			s.commitSeconds = v
 		}
 	}

@@ -191,50 +191,59 @@ func (s *Handler) metricsPrometheus(w http.ResponseWriter, r *http.Request, _ ht
 
 // promCollector reads the broker's counters and the store's arithmetic at
 // scrape time; nothing is kept between scrapes.
+//
+// Every name starts with comb_: Queen's own dashboard reads Queen's JSON
+// /metrics (kept as Queen shapes it), not these names, so none of them is
+// kept for it (docs/operations.md). A server total and its per-queue
+// series are two families (comb_messages_pushed_total and
+// comb_queue_messages_pushed_total), so sum() over either counts each
+// message once. Process and runtime figures (start time, memory, CPU,
+// goroutines) are the process_ and go_ collectors' alone.
 type promCollector struct {
-	s                              *Handler
-	pushed, popped, acked, dlq     *prometheus.Desc
-	depth, stored, groupLag        *prometheus.Desc
-	commitOps, commitSeconds       *prometheus.Desc
-	dbSize, walSize, pendingWrites *prometheus.Desc
-	readerInUse, readerOpen        *prometheus.Desc
-	uptime, requests, parked       *prometheus.Desc
-	scrapeErrors                   *prometheus.Desc
-	quarantined, evicted           *prometheus.Desc
-	lazyCommits                    *prometheus.Desc
+	s                                 *Handler
+	pushed, popped, acked, dlq        *prometheus.Desc
+	qPushed, qPopped, qAcked, qDLQ    *prometheus.Desc
+	depth, stored, groupLag           *prometheus.Desc
+	commitOps, commitSeconds          *prometheus.Desc
+	dbSize, walSize, pendingWrites    *prometheus.Desc
+	readerInUse, readerOpen           *prometheus.Desc
+	requests, parked                  *prometheus.Desc
+	scrapeErrors                      *prometheus.Desc
+	quarantined, evicted, lazyCommits *prometheus.Desc
 }
 
 func newPromCollector(s *Handler) *promCollector {
 	// Queue series carry the queue's tenant: two tenants may each own a
-	// queue of the same name. Cluster totals have scope="cluster" and empty
-	// tenant and queue.
-	counterLabels := []string{"tenant", "queue", "scope"}
+	// queue of the same name.
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &promCollector{
-		s:      s,
-		pushed: d("queen_messages_pushed_total", "Messages appended to the log (duplicates excluded).", counterLabels...),
-		popped: d("queen_messages_popped_total", "Messages delivered by pops.", counterLabels...),
-		acked:  d("queen_messages_acked_total", "Messages completed by acks (autoAck pops included).", counterLabels...),
-		dlq:    d("queen_messages_dlq_total", "Messages dead-lettered.", counterLabels...),
-		depth: d("queen_queue_depth", "Messages stored and not completed by the queue-mode cursor, else by the least advanced group.",
+		s:       s,
+		pushed:  d("comb_messages_pushed_total", "Messages appended to the log by the whole server (duplicates excluded)."),
+		popped:  d("comb_messages_popped_total", "Messages delivered by pops, whole server."),
+		acked:   d("comb_messages_acked_total", "Messages completed by acks (autoAck pops included), whole server."),
+		dlq:     d("comb_messages_dead_lettered_total", "Messages dead-lettered, whole server."),
+		qPushed: d("comb_queue_messages_pushed_total", "Messages appended to the queue's log (duplicates excluded).", "tenant", "queue"),
+		qPopped: d("comb_queue_messages_popped_total", "Messages of the queue delivered by pops.", "tenant", "queue"),
+		qAcked:  d("comb_queue_messages_acked_total", "Messages of the queue completed by acks (autoAck pops included).", "tenant", "queue"),
+		qDLQ:    d("comb_queue_messages_dead_lettered_total", "Messages of the queue dead-lettered.", "tenant", "queue"),
+		depth: d("comb_queue_depth", "Messages stored and not completed by the queue-mode cursor, else by the least advanced group.",
 			"tenant", "queue"),
-		stored: d("queen_queue_messages", "Messages stored (last_offset - log_start + 1, summed over partitions).",
+		stored: d("comb_queue_stored_messages", "Messages stored (last_offset - log_start + 1, summed over partitions).",
 			"tenant", "queue"),
-		groupLag: d("queen_consumer_group_lag", "Messages a consumer group has not completed, summed over partitions.",
+		groupLag: d("comb_consumer_group_lag", "Messages a consumer group has not completed, summed over partitions.",
 			"tenant", "queue", "consumer_group"),
-		commitOps:     d("queen_commit_batch_size", "Writes fused into one commit."),
-		commitSeconds: d("queen_commit_duration_seconds", "Time from begin to commit, durable unless lazy (comb_commits_unsynced_total)."),
-		dbSize:        d("queen_database_size_bytes", "Database file plus write-ahead log, in bytes."),
-		walSize:       d("queen_database_wal_bytes", "Write-ahead log, in bytes."),
-		pendingWrites: d("queen_database_pending_writes", "Writes queued for the single writer."),
-		readerInUse:   d("queen_database_readers_in_use", "Reader pool connections in use."),
-		readerOpen:    d("queen_database_readers_open", "Reader pool connections open."),
-		uptime:        d("queen_uptime_seconds", "Seconds since the broker opened."),
-		requests:      d("queen_http_requests_total", "HTTP requests answered, by status class.", "code"),
-		parked:        d("queen_parked_pops", "Long-poll pops waiting for messages."),
-		scrapeErrors:  d("queen_scrape_errors", "Store reads that failed during this scrape."),
+		commitOps:     d("comb_commit_batch_size", "Writes fused into one commit."),
+		commitSeconds: d("comb_commit_duration_seconds", "Time from begin to commit, durable unless lazy (comb_commits_unsynced_total)."),
+		dbSize:        d("comb_database_size_bytes", "Database file plus write-ahead log, in bytes."),
+		walSize:       d("comb_database_wal_size_bytes", "Write-ahead log, in bytes."),
+		pendingWrites: d("comb_database_pending_writes", "Writes queued for the single writer."),
+		readerInUse:   d("comb_database_readers_in_use", "Reader pool connections in use."),
+		readerOpen:    d("comb_database_readers_open", "Reader pool connections open."),
+		requests:      d("comb_http_requests_total", "HTTP requests answered, by status class.", "code"),
+		parked:        d("comb_parked_pops", "Long-poll pops waiting for messages."),
+		scrapeErrors:  d("comb_scrape_errors", "Store reads that failed during this scrape."),
 		quarantined: d("comb_segments_quarantined_total",
 			"Segments put aside because they failed their checksum or did not decode (docs/limits.md)."),
 		evicted: d("comb_frames_evicted_unconsumed_total",
@@ -245,9 +254,9 @@ func newPromCollector(s *Handler) *promCollector {
 }
 
 func (c *promCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.pushed, c.popped, c.acked, c.dlq, c.depth, c.stored, c.groupLag,
-		c.commitOps, c.commitSeconds, c.dbSize, c.walSize, c.pendingWrites, c.readerInUse, c.readerOpen,
-		c.uptime, c.requests, c.parked, c.scrapeErrors, c.quarantined, c.evicted, c.lazyCommits} {
+	for _, d := range []*prometheus.Desc{c.pushed, c.popped, c.acked, c.dlq, c.qPushed, c.qPopped, c.qAcked, c.qDLQ,
+		c.depth, c.stored, c.groupLag, c.commitOps, c.commitSeconds, c.dbSize, c.walSize, c.pendingWrites,
+		c.readerInUse, c.readerOpen, c.requests, c.parked, c.scrapeErrors, c.quarantined, c.evicted, c.lazyCommits} {
 		ch <- d
 	}
 }
@@ -261,15 +270,15 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	counter(c.pushed, m.Pushed.Load(), "", "", "cluster")
-	counter(c.popped, m.Popped.Load(), "", "", "cluster")
-	counter(c.acked, m.Acked.Load(), "", "", "cluster")
-	counter(c.dlq, m.DeadLettered.Load(), "", "", "cluster")
+	counter(c.pushed, m.Pushed.Load())
+	counter(c.popped, m.Popped.Load())
+	counter(c.acked, m.Acked.Load())
+	counter(c.dlq, m.DeadLettered.Load())
 	for k, q := range m.Queues() {
-		counter(c.pushed, q.Pushed.Load(), k.Tenant, k.Queue, "queue")
-		counter(c.popped, q.Popped.Load(), k.Tenant, k.Queue, "queue")
-		counter(c.acked, q.Acked.Load(), k.Tenant, k.Queue, "queue")
-		counter(c.dlq, q.DeadLettered.Load(), k.Tenant, k.Queue, "queue")
+		counter(c.qPushed, q.Pushed.Load(), k.Tenant, k.Queue)
+		counter(c.qPopped, q.Popped.Load(), k.Tenant, k.Queue)
+		counter(c.qAcked, q.Acked.Load(), k.Tenant, k.Queue)
+		counter(c.qDLQ, q.DeadLettered.Load(), k.Tenant, k.Queue)
 	}
 	histogram := func(d *prometheus.Desc, h *broker.Histogram) {
 		n, sum, buckets := h.Snapshot()
@@ -308,7 +317,6 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.pendingWrites, float64(es.PendingWrites))
 	gauge(c.readerInUse, float64(es.Readers.InUse))
 	gauge(c.readerOpen, float64(es.Readers.Open))
-	gauge(c.uptime, m.Uptime().Seconds())
 	gauge(c.parked, float64(b.Parked()))
 	for class := 1; class <= 5; class++ {
 		counter(c.requests, c.s.stats.byClass[class].Load(), strconv.Itoa(class)+"xx")
@@ -318,7 +326,7 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 
 // scrapeTenant is the tenant whose series a scrape may see when auth is on.
 // The route is public, so a scrape without a valid token sees only the
-// series that name no tenant (cluster totals, the database, the runtime).
+// series that name no tenant (server totals, the database, the runtime).
 func (s *Handler) scrapeTenant(r *http.Request) *string {
 	if r.Header.Get("Authorization") == "" {
 		return nil
@@ -333,8 +341,8 @@ func (s *Handler) scrapeTenant(r *http.Request) *string {
 // tenantSeries keeps the series that belong to no tenant, and those of
 // tenant when it is not nil: one tenant never learns another's queue or
 // group names from the public scrape. Ownership is not the tenant label's
-// value: cluster totals carry tenant="" and so do the default tenant's
-// queues, which an anonymous scrape must not see either.
+// value: the default tenant's queues carry tenant="", which an anonymous
+// scrape must not see either.
 func tenantSeries(families []*dto.MetricFamily, tenant *string) []*dto.MetricFamily {
 	out := families[:0]
 	for _, mf := range families {
@@ -355,7 +363,7 @@ func tenantSeries(families []*dto.MetricFamily, tenant *string) []*dto.MetricFam
 
 // seriesTenant reports the tenant a series belongs to, and whether it
 // belongs to one at all: it does when it names a queue (even the queue
-// named ""), unless it is a cluster total (scope="cluster").
+// named "") or a consumer group.
 func seriesTenant(m *dto.Metric) (tenant string, owned bool) {
 	for _, lp := range m.GetLabel() {
 		switch lp.GetName() {
@@ -363,11 +371,6 @@ func seriesTenant(m *dto.Metric) (tenant string, owned bool) {
 			tenant = lp.GetValue()
 		case "queue", "consumer_group":
 			owned = true
-		}
-	}
-	for _, lp := range m.GetLabel() {
-		if lp.GetName() == "scope" && lp.GetValue() == "cluster" {
-			owned = false
 		}
 	}
 	return tenant, owned

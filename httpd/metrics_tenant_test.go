@@ -34,28 +34,28 @@ func TestAnAnonymousScrapeNamesNoQueueOrGroupOfTheDefaultTenant(t *testing.T) {
 		t.Fatalf("anonymous scrape: %d %s", anon.Status, anon.Body)
 	}
 	body := string(anon.Body)
-	for _, leak := range []string{`queue="payroll"`, `consumer_group="salaries"`, `scope="queue"`, "queen_queue_depth{", "queen_consumer_group_lag{"} {
+	for _, leak := range []string{`queue="payroll"`, `consumer_group="salaries"`, "comb_queue_messages_pushed_total{", "comb_queue_depth{", "comb_consumer_group_lag{"} {
 		if strings.Contains(body, leak) {
 			t.Errorf("an anonymous scrape shows %s:\n%s", leak, body)
 		}
 	}
-	// The cluster totals stay public: they name no queue.
-	if !strings.Contains(body, `queen_messages_pushed_total{queue="",scope="cluster",tenant=""} 2`) {
-		t.Errorf("an anonymous scrape lost the cluster totals:\n%s", body)
+	// The server totals stay public: they name no queue.
+	if !strings.Contains(body, "comb_messages_pushed_total 2\n") {
+		t.Errorf("an anonymous scrape lost the server totals:\n%s", body)
 	}
 
 	own := string(D.Do("GET", "/metrics/prometheus", nil).Body)
 	for _, want := range []string{
-		`queen_messages_pushed_total{queue="payroll",scope="queue",tenant=""} 2`,
-		`queen_queue_depth{queue="",tenant=""} 0`,
-		`queen_consumer_group_lag{consumer_group="salaries",queue="payroll",tenant=""}`,
+		`comb_queue_messages_pushed_total{queue="payroll",tenant=""} 2`,
+		`comb_queue_depth{queue="",tenant=""} 0`,
+		`comb_consumer_group_lag{consumer_group="salaries",queue="payroll",tenant=""}`,
 	} {
 		if !strings.Contains(own, want) {
 			t.Errorf("the default tenant's scrape lacks %s:\n%s", want, own)
 		}
 	}
 	other := string(A.Do("GET", "/metrics/prometheus", nil).Body)
-	if strings.Contains(other, `queue="payroll"`) || strings.Contains(other, `scope="queue"`) {
+	if strings.Contains(other, `queue="payroll"`) {
 		t.Errorf("another tenant's scrape shows the default tenant's queues:\n%s", other)
 	}
 }

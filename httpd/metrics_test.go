@@ -3,6 +3,7 @@ package httpd_test
 import (
 	"bytes"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,67 +114,86 @@ func TestMetricsPrometheus(t *testing.T) {
 		return sample(t, f, name, labels).GetGauge().GetValue()
 	}
 	for _, c := range []struct {
-		name             string
-		cluster, pa, pbV float64
+		name            string
+		server, pa, pbV float64
 	}{
-		{"queen_messages_pushed_total", 4, 3, 1},
-		{"queen_messages_popped_total", 4, 3, 1},
-		{"queen_messages_acked_total", 2, 1, 1},
-		{"queen_messages_dlq_total", 1, 1, 0},
+		{"messages_pushed_total", 4, 3, 1},
+		{"messages_popped_total", 4, 3, 1},
+		{"messages_acked_total", 2, 1, 1},
+		{"messages_dead_lettered_total", 1, 1, 0},
 	} {
-		if got := counter(c.name, map[string]string{"scope": "cluster"}); got != c.cluster {
-			t.Errorf("%s cluster = %v, want %v", c.name, got, c.cluster)
+		// The server total and the queues' series are two families: a
+		// sum() over either counts each message once.
+		total := f["comb_"+c.name]
+		if total == nil || len(total.Metric) != 1 || len(total.Metric[0].Label) != 0 || total.Metric[0].GetCounter().GetValue() != c.server {
+			t.Errorf("comb_%s = %v, want one unlabelled sample %v", c.name, total, c.server)
 		}
-		if got := counter(c.name, map[string]string{"scope": "queue", "queue": "pa"}); got != c.pa {
+		var sum float64
+		for _, m := range f["comb_queue_"+c.name].GetMetric() {
+			sum += m.GetCounter().GetValue()
+		}
+		if sum != c.server {
+			t.Errorf("sum(comb_queue_%s) = %v, want the server total %v", c.name, sum, c.server)
+		}
+		if got := counter("comb_queue_"+c.name, map[string]string{"queue": "pa"}); got != c.pa {
 			t.Errorf("%s pa = %v, want %v", c.name, got, c.pa)
 		}
-		if got := counter(c.name, map[string]string{"scope": "queue", "queue": "pb"}); got != c.pbV {
+		if got := counter("comb_queue_"+c.name, map[string]string{"queue": "pb"}); got != c.pbV {
 			t.Errorf("%s pb = %v, want %v", c.name, got, c.pbV)
 		}
 	}
 	// pa: 3 stored, m1 and m2 completed, m3 leased; pb: its only group passed it.
-	if got := gauge("queen_queue_depth", map[string]string{"queue": "pa"}); got != 1 {
+	if got := gauge("comb_queue_depth", map[string]string{"queue": "pa"}); got != 1 {
 		t.Errorf("pa depth = %v", got)
 	}
-	if got := gauge("queen_queue_messages", map[string]string{"queue": "pa"}); got != 3 {
+	if got := gauge("comb_queue_stored_messages", map[string]string{"queue": "pa"}); got != 3 {
 		t.Errorf("pa stored = %v", got)
 	}
-	if got := gauge("queen_queue_depth", map[string]string{"queue": "pb"}); got != 0 {
+	if got := gauge("comb_queue_depth", map[string]string{"queue": "pb"}); got != 0 {
 		t.Errorf("pb depth = %v", got)
 	}
-	if got := gauge("queen_consumer_group_lag", map[string]string{"queue": "pa", "consumer_group": "__QUEUE_MODE__"}); got != 1 {
+	if got := gauge("comb_consumer_group_lag", map[string]string{"queue": "pa", "consumer_group": "__QUEUE_MODE__"}); got != 1 {
 		t.Errorf("pa lag = %v", got)
 	}
-	if got := gauge("queen_consumer_group_lag", map[string]string{"queue": "pb", "consumer_group": "g"}); got != 0 {
+	if got := gauge("comb_consumer_group_lag", map[string]string{"queue": "pb", "consumer_group": "g"}); got != 0 {
 		t.Errorf("pb lag = %v", got)
 	}
-	for _, name := range []string{"queen_commit_batch_size", "queen_commit_duration_seconds"} {
+	for _, name := range []string{"comb_commit_batch_size", "comb_commit_duration_seconds"} {
 		h := sample(t, f, name, nil).GetHistogram()
 		if h.GetSampleCount() == 0 || len(h.GetBucket()) == 0 {
 			t.Errorf("%s = %v", name, h)
 		}
 	}
-	if got := gauge("queen_database_size_bytes", nil); got <= 0 {
+	if got := gauge("comb_database_size_bytes", nil); got <= 0 {
 		t.Errorf("database size = %v", got)
 	}
-	if got := counter("queen_http_requests_total", map[string]string{"code": "2xx"}); got < 5 {
+	if got := counter("comb_http_requests_total", map[string]string{"code": "2xx"}); got < 5 {
 		t.Errorf("2xx requests = %v", got)
 	}
-	for _, name := range []string{"queen_uptime_seconds", "queen_parked_pops", "comb_commits_unsynced_total", "go_goroutines",
-		"process_cpu_seconds_total"} {
+	for _, name := range []string{"comb_parked_pops", "comb_commits_unsynced_total", "go_goroutines",
+		"process_cpu_seconds_total", "process_start_time_seconds"} {
 		if f[name] == nil {
 			t.Errorf("no family %s", name)
+		}
+	}
+	// One prefix, and nothing that repeats the process and Go collectors.
+	for name := range f {
+		if !strings.HasPrefix(name, "comb_") && !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
+			t.Errorf("family %s: want the comb_ prefix", name)
+		}
+		if strings.Contains(name, "uptime") {
+			t.Errorf("family %s repeats process_start_time_seconds", name)
 		}
 	}
 
 	// Each server has its own registry: another broker starts from zero.
 	other := combtest.MustServer(t, combtest.Options{})
-	if got := sample(t, scrape(t, other), "queen_messages_pushed_total", map[string]string{"scope": "cluster"}).GetCounter().GetValue(); got != 0 {
+	if got := sample(t, scrape(t, other), "comb_messages_pushed_total", nil).GetCounter().GetValue(); got != 0 {
 		t.Errorf("second server's pushed = %v", got)
 	}
 	// A deleted queue's series go away.
 	s.Do("DELETE", "/api/v1/resources/queues/pb", nil)
-	for _, m := range scrape(t, s)["queen_messages_pushed_total"].Metric {
+	for _, m := range scrape(t, s)["comb_queue_messages_pushed_total"].Metric {
 		for _, l := range m.Label {
 			if l.GetValue() == "pb" {
 				t.Errorf("pb still exported after its deletion")

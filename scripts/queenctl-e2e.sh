@@ -26,7 +26,7 @@ cleanup() {
 }
 trap cleanup EXIT
 CGO_ENABLED=0 go build -o "$work/comb" .
-"$work/comb" serve --addr 127.0.0.1:0 --db "$work/comb.db" --retention-interval 2000 2>"$work/serve.log" &
+"$work/comb" serve --addr 127.0.0.1:0 --db "$work/comb.db" --retention-interval 2s 2>"$work/serve.log" &
 pid=$!
 url=
 for _ in $(seq 1 100); do

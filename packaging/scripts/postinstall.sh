@@ -4,10 +4,12 @@
 set -e
 
 install -d -o comb -g comb -m 0750 /var/lib/comb
-if [ -f /etc/comb/comb.env ]; then
-	chown root:comb /etc/comb/comb.env
-	chmod 0640 /etc/comb/comb.env
-fi
+for f in /etc/comb/comb.toml /etc/comb/comb.env; do
+	if [ -f "$f" ]; then
+		chown root:comb "$f"
+		chmod 0640 "$f"
+	fi
+done
 
 if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload >/dev/null 2>&1 || true

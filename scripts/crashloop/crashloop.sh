@@ -10,4 +10,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cycles="${1:-100}"
-exec go test . -run '^TestKillNineUnderMixedLoadLosesNothing$' -count=1 -v -timeout 0 -crash.cycles="$cycles"
+exec go test ./cli -run '^TestKillNineUnderMixedLoadLosesNothing$' -count=1 -v -timeout 0 -crash.cycles="$cycles"

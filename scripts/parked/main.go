@@ -227,7 +227,7 @@ func fetchProfile(url, path string) error {
 	return f.Close()
 }
 
-// parkedPops reads the server's queen_parked_pops gauge.
+// parkedPops reads the server's comb_parked_pops gauge.
 func parkedPops(c *http.Client, base string) (int64, error) {
 	resp, err := c.Get(base + "/metrics/prometheus")
 	if err != nil {
@@ -237,12 +237,12 @@ func parkedPops(c *http.Client, base string) (int64, error) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "queen_parked_pops "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), "comb_parked_pops "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			return int64(f), err
 		}
 	}
-	return 0, errors.New("no queen_parked_pops in /metrics")
+	return 0, errors.New("no comb_parked_pops in /metrics")
 }
 
 // procCPU is the user and system CPU time of pid so far.

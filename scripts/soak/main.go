@@ -59,7 +59,7 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 3*time.Minute, "how long to push and consume")
 	flag.DurationVar(&c.report, "report", 10*time.Second, "interval between size reports")
 	flag.IntVar(&c.retention, "retention", 20, "the queue's retentionSeconds; 0 runs without retention, as a baseline")
-	flag.IntVar(&c.intervalMS, "interval", 2000, "RETENTION_INTERVAL of the started server, in ms")
+	flag.IntVar(&c.intervalMS, "interval", 2000, "--retention-interval of the started server, in ms")
 	flag.IntVar(&c.rate, "rate", 2000, "messages pushed per second")
 	flag.IntVar(&c.batch, "batch", 100, "messages per push and per pop")
 	flag.IntVar(&c.payload, "payload", 512, "approximate payload size in bytes")
@@ -206,7 +206,7 @@ func startServer(ctx context.Context, c config, dir string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", s.db, "--retention-interval", fmt.Sprint(c.intervalMS))
+	s.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", s.db, "--retention-interval", fmt.Sprintf("%dms", c.intervalMS))
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		logf.Close()

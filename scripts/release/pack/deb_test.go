@@ -148,8 +148,9 @@ func TestDebInstall(t *testing.T) {
 	if v := mustRun(t, "dpkg-query", "-W", "-f", "${Version}", "comb"); v != "1.2.3~test.1" {
 		t.Errorf("installed version %q, want 1.2.3~test.1", v)
 	}
-	if cf := mustRun(t, "dpkg-query", "-W", "-f", "${Conffiles}", "comb"); !strings.Contains(cf, "/etc/comb/comb.env") {
-		t.Errorf("conffiles %q lack /etc/comb/comb.env", cf)
+	if cf := mustRun(t, "dpkg-query", "-W", "-f", "${Conffiles}", "comb"); !strings.Contains(cf, "/etc/comb/comb.env") ||
+		!strings.Contains(cf, "/etc/comb/comb.toml") {
+		t.Errorf("conffiles %q lack /etc/comb/comb.env or /etc/comb/comb.toml", cf)
 	}
 	checkVersion(t, r, "/usr/bin/comb")
 
@@ -171,6 +172,7 @@ func TestDebInstall(t *testing.T) {
 	}
 	checkOwner(t, "/var/lib/comb", os.ModeDir|0o750, uid, gid)
 	checkOwner(t, "/etc/comb/comb.env", 0o640, 0, gid)
+	checkOwner(t, "/etc/comb/comb.toml", 0o640, 0, gid)
 	checkOwner(t, "/usr/bin/comb", 0o755, 0, 0)
 
 	unitPath := "/usr/lib/systemd/system/comb.service"
@@ -184,7 +186,7 @@ func TestDebInstall(t *testing.T) {
 
 	unit := unitSettings(t, unitPath)
 	for k, want := range map[string]string{
-		"Type": "notify", "User": "comb", "Group": "comb", "ExecStart": "/usr/bin/comb serve",
+		"Type": "notify", "User": "comb", "Group": "comb", "ExecStart": "/usr/bin/comb serve --config /etc/comb/comb.toml",
 		"EnvironmentFile": "/etc/comb/comb.env", "WorkingDirectory": "/var/lib/comb",
 		"NoNewPrivileges": "yes", "ProtectSystem": "strict", "ReadWritePaths": "/var/lib/comb",
 		"CapabilityBoundingSet": "", "WatchdogSec": "30s", "UMask": "0027",
@@ -194,8 +196,12 @@ func TestDebInstall(t *testing.T) {
 		}
 	}
 	env := envFile(t, unit["EnvironmentFile"])
-	if env["COMB_ADDR"] != "127.0.0.1:6632" || env["COMB_DB"] != "/var/lib/comb/comb.db" {
-		t.Errorf("packaged environment %v: want COMB_ADDR=127.0.0.1:6632, COMB_DB=/var/lib/comb/comb.db", env)
+	// What the packaged files configure, as comb itself reads them.
+	printed := mustRun(t, "/usr/bin/comb", append(strings.Fields(unit["ExecStart"])[1:], "--print-config")...)
+	for _, want := range []string{`addr = "127.0.0.1:6632" # file /etc/comb/comb.toml`, `db = "/var/lib/comb/comb.db" # file /etc/comb/comb.toml`} {
+		if !strings.Contains(printed, want+"\n") {
+			t.Errorf("packaged settings lack %s:\n%s", want, printed)
+		}
 	}
 
 	runService(t, unit, env)
@@ -292,11 +298,10 @@ func runService(t *testing.T, unit, env map[string]string) {
 	environ := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NOTIFY_SOCKET=" + sock,
 		"WATCHDOG_USEC=1000000"} // the unit's is 30s; 1s keeps the test short
 	for k, v := range env {
-		if k == "COMB_ADDR" {
-			v = addr
-		}
 		environ = append(environ, k+"="+v)
 	}
+	// The environment overrides the packaged config file's address.
+	environ = append(environ, "COMB_ADDR="+addr)
 	args := append([]string{"-c", `umask "$0" && exec "$@"`, unit["UMask"],
 		"setpriv", "--reuid", unit["User"], "--regid", unit["Group"], "--init-groups",
 		"--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"}, strings.Fields(unit["ExecStart"])...)

@@ -37,8 +37,9 @@ func (r *release) imageConfig() v1.Config {
 	return v1.Config{
 		User:       fmt.Sprintf("%d:%d", imageUID, imageUID),
 		Entrypoint: []string{"/usr/bin/comb"},
-		// serve refuses a non-loopback address without auth: pass JWT_SECRET
-		// (or another JWT_* key) or COMB_ALLOW_INSECURE_BIND=1 (docs/install.md).
+		// serve refuses a non-loopback address without auth: pass
+		// COMB_JWT_SECRET (or another key) or COMB_ALLOW_INSECURE_BIND=true
+		// (docs/install.md).
 		Cmd:          []string{"serve", "--addr", "0.0.0.0:" + imagePort, "--db", imageDir + "/comb.db"},
 		Env:          []string{"PATH=/usr/bin"},
 		WorkingDir:   imageDir,

@@ -293,10 +293,14 @@ func (r *release) build(ctx context.Context, packages, image bool) ([]string, er
 	return append(artifacts, checksumFile), nil
 }
 
+// versionPackage holds the variables the release build stamps; package
+// main at the module root only calls it.
+const versionPackage = "github.com/comb-broker/comb/cli"
+
 // compile builds one static binary, stamped with version, commit and date.
 func (r *release) compile(ctx context.Context, t target, out string) error {
-	ldflags := fmt.Sprintf("-s -w -X main.buildVersion=%s -X main.buildCommit=%s -X main.buildDate=%s",
-		r.Version, r.Commit, r.Date.Format(time.RFC3339))
+	ldflags := fmt.Sprintf("-s -w -X %[1]s.buildVersion=%[2]s -X %[1]s.buildCommit=%[3]s -X %[1]s.buildDate=%[4]s",
+		versionPackage, r.Version, r.Commit, r.Date.Format(time.RFC3339))
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out, ".")
 	cmd.Dir = r.Root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+t.GOOS, "GOARCH="+t.GOARCH, "GOARM="+t.GOARM,

@@ -170,7 +170,7 @@ func TestLinuxArchive(t *testing.T) {
 	heads, data := tarEntries(t, artifact(t, r, "*_linux_amd64.tar.gz"))
 	top := "comb_1.2.3-test.1_linux_amd64/"
 	for _, name := range []string{"comb", "README.md", "CHANGELOG.md", "docs/install.md", "docs/upgrade.md",
-		"packaging/comb.service", "packaging/comb.env", "packaging/com.comb-broker.comb.plist"} {
+		"packaging/comb.service", "packaging/comb.env", "packaging/comb.toml", "packaging/com.comb-broker.comb.plist"} {
 		h, ok := heads[top+name]
 		if !ok {
 			t.Errorf("archive lacks %s", top+name)

@@ -1,0 +1,192 @@
+// Package sidecartest builds the comb binary and runs it as a child
+// process the way an app does, for tests in which a program in another
+// language (Node, Python) drives comb.
+package sidecartest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Tool returns the path of an external program the test needs. Where it is
+// missing the test is skipped, except under CI=true, where it fails: CI
+// installs it, so a missing tool there is a broken machine.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is required under CI: %v", name, err)
+		}
+		t.Skipf("%s not installed", name)
+	}
+	return p
+}
+
+// Build compiles the comb command of this module into a temporary
+// directory and returns the binary's path.
+func Build(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "comb")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/comb-broker/comb").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Ready is the line comb prints on stdout once it accepts connections.
+type Ready struct {
+	Ready   bool   `json:"ready"`
+	URL     string `json:"url,omitempty"`
+	Unix    string `json:"unix,omitempty"`
+	PID     int    `json:"pid"`
+	Version string `json:"version"`
+}
+
+// Proc is a comb process started by the test itself.
+type Proc struct {
+	Ready   Ready
+	cmd     *exec.Cmd
+	stderr  *Output
+	exited  chan struct{} // closed once comb has exited and waitErr is set
+	waitErr error
+}
+
+// Start runs the comb binary with args and waits for its ready line. The
+// process is killed when the test ends, if it is still running.
+func Start(t testing.TB, bin string, args ...string) *Proc {
+	t.Helper()
+	p := &Proc{cmd: exec.Command(bin, args...), stderr: &Output{}, exited: make(chan struct{})}
+	p.cmd.Stderr = p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(out)
+		line, _ := r.ReadString('\n')
+		lines <- line
+		io.Copy(io.Discard, r)
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("comb stderr:\n%s", p.stderr)
+		}
+	})
+	select {
+	case line := <-lines:
+		if err := json.Unmarshal([]byte(line), &p.Ready); err != nil || !p.Ready.Ready {
+			t.Fatalf("ready line %q: %v\n%s", line, err, p.stderr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no ready line within 60s\n%s", p.stderr)
+	}
+	return p
+}
+
+// Stop shuts comb down with SIGTERM, as an app quitting does, and fails
+// the test unless it exits cleanly within 30 seconds.
+func (p *Proc) Stop(t testing.TB) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	select {
+	case <-p.exited:
+		if p.waitErr != nil {
+			t.Fatalf("comb exited with %v\n%s", p.waitErr, p.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("comb still running 30s after SIGTERM\n%s", p.stderr)
+	}
+}
+
+// Do sends a JSON request to url and returns the status and body.
+func Do(t testing.TB, method, url string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read: %v", method, url, err)
+	}
+	return resp.StatusCode, b
+}
+
+// Drain pops everything left on queue with autoAck and returns the
+// transaction ids, failing the test on any reply but 200 and 204.
+func Drain(t testing.TB, base, queue string) []string {
+	t.Helper()
+	var ids []string
+	for {
+		st, body := Do(t, "GET", fmt.Sprintf("%s/api/v1/pop/queue/%s?batch=100&wait=false&autoAck=true", base, queue), nil)
+		if st == http.StatusNoContent {
+			return ids
+		}
+		var r struct {
+			Messages []struct {
+				TransactionID string `json:"transactionId"`
+			} `json:"messages"`
+		}
+		if st != http.StatusOK || json.Unmarshal(body, &r) != nil || len(r.Messages) == 0 {
+			t.Fatalf("drain %s: %d %s", queue, st, body)
+		}
+		for _, m := range r.Messages {
+			ids = append(ids, m.TransactionID)
+		}
+	}
+}
+
+// Output collects a process's output while the test reads it.
+type Output struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
