@@ -164,10 +164,14 @@ export function render(ctx, root) {
       h("div", { class: "actions" }, h("button", { type: "button", id: "dlq-payload-close", onclick: () => close(null) }, "Close"))));
   }
 
+  // Only the newest refresh paints (see messages.js).
+  let seq = 0;
   async function refresh() {
+    const my = ++seq;
     try {
       await refreshQuarantine();
       const r = await get("/api/v1/dlq" + qs({ ...filters(), limit: PAGE, offset }));
+      if (my !== seq) return;
       rows = r.messages;
       put(summary, `${fmtNum(r.total)} dead letter(s) match`);
       const box = (m) => {

@@ -112,9 +112,15 @@ export function render(ctx, root) {
           onclick: () => open(m) }, "Open")))));
   }
 
+  // Only the newest refresh paints: under load an answer to an earlier
+  // one (an auto-refresh in flight when a message was deleted) can arrive
+  // last and would bring the deleted row back.
+  let seq = 0;
   async function refresh() {
+    const my = ++seq;
     try {
       const r = await get("/api/v1/messages" + qs({ ...filters(), limit: PAGE, offset }));
+      if (my !== seq) return;
       put(list, messageTable(r.messages));
       const go = (to) => { offset = to; ctx.setQuery({ offset: offset || null }); refresh(); };
       put(pager,

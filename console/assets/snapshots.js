@@ -87,9 +87,13 @@ export function render(ctx, root) {
     } catch (err) { ctx.fail(err); }
   }
 
+  // Only the newest refresh paints (see messages.js).
+  let seq = 0;
   async function refresh() {
+    const my = ++seq;
     try {
-      g.set((await get("/api/v1/snapshots")).snapshots);
+      const r = await get("/api/v1/snapshots");
+      if (my === seq) g.set(r.snapshots);
     } catch (err) { ctx.fail(err); }
   }
   refresh();
