@@ -7,6 +7,7 @@ package console
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -36,6 +38,8 @@ type file struct {
 	body  []byte
 	ctype string
 	etag  string
+	gz    []byte // body gzipped at start, or nil when that saves nothing
+	gzTag string // the gzipped body's own ETag: another representation
 }
 
 // Handler serves the console.
@@ -59,8 +63,11 @@ func New() *Handler {
 		if ctype == "" {
 			ctype = "application/octet-stream"
 		}
-		h.files[strings.TrimPrefix(p, "assets/")] = file{body: body, ctype: ctype,
-			etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		f := file{body: body, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		if gz := gzipped(body); len(gz) < len(body) {
+			f.gz, f.gzTag = gz, `"`+hex.EncodeToString(sum[:8])+`-gz"`
+		}
+		h.files[strings.TrimPrefix(p, "assets/")] = f
 		return nil
 	})
 	if err != nil {
@@ -70,10 +77,11 @@ func New() *Handler {
 	return h
 }
 
-// Owns reports whether the console answers path: "/", "/ui" and
-// everything under "/ui/".
+// Owns reports whether the console answers path: "/", "/ui", everything
+// under "/ui/", and "/favicon.ico", which browsers and tools ask for on
+// their own.
 func Owns(p string) bool {
-	return p == "/" || p == "/ui" || strings.HasPrefix(p, Prefix)
+	return p == "/" || p == "/ui" || p == "/favicon.ico" || strings.HasPrefix(p, Prefix)
 }
 
 // ServeHTTP answers GET and HEAD for the console's page and files; anything
@@ -91,8 +99,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	name := strings.TrimPrefix(r.URL.Path, "/ui")
 	name = strings.TrimPrefix(name, "/")
-	if name == "" {
+	switch name {
+	case "":
 		name = "index.html"
+	case "favicon.ico":
+		name = "favicon.svg"
 	}
 	f, ok := h.files[name]
 	if !ok {
@@ -103,6 +114,54 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Revalidate every time: the files change with the binary, and a 304
 	// on a matching ETag keeps the revalidation cheap.
 	hd.Set("Cache-Control", "no-cache")
-	hd.Set("ETag", f.etag)
-	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(f.body))
+	hd.Set("Vary", "Accept-Encoding")
+	body, etag := f.body, f.etag
+	if f.gz != nil && acceptsGzip(r.Header.Values("Accept-Encoding")) {
+		body, etag = f.gz, f.gzTag
+		hd.Set("Content-Encoding", "gzip")
+	}
+	hd.Set("ETag", etag)
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(body))
+}
+
+// gzipped compresses b once, at start, so no request pays for it.
+func gzipped(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil
+	}
+	if _, err := zw.Write(b); err != nil {
+		return nil
+	}
+	if err := zw.Close(); err != nil {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+// acceptsGzip reads Accept-Encoding (RFC 9110, 12.5.3): gzip (or x-gzip)
+// with a q-value above zero, or else "*" with one; a gzip named with q=0
+// refuses it whatever "*" says.
+func acceptsGzip(values []string) bool {
+	q := map[string]float64{}
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			coding, params, _ := strings.Cut(part, ";")
+			coding = strings.ToLower(strings.TrimSpace(coding))
+			weight := 1.0
+			if k, val, ok := strings.Cut(params, "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+					weight = f
+				}
+			}
+			q[coding] = weight
+		}
+	}
+	for _, c := range []string{"gzip", "x-gzip", "*"} {
+		if w, ok := q[c]; ok {
+			return w > 0
+		}
+	}
+	return false
 }

@@ -69,7 +69,7 @@ func TestConsoleSeeksByTimeEditsAndDeletesInABrowser(t *testing.T) {
 	if got := f.lag(t); got["p0"] != 20 || got["p1"] != 21 {
 		t.Fatalf("lag after the time seek = %v, want p0 20, p1 21", got)
 	}
-	p.until(`document.querySelector('#group-partitions tr[data-partition="p0"] td.committed').textContent === "-1"`)
+	p.until(`document.querySelector('#group-partitions tr[data-partition="p0"] td.committed').textContent === "nothing consumed"`)
 
 	// Edit a snapshot's labels and expiry.
 	p.show("#/snapshots", `tr[data-snapshot="before-replay"] .edit-snapshot`)

@@ -45,7 +45,8 @@ func (w *wtx) claim(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wa
 var errAgain = errors.New("claim again")
 
 func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wake time.Time, err error) {
-	if err := w.subscribe(q, req.Group, req.Start); err != nil {
+	fresh, err := w.subscribe(q, req.Group, req.Start)
+	if err != nil {
 		return nil, time.Time{}, err
 	}
 	now := micros(w.now)
@@ -57,8 +58,11 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 		limit = -1
 	}
 	after := w.s.turn.next(q.ID, req.Group)
-	due, err := scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after)
-	if err != nil {
+	var due []candidate
+	if fresh != nil {
+		// The group's first contact: its cursors were just seeded.
+		due = dueOf(fresh, req.Partition, limit, after)
+	} else if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after); err != nil {
 		return nil, time.Time{}, err
 	}
 	for _, c := range due {
@@ -205,7 +209,7 @@ func (w *wtx) readSpans(q *combtype.Queue, req *popReq, spans []claimSpan, lease
 			break
 		}
 		start := len(msgs)
-		err := w.s.scanFrames(w.ctx, w, sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *segment.Frame) error {
+		err := w.claimedFrames(sp.part.ID, sp.from, sp.to, func(off int64, createdAt int64, f *segment.Frame) error {
 			if sp.deleted(off) {
 				return nil
 			}
@@ -254,6 +258,62 @@ func (w *wtx) readSpans(q *combtype.Queue, req *popReq, spans []claimSpan, lease
 		return nil, nil, sealedErr
 	}
 	return msgs, kept, nil
+}
+
+// frameRange is the offsets from..to of a partition that a claim reads.
+type frameRange struct{ partitionID, from, to int64 }
+
+// claimedFrame is one frame a claim read, as scanFrames gave it.
+type claimedFrame struct {
+	off, createdAt int64
+	f              segment.Frame
+}
+
+// Bounds on what one commit keeps of the frames its claims read.
+const (
+	maxClaimedRanges = 64
+	maxClaimedBytes  = 4 << 20
+)
+
+// claimedFrames is scanFrames for claims, remembering in this commit the
+// frames of small ranges read in full: the pops a push wakes, each in its
+// own group, claim the same new offsets one after another in one commit,
+// and read, check and decode the same segment once instead of once each.
+// Stored segments do not change inside a commit except by retention or a
+// queue delete, which forget what is kept (rowsChanged); the frames kept
+// are shared by the messages of the claims, which only read them.
+func (w *wtx) claimedFrames(partitionID, from, to int64, fn func(off, createdAt int64, f *segment.Frame) error) error {
+	k := frameRange{partitionID, from, to}
+	if kept, ok := w.claimed[k]; ok {
+		for i := range kept {
+			f := kept[i].f // a copy: fn may keep its pointer
+			if err := fn(kept[i].off, kept[i].createdAt, &f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	keep := len(w.claimed) < maxClaimedRanges
+	var frames []claimedFrame
+	var size int
+	err := w.s.scanFrames(w.ctx, w, partitionID, from, to, func(off, createdAt int64, f *segment.Frame) error {
+		if keep {
+			if size += len(f.Payload); size > maxClaimedBytes {
+				keep, frames = false, nil
+			} else {
+				frames = append(frames, claimedFrame{off: off, createdAt: createdAt, f: *f})
+			}
+		}
+		if err := fn(off, createdAt, f); err != nil {
+			keep = false // the range was not read to its end
+			return err
+		}
+		return nil
+	})
+	if err == nil && keep {
+		w.claimed[k] = frames
+	}
+	return err
 }
 
 // errFull stops a scan once a pop has its bytes.
@@ -337,22 +397,9 @@ var tombstoneScanSQL = `SELECT offset FROM tombstones WHERE partition_id = +? AN
 // It returns nil when every offset it looked at up to skipTo is deleted;
 // the caller moves committed to skipTo and looks further.
 func (w *wtx) trimTombstones(c *candidate, from, last, budget int64) (sp *claimSpan, skipTo int64, err error) {
-	var dead []int64
-	rows, err := w.QueryContext(w.ctx, tombstoneScanSQL, c.part.ID, from, last)
+	dead, err := w.deadIn(c.part.ID, from, last)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read tombstones: %w", err)
-	}
-	for rows.Next() {
-		var off int64
-		if err := rows.Scan(&off); err != nil {
-			rows.Close()
-			return nil, 0, fmt.Errorf("scan tombstone: %w", err)
-		}
-		dead = append(dead, off)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("read tombstones: %w", err)
+		return nil, 0, err
 	}
 	if len(dead) == maxTombstoneScan {
 		last = dead[len(dead)-1] // what lies beyond was not looked at
@@ -378,6 +425,39 @@ func (w *wtx) trimTombstones(c *candidate, from, last, budget int64) (sp *claimS
 		sp.dead = sp.dead[:len(sp.dead)-1]
 	}
 	return sp, sp.from - 1, nil
+}
+
+// deadIn returns the deleted offsets of partitionID in [from, last], at
+// most maxTombstoneScan of them, ascending. The pops one push wakes, each
+// of its own group, look up the same range one after another in one
+// commit: it is read once per commit, and read again after a message
+// delete (or what marks the rows changed) in the same commit. Callers
+// must not change the slice returned.
+func (w *wtx) deadIn(partitionID, from, last int64) ([]int64, error) {
+	k := frameRange{partitionID, from, last}
+	if dead, ok := w.claimedDead[k]; ok {
+		return dead, nil
+	}
+	var dead []int64
+	rows, err := w.QueryContext(w.ctx, tombstoneScanSQL, partitionID, from, last)
+	if err != nil {
+		return nil, fmt.Errorf("read tombstones: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var off int64
+		if err := rows.Scan(&off); err != nil {
+			return nil, fmt.Errorf("scan tombstone: %w", err)
+		}
+		dead = append(dead, off)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read tombstones: %w", err)
+	}
+	if len(w.claimedDead) < maxClaimedRanges {
+		w.claimedDead[k] = dead
+	}
+	return dead, nil
 }
 
 // deleted reports whether off is a tombstoned offset inside the span.

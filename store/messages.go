@@ -438,6 +438,7 @@ func (s *Store) DeleteMessage(ctx context.Context, tenant, partitionUUID, txn st
 			p.ID, off, micros(w.now)); err != nil {
 			return fmt.Errorf("insert tombstone: %w", err)
 		}
+		clear(w.claimedDead)
 		// Tombstones retention has overtaken are dead weight.
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM tombstones WHERE partition_id = ? AND offset < ?`, p.ID, p.LogStart); err != nil {
 			return fmt.Errorf("drop evicted tombstones: %w", err)

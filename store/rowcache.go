@@ -29,6 +29,8 @@ const maxCachedRows = 4096
 func (w *wtx) rowsChanged() {
 	w.stale = true
 	clear(w.queueParts)
+	clear(w.claimed)
+	clear(w.claimedDead)
 }
 
 // keep records the rows w looked up and changed, once w has committed.

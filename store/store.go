@@ -119,6 +119,9 @@ type Store struct {
 	// syncNow the level the writer's connection is set to, NORMAL for a
 	// commit of claims only (writer goroutine only).
 	syncLevel, syncNow string
+	// undoInMemory is whether the writer's connection keeps its statement
+	// journal in memory now (setUndo).
+	undoInMemory bool
 
 	// afterLocate, set only by tests, runs between locating acks and
 	// submitting them, where a write committed meanwhile would land.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
@@ -29,26 +31,26 @@ func (w *wtx) seed(p *combtype.Partition, start seek.Start) (int64, error) {
 }
 
 // seedCursor creates group's cursor on partitionID at committed, unless
-// one exists.
-func (w *wtx) seedCursor(partitionID int64, group string, committed int64) error {
-	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
-		VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, partitionID, group, committed, micros(w.now)); err != nil {
-		return fmt.Errorf("seed cursor: %w", err)
+// one exists; it reports whether it did.
+func (w *wtx) seedCursor(partitionID int64, group string, committed int64) (bool, error) {
+	res, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+		VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, partitionID, group, committed, micros(w.now))
+	if err != nil {
+		return false, fmt.Errorf("seed cursor: %w", err)
 	}
-	return nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("seed cursor: %w", err)
+	}
+	return n > 0, nil
 }
 
 // subscribe writes the group's durable subscription record for q if it has
-// none, seeding a cursor on every existing partition.
-func (w *wtx) subscribe(q *combtype.Queue, group string, sub seek.Subscription) error {
-	var exists bool
-	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
-		q.ID, group).Scan(&exists); err != nil {
-		return fmt.Errorf("look up subscription: %w", err)
-	}
-	if exists {
-		return nil
-	}
+// none, seeding a cursor on every existing partition. When it wrote one
+// and every cursor it seeded is new, it returns them, as scanCandidates
+// would read them (fresh is nil otherwise, also when the queue has no
+// partition): the claim that follows needs no scan to know them.
+func (w *wtx) subscribe(q *combtype.Queue, group string, sub seek.Subscription) (fresh []candidate, err error) {
 	now := micros(w.now)
 	mode := sub.Mode
 	if group == combtype.QueueModeGroup {
@@ -64,7 +66,7 @@ func (w *wtx) subscribe(q *combtype.Queue, group string, sub seek.Subscription) 
 		start.End = true
 	case seek.ModeTimestamp:
 		if sub.From == nil {
-			return fmt.Errorf("%w: timestamp subscription without a time", combtype.ErrInvalid)
+			return nil, fmt.Errorf("%w: timestamp subscription without a time", combtype.ErrInvalid)
 		}
 		from = sql.NullInt64{Int64: micros(*sub.From), Valid: true}
 		start.Time = sub.From
@@ -73,33 +75,75 @@ func (w *wtx) subscribe(q *combtype.Queue, group string, sub seek.Subscription) 
 	}
 	// Partitions created after the registration hold only messages pushed
 	// after it: they are taken from their start. Which partitions those
-	// are is told by id, not by comparing wall-clock times, which a clock
-	// stepping back would get wrong.
-	var after sql.NullInt64
-	if from.Valid && from.Int64 <= now {
-		if err := w.QueryRowContext(w.ctx, `SELECT COALESCE(MAX(id), 0) FROM partitions`).Scan(&after.Int64); err != nil {
-			return fmt.Errorf("read registration point: %w", err)
-		}
-		after.Valid = true
+	// are is told by id (the highest now, read by the insert itself), not
+	// by comparing wall-clock times, which a clock stepping back would get
+	// wrong. One statement both looks and writes: a wave of woken pops,
+	// each a new group, pays one statement for it instead of two, and an
+	// insert that ignores the conflict needs no statement journal.
+	res, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
+		VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?6 THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END)
+		ON CONFLICT (queue_id, group_name) DO NOTHING`, q.ID, group, mode, from, now, from.Valid && from.Int64 <= now)
+	if err != nil {
+		return nil, fmt.Errorf("insert subscription: %w", err)
 	}
-	if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
-		VALUES (?, ?, ?, ?, ?, ?)`, q.ID, group, mode, from, now, after); err != nil {
-		return fmt.Errorf("insert subscription: %w", err)
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, fmt.Errorf("insert subscription: %w", err)
+	} else if n == 0 {
+		return nil, nil // the group has one already
 	}
 	parts, err := w.queuePartitions(q.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	allNew := true
 	for _, p := range parts {
 		seed, err := w.seed(p, start)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := w.seedCursor(p.ID, group, seed); err != nil {
-			return err
+		created, err := w.seedCursor(p.ID, group, seed)
+		if err != nil {
+			return nil, err
+		}
+		// A cursor left from before (a subscription deleted without its
+		// cursors) is whatever it is: the claim reads it.
+		allNew = allNew && created
+		if allNew {
+			c := candidate{part: *p, hasCursor: true}
+			c.partitionID, c.group, c.committed = p.ID, group, seed
+			fresh = append(fresh, c)
 		}
 	}
-	return nil
+	if !allNew {
+		return nil, nil
+	}
+	return fresh, nil
+}
+
+// dueOf is what scanCandidates would return for cursors all just seeded
+// (no lease, nothing claimed): those of fresh with something pending (of
+// partition only, if named), in name order after the name given, wrapping
+// around, at most limit (all for limit < 0) unless a partition is named.
+func dueOf(fresh []candidate, partition string, limit int, after string) []candidate {
+	var later, wrapped []candidate
+	for _, c := range fresh {
+		if (partition != "" && c.part.Name != partition) || c.part.LastOffset < c.next() {
+			continue
+		}
+		if after == "" || c.part.Name > after {
+			later = append(later, c)
+		} else {
+			wrapped = append(wrapped, c)
+		}
+	}
+	byName := func(a, b candidate) int { return strings.Compare(a.part.Name, b.part.Name) }
+	slices.SortFunc(later, byName)
+	slices.SortFunc(wrapped, byName)
+	due := append(later, wrapped...)
+	if partition == "" && limit >= 0 && len(due) > limit { // a named partition is one at most
+		due = due[:limit]
+	}
+	return due
 }
 
 // queuePartitions lists the partitions of queue queueID by id, as they are
@@ -147,7 +191,7 @@ func (w *wtx) seedMissingFrom(q *combtype.Queue, group string) error {
 		if err != nil {
 			return err
 		}
-		if err := w.seedCursor(p.ID, group, seed); err != nil {
+		if _, err := w.seedCursor(p.ID, group, seed); err != nil {
 			return err
 		}
 	}

@@ -28,13 +28,14 @@ func TestSubscribeSeesAPartitionCreatedEarlierInTheCommit(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := w.subscribe(q, "first", seek.Subscription{Mode: seek.ModeAll}); err != nil {
+		if _, err := w.subscribe(q, "first", seek.Subscription{Mode: seek.ModeAll}); err != nil {
 			return err
 		}
 		if _, err := w.partition(q, "b", true); err != nil {
 			return err
 		}
-		return w.subscribe(q, "second", seek.Subscription{Mode: seek.ModeAll})
+		_, err = w.subscribe(q, "second", seek.Subscription{Mode: seek.ModeAll})
+		return err
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -33,9 +33,12 @@ type writeOp struct {
 	// order). Power lost in between undoes a suffix of lazy commits and
 	// nothing else. Only claims are lazy: losing a lease means an earlier
 	// redelivery, never a lost message.
-	lazy  bool
-	bytes int
-	done  chan error
+	lazy bool
+	// smallUndo ops change few rows that existed before them: a commit of
+	// only such ops keeps its savepoints' undo in memory (setUndo).
+	smallUndo bool
+	bytes     int
+	done      chan error
 }
 
 // submit hands op to the writer and waits for its committed outcome. The wait
@@ -165,6 +168,9 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	if err := s.setSync(ctx, batch); err != nil {
 		return nil, nil, err
 	}
+	if err := s.setUndo(ctx, batch); err != nil {
+		return nil, nil, err
+	}
 	if _, err := s.execControl(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
@@ -251,6 +257,39 @@ func (s *Store) setSync(ctx context.Context, batch []*writeOp) error {
 	return nil
 }
 
+// setUndo keeps the undo of the savepoints of batch (SQLite's statement
+// journal) in memory when every op in it has a small one, and in a
+// temporary file otherwise. SQLite keeps that journal in memory only up
+// to 64 KiB and then moves it to a file for the rest of the transaction,
+// so a commit of a thousand woken claims, each in its savepoint, wrote
+// every page it first changed in each of them to that file, a system call
+// each: a tenth of the writer's work. In memory it costs what one op's
+// pages cost, as it is emptied at each savepoint's release. An op that
+// may change many existing rows (a queue delete, retention) keeps it on
+// disk. SQLite reads the setting when a transaction begins, and refuses
+// to change it inside one, so it is set before BEGIN.
+func (s *Store) setUndo(ctx context.Context, batch []*writeOp) error {
+	inMemory := true
+	for _, op := range batch {
+		if !op.smallUndo {
+			inMemory = false
+			break
+		}
+	}
+	if inMemory == s.undoInMemory {
+		return nil
+	}
+	store := "DEFAULT"
+	if inMemory {
+		store = "MEMORY"
+	}
+	if _, err := s.execControl(ctx, "PRAGMA temp_store = "+store); err != nil {
+		return fmt.Errorf("set temp_store %s: %w", store, err)
+	}
+	s.undoInMemory = inMemory
+	return nil
+}
+
 // execControl runs a statement of the writer's own, with no arguments, such
 // as BEGIN or COMMIT, prepared once: every commit runs several, and
 // preparing each anew cost more than running it.
@@ -278,6 +317,11 @@ type wtx struct {
 	partitions map[partKey]*combtype.Partition
 	// Each queue's partitions, listed once per commit (queuePartitions).
 	queueParts map[int64][]*combtype.Partition
+	// The frames claims read, by range, once per commit (claimedFrames).
+	claimed map[frameRange][]claimedFrame
+	// The deleted offsets claims looked up, by range (trimTombstones),
+	// forgotten when a message is deleted.
+	claimedDead map[frameRange][]int64
 	// Frames waiting to become one segment per partition at flush.
 	pending []*pendingPart
 	byPart  map[int64]*pendingPart
@@ -297,11 +341,13 @@ type partKey struct {
 func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 	return &wtx{
 		ctx: ctx, s: s, tx: tx, now: s.clock.Now(),
-		queues:     map[queueKey]*combtype.Queue{},
-		partitions: map[partKey]*combtype.Partition{},
-		queueParts: map[int64][]*combtype.Partition{},
-		byPart:     map[int64]*pendingPart{},
-		touched:    map[string]struct{}{},
+		queues:      map[queueKey]*combtype.Queue{},
+		partitions:  map[partKey]*combtype.Partition{},
+		queueParts:  map[int64][]*combtype.Partition{},
+		claimed:     map[frameRange][]claimedFrame{},
+		claimedDead: map[frameRange][]int64{},
+		byPart:      map[int64]*pendingPart{},
+		touched:     map[string]struct{}{},
 	}
 }
 

@@ -39,6 +39,29 @@ export async function api(method, path, body) {
 }
 
 export const get = (p) => api("GET", p);
+
+// Lists the views poll are kept (the last answer of a few routes), so a
+// view opened again paints at once from what the console last saw and then
+// brings it up to date.
+// Listeners (onKept) see each such answer as it arrives: live rates are
+// worked out from them.
+const kept = new Map(); // path -> { v, at }
+const listeners = new Map();
+export function lastSeen(p) { const k = kept.get(p); return k ? k.v : undefined; }
+export function onKept(p, fn) { listeners.set(p, [...(listeners.get(p) || []), fn]); }
+export async function getKept(p) {
+  const v = await get(p);
+  kept.delete(p);
+  kept.set(p, { v, at: Date.now() });
+  if (kept.size > 12) kept.delete(kept.keys().next().value);
+  for (const fn of listeners.get(p) || []) fn(v);
+  return v;
+}
+// getFresh answers from what was kept when it is younger than maxAge ms.
+export function getFresh(p, maxAge) {
+  const k = kept.get(p);
+  return k && Date.now() - k.at < maxAge ? Promise.resolve(k.v) : getKept(p);
+}
 export const post = (p, b) => api("POST", p, b === undefined ? {} : b);
 export const put = (p, b) => api("PUT", p, b);
 export const del = (p) => api("DELETE", p);

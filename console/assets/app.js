@@ -1,6 +1,7 @@
 // comb console: a hash-routed single page over the public JSON API.
-import { h, put } from "./dom.js";
-import { get, post, token, APIError } from "./api.js";
+import { h, put, focusMark, focusRestore } from "./dom.js";
+import { get, getKept, post, token, APIError } from "./api.js";
+import { GROUPS, LAG_STEP } from "./rates.js";
 import * as overview from "./overview.js";
 import * as queues from "./queues.js";
 import * as groups from "./groups.js";
@@ -31,8 +32,29 @@ const ctx = {
 
 let current = null; // {refresh} of the shown view
 
+// The hash is "#/view/arg/arg?filters": the part after "?" holds a view's
+// filters, sort and page, so a filtered view can be shared and survives a
+// reload. Views change it with ctx.setQuery, which replaces the history
+// entry without routing again.
+function splitHash() {
+  const raw = location.hash.replace(/^#\/?/, "");
+  const i = raw.indexOf("?");
+  return i < 0 ? [raw, ""] : [raw.slice(0, i), raw.slice(i + 1)];
+}
+ctx.query = new URLSearchParams();
+ctx.setQuery = (changes) => {
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null || v === undefined || v === "") ctx.query.delete(k);
+    else ctx.query.set(k, String(v));
+  }
+  const s = ctx.query.toString();
+  history.replaceState(history.state, "", "#/" + splitHash()[0] + (s ? "?" + s : ""));
+};
+
 function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const [path, query] = splitHash();
+  ctx.query = new URLSearchParams(query);
+  const parts = path.split("/").map(decodeURIComponent);
   const name = views[parts[0]] ? parts[0] : "overview";
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.view === name);
   const section = h("section", { id: "view-" + name, class: "view" });
@@ -40,8 +62,15 @@ function route() {
   current = views[name].render(ctx, section, parts.slice(1)) || null;
 }
 
+// signIn forgets whoever was signed in, header included, and asks for a
+// token.
 function signIn(message) {
   current = null;
+  ctx.level = "read-only";
+  delete document.body.dataset.level;
+  put(document.getElementById("who"));
+  put(document.getElementById("maint"));
+  document.getElementById("signout").hidden = true;
   const input = h("input", { id: "token", type: "password", autocomplete: "off", placeholder: "eyJ…", size: 60 });
   const form = h("form", { id: "signin", class: "card" },
     h("h2", {}, "Sign in"),
@@ -110,14 +139,46 @@ function schedule() {
   clearInterval(timer);
   const secs = Number(document.getElementById("refresh").value);
   if (!secs || document.hidden) return;
-  timer = setInterval(() => {
-    if (current && current.refresh && !document.querySelector("dialog[open]")) current.refresh();
-  }, secs * 1000);
+  timer = setInterval(refreshShown, secs * 1000);
 }
+
+// refreshShown reloads the shown view in place. Views redraw rows, not
+// whole pages, but a focused button inside a redrawn row is a new node:
+// focus goes back to its counterpart, and the scroll position is kept if
+// the page shrank for a moment.
+let refreshing = false;
+async function refreshShown() {
+  if (refreshing || !current || !current.refresh || document.querySelector("dialog[open]")) return;
+  refreshing = true;
+  const mark = focusMark(main);
+  const y = window.scrollY;
+  try {
+    await current.refresh();
+  } finally {
+    refreshing = false;
+  }
+  focusRestore(main, mark);
+  if (window.scrollY < y) window.scrollTo(window.scrollX, y);
+  document.dispatchEvent(new Event("comb:refreshed"));
+}
+// Group lag is sampled every LAG_STEP while the tab shows, whatever the
+// view, so the sparklines have their hour when someone looks.
+let sampler = null;
+function sample() {
+  clearInterval(sampler);
+  if (document.hidden) return;
+  sampler = setInterval(() => {
+    if (document.body.dataset.level) getKept(GROUPS).catch(() => {});
+  }, LAG_STEP);
+}
+
 document.getElementById("refresh").addEventListener("change", schedule);
+document.getElementById("refresh-now").addEventListener("click", refreshShown);
+document.addEventListener("visibilitychange", sample);
 document.addEventListener("visibilitychange", schedule);
 document.getElementById("signout").addEventListener("click", () => { token.clear(); signIn(""); });
 window.addEventListener("hashchange", () => { if (document.getElementById("signin")) return; route(); });
 
 schedule();
+sample();
 start();

@@ -1,19 +1,28 @@
 // Dead letters: filter, see the top errors, redrive or purge a selection
 // or every match (total shown first, then what moved and what remains).
-import { h, put, table, fmtNum, fmtTime, payloadText, confirmAction } from "./dom.js";
+import { h, put, table, fmtNum, fmtTime, payloadText, groupText, confirmAction, modal } from "./dom.js";
 import { get, post, del, qs } from "./api.js";
 
 const PAGE = 100;
+const CUT = 160; // payload characters shown in the table
+
+// cut shortens text to n characters, with an ellipsis when it did.
+export function cut(text, n) {
+  return text.length > n ? text.slice(0, n - 1) + "…" : text;
+}
 
 export function render(ctx, root) {
+  const q0 = ctx.query;
+  const input = (id, key, placeholder, size) => h("input", { id, placeholder, size, value: q0.get(key) || "", autocomplete: "off" });
   const f = {
-    queue: h("input", { id: "dlq-queue", placeholder: "queue" }),
-    consumerGroup: h("input", { id: "dlq-group", placeholder: "consumer group" }),
-    partition: h("input", { id: "dlq-partition", placeholder: "partition" }),
-    from: h("input", { id: "dlq-from", placeholder: "from (RFC 3339)", size: 22 }),
-    to: h("input", { id: "dlq-to", placeholder: "to", size: 22 }),
+    queue: input("dlq-queue", "queue", "any queue"),
+    consumerGroup: input("dlq-group", "consumerGroup", "any group"),
+    partition: input("dlq-partition", "partition", "any partition"),
+    from: input("dlq-from", "from", "RFC 3339", 22),
+    to: input("dlq-to", "to", "RFC 3339", 22),
   };
-  let offset = 0;
+  const labels = { queue: "Queue", consumerGroup: "Consumer group", partition: "Partition", from: "Failed from", to: "Failed to" };
+  let offset = Math.max(0, parseInt(q0.get("offset"), 10) || 0);
   let rows = [];
   const selected = new Set();
   const summary = h("div", { id: "dlq-summary", class: "muted" });
@@ -21,8 +30,15 @@ export function render(ctx, root) {
   const list = h("div", { class: "card", id: "dlq-list" });
   const result = h("div", { id: "dlq-result" });
   const pager = h("div", { class: "pager" });
-  const form = h("form", { class: "toolbar", id: "dlq-filter" }, Object.values(f), h("button", { type: "submit", class: "primary" }, "Filter"));
-  form.addEventListener("submit", (e) => { e.preventDefault(); offset = 0; selected.clear(); refresh(); });
+  const form = h("form", { class: "toolbar", id: "dlq-filter" }, Object.entries(f).map(([k, el]) => h("label", {}, labels[k], el)),
+    h("button", { type: "submit", class: "primary" }, "Filter"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    offset = 0;
+    selected.clear();
+    ctx.setQuery({ ...filters(), offset: null });
+    refresh();
+  });
   const tools = h("div", { class: "toolbar" });
   if (ctx.can("read-write")) {
     tools.append(h("button", { type: "button", id: "dlq-redrive-selected", onclick: redriveSelected }, "Redrive selected"),
@@ -141,29 +157,46 @@ export function render(ctx, root) {
           h("td", {}, ctx.can("admin") ? restore(s) : null))))));
   }
 
+  function showPayload(m, text) {
+    return modal(`Dead letter ${m.transactionId || m.id}`, (close) => h("div", {},
+      h("p", { class: "muted" }, `${m.queue}/${m.partition}, ${groupText(m.consumerGroup)}, failed ${fmtTime(m.failedAt)}: ${m.errorMessage || "no error text"}`),
+      h("pre", { class: "payload", id: "dlq-payload" }, text),
+      h("div", { class: "actions" }, h("button", { type: "button", id: "dlq-payload-close", onclick: () => close(null) }, "Close"))));
+  }
+
+  // Only the newest refresh paints (see messages.js).
+  let seq = 0;
   async function refresh() {
+    const my = ++seq;
     try {
       await refreshQuarantine();
       const r = await get("/api/v1/dlq" + qs({ ...filters(), limit: PAGE, offset }));
+      if (my !== seq) return;
       rows = r.messages;
       put(summary, `${fmtNum(r.total)} dead letter(s) match`);
       const box = (m) => {
-        const c = h("input", { type: "checkbox", class: "dlq-pick", "aria-label": "select", checked: selected.has(m.id) });
+        const c = h("input", { type: "checkbox", class: "dlq-pick", checked: selected.has(m.id),
+          "aria-label": `select dead letter ${m.transactionId || m.id} of ${m.queue}/${m.partition}, failed ${fmtTime(m.failedAt)}` });
         c.addEventListener("change", () => (c.checked ? selected.add(m.id) : selected.delete(m.id)));
         return c;
       };
-      put(list, table(["", "Failed", "Queue", "Partition", "Group", "Retries", "Error", "Payload"], rows.map((m) =>
-        h("tr", { "data-id": m.id }, h("td", {}, ctx.can("read-write") ? box(m) : null), h("td", {}, fmtTime(m.failedAt)), h("td", {}, m.queue),
-          h("td", {}, m.partition), h("td", {}, m.consumerGroup || "–"), h("td", { class: "num" }, fmtNum(m.retryCount)),
-          h("td", {}, m.errorMessage || "–"), h("td", {}, h("code", { class: "clip" }, payloadText(m.data).slice(0, 200)))))));
+      put(list, table([ctx.can("read-write") ? "Select" : "", "Failed", "Queue", "Partition", "Group", "Retries", "Error", "Payload"], rows.map((m) => {
+        const text = payloadText(m.data);
+        return h("tr", { "data-id": m.id, "data-key": m.id }, h("td", {}, ctx.can("read-write") ? box(m) : null), h("td", {}, fmtTime(m.failedAt)), h("td", {}, m.queue),
+          h("td", {}, m.partition), h("td", {}, groupText(m.consumerGroup)), h("td", { class: "num" }, fmtNum(m.retryCount)),
+          h("td", {}, m.errorMessage || "–"), h("td", { class: "payload-cell" }, h("code", { class: "clip" }, cut(text.replace(/\s+/g, " "), CUT)),
+            h("button", { type: "button", class: "small link-like dlq-open", "aria-label": `open the full payload of dead letter ${m.transactionId || m.id}`,
+              onclick: () => showPayload(m, text) }, "Full payload")));
+      })));
       const counts = new Map();
       for (const m of rows) counts.set(m.errorMessage || "(no error text)", (counts.get(m.errorMessage || "(no error text)") || 0) + 1);
       put(errors, h("h2", {}, "Top errors"), h("p", { class: "muted" }, rows.length < r.total ? `in these ${rows.length} rows` : "in all matches"),
         table(["Error", "Count"], [...counts].sort((a, b) => b[1] - a[1]).slice(0, 10).map(([e, n]) => h("tr", {}, h("td", {}, e), h("td", { class: "num" }, fmtNum(n))))));
+      const go = (to) => { offset = to; ctx.setQuery({ offset: offset || null }); refresh(); };
       put(pager,
-        h("button", { type: "button", disabled: offset === 0, onclick: () => { offset = Math.max(0, offset - PAGE); refresh(); } }, "← Newer"),
+        h("button", { type: "button", disabled: offset === 0, onclick: () => go(Math.max(0, offset - PAGE)) }, "← Newer"),
         h("span", { class: "muted" }, ` rows ${r.total ? offset + 1 : 0}–${offset + rows.length} of ${fmtNum(r.total)} `),
-        h("button", { type: "button", disabled: offset + rows.length >= r.total, onclick: () => { offset += PAGE; refresh(); } }, "Older →"));
+        h("button", { type: "button", disabled: offset + rows.length >= r.total, onclick: () => go(offset + PAGE) }, "Older →"));
     } catch (err) { ctx.fail(err); }
   }
   refresh();

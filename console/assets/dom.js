@@ -18,7 +18,7 @@ export function h(tag, attrs, ...children) {
   return el;
 }
 
-const SVG_TAGS = new Set(["svg", "polyline", "line", "text", "g", "rect", "title", "path"]);
+const SVG_TAGS = new Set(["svg", "polyline", "line", "text", "g", "rect", "title", "path", "circle"]);
 
 function append(el, children) {
   for (const c of children) {
@@ -36,10 +36,51 @@ export function put(el, ...children) {
   return el;
 }
 
+// table is a small table drawn whole. A header stands over its numbers:
+// it is right-aligned when the first row's cell below it is numeric.
 export function table(headers, rows, attrs) {
+  const first = rows[0];
   return h("table", attrs || {},
-    h("thead", {}, h("tr", {}, headers.map((x) => h("th", {}, x)))),
+    h("thead", {}, h("tr", {}, headers.map((x, i) => h("th", { scope: "col", class: first && first.cells[i] && first.cells[i].classList.contains("num") ? "num" : null }, x)))),
     h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: headers.length, class: "muted" }, "nothing here"))));
+}
+
+const FOCUSABLE = "a[href], button, input, select, textarea";
+
+// focusMark names the focused control inside root by its id, or by its
+// row's data-key and its place in that row, so that it can be found again
+// once the row is drawn anew.
+export function focusMark(root) {
+  const a = document.activeElement;
+  if (!a || a === document.body || !root.contains(a)) return null;
+  if (a.id) return { id: a.id };
+  const row = a.closest("[data-key]");
+  if (!row) return null;
+  return { key: row.dataset.key, i: [...row.querySelectorAll(FOCUSABLE)].indexOf(a) };
+}
+
+// focusRestore focuses the control focusMark named, unless focus has found
+// a live home of its own meanwhile.
+export function focusRestore(root, m) {
+  const a = document.activeElement;
+  if (!m || (a && a !== document.body && a.isConnected)) return;
+  let el = m.id ? document.getElementById(m.id) : null;
+  if (!el && m.key !== undefined) {
+    const row = [...root.querySelectorAll("[data-key]")].find((r) => r.dataset.key === m.key);
+    el = row ? row.querySelectorAll(FOCUSABLE)[m.i] : null;
+  }
+  if (el) el.focus({ preventScroll: true });
+}
+
+// QUEUE_MODE is the cursor of pops that name no group.
+export const QUEUE_MODE = "__QUEUE_MODE__";
+export const groupText = (g) => (g === QUEUE_MODE ? "queue mode (no group)" : g || "–");
+
+// fmtOffset shows a committed offset; -1 means the group has consumed
+// nothing of the partition yet.
+export function fmtOffset(n) {
+  if (n === null || n === undefined) return "–";
+  return Number(n) < 0 ? "nothing consumed" : fmtNum(n);
 }
 
 export function fmtNum(n) {

@@ -1,6 +1,7 @@
 // Overview: counts, throughput over time, top queues by pending, groups by lag.
-import { h, put, table, fmtNum, fmtSecs } from "./dom.js";
-import { get, seg } from "./api.js";
+import { h, put, table, fmtNum, fmtSecs, QUEUE_MODE } from "./dom.js";
+import { get, getKept, getFresh, lastSeen, seg } from "./api.js";
+import { rates, fmtRate, sparkline, QUEUES, GROUPS, QUEUE_OPS, OPS_AGE } from "./rates.js";
 
 export function render(ctx, root) {
   const cards = h("div", { class: "cards", id: "ov-cards" });
@@ -9,32 +10,62 @@ export function render(ctx, root) {
   const topGroups = h("div", { class: "card", id: "ov-groups" });
   put(root, h("h1", {}, "Overview"), cards, chart, h("div", { class: "two" }, topQueues, topGroups));
 
-  async function refresh() {
-    try {
-      const [ov, status, qs, gs, quar] = await Promise.all([
-        get("/api/v1/resources/overview"), get("/api/v1/status"),
-        get("/api/v1/resources/queues"), get("/api/v1/consumer-groups"), get("/api/v1/quarantine?limit=1")]);
-      const m = ov.messages;
-      const card = (label, value, cls) => h("div", { class: "stat " + (cls || "") }, h("div", { class: "value" }, fmtNum(value)), h("div", { class: "label" }, label));
-      put(cards, card("queues", ov.queues), card("partitions", ov.partitions), card("messages", m.total),
-        card("pending", m.pending), card("processing", m.processing), card("completed", m.completed),
-        card("dead letters", m.deadLetter, m.deadLetter ? "bad" : ""), card("groups", gs.length),
-        quar.total ? h("a", { href: "#/dlq", id: "ov-quarantined" }, card("damaged segments set aside", quar.total, "bad")) : null);
-      put(chart, h("h2", {}, "Throughput (messages per bucket of " + status.bucketMinutes + " min)"), throughputChart(status.throughput || [], chart.clientWidth - 30));
-
-      const byPending = [...qs.queues].sort((a, b) => b.messages.pending - a.messages.pending).slice(0, 8);
-      put(topQueues, h("h2", {}, "Top queues by pending"), table(["Queue", "Partitions", "Pending", "Total"],
-        byPending.map((q) => h("tr", {}, h("td", {}, h("a", { href: "#/queues/" + seg(q.name) }, q.name)),
-          h("td", { class: "num" }, fmtNum(q.partitions)), h("td", { class: "num" }, fmtNum(q.messages.pending)),
-          h("td", { class: "num" }, fmtNum(q.messages.total))))));
-
-      const byLag = [...gs].sort((a, b) => b.totalLag - a.totalLag || b.maxTimeLag - a.maxTimeLag).slice(0, 8);
-      put(topGroups, h("h2", {}, "Consumer groups by lag"), table(["Group", "Queue", "Lag", "Max time lag", "State"],
-        byLag.map((g) => h("tr", {}, h("td", {}, h("a", { href: "#/groups/" + seg(g.name) + "/" + seg(g.queueName) }, g.name)),
-          h("td", {}, g.queueName), h("td", { class: "num" }, fmtNum(g.totalLag)), h("td", { class: "num" }, fmtSecs(g.maxTimeLag)),
-          h("td", {}, g.state)))));
-    } catch (err) { ctx.fail(err); }
+  const card = (label, value, cls) => h("div", { class: "stat " + (cls || "") }, h("div", { class: "value" }, fmtNum(value)), h("div", { class: "label" }, label));
+  let ov = null, gs = null, quar = null;
+  function drawCards() {
+    if (!ov) return;
+    const m = ov.messages;
+    // Queue-mode cursors are not a group.
+    const groups = gs ? gs.filter((g) => g.name !== QUEUE_MODE).length : null;
+    put(cards, card("queues", ov.queues), card("partitions", ov.partitions), card("messages", m.total),
+      card("pending", m.pending), card("processing", m.processing), card("completed", m.completed),
+      card("dead letters", m.deadLetter, m.deadLetter ? "bad" : ""), card("groups", groups),
+      quar && quar.total ? h("a", { href: "#/dlq", id: "ov-quarantined" }, card("damaged segments set aside", quar.total, "bad")) : null);
   }
+  function drawQueues(qs) {
+    const byPending = [...qs.queues].sort((a, b) => b.messages.pending - a.messages.pending).slice(0, 8);
+    put(topQueues, h("h2", {}, "Top queues by pending"), table(["Queue", "Partitions", "Pending", "Total", "In /s", "Out /s"],
+      byPending.map((q) => {
+        const r = rates.queue(q.name);
+        return h("tr", { "data-key": q.name }, h("td", {}, h("a", { href: "#/queues/" + seg(q.name) }, q.name)),
+          h("td", { class: "num" }, fmtNum(q.partitions)), h("td", { class: "num" }, fmtNum(q.messages.pending)),
+          h("td", { class: "num" }, fmtNum(q.messages.total)), h("td", { class: "num" }, fmtRate(r && r.in)), h("td", { class: "num" }, fmtRate(r && r.out)));
+      })));
+  }
+  function drawGroups() {
+    const byLag = gs.filter((g) => g.name !== QUEUE_MODE).sort((a, b) => b.totalLag - a.totalLag || b.maxTimeLag - a.maxTimeLag).slice(0, 8);
+    put(topGroups, h("h2", {}, "Consumer groups by lag"), table(["Group", "Queue", "Lag", "Max time lag", "Lag, last hour", "State"],
+      byLag.map((g) => {
+        const r = rates.group(g.name, g.queueName);
+        return h("tr", { "data-key": g.name + "\n" + g.queueName }, h("td", {}, h("a", { href: "#/groups/" + seg(g.name) + "/" + seg(g.queueName) }, g.name)),
+          h("td", {}, h("a", { href: "#/queues/" + seg(g.queueName) }, g.queueName)), h("td", { class: "num" }, fmtNum(g.totalLag)),
+          h("td", { class: "num" }, fmtSecs(g.maxTimeLag)), h("td", { class: "spark-cell" }, sparkline(r ? r.points : [], { label: `lag of ${g.name}` })),
+          h("td", {}, g.state));
+      })));
+  }
+  const seenQueues = lastSeen(QUEUES);
+  if (seenQueues) drawQueues(seenQueues);
+
+  // Each part paints as its answer comes: on a broker with many queues
+  // the totals and the throughput take longer than the groups.
+  async function refresh() {
+    const fail = (err) => ctx.fail(err);
+    await Promise.all([
+      getKept("/api/v1/resources/overview").then((r) => { ov = r; drawCards(); }, fail),
+      getKept(GROUPS).then((r) => { gs = r; drawCards(); drawGroups(); }, fail),
+      get("/api/v1/quarantine?limit=1").then((r) => { quar = r; drawCards(); }, fail),
+      get("/api/v1/status").then((status) => put(chart, h("h2", {}, "Throughput (messages per bucket of " + status.bucketMinutes + " min)"),
+        throughputChart(status.throughput || [], chart.clientWidth - 30)), fail),
+      getKept(QUEUES).then((qs) => { drawQueues(qs); if (gs) drawGroups(); }, fail),
+      getFresh(QUEUE_OPS, OPS_AGE).catch(fail),
+    ]);
+    const qs = lastSeen(QUEUES);
+    if (qs) drawQueues(qs);
+  }
+  ov = lastSeen("/api/v1/resources/overview") || null;
+  gs = lastSeen(GROUPS) || null;
+  drawCards();
+  if (gs) drawGroups();
   refresh();
   return { refresh };
 }

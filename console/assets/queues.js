@@ -1,26 +1,42 @@
-// Queues: a filterable list, and one queue's configuration, retention,
-// partitions and each group's committed offset and lag per partition.
-import { h, put, table, fmtNum, fmtTime, confirmAction } from "./dom.js";
-import { get, del, seg } from "./api.js";
+// Queues: a filterable, sortable, paged list, and one queue's
+// configuration, retention, partitions and each group's committed offset
+// and lag per partition.
+import { h, put, table, fmtNum, fmtTime, fmtOffset, groupText, confirmAction } from "./dom.js";
+import { getKept, getFresh, lastSeen, get, del, seg } from "./api.js";
+import { grid } from "./grid.js";
 import { seekDialog } from "./seek.js";
+import { rates, fmtRate, QUEUES, GROUPS, QUEUE_OPS, OPS_AGE } from "./rates.js";
 
 export function render(ctx, root, params) {
   if (params[0]) return detail(ctx, root, params[0]);
-  const filter = h("input", { id: "queue-filter", type: "search", placeholder: "filter by name, namespace or task" });
-  const list = h("div", { id: "queue-list" });
-  put(root, h("h1", {}, "Queues"), h("div", { class: "toolbar" }, filter), list);
-  let rows = [];
-
-  function draw() {
-    const f = filter.value.trim().toLowerCase();
-    const shown = rows.filter((q) => !f || [q.name, q.namespace, q.task].some((s) => (s || "").toLowerCase().includes(f)));
-    put(list, table(["Queue", "Namespace", "Task", "Partitions", "Total", "Pending", "Processing", ""],
-      shown.map((q) => h("tr", { "data-queue": q.name },
-        h("td", {}, h("a", { href: "#/queues/" + seg(q.name) }, q.name)), h("td", {}, q.namespace), h("td", {}, q.task),
-        h("td", { class: "num" }, fmtNum(q.partitions)), h("td", { class: "num" }, fmtNum(q.messages.total)),
-        h("td", { class: "num" }, fmtNum(q.messages.pending)), h("td", { class: "num" }, fmtNum(q.messages.processing)),
-        h("td", {}, ctx.can("admin") ? h("button", { type: "button", class: "danger small delete-queue", onclick: () => remove(q.name) }, "Delete") : null)))));
-  }
+  const rate = (q, k) => { const r = rates.queue(q.name); return r ? r[k] : null; };
+  const g = grid(ctx, {
+    id: "queue-list", filterId: "queue-filter", what: "queues", label: "Filter queues", placeholder: "name, namespace or task",
+    columns: [
+      { label: "Queue", key: "name", sort: (q) => q.name },
+      { label: "Namespace", key: "ns", sort: (q) => q.namespace },
+      { label: "Task", key: "task", sort: (q) => q.task },
+      { label: "Partitions", key: "partitions", num: true, sort: (q) => q.partitions },
+      { label: "Total", key: "total", num: true, sort: (q) => q.messages.total },
+      { label: "Pending", key: "pending", num: true, sort: (q) => q.messages.pending },
+      { label: "Processing", key: "processing", num: true, sort: (q) => q.messages.processing },
+      { label: "In /s", key: "in", num: true, sort: (q) => rate(q, "in") },
+      { label: "Out /s", key: "out", num: true, sort: (q) => rate(q, "out") },
+      { label: "" },
+    ],
+    key: (q) => q.name,
+    search: (q) => `${q.name}\n${q.namespace || ""}\n${q.task || ""}`,
+    row: (q) => h("tr", { "data-queue": q.name },
+      h("td", {}, h("a", { href: "#/queues/" + seg(q.name) }, q.name)), h("td", {}, q.namespace), h("td", {}, q.task),
+      h("td", { class: "num" }, fmtNum(q.partitions)), h("td", { class: "num" }, fmtNum(q.messages.total)),
+      h("td", { class: "num" }, fmtNum(q.messages.pending)), h("td", { class: "num" }, fmtNum(q.messages.processing)),
+      h("td", { class: "num rate-in" }, fmtRate(rate(q, "in"))), h("td", { class: "num rate-out" }, fmtRate(rate(q, "out"))),
+      h("td", {}, ctx.can("admin") ? h("button", { type: "button", class: "danger small delete-queue", "aria-label": `delete queue ${q.name}`,
+        onclick: () => remove(q.name) }, "Delete") : null)),
+  });
+  put(root, h("h1", {}, "Queues"), g.el);
+  const seen = lastSeen(QUEUES);
+  if (seen) g.set(seen.queues);
 
   async function remove(name) {
     const ok = await confirmAction("Delete queue", `Deleting queue "${name}" removes its partitions, messages, cursors and dead letters. This cannot be undone.`, { typed: name, label: "Delete queue" });
@@ -34,11 +50,11 @@ export function render(ctx, root, params) {
 
   async function refresh() {
     try {
-      rows = (await get("/api/v1/resources/queues")).queues;
-      draw();
+      g.set((await getKept(QUEUES)).queues);
+      await getFresh(QUEUE_OPS, OPS_AGE);
+      g.redraw();
     } catch (err) { ctx.fail(err); }
   }
-  filter.addEventListener("input", draw);
   refresh();
   return { refresh };
 }
@@ -47,51 +63,83 @@ function detail(ctx, root, name) {
   const conf = h("div", { class: "card", id: "queue-config" });
   const parts = h("div", { class: "card", id: "queue-partitions" });
   const groups = h("div", { class: "card", id: "queue-groups" });
+  const seekButtons = h("div", { class: "actions" });
+  const partGrid = grid(ctx, {
+    id: "queue-partition-list", what: "partitions", prefix: "p", label: "Filter partitions", placeholder: "partition",
+    columns: [{ label: "Partition", key: "name", sort: (p) => p.name }, { label: "Last offset", key: "last", num: true, sort: (p) => p.head },
+      { label: "Total", key: "total", num: true, sort: (p) => p.stats.total }, { label: "Pending", key: "pending", num: true, sort: (p) => p.stats.pending },
+      { label: "Processing", num: true }, { label: "Dead", key: "dead", num: true, sort: (p) => p.stats.deadLetter },
+      { label: "Oldest", key: "oldest", sort: (p) => p.oldestMessage }, { label: "Newest", key: "newest", sort: (p) => p.newestMessage }],
+    key: (p) => p.name, search: (p) => p.name,
+    row: (p) => h("tr", {}, h("td", {}, p.name), h("td", { class: "num" }, p.head === undefined ? "–" : fmtNum(p.head)),
+      h("td", { class: "num" }, fmtNum(p.stats.total)), h("td", { class: "num" }, fmtNum(p.stats.pending)),
+      h("td", { class: "num" }, fmtNum(p.stats.processing)), h("td", { class: "num" }, fmtNum(p.stats.deadLetter)),
+      h("td", {}, fmtTime(p.oldestMessage)), h("td", {}, fmtTime(p.newestMessage))),
+  });
+  const groupGrid = grid(ctx, {
+    id: "queue-group-list", what: "cursors", prefix: "g", label: "Filter groups", placeholder: "group or partition",
+    columns: [{ label: "Group", key: "group", sort: (c) => c.group }, { label: "Partition", key: "partition", sort: (c) => c.p.partition },
+      { label: "Committed offset", key: "committed", num: true, sort: (c) => c.p.committedOffset },
+      { label: "Lag", key: "lag", num: true, sort: (c) => c.p.offsetLag }, { label: "Time lag", key: "tlag", num: true, sort: (c) => c.p.timeLagSeconds },
+      { label: "Last consumed", key: "consumed", sort: (c) => c.p.lastConsumedAt }],
+    key: (c) => c.group + "\n" + c.p.partition, search: (c) => `${groupText(c.group)}\n${c.p.partition}`,
+    row: (c) => h("tr", {}, h("td", {}, h("a", { href: `#/groups/${seg(c.group)}/${seg(name)}` }, groupText(c.group))), h("td", {}, c.p.partition),
+      h("td", { class: "num" }, fmtOffset(c.p.committedOffset)), h("td", { class: "num" }, fmtNum(c.p.offsetLag)),
+      h("td", { class: "num" }, fmtNum(c.p.timeLagSeconds) + " s"), h("td", {}, fmtTime(c.p.lastConsumedAt))),
+  });
+  put(parts, h("h2", {}, "Partitions"), partGrid.el);
+  put(groups, h("h2", {}, "Consumer groups on this queue"), groupGrid.el, seekButtons);
   put(root, h("p", {}, h("a", { href: "#/queues" }, "← Queues")), h("h1", {}, "Queue ", h("code", {}, name)), h("div", { class: "two" }, conf, parts), groups);
 
+  // Each part paints as its answer comes: the retention figures and the
+  // groups' cursors take longer than the partitions on a big broker.
+  let heads = {};
+  let partitions = null;
+  let config = [];
+  let retention = [];
+  const drawConf = () => put(conf, h("h2", {}, "Configuration"), h("dl", { class: "kv" }, [...config, ...retention].map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))])));
+  const drawParts = () => { if (partitions) partGrid.set(partitions.map((p) => ({ ...p, head: heads[p.name] }))); };
+
+  const kept = lastSeen("/api/v1/status/queues/" + seg(name));
+  if (kept) { partitions = kept.partitions; drawParts(); }
+
   async function refresh() {
-    try {
-      const [st, ret, gs] = await Promise.all([get("/api/v1/status/queues/" + seg(name)),
-        get("/api/v1/analytics/retention"), get("/api/v1/consumer-groups")]);
-      const q = st.queue;
-      const r = (ret.queues || []).find((x) => x.queue === name) || {};
-      const kv = [["namespace", q.namespace || "–"], ["task", q.task || "–"], ["created", fmtTime(q.createdAt)], ["priority", q.priority],
-        ...Object.entries(q.config || {}).map(([k, v]) => [k, String(v)]),
-        ["retention enabled", String(!!r.retentionEnabled)], ["retention seconds", fmtNum(r.retentionSeconds)],
-        ["completed retention seconds", fmtNum(r.completedRetentionSeconds)], ["frames evicted so far", fmtNum(r.evicted)]];
-      put(conf, h("h2", {}, "Configuration"), h("dl", { class: "kv" }, kv.map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))])));
-
-      const qGroups = gs.filter((g) => g.queueName === name);
-      // Committed offsets and each partition's head come with the group
-      // detail, a read-only route.
-      const heads = {};
-      const detailByGroup = {};
-      await Promise.all(qGroups.map(async (g) => {
-        const d = await get("/api/v1/consumer-groups/" + seg(g.name));
-        detailByGroup[g.name] = (d[name] || { partitions: [] }).partitions;
-        for (const p of detailByGroup[g.name]) if (p.lastOffset != null) heads[p.partition] = p.lastOffset;
-      }));
-      put(parts, h("h2", {}, "Partitions"), table(["Partition", "Last offset", "Total", "Pending", "Processing", "Dead", "Oldest", "Newest"],
-        st.partitions.map((p) => h("tr", {}, h("td", {}, p.name), h("td", { class: "num" }, heads[p.name] === undefined ? "–" : fmtNum(heads[p.name])),
-          h("td", { class: "num" }, fmtNum(p.stats.total)), h("td", { class: "num" }, fmtNum(p.stats.pending)),
-          h("td", { class: "num" }, fmtNum(p.stats.processing)), h("td", { class: "num" }, fmtNum(p.stats.deadLetter)),
-          h("td", {}, fmtTime(p.oldestMessage)), h("td", {}, fmtTime(p.newestMessage))))));
-
-      const rows = [];
-      for (const g of qGroups) {
-        const ps = detailByGroup[g.name] || [];
-        for (const p of ps) {
-          const c = p.committedOffset;
-          rows.push(h("tr", {}, h("td", {}, h("a", { href: `#/groups/${seg(g.name)}/${seg(name)}` }, g.name)), h("td", {}, p.partition),
-            h("td", { class: "num" }, c == null ? "–" : fmtNum(c)), h("td", { class: "num" }, fmtNum(p.offsetLag)),
-            h("td", { class: "num" }, fmtNum(p.timeLagSeconds) + " s"), h("td", {}, fmtTime(p.lastConsumedAt))));
-        }
-      }
-      put(groups, h("h2", {}, "Consumer groups on this queue"),
-        table(["Group", "Partition", "Committed offset", "Lag", "Time lag", "Last consumed"], rows),
-        ctx.can("read-write") && qGroups.length ? h("div", { class: "actions" }, qGroups.map((g) =>
-          h("button", { type: "button", onclick: () => seekDialog(ctx, { group: g.name, queue: name }).then(refresh) }, `Seek ${g.name}…`))) : null);
-    } catch (err) { ctx.fail(err); }
+    const fail = (err) => ctx.fail(err);
+    await Promise.all([
+      getKept("/api/v1/status/queues/" + seg(name)).then((st) => {
+        const q = st.queue;
+        config = [["namespace", q.namespace || "–"], ["task", q.task || "–"], ["created", fmtTime(q.createdAt)], ["priority", q.priority],
+          ...Object.entries(q.config || {}).map(([k, v]) => [k, String(v)])];
+        drawConf();
+        partitions = st.partitions;
+        drawParts();
+      }, fail),
+      get("/api/v1/analytics/retention").then((ret) => {
+        const r = (ret.queues || []).find((x) => x.queue === name) || {};
+        retention = [["retention enabled", String(!!r.retentionEnabled)], ["retention seconds", fmtNum(r.retentionSeconds)],
+          ["completed retention seconds", fmtNum(r.completedRetentionSeconds)], ["frames evicted so far", fmtNum(r.evicted)]];
+        drawConf();
+      }, fail),
+      getKept(GROUPS).then(async (gs) => {
+        const qGroups = gs.filter((g) => g.queueName === name);
+        // Committed offsets and each partition's head come with the group
+        // detail, a read-only route.
+        const next = {};
+        const cursors = [];
+        await Promise.all(qGroups.map(async (g) => {
+          const d = await getKept("/api/v1/consumer-groups/" + seg(g.name));
+          for (const p of (d[name] || { partitions: [] }).partitions) {
+            if (p.lastOffset != null) next[p.partition] = p.lastOffset;
+            cursors.push({ group: g.name, p });
+          }
+        }));
+        heads = next;
+        drawParts();
+        groupGrid.set(cursors);
+        put(seekButtons, ctx.can("read-write") ? qGroups.map((g) =>
+          h("button", { type: "button", class: "seek-group", onclick: () => seekDialog(ctx, { group: g.name, queue: name }).then(refresh) }, `Seek ${groupText(g.name)}…`)) : null);
+      }).catch(fail),
+    ]);
   }
   refresh();
   return { refresh };

@@ -1,8 +1,9 @@
 // The seek dialog: pick a target, see the dry-run preview, then apply.
 // Apply is enabled only by a preview of exactly the target shown, so what
 // the user confirms is what the broker said it would do.
-import { h, put, table, fmtNum, modal } from "./dom.js";
+import { h, put, fmtNum, modal } from "./dom.js";
 import { get, post, seg } from "./api.js";
+import { grid } from "./grid.js";
 
 export function seekDialog(ctx, { group, queue, partition, mode = "end", snapshot = "" }) {
   const path = `/api/v1/consumer-groups/${seg(group)}/queues/${seg(queue)}` +
@@ -57,9 +58,7 @@ export function seekDialog(ctx, { group, queue, partition, mode = "end", snapsho
       try {
         const r = await post(path, { ...b, dryRun: true });
         previewed = JSON.stringify(b);
-        put(preview, h("p", {}, `Preview (dry run, nothing moved): ${r.partitions.length} partition(s)`,
-          r.clamped ? `, clamped; ${fmtNum(r.framesEvicted)} frames evicted` : ""),
-        resultTable(r));
+        put(preview, totals(r), resultTable(ctx, r));
         apply.disabled = false;
       } catch (err) {
         put(preview, h("p", { class: "error" }, err.message));
@@ -76,21 +75,45 @@ export function seekDialog(ctx, { group, queue, partition, mode = "end", snapsho
         put(preview, h("p", { class: "error" }, err.message));
       }
     });
+    // The preview scrolls inside the dialog and the buttons stay below it,
+    // so Apply is in reach however many partitions the group has.
     return h("div", { class: "seek" },
       h("div", { class: "row" }, h("label", {}, "Target ", modeSel), fields.time, fields.offset, fields.snapshot),
       preview,
-      h("div", { class: "actions" },
+      h("div", { class: "actions sticky" },
         h("button", { type: "button", id: "seek-cancel", onclick: () => close(null) }, "Cancel"),
         h("button", { type: "button", id: "seek-preview-btn", class: "primary", onclick: doPreview }, "Preview"),
         apply));
   });
 }
 
-export function resultTable(r) {
-  return table(["Partition", "From → to", "Redeliver", "Skip", "Overshoot bound", "Clamped", "Frames evicted"],
-    r.partitions.map((p) => h("tr", { "data-partition": p.partition },
+// totals sums the preview over every partition, first, so the whole move
+// can be read before any row.
+function totals(r) {
+  const sum = (k) => r.partitions.reduce((n, p) => n + (Number(p[k]) || 0), 0);
+  const clamped = r.partitions.filter((p) => p.clamped).length;
+  const moved = r.partitions.filter((p) => p.from !== p.to).length;
+  return h("div", { id: "seek-totals", class: "totals" },
+    h("strong", {}, "Preview (dry run, nothing moved): "),
+    `${fmtNum(r.partitions.length)} partition(s), ${fmtNum(moved)} would move; redeliver ${fmtNum(sum("redeliver"))}, skip ${fmtNum(sum("skip"))}, ` +
+    `overshoot bound ${fmtNum(sum("overshootBound"))}` +
+    (clamped || r.clamped ? `; clamped ${fmtNum(clamped)} partition(s), ${fmtNum(r.framesEvicted ?? sum("framesEvicted"))} frames evicted` : "; nothing clamped"));
+}
+
+export function resultTable(ctx, r) {
+  const g = grid(ctx, {
+    id: "seek-result", url: false, what: "partitions", label: "Filter partitions", placeholder: "partition", pageSize: 50, tableClass: "seek-result",
+    columns: [{ label: "Partition", key: "partition", sort: (p) => p.partition }, { label: "From → to", num: true },
+      { label: "Redeliver", key: "redeliver", num: true, sort: (p) => p.redeliver }, { label: "Skip", key: "skip", num: true, sort: (p) => p.skip },
+      { label: "Overshoot bound", key: "overshoot", num: true, sort: (p) => p.overshootBound }, { label: "Clamped", key: "clamped", sort: (p) => (p.clamped ? 1 : 0) },
+      { label: "Frames evicted", key: "evicted", num: true, sort: (p) => p.framesEvicted }],
+    key: (p) => p.partition, search: (p) => p.partition,
+    row: (p) => h("tr", { "data-partition": p.partition },
       h("td", {}, p.partition), h("td", { class: "num" }, `${fmtNum(p.from)} → ${fmtNum(p.to)}`),
       h("td", { class: "num" }, fmtNum(p.redeliver)), h("td", { class: "num" }, fmtNum(p.skip)),
       h("td", { class: "num" }, fmtNum(p.overshootBound)), h("td", {}, p.clamped ? "yes" : "no"),
-      h("td", { class: "num" }, fmtNum(p.framesEvicted)))), { class: "seek-result" });
+      h("td", { class: "num" }, fmtNum(p.framesEvicted))),
+  });
+  g.set(r.partitions);
+  return g.el;
 }

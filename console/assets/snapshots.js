@@ -1,6 +1,7 @@
 // Snapshots: saved cursor positions of a group on a queue, to seek back to.
-import { h, put, table, fmtTime, confirmAction, modal } from "./dom.js";
+import { h, put, fmtTime, groupText, confirmAction, modal } from "./dom.js";
 import { get, post, put as putJSON, del, seg } from "./api.js";
+import { grid } from "./grid.js";
 import { seekDialog } from "./seek.js";
 
 function parseLabels(s) {
@@ -17,8 +18,23 @@ function parseLabels(s) {
 const labelText = (l) => Object.entries(l || {}).map(([k, v]) => `${k}=${v}`).join(", ");
 
 export function render(ctx, root) {
-  const list = h("div", { class: "card", id: "snapshot-list" });
   const create = h("form", { class: "card", id: "snapshot-create" });
+  const g = grid(ctx, {
+    id: "snapshot-grid", what: "snapshots", label: "Filter snapshots", placeholder: "name, group, queue or label",
+    sort: "created", dir: "desc",
+    columns: [{ label: "Name", key: "name", sort: (s) => s.name }, { label: "Group", key: "group", sort: (s) => s.consumerGroup },
+      { label: "Queue", key: "queue", sort: (s) => s.queue }, { label: "Labels" }, { label: "Created", key: "created", sort: (s) => s.createdAt },
+      { label: "Expires", key: "expires", sort: (s) => s.expireTime }, { label: "" }],
+    key: (s) => s.name, search: (s) => `${s.name}\n${groupText(s.consumerGroup)}\n${s.queue}\n${labelText(s.labels)}`,
+    row: (s) => h("tr", { "data-snapshot": s.name }, h("td", {}, s.name), h("td", {}, groupText(s.consumerGroup)), h("td", {}, s.queue),
+      h("td", {}, labelText(s.labels)), h("td", {}, fmtTime(s.createdAt)), h("td", {}, fmtTime(s.expireTime)),
+      h("td", { class: "buttons" },
+        ctx.can("read-write") && s.consumerGroup ? h("button", { type: "button", class: "small seek-here", "aria-label": `seek ${groupText(s.consumerGroup)} to snapshot ${s.name}`, onclick: () =>
+          seekDialog(ctx, { group: s.consumerGroup, queue: s.queue, mode: "snapshot", snapshot: s.name }).then(refresh) }, "Seek a group here…") : null,
+        ctx.can("read-write") ? h("button", { type: "button", class: "small edit-snapshot", "aria-label": `edit snapshot ${s.name}`, onclick: () => edit(s) }, "Edit") : null,
+        ctx.can("admin") ? h("button", { type: "button", class: "small danger delete-snapshot", "aria-label": `delete snapshot ${s.name}`, onclick: () => remove(s) }, "Delete") : null)),
+  });
+  const list = h("div", { class: "card", id: "snapshot-list" }, h("h2", {}, "Snapshots"), g.el);
   put(root, h("h1", {}, "Snapshots"), ctx.can("read-write") ? create : null, list);
 
   if (ctx.can("read-write")) {
@@ -71,17 +87,13 @@ export function render(ctx, root) {
     } catch (err) { ctx.fail(err); }
   }
 
+  // Only the newest refresh paints (see messages.js).
+  let seq = 0;
   async function refresh() {
+    const my = ++seq;
     try {
       const r = await get("/api/v1/snapshots");
-      put(list, h("h2", {}, "Snapshots"), table(["Name", "Group", "Queue", "Labels", "Created", "Expires", ""],
-        r.snapshots.map((s) => h("tr", { "data-snapshot": s.name }, h("td", {}, s.name), h("td", {}, s.consumerGroup), h("td", {}, s.queue),
-          h("td", {}, labelText(s.labels)), h("td", {}, fmtTime(s.createdAt)), h("td", {}, fmtTime(s.expireTime)),
-          h("td", { class: "buttons" },
-            ctx.can("read-write") && s.consumerGroup ? h("button", { type: "button", class: "small seek-here", onclick: () =>
-              seekDialog(ctx, { group: s.consumerGroup, queue: s.queue, mode: "snapshot", snapshot: s.name }).then(refresh) }, "Seek a group here…") : null,
-            ctx.can("read-write") ? h("button", { type: "button", class: "small edit-snapshot", onclick: () => edit(s) }, "Edit") : null,
-            ctx.can("admin") ? h("button", { type: "button", class: "small danger delete-snapshot", onclick: () => remove(s) }, "Delete") : null)))));
+      if (my === seq) g.set(r.snapshots);
     } catch (err) { ctx.fail(err); }
   }
   refresh();

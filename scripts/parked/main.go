@@ -88,13 +88,25 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 		args = append(args, "--pprof", pprofAddr)
 	}
 	srv := exec.Command(bin, args...)
-	srv.Env = append(os.Environ(), env...)
-	srv.Stderr = io.Discard
+	// The collector's own account of its CPU (GODEBUG=gctrace=1) is read
+	// from the server's stderr, to compare with the CPU of the whole wake.
+	srv.Env = append(append(os.Environ(), env...), "GODEBUG=gctrace=1")
+	errPipe, err := srv.StderrPipe()
+	if err != nil {
+		return err
+	}
+	var gc gcTrace
 	if err := srv.Start(); err != nil {
 		return err
 	}
+	traced := make(chan struct{})
+	go func() {
+		defer close(traced)
+		gc.read(errPipe)
+	}()
 	defer func() {
 		srv.Process.Signal(syscall.SIGTERM)
+		<-traced
 		srv.Wait()
 	}()
 	base := "http://" + addr
@@ -151,11 +163,13 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	fmt.Printf("parked      %d pops in %v\n", n, time.Since(parkStart).Round(time.Millisecond))
 
 	cpu0, _ := procCPU(srv.Process.Pid)
+	gc0, _ := gc.total()
 	time.Sleep(settle)
 	cpu1, _ := procCPU(srv.Process.Pid)
+	gc1, n1 := gc.total()
 	rss, _ := procRSS(srv.Process.Pid)
-	fmt.Printf("while parked: server CPU %.2f s over %v (%.0f%% of a core), RSS %.1f MiB\n",
-		(cpu1 - cpu0).Seconds(), settle, 100*(cpu1-cpu0).Seconds()/settle.Seconds(), float64(rss)/(1<<20))
+	fmt.Printf("while parked: server CPU %.2f s over %v (%.0f%% of a core), GC CPU %.2f s, RSS %.1f MiB\n",
+		(cpu1 - cpu0).Seconds(), settle, 100*(cpu1-cpu0).Seconds()/settle.Seconds(), (gc1 - gc0).Seconds(), float64(rss)/(1<<20))
 
 	profiled := make(chan error, 1)
 	if profile != "" {
@@ -176,6 +190,9 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	wg.Wait()
 	cpu2, _ := procCPU(srv.Process.Pid)
 	rss2, _ := procRSS(srv.Process.Pid)
+	// The trace line of a cycle comes when it ends: give the last a moment.
+	time.Sleep(100 * time.Millisecond)
+	gc2, n2 := gc.total()
 
 	var lat []time.Duration
 	var got, failed int
@@ -200,8 +217,8 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	fmt.Printf("woke        %d of %d with the message, %d failed\n", got, n, failed)
 	fmt.Printf("wake        p50 %v  p99 %v  max %v (from the push's start)\n",
 		pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond))
-	fmt.Printf("after push: server CPU %.2f s until the last answer, RSS %.1f MiB\n",
-		(cpu2 - cpu1).Seconds(), float64(rss2)/(1<<20))
+	fmt.Printf("after push: server CPU %.2f s until the last answer, GC CPU %.2f s in %d cycles, RSS %.1f MiB\n",
+		(cpu2 - cpu1).Seconds(), (gc2 - gc1).Seconds(), n2-n1, float64(rss2)/(1<<20))
 	if profile != "" {
 		if err := <-profiled; err != nil {
 			return fmt.Errorf("profile: %w", err)
@@ -225,6 +242,60 @@ func fetchProfile(url, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// gcTrace sums the CPU the server's collector reports, cycle by cycle, in
+// the lines GODEBUG=gctrace=1 writes to stderr:
+//
+//	gc 7 @1.2s 3%: 0.01+2.1+0.02 ms clock, 0.04+0.3/4.1/0.9+0.08 ms cpu, ...
+//
+// It is the collector's own estimate; a CPU profile (-cpuprofile) is the
+// measurement.
+type gcTrace struct {
+	mu     sync.Mutex
+	cpu    time.Duration
+	cycles int
+}
+
+func (g *gcTrace) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "gc ") {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, " ms clock, ")
+		if !ok {
+			continue
+		}
+		fields, _, ok := strings.Cut(rest, " ms cpu")
+		if !ok {
+			continue
+		}
+		// Sweep termination + assist/background/idle + mark termination.
+		// Idle marking runs only on a P that has nothing else to do, and
+		// the trace counts it in wall time, which on a loaded machine is
+		// far more than the CPU it got: it is left out.
+		var sum float64
+		for i, f := range strings.FieldsFunc(fields, func(r rune) bool { return r == '+' || r == '/' }) {
+			v, err := strconv.ParseFloat(f, 64)
+			if err == nil && i != 3 {
+				sum += v
+			}
+		}
+		g.mu.Lock()
+		g.cpu += time.Duration(sum * float64(time.Millisecond))
+		g.cycles++
+		g.mu.Unlock()
+	}
+}
+
+// total is the collector's CPU and cycles so far.
+func (g *gcTrace) total() (time.Duration, int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cpu, g.cycles
 }
 
 // parkedPops reads the server's comb_parked_pops gauge.

@@ -1,0 +1,129 @@
+// grid: a table over many rows that filters, sorts and pages in the
+// browser and draws one page at a time, so a key press in its filter costs
+// one page of rows however long the list is. The table, its header and the
+// filter stay in place across refreshes (focus and scroll with them); only
+// the rows of the page are drawn again. Filter, sort and page live in the
+// URL (ctx.query, names under prefix) so a view can be shared and survives
+// a reload.
+import { h, put, fmtNum, focusMark, focusRestore } from "./dom.js";
+
+// columns: [{ label, key, num, sort: (r) => value }]; a column with sort
+// gets a header button. row(r) returns the <tr>; key(r) names the row.
+// search(r) is the text the filter matches (lower-cased once per set).
+export function grid(ctx, o) {
+  const { id, columns, key, row, search, prefix = "", pageSize = 100, url = true, what = "rows" } = o;
+  const name = (k) => prefix + k;
+  const q0 = url && ctx.query ? ctx.query : new URLSearchParams();
+  let q = q0.get(name("q")) || "";
+  let sortKey = q0.get(name("sort")) || o.sort || "";
+  let dir = (q0.get(name("dir")) || o.dir || "asc") === "desc" ? "desc" : "asc";
+  let page = Math.max(0, (parseInt(q0.get(name("page")), 10) || 1) - 1);
+  let all = []; // [{ r, hay }] in sort order
+  let shown = []; // the entries of all that match the filter
+
+  const input = search ? h("input", { id: o.filterId || id + "-filter", type: "search", value: q, autocomplete: "off", spellcheck: "false",
+    placeholder: o.placeholder || "" }) : null;
+  const count = h("span", { id: id + "-count", class: "muted count" });
+  const prev = h("button", { type: "button", id: id + "-prev", class: "small", "aria-label": `previous page of ${what}` }, "← Prev");
+  const next = h("button", { type: "button", id: id + "-next", class: "small", "aria-label": `next page of ${what}` }, "Next →");
+  const where = h("span", { class: "muted", id: id + "-page" });
+  const heads = columns.map((c) => {
+    const th = h("th", { class: c.num ? "num" : null, scope: "col", "data-col": c.key || null });
+    if (c.sort && c.key) {
+      th.append(h("button", { type: "button", class: "sort", onclick: () => sortBy(c.key) }, c.label));
+    } else th.append(c.label || "");
+    return th;
+  });
+  const tbody = h("tbody");
+  const table = h("table", { class: o.tableClass || null }, h("thead", {}, h("tr", {}, heads)), tbody);
+  const pager = h("div", { class: "pager", id: id + "-pager" }, prev, where, next);
+  const el = h("div", { class: "grid", id },
+    h("div", { class: "toolbar" }, input ? h("label", { class: "inline filter", for: input.id }, o.label || "Filter", input) : null, count),
+    h("div", { class: "scroll" }, table), pager);
+
+  function save() {
+    if (!url || !ctx.setQuery) return;
+    ctx.setQuery({ [name("q")]: q || null, [name("sort")]: sortKey && sortKey !== o.sort ? sortKey : null,
+      [name("dir")]: sortKey && !(sortKey === o.sort && dir === (o.dir || "asc")) ? dir : null, [name("page")]: page ? page + 1 : null });
+  }
+
+  function order() {
+    const c = columns.find((x) => x.key === sortKey && x.sort);
+    for (const th of heads) th.removeAttribute("aria-sort");
+    if (!c) return;
+    const th = heads[columns.indexOf(c)];
+    th.setAttribute("aria-sort", dir === "asc" ? "ascending" : "descending");
+    const sign = dir === "asc" ? 1 : -1;
+    const v = new Map(all.map((e) => [e, c.sort(e.r)]));
+    all.sort((a, b) => {
+      const x = v.get(a), y = v.get(b);
+      if (x === y) return 0;
+      if (x === null || x === undefined) return 1; // unknowns last either way
+      if (y === null || y === undefined) return -1;
+      return (x < y ? -1 : 1) * sign;
+    });
+  }
+
+  function filter() {
+    const f = q.trim().toLowerCase();
+    shown = f ? all.filter((e) => e.hay.includes(f)) : all;
+  }
+
+  function draw() {
+    const pages = Math.max(1, Math.ceil(shown.length / pageSize));
+    page = Math.min(page, pages - 1);
+    const start = page * pageSize;
+    const mark = focusMark(tbody);
+    put(tbody, shown.length ? shown.slice(start, start + pageSize).map((e) => {
+      const tr = row(e.r);
+      tr.dataset.key = key(e.r);
+      return tr;
+    }) : h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, all.length ? `no ${what} match` : "nothing here")));
+    focusRestore(tbody, mark);
+    put(count, shown.length === all.length ? `${fmtNum(all.length)} ${what}` : `${fmtNum(shown.length)} of ${fmtNum(all.length)} ${what} match`);
+    put(where, shown.length ? `${fmtNum(start + 1)}–${fmtNum(Math.min(start + pageSize, shown.length))} of ${fmtNum(shown.length)}` : "");
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
+    pager.hidden = pages < 2;
+  }
+
+  function sortBy(k) {
+    if (sortKey === k) dir = dir === "asc" ? "desc" : "asc";
+    else { sortKey = k; dir = columns.find((c) => c.key === k).num ? "desc" : "asc"; }
+    order();
+    filter();
+    page = 0;
+    draw();
+    save();
+  }
+
+  if (input) {
+    input.addEventListener("input", () => {
+      q = input.value;
+      page = 0;
+      filter();
+      draw();
+      save();
+    });
+  }
+  prev.addEventListener("click", () => { page = Math.max(0, page - 1); draw(); save(); });
+  next.addEventListener("click", () => { page += 1; draw(); save(); });
+
+  return {
+    el,
+    // set replaces the rows (a refresh): the filter, sort and page stay.
+    set(rows) {
+      all = rows.map((r) => ({ r, hay: search ? search(r).toLowerCase() : "" }));
+      order();
+      filter();
+      draw();
+    },
+    // redraw sorts and draws the same rows again (their rates moved).
+    redraw() {
+      order();
+      filter();
+      draw();
+    },
+    get rows() { return all.map((e) => e.r); },
+  };
+}

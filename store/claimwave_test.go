@@ -1,0 +1,186 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/seek"
+)
+
+// TestClaimsInOneCommitSeeAMessageDeletedBetweenThem: the claims of new
+// groups fused into one commit share what they read of the same range
+// (frames, deleted offsets); a message deleted between two of them in
+// that commit is not delivered to the second.
+func TestClaimsInOneCommitSeeAMessageDeletedBetweenThem(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "m1", Payload: []byte(`1`)},
+		{Queue: "q", TxnID: "m2", Payload: []byte(`2`)}}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := s.Queue(ctx, "", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := s.Partitions(ctx, q.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := s.Stats().Commits.Load()
+	release := holdWriter(t, s)
+	type popped struct {
+		res *combtype.PopResult
+		err error
+	}
+	pop := func(group string) chan popped {
+		ch := make(chan popped, 1)
+		go func() {
+			res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: group, Batch: 1})
+			ch <- popped{res, err}
+		}()
+		return ch
+	}
+	first := pop("g1")
+	waitPending(t, s, 1)
+	deleted := make(chan error, 1)
+	go func() {
+		found, err := s.DeleteMessage(ctx, "", parts[0].UUID, "m1")
+		if err == nil && !found {
+			err = fmt.Errorf("m1 not found")
+		}
+		deleted <- err
+	}()
+	waitPending(t, s, 2)
+	second := pop("g2")
+	waitPending(t, s, 3)
+	release()
+	for group, ch := range map[string]chan popped{"g1": first, "g2": second} {
+		p := <-ch
+		if p.err != nil {
+			t.Fatalf("%s: %v", group, p.err)
+		}
+		var got []string
+		for _, m := range p.res.Messages {
+			got = append(got, m.TxnID)
+		}
+		want := map[string][]string{"g1": {"m1"}, "g2": {"m2"}}[group]
+		if !slices.Equal(got, want) {
+			t.Errorf("%s got %v, want %v", group, got, want)
+		}
+	}
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	// The held commit and the one that fused the three.
+	if n := s.Stats().Commits.Load() - commits; n != 2 {
+		t.Errorf("%d commits, want 2: the claims and the delete were not fused", n)
+	}
+}
+
+// TestFirstContactDueIsWhatTheScanReads: on a group's first contact the
+// claim takes its due partitions from the cursors it just seeded instead
+// of scanning; for every way a pop narrows or orders them, the two agree.
+func TestFirstContactDueIsWhatTheScanReads(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var items []combtype.PushItem
+	for i, p := range []string{"c", "a", "d", "b", "a", "e"} {
+		items = append(items, combtype.PushItem{Queue: "q", Partition: p, Payload: fmt.Appendf(nil, "%d", i)})
+	}
+	if _, err := s.Push(ctx, "", items); err != nil {
+		t.Fatal(err)
+	}
+	// The messages of c are consumed by retention's measure: log_start
+	// past them, so a group starting from the oldest has nothing there.
+	if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		w.rowsChanged()
+		_, err := w.ExecContext(w.ctx, `UPDATE partitions SET log_start = last_offset + 1 WHERE name = 'c'`)
+		return err
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	subs := map[string]seek.Subscription{
+		"all": {Mode: seek.ModeAll}, "new": {Mode: seek.ModeNew},
+		"timestamp": {Mode: seek.ModeTimestamp, From: &now},
+	}
+	for name, sub := range subs {
+		for _, partition := range []string{"", "b", "c", "zz"} {
+			for _, limit := range []int{-1, 0, 1, 2, 9} {
+				for _, after := range []string{"", "a", "b", "c", "z"} {
+					group := fmt.Sprintf("%s-%s-%d-%s", name, partition, limit, after)
+					err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+						q, err := w.queue("", "q", false)
+						if err != nil {
+							return err
+						}
+						fresh, err := w.subscribe(q, group, sub)
+						if err != nil {
+							return err
+						}
+						if fresh == nil {
+							return fmt.Errorf("a new group's subscription returned no cursors")
+						}
+						scanned, err := scanCandidates(w.ctx, w, q.ID, group, partition, micros(w.now), limit, after)
+						if err != nil {
+							return err
+						}
+						if got, want := dueNames(dueOf(fresh, partition, limit, after)), dueNames(scanned); !slices.Equal(got, want) {
+							t.Errorf("%s: from the seeded cursors %v, scanned %v", group, got, want)
+						}
+						return nil
+					}})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+}
+
+func dueNames(cs []candidate) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, fmt.Sprintf("%s@%d/%v", c.part.Name, c.committed, c.hasCursor))
+	}
+	return out
+}
+
+// TestUndoInMemoryOnlyForCommitsOfSmallOps: a commit of claims only keeps
+// its savepoints' undo in memory; any other op in a commit (a queue
+// delete, retention, a push) puts it back on disk, where an op that
+// changes many existing rows cannot grow the process by it.
+func TestUndoInMemoryOnlyForCommitsOfSmallOps(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, small := range []bool{true, false, true, true, false} {
+		var store int
+		if err := s.submit(ctx, &writeOp{isolated: true, smallUndo: small, apply: func(w *wtx) error {
+			return w.QueryRowContext(w.ctx, `PRAGMA temp_store`).Scan(&store)
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		// 2 is MEMORY, 0 DEFAULT.
+		if want := map[bool]int{true: 2, false: 0}[small]; store != want {
+			t.Errorf("smallUndo %v: temp_store %d, want %d", small, store, want)
+		}
+	}
+}
