@@ -48,6 +48,12 @@ type combServer struct {
 	lean   bool         // workers own a leanConn each
 	idleMB float64
 	stored int64 // messages a push run stored, for bytes per message
+
+	name       string          // "comb" or "queen", in the logs
+	pushStatus int             // what a push answers: comb 201, Queen 200
+	cpuSeconds func() float64  // the server's CPU time so far, all its processes
+	stopFn     func() memStats // stops a server that is not one comb process
+	cpuPerMsg  float64         // server CPU per message of the last run, µs
 }
 
 // memStats is what a row learned about comb's memory and disk.
@@ -66,7 +72,8 @@ func startComb(ctx context.Context, bin, dir, pprofAddr, client string) (*combSe
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c := &combServer{dir: dir, db: filepath.Join(dir, "comb.db"), addr: addr, base: "http://" + addr, lean: client == "lean"}
+	c := &combServer{dir: dir, db: filepath.Join(dir, "comb.db"), addr: addr, base: "http://" + addr, lean: client == "lean",
+		name: "comb", pushStatus: http.StatusCreated}
 	c.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", c.db)
 	if pprofAddr != "" {
 		c.cmd.Args = append(c.cmd.Args, "--pprof", pprofAddr)
@@ -97,12 +104,18 @@ func startComb(ctx context.Context, bin, dir, pprofAddr, client string) (*combSe
 	}
 	time.Sleep(500 * time.Millisecond)
 	c.idleMB = procMB(c.cmd.Process.Pid, "VmRSS")
+	pid := c.cmd.Process.Pid
+	c.cpuSeconds = func() float64 { return procCPUSeconds(pid) }
 	return c, nil
 }
 
 // stop ends the process with SIGTERM, so it closes the database cleanly, and
 // reports its peak RSS and, after a push run, the bytes per stored message.
 func (c *combServer) stop() memStats {
+	if c.stopFn != nil {
+		c.client.CloseIdleConnections()
+		return c.stopFn()
+	}
 	m := memStats{idleMB: c.idleMB, peakMB: procMB(c.cmd.Process.Pid, "VmHWM")}
 	c.client.CloseIdleConnections()
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
@@ -272,7 +285,7 @@ func (c *combServer) pushOnce(ctx context.Context, conn combConn, body []byte, n
 	if err != nil {
 		return 0, err
 	}
-	if st != http.StatusCreated {
+	if st != c.pushStatus {
 		return 0, fmt.Errorf("push: HTTP %d: %.200s", st, data)
 	}
 	if got := bytes.Count(data, []byte(`"status":"queued"`)); got != n {
@@ -400,6 +413,9 @@ func (c *combServer) popAckOnce(ctx context.Context, conn combConn, path, group 
 	txns := values(msgs, `"transactionId":"`)
 	parts := values(msgs, `"partitionId":"`)
 	leases := values(msgs, `"leaseId":"`)
+	// Queen puts the reply's own partitionId after the messages (its keys
+	// are sorted); each message's come first.
+	parts, leases = parts[:min(len(parts), len(txns))], leases[:min(len(leases), len(txns))]
 	if len(txns) != len(parts) || len(txns) != len(leases) {
 		return 0, fmt.Errorf("pop: %d transactionIds, %d partitionIds, %d leaseIds", len(txns), len(parts), len(leases))
 	}

@@ -24,7 +24,7 @@ type serverSample struct {
 
 func (c *combServer) sample(ctx context.Context) serverSample {
 	var s serverSample
-	s.cpuSeconds = procCPUSeconds(c.cmd.Process.Pid)
+	s.cpuSeconds = c.cpuSeconds()
 	st, data, err := c.do(ctx, http.MethodGet, "/metrics/prometheus", nil)
 	if err != nil || st != http.StatusOK {
 		return s
@@ -79,13 +79,20 @@ func readClientCPU() clientCPU {
 // driving those messages cost this process, so a row shows whether it
 // measured the server or the client.
 func (c *combServer) report(a, b serverSample, ca, cb clientCPU, msgs float64) {
-	fmt.Fprintln(os.Stderr, "  comb", describe(a, b, msgs))
+	if msgs > 0 {
+		c.cpuPerMsg = (b.cpuSeconds - a.cpuSeconds) / msgs * 1e6
+	}
+	if c.name != "comb" {
+		fmt.Fprintf(os.Stderr, "  %s server %.0f µs CPU/msg (all its processes)\n", c.name, c.cpuPerMsg)
+	} else {
+		fmt.Fprintln(os.Stderr, "  comb", describe(a, b, msgs))
+	}
 	if ca.ok && cb.ok && msgs > 0 {
 		kind := "std"
 		if c.lean {
 			kind = "lean"
 		}
-		fmt.Fprintf(os.Stderr, "  comb client %.0f µs CPU/msg (%s)\n", (cb.seconds-ca.seconds)/msgs*1e6, kind)
+		fmt.Fprintf(os.Stderr, "  %s client %.0f µs CPU/msg (%s)\n", c.name, (cb.seconds-ca.seconds)/msgs*1e6, kind)
 	}
 }
 

@@ -7,15 +7,21 @@
 // this process, once with its default flush policy and once with
 // sync_always, which fsyncs every write the way comb does every commit.
 //
-// comb is driven by a lean HTTP/1.1 client (leanhttp.go) by default: one
-// persistent connection per worker and one Write per request. Go's net/http
-// client (-client std) spends more CPU per request than comb serve spends
-// per message at push batch 1, so on a small machine that row measured the
-// client; the lean one lets a row measure the server, as the NATS client
-// lets JetStream's rows do. Each comb row prints the server's and this
-// process's CPU per message, to show which one a rate is bound by.
+// A real Queen (the C++ broker on PostgreSQL whose HTTP API comb serves)
+// runs beside them from the kit at -queen, on its own PostgreSQL 15 with
+// durable defaults, driven by the same HTTP client code as comb.
 //
-//	cd bench && go run . -duration 5s
+// comb and Queen are driven by Go's net/http client by default, as Queen's
+// Go SDK drives them. The lean HTTP/1.1 client (-client lean, leanhttp.go:
+// one persistent connection per worker, one Write per request) spends less
+// CPU per request, so on a small machine a row measures more of the server
+// and less of the client. Each HTTP row prints the server's CPU per message
+// (read from /proc: comb's process; Queen's process plus every PostgreSQL
+// process) and this process's, to show which one a rate is bound by.
+// JetStream runs inside this process, so its CPU cannot be told apart from
+// its client's.
+//
+//	cd bench && go run . -duration 5s -queen /path/to/shared/queen
 package main
 
 import (
@@ -48,6 +54,7 @@ type config struct {
 	keep       bool
 	noJS       bool
 	client     string
+	queenKit   string
 }
 
 func main() {
@@ -66,9 +73,9 @@ func main() {
 	flag.StringVar(&cfg.pprof, "pprof", "", "run comb serve with --pprof on this loopback address, to profile it during a row")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories")
 	flag.BoolVar(&cfg.noJS, "comb-only", false, "run comb only, to compare builds of comb with each other (prints no JetStream ratios)")
-	flag.StringVar(&cfg.client, "client", "lean", "HTTP client driving comb: lean (one connection per worker, one Write per request, "+
-		"so a row measures the server, as the NATS client lets JetStream's rows do) or std (Go's net/http, "+
-		"which at push batch 1 spends more CPU per request than comb serve spends per message)")
+	flag.StringVar(&cfg.client, "client", "std", "HTTP client driving comb and Queen: std (Go's net/http, as Queen's Go SDK) "+
+		"or lean (one connection per worker, one Write per request: less client CPU per request)")
+	flag.StringVar(&cfg.queenKit, "queen", "../../shared/queen", "Queen kit (run.sh) to run real Queen from; empty skips Queen")
 	flag.Parse()
 	if cfg.client != "lean" && cfg.client != "std" {
 		fmt.Fprintf(os.Stderr, "bench: -client %q: want lean or std\n", cfg.client)
@@ -160,8 +167,16 @@ func run(ctx context.Context, cfg config) error {
 	}
 
 	type outcome struct {
-		comb, jsDefault, jsSync float64
-		mem                     memStats
+		comb, jsDefault, jsSync, queen float64
+		combCPU, queenCPU              float64 // server µs CPU per message
+		mem, queenMem                  memStats
+	}
+	withQueen := cfg.queenKit != ""
+	if withQueen {
+		if _, err := os.Stat(filepath.Join(cfg.queenKit, "run.sh")); err != nil {
+			fmt.Fprintf(os.Stderr, "no Queen kit at %s (-queen): running without Queen\n", cfg.queenKit)
+			withQueen = false
+		}
 	}
 	results := make([]outcome, len(rows))
 	for i, r := range rows {
@@ -176,11 +191,23 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 		o.comb, err = r.comb(ctx, c)
-		o.mem = c.stop()
+		o.mem, o.combCPU = c.stop(), c.cpuPerMsg
 		if err != nil {
 			return fmt.Errorf("comb %s: %w", r.label, err)
 		}
 		fmt.Fprintf(os.Stderr, "%-60s comb        %9.0f msg/s\n", r.label, o.comb)
+		if withQueen {
+			q, err := startQueen(ctx, cfg.queenKit, filepath.Join(dir, fmt.Sprintf("queen-%d", i)), cfg.client)
+			if err != nil {
+				return err
+			}
+			o.queen, err = r.comb(ctx, q)
+			o.queenMem, o.queenCPU = q.stop(), q.cpuPerMsg
+			if err != nil {
+				return fmt.Errorf("queen %s: %w", r.label, err)
+			}
+			fmt.Fprintf(os.Stderr, "%-60s queen       %9.0f msg/s\n", r.label, o.queen)
+		}
 		for _, sync := range []bool{false, true} {
 			if cfg.noJS {
 				break
@@ -205,9 +232,10 @@ func run(ctx context.Context, cfg config) error {
 		results[i] = o
 	}
 
-	fmt.Printf("\ncomb vs NATS JetStream, same machine, same run; %d-byte JSON payload; %s per run\n\n", len(pl.at(0)), cfg.duration)
+	fmt.Printf("\ncomb vs NATS JetStream and Queen, same machine, same run; %d-byte JSON payload; %s per run\n\n", len(pl.at(0)), cfg.duration)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "shape\tcomb msg/s\tJS default msg/s\tcomb/JS default\tJS fsync msg/s\tcomb/JS fsync\tcomb RSS idle/peak MB\tcomb disk B/msg\t")
+	fmt.Fprintln(tw, "shape\tcomb msg/s\tJS default msg/s\tcomb/JS default\tJS fsync msg/s\tcomb/JS fsync\tQueen msg/s\tcomb/Queen\t"+
+		"comb CPU µs/msg\tQueen+PG CPU µs/msg\tcomb RSS idle/peak MB\tQueen+PG idle/peak MB\tcomb disk B/msg\t")
 	for i, r := range rows {
 		o := results[i]
 		disk := "-"
@@ -219,13 +247,21 @@ func run(ctx context.Context, cfg config) error {
 			js = []string{fmt.Sprintf("%.0f", o.jsDefault), fmt.Sprintf("%.2fx", ratio(o.comb, o.jsDefault)),
 				fmt.Sprintf("%.0f", o.jsSync), fmt.Sprintf("%.2fx", ratio(o.comb, o.jsSync))}
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%.1f / %.1f\t%s\t\n", r.label, o.comb, js[0], js[1], js[2], js[3],
-			o.mem.idleMB, o.mem.peakMB, disk)
+		qn := []string{"-", "-", "-", "-"}
+		if withQueen {
+			qn = []string{fmt.Sprintf("%.0f", o.queen), fmt.Sprintf("%.2fx", ratio(o.comb, o.queen)),
+				fmt.Sprintf("%.0f", o.queenCPU), fmt.Sprintf("%.0f / %.0f", o.queenMem.idleMB, o.queenMem.peakMB)}
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%.1f / %.1f\t%s\t%s\t\n", r.label, o.comb, js[0], js[1], js[2], js[3],
+			qn[0], qn[1], o.combCPU, qn[2], o.mem.idleMB, o.mem.peakMB, qn[3], disk)
 	}
 	tw.Flush()
+	fmt.Println("\nQueen: the kit's unmodified Queen on PostgreSQL 15 with durable defaults; its CPU is Queen's process plus every PostgreSQL")
+	fmt.Println("process, its memory Queen's RSS plus PostgreSQL's PSS (its processes share their buffers). JetStream's CPU is not")
+	fmt.Println("shown: it runs inside the load generator.")
 	fmt.Println("\nJS default: async publish, fsync every 2 min (JetStream's default); JS fsync: sync_always.")
 	fmt.Println("comb answers a push or an ack only after its commit is fsynced (synchronous=FULL); a pop that only leases is not synced.")
-	fmt.Printf("comb is driven by the %s HTTP client (-client).\n", cfg.client)
+	fmt.Printf("comb and Queen are driven by the %s HTTP client (-client).\n", cfg.client)
 	return nil
 }
 

@@ -82,3 +82,22 @@ func (b *Broker) GroupDelete(ctx context.Context, req combtype.GroupDeleteReques
 	}
 	return b.st.DeleteGroup(ctx, b.tenant, req.Group, req.Queue, req.DeleteMetadata)
 }
+
+// GroupListPage is GroupList a page at a time (Limit and Offset; After is
+// refused with combtype.ErrInvalid), ordered by group then queue.
+func (b *Broker) GroupListPage(ctx context.Context, pg combtype.Page) ([]combtype.GroupSummary, combtype.PageInfo, error) {
+	return b.st.GroupsPage(ctx, b.tenant, pg)
+}
+
+// GroupLagPage is GroupLag and GroupOffsets for the page pg of the group's
+// cursors, in partition creation order; PageInfo.Next is the After of the
+// next page.
+func (b *Broker) GroupLagPage(ctx context.Context, group string, pg combtype.Page) ([]combtype.PartitionLag, map[string]combtype.CursorOffsets, combtype.PageInfo, error) {
+	return b.st.GroupPage(ctx, b.tenant, group, pg)
+}
+
+// GroupLaggingPage is GroupLagging a page at a time (Limit and Offset),
+// oldest first.
+func (b *Broker) GroupLaggingPage(ctx context.Context, minLag time.Duration, pg combtype.Page) ([]combtype.PartitionLag, combtype.PageInfo, error) {
+	return b.st.LaggingPage(ctx, b.tenant, minLag, pg)
+}

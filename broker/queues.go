@@ -77,3 +77,19 @@ func (b *Broker) StatsByTask(ctx context.Context) ([]combtype.GroupedStats, erro
 func (b *Broker) StatsIngest(ctx context.Context, f combtype.SeriesFilter) ([]combtype.SeriesPoint, error) {
 	return b.st.IngestSeries(ctx, b.tenant, f)
 }
+
+// QueueSummaries lists the tenant's queues matching f, newest first, with
+// their summed counts and partition counts (QueueStats.PartitionCount) but
+// not their partitions: one aggregate per queue, whatever its size.
+func (b *Broker) QueueSummaries(ctx context.Context, f combtype.QueueFilter) ([]*combtype.QueueStats, error) {
+	return b.st.QueueSummaries(ctx, b.tenant, f)
+}
+
+// QueueStatsPage returns one queue with the counts of all its partitions
+// and the page pg of its partitions, in creation order; PageInfo.Total is
+// its partition count and PageInfo.Next the After of the next page. An
+// unknown queue is combtype.ErrQueueNotFound, a malformed After
+// combtype.ErrInvalid.
+func (b *Broker) QueueStatsPage(ctx context.Context, name string, pg combtype.Page) (*combtype.QueueStats, combtype.PageInfo, error) {
+	return b.st.QueueStatsPage(ctx, b.tenant, name, pg)
+}

@@ -86,8 +86,13 @@ type MessageRef struct {
 	TxnID       string
 }
 
-// Page is one page of a listing.
+// Page is one page of a listing, in the listing's stable order.
 type Page struct {
 	Limit  int // at most this many; <= 0 takes the listing's default
 	Offset int // skipped first; negative is 0
+	// After is PageInfo.Next of the previous page: the page starts right
+	// after the row it names, whatever was added or removed meanwhile, and
+	// costs no walk over the rows before it, as Offset does. It beats
+	// Offset, on the listings that hand out Next.
+	After string
 }

@@ -36,10 +36,13 @@ type PartitionStats struct {
 // QueueStats is a queue with its partitions and summed counts.
 type QueueStats struct {
 	Queue
-	Partitions   []PartitionStats // in creation order
-	Counts       MessageCounts
-	HasQueueMode bool
-	BusGroups    int // distinct named groups with a cursor on the queue
+	Partitions []PartitionStats // in creation order; a page of them where paged
+	// PartitionCount is the number of the queue's partitions, which
+	// Partitions may hold a page of.
+	PartitionCount int
+	Counts         MessageCounts
+	HasQueueMode   bool
+	BusGroups      int // distinct named groups with a cursor on the queue
 }
 
 // QueueFilter selects queues for ListQueueStats.

@@ -33,11 +33,17 @@ type groupOut struct {
 }
 
 func (s *Handler) listGroups(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	groups, err := s.tb(r).GroupList(r.Context())
+	pg, err := readPage(r, false)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	groups, info, err := s.tb(r).GroupListPage(r.Context(), pg.Page)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	pageHeaders(w, r, pg, info)
 	out := make([]groupOut, len(groups))
 	for i, g := range groups {
 		out[i] = groupOut{
@@ -72,16 +78,18 @@ func (s *Handler) getGroup(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.laggingGroups(w, r)
 		return
 	}
-	lags, err := s.tb(r).GroupLag(r.Context(), group)
+	pg, err := readPage(r, true)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	offsets, err := s.tb(r).GroupOffsets(r.Context(), group)
+	// The body is keyed by queue name, so the page is told in headers.
+	lags, offsets, info, err := s.tb(r).GroupLagPage(r.Context(), group, pg.Page)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	pageHeaders(w, r, pg, info)
 	type queueOut struct {
 		Partitions []groupPartitionOut `json:"partitions"`
 	}
@@ -121,11 +129,17 @@ type laggingOut struct {
 
 func (s *Handler) laggingGroups(w http.ResponseWriter, r *http.Request) {
 	minLag := max(queryInt(r.URL.Query(), "minLagSeconds", 3600), 0)
-	lags, err := s.tb(r).GroupLagging(r.Context(), time.Duration(minLag)*time.Second)
+	pg, err := readPage(r, false)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	lags, info, err := s.tb(r).GroupLaggingPage(r.Context(), time.Duration(minLag)*time.Second, pg.Page)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	pageHeaders(w, r, pg, info)
 	out := make([]laggingOut, len(lags))
 	for i, l := range lags {
 		secs := int64(l.TimeLag / time.Second)

@@ -40,7 +40,7 @@ type queueSummaryOut struct {
 
 func queueSummaryJSON(qs *combtype.QueueStats) queueSummaryOut {
 	out := queueSummaryOut{ID: qs.UUID, Name: qs.Name, Namespace: qs.Namespace, Task: qs.Task,
-		CreatedAt: fmtMilli(qs.CreatedAt), Partitions: len(qs.Partitions)}
+		CreatedAt: fmtMilli(qs.CreatedAt), Partitions: qs.PartitionCount}
 	out.Messages.Total, out.Messages.Pending, out.Messages.Processing = qs.Counts.Total, qs.Counts.Pending, qs.Counts.Processing
 	return out
 }
@@ -97,8 +97,9 @@ func queueFilter(r *http.Request, def int) combtype.QueueFilter {
 }
 
 func (s *Handler) resourcesQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	// Queen lists every queue; a limit is honoured when given.
-	stats, err := s.tb(r).QueueList(r.Context(), queueFilter(r, 0))
+	// Queen lists every queue; a limit is honoured when given. Each queue
+	// is one aggregate over its partitions, which are not listed here.
+	stats, err := s.tb(r).QueueSummaries(r.Context(), queueFilter(r, 0))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -111,7 +112,12 @@ func (s *Handler) resourcesQueues(w http.ResponseWriter, r *http.Request, _ http
 }
 
 func (s *Handler) resourcesQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	qs, err := s.tb(r).QueueStats(r.Context(), ps.ByName("queue"))
+	pg, err := readPage(r, true)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	qs, info, err := s.tb(r).QueueStatsPage(r.Context(), ps.ByName("queue"), pg.Page)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -122,8 +128,15 @@ func (s *Handler) resourcesQueue(w http.ResponseWriter, r *http.Request, ps http
 		parts[i] = map[string]any{"id": p.UUID, "name": p.Name, "createdAt": fmtMilli(p.CreatedAt),
 			"stats": countsJSON(p.Counts), "oldestMessage": optTime(p.Oldest), "newestMessage": optTime(p.Newest)}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": qs.UUID, "name": qs.Name, "namespace": qs.Namespace,
-		"task": qs.Task, "createdAt": fmtMilli(qs.CreatedAt), "partitions": parts, "totals": countsJSON(qs.Counts)})
+	body := map[string]any{"id": qs.UUID, "name": qs.Name, "namespace": qs.Namespace,
+		"task": qs.Task, "createdAt": fmtMilli(qs.CreatedAt), "partitions": parts, "totals": countsJSON(qs.Counts)}
+	// totals always cover every partition; a reply holding all of them
+	// keeps Queen's shape exactly.
+	if pg.asked || info.More {
+		body["pagination"] = pagination(pg, info)
+	}
+	pageHeaders(w, r, pg, info)
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Handler) deleteQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {

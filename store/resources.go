@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -105,18 +104,31 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Q
 	if len(queues) == 0 {
 		return out, cursorsOf, nil
 	}
-	byID := make(map[int64]*combtype.QueueStats, len(queues))
 	ids := make([]int64, len(queues))
+	for i, q := range queues {
+		ids[i] = q.ID
+	}
+	parts, err := queryPartitions(ctx, db, `SELECT `+partitionColumns+` FROM partitions
+		WHERE queue_id IN (SELECT value FROM json_each(?)) ORDER BY queue_id, id`, jsonInts(ids))
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.statsOf(ctx, db, queues, parts, withTimes)
+}
+
+// statsOf is queueStats over the partitions parts of queues (all of them,
+// or a page): the counts summed into each queue are those of parts.
+func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queue, parts []*combtype.Partition, withTimes bool) ([]*combtype.QueueStats, map[int64][]cursor, error) {
+	out := make([]*combtype.QueueStats, len(queues))
+	cursorsOf := map[int64][]cursor{}
+	byID := make(map[int64]*combtype.QueueStats, len(queues))
 	for i, q := range queues {
 		out[i] = &combtype.QueueStats{Queue: *q}
 		byID[q.ID] = out[i]
-		ids[i] = q.ID
 	}
-	idList := jsonInts(ids)
-	parts, err := queryPartitions(ctx, db, `SELECT `+partitionColumns+` FROM partitions
-		WHERE queue_id IN (SELECT value FROM json_each(?)) ORDER BY queue_id, id`, idList)
-	if err != nil {
-		return nil, nil, err
+	pids := make([]int64, len(parts))
+	for i, p := range parts {
+		pids[i] = p.ID
 	}
 	pidx := make(map[int64]*combtype.PartitionStats, len(parts))
 	uuidIdx := make(map[string]*combtype.PartitionStats, len(parts))
@@ -131,8 +143,8 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Q
 			uuidIdx[ps.UUID] = ps
 		}
 	}
-	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c JOIN partitions p ON p.id = c.partition_id
-		WHERE p.queue_id IN (SELECT value FROM json_each(?))`, idList)
+	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
+		WHERE c.partition_id IN (SELECT value FROM json_each(?))`, jsonInts(pids))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read cursors: %w", err)
 	}
@@ -187,20 +199,36 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Q
 			qs.HasQueueMode = qs.HasQueueMode || ps.HasQueueMode
 		}
 		qs.BusGroups = len(groups)
+		qs.PartitionCount = len(qs.Partitions)
 	}
 	if withTimes {
-		for _, ps := range pidx {
-			if ps.LastOffset < ps.LogStart {
-				continue
+		// One statement, one index seek per partition that stores
+		// something, rather than one round trip each.
+		var stored []int64
+		for id, ps := range pidx {
+			if ps.LastOffset >= ps.LogStart {
+				stored = append(stored, id)
 			}
-			var at int64
-			err := db.QueryRowContext(ctx, `SELECT created_at FROM segments WHERE partition_id = ? ORDER BY base_offset LIMIT 1`,
-				ps.ID).Scan(&at)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return nil, nil, fmt.Errorf("oldest segment: %w", err)
+		}
+		if len(stored) > 0 {
+			rows, err := db.QueryContext(ctx, `SELECT j.value, (SELECT s.created_at FROM segments s
+				WHERE s.partition_id = j.value ORDER BY s.base_offset LIMIT 1) FROM json_each(?) j`, jsonInts(stored))
+			if err != nil {
+				return nil, nil, fmt.Errorf("oldest segments: %w", err)
 			}
-			if err == nil {
-				ps.Oldest = fromMicros(at)
+			defer rows.Close()
+			for rows.Next() {
+				var id int64
+				var at sql.NullInt64
+				if err := rows.Scan(&id, &at); err != nil {
+					return nil, nil, fmt.Errorf("scan oldest segment: %w", err)
+				}
+				if ps := pidx[id]; ps != nil && at.Valid {
+					ps.Oldest = fromMicros(at.Int64)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return nil, nil, fmt.Errorf("oldest segments: %w", err)
 			}
 		}
 	}
@@ -210,14 +238,14 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Q
 // Overview summarises tenant's queues, messages and lag.
 func (s *Store) Overview(ctx context.Context, tenant string) (*combtype.Overview, error) {
 	now := s.clock.Now()
-	stats, err := s.ListQueueStats(ctx, tenant, combtype.QueueFilter{})
+	stats, err := s.QueueSummaries(ctx, tenant, combtype.QueueFilter{})
 	if err != nil {
 		return nil, err
 	}
 	o := &combtype.Overview{Timestamp: now, Queues: int64(len(stats))}
 	namespaces, tasks := map[string]bool{}, map[string]bool{}
 	for _, qs := range stats {
-		o.Partitions += int64(len(qs.Partitions))
+		o.Partitions += int64(qs.PartitionCount)
 		addCounts(&o.Counts, qs.Counts)
 		if qs.Namespace != "" {
 			namespaces[qs.Namespace] = true
@@ -300,7 +328,7 @@ func (s *Store) TaskStats(ctx context.Context, tenant string) ([]combtype.Groupe
 }
 
 func (s *Store) groupedStats(ctx context.Context, tenant string, key func(*combtype.Queue) string) ([]combtype.GroupedStats, error) {
-	stats, err := s.ListQueueStats(ctx, tenant, combtype.QueueFilter{})
+	stats, err := s.QueueSummaries(ctx, tenant, combtype.QueueFilter{})
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +344,7 @@ func (s *Store) groupedStats(ctx context.Context, tenant string, key func(*combt
 			by[k] = g
 		}
 		g.Queues++
-		g.Partitions += int64(len(qs.Partitions))
+		g.Partitions += int64(qs.PartitionCount)
 		addCounts(&g.Counts, qs.Counts)
 	}
 	out := make([]combtype.GroupedStats, 0, len(by))

@@ -1,0 +1,318 @@
+package httpd_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/internal/combtest"
+)
+
+// pagedGet GETs path and returns the status, the body and the Link
+// header's next URL ("" when none).
+func pagedGet(t *testing.T, s *combtest.Server, path string) (int, []byte, string, http.Header) {
+	t.Helper()
+	resp, err := s.HTTP.Client().Get(s.URL + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	next := ""
+	if l := resp.Header.Get("Link"); l != "" {
+		if !strings.HasPrefix(l, "<") || !strings.HasSuffix(l, `>; rel="next"`) {
+			t.Fatalf("Link %q is not one rel=next link", l)
+		}
+		next = strings.TrimSuffix(strings.TrimPrefix(l, "<"), `>; rel="next"`)
+	}
+	return resp.StatusCode, body, next, resp.Header
+}
+
+// pushPartitions pushes one message into each of n partitions of queue,
+// named prefix0000.., a thousand per push.
+func pushPartitions(t *testing.T, s *combtest.Server, queue, prefix string, n int) []string {
+	t.Helper()
+	var names []string
+	for i := 0; i < n; i += 1000 {
+		var items []map[string]any
+		for j := i; j < min(i+1000, n); j++ {
+			name := fmt.Sprintf("%s%05d", prefix, j)
+			names = append(names, name)
+			items = append(items, opItem(queue, name, "t-"+name, map[string]any{"j": j}))
+		}
+		s.Push(items...)
+	}
+	return names
+}
+
+type queueDetailPage struct {
+	Partitions []struct {
+		Name  string         `json:"name"`
+		Stats map[string]int `json:"stats"`
+	} `json:"partitions"`
+	Totals     map[string]int `json:"totals"`
+	Pagination *struct {
+		Limit  int     `json:"limit"`
+		Offset int     `json:"offset"`
+		Total  int     `json:"total"`
+		Next   *string `json:"next"`
+	} `json:"pagination"`
+}
+
+func TestQueueDetailPages(t *testing.T) {
+	s, _ := opServer(t)
+	names := pushPartitions(t, s, "big", "p", 2500)
+	pushPartitions(t, s, "small", "s", 3)
+
+	// A queue that fits one page keeps Queen's shape exactly.
+	small := opGet(t, s, "/api/v1/resources/queues/small")
+	opKeys(t, "small queue", small, "id", "name", "namespace", "task", "createdAt", "partitions", "totals")
+	if n := len(small["partitions"].([]any)); n != 3 {
+		t.Fatalf("small queue lists %d partitions, want 3", n)
+	}
+
+	// The default reply of a large queue is the first full page; totals
+	// still count every partition.
+	code, body, next, hdr := pagedGet(t, s, "/api/v1/resources/queues/big")
+	if code != http.StatusOK {
+		t.Fatalf("GET big: %d %s", code, body)
+	}
+	var first queueDetailPage
+	if err := json.Unmarshal(body, &first); err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Partitions) != 1000 || first.Pagination == nil || first.Pagination.Total != 2500 ||
+		first.Pagination.Next == nil || first.Totals["total"] != 2500 || first.Totals["pending"] != 2500 {
+		t.Fatalf("default page: %d partitions, pagination %+v, totals %v", len(first.Partitions), first.Pagination, first.Totals)
+	}
+	if hdr.Get("X-Total-Count") != "2500" || !strings.Contains(next, "after="+url.QueryEscape(*first.Pagination.Next)) {
+		t.Fatalf("headers: total %q, next %q", hdr.Get("X-Total-Count"), next)
+	}
+
+	// Walking with after visits every partition once, in creation order;
+	// a partition created meanwhile comes at the end, nothing twice.
+	var seen []string
+	path := "/api/v1/resources/queues/big?limit=700"
+	for pages := 0; path != ""; pages++ {
+		if pages == 1 {
+			pushPartitions(t, s, "big", "z", 1)
+			names = append(names, "z00000")
+		}
+		code, body, next, _ := pagedGet(t, s, path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, code, body)
+		}
+		var p queueDetailPage
+		if err := json.Unmarshal(body, &p); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Partitions) > 700 {
+			t.Fatalf("page of %d partitions, limit 700", len(p.Partitions))
+		}
+		for _, part := range p.Partitions {
+			seen = append(seen, part.Name)
+		}
+		if (next == "") != (p.Pagination.Next == nil) {
+			t.Fatalf("Link %q disagrees with pagination.next %v", next, p.Pagination.Next)
+		}
+		path = next
+	}
+	if !slices.Equal(seen, names) {
+		t.Fatalf("walk saw %d partitions (first %v), want %d in creation order", len(seen), seen[:3], len(names))
+	}
+
+	// Offsets page too; past the end is an empty last page.
+	code, body, next, _ = pagedGet(t, s, "/api/v1/resources/queues/big?limit=100&offset=2450")
+	var tail queueDetailPage
+	if code != http.StatusOK || json.Unmarshal(body, &tail) != nil || len(tail.Partitions) != 51 || next != "" ||
+		tail.Partitions[50].Name != "z00000" || tail.Pagination.Next != nil {
+		t.Fatalf("last page: %d %s, next %q", code, body, next)
+	}
+	code, body, _, _ = pagedGet(t, s, "/api/v1/resources/queues/big?limit=10&offset=9999")
+	var past queueDetailPage
+	if code != http.StatusOK || json.Unmarshal(body, &past) != nil || len(past.Partitions) != 0 || past.Totals["total"] != 2501 {
+		t.Fatalf("past the end: %d %s", code, body)
+	}
+
+	for _, bad := range []string{"limit=0", "limit=1001", "limit=-1", "limit=1.5", "offset=-2", "after=nonsense", "after=-5"} {
+		r := s.Do("GET", "/api/v1/resources/queues/big?"+bad, nil)
+		opWantError(t, r, http.StatusBadRequest, strings.SplitN(bad, "=", 2)[0])
+	}
+	opWantError(t, s.Do("GET", "/api/v1/resources/queues/nope?limit=10", nil), http.StatusNotFound, "not found")
+}
+
+func TestGroupListingPages(t *testing.T) {
+	s, clk := opServer(t)
+	pushPartitions(t, s, "wide", "p", 1500)
+	// A group's first pop seeds a cursor on every partition.
+	if r := s.Pop("/api/v1/pop/queue/wide?consumerGroup=g&batch=1"); r.Status != http.StatusOK {
+		t.Fatalf("pop: %d", r.Status)
+	}
+	for _, g := range []string{"a", "b", "c", "d"} {
+		s.Push(opItem("q-"+g, "", "m-"+g, nil))
+		if r := s.Pop("/api/v1/pop/queue/q-" + g + "?consumerGroup=" + g); r.Status != http.StatusOK {
+			t.Fatalf("pop %s: %d", g, r.Status)
+		}
+	}
+	clk.Advance(2 * time.Hour)
+
+	// The group's cursors, a page at a time, each once, in partition order.
+	type groupReply map[string]struct {
+		Partitions []struct {
+			Partition       string `json:"partition"`
+			OffsetLag       int64  `json:"offsetLag"`
+			CommittedOffset *int64 `json:"committedOffset"`
+		} `json:"partitions"`
+	}
+	var seen []string
+	path := "/api/v1/consumer-groups/g?limit=600"
+	for path != "" {
+		code, body, next, _ := pagedGet(t, s, path)
+		var g groupReply
+		if code != http.StatusOK || json.Unmarshal(body, &g) != nil || len(g["wide"].Partitions) > 600 {
+			t.Fatalf("GET %s: %d %.200s", path, code, body)
+		}
+		for _, p := range g["wide"].Partitions {
+			if p.CommittedOffset == nil {
+				t.Fatalf("partition %s has no committedOffset", p.Partition)
+			}
+			seen = append(seen, p.Partition)
+		}
+		path = next
+	}
+	if len(seen) != 1500 || !slices.IsSorted(seen) || slices.Compact(slices.Clone(seen)) == nil || seen[0] != "p00000" {
+		t.Fatalf("walk saw %d cursors", len(seen))
+	}
+	var all groupReply
+	code, body, next, _ := pagedGet(t, s, "/api/v1/consumer-groups/g")
+	if code != http.StatusOK || json.Unmarshal(body, &all) != nil || len(all["wide"].Partitions) != 1000 || next == "" {
+		t.Fatalf("default group page: %d, %d cursors, next %q", code, len(all["wide"].Partitions), next)
+	}
+
+	// The (group, queue) listing: bare array, ordered by group then queue,
+	// paged by offset with the next page in Link.
+	type listed struct {
+		Name      string `json:"name"`
+		QueueName string `json:"queueName"`
+		Members   int    `json:"members"`
+		TotalLag  int    `json:"totalLag"`
+	}
+	var names []string
+	path = "/api/v1/consumer-groups?limit=2"
+	for path != "" {
+		code, body, next, hdr := pagedGet(t, s, path)
+		var page []listed
+		if code != http.StatusOK || json.Unmarshal(body, &page) != nil || len(page) > 2 {
+			t.Fatalf("GET %s: %d %s", path, code, body)
+		}
+		if hdr.Get("X-Total-Count") != "" {
+			t.Fatalf("groups listing claims a total %q it does not count", hdr.Get("X-Total-Count"))
+		}
+		for _, g := range page {
+			names = append(names, g.Name+"/"+g.QueueName)
+			if g.Name == "g" && (g.Members != 1500 || g.TotalLag != 1500) {
+				t.Fatalf("group g: %+v, want 1500 cursors and lag 1500 (the popped one is unacked)", g)
+			}
+		}
+		path = next
+	}
+	if want := []string{"a/q-a", "b/q-b", "c/q-c", "d/q-d", "g/wide"}; !slices.Equal(names, want) {
+		t.Fatalf("groups listing walk = %v, want %v", names, want)
+	}
+	var whole []listed
+	if r := s.Do("GET", "/api/v1/consumer-groups", nil); r.Status != http.StatusOK {
+		t.Fatalf("groups: %d", r.Status)
+	} else if r.JSON(t, &whole); len(whole) != 5 {
+		t.Fatalf("default listing has %d entries, want 5", len(whole))
+	}
+
+	// Lagging cursors, oldest first, paged by offset.
+	code, body, next, _ = pagedGet(t, s, "/api/v1/consumer-groups/lagging?minLagSeconds=60&limit=3")
+	var lag []map[string]any
+	if code != http.StatusOK || json.Unmarshal(body, &lag) != nil || len(lag) != 3 || !strings.Contains(next, "offset=3") {
+		t.Fatalf("lagging page: %d %.300s next %q", code, body, next)
+	}
+
+	for _, bad := range []string{"/api/v1/consumer-groups?limit=0", "/api/v1/consumer-groups?limit=5000",
+		"/api/v1/consumer-groups?after=3", "/api/v1/consumer-groups/g?limit=abc", "/api/v1/consumer-groups/g?after=x",
+		"/api/v1/consumer-groups/lagging?limit=1001", "/api/v1/consumer-groups/lagging?offset=-1"} {
+		r := s.Do("GET", bad, nil)
+		if r.Status != http.StatusBadRequest {
+			t.Fatalf("GET %s: %d %s, want 400", bad, r.Status, r.Body)
+		}
+		errorOf(t, r)
+	}
+}
+
+// TestQueueTotalsAgreeWithPartitions checks the one-statement totals of
+// the queue views against the per-partition counts the status view sums in
+// Go, over queue-mode and bus cursors, live and expired leases, acks and
+// dead letters.
+func TestQueueTotalsAgreeWithPartitions(t *testing.T) {
+	s, clk := opServer(t)
+	opConfigure(t, s, "mix", map[string]any{"leaseTime": 60, "retryLimit": 0})
+	var items []map[string]any
+	for i := range 60 {
+		items = append(items, opItem("mix", fmt.Sprintf("p%d", i%7), fmt.Sprintf("m%d", i), map[string]any{"i": i}))
+	}
+	s.Push(items...)
+	check := func(when string) {
+		t.Helper()
+		var sum map[string]int
+		status := opGet(t, s, "/api/v1/status/queues/mix")
+		for _, p := range status["partitions"].([]any) {
+			c := opCounts(t, "partition", p.(map[string]any)["stats"])
+			if sum == nil {
+				sum = c
+				continue
+			}
+			for k, v := range c {
+				sum[k] += v
+			}
+		}
+		detail := opCounts(t, "totals", opGet(t, s, "/api/v1/resources/queues/mix?limit=2")["totals"])
+		dlq := opDLQ(t, s, "?queue=mix")
+		sum["deadLetter"] = dlq.Total
+		if fmt.Sprint(detail) != fmt.Sprint(sum) {
+			t.Fatalf("%s: detail totals %v, partitions sum %v", when, detail, sum)
+		}
+		var list struct {
+			Queues []struct {
+				Name       string         `json:"name"`
+				Partitions int            `json:"partitions"`
+				Messages   map[string]int `json:"messages"`
+			} `json:"queues"`
+		}
+		s.Do("GET", "/api/v1/resources/queues", nil).JSON(t, &list)
+		q := list.Queues[0]
+		if q.Partitions != 8 || // p0..p6 and Default, which configure made
+			q.Messages["total"] != sum["total"] || q.Messages["pending"] != sum["pending"] ||
+			q.Messages["processing"] != sum["processing"] {
+			t.Fatalf("%s: listing %+v, partitions sum %v", when, q, sum)
+		}
+	}
+	check("untouched")
+	// Bus groups: one leases batches and acks some, one only leases.
+	for range 3 {
+		r := s.Pop("/api/v1/pop/queue/mix?consumerGroup=fast&batch=4")
+		s.Ack(r.Messages[0], "completed", "fast")
+	}
+	s.Pop("/api/v1/pop/queue/mix?consumerGroup=slow&batch=3")
+	check("bus leases")
+	// Queue mode beats the named groups where it has a cursor.
+	r := s.Pop("/api/v1/pop/queue/mix?batch=5")
+	s.Ack(r.Messages[0], "dlq", "")
+	s.Pop("/api/v1/pop/queue/mix?batch=2")
+	check("queue mode")
+	clk.Advance(2 * time.Minute)
+	check("leases expired")
+}

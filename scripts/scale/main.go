@@ -1,0 +1,593 @@
+// Command scale measures how comb's costs grow with the number of
+// partitions in one queue and with the number of consumer groups on one
+// queue. It builds each database once (kept in -dir, so a rerun measures
+// again without building), serves it with the real HTTP handler on
+// 127.0.0.1 and drives it with Go's standard net/http client, as Queen's Go
+// SDK does. Every figure is the median (and the 90th percentile) of -n
+// requests, in the same run, so the ratios between sizes are what count.
+//
+//	go run ./scripts/scale -dir /var/tmp/combscale -sizes 100,10000,100000,1000000 -out bench/results/scale.md
+//	go run ./scripts/scale -dir /var/tmp/combscale -sizes 100 -groups 10000
+//
+// The databases are built with synchronous=NORMAL (building is not what is
+// measured); the measurements open them with the default FULL.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/httpd"
+)
+
+const queue = "scale"
+
+// skip matches the listing paths -skip leaves out.
+var skip *regexp.Regexp
+
+func main() {
+	dir := flag.String("dir", filepath.Join(os.TempDir(), "combscale"), "where the databases are built and kept")
+	sizes := flag.String("sizes", "100,10000,100000,1000000", "partition counts, comma-separated")
+	groups := flag.Int("groups", 10000, "consumer groups on one queue for the groups table (0 skips it)")
+	n := flag.Int("n", 50, "requests per measurement")
+	out := flag.String("out", "", "also write the markdown tables here")
+	buildOnly := flag.Bool("build-only", false, "build the databases and stop")
+	skipRoutes := flag.String("skip", "", "regular expression of listing paths not to measure (they are reported as such)")
+	flag.Parse()
+	if *skipRoutes != "" {
+		re, err := regexp.Compile(*skipRoutes)
+		if err != nil {
+			fatal(err)
+		}
+		skip = re
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		fatal(err)
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "command: `go run ./scripts/scale %s`\n\n", strings.Join(os.Args[1:], " "))
+	var counts []int
+	for _, s := range strings.Split(*sizes, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || v <= 0 {
+			fatal(fmt.Errorf("bad size %q", s))
+		}
+		counts = append(counts, v)
+	}
+	ctx := context.Background()
+	for _, c := range counts {
+		if err := buildPartitions(ctx, filepath.Join(*dir, fmt.Sprintf("p%d.db", c)), c); err != nil {
+			fatal(err)
+		}
+	}
+	if *groups > 0 {
+		if err := buildGroups(ctx, filepath.Join(*dir, fmt.Sprintf("g%d.db", *groups)), *groups); err != nil {
+			fatal(err)
+		}
+	}
+	if *buildOnly {
+		return
+	}
+	var rows [][]string
+	for _, c := range counts {
+		r, err := measurePartitions(ctx, filepath.Join(*dir, fmt.Sprintf("p%d.db", c)), c, *n)
+		if err != nil {
+			fatal(err)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) > 0 {
+		md.WriteString(table(partitionCols, counts, rows))
+	}
+	if *groups > 0 {
+		g, err := measureGroups(ctx, filepath.Join(*dir, fmt.Sprintf("g%d.db", *groups)), *groups, *n)
+		if err != nil {
+			fatal(err)
+		}
+		md.WriteString("\n" + g)
+	}
+	fmt.Print(md.String())
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(md.String()), 0o644); err != nil {
+			fatal(err)
+		}
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "scale:", err)
+	os.Exit(1)
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// buildPartitions makes a database with n partitions in one queue, one
+// message each, unless it exists already.
+func buildPartitions(ctx context.Context, path string, n int) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	tmp := path + ".building"
+	os.Remove(tmp)
+	b, err := broker.Open(ctx, broker.Options{Path: tmp, Synchronous: "NORMAL", RetentionInterval: -1, Logger: quietLogger()})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	payload := []byte(`{"n":1,"text":"scale"}`)
+	const batch = 10_000
+	items := make([]combtype.PushItem, 0, batch)
+	for i := 0; i < n; i += batch {
+		items = items[:0]
+		for j := i; j < min(i+batch, n); j++ {
+			items = append(items, combtype.PushItem{Queue: queue, Partition: fmt.Sprintf("p%07d", j), Payload: payload})
+		}
+		if _, err := b.Push(ctx, items); err != nil {
+			b.Close()
+			return fmt.Errorf("build %s: %w", path, err)
+		}
+		if i > 0 && i%(100*batch) == 0 {
+			fmt.Fprintf(os.Stderr, "scale: %s: %d partitions, %s\n", filepath.Base(path), i, time.Since(start).Round(time.Second))
+		}
+	}
+	if err := b.Close(); err != nil {
+		return err
+	}
+	for _, suffix := range []string{"-wal", "-shm", ".reserve"} {
+		os.Remove(tmp + suffix)
+	}
+	fmt.Fprintf(os.Stderr, "scale: built %s (%d partitions) in %s\n", filepath.Base(path), n, time.Since(start).Round(time.Millisecond))
+	return os.Rename(tmp, path)
+}
+
+// buildGroups makes a database with one queue of 10 partitions, 10
+// messages each, and n consumer groups that have each popped once.
+func buildGroups(ctx context.Context, path string, n int) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	tmp := path + ".building"
+	os.Remove(tmp)
+	b, err := broker.Open(ctx, broker.Options{Path: tmp, Synchronous: "NORMAL", RetentionInterval: -1, Logger: quietLogger()})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var items []combtype.PushItem
+	for p := range 10 {
+		for range 10 {
+			items = append(items, combtype.PushItem{Queue: queue, Partition: fmt.Sprintf("p%d", p), Payload: []byte(`{"g":1}`)})
+		}
+	}
+	if _, err := b.Push(ctx, items); err != nil {
+		b.Close()
+		return err
+	}
+	for g := range n {
+		if _, err := b.Pop(ctx, combtype.PopRequest{Queue: queue, Group: groupName(g), Batch: 1, AutoAck: true}); err != nil {
+			b.Close()
+			return fmt.Errorf("build %s: pop: %w", path, err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		return err
+	}
+	for _, suffix := range []string{"-wal", "-shm", ".reserve"} {
+		os.Remove(tmp + suffix)
+	}
+	fmt.Fprintf(os.Stderr, "scale: built %s (%d groups) in %s\n", filepath.Base(path), n, time.Since(start).Round(time.Millisecond))
+	return os.Rename(tmp, path)
+}
+
+func groupName(i int) string { return fmt.Sprintf("g%05d", i) }
+
+// server serves path over HTTP on 127.0.0.1.
+type server struct {
+	b    *broker.Broker
+	url  string
+	stop func() error
+	cl   *http.Client
+	open time.Duration
+}
+
+func serve(ctx context.Context, path string) (*server, error) {
+	start := time.Now()
+	b, err := broker.Open(ctx, broker.Options{Path: path, RetentionInterval: -1, Logger: quietLogger()})
+	if err != nil {
+		return nil, err
+	}
+	open := time.Since(start)
+	cfg := httpd.Config{Logger: quietLogger()}
+	ln, err := httpd.Listen("127.0.0.1:0", cfg)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- httpd.NewServer(b, cfg).Serve(sctx, ln) }()
+	s := &server{b: b, url: "http://" + ln.Addr().String(), open: open,
+		cl: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
+	var once sync.Once
+	var stopErr error
+	s.stop = func() error {
+		once.Do(func() {
+			cancel()
+			stopErr = errors.Join(<-done, b.Close())
+		})
+		return stopErr
+	}
+	return s, nil
+}
+
+// do sends one request and returns its status, body and time.
+func (s *server) do(method, path string, body any) (int, []byte, time.Duration, error) {
+	var rd io.Reader
+	if body != nil {
+		buf, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, 0, err
+		}
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, s.url+path, rd)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	start := time.Now()
+	resp, err := s.cl.Do(req)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	out, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, out, time.Since(start), err
+}
+
+// timing is a set of request times.
+type timing []time.Duration
+
+func (t timing) String() string {
+	if len(t) == 0 {
+		return "—"
+	}
+	s := slices.Clone(t)
+	slices.Sort(s)
+	return fmt.Sprintf("%s / %s", ms(s[len(s)/2]), ms(s[len(s)*9/10]))
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64)
+}
+
+// get times n GETs of path, which must answer want.
+func (s *server) get(path string, n int, want int) (timing, int, error) {
+	var t timing
+	size := 0
+	for i := range n {
+		code, body, d, err := s.do("GET", path, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		if code != want {
+			return nil, 0, fmt.Errorf("GET %s: %d %s", path, code, truncate(body))
+		}
+		t, size = append(t, d), len(body)
+		if i == 0 && d > time.Second {
+			break // a slow route is timed once
+		}
+	}
+	fmt.Fprintf(os.Stderr, "scale:   GET %s: %s (%s)\n", path, t, kb(size))
+	return t, size, nil
+}
+
+func truncate(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}
+
+type popReply struct {
+	Messages []struct {
+		TransactionID string `json:"transactionId"`
+		PartitionID   string `json:"partitionId"`
+		LeaseID       string `json:"leaseId"`
+	} `json:"messages"`
+}
+
+// popAck pops one message for group and acks it, timing the pop and the ack.
+func (s *server) popAck(q, group string) (time.Duration, time.Duration, error) {
+	path := "/api/v1/pop/queue/" + q + "?batch=1&wait=false"
+	if group != "" {
+		path += "&consumerGroup=" + group
+	}
+	code, body, dPop, err := s.do("GET", path, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	if code != http.StatusOK {
+		return 0, 0, fmt.Errorf("pop %s: %d %s", path, code, truncate(body))
+	}
+	var r popReply
+	if err := json.Unmarshal(body, &r); err != nil || len(r.Messages) == 0 {
+		return 0, 0, fmt.Errorf("pop %s: %v %s", path, err, truncate(body))
+	}
+	m := r.Messages[0]
+	ack := map[string]any{"transactionId": m.TransactionID, "partitionId": m.PartitionID, "leaseId": m.LeaseID,
+		"status": "completed"}
+	if group != "" {
+		ack["consumerGroup"] = group
+	}
+	code, body, dAck, err := s.do("POST", "/api/v1/ack", ack)
+	if err != nil {
+		return 0, 0, err
+	}
+	if code != http.StatusOK || bytes.Contains(body, []byte(`"success":false`)) {
+		return 0, 0, fmt.Errorf("ack: %d %s", code, truncate(body))
+	}
+	return dPop, dAck, nil
+}
+
+var partitionCols = []string{
+	"open (ms)",
+	"push 1 msg into a new partition",
+	"first pop of a new group (subscribes)",
+	"pop b1, group",
+	"ack",
+	"pop b1, queue mode",
+	"queue detail, default reply",
+	"queue detail, page limit=100 in the middle",
+	"queue detail, last page by offset",
+	"queue detail, last page by after",
+	"consumer-groups listing",
+	"group's partitions, limit=100",
+	"group's partitions, last page by offset",
+	"group's partitions, last page by after",
+	"lagging, minLagSeconds=0, limit=100",
+	"messages?queue, limit=100",
+	"dlq?queue, limit=100",
+	"resources/queues",
+}
+
+func measurePartitions(ctx context.Context, path string, n, reps int) ([]string, error) {
+	s, err := serve(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	row := []string{ms(s.open)}
+	stamp := time.Now().UnixNano()
+
+	var push timing
+	for i := range reps {
+		item := map[string]any{"items": []any{map[string]any{"queue": queue,
+			"partition": fmt.Sprintf("new-%d-%d", stamp, i), "payload": map[string]any{"i": i}}}}
+		code, body, d, err := s.do("POST", "/api/v1/push", item)
+		if err != nil {
+			return nil, err
+		}
+		if code != http.StatusCreated {
+			return nil, fmt.Errorf("push: %d %s", code, truncate(body))
+		}
+		push = append(push, d)
+	}
+	row = append(row, push.String())
+	fmt.Fprintf(os.Stderr, "scale: %d partitions: open %s ms, push %s\n", n, ms(s.open), push)
+
+	// One group per database, so a rerun does not seed another cursor on
+	// every partition; its first pop is timed only when it is new.
+	group := "scale-g"
+	_, known, _, err := s.do("GET", "/api/v1/consumer-groups/"+group+"?limit=1", nil)
+	if err != nil {
+		return nil, err
+	}
+	first, _, err := s.popAck(queue, group)
+	if err != nil {
+		return nil, err
+	}
+	if string(known) == "{}" {
+		row = append(row, ms(first))
+	} else {
+		row = append(row, "— (group exists)")
+	}
+	fmt.Fprintf(os.Stderr, "scale:   first pop of a new group %s ms\n", ms(first))
+	var pops, acks, qpops timing
+	for range reps {
+		p, a, err := s.popAck(queue, group)
+		if err != nil {
+			return nil, err
+		}
+		pops, acks = append(pops, p), append(acks, a)
+		q, _, err := s.popAck(queue, "")
+		if err != nil {
+			return nil, err
+		}
+		qpops = append(qpops, q)
+	}
+	row = append(row, pops.String(), acks.String(), qpops.String())
+	fmt.Fprintf(os.Stderr, "scale:   pop %s, ack %s, queue-mode pop %s\n", pops, acks, qpops)
+
+	total := n + reps
+	after, err := s.afterToken(fmt.Sprintf("/api/v1/resources/queues/%s?limit=1&offset=%d", queue, max(total-101, 0)))
+	if err != nil {
+		return nil, err
+	}
+	gafter, err := s.groupAfter(fmt.Sprintf("/api/v1/consumer-groups/%s?limit=1&offset=%d", group, max(total-101, 0)))
+	if err != nil {
+		return nil, err
+	}
+	pages := []string{
+		"/api/v1/resources/queues/" + queue,
+		fmt.Sprintf("/api/v1/resources/queues/%s?limit=100&offset=%d", queue, total/2),
+		fmt.Sprintf("/api/v1/resources/queues/%s?limit=100&offset=%d", queue, max(total-100, 0)),
+		fmt.Sprintf("/api/v1/resources/queues/%s?limit=100&after=%s", queue, after),
+		"/api/v1/consumer-groups",
+		"/api/v1/consumer-groups/" + group + "?limit=100",
+		fmt.Sprintf("/api/v1/consumer-groups/%s?limit=100&offset=%d", group, max(total-100, 0)),
+		fmt.Sprintf("/api/v1/consumer-groups/%s?limit=100&%s", group, gafter),
+		"/api/v1/consumer-groups/lagging?minLagSeconds=0&limit=100",
+		"/api/v1/messages?queue=" + queue + "&limit=100&from=2000-01-01",
+		"/api/v1/dlq?queue=" + queue + "&limit=100",
+		"/api/v1/resources/queues",
+	}
+	for _, p := range pages {
+		if skip != nil && skip.MatchString(p) {
+			row = append(row, "not measured")
+			continue
+		}
+		t, size, err := s.get(p, max(reps/5, 3), http.StatusOK)
+		if err != nil {
+			return nil, err
+		}
+		row = append(row, fmt.Sprintf("%s (%s)", t, kb(size)))
+	}
+	return row, s.stop()
+}
+
+func kb(n int) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%d KB", n/1024)
+}
+
+func table(cols []string, counts []int, rows [][]string) string {
+	var b strings.Builder
+	b.WriteString("Partitions in one queue (one message each). Times in ms, median / p90; listing cells also give the reply size.\n\n")
+	b.WriteString("| measure |")
+	for _, c := range counts {
+		fmt.Fprintf(&b, " %d |", c)
+	}
+	b.WriteString("\n|---|")
+	for range counts {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for i, col := range cols {
+		fmt.Fprintf(&b, "| %s |", col)
+		for _, r := range rows {
+			fmt.Fprintf(&b, " %s |", r[i])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func measureGroups(ctx context.Context, path string, groups, reps int) (string, error) {
+	s, err := serve(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	defer s.stop()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d consumer groups on one queue of 10 partitions. Times in ms, median / p90.\n\n| measure | value |\n|---|---|\n", groups)
+	fmt.Fprintf(&b, "| open | %s |\n", ms(s.open))
+	var push timing
+	for i := range reps {
+		item := map[string]any{"items": []any{map[string]any{"queue": queue, "partition": fmt.Sprintf("p%d", i%10),
+			"payload": map[string]any{"i": i}}}}
+		code, body, d, err := s.do("POST", "/api/v1/push", item)
+		if err != nil {
+			return "", err
+		}
+		if code != http.StatusCreated {
+			return "", fmt.Errorf("push: %d %s", code, truncate(body))
+		}
+		push = append(push, d)
+	}
+	fmt.Fprintf(&b, "| push 1 msg | %s |\n", push)
+	var pops, acks timing
+	for i := range reps {
+		p, a, err := s.popAck(queue, groupName(i*(groups/reps)))
+		if err != nil {
+			return "", err
+		}
+		pops, acks = append(pops, p), append(acks, a)
+	}
+	fmt.Fprintf(&b, "| pop b1, one of the groups | %s |\n| ack | %s |\n", pops, acks)
+	for _, p := range []string{
+		"/api/v1/consumer-groups",
+		"/api/v1/consumer-groups?limit=100",
+		fmt.Sprintf("/api/v1/consumer-groups?limit=100&offset=%d", groups-100),
+		"/api/v1/consumer-groups/" + groupName(groups/2),
+		"/api/v1/consumer-groups/lagging?minLagSeconds=0&limit=100",
+		"/api/v1/resources/queues/" + queue,
+	} {
+		t, size, err := s.get(p, max(reps/5, 3), http.StatusOK)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "| GET %s | %s (%s) |\n", strings.TrimPrefix(p, "/api/v1"), t, kb(size))
+	}
+	code, body, _, err := s.do("POST", "/api/v1/configure", map[string]any{"queue": queue,
+		"options": map[string]any{"retentionEnabled": true, "retentionSeconds": 1}})
+	if err != nil || code != http.StatusOK {
+		return "", fmt.Errorf("configure: %d %s %v", code, truncate(body), err)
+	}
+	time.Sleep(2 * time.Second)
+	start := time.Now()
+	rep, err := s.b.RetentionSweep(ctx)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&b, "| retention sweep (%d segments, %d messages) | %s |\n", rep.Segments, rep.Frames, ms(time.Since(start)))
+	return b.String(), s.stop()
+}
+
+// afterToken returns pagination.next of the queue detail page at path.
+func (s *server) afterToken(path string) (string, error) {
+	code, body, _, err := s.do("GET", path, nil)
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		Pagination struct {
+			Next *string `json:"next"`
+		} `json:"pagination"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &r) != nil || r.Pagination.Next == nil {
+		return "", fmt.Errorf("GET %s: %d %s: no next page", path, code, truncate(body))
+	}
+	return *r.Pagination.Next, nil
+}
+
+// groupAfter returns the query of the next page the Link header of path names.
+func (s *server) groupAfter(path string) (string, error) {
+	resp, err := s.cl.Get(s.url + path)
+	if err != nil {
+		return "", err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	l := resp.Header.Get("Link")
+	i, j := strings.Index(l, "after="), strings.Index(l, ">")
+	if i < 0 || j < i {
+		return "", fmt.Errorf("GET %s: Link %q names no after", path, l)
+	}
+	after := l[i:j]
+	if k := strings.IndexByte(after, '&'); k >= 0 {
+		after = after[:k]
+	}
+	return after, nil
+}

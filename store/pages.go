@@ -1,0 +1,378 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/comb-broker/comb/combtype"
+)
+
+// Paged listings. Each reads one page through an index in the listing's
+// stable order, so its cost is the page, not the set: partitions by id
+// through partitions_queue_id (queue_id, then rowid), a group's cursors by
+// partition id through cursors_group (group_name, partition_id). A page
+// asks for one row more than its limit to know whether another follows.
+//
+// Next tokens are the id of the last row, as a decimal string; they are
+// opaque to clients, which only hand them back.
+
+// afterID reads an After token; "" is the start.
+func afterID(after string) (int64, error) {
+	if after == "" {
+		return 0, nil
+	}
+	id, err := strconv.ParseInt(after, 10, 64)
+	if err != nil || id < 0 {
+		return 0, fmt.Errorf("%w: after %q is not a position this listing handed out", combtype.ErrInvalid, after)
+	}
+	return id, nil
+}
+
+// pageBounds returns the LIMIT and OFFSET of pg's query: one row more than
+// the page, and no offset when the page starts after a token.
+func pageBounds(pg combtype.Page) (limit, offset int) {
+	limit = pg.Limit
+	if limit <= 0 || limit > combtype.MaxPageLimit {
+		limit = combtype.MaxPageLimit
+	}
+	if pg.After != "" {
+		return limit + 1, 0
+	}
+	return limit + 1, max(pg.Offset, 0)
+}
+
+// queueTotals sums the counts of every partition of each queue in ids
+// without materialising the partitions: partitionCounts over a whole
+// queue. Completed comes from each partition's status cursor (statusCursor:
+// the queue-mode cursor, else the least advanced named one), read by
+// primary-key seeks while walking the queue's partitions in id order.
+// Processing needs the status cursor's live lease; leases are few, so the
+// partitions holding one are found through cursors_lease and counted in
+// Go. Dead letters are counted per queue through dlq_queue.
+func queueTotals(ctx context.Context, db querier, tenant string, queues []*combtype.Queue, now int64) (map[int64]*combtype.QueueStats, error) {
+	out := make(map[int64]*combtype.QueueStats, len(queues))
+	if len(queues) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(queues))
+	names := make([]string, len(queues))
+	byName := map[string]*combtype.QueueStats{}
+	for i, q := range queues {
+		ids[i], names[i] = q.ID, q.Name
+		out[q.ID] = &combtype.QueueStats{Queue: *q}
+		byName[q.Name] = out[q.ID]
+	}
+	idList := jsonInts(ids)
+	rows, err := db.QueryContext(ctx, `SELECT queue_id, COUNT(*), SUM(stored),
+		SUM(CASE WHEN committed IS NULL THEN 0 ELSE MIN(MAX(committed - log_start + 1, 0), stored) END)
+		FROM (SELECT p.queue_id, p.log_start, `+storedExpr+` AS stored,
+			COALESCE((SELECT c.committed FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?2),
+				(SELECT MIN(c.committed) FROM cursors c WHERE c.partition_id = p.id)) AS committed
+			FROM partitions p WHERE p.queue_id IN (SELECT value FROM json_each(?1)))
+		GROUP BY queue_id`, idList, combtype.QueueModeGroup)
+	if err != nil {
+		return nil, fmt.Errorf("sum queue counts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, n int64
+		var c combtype.MessageCounts
+		if err := rows.Scan(&id, &n, &c.Total, &c.Completed); err != nil {
+			return nil, fmt.Errorf("scan queue counts: %w", err)
+		}
+		if qs := out[id]; qs != nil {
+			qs.PartitionCount, qs.Counts = int(n), c
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sum queue counts: %w", err)
+	}
+	rows.Close()
+	leased, err := queryPartitions(ctx, db, `SELECT DISTINCT `+prefixed("p.", partitionColumns)+`
+		FROM cursors c INDEXED BY cursors_lease JOIN partitions p ON p.id = c.partition_id
+		WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > ?2 AND p.queue_id IN (SELECT value FROM json_each(?1))`,
+		idList, now)
+	if err != nil {
+		return nil, fmt.Errorf("sum queue counts: %w", err)
+	}
+	if len(leased) > 0 {
+		pids := make([]int64, len(leased))
+		for i, p := range leased {
+			pids[i] = p.ID
+		}
+		cs, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
+			WHERE c.partition_id IN (SELECT value FROM json_each(?))`, jsonInts(pids))
+		if err != nil {
+			return nil, fmt.Errorf("read leased cursors: %w", err)
+		}
+		defer cs.Close()
+		cursorsOf := map[int64][]cursor{}
+		for cs.Next() {
+			c, err := scanCursor(cs)
+			if err != nil {
+				return nil, fmt.Errorf("scan leased cursor: %w", err)
+			}
+			cursorsOf[c.partitionID] = append(cursorsOf[c.partitionID], c)
+		}
+		if err := cs.Err(); err != nil {
+			return nil, fmt.Errorf("read leased cursors: %w", err)
+		}
+		for _, p := range leased {
+			if qs := out[p.QueueID]; qs != nil {
+				qs.Counts.Processing += partitionCounts(p, cursorsOf[p.ID], now).Processing
+			}
+		}
+	}
+	for _, qs := range out {
+		qs.Counts.Pending = qs.Counts.Total - qs.Counts.Completed - qs.Counts.Processing
+	}
+	dead, err := db.QueryContext(ctx, `SELECT queue_name, COUNT(*) FROM dlq
+		WHERE tenant = ? AND queue_name IN (SELECT value FROM json_each(?)) GROUP BY queue_name`, tenant, jsonStrings(names))
+	if err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
+	defer dead.Close()
+	for dead.Next() {
+		var name string
+		var n int64
+		if err := dead.Scan(&name, &n); err != nil {
+			return nil, fmt.Errorf("scan dead letter count: %w", err)
+		}
+		if qs := byName[name]; qs != nil {
+			qs.Counts.DeadLetter = n
+		}
+	}
+	return out, dead.Err()
+}
+
+// prefixed qualifies each column of a comma-separated list with prefix.
+func prefixed(prefix, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, c := range parts {
+		parts[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// QueueSummaries returns the tenant's queues matching f, newest first,
+// with their summed counts and partition counts but without their
+// partitions: the queue listing, one aggregate per queue.
+func (s *Store) QueueSummaries(ctx context.Context, tenant string, f combtype.QueueFilter) ([]*combtype.QueueStats, error) {
+	q := `SELECT ` + queueColumns + ` FROM queues WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
+		ORDER BY created_at DESC, id DESC`
+	args := []any{tenant, f.Namespace, f.Namespace, f.Task, f.Task}
+	if f.Limit > 0 {
+		q += ` LIMIT ? OFFSET ?`
+		args = append(args, f.Limit, max(f.Offset, 0))
+	} else if f.Offset > 0 {
+		q += ` LIMIT -1 OFFSET ?`
+		args = append(args, f.Offset)
+	}
+	queues, err := listQueues(ctx, s.r, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	totals, err := queueTotals(ctx, s.r, tenant, queues, micros(s.clock.Now()))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*combtype.QueueStats, len(queues))
+	for i, q := range queues {
+		out[i] = totals[q.ID]
+	}
+	return out, nil
+}
+
+// QueueStatsPage returns one queue with the summed counts of all its
+// partitions, and the page pg of its partitions (in creation order) with
+// their own counts and segment times. PageInfo.Total is the queue's
+// partition count. An unknown queue is ErrQueueNotFound.
+func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg combtype.Page) (*combtype.QueueStats, combtype.PageInfo, error) {
+	after, err := afterID(pg.After)
+	if err != nil {
+		return nil, combtype.PageInfo{}, err
+	}
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, combtype.PageInfo{}, fmt.Errorf("queue page: %w", err)
+	}
+	defer tx.Rollback()
+	q, err := getQueue(ctx, tx, tenant, name)
+	if err != nil {
+		return nil, combtype.PageInfo{}, err
+	}
+	limit, offset := pageBounds(pg)
+	parts, err := queryPartitions(ctx, tx, `SELECT `+partitionColumns+` FROM partitions
+		WHERE queue_id = ? AND id > ? ORDER BY id LIMIT ? OFFSET ?`, q.ID, after, limit, offset)
+	if err != nil {
+		return nil, combtype.PageInfo{}, err
+	}
+	var info combtype.PageInfo
+	if len(parts) == limit {
+		parts = parts[:limit-1]
+		info.More, info.Next = true, strconv.FormatInt(parts[len(parts)-1].ID, 10)
+	}
+	stats, _, err := s.statsOf(ctx, tx, []*combtype.Queue{q}, parts, true)
+	if err != nil {
+		return nil, combtype.PageInfo{}, err
+	}
+	totals, err := queueTotals(ctx, tx, tenant, []*combtype.Queue{q}, micros(s.clock.Now()))
+	if err != nil {
+		return nil, combtype.PageInfo{}, err
+	}
+	qs := stats[0]
+	qs.Counts, qs.PartitionCount = totals[q.ID].Counts, totals[q.ID].PartitionCount
+	info.Total = int64(qs.PartitionCount)
+	return qs, info, nil
+}
+
+// GroupPage returns the page pg of one group's cursors, in partition
+// creation order (across queues), with their lag and offsets. Total is
+// not counted (-1).
+func (s *Store) GroupPage(ctx context.Context, tenant, group string, pg combtype.Page) ([]combtype.PartitionLag, map[string]combtype.CursorOffsets, combtype.PageInfo, error) {
+	info := combtype.PageInfo{Total: -1}
+	after, err := afterID(pg.After)
+	if err != nil {
+		return nil, nil, info, err
+	}
+	limit, offset := pageBounds(pg)
+	now := micros(s.clock.Now())
+	rows, err := s.r.QueryContext(ctx, `SELECT c.partition_id, c.group_name, q.name, p.name, p.uuid, c.lease_id,
+		c.lease_expires_at, c.last_consumed_at, c.total_consumed, `+lagExpr+`, `+oldestExpr+`,
+		c.committed, p.last_offset, p.log_start
+		FROM cursors c INDEXED BY cursors_group JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE c.group_name = ?1 AND c.partition_id > ?2 AND q.tenant = ?3
+		ORDER BY c.partition_id LIMIT ?4 OFFSET ?5`, group, after, tenant, limit, offset)
+	if err != nil {
+		return nil, nil, info, fmt.Errorf("read group page: %w", err)
+	}
+	defer rows.Close()
+	var lags []combtype.PartitionLag
+	var ids []int64
+	offsets := map[string]combtype.CursorOffsets{}
+	for rows.Next() {
+		var l combtype.PartitionLag
+		var c cursor
+		var id int64
+		var consumed, oldest sql.NullInt64
+		var o combtype.CursorOffsets
+		if err := rows.Scan(&id, &l.Group, &l.Queue, &l.Partition, &l.PartitionID, &c.leaseID, &c.leaseExpires,
+			&consumed, &l.TotalConsumed, &l.OffsetLag, &oldest, &o.Committed, &o.LastOffset, &o.LogStart); err != nil {
+			return nil, nil, info, fmt.Errorf("scan group page: %w", err)
+		}
+		l.LeaseID = c.leaseID.String
+		l.LeaseActive = c.live(now)
+		if consumed.Valid {
+			l.LastConsumedAt = fromMicros(consumed.Int64)
+		}
+		if oldest.Valid {
+			l.OldestUnconsumedAt = fromMicros(oldest.Int64)
+			l.TimeLag = fromMicros(now).Sub(l.OldestUnconsumedAt)
+			l.TimeLag = max(l.TimeLag, 0)
+		}
+		lags, ids = append(lags, l), append(ids, id)
+		offsets[l.PartitionID] = o
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, info, fmt.Errorf("read group page: %w", err)
+	}
+	if len(lags) == limit {
+		delete(offsets, lags[limit-1].PartitionID)
+		lags = lags[:limit-1]
+		info.More, info.Next = true, strconv.FormatInt(ids[limit-2], 10)
+	}
+	return lags, offsets, info, nil
+}
+
+// GroupsPage returns the page pg (Limit and Offset; After is refused) of
+// the tenant's (group, queue) pairs, ordered by group then queue, with
+// their lag. Each pair's figures sum all its cursors, so a pair costs its
+// partitions; the page bounds the pairs. Total is the number of pairs.
+func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page) ([]combtype.GroupSummary, combtype.PageInfo, error) {
+	info := combtype.PageInfo{Total: -1}
+	if pg.After != "" {
+		return nil, info, fmt.Errorf("%w: this listing pages with limit and offset only", combtype.ErrInvalid)
+	}
+	limit, offset := pageBounds(pg)
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, info, fmt.Errorf("groups page: %w", err)
+	}
+	defer tx.Rollback()
+	// The page's pairs first, from the subscriptions and the cursors'
+	// group index, then the figures of those pairs only.
+	rows, err := tx.QueryContext(ctx, `SELECT g.group_name, q.id, q.name FROM
+		(SELECT DISTINCT c.group_name, p.queue_id FROM cursors c JOIN partitions p ON p.id = c.partition_id) g
+		JOIN queues q ON q.id = g.queue_id WHERE q.tenant = ?1
+		ORDER BY g.group_name, q.name LIMIT ?2 OFFSET ?3`, tenant, limit, offset)
+	if err != nil {
+		return nil, info, fmt.Errorf("list groups: %w", err)
+	}
+	type pair struct {
+		group, queue string
+		queueID      int64
+	}
+	var pairs []pair
+	for rows.Next() {
+		var p pair
+		if err := rows.Scan(&p.group, &p.queueID, &p.queue); err != nil {
+			rows.Close()
+			return nil, info, fmt.Errorf("scan group: %w", err)
+		}
+		pairs = append(pairs, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, info, fmt.Errorf("list groups: %w", err)
+	}
+	if len(pairs) == limit {
+		pairs = pairs[:limit-1]
+		info.More = true
+	}
+	now := micros(s.clock.Now())
+	out := make([]combtype.GroupSummary, 0, len(pairs))
+	for _, pr := range pairs {
+		g := combtype.GroupSummary{Group: pr.group, Queue: pr.queue}
+		var oldest int64
+		err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(lag > 0), 0), COALESCE(SUM(lag), 0),
+			COALESCE(MIN(oldest), 0), COALESCE(SUM(total_consumed), 0)
+			FROM (SELECT `+lagExpr+` AS lag, `+oldestExpr+` AS oldest, c.total_consumed
+				FROM cursors c INDEXED BY cursors_group JOIN partitions p ON p.id = c.partition_id
+				WHERE c.group_name = ?1 AND p.queue_id = ?2)`, pr.group, pr.queueID).
+			Scan(&g.Cursors, &g.PartitionsWithLag, &g.TotalLag, &oldest, &g.TotalConsumed)
+		if err != nil {
+			return nil, info, fmt.Errorf("sum group %q on %q: %w", pr.group, pr.queue, err)
+		}
+		if oldest > 0 {
+			g.MaxTimeLag = fromMicros(now).Sub(fromMicros(oldest))
+		}
+		out = append(out, g)
+	}
+	return out, info, nil
+}
+
+// LaggingPage is LaggingPartitions a page at a time (Limit and Offset),
+// oldest first. Finding the oldest rows reads every cursor's lag; the page
+// bounds the reply.
+func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Duration, pg combtype.Page) ([]combtype.PartitionLag, combtype.PageInfo, error) {
+	info := combtype.PageInfo{Total: -1}
+	if pg.After != "" {
+		return nil, info, fmt.Errorf("%w: this listing pages with limit and offset only", combtype.ErrInvalid)
+	}
+	limit, offset := pageBounds(pg)
+	cutoff := addMicros(micros(s.clock.Now()), -minLag.Microseconds())
+	out, err := s.queryPartitionLags(ctx, `SELECT * FROM (`+partitionLagQuery+`) WHERE oldest < ?2 ORDER BY oldest, 1, 2, 3
+		LIMIT ?3 OFFSET ?4`, tenant, cutoff, limit, offset)
+	if err != nil {
+		return nil, info, err
+	}
+	if len(out) == limit {
+		out = out[:limit-1]
+		info.More = true
+	}
+	return out, info, nil
+}
