@@ -1654,6 +1654,7 @@ export interface components {
                 newestMessage: string | null;
             }[];
             totals: components["schemas"]["Counts"];
+            pagination?: components["schemas"]["PagePagination"];
         };
         QueueDeleteReply: {
             deleted: boolean;
@@ -2244,6 +2245,13 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        PagePagination: {
+            limit: number;
+            offset: number;
+            total?: number;
+            /** @description after of the next page; null on the last */
+            next: string | null;
+        };
     };
     responses: {
         /** @description an error; error holds the text */
@@ -2256,9 +2264,21 @@ export interface components {
             };
         };
     };
-    parameters: never;
+    parameters: {
+        /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+        PageLimit: number;
+        /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+        PageOffset: number;
+        /** @description the position a previous page's Link or pagination.next handed out; the page starts after it */
+        PageAfter: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description present when another page follows: <url>; rel="next" */
+        Link: string;
+        /** @description rows in the whole listing */
+        "X-Total-Count": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2618,7 +2638,12 @@ export interface operations {
     };
     getApiV1ConsumerGroups: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+                offset?: components["parameters"]["PageOffset"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2628,6 +2653,7 @@ export interface operations {
             /** @description groups */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2644,6 +2670,12 @@ export interface operations {
         parameters: {
             query?: {
                 minLagSeconds?: number;
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+                offset?: components["parameters"]["PageOffset"];
+                /** @description the position a previous page's Link or pagination.next handed out; the page starts after it */
+                after?: components["parameters"]["PageAfter"];
             };
             header?: never;
             path: {
@@ -2656,6 +2688,7 @@ export interface operations {
             /** @description cursors by queue, or the lagging list */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3194,7 +3227,14 @@ export interface operations {
     };
     getApiV1ResourcesQueuesQueue: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+                offset?: components["parameters"]["PageOffset"];
+                /** @description the position a previous page's Link or pagination.next handed out; the page starts after it */
+                after?: components["parameters"]["PageAfter"];
+            };
             header?: never;
             path: {
                 queue: string;
@@ -3206,12 +3246,15 @@ export interface operations {
             /** @description queue */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-Total-Count": components["headers"]["X-Total-Count"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["QueueDetail"];
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
