@@ -150,6 +150,9 @@ type Stats struct {
 	// FramesEvicted counts frames retention removed before a group that
 	// still needed them consumed them, as claims met them.
 	FramesEvicted atomic.Int64
+	// ListedPartitions counts the partitions whose cursors message
+	// listings read: what a page costs beyond its segments.
+	ListedPartitions atomic.Int64
 }
 
 // Open opens or creates the database at opts.Path, applies migrations and
