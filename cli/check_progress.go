@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -126,6 +127,9 @@ func (p *progress) tick() {
 	if pr.Done >= 0 && pr.Total > 0 {
 		line += fmt.Sprintf(" %s of %s (%.0f%%)", amount(pr.Done, pr.Unit), amount(pr.Total, pr.Unit),
 			100*float64(pr.Done)/float64(pr.Total))
+		if pr.Unit != combtype.UnitBytes {
+			line += " " + pr.Unit
+		}
 		if el := now.Sub(p.phaseStart); el > 0 && pr.Done > p.phaseDone {
 			rate := float64(pr.Done-p.phaseDone) / el.Seconds()
 			line += ", " + amount(int64(rate), pr.Unit) + "/s"
@@ -153,10 +157,11 @@ func (p *progress) end(ok bool) {
 	fmt.Fprintf(p.w, "%s: %s in %s\n", p.what, word, p.now().Sub(p.start).Round(10*time.Millisecond))
 }
 
-// amount formats n of unit for a progress line.
+// amount formats n of unit for a progress line: bytes with their
+// multiple, other units as the bare count (the line names them once).
 func amount(n int64, unit string) string {
 	if unit != combtype.UnitBytes {
-		return fmt.Sprintf("%d %s", n, unit)
+		return strconv.FormatInt(n, 10)
 	}
 	switch {
 	case n >= 1<<30:

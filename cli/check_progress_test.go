@@ -52,7 +52,8 @@ func runWith(t *testing.T, every time.Duration, args ...string) (stdout, stderr 
 // progressLine is the shape of every line --progress prints.
 var progressLine = regexp.MustCompile(`^(check|backup): (` +
 	`(integrity|segments|rows|copy|sync|check integrity|check segments|check rows)` +
-	`( [0-9.]+ [A-Za-z]+ of [0-9.]+ [A-Za-z]+ \([0-9]+%\)(, [0-9.]+ [A-Za-z]+/s, ETA [0-9hms.]+)?)?, [0-9hms.]+ elapsed` +
+	`( [0-9.]+ (B|[KMG]iB) of [0-9.]+ (B|[KMG]iB) \([0-9]+%\)(, [0-9.]+ (B|[KMG]iB)/s, ETA [0-9hms.]+)?` +
+	`| [0-9]+ of [0-9]+ \([0-9]+%\) (segments|checks)(, [0-9]+/s, ETA [0-9hms.]+)?)?, [0-9hms.]+ elapsed` +
 	`|done in [0-9hms.]+)$`)
 
 func TestCheckAndBackupPrintProgressOnlyWhenAskedAndFindTheSame(t *testing.T) {
@@ -130,12 +131,16 @@ func TestProgressPrintsTheNewestStateWithRateAndETA(t *testing.T) {
 	p.update(combtype.Progress{Phase: "copy", Done: 30 << 20, Total: 100 << 20, Unit: combtype.UnitBytes})
 	p.update(combtype.Progress{Phase: "copy", Done: 50 << 20, Total: 100 << 20, Unit: combtype.UnitBytes})
 	p.tick()
+	p.update(combtype.Progress{Phase: "check segments", Done: 10, Total: 40, Unit: combtype.UnitSegments})
 	now = now.Add(time.Second)
+	p.update(combtype.Progress{Phase: "check segments", Done: 20, Total: 40, Unit: combtype.UnitSegments})
+	p.tick()
 	p.update(combtype.Progress{Phase: "sync", Done: -1, Total: 100 << 20, Unit: combtype.UnitBytes})
 	p.tick()
 	now = now.Add(500 * time.Millisecond)
 	p.end(true)
 	want := "backup: copy 50.0 MiB of 100.0 MiB (50%), 25.0 MiB/s, ETA 2s, 2s elapsed\n" +
+		"backup: check segments 20 of 40 (50%) segments, 10/s, ETA 2s, 3s elapsed\n" +
 		"backup: sync, 3s elapsed\n" +
 		"backup: done in 3.5s\n"
 	if out.String() != want {

@@ -47,8 +47,9 @@ func main() {
 		comb := fs.String("comb", "/tmp/x/comb", "the comb binary")
 		out := fs.String("out", "", "append the markdown table here")
 		backupDir := fs.String("backup-dir", "", "where the backup copy goes (default beside -db); it is deleted after")
+		skipFiles := fs.Bool("serve-only", false, "measure the server only, not comb check and comb backup")
 		_ = fs.Parse(os.Args[2:])
-		if err := measure(ctx, *db, *comb, *backupDir, *out); err != nil {
+		if err := measure(ctx, *db, *comb, *backupDir, *out, *skipFiles); err != nil {
 			fatal(err)
 		}
 	default:

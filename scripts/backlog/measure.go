@@ -75,7 +75,7 @@ type row struct{ what, took, rss, note string }
 
 func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
 
-func measure(ctx context.Context, db, comb, backupDir, out string) error {
+func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles bool) error {
 	n, err := readCount(db)
 	if err != nil || n == 0 {
 		return fmt.Errorf("%s: no message count beside it (built by this script?): %v", db, err)
@@ -239,28 +239,33 @@ func measure(ctx context.Context, db, comb, backupDir, out string) error {
 		"options": map[string]any{"retentionEnabled": true, "retentionSeconds": keep}}); err != nil {
 		return err
 	}
+	// A sweep logs when it ends, and one sweep removes a bounded amount
+	// (store.EvictLimits), so the work is done when no sweep has ended
+	// for twice the longest one plus two intervals.
 	var removed, segs float64
 	var took []string
-	deadline := time.After(15 * time.Minute)
-	quietFor := 10 * time.Second
+	var longest time.Duration
+	lastSweep := t0
+	deadline := time.After(20 * time.Minute)
 wait:
 	for {
+		quiet := max(30*time.Second, 2*longest+4*time.Second)
 		select {
 		case m := <-sweeps:
 			removed += m["messages"].(float64)
 			segs += m["segments"].(float64)
-			took = append(took, time.Duration(m["took"].(float64)).String())
-		case <-time.After(quietFor):
-			if removed > 0 {
-				break wait
-			}
+			d := time.Duration(m["took"].(float64))
+			took = append(took, d.Round(100*time.Millisecond).String())
+			longest, lastSweep = max(longest, d), time.Now()
+		case <-time.After(quiet):
+			break wait
 		case <-deadline:
 			break wait
 		}
 	}
-	sweepWall := time.Since(t0) - quietFor
+	sweepWall := lastSweep.Sub(t0)
 	add("retention sweep of the oldest 10% (configure to last sweep)", sweepWall, procStatus(pid, "VmHWM"),
-		fmt.Sprintf("%.0f messages in %.0f segments removed; sweeps took %s", removed, segs, strings.Join(took, ", ")))
+		fmt.Sprintf("%.0f messages in %.0f segments removed by %d sweeps, which took %s", removed, segs, len(took), strings.Join(took, ", ")))
 	d, got, err = pops("head2", 20)
 	if err != nil {
 		return err
@@ -277,6 +282,9 @@ wait:
 
 	// --- check and backup, with progress, each its own process ---
 	after, _ := os.Stat(db)
+	if skipFiles {
+		return report(db, out, info, after, n, first, last, startLoad, load(), rows)
+	}
 	run := func(what string, args ...string) error {
 		cmd := exec.CommandContext(ctx, comb, args...)
 		var stderr bytes.Buffer
@@ -307,9 +315,13 @@ wait:
 		return fmt.Errorf("backup: %w", err)
 	}
 
+	return report(db, out, info, after, n, first, last, startLoad, load(), rows)
+}
+
+func report(db, out string, info, after os.FileInfo, n int64, first, last time.Time, startLoad, endLoad string, rows []row) error {
 	var md strings.Builder
 	fmt.Fprintf(&md, "### %s: %s at start (%s after retention), %d messages over %s\n\n", filepath.Base(db), gib(info.Size()), gib(after.Size()), n, last.Sub(first).Round(time.Hour))
-	fmt.Fprintf(&md, "Load average at start %s, at end %s.\n\n", startLoad, load())
+	fmt.Fprintf(&md, "Load average at start %s, at end %s.\n\n", startLoad, endLoad)
 	md.WriteString("| step | time | peak RSS (VmHWM) | notes |\n|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&md, "| %s | %s | %s | %s |\n", r.what, r.took, r.rss, r.note)
