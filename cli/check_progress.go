@@ -132,7 +132,11 @@ func (p *progress) tick() {
 		}
 		if el := now.Sub(p.phaseStart); el > 0 && pr.Done > p.phaseDone {
 			rate := float64(pr.Done-p.phaseDone) / el.Seconds()
-			line += ", " + amount(int64(rate), pr.Unit) + "/s"
+			if pr.Unit == combtype.UnitBytes || rate >= 10 {
+				line += ", " + amount(int64(rate), pr.Unit) + "/s"
+			} else {
+				line += fmt.Sprintf(", %.1f/s", rate) // a slow phase (the row checks) shows as more than 0
+			}
 			eta := time.Duration(float64(pr.Total-pr.Done) / rate * float64(time.Second))
 			line += ", ETA " + eta.Round(time.Second).String()
 		}

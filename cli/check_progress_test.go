@@ -53,7 +53,7 @@ func runWith(t *testing.T, every time.Duration, args ...string) (stdout, stderr 
 var progressLine = regexp.MustCompile(`^(check|backup): (` +
 	`(integrity|segments|rows|copy|sync|check integrity|check segments|check rows)` +
 	`( [0-9.]+ (B|[KMG]iB) of [0-9.]+ (B|[KMG]iB) \([0-9]+%\)(, [0-9.]+ (B|[KMG]iB)/s, ETA [0-9hms.]+)?` +
-	`| [0-9]+ of [0-9]+ \([0-9]+%\) (segments|checks)(, [0-9]+/s, ETA [0-9hms.]+)?)?, [0-9hms.]+ elapsed` +
+	`| [0-9]+ of [0-9]+ \([0-9]+%\) (segments|checks)(, [0-9.]+/s, ETA [0-9hms.]+)?)?, [0-9hms.]+ elapsed` +
 	`|done in [0-9hms.]+)$`)
 
 func TestCheckAndBackupPrintProgressOnlyWhenAskedAndFindTheSame(t *testing.T) {
@@ -135,14 +135,19 @@ func TestProgressPrintsTheNewestStateWithRateAndETA(t *testing.T) {
 	now = now.Add(time.Second)
 	p.update(combtype.Progress{Phase: "check segments", Done: 20, Total: 40, Unit: combtype.UnitSegments})
 	p.tick()
+	p.update(combtype.Progress{Phase: "check rows", Done: 0, Total: 12, Unit: combtype.UnitChecks})
+	now = now.Add(2 * time.Second)
+	p.update(combtype.Progress{Phase: "check rows", Done: 1, Total: 12, Unit: combtype.UnitChecks})
+	p.tick()
 	p.update(combtype.Progress{Phase: "sync", Done: -1, Total: 100 << 20, Unit: combtype.UnitBytes})
 	p.tick()
 	now = now.Add(500 * time.Millisecond)
 	p.end(true)
 	want := "backup: copy 50.0 MiB of 100.0 MiB (50%), 25.0 MiB/s, ETA 2s, 2s elapsed\n" +
 		"backup: check segments 20 of 40 (50%) segments, 10/s, ETA 2s, 3s elapsed\n" +
-		"backup: sync, 3s elapsed\n" +
-		"backup: done in 3.5s\n"
+		"backup: check rows 1 of 12 (8%) checks, 0.5/s, ETA 22s, 5s elapsed\n" +
+		"backup: sync, 5s elapsed\n" +
+		"backup: done in 5.5s\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}

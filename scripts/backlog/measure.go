@@ -118,9 +118,22 @@ func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles boo
 	logR, logW := io.Pipe()
 	srv.Stderr = logW
 	sweeps := make(chan map[string]any, 64)
+	// The server's log is kept beside the output, to see what each sweep did.
+	var serveLog *os.File
+	if out != "" {
+		if serveLog, err = os.Create(strings.TrimSuffix(out, ".md") + "-" + filepath.Base(db) + ".serve.log"); err != nil {
+			return err
+		}
+		defer serveLog.Close()
+	}
+	logDone := make(chan struct{})
 	go func() {
+		defer close(logDone)
 		sc := bufio.NewScanner(logR)
 		for sc.Scan() {
+			if serveLog != nil {
+				fmt.Fprintln(serveLog, sc.Text())
+			}
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "retention sweep" {
 				sweeps <- m
@@ -276,6 +289,7 @@ wait:
 	t0 = time.Now()
 	werr := srv.Wait()
 	logW.Close()
+	<-logDone
 	mem.end()
 	srvHWM := srv.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
 	add("serve shutdown (SIGTERM to exit)", time.Since(t0), srvHWM, fmt.Sprintf("exit %v; highest VmRSS sampled every 100 ms: %s", werr, mib(mem.max)))
