@@ -48,8 +48,9 @@ func main() {
 		out := fs.String("out", "", "append the markdown table here")
 		backupDir := fs.String("backup-dir", "", "where the backup copy goes (default beside -db); it is deleted after")
 		skipFiles := fs.Bool("serve-only", false, "measure the server only, not comb check and comb backup")
+		cutAt := fs.Float64("cut", 0.1, "retention keeps the log from this fraction of its time span on")
 		_ = fs.Parse(os.Args[2:])
-		if err := measure(ctx, *db, *comb, *backupDir, *out, *skipFiles); err != nil {
+		if err := measure(ctx, *db, *comb, *backupDir, *out, *skipFiles, *cutAt); err != nil {
 			fatal(err)
 		}
 	default:

@@ -75,7 +75,7 @@ type row struct{ what, took, rss, note string }
 
 func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
 
-func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles bool) error {
+func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles bool, cutAt float64) error {
 	n, err := readCount(db)
 	if err != nil || n == 0 {
 		return fmt.Errorf("%s: no message count beside it (built by this script?): %v", db, err)
@@ -245,7 +245,7 @@ func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles boo
 
 	// Retention: keep all but the oldest 10% of the span; the sweep runs
 	// every 2 s, each logs what it removed and how long it took.
-	cut := first.Add(last.Sub(first) / 10)
+	cut := first.Add(time.Duration(cutAt * float64(last.Sub(first))))
 	keep := int64(time.Since(cut).Seconds())
 	t0 := time.Now()
 	if _, _, err := do("POST", "/api/v1/configure", map[string]any{"queue": queue,
@@ -271,13 +271,17 @@ wait:
 			took = append(took, d.Round(100*time.Millisecond).String())
 			longest, lastSweep = max(longest, d), time.Now()
 		case <-time.After(quiet):
-			break wait
+			// A single sweep of a large cut logs only when it ends,
+			// minutes in: the quiet counts only once one has.
+			if len(took) > 0 {
+				break wait
+			}
 		case <-deadline:
 			break wait
 		}
 	}
 	sweepWall := lastSweep.Sub(t0)
-	add("retention sweep of the oldest 10% (configure to last sweep)", sweepWall, procStatus(pid, "VmHWM"),
+	add(fmt.Sprintf("retention sweep to %.0f%% of the span (configure to last sweep)", 100*cutAt), sweepWall, procStatus(pid, "VmHWM"),
 		fmt.Sprintf("%.0f messages in %.0f segments removed by %d sweeps, which took %s", removed, segs, len(took), strings.Join(took, ", ")))
 	d, got, err = pops("head2", 20)
 	if err != nil {
