@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+
+	"github.com/comb-broker/comb/combtype"
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/spf13/cobra"
@@ -15,7 +18,8 @@ const backupLong = `Either way the copy is consistent: it holds every write answ
 backup began, and writes keep flowing meanwhile. COPY must not exist. The
 copy is verified as "comb check" would before the command succeeds (exit 1
 when it has findings). To restore, stop the server and start it on the
-copy (see docs/operations.md).
+copy (see docs/operations.md). --progress (the default when stderr is a
+terminal) prints how far the copy and its check have come on stderr.
 
 Without --db it calls GET /api/v1/system/backup on --url; that needs an
 admin token of the default tenant.`
@@ -23,7 +27,7 @@ admin token of the default tenant.`
 // backupCmd is "comb backup".
 func (m *App) backupCmd() *cobra.Command {
 	var dbPath, out string
-	var verify bool
+	var verify, showProgress bool
 	cmd := &cobra.Command{
 		Use:   "backup [--db FILE] --out COPY",
 		Short: "Write a consistent copy of a running server's database, or of a file",
@@ -35,6 +39,7 @@ func (m *App) backupCmd() *cobra.Command {
 	fs.StringVar(&dbPath, "db", "", "copy this database file instead of asking a server")
 	fs.StringVar(&out, "out", "", "file to write the copy to; must not exist (required)")
 	fs.BoolVar(&verify, "check", true, "verify the copy before succeeding")
+	progressFlag(fs, &showProgress)
 	_ = cmd.MarkFlagRequired("out")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		asJSON, err := cl.asJSON()
@@ -42,20 +47,22 @@ func (m *App) backupCmd() *cobra.Command {
 			return err
 		}
 		m.running = true
-		return m.backup(cmd.Context(), cl, dbPath, out, verify, asJSON)
+		return m.backup(cmd.Context(), cl, dbPath, out, verify, asJSON, m.wantProgress(fs, showProgress))
 	}
 	return cmd
 }
 
-func (m *App) backup(ctx context.Context, cl *apiClient, dbPath, out string, verify, asJSON bool) error {
+func (m *App) backup(ctx context.Context, cl *apiClient, dbPath, out string, verify, asJSON, showProgress bool) (err error) {
 	if _, err := os.Lstat(out); err == nil {
 		return fmt.Errorf("backup: %s already exists", out)
 	}
+	p := startProgress(showProgress, m.Stderr, "backup", m.progressInterval())
+	defer func() { p.end(err == nil || errors.As(err, new(*exitError))) }()
 	if dbPath != "" {
-		if err := broker.BackupFile(ctx, dbPath, out); err != nil {
+		if err := broker.BackupFileProgress(ctx, dbPath, out, p.fn()); err != nil {
 			return fmt.Errorf("backup: %w", err)
 		}
-	} else if err := cl.download(ctx, "/api/v1/system/backup", out); err != nil {
+	} else if err := cl.download(ctx, "/api/v1/system/backup", out, p); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	info, err := os.Stat(out)
@@ -69,7 +76,7 @@ func (m *App) backup(ctx context.Context, cl *apiClient, dbPath, out string, ver
 		_, err := fmt.Fprintf(m.Stdout, "wrote %s (%d bytes), not checked\n", out, info.Size())
 		return err
 	}
-	rep, err := broker.Check(ctx, out)
+	rep, err := broker.CheckProgress(ctx, out, p.prefixed("check"))
 	if err != nil {
 		return fmt.Errorf("backup: check the copy: %w", err)
 	}
@@ -99,7 +106,9 @@ func (m *App) backup(ctx context.Context, cl *apiClient, dbPath, out string, ver
 
 // download GETs path into the new file out. It writes beside out first and
 // renames only a complete, synced copy, so out never holds half a file.
-func (c *apiClient) download(ctx context.Context, path, out string) (err error) {
+// While the server makes its copy nothing arrives; p shows that wait, then
+// the bytes received of the reply's length.
+func (c *apiClient) download(ctx context.Context, path, out string, p *progress) (err error) {
 	base, hc := c.target()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
@@ -110,6 +119,7 @@ func (c *apiClient) download(ctx context.Context, path, out string) (err error) 
 	}
 	// No client timeout: a large database takes as long as it takes; ctx
 	// still cancels.
+	p.update(combtype.Progress{Phase: "server copying", Done: -1, Unit: combtype.UnitBytes})
 	resp, err := (&http.Client{Transport: hc.Transport}).Do(req)
 	if err != nil {
 		return unreachable(fmt.Errorf("GET %s: %w", path, err))
@@ -130,7 +140,11 @@ func (c *apiClient) download(ctx context.Context, path, out string) (err error) 
 			os.Remove(tmp)
 		}
 	}()
-	n, err := io.Copy(f, resp.Body)
+	var body io.Reader = resp.Body
+	if p != nil {
+		body = &countingReader{r: resp.Body, total: resp.ContentLength, p: p}
+	}
+	n, err := io.Copy(f, body)
 	if err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
@@ -147,4 +161,19 @@ func (c *apiClient) download(ctx context.Context, path, out string) (err error) 
 		return fmt.Errorf("%s already exists", out)
 	}
 	return os.Rename(tmp, out)
+}
+
+// countingReader reports the bytes read through it as the download phase.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	total int64
+	p     *progress
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	c.p.update(combtype.Progress{Phase: "download", Done: c.n, Total: c.total, Unit: combtype.UnitBytes})
+	return n, err
 }

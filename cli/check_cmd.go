@@ -15,11 +15,13 @@ that no row has lost its owner, and every segment a consumer group met
 damaged and put aside ("quarantine": its offsets, which the groups past it
 did not receive). The file may be in use by a running server. Prints one
 line per finding, naming queue, partition and offsets, and exits 1 when
-there is any.`
+there is any. On a large file it takes a while: --progress (the default
+when stderr is a terminal) prints how far it has come on stderr.`
 
 // checkCmd is "comb check".
 func (m *App) checkCmd() *cobra.Command {
 	var dbPath, output string
+	var showProgress bool
 	cmd := &cobra.Command{
 		Use:   "check --db FILE",
 		Short: "Verify a database offline; exit 1 on findings",
@@ -31,18 +33,21 @@ func (m *App) checkCmd() *cobra.Command {
 	m.setting(fs, "db", "")
 	fs.StringVar(&output, "output", "table", "output format: table or json (env COMB_OUTPUT)")
 	m.setting(fs, "output", "")
+	progressFlag(fs, &showProgress)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if output != "table" && output != "json" {
 			return usageErrorf("--output %q: want table or json", output)
 		}
 		m.running = true
-		return m.check(cmd.Context(), dbPath, output == "json")
+		return m.check(cmd.Context(), dbPath, output == "json", m.wantProgress(fs, showProgress))
 	}
 	return cmd
 }
 
-func (m *App) check(ctx context.Context, dbPath string, asJSON bool) error {
-	rep, err := broker.Check(ctx, dbPath)
+func (m *App) check(ctx context.Context, dbPath string, asJSON, showProgress bool) error {
+	p := startProgress(showProgress, m.Stderr, "check", m.progressInterval())
+	rep, err := broker.CheckProgress(ctx, dbPath, p.fn())
+	p.end(err == nil)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}

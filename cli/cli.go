@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -95,6 +96,9 @@ type App struct {
 	// parsed, if set, is handed serve's flags instead of serving: tests
 	// of how flags, environment and config file combine.
 	parsed func(*serveConfig) error
+	// progressEvery is how often check and backup print progress; 0 is
+	// once a second. Tests shorten it to see lines on a small file.
+	progressEvery time.Duration
 }
 
 const rootLong = `comb is a SQLite-first message broker speaking Queen's HTTP API.

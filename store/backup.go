@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -26,6 +27,15 @@ func (s *Store) Backup(ctx context.Context, dst string) error {
 // refuses a file whose running server's WAL is gone from the directory
 // (ErrStale): the file then lacks that server's recent writes.
 func BackupFile(ctx context.Context, src, dst string) error {
+	return BackupFileProgress(ctx, src, dst, nil)
+}
+
+// BackupFileProgress is BackupFile telling fn how far the copy has come:
+// phase "copy" in bytes written to dst out of the source's pages in use,
+// then "sync". The copy is made as BackupFile makes it; the progress is
+// read from outside it (dst's size), from a watcher goroutine that stops
+// before it returns. fn must return at once.
+func BackupFileProgress(ctx context.Context, src, dst string, fn func(combtype.Progress)) error {
 	if err := checkNotStale(src); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
@@ -34,7 +44,29 @@ func BackupFile(ctx context.Context, src, dst string) error {
 		return err
 	}
 	defer db.Close()
-	return vacuumInto(ctx, db, dst)
+	if fn == nil {
+		return vacuumInto(ctx, db, dst, nil)
+	}
+	total, err := pageBytes(ctx, db)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	report := func() {
+		// VACUUM INTO leaves out the free pages, so the copy ends near
+		// total; it never shows done before it is.
+		var n int64
+		if info, err := os.Stat(dst); err == nil {
+			n = min(info.Size(), total*99/100)
+		}
+		fn(combtype.Progress{Phase: "copy", Done: n, Total: total, Unit: combtype.UnitBytes})
+	}
+	report()
+	stop := sync.OnceFunc(watch(progressInterval, report))
+	defer stop()
+	return vacuumInto(ctx, db, dst, func() {
+		stop()
+		fn(combtype.Progress{Phase: "sync", Done: -1, Total: total, Unit: combtype.UnitBytes})
+	})
 }
 
 // checkNotStale refuses a file that a comb serves, in this process or
@@ -59,13 +91,18 @@ func checkNotStale(path string) error {
 	return nil
 }
 
-func vacuumInto(ctx context.Context, db *sql.DB, dst string) error {
+// vacuumInto calls copied, if not nil, once VACUUM INTO has returned.
+func vacuumInto(ctx context.Context, db *sql.DB, dst string, copied func()) error {
 	if _, err := os.Lstat(dst); err == nil {
 		return fmt.Errorf("backup: %w: %s already exists", combtype.ErrInvalid, dst)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("backup: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", dst); err != nil {
+	_, err := db.ExecContext(ctx, "VACUUM INTO ?", dst)
+	if copied != nil {
+		copied()
+	}
+	if err != nil {
 		os.Remove(dst)
 		return fmt.Errorf("backup to %s: %w", dst, classify(err))
 	}

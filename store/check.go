@@ -18,6 +18,15 @@ import (
 // gone from the directory (ErrStale). An error means the check could not
 // run; what it found is in the report.
 func Check(ctx context.Context, path string) (*combtype.CheckReport, error) {
+	return CheckProgress(ctx, path, nil)
+}
+
+// CheckProgress is Check telling fn how far it has come: a phase at a
+// time (integrity, segments, rows), from this goroutine and from a
+// watcher's, never after it returns. fn must return at once. A nil fn
+// checks exactly as Check does; a non-nil one adds two reads (the page
+// and segment counts) to the same snapshot and changes nothing found.
+func CheckProgress(ctx context.Context, path string, fn func(combtype.Progress)) (*combtype.CheckReport, error) {
 	if err := checkNotStale(path); err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
@@ -38,12 +47,57 @@ func Check(ctx context.Context, path string) (*combtype.CheckReport, error) {
 		`SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&rep.SchemaVersion); err != nil {
 		return nil, fmt.Errorf("check: schema version: %w", err)
 	}
-	for _, step := range []func(context.Context, *sql.Tx, *combtype.CheckReport) error{checkIntegrity, checkSegments, checkRows, checkQuarantine} {
+	c := &checker{progress: fn, on: fn != nil}
+	if fn == nil {
+		c.progress = func(combtype.Progress) {}
+	}
+	for _, step := range []func(context.Context, *sql.Tx, *combtype.CheckReport) error{c.integrity, c.segments, c.rows, checkQuarantine} {
 		if err := step(ctx, tx, rep); err != nil {
 			return nil, err
 		}
 	}
 	return rep, nil
+}
+
+// checker carries a check's progress callback through its steps.
+type checker struct {
+	progress func(combtype.Progress)
+	on       bool // false: no reads beyond the check's own
+}
+
+func (c *checker) integrity(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
+	if !c.on {
+		return checkIntegrity(ctx, tx, rep)
+	}
+	total, err := pageBytes(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	stop := readProgress("integrity", total, c.progress)
+	err = checkIntegrity(ctx, tx, rep)
+	stop()
+	if err == nil {
+		c.progress(combtype.Progress{Phase: "integrity", Done: total, Total: total, Unit: combtype.UnitBytes})
+	}
+	return err
+}
+
+func (c *checker) segments(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
+	var total int64
+	if c.on {
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM segments`).Scan(&total); err != nil {
+			return fmt.Errorf("check: count segments: %w", err)
+		}
+	}
+	return checkSegments(ctx, tx, rep, func(done int64) {
+		c.progress(combtype.Progress{Phase: "segments", Done: done, Total: total, Unit: combtype.UnitSegments})
+	})
+}
+
+func (c *checker) rows(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
+	return checkRows(ctx, tx, rep, func(done int64) {
+		c.progress(combtype.Progress{Phase: "rows", Done: done, Total: int64(len(rowChecks)), Unit: combtype.UnitChecks})
+	})
 }
 
 func checkIntegrity(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
@@ -81,7 +135,7 @@ func (p *partInfo) finding(check string, from, to int64, detail string, args ...
 
 // checkSegments reads every segment once, in offset order per partition,
 // verifying its checksum and frames and that the segments tile the log.
-func checkSegments(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
+func checkSegments(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport, done func(int64)) error {
 	parts := map[int64]*partInfo{}
 	rows, err := tx.QueryContext(ctx, `SELECT p.id, q.tenant, q.name, p.name, p.last_offset, p.log_start
 		FROM partitions p JOIN queues q ON q.id = p.queue_id`)
@@ -125,6 +179,7 @@ func checkSegments(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) e
 		}
 		rep.Segments++
 		rep.Frames += count
+		done(rep.Segments)
 		last := base + count - 1
 		p := parts[pid]
 		if p == nil {
@@ -207,8 +262,9 @@ var rowChecks = []struct{ check, query string }{
 		FROM trace_names n WHERE NOT EXISTS (SELECT 1 FROM traces t WHERE t.id = n.trace_id) GROUP BY n.trace_id`},
 }
 
-func checkRows(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
-	for _, c := range rowChecks {
+func checkRows(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport, done func(int64)) error {
+	for i, c := range rowChecks {
+		done(int64(i))
 		if err := func() error {
 			rows, err := tx.QueryContext(ctx, c.query)
 			if err != nil {
@@ -231,5 +287,6 @@ func checkRows(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error
 			return fmt.Errorf("check %s: %w", c.check, err)
 		}
 	}
+	done(int64(len(rowChecks)))
 	return nil
 }

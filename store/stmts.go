@@ -92,6 +92,7 @@ func (r readDB) QueryRowContext(ctx context.Context, query string, args ...any) 
 // ExecContext runs a statement on the writer's connection, inside the
 // open transaction, through the cache.
 func (w *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	w.s.wstatements.Add(1)
 	st, err := w.s.wstmts.get(ctx, query)
 	if err != nil {
 		return nil, err
@@ -104,6 +105,7 @@ func (w *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 
 // QueryContext is ExecContext for queries.
 func (w *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	w.s.wstatements.Add(1)
 	st, err := w.s.wstmts.get(ctx, query)
 	if err != nil {
 		return nil, err
@@ -116,6 +118,7 @@ func (w *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql
 
 // QueryRowContext is ExecContext for single-row queries.
 func (w *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	w.s.wstatements.Add(1)
 	st, err := w.s.wstmts.get(ctx, query)
 	if err != nil || st == nil {
 		return w.tx.QueryRowContext(ctx, query, args...)

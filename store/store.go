@@ -98,8 +98,11 @@ type Store struct {
 	lock       *dbLock   // held while open: one comb writes the file
 
 	wstmts *stmtCache // statements prepared on the writer's connection
-	rstmts *stmtCache // statements prepared on the reader pool
-	r      readDB     // reads through rstmts
+	// wstatements counts the statements run in the writer's transactions:
+	// what holds every other write is what tests bound.
+	wstatements atomic.Int64
+	rstmts      *stmtCache // statements prepared on the reader pool
+	r           readDB     // reads through rstmts
 
 	ops      chan *writeOp
 	maxOps   int

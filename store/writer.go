@@ -147,6 +147,10 @@ func (s *Store) commit(batch []*writeOp) {
 		return
 	}
 	for i, op := range batch {
+		// The closure holds the request (a 32 MiB payload, say): drop it
+		// before the answer, since the caller may go on and the writer's
+		// own references go only after the whole batch is answered.
+		op.apply = nil
 		// A full disk fails the write, not the writer: SQLite has rolled
 		// the transaction back, and the next commit starts clean.
 		if err != nil {

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// rss samples a process's resident memory from /proc until stopped.
+type rss struct {
+	pid  int
+	mu   sync.Mutex
+	max  int64 // KiB, highest VmRSS sampled
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func sampleRSS(pid int) *rss {
+	r := &rss{pid: pid, stop: make(chan struct{})}
+	r.wg.Go(func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := procStatus(pid, "VmRSS"); v > 0 {
+				r.mu.Lock()
+				r.max = max(r.max, v)
+				r.mu.Unlock()
+			}
+			select {
+			case <-r.stop:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return r
+}
+
+func (r *rss) end() {
+	close(r.stop)
+	r.wg.Wait()
+}
+
+// procStatus reads one KiB field of /proc/PID/status, 0 if it cannot.
+func procStatus(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+type row struct{ what, took, rss, note string }
+
+func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
+
+func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles bool, cutAt float64) error {
+	n, err := readCount(db)
+	if err != nil || n == 0 {
+		return fmt.Errorf("%s: no message count beside it (built by this script?): %v", db, err)
+	}
+	info, err := os.Stat(db)
+	if err != nil {
+		return err
+	}
+	// The build's clock: message k was pushed at base + k*step, near
+	// enough (a commit stamps its batch with one instant).
+	first, last := base, base.Add(time.Duration(n-1)*step)
+	var rows []row
+	add := func(what string, d time.Duration, hwm int64, note string) {
+		r := row{what, d.Round(time.Millisecond).String(), mib(hwm), note}
+		rows = append(rows, r)
+		fmt.Fprintf(os.Stderr, "backlog: %s: %s, %s %s\n", r.what, r.took, r.rss, r.note)
+	}
+	load := func() string {
+		b, _ := os.ReadFile("/proc/loadavg")
+		return strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	startLoad := load()
+
+	// --- serve: open, seeks, pops, retention ---
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir, err := os.MkdirTemp("", "backlog-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ready := filepath.Join(dir, "ready")
+	srv := exec.CommandContext(ctx, comb, "serve", "--db", db, "--addr", addr, "--ready-file", ready,
+		"--retention-interval", "2s", "--log-format", "json")
+	srv.Stdout = io.Discard
+	logR, logW := io.Pipe()
+	srv.Stderr = logW
+	sweeps := make(chan map[string]any, 64)
+	// The server's log is kept beside the output, to see what each sweep did.
+	var serveLog *os.File
+	if out != "" {
+		if serveLog, err = os.Create(strings.TrimSuffix(out, ".md") + "-" + filepath.Base(db) + ".serve.log"); err != nil {
+			return err
+		}
+		defer serveLog.Close()
+	}
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		sc := bufio.NewScanner(logR)
+		for sc.Scan() {
+			if serveLog != nil {
+				fmt.Fprintln(serveLog, sc.Text())
+			}
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "retention sweep" {
+				sweeps <- m
+			}
+		}
+	}()
+	start := time.Now()
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	mem := sampleRSS(srv.Process.Pid)
+	defer func() {
+		if srv.ProcessState == nil {
+			srv.Process.Kill()
+			srv.Wait()
+		}
+	}()
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Since(start) > 5*time.Minute {
+			return errors.New("serve: no ready line in 5 minutes")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	pid := srv.Process.Pid
+	add("open (serve start to ready line)", time.Since(start), procStatus(pid, "VmHWM"), "")
+
+	url := "http://" + addr
+	cl := &http.Client{Timeout: 10 * time.Minute}
+	do := func(method, path string, body any) (time.Duration, []byte, error) {
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequestWithContext(ctx, method, url+path, rd)
+		req.Header.Set("Content-Type", "application/json")
+		t := time.Now()
+		resp, err := cl.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		d := time.Since(t)
+		if resp.StatusCode >= 300 && resp.StatusCode != http.StatusNoContent {
+			return d, b, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+		return d, b, err
+	}
+	median := func(ds []time.Duration) time.Duration { slices.Sort(ds); return ds[len(ds)/2] }
+
+	// Seek by timestamp: one group, to 10%, 50%, 90% of the log's span and back.
+	var seeks []time.Duration
+	for _, f := range []float64{0.1, 0.5, 0.9, 0.3, 0.7} {
+		ts := first.Add(time.Duration(f * float64(last.Sub(first)))).Format(time.RFC3339Nano)
+		d, _, err := do("POST", "/api/v1/consumer-groups/seeker/queues/"+queue+"/seek", map[string]any{"timestamp": ts})
+		if err != nil {
+			return err
+		}
+		seeks = append(seeks, d)
+	}
+	add("seek by timestamp, whole queue (median of 5)", median(seeks), procStatus(pid, "VmHWM"), fmt.Sprintf("%d partitions", partitions))
+
+	// pops times count pops of group and says where in the log they
+	// were: the createdAt of the first and last message received.
+	pops := func(group string, count int) (time.Duration, string, error) {
+		var ds []time.Duration
+		got := 0
+		var from, to string
+		for range count {
+			d, b, err := do("GET", "/api/v1/pop/queue/"+queue+"?consumerGroup="+group+"&batch=100&wait=false&autoAck=true", nil)
+			if err != nil {
+				return 0, "", err
+			}
+			var r struct {
+				Messages []struct {
+					CreatedAt string `json:"createdAt"`
+				} `json:"messages"`
+			}
+			json.Unmarshal(b, &r)
+			got += len(r.Messages)
+			for _, m := range r.Messages {
+				if from == "" || m.CreatedAt < from {
+					from = m.CreatedAt
+				}
+				to = max(to, m.CreatedAt)
+			}
+			ds = append(ds, d)
+		}
+		return median(ds), fmt.Sprintf("%d messages, created %s to %s", got, from, to), nil
+	}
+	d, got, err := pops("head", 20)
+	if err != nil {
+		return err
+	}
+	add("pop b100 autoAck at the head (median of 20)", d, procStatus(pid, "VmHWM"), got)
+	tailAt := first.Add(time.Duration(0.999 * float64(last.Sub(first)))).Format(time.RFC3339Nano)
+	if _, _, err := do("POST", "/api/v1/consumer-groups/tail/queues/"+queue+"/seek", map[string]any{"timestamp": tailAt}); err != nil {
+		return err
+	}
+	d, got, err = pops("tail", 20)
+	if err != nil {
+		return err
+	}
+	add("pop b100 autoAck at the tail (median of 20)", d, procStatus(pid, "VmHWM"), got)
+
+	// Retention: keep all but the oldest 10% of the span; the sweep runs
+	// every 2 s, each logs what it removed and how long it took.
+	cut := first.Add(time.Duration(cutAt * float64(last.Sub(first))))
+	keep := int64(time.Since(cut).Seconds())
+	t0 := time.Now()
+	if _, _, err := do("POST", "/api/v1/configure", map[string]any{"queue": queue,
+		"options": map[string]any{"retentionEnabled": true, "retentionSeconds": keep}}); err != nil {
+		return err
+	}
+	// A sweep logs when it ends, and one sweep removes a bounded amount
+	// (store.EvictLimits), so the work is done when no sweep has ended
+	// for twice the longest one plus two intervals.
+	var removed, segs float64
+	var took []string
+	var longest time.Duration
+	lastSweep := t0
+	deadline := time.After(20 * time.Minute)
+wait:
+	for {
+		quiet := max(30*time.Second, 2*longest+4*time.Second)
+		select {
+		case m := <-sweeps:
+			removed += m["messages"].(float64)
+			segs += m["segments"].(float64)
+			d := time.Duration(m["took"].(float64))
+			took = append(took, d.Round(100*time.Millisecond).String())
+			longest, lastSweep = max(longest, d), time.Now()
+		case <-time.After(quiet):
+			// A single sweep of a large cut logs only when it ends,
+			// minutes in: the quiet counts only once one has.
+			if len(took) > 0 {
+				break wait
+			}
+		case <-deadline:
+			break wait
+		}
+	}
+	sweepWall := lastSweep.Sub(t0)
+	add(fmt.Sprintf("retention sweep to %.0f%% of the span (configure to last sweep)", 100*cutAt), sweepWall, procStatus(pid, "VmHWM"),
+		fmt.Sprintf("%.0f messages in %.0f segments removed by %d sweeps, which took %s", removed, segs, len(took), strings.Join(took, ", ")))
+	d, got, err = pops("head2", 20)
+	if err != nil {
+		return err
+	}
+	add("pop b100 autoAck at the new head, after retention (median of 20)", d, procStatus(pid, "VmHWM"), got)
+
+	srv.Process.Signal(syscall.SIGTERM)
+	t0 = time.Now()
+	werr := srv.Wait()
+	logW.Close()
+	<-logDone
+	mem.end()
+	srvHWM := srv.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	add("serve shutdown (SIGTERM to exit)", time.Since(t0), srvHWM, fmt.Sprintf("exit %v; highest VmRSS sampled every 100 ms: %s", werr, mib(mem.max)))
+
+	// --- check and backup, with progress, each its own process ---
+	after, _ := os.Stat(db)
+	if skipFiles {
+		return report(db, out, info, after, n, first, last, startLoad, load(), rows)
+	}
+	run := func(what string, args ...string) error {
+		cmd := exec.CommandContext(ctx, comb, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cmd.Stdout = io.Discard
+		t := time.Now()
+		err := cmd.Run()
+		d := time.Since(t)
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		fmt.Fprintf(os.Stderr, "%s\n", stderr.String())
+		note := fmt.Sprintf("%d progress lines; last: `%s`", len(lines), lines[len(lines)-1])
+		if len(lines) > 2 {
+			note += fmt.Sprintf("; middle: `%s`", lines[len(lines)/2])
+		}
+		add(what, d, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss, note)
+		return err
+	}
+	if err := run("comb check --progress", "check", "--db", db, "--progress"); err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	if backupDir == "" {
+		backupDir = filepath.Dir(db)
+	}
+	copyPath := filepath.Join(backupDir, "backlog-copy.db")
+	os.Remove(copyPath)
+	defer os.Remove(copyPath)
+	if err := run("comb backup --db --progress (copy, sync, then check of the copy)", "backup", "--db", db, "--out", copyPath, "--progress"); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+
+	return report(db, out, info, after, n, first, last, startLoad, load(), rows)
+}
+
+func report(db, out string, info, after os.FileInfo, n int64, first, last time.Time, startLoad, endLoad string, rows []row) error {
+	var md strings.Builder
+	fmt.Fprintf(&md, "### %s: %s at start (%s after retention), %d messages over %s\n\n", filepath.Base(db), gib(info.Size()), gib(after.Size()), n, last.Sub(first).Round(time.Hour))
+	fmt.Fprintf(&md, "Load average at start %s, at end %s.\n\n", startLoad, endLoad)
+	md.WriteString("| step | time | peak RSS (VmHWM) | notes |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&md, "| %s | %s | %s | %s |\n", r.what, r.took, r.rss, r.note)
+	}
+	md.WriteString("\n")
+	fmt.Print(md.String())
+	if out != "" {
+		f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = f.WriteString(md.String())
+		return err
+	}
+	return nil
+}
