@@ -52,6 +52,11 @@ type Options struct {
 	// DefaultSubscriptionMode applies when a group's first pop names no
 	// mode: "all" (default) or "new".
 	DefaultSubscriptionMode string
+	// LiveTotalsPartitions is the most partitions a queue may have for its
+	// totals to be summed on every read; above it they are summed in the
+	// background and replies carry statsAge. Default
+	// store.DefaultLiveTotalsPartitions.
+	LiveTotalsPartitions int
 	// Clock is read for every timestamp. Default the wall clock.
 	Clock Clock
 	// RetentionInterval is how often the retention service sweeps.
@@ -114,7 +119,8 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	m := newMetrics(clk)
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: clk,
 		MaxBatchOps: opts.MaxBatchOps, OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger,
-		MaxDBBytes: opts.MaxDBBytes, DefaultSubscriptionMode: opts.DefaultSubscriptionMode})
+		MaxDBBytes: opts.MaxDBBytes, DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
+		LiveTotalsPartitions: opts.LiveTotalsPartitions})
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}

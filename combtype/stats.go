@@ -43,6 +43,10 @@ type QueueStats struct {
 	Counts         MessageCounts
 	HasQueueMode   bool
 	BusGroups      int // distinct named groups with a cursor on the queue
+	// Summarized is set when Counts and PartitionCount of a large queue
+	// come from a sum made in the background, StatsAge ago.
+	Summarized bool
+	StatsAge   time.Duration
 }
 
 // QueueFilter selects queues for ListQueueStats.

@@ -311,3 +311,62 @@ func TestDeleteMessageInFlight(t *testing.T) {
 		t.Fatalf("ack of the deleted in-flight message = %v", ack)
 	}
 }
+
+// The message listing of a queue with more partitions than are walked by
+// their own index (it then walks the newest segments of the whole log)
+// pages exactly as the partition-by-partition walk does: newest first,
+// every message once across pages, deleted ones left out, status filters
+// and the mode over the whole queue.
+func TestMessagesListManyPartitionsPagesAsFew(t *testing.T) {
+	s, clk := opServer(t)
+	const parts = 300
+	var want []string // newest first
+	for i := range parts {
+		txn := fmt.Sprintf("w%03d", i)
+		s.Push(opItem("wide", fmt.Sprintf("p%03d", i), txn, i), opItem("narrow", "", fmt.Sprintf("n%03d", i), i))
+		want = append([]string{txn}, want...)
+		clk.Advance(time.Millisecond)
+	}
+	// Queue mode consumes the oldest partition's message, a bus group
+	// leases one more; the newest message is deleted.
+	first := s.Pop("/api/v1/pop/queue/wide/partition/p000?batch=1")
+	s.Ack(first.Messages[0], "completed", "")
+	s.Pop("/api/v1/pop/queue/wide/partition/p001?batch=1&consumerGroup=g")
+	newest := opMessages(t, s, "queue=wide&limit=1")
+	deleteMsg(t, s, newest.Messages[0]["partitionId"].(string), "w299")
+	want = want[1:]
+
+	for _, limit := range []int{7, 100} {
+		var got []string
+		for off := 0; ; off += limit {
+			page := opMessages(t, s, fmt.Sprintf("queue=wide&from=2000-01-01&limit=%d&offset=%d", limit, off))
+			if page.Mode["hasQueueMode"] != true || page.Mode["busGroupsCount"] != 1.0 || page.Mode["type"] != "hybrid" {
+				t.Fatalf("limit %d offset %d: mode = %v", limit, off, page.Mode)
+			}
+			got = append(got, txnsOf(page.Messages)...)
+			if len(page.Messages) < limit {
+				break
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("limit %d: pages hold %d messages %v…, want %d %v…", limit, len(got), got[:min(5, len(got))], len(want), want[:5])
+		}
+	}
+	if got := txnsOf(opMessages(t, s, "queue=wide&from=2000-01-01&status=completed").Messages); !slices.Equal(got, []string{"w000"}) {
+		t.Errorf("completed = %v, want [w000]", got)
+	}
+	// One partition is walked by its own index: the same message, the same mode of that partition.
+	one := opMessages(t, s, "queue=wide&partition=p001&from=2000-01-01")
+	if got := txnsOf(one.Messages); !slices.Equal(got, []string{"w001"}) || one.Messages[0]["status"] != "pending" {
+		t.Errorf("partition p001 = %v", one.Messages)
+	}
+	if one.Mode["hasQueueMode"] != true || one.Mode["busGroupsCount"] != 1.0 {
+		t.Errorf("partition p001 mode = %v", one.Mode)
+	}
+	// Without a queue both queues are listed, newest first, still exactly once.
+	all := opMessages(t, s, "from=2000-01-01&limit=4")
+	if got := txnsOf(all.Messages); len(got) != 4 || got[0] != "n299" ||
+		!slices.Equal(got[1:3], []string{"w298", "n298"}) && !slices.Equal(got[1:3], []string{"n298", "w298"}) {
+		t.Errorf("all queues = %v", got)
+	}
+}

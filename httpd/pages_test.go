@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
 )
 
@@ -315,4 +317,88 @@ func TestQueueTotalsAgreeWithPartitions(t *testing.T) {
 	check("queue mode")
 	clk.Advance(2 * time.Minute)
 	check("leases expired")
+}
+
+// A queue with more partitions than the live limit is answered from a sum
+// made in the background, with its statsAge; the sum agrees with its
+// partitions once made again. Smaller queues stay summed on every read.
+func TestLargeQueueTotalsComeFromTheBackgroundSum(t *testing.T) {
+	clk := clock.NewManual(opT0)
+	s := combtest.MustServer(t, combtest.Options{Clock: clk,
+		Broker: func(o *broker.Options) { o.LiveTotalsPartitions = 3 }})
+	var items []map[string]any
+	for i := range 12 {
+		items = append(items, opItem("big", fmt.Sprintf("p%d", i%6), fmt.Sprintf("m%d", i), i))
+	}
+	s.Push(append(items, opItem("small", "", "s0", 0))...)
+	partitionsSum := func() map[string]int {
+		var sum map[string]int
+		for _, p := range opGet(t, s, "/api/v1/status/queues/big")["partitions"].([]any) {
+			c := opCounts(t, "partition", p.(map[string]any)["stats"])
+			if sum == nil {
+				sum = c
+				continue
+			}
+			for k, v := range c {
+				sum[k] += v
+			}
+		}
+		return sum
+	}
+	first := opGet(t, s, "/api/v1/resources/queues/big?limit=2")
+	if got, want := opCounts(t, "totals", first["totals"]), partitionsSum(); fmt.Sprint(got) != fmt.Sprint(want) || first["statsAge"] != 0.0 {
+		t.Fatalf("first read: totals %v statsAge %v, partitions sum %v", got, first["statsAge"], want)
+	}
+	// Pushed and consumed since: the large queue shows its last sum and
+	// its age, the small one its counts now.
+	s.Push(opItem("big", "p0", "late", 0), opItem("small", "", "s1", 1))
+	r := s.Pop("/api/v1/pop/queue/big?batch=3")
+	s.Ack(r.Messages[0], "completed", "")
+	clk.Advance(5 * time.Second)
+	stale := opGet(t, s, "/api/v1/resources/queues/big?limit=2")
+	if got := opCounts(t, "totals", stale["totals"]); got["total"] != 12 || got["completed"] != 0 || stale["statsAge"] != 5.0 {
+		t.Fatalf("before the next sum: totals %v statsAge %v, want the first sum, 5 s old", got, stale["statsAge"])
+	}
+	var list struct {
+		Queues []map[string]any `json:"queues"`
+	}
+	s.Do("GET", "/api/v1/resources/queues", nil).JSON(t, &list)
+	for _, q := range list.Queues {
+		switch q["name"] {
+		case "small":
+			if _, ok := q["statsAge"]; ok || q["messages"].(map[string]any)["total"] != 2.0 {
+				t.Errorf("small queue in the listing: %v, want its 2 messages and no statsAge", q)
+			}
+		case "big":
+			if q["statsAge"] != 5.0 {
+				t.Errorf("big queue in the listing: %v, want statsAge 5", q)
+			}
+		}
+	}
+	// The refresher sums again within about a second.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := opGet(t, s, "/api/v1/resources/queues/big?limit=2")
+		totals, want := opCounts(t, "totals", got["totals"]), partitionsSum()
+		if got["statsAge"] == 0.0 && fmt.Sprint(totals) == fmt.Sprint(want) && totals["total"] == 13 && totals["completed"] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no fresh sum: totals %v statsAge %v, partitions sum %v", totals, got["statsAge"], want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A queue deleted and made again under the same name is not answered
+	// from the old one's sum.
+	if r := s.Do("DELETE", "/api/v1/resources/queues/big", nil); r.Status != http.StatusOK {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	s.Push(opItem("big", "", "again", 0))
+	again := opGet(t, s, "/api/v1/resources/queues/big")
+	if got := opCounts(t, "totals", again["totals"]); got["total"] != 1 {
+		t.Errorf("recreated queue: totals %v, want 1 message", got)
+	}
+	if _, ok := again["statsAge"]; ok {
+		t.Errorf("recreated small queue has statsAge %v", again["statsAge"])
+	}
 }

@@ -36,12 +36,26 @@ type queueSummaryOut struct {
 		Pending    int64 `json:"pending"`
 		Processing int64 `json:"processing"`
 	} `json:"messages"`
+	// StatsAge is set for a queue too large to sum on every read: the
+	// seconds since its counts were summed in the background.
+	StatsAge *int64 `json:"statsAge,omitempty"`
+}
+
+// statsAge is qs's statsAge in whole seconds, or nil when its counts were
+// summed for this reply.
+func statsAge(qs *combtype.QueueStats) *int64 {
+	if !qs.Summarized {
+		return nil
+	}
+	age := int64(qs.StatsAge / time.Second)
+	return &age
 }
 
 func queueSummaryJSON(qs *combtype.QueueStats) queueSummaryOut {
 	out := queueSummaryOut{ID: qs.UUID, Name: qs.Name, Namespace: qs.Namespace, Task: qs.Task,
 		CreatedAt: fmtMilli(qs.CreatedAt), Partitions: qs.PartitionCount}
 	out.Messages.Total, out.Messages.Pending, out.Messages.Processing = qs.Counts.Total, qs.Counts.Pending, qs.Counts.Processing
+	out.StatsAge = statsAge(qs)
 	return out
 }
 
@@ -131,7 +145,11 @@ func (s *Handler) resourcesQueue(w http.ResponseWriter, r *http.Request, ps http
 	body := map[string]any{"id": qs.UUID, "name": qs.Name, "namespace": qs.Namespace,
 		"task": qs.Task, "createdAt": fmtMilli(qs.CreatedAt), "partitions": parts, "totals": countsJSON(qs.Counts)}
 	// totals always cover every partition; a reply holding all of them
-	// keeps Queen's shape exactly.
+	// keeps Queen's shape exactly. A queue above the live limit has them
+	// from the background sum, and says how old it is.
+	if age := statsAge(qs); age != nil {
+		body["statsAge"] = *age
+	}
 	if pg.asked || info.More {
 		body["pagination"] = pagination(pg, info)
 	}

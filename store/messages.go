@@ -116,11 +116,16 @@ func containsOffset(sorted []int64, off int64) bool {
 	return ok
 }
 
+// smallPartitionSet is the most partitions ListMessages walks by their
+// own offset index; a larger set is walked through segments_time instead.
+const smallPartitionSet = 256
+
 // ListMessages returns one page of the messages matching f, newest first,
 // and how the matched queues are consumed. Segments are walked from the
 // newest end by their index entries; a segment is decoded only when one of
-// its frames falls inside the page, so the cost follows limit+offset (and
-// the time window), not the size of the log.
+// its frames falls inside the page, and a partition's cursors are read
+// only when the walk meets one of its segments, so the cost follows
+// limit+offset (and the time window), not the number of partitions.
 func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.MessageFilter) ([]combtype.MessageInfo, combtype.ModeInfo, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -133,36 +138,42 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 	if err != nil {
 		return nil, combtype.ModeInfo{}, err
 	}
-	stats, cursorsOf, err := s.queueStats(ctx, s.r, queues, false)
-	if err != nil {
-		return nil, combtype.ModeInfo{}, err
-	}
-	views := map[int64]*partitionView{}
-	var ids []int64
-	var mode combtype.ModeInfo
-	groups := map[string]bool{}
-	for _, qs := range stats {
-		for i := range qs.Partitions {
-			ps := &qs.Partitions[i]
-			if f.Partition != "" && ps.Name != f.Partition {
-				continue
-			}
-			v := newPartitionView(&qs.Queue, ps, cursorsOf[ps.ID])
-			views[ps.ID] = v
-			ids = append(ids, ps.ID)
-			mode.HasQueueMode = mode.HasQueueMode || v.qm != nil
-			for _, c := range v.bus {
-				groups[c.group] = true
-			}
-		}
-	}
-	mode.BusGroups = len(groups)
-	mode.Type = modeType(mode.HasQueueMode, mode.BusGroups)
 	out := []combtype.MessageInfo{}
+	var mode combtype.ModeInfo
+	mode.Type = modeType(false, 0)
+	if len(queues) == 0 {
+		return out, mode, nil
+	}
+	qids := make([]int64, len(queues))
+	for i, q := range queues {
+		qids[i] = q.ID
+	}
+	qidList := jsonInts(qids)
+	// A few partitions (one named, or small queues) are walked by their ids;
+	// more than smallPartitionSet through the time index joined to them.
+	var ids []int64
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM partitions WHERE queue_id IN (SELECT value FROM json_each(?1))
+		AND (?2 = '' OR name = ?2) LIMIT ?3`, qidList, f.Partition, smallPartitionSet+1)
+	if err != nil {
+		return nil, combtype.ModeInfo{}, fmt.Errorf("list partitions: %w", err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, combtype.ModeInfo{}, fmt.Errorf("scan partition: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, combtype.ModeInfo{}, fmt.Errorf("list partitions: %w", err)
+	}
 	if len(ids) == 0 {
 		return out, mode, nil
 	}
-	if err := s.markTombstoned(ctx, views, ids); err != nil {
+	small := len(ids) <= smallPartitionSet
+	if mode, err = s.messagesMode(ctx, qidList, f.Partition, ids, small); err != nil {
 		return nil, combtype.ModeInfo{}, err
 	}
 	from, to := int64(0), int64(1<<62)
@@ -174,17 +185,30 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 	}
 	now := micros(s.clock.Now())
 	idList := jsonInts(ids)
+	views := map[int64]*partitionView{}
 
 	var damaged []*segmentError
 	defer func() { s.setAsideLater(ctx, damaged) }()
-	// Walk segment index entries newest first, a chunk at a time.
-	const chunk = 256
+	// Walk segment index entries newest first, a chunk at a time: the
+	// first chunk about what the page needs, since each entry holds at
+	// least one frame (tombstones and a status filter may ask for more).
+	chunk := min(max(limit+skip, 16), 256)
 	lastAt, lastID := int64(1<<62), int64(1<<62)
 	for len(out) < limit {
-		rows, err := s.r.QueryContext(ctx, `SELECT id, partition_id, base_offset, frame_count, created_at FROM segments
-			WHERE partition_id IN (SELECT value FROM json_each(?1)) AND created_at BETWEEN ?2 AND ?3
+		var rows *sql.Rows
+		if small {
+			rows, err = s.r.QueryContext(ctx, `SELECT id, partition_id, base_offset, frame_count, created_at
+			FROM segments INDEXED BY segments_partition_offset WHERE partition_id IN (SELECT value FROM json_each(?1)) AND created_at BETWEEN ?2 AND ?3
 				AND (created_at < ?4 OR (created_at = ?4 AND id < ?5))
 			ORDER BY created_at DESC, id DESC LIMIT ?6`, idList, from, to, lastAt, lastID, chunk)
+		} else {
+			rows, err = s.r.QueryContext(ctx, `SELECT s.id, s.partition_id, s.base_offset, s.frame_count, s.created_at
+			FROM segments s INDEXED BY segments_time CROSS JOIN partitions p ON p.id = s.partition_id
+			WHERE p.queue_id IN (SELECT value FROM json_each(?1)) AND (?7 = '' OR p.name = ?7)
+				AND s.created_at BETWEEN ?2 AND ?3
+				AND (s.created_at < ?4 OR (s.created_at = ?4 AND s.id < ?5))
+			ORDER BY s.created_at DESC, s.id DESC LIMIT ?6`, qidList, from, to, lastAt, lastID, chunk, f.Partition)
+		}
 		if err != nil {
 			return nil, combtype.ModeInfo{}, fmt.Errorf("list segments: %w", err)
 		}
@@ -202,9 +226,21 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 		if err := rows.Err(); err != nil {
 			return nil, combtype.ModeInfo{}, fmt.Errorf("list segments: %w", err)
 		}
+		var missing []int64
+		for _, sg := range segs {
+			if views[sg.partition] == nil && !slices.Contains(missing, sg.partition) {
+				missing = append(missing, sg.partition)
+			}
+		}
+		if err := s.loadViews(ctx, queues, missing, views); err != nil {
+			return nil, combtype.ModeInfo{}, err
+		}
 		for _, sg := range segs {
 			lastAt, lastID = sg.createdAt, sg.id
 			v := views[sg.partition]
+			if v == nil {
+				continue // its queue was deleted since the walk began
+			}
 			first, last := sg.base, sg.base+sg.count-1
 			var tombs, dead []int64
 			if v.tomb {
@@ -269,6 +305,84 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 		}
 	}
 	return out, mode, nil
+}
+
+// loadViews adds to views the partitions ids (of queues) with their
+// cursors, dead-letter and tombstone flags.
+func (s *Store) loadViews(ctx context.Context, queues []*combtype.Queue, ids []int64, views map[int64]*partitionView) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	parts, err := queryPartitions(ctx, s.r, `SELECT `+partitionColumns+` FROM partitions
+		WHERE id IN (SELECT value FROM json_each(?)) ORDER BY queue_id, id`, jsonInts(ids))
+	if err != nil {
+		return err
+	}
+	byID := make(map[int64]*combtype.Queue, len(queues))
+	for _, q := range queues {
+		byID[q.ID] = q
+	}
+	parts = slices.DeleteFunc(parts, func(p *combtype.Partition) bool { return byID[p.QueueID] == nil })
+	stats, cursorsOf, err := s.statsOf(ctx, s.r, queues, parts, false)
+	if err != nil {
+		return err
+	}
+	s.stats.ListedPartitions.Add(int64(len(parts)))
+	var met []int64
+	for _, qs := range stats {
+		for i := range qs.Partitions {
+			ps := &qs.Partitions[i]
+			views[ps.ID] = newPartitionView(&qs.Queue, ps, cursorsOf[ps.ID])
+			met = append(met, ps.ID)
+		}
+	}
+	return s.markTombstoned(ctx, views, met)
+}
+
+// messagesMode is how the partitions of queues (qidList; only those named
+// partition when it is set) are consumed: whether any has a queue-mode
+// cursor and how many named groups have a cursor on any of them. A small
+// set (ids, all of it) is read directly. Otherwise each group name in
+// cursors_group is visited once, by a seek past the previous one, and
+// asked whether it has a cursor on the set; a group that has stops at its
+// first, so the cost follows the number of groups, not of partitions.
+func (s *Store) messagesMode(ctx context.Context, qidList, partition string, ids []int64, small bool) (combtype.ModeInfo, error) {
+	var rows *sql.Rows
+	var err error
+	if small {
+		rows, err = s.r.QueryContext(ctx, `SELECT DISTINCT group_name FROM cursors
+			WHERE partition_id IN (SELECT value FROM json_each(?))`, jsonInts(ids))
+	} else {
+		rows, err = s.r.QueryContext(ctx, `WITH RECURSIVE g(name) AS (
+				SELECT MIN(group_name) FROM cursors
+				UNION ALL
+				SELECT (SELECT MIN(group_name) FROM cursors WHERE group_name > g.name) FROM g WHERE g.name IS NOT NULL)
+			SELECT name FROM g WHERE name IS NOT NULL AND EXISTS (SELECT 1 FROM cursors c
+				JOIN partitions p ON p.id = c.partition_id
+				WHERE c.group_name = g.name AND p.queue_id IN (SELECT value FROM json_each(?1))
+					AND (?2 = '' OR p.name = ?2))`, qidList, partition)
+	}
+	if err != nil {
+		return combtype.ModeInfo{}, fmt.Errorf("read consuming groups: %w", err)
+	}
+	defer rows.Close()
+	var mode combtype.ModeInfo
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return combtype.ModeInfo{}, fmt.Errorf("scan consuming group: %w", err)
+		}
+		if g == combtype.QueueModeGroup {
+			mode.HasQueueMode = true
+		} else {
+			mode.BusGroups++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return combtype.ModeInfo{}, fmt.Errorf("read consuming groups: %w", err)
+	}
+	mode.Type = modeType(mode.HasQueueMode, mode.BusGroups)
+	return mode, nil
 }
 
 // markTombstoned flags the partitions that have tombstones, so the walk

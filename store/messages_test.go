@@ -67,3 +67,26 @@ func TestListMessagesDecodesOnlyWhatThePageNeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A page of messages reads the cursors of the partitions its segments
+// belong to, not of every partition of the queue: with 2,000 partitions,
+// a page of 10 reads at most its first chunk's worth.
+func TestListMessagesReadsOnlyThePartitionsItMeets(t *testing.T) {
+	ctx := context.Background()
+	st := combtest.MustOpenStore(t, combtest.Options{})
+	fillQueue(t, st, "wide", 2000, 1, 1)
+	if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "wide", Group: "g", Batch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	before := st.Stats().ListedPartitions.Load()
+	msgs, mode, err := st.ListMessages(ctx, "", combtype.MessageFilter{Queue: "wide", Limit: 10})
+	if err != nil || len(msgs) != 10 {
+		t.Fatalf("page: %d messages, %v", len(msgs), err)
+	}
+	if read := st.Stats().ListedPartitions.Load() - before; read > 16 {
+		t.Errorf("a page of 10 read the cursors of %d partitions, want at most 16", read)
+	}
+	if mode.HasQueueMode || mode.BusGroups != 1 || mode.Type != "bus" {
+		t.Errorf("mode = %+v, want one bus group", mode)
+	}
+}

@@ -176,7 +176,7 @@ func (s *Store) QueueSummaries(ctx context.Context, tenant string, f combtype.Qu
 	if err != nil {
 		return nil, err
 	}
-	totals, err := queueTotals(ctx, s.r, tenant, queues, micros(s.clock.Now()))
+	totals, err := s.totals(ctx, s.r, tenant, queues)
 	if err != nil {
 		return nil, err
 	}
@@ -220,12 +220,13 @@ func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg comb
 	if err != nil {
 		return nil, combtype.PageInfo{}, err
 	}
-	totals, err := queueTotals(ctx, tx, tenant, []*combtype.Queue{q}, micros(s.clock.Now()))
+	totals, err := s.totals(ctx, tx, tenant, []*combtype.Queue{q})
 	if err != nil {
 		return nil, combtype.PageInfo{}, err
 	}
 	qs := stats[0]
-	qs.Counts, qs.PartitionCount = totals[q.ID].Counts, totals[q.ID].PartitionCount
+	t := totals[q.ID]
+	qs.Counts, qs.PartitionCount, qs.Summarized, qs.StatsAge = t.Counts, t.PartitionCount, t.Summarized, t.StatsAge
 	info.Total = int64(qs.PartitionCount)
 	return qs, info, nil
 }

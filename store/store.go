@@ -79,6 +79,11 @@ type Options struct {
 	// DefaultSubscriptionMode is where a group starts on its first pop
 	// when the pop names neither mode nor time: "all" (default) or "new".
 	DefaultSubscriptionMode string
+	// LiveTotalsPartitions is the most partitions a queue may have for its
+	// totals to be summed on every read; above it they come from a sum
+	// made in the background (totals.go). Default
+	// DefaultLiveTotalsPartitions.
+	LiveTotalsPartitions int
 }
 
 // Store is the database. All writes go through one goroutine that fuses
@@ -116,8 +121,11 @@ type Store struct {
 	watch    watchers
 	turn     turns // round robin over partitions, per (queue, group)
 	stats    Stats
-	onCommit func(ops int, d time.Duration) // nil = none
-	log      *slog.Logger
+	tot      totalsCache
+	// liveTotals is Options.LiveTotalsPartitions.
+	liveTotals int
+	onCommit   func(ops int, d time.Duration) // nil = none
+	log        *slog.Logger
 	// syncLevel is the synchronous level commits keep their promise at;
 	// syncNow the level the writer's connection is set to, NORMAL for a
 	// commit of claims only (writer goroutine only).
@@ -153,6 +161,9 @@ type Stats struct {
 	// FramesEvicted counts frames retention removed before a group that
 	// still needed them consumed them, as claims met them.
 	FramesEvicted atomic.Int64
+	// ListedPartitions counts the partitions whose cursors message
+	// listings read: what a page costs beyond its segments.
+	ListedPartitions atomic.Int64
 }
 
 // Open opens or creates the database at opts.Path, applies migrations and
@@ -200,6 +211,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		maxOps:     cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
 		maxBytes:   cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
 		stopped:    make(chan struct{}),
+		liveTotals: cmp.Or(opts.LiveTotalsPartitions, DefaultLiveTotalsPartitions),
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()
@@ -299,6 +311,12 @@ func (s *Store) Close() error {
 	s.closeMu.Unlock()
 	s.cancel()
 	<-s.stopped
+	s.tot.mu.Lock()
+	refresher := s.tot.done
+	s.tot.mu.Unlock()
+	if refresher != nil {
+		<-refresher
+	}
 	var errs []error
 	s.checkpointOnClose()
 	s.wstmts.close()

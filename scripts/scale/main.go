@@ -42,6 +42,10 @@ const queue = "scale"
 // skip matches the listing paths -skip leaves out.
 var skip *regexp.Regexp
 
+// liveTotals is -live-totals, passed to the broker that serves the
+// measurements.
+var liveTotals int
+
 func main() {
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "combscale"), "where the databases are built and kept")
 	sizes := flag.String("sizes", "100,10000,100000,1000000", "partition counts, comma-separated")
@@ -50,6 +54,7 @@ func main() {
 	out := flag.String("out", "", "also write the markdown tables here")
 	buildOnly := flag.Bool("build-only", false, "build the databases and stop")
 	skipRoutes := flag.String("skip", "", "regular expression of listing paths not to measure (they are reported as such)")
+	flag.IntVar(&liveTotals, "live-totals", 0, "most partitions a queue's totals are summed for on every read (0: the broker's default; 2000000 sums every queue on every read, as before the background sums)")
 	flag.Parse()
 	if *skipRoutes != "" {
 		re, err := regexp.Compile(*skipRoutes)
@@ -209,7 +214,8 @@ type server struct {
 
 func serve(ctx context.Context, path string) (*server, error) {
 	start := time.Now()
-	b, err := broker.Open(ctx, broker.Options{Path: path, RetentionInterval: -1, Logger: quietLogger()})
+	b, err := broker.Open(ctx, broker.Options{Path: path, RetentionInterval: -1, Logger: quietLogger(),
+		LiveTotalsPartitions: liveTotals})
 	if err != nil {
 		return nil, err
 	}

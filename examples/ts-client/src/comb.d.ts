@@ -1366,6 +1366,8 @@ export interface components {
                 pending: number;
                 processing: number;
             };
+            /** @description Seconds since the counts of a queue with more partitions than the server sums on every read (10,000 by default) were summed in the background. Absent when they were summed for this reply. */
+            statsAge?: number;
         };
         Lag: {
             avg: number;
@@ -1655,6 +1657,8 @@ export interface components {
             }[];
             totals: components["schemas"]["Counts"];
             pagination?: components["schemas"]["PagePagination"];
+            /** @description Seconds since `totals` were summed in the background, for a queue with more partitions than the server sums on every read (10,000 by default). Absent when they were summed for this reply. */
+            statsAge?: number;
         };
         QueueDeleteReply: {
             deleted: boolean;

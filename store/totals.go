@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/comb-broker/comb/combtype"
+)
+
+// Queue totals of large queues. A queue's totals sum every partition's
+// stored and completed counts (pages.go, queueTotals), which is linear in
+// its partitions: 2 s at 1M. Up to LiveTotalsPartitions partitions they are
+// summed on every read, exact and fresh. Above it a read is answered from
+// the last sum, which one goroutine recomputes in the background, and the
+// reply says how old it is (statsAge, in seconds), as Queen's summaries
+// do.
+//
+// Why not counters kept by the writer: completed is, per partition, the
+// least committed offset over the groups (statusCursor), so an ack would
+// have to read the partition's other cursors to know whether the least one
+// moved, and so would every cursor seeded by a first pop, every seek,
+// retention step, queue and group delete, each adding reads to the write
+// path and a backfill migration over every partition; processing depends
+// on leases expiring with time and cannot be stored at all.
+
+// DefaultLiveTotalsPartitions is where queue totals stop being summed on
+// every read.
+const DefaultLiveTotalsPartitions = 10000
+
+// totalsForget is how long a large queue's totals are kept refreshed after
+// the last read that asked for them.
+const totalsForget = 10 * time.Minute
+
+type totalsEntry struct {
+	tenant  string
+	q       combtype.Queue
+	sums    combtype.QueueStats // PartitionCount and Counts as summed at at
+	at      time.Time           // store clock when summed
+	askedAt time.Time           // wall time of the last read
+}
+
+type totalsCache struct {
+	mu      sync.Mutex
+	entries map[int64]*totalsEntry // by queue id
+	running bool
+	done    chan struct{} // closed when the refresher returns; nil until it starts
+}
+
+// totals returns the totals of queues of tenant (by queue id), with
+// StatsAge set for those answered from a background sum.
+func (s *Store) totals(ctx context.Context, db querier, tenant string, queues []*combtype.Queue) (map[int64]*combtype.QueueStats, error) {
+	now := s.clock.Now()
+	out := make(map[int64]*combtype.QueueStats, len(queues))
+	var live []*combtype.Queue
+	s.tot.mu.Lock()
+	for _, q := range queues {
+		if e := s.tot.entries[q.ID]; e != nil && e.q.UUID != q.UUID {
+			delete(s.tot.entries, q.ID) // a queue deleted, its id taken again
+		} else if e != nil {
+			qs := e.sums
+			qs.Queue = *q
+			qs.StatsAge = max(now.Sub(e.at), 0)
+			qs.Summarized = true
+			out[q.ID] = &qs
+			e.askedAt = time.Now()
+			continue
+		}
+		live = append(live, q)
+	}
+	s.tot.mu.Unlock()
+	if len(live) == 0 {
+		return out, nil
+	}
+	large, err := s.largeQueues(ctx, db, live)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := queueTotals(ctx, db, tenant, live, micros(now))
+	if err != nil {
+		return nil, err
+	}
+	for id, qs := range sums {
+		out[id] = qs
+		if large[id] {
+			qs.Summarized = true
+			s.remember(tenant, qs, now)
+		}
+	}
+	return out, nil
+}
+
+// largeQueues tells which of queues have more than the live limit of
+// partitions, reading at most that many index entries per queue.
+func (s *Store) largeQueues(ctx context.Context, db querier, queues []*combtype.Queue) (map[int64]bool, error) {
+	ids := make([]int64, len(queues))
+	for i, q := range queues {
+		ids[i] = q.ID
+	}
+	rows, err := db.QueryContext(ctx, `SELECT j.value, (SELECT COUNT(*) FROM (SELECT 1 FROM partitions
+			WHERE queue_id = j.value LIMIT ?2)) FROM json_each(?1) j`, jsonInts(ids), s.liveTotals+1)
+	if err != nil {
+		return nil, fmt.Errorf("size queues: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]bool{}
+	for rows.Next() {
+		var id, n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("size queues: %w", err)
+		}
+		if n > int64(s.liveTotals) {
+			out[id] = true
+		}
+	}
+	return out, rows.Err()
+}
+
+// remember keeps qs as the totals of a large queue and makes sure the
+// refresher runs.
+func (s *Store) remember(tenant string, qs *combtype.QueueStats, at time.Time) {
+	s.tot.mu.Lock()
+	defer s.tot.mu.Unlock()
+	if s.tot.entries == nil {
+		s.tot.entries = map[int64]*totalsEntry{}
+	}
+	s.tot.entries[qs.ID] = &totalsEntry{tenant: tenant, q: qs.Queue, sums: *qs, at: at, askedAt: time.Now()}
+	if !s.tot.running && s.ctx.Err() == nil {
+		s.tot.running = true
+		s.tot.done = make(chan struct{})
+		go s.refreshTotalsLoop(s.ctx, s.tot.done)
+	}
+}
+
+// refreshTotalsLoop sums the large queues' totals again and again until
+// ctx ends, resting between rounds four times as long as a round took (at
+// least a second), so it holds at most a fifth of one core.
+func (s *Store) refreshTotalsLoop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	rest := time.Second
+	for {
+		t := time.NewTimer(rest)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		if err := s.RefreshTotals(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("refresh queue totals", "err", err)
+		}
+		rest = max(time.Second, 4*time.Since(start))
+	}
+}
+
+// RefreshTotals sums again the totals of every large queue a read asked
+// for in the last totalsForget, and forgets the others and the deleted
+// queues. The refresher calls it; tests call it to make a sum happen now.
+func (s *Store) RefreshTotals(ctx context.Context) error {
+	s.tot.mu.Lock()
+	var todo []*totalsEntry
+	for id, e := range s.tot.entries {
+		if time.Since(e.askedAt) > totalsForget {
+			delete(s.tot.entries, id)
+			continue
+		}
+		todo = append(todo, e)
+	}
+	s.tot.mu.Unlock()
+	for _, e := range todo {
+		now := s.clock.Now()
+		q, err := getQueue(ctx, s.r, e.tenant, e.q.Name)
+		if err != nil || q.UUID != e.q.UUID {
+			s.tot.mu.Lock()
+			delete(s.tot.entries, e.q.ID)
+			s.tot.mu.Unlock()
+			if err != nil && !errors.Is(err, combtype.ErrQueueNotFound) {
+				return err
+			}
+			continue
+		}
+		sums, err := queueTotals(ctx, s.r, e.tenant, []*combtype.Queue{q}, micros(now))
+		if err != nil {
+			return err
+		}
+		s.tot.mu.Lock()
+		if cur := s.tot.entries[q.ID]; cur != nil {
+			cur.q, cur.sums, cur.at = *q, *sums[q.ID], now
+		}
+		s.tot.mu.Unlock()
+	}
+	return nil
+}
