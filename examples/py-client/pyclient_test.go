@@ -2,16 +2,11 @@ package pyclient_test
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/comb-broker/comb/internal/sidecartest"
 )
@@ -62,41 +57,8 @@ func TestPythonClient(t *testing.T) {
 	db, sock := filepath.Join(dir, "comb.db"), filepath.Join(dir, "comb.sock")
 	cmd := exec.Command(python, "sidecar.py", bin, db, sock)
 	cmd.Dir = dir
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	// comb inherits python's stderr: EOF on it means both are gone.
-	stderr, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
-	cmd.Stderr = w
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	combDone := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(stderr)
-		combDone <- string(b)
-	}()
-	werr := cmd.Wait()
-	died := time.Now()
-	var logs string
-	select {
-	case logs = <-combDone:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("comb still running 10s after python died; python said %s", stdout.String())
-	}
-	t.Logf("comb exited %v after python died (%v)", time.Since(died).Round(time.Millisecond), werr)
-	var out struct {
-		Ready sidecartest.Ready `json:"ready"`
-		Acked []string          `json:"acked"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("python output %q: %v\n%s", stdout.String(), err, logs)
-	}
+	out := sidecartest.RunParent(t, cmd)
+	logs := out.Logs
 	if len(out.Acked) != 6 || out.Ready.Unix != sock {
 		t.Fatalf("python output %+v\n%s", out, logs)
 	}
@@ -107,16 +69,5 @@ func TestPythonClient(t *testing.T) {
 		t.Fatalf("socket left behind: %v", err)
 	}
 
-	p := sidecartest.Start(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	rest := sidecartest.Drain(t, p.Ready.URL, "py")
-	p.Stop(t)
-	all := append(slices.Clone(out.Acked), rest...)
-	slices.Sort(all)
-	var want []string
-	for i := range 10 {
-		want = append(want, fmt.Sprintf("py-%d", i))
-	}
-	if !slices.Equal(all, want) {
-		t.Fatalf("acked %v, left %v: want each of %v exactly once", out.Acked, rest, want)
-	}
+	sidecartest.NothingLost(t, bin, db, "py", 10, out.Acked)
 }

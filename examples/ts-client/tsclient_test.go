@@ -2,13 +2,9 @@ package tsclient_test
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,42 +81,8 @@ func TestTypeScriptClient(t *testing.T) {
 	db, sock := filepath.Join(work, "comb.db"), filepath.Join(work, "comb.sock")
 	cmd := exec.Command(node, "build/main.js", bin, db, sock)
 	cmd.Dir = dir
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	// comb inherits node's stderr: EOF on it means both are gone. An
-	// os.Pipe, not StderrPipe, which Wait would close when node exits.
-	stderr, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
-	cmd.Stderr = w
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	combDone := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(stderr)
-		combDone <- string(b)
-	}()
-	werr := cmd.Wait()
-	nodeDied := time.Now()
-	var logs string
-	select {
-	case logs = <-combDone:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("comb still running 10s after node died; node said %s", stdout.String())
-	}
-	t.Logf("comb exited %v after node died (%v)", time.Since(nodeDied).Round(time.Millisecond), werr)
-	var out struct {
-		Ready sidecartest.Ready `json:"ready"`
-		Acked []string          `json:"acked"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("node output %q: %v\n%s", stdout.String(), err, logs)
-	}
+	out := sidecartest.RunParent(t, cmd)
+	logs := out.Logs
 	if len(out.Acked) != 6 || out.Ready.Unix != sock || !strings.HasPrefix(out.Ready.URL, "http://127.0.0.1:") {
 		t.Fatalf("node output %+v\n%s", out, logs)
 	}
@@ -133,16 +95,5 @@ func TestTypeScriptClient(t *testing.T) {
 
 	// The next start opens the same file: the six acked messages stay
 	// acked, the four never popped are all there, nothing twice.
-	p := sidecartest.Start(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	rest := sidecartest.Drain(t, p.Ready.URL, "ts")
-	p.Stop(t)
-	all := append(slices.Clone(out.Acked), rest...)
-	slices.Sort(all)
-	want := []string{}
-	for i := range 10 {
-		want = append(want, fmt.Sprintf("ts-%d", i))
-	}
-	if !slices.Equal(all, want) {
-		t.Fatalf("acked %v, left %v: want each of %v exactly once", out.Acked, rest, want)
-	}
+	sidecartest.NothingLost(t, bin, db, "ts", 10, out.Acked)
 }

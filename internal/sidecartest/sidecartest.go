@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"sync"
 	"syscall"
 	"testing"
@@ -189,4 +190,75 @@ func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.b.String()
+}
+
+// Parent is what a program that ran comb as its child reported on stdout
+// (one JSON object: comb's ready line and the transactionIds it acked),
+// and what comb logged, read from the stderr it inherited.
+type Parent struct {
+	Ready Ready    `json:"ready"`
+	Acked []string `json:"acked"`
+	Logs  string   `json:"-"`
+}
+
+// RunParent runs cmd, a program that starts comb as its child with the
+// same stderr and then dies, and waits for comb to exit too: EOF on that
+// shared stderr means both are gone. It fails the test when comb outlives
+// its parent by 10 s or the parent's output does not parse.
+func RunParent(t testing.TB, cmd *exec.Cmd) Parent {
+	t.Helper()
+	name := filepath.Base(cmd.Path)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	// An os.Pipe, not StderrPipe, which Wait would close when the parent
+	// exits, before comb has.
+	stderr, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	combDone := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(stderr)
+		combDone <- string(b)
+	}()
+	werr := cmd.Wait()
+	died := time.Now()
+	var out Parent
+	select {
+	case out.Logs = <-combDone:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("comb still running 10s after %s died; %s said %s", name, name, stdout.String())
+	}
+	t.Logf("comb exited %v after %s died (%v)", time.Since(died).Round(time.Millisecond), name, werr)
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("%s output %q: %v\n%s", name, stdout.String(), err, out.Logs)
+	}
+	return out
+}
+
+// NothingLost starts comb again on db and checks that the n messages
+// prefix-0 … prefix-(n-1) a parent pushed are each either among acked or
+// still there to pop, exactly once.
+func NothingLost(t testing.TB, bin, db, prefix string, n int, acked []string) {
+	t.Helper()
+	p := Start(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	rest := Drain(t, p.Ready.URL, prefix)
+	p.Stop(t)
+	all := append(append([]string(nil), acked...), rest...)
+	sort.Strings(all)
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("%s-%d", prefix, i))
+	}
+	sort.Strings(want)
+	if fmt.Sprint(all) != fmt.Sprint(want) {
+		t.Fatalf("acked %v, left %v: want each of %v exactly once", acked, rest, want)
+	}
 }
