@@ -167,8 +167,8 @@ type logLines struct {
 }
 
 func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logLines) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *logLines) WithGroup(string) slog.Handler           { return l }
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logLines) WithGroup(string) slog.Handler            { return l }
 func (l *logLines) Handle(_ context.Context, r slog.Record) error {
 	m := map[string]any{"msg": r.Message}
 	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.Any(); return true })
