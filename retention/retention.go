@@ -155,12 +155,13 @@ func (s *Service) Start() {
 				// A pass that stopped at its PassTime left work that is due
 				// now: the next one starts at once instead of an interval
 				// later, so a backlog is worked off at the pace of the ops.
+				// One that deleted nothing waits for the next tick.
 				for ctx.Err() == nil {
 					st, err := s.RunOnce(ctx)
 					if err != nil && ctx.Err() == nil {
 						s.log.Error("retention sweep", "err", err)
 					}
-					if st.Complete || err != nil {
+					if st.Complete || err != nil || st.Segments == 0 {
 						return
 					}
 				}
