@@ -286,8 +286,14 @@ func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles boo
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	// The pass that removed the last segments logs as it ends, just after.
-	for settle := time.After(5 * time.Second); ; {
+	totalAfter, err := sqlite3(ctx, db, `SELECT COALESCE(SUM(frame_count), 0), COUNT(*) FROM segments`)
+	if err != nil {
+		return err
+	}
+	// The pass that removed the last segments logs as it ends, after it
+	// returned the freed pages to the file system: wait for the log to
+	// account for what the file lost, for at most a minute.
+	for settle := time.After(time.Minute); removed < float64(totalBefore[0]-totalAfter[0]); {
 		select {
 		case m := <-sweeps:
 			removed += m["messages"].(float64)
@@ -297,10 +303,6 @@ func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles boo
 		case <-settle:
 		}
 		break
-	}
-	totalAfter, err := sqlite3(ctx, db, `SELECT COALESCE(SUM(frame_count), 0), COUNT(*) FROM segments`)
-	if err != nil {
-		return err
 	}
 	add(fmt.Sprintf("retention sweep to %.0f%% of the span (configure to no segment older than the cut)", 100*cutAt), sweepWall, procStatus(pid, "VmHWM"),
 		fmt.Sprintf("%d messages in %d segments were older than the cut; the file lost %d messages in %d segments; the log says %.0f in %.0f, by %d passes (%s); %.0f messages/s",
