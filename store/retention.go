@@ -50,11 +50,11 @@ const (
 	// chunks (evictChunkFrames), so an op overruns it by at most one
 	// chunk, a few milliseconds. A push that arrives meanwhile commits
 	// after the op, so this is about what retention adds to its latency.
-	DefaultEvictTime = 20 * time.Millisecond
+	DefaultEvictTime = 10 * time.Millisecond
 	// evictChunkFrames and evictChunkBytes bound what an op reads and
 	// holds at once: one chunk's transactionIds, its dedup-key deletes.
-	evictChunkFrames = 1024
-	evictChunkBytes  = 4 << 20
+	evictChunkFrames = 512
+	evictChunkBytes  = 2 << 20
 	evictChunkSegs   = 64
 )
 
