@@ -4,13 +4,14 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/store/segment"
 )
 
 // Retention primitives. The retention service (package retention) decides
@@ -457,11 +458,18 @@ func (w *wtx) evict(p *combtype.Partition, segs []segMeta) (EvictResult, error) 
 func (w *wtx) dropKeys(p *combtype.Partition, segs []segMeta) error {
 	first, last := segs[0], segs[len(segs)-1]
 	newStart := last.base + last.count
-	txns, err := w.evictedTxnIDs(p.ID, first.base, last.base)
+	// Most partitions have no traces: one probe spares them the
+	// transactionIds' JSON and the per-message lookups.
+	var traced bool
+	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM traces WHERE partition_uuid = ?)`,
+		p.UUID).Scan(&traced); err != nil {
+		return fmt.Errorf("look up traces: %w", err)
+	}
+	keys, txns, err := w.evictedKeys(p.ID, first.base, last.base, traced)
 	if err != nil {
 		return err
 	}
-	if txns == nil {
+	if keys == "" {
 		// A segment that does not decode cannot name its keys: find them by
 		// partition and offset. The index leads with the key, so this scans
 		// every partition's keys; it is paid only for a damaged segment,
@@ -471,15 +479,14 @@ func (w *wtx) dropKeys(p *combtype.Partition, segs []segMeta) error {
 		}
 		return nil
 	}
-	var ids []string
-	if err := json.Unmarshal([]byte(*txns), &ids); err != nil {
-		return fmt.Errorf("evicted transaction ids: %w", err)
-	}
 	if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?
-		AND txn_key IN (SELECT value FROM json_each(?))`, p.ID, newStart, string(appendTxnKeys(nil, ids))); err != nil {
+		AND txn_key IN (SELECT value FROM json_each(?))`, p.ID, newStart, keys); err != nil {
 		return fmt.Errorf("delete evicted dedup keys: %w", err)
 	}
-	return w.evictTraces(p.UUID, *txns)
+	if !traced {
+		return nil
+	}
+	return w.evictTraces(p.UUID, txns)
 }
 
 // dropSegments deletes p's segments up to and including last, with the
@@ -503,17 +510,8 @@ func (w *wtx) dropSegments(p *combtype.Partition, last segMeta) error {
 }
 
 // evictTraces deletes the traces of the evicted messages txns (a JSON
-// array). Most partitions have no traces: one probe spares them the
-// per-message lookups.
+// array).
 func (w *wtx) evictTraces(partitionUUID, txns string) error {
-	var any bool
-	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM traces WHERE partition_uuid = ?)`,
-		partitionUUID).Scan(&any); err != nil {
-		return fmt.Errorf("look up traces: %w", err)
-	}
-	if !any {
-		return nil
-	}
 	if _, err := w.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN (SELECT id FROM traces
 		WHERE partition_uuid = ? AND txn_id IN (SELECT value FROM json_each(?)))`, partitionUUID, txns); err != nil {
 		return fmt.Errorf("delete evicted trace names: %w", err)
@@ -525,38 +523,44 @@ func (w *wtx) evictTraces(partitionUUID, txns string) error {
 	return nil
 }
 
-// evictedTxnIDs returns the transaction ids of the frames in the segments
-// of partition based in [from, to], as a JSON array, or nil when one of
-// them does not decode.
-func (w *wtx) evictedTxnIDs(partitionID, from, to int64) (*string, error) {
+// evictedKeys returns the dedup keys of the frames in the segments of
+// partition based in [from, to], as a JSON array, and with txns their
+// transactionIds as another; keys is "" when one of them does not decode.
+// It reads only the transactionIds (segment.TxnIDs), not the payloads.
+func (w *wtx) evictedKeys(partitionID, from, to int64, txns bool) (keys, ids string, err error) {
 	rows, err := w.QueryContext(w.ctx, `SELECT frame_count, codec, raw_size, checksum, data FROM segments
 		WHERE partition_id = ? AND base_offset >= ? AND base_offset <= ? ORDER BY base_offset`, partitionID, from, to)
 	if err != nil {
-		return nil, fmt.Errorf("read evicted segments: %w", err)
+		return "", "", fmt.Errorf("read evicted segments: %w", err)
 	}
 	defer rows.Close()
-	buf := []byte{'['}
+	kbuf, tbuf := []byte{'['}, []byte{'['}
 	for rows.Next() {
 		var count, sum int64
 		var codec, rawSize int
 		var data []byte
 		if err := rows.Scan(&count, &codec, &rawSize, &sum, &data); err != nil {
-			return nil, fmt.Errorf("scan evicted segment: %w", err)
+			return "", "", fmt.Errorf("scan evicted segment: %w", err)
 		}
-		frames, err := decodeSegment(codec, rawSize, uint32(sum), data, int(count))
+		err := segment.TxnIDs(segment.Encoded{Codec: codec, RawSize: rawSize, Checksum: uint32(sum), Data: data}, int(count),
+			func(_ int, txn []byte) {
+				if len(kbuf) > 1 {
+					kbuf = append(kbuf, ',')
+				}
+				kbuf = strconv.AppendInt(kbuf, txnKey(string(txn)), 10)
+				if txns {
+					if len(tbuf) > 1 {
+						tbuf = append(tbuf, ',')
+					}
+					tbuf = appendJSONString(tbuf, string(txn))
+				}
+			})
 		if err != nil {
-			return nil, nil
-		}
-		for i := range frames {
-			if len(buf) > 1 {
-				buf = append(buf, ',')
-			}
-			buf = appendJSONString(buf, frames[i].TxnID)
+			return "", "", nil
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read evicted segments: %w", err)
+		return "", "", fmt.Errorf("read evicted segments: %w", err)
 	}
-	out := string(append(buf, ']'))
-	return &out, nil
+	return string(append(kbuf, ']')), string(append(tbuf, ']')), nil
 }
