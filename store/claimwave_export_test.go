@@ -4,3 +4,6 @@ package store
 // comparing a wave with the same claims applied one by one. Call it before
 // the store is used.
 func (s *Store) SetClaimWaves(on bool) { s.noWaves = !on }
+
+// WriterStatements is how many statements the writer's transactions ran.
+func (s *Store) WriterStatements() int64 { return s.wstatements.Load() }

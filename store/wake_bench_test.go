@@ -18,7 +18,9 @@ import (
 // claims of the queue fused (claimWaves); run with -count to alternate
 // them. "subscribed" groups have met the queue before; on "first" contact
 // each claim also subscribes its group. The time per op is one whole wake
-// of all groups; cpu-µs/claim is the process's CPU per woken claim.
+// of all groups; cpu-µs/claim is the process's CPU per woken claim,
+// writer-µs/claim the writer's time in its commits, stmts/claim the
+// statements it ran.
 func BenchmarkWakeManyGroups(b *testing.B) {
 	const groups = 1000
 	for _, contact := range []string{"subscribed", "first"} {
@@ -52,7 +54,7 @@ func BenchmarkWakeManyGroups(b *testing.B) {
 						}
 					}
 				}
-				var cpu, claims int64
+				var cpu, claims, writer, statements int64
 				round := 0
 				b.ResetTimer()
 				for b.Loop() {
@@ -82,12 +84,14 @@ func BenchmarkWakeManyGroups(b *testing.B) {
 						}()
 					}
 					ready.Wait()
-					cpu0 := processCPU()
+					cpu0, writer0, statements0 := processCPU(), st.Stats().CommitMicros.Load(), st.WriterStatements()
 					b.StartTimer()
 					start.Done()
 					wg.Wait()
 					b.StopTimer()
 					cpu += int64(processCPU() - cpu0)
+					writer += st.Stats().CommitMicros.Load() - writer0
+					statements += st.WriterStatements() - statements0
 					claims += groups
 					var acks []combtype.AckItem
 					for i, res := range results {
@@ -108,6 +112,8 @@ func BenchmarkWakeManyGroups(b *testing.B) {
 					b.StartTimer()
 				}
 				b.ReportMetric(float64(cpu)/1e3/float64(claims), "cpu-µs/claim")
+				b.ReportMetric(float64(writer)/float64(claims), "writer-µs/claim")
+				b.ReportMetric(float64(statements)/float64(claims), "stmts/claim")
 			})
 		}
 	}
