@@ -236,3 +236,52 @@ func mustQueue(t *testing.T, s *Store, name string) *combtype.Queue {
 	}
 	return q
 }
+
+// TestWokenClaimIsDurableWhenItMaySubscribe: a woken pop's claim is lazy
+// (committed without a sync) only while its group is known to be
+// subscribed; once the group's subscription or its queue is deleted, the
+// claim that subscribes it again is durable, as Pop makes it.
+func TestWokenClaimIsDurableWhenItMaySubscribe(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req := combtype.PopRequest{Queue: "q", Group: "g"}
+	lazy := func(what string, want bool) {
+		t.Helper()
+		before := s.Stats().LazyCommits.Load()
+		if _, err := s.PopWoken(ctx, "", req); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Stats().LazyCommits.Load() > before; got != want {
+			t.Errorf("%s: lazy %v, want %v", what, got, want)
+		}
+	}
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(`1`)}}); err != nil {
+		t.Fatal(err)
+	}
+	lazy("first contact", false)
+	lazy("subscribed", true)
+	if _, err := s.DeleteGroup(ctx, "", "g", "q", true); err != nil {
+		t.Fatal(err)
+	}
+	lazy("after the group's delete", false)
+	lazy("subscribed again", true)
+	if _, err := s.DeleteQueue(ctx, "", "q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(`2`)}}); err != nil {
+		t.Fatal(err)
+	}
+	lazy("after the queue's delete", false)
+	lazy("on the new queue", true)
+	// A pop that looked on a reader and found the group subscribed
+	// makes the woken claims after it lazy too.
+	if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	req.Group = "h"
+	lazy("after Pop", true)
+}
