@@ -279,13 +279,20 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 		return nil, err
 	}
 	deadline := time.Now().Add(req.Timeout)
+	woken := false
 	for {
 		if b.maint.popOn() {
 			return pausedPop(req.Group), nil // pop maintenance: nothing, at once
 		}
 		// Watch before looking, so a change in between is not missed.
 		changed, release := b.watch(req.Queue)
-		res, err := b.st.Pop(ctx, b.tenant, req)
+		look := b.st.Pop
+		if woken {
+			// Straight to the writer, where the claims of the pops one
+			// change woke are made together.
+			look = b.st.PopWoken
+		}
+		res, err := look(ctx, b.tenant, req)
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
 			release()
 			b.metrics.countPop(b.tenant, res, req.AutoAck)
@@ -313,6 +320,7 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 			b.metrics.countPop(b.tenant, res, req.AutoAck)
 			return res, err
 		}
+		woken = true
 	}
 }
 

@@ -336,6 +336,7 @@ func (w *wtx) quarantine(q *combtype.Queue, sp *claimSpan, bad *segmentError, gr
 	if n, _ := res.RowsAffected(); n > 0 {
 		w.s.stats.Quarantined.Add(1)
 	}
+	w.quarantined++
 	w.s.log.Error("segment put aside: it fails its checksum or does not decode", "queue", q.Name,
 		"partition", sp.part.Name, "baseOffset", bad.base, "frames", bad.count, "group", group, "err", bad.err)
 	if bad.base <= sp.from {

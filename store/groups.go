@@ -120,6 +120,7 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 			return fmt.Errorf("delete cursors: %w", err)
 		}
 		if deleteMetadata {
+			w.s.subs.forget()
 			if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE group_name = ?1 AND queue_id IN `+inScope,
 				group, tenant, queue); err != nil {
 				return fmt.Errorf("delete subscriptions: %w", err)

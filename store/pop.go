@@ -150,20 +150,15 @@ func (s *Store) popQueues(ctx context.Context, req *popReq) ([]*combtype.Queue, 
 // a pop that has something to claim, or that is the group's first contact
 // with the queue, goes through the writer.
 func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (*combtype.PopResult, error) {
-	req := popReq{PopRequest: r, Tenant: tenant,
-		Start: seek.ParseSubscription(r.SubscriptionMode, r.SubscriptionFrom, s.defaultSub)}
-	if req.Group == "" {
-		req.Group = combtype.QueueModeGroup
-	}
-	req.Batch = min(max(req.Batch, 1), combtype.MaxPopBatch)
-	req.Partitions = min(max(req.Partitions, 1), combtype.MaxPopPartitions)
-	if req.Partition != "" {
-		req.Partitions = 1
-	}
+	req := s.popRequest(tenant, r)
 	res := &combtype.PopResult{Group: req.Group}
+	gen := s.subs.generation()
 	queues, subs, err := s.popQueues(ctx, &req)
 	if err != nil {
 		return nil, err
+	}
+	if len(subs) == 1 && subs[0] {
+		s.subs.add(subKey{tenant, req.Queue, req.Group}, gen)
 	}
 	now := micros(s.clock.Now())
 	for i, q := range queues {
@@ -202,14 +197,14 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 		// pushed in between. Cursors it seeds on new partitions are seeded
 		// again the same way from the durable subscription.
 		// A claim changes a few rows: the group's subscription and cursors.
-		err = s.submit(ctx, &writeOp{isolated: true, smallUndo: true, lazy: subscribed && !req.AutoAck, apply: func(w *wtx) error {
-			var err error
-			got, wake, err = w.claim(q, &req)
-			return err
-		}})
+		c := &claimOp{q: q, req: &req}
+		gen := s.subs.generation()
+		err = s.submit(ctx, &writeOp{isolated: true, smallUndo: true, lazy: subscribed && !req.AutoAck, apply: c.apply, claim: c})
 		if err != nil {
 			return nil, err
 		}
+		s.subs.add(subKey{tenant, q.Name, req.Group}, gen) // the claim subscribed it
+		got, wake = c.res, c.wake
 		res.WakeAt = earliest(res.WakeAt, wake)
 		if got == nil {
 			continue
@@ -217,6 +212,52 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 		return got, nil
 	}
 	return res, nil
+}
+
+// popRequest is r as the store runs it for tenant, its bounds applied.
+func (s *Store) popRequest(tenant string, r combtype.PopRequest) popReq {
+	req := popReq{PopRequest: r, Tenant: tenant,
+		Start: seek.ParseSubscription(r.SubscriptionMode, r.SubscriptionFrom, s.defaultSub)}
+	if req.Group == "" {
+		req.Group = combtype.QueueModeGroup
+	}
+	req.Batch = min(max(req.Batch, 1), combtype.MaxPopBatch)
+	req.Partitions = min(max(req.Partitions, 1), combtype.MaxPopPartitions)
+	if req.Partition != "" {
+		req.Partitions = 1
+	}
+	return req
+}
+
+// PopWoken is Pop for a pop woken by a change to its queue: it goes to the
+// writer at once, without Pop's look on a reader (the queue row, the
+// group's subscription, a scan for something due), since a wake mostly
+// means something is due. The writer resolves the queue from the rows it
+// keeps, and the claims of the pops one change wakes are fused into a
+// few set-based statements for all of them (claimWave), where each would
+// otherwise cost its own look and several statements. A pop of a
+// namespace or task is an ordinary Pop.
+func (s *Store) PopWoken(ctx context.Context, tenant string, r combtype.PopRequest) (*combtype.PopResult, error) {
+	if r.Queue == "" {
+		return s.Pop(ctx, tenant, r)
+	}
+	req := s.popRequest(tenant, r)
+	k := subKey{tenant, req.Queue, req.Group}
+	gen := s.subs.generation()
+	// Lazy only when the group is known to be subscribed, as Pop decides
+	// it: a claim that subscribes must be durable (see Pop).
+	lazy := s.subs.has(k) && !req.AutoAck
+	c := &claimOp{tenant: tenant, queue: req.Queue, req: &req}
+	if err := s.submit(ctx, &writeOp{isolated: true, smallUndo: true, lazy: lazy, apply: c.apply, claim: c}); err != nil {
+		return nil, err
+	}
+	if c.found {
+		s.subs.add(k, gen)
+	}
+	if c.res != nil {
+		return c.res, nil
+	}
+	return &combtype.PopResult{Group: req.Group, WakeAt: c.wake}, nil
 }
 
 func earliest(a, b time.Time) time.Time {

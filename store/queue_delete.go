@@ -112,6 +112,7 @@ func (s *Store) detachQueue(ctx context.Context, tenant, name string) (bool, err
 // dropQueueState deletes the cursors, subscriptions and tombstones of
 // queue id: the small state keyed by cursor, group or message.
 func (w *wtx) dropQueueState(queueID int64) error {
+	w.s.subs.forget()
 	for _, q := range []string{
 		`DELETE FROM cursors WHERE partition_id IN (SELECT id FROM partitions WHERE queue_id = ?)`,
 		`DELETE FROM subscriptions WHERE queue_id = ?`,

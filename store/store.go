@@ -125,6 +125,8 @@ type Store struct {
 	crypt    *segment.Cipher // nil without an encryption key
 	watch    watchers
 	turn     turns // round robin over partitions, per (queue, group)
+	subs     subscribedSet
+	noWaves  bool // claims are never fused (tests and benchmarks compare)
 	stats    Stats
 	tot      totalsCache
 	// liveTotals is Options.LiveTotalsPartitions.
@@ -171,6 +173,9 @@ type Stats struct {
 	// ListedPartitions counts the partitions whose cursors message
 	// listings read: what a page costs beyond its segments.
 	ListedPartitions atomic.Int64
+	// WaveClaims counts the claims applied fused with others of their
+	// queue (claimWaves) rather than each alone.
+	WaveClaims atomic.Int64
 }
 
 // Open opens or creates the database at opts.Path, applies migrations and

@@ -37,8 +37,11 @@ type writeOp struct {
 	// smallUndo ops change few rows that existed before them: a commit of
 	// only such ops keeps its savepoints' undo in memory (setUndo).
 	smallUndo bool
-	bytes     int
-	done      chan error
+	// claim is set for a pop's claim, which the writer may apply fused
+	// with the other claims of its queue in the batch (claimWaves).
+	claim *claimOp
+	bytes int
+	done  chan error
 }
 
 // submit hands op to the writer and waits for its committed outcome. The wait
@@ -274,7 +277,21 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	}()
 	w := newWtx(ctx, s, tx)
 	errs = make([]error, len(batch))
+	// Each run of claims is fused by queue as it comes (claimWaves);
+	// waved marks the claims a wave applied.
+	waved := make([]bool, len(batch))
+	runEnd := 0
 	for i, op := range batch {
+		if i >= runEnd && op.claim != nil {
+			for runEnd = i; runEnd < len(batch) && batch[runEnd].claim != nil; runEnd++ {
+			}
+			if err := w.claimWaves(batch[i:runEnd], waved[i:runEnd]); err != nil {
+				return nil, nil, err
+			}
+		}
+		if waved[i] {
+			continue
+		}
 		if !op.isolated {
 			if err := op.apply(w); err != nil {
 				return nil, nil, err
@@ -419,6 +436,8 @@ type wtx struct {
 	// stale is set once this transaction changed queue or partition rows
 	// other than by pushing (rowsChanged).
 	stale bool
+	// quarantined counts the damaged segments claims met in it.
+	quarantined int
 }
 
 type queueKey struct{ tenant, name string }

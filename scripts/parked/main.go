@@ -176,6 +176,7 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 		go func() { profiled <- fetchProfile("http://"+pprofAddr+"/debug/pprof/profile?seconds=20", profile) }()
 		time.Sleep(500 * time.Millisecond)
 	}
+	faults1 := procFaults(srv.Process.Pid)
 	pushAt := time.Now()
 	resp, err := client.Post(base+"/api/v1/push", "application/json",
 		strings.NewReader(`{"items":[{"queue":"parked","transactionId":"wake-1","payload":{"n":1}}]}`))
@@ -190,6 +191,7 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	wg.Wait()
 	cpu2, _ := procCPU(srv.Process.Pid)
 	rss2, _ := procRSS(srv.Process.Pid)
+	faults2 := procFaults(srv.Process.Pid)
 	// The trace line of a cycle comes when it ends: give the last a moment.
 	time.Sleep(100 * time.Millisecond)
 	gc2, n2 := gc.total()
@@ -217,8 +219,8 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	fmt.Printf("woke        %d of %d with the message, %d failed\n", got, n, failed)
 	fmt.Printf("wake        p50 %v  p99 %v  max %v (from the push's start)\n",
 		pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond))
-	fmt.Printf("after push: server CPU %.2f s until the last answer, GC CPU %.2f s in %d cycles, RSS %.1f MiB\n",
-		(cpu2 - cpu1).Seconds(), (gc2 - gc1).Seconds(), n2-n1, float64(rss2)/(1<<20))
+	fmt.Printf("after push: server CPU %.2f s until the last answer, GC CPU %.2f s in %d cycles, RSS %.1f MiB, %d page faults\n",
+		(cpu2 - cpu1).Seconds(), (gc2 - gc1).Seconds(), n2-n1, float64(rss2)/(1<<20), faults2-faults1)
 	if profile != "" {
 		if err := <-profiled; err != nil {
 			return fmt.Errorf("profile: %w", err)
@@ -327,6 +329,18 @@ func procCPU(pid int) (time.Duration, error) {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100, nil // USER_HZ is 100 on Linux
+}
+
+// procFaults is the minor page faults of pid so far: memory touched for
+// the first time.
+func procFaults(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	n, _ := strconv.ParseInt(f[7], 10, 64)
+	return n
 }
 
 // procRSS is the resident set of pid in bytes.

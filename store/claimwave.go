@@ -1,0 +1,621 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/seek"
+)
+
+// Claim waves. One push to a queue wakes every pop parked on it, and with
+// each pop in its own consumer group each claims the new message in its
+// own group: thousands of claims reach the writer at once. One by one,
+// each paid a look on a reader and five or so statements in the writer,
+// in its own savepoint. Fused, the claims of one queue in one commit cost
+// a few set-based statements for all of them: subscribe the groups that
+// have no subscription, read every group's cursors, lease what each is
+// due, in that order. What each claim takes is decided in Go exactly as
+// claimOnce decides it, from the same rows; what would make a claim leave
+// that path (a delay or window on the queue, a start from a time, a run
+// of deleted messages to skip, a partition the group never met, autoAck)
+// sends it to claimOnce on its own, after the wave.
+
+// claimOp is one pop's claim, as the writer applies it alone (apply) or
+// fused with the others of its queue (claimWaves).
+type claimOp struct {
+	// The queue: q when the pop looked it up, else by name (a woken pop).
+	q             *combtype.Queue
+	tenant, queue string
+	req           *popReq
+
+	// The outcome, set by whichever applied it.
+	res   *combtype.PopResult // nil: nothing was due
+	wake  time.Time           // when to look again, with nothing due
+	found bool                // the queue exists: the group is subscribed once this commits
+}
+
+// apply claims alone, inside the op's own savepoint.
+func (c *claimOp) apply(w *wtx) error {
+	c.res, c.wake, c.found = nil, time.Time{}, false
+	q, err := c.resolve(w)
+	if err != nil || q == nil {
+		return err
+	}
+	c.res, c.wake, err = w.claim(q, c.req)
+	c.found = err == nil
+	return err
+}
+
+// resolve returns the claim's queue, nil when there is none.
+func (c *claimOp) resolve(w *wtx) (*combtype.Queue, error) {
+	if c.q != nil {
+		return c.q, nil
+	}
+	q, err := w.queue(c.tenant, c.queue, false)
+	if errors.Is(err, combtype.ErrQueueNotFound) {
+		return nil, nil
+	}
+	return q, err
+}
+
+// maxWavePartitions bounds the queues a wave serves: it reads the cursor
+// of every group it serves on every partition of the queue, where a claim
+// alone stops its scan at the partitions it needs.
+const maxWavePartitions = 64
+
+// claimWaves applies the claims of run, a run of claim ops of a batch,
+// that can be fused, two or more of one queue, as one wave per queue, and
+// marks in done the ops it applied. The claims of a run were all pending
+// at once and no other write comes between them, so applying them by
+// queue rather than one after another is an order their callers could
+// have seen. A wave that fails rolls back alone and its claims are
+// applied one by one, as if it had not been tried.
+func (w *wtx) claimWaves(run []*writeOp, done []bool) error {
+	if w.s.noWaves {
+		return nil
+	}
+	batch := run
+	type wave struct {
+		q   *combtype.Queue
+		ops []int
+	}
+	var waves []*wave
+	byQueue := map[int64]*wave{}
+	for i, op := range batch {
+		c := op.claim
+		if c == nil || !op.isolated || c.req.AutoAck || c.req.Start.Mode == seek.ModeTimestamp {
+			continue
+		}
+		q, err := c.resolve(w)
+		if err != nil || q == nil || q.Options.DelayedProcessing > 0 || q.Options.WindowBuffer > 0 {
+			continue // its own apply meets the error, the missing queue or the delay
+		}
+		wv := byQueue[q.ID]
+		if wv == nil {
+			wv = &wave{q: q}
+			byQueue[q.ID] = wv
+			waves = append(waves, wv)
+		}
+		wv.ops = append(wv.ops, i)
+	}
+	for _, wv := range waves {
+		if len(wv.ops) < 2 {
+			continue
+		}
+		cs := make([]*claimOp, len(wv.ops))
+		for j, i := range wv.ops {
+			cs[j] = batch[i].claim
+		}
+		applied, err := w.applyWave(wv.q, cs)
+		if err != nil {
+			return err
+		}
+		for j, ok := range applied {
+			done[wv.ops[j]] = ok
+			if ok {
+				w.s.stats.WaveClaims.Add(1)
+			}
+		}
+	}
+	return nil
+}
+
+// applyWave runs one wave in its own savepoint and reports which of cs it
+// applied. Only the savepoint's own statements failing is an error.
+func (w *wtx) applyWave(q *combtype.Queue, cs []*claimOp) ([]bool, error) {
+	staged := w.stagedMark()
+	if _, err := w.s.execControl(w.ctx, "SAVEPOINT wave"); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	out, werr := w.claimWave(q, cs)
+	if werr != nil {
+		if _, err := w.s.execControl(w.ctx, "ROLLBACK TO wave"); err != nil {
+			return nil, fmt.Errorf("rollback to savepoint: %w", err)
+		}
+		w.forgetResolved(staged)
+		w.s.log.Debug("claim wave rolled back; its claims are applied one by one", "queue", q.Name, "err", werr)
+	}
+	if _, err := w.s.execControl(w.ctx, "RELEASE wave"); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	if werr != nil {
+		return make([]bool, len(cs)), nil
+	}
+	out.finish(w, q)
+	return out.done, nil
+}
+
+// waveOut is what a wave decided for each of its claims.
+type waveOut struct {
+	cs     []*claimOp
+	done   []bool
+	claims []waveClaim // by index in cs; for done ones only
+}
+
+type waveClaim struct {
+	spans   []claimSpan
+	msgs    []combtype.Message
+	leaseID string
+	wake    time.Time
+}
+
+// finish records what claimOnce records as it claims, once the wave holds:
+// the partitions' turns, the leases handed out, frames evicted; and sets
+// each claim's outcome.
+func (o *waveOut) finish(w *wtx, q *combtype.Queue) {
+	for i, c := range o.cs {
+		if !o.done[i] {
+			continue
+		}
+		wc := &o.claims[i]
+		c.found = true
+		if len(wc.spans) == 0 {
+			c.res, c.wake = nil, wc.wake
+			continue
+		}
+		res := &combtype.PopResult{Queue: q.Name, Group: c.req.Group, LeaseID: wc.leaseID, PartitionsClaimed: len(wc.spans),
+			Partition: wc.spans[0].part.Name, PartitionID: wc.spans[0].part.UUID, Messages: wc.msgs}
+		for _, sp := range wc.spans {
+			w.s.turn.served(q.ID, c.req.Group, sp.part.Name)
+			res.FramesEvicted += sp.evicted
+			if sp.evicted > 0 {
+				w.s.stats.FramesEvicted.Add(sp.evicted)
+				w.s.log.Warn("retention removed frames a consumer group had not consumed",
+					"queue", q.Name, "partition", sp.part.Name, "group", c.req.Group, "frames", sp.evicted)
+			}
+		}
+		w.s.leased.put(wc.leaseID, wc.msgs)
+		c.res, c.wake = res, time.Time{}
+	}
+}
+
+// errWaveAside is a wave that met what only a claim alone handles.
+var errWaveAside = errors.New("claim wave met a damaged segment")
+
+// claimWave decides and writes the claims of cs, all on q and none of
+// them autoAck or from a time. A claim it leaves undone is applied alone
+// after it; an error rolls the whole wave back.
+func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
+	out := &waveOut{cs: cs, done: make([]bool, len(cs)), claims: make([]waveClaim, len(cs))}
+	var n int
+	if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM partitions WHERE queue_id = ? LIMIT `+
+		strconv.Itoa(maxWavePartitions+1)+`)`, q.ID).Scan(&n); err != nil {
+		return nil, fmt.Errorf("count partitions: %w", err)
+	}
+	if n > maxWavePartitions {
+		return out, nil
+	}
+	now := micros(w.now)
+	var groups []string
+	first := map[string]*claimOp{}
+	for _, c := range cs {
+		if first[c.req.Group] == nil {
+			first[c.req.Group] = c
+			groups = append(groups, c.req.Group)
+		}
+	}
+	if err := w.subscribeWave(q, groups, first); err != nil {
+		return nil, err
+	}
+	due, err := w.waveCandidates(q.ID, groups, now)
+	if err != nil {
+		return nil, err
+	}
+	quarantined := w.quarantined
+	// The claims of one group take turns as they would one after another:
+	// what one leased is not due for the next, which starts after it, and
+	// sees the cursors it moved past deleted messages.
+	taken := map[string]map[int64]bool{}
+	turn := map[string]string{}
+	aside := map[string]bool{} // groups whose later claims go alone
+	var leases []waveLease
+	expires := addMicros(now, q.LeaseDuration().Microseconds())
+	var idle []int // claims with nothing due: they need their wake time
+	for i, c := range cs {
+		g := c.req.Group
+		if aside[g] {
+			continue
+		}
+		after, ok := turn[g]
+		if !ok {
+			after = w.s.turn.next(q.ID, g)
+		}
+		limit := c.req.Partitions + 8
+		cands := waveDue(due[g], taken[g], c.req.Partition, limit, after)
+		if slices.ContainsFunc(cands, func(c *candidate) bool { return !c.hasCursor }) {
+			// A partition the group never met, as claimOnce meets it.
+			if err := w.seedMissingFrom(q, g); err != nil {
+				return nil, err
+			}
+			if due[g], err = scanCandidates(w.ctx, w, q.ID, g, "", now, -1, ""); err != nil {
+				return nil, err
+			}
+			cands = waveDue(due[g], taken[g], c.req.Partition, limit, after)
+		}
+		spans, err := w.waveSpans(cands, c.req)
+		if err != nil {
+			return nil, err
+		}
+		if len(spans) == 0 {
+			out.done[i] = true
+			idle = append(idle, i)
+			continue
+		}
+		leaseID := uuid.NewString()
+		msgs, kept, err := w.readSpans(q, c.req, spans, leaseID)
+		if err != nil {
+			return nil, err
+		}
+		if w.quarantined != quarantined {
+			// A damaged segment moved cursors the rows read above hold.
+			return nil, errWaveAside
+		}
+		if len(kept) == 0 {
+			aside[g] = true
+			continue
+		}
+		if taken[g] == nil {
+			taken[g] = map[int64]bool{}
+		}
+		for _, sp := range kept {
+			taken[g][sp.part.ID] = true
+			turn[g] = sp.part.Name
+			leases = append(leases, waveLease{Partition: sp.part.ID, Group: g, Lease: leaseID, From: sp.from, To: sp.to})
+		}
+		out.done[i] = true
+		out.claims[i] = waveClaim{spans: kept, msgs: msgs, leaseID: leaseID}
+	}
+	if len(idle) > 0 {
+		if err := w.waveWakes(q.ID, out, idle, expires, now); err != nil {
+			return nil, err
+		}
+	}
+	if len(leases) > 0 {
+		if err := w.leaseWave(leases, expires); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// subscribeWave does for groups what subscribe does for each with a start
+// at the oldest message or at the end (as the first claim of each asks):
+// records a subscription for those with none, and seeds their cursors on
+// every partition of q.
+func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string]*claimOp) error {
+	now := micros(w.now)
+	type sub struct {
+		Group string `json:"g"`
+		Mode  string `json:"m"`
+		From  *int64 `json:"f"`
+		// After: the registration point is recorded (a start from now).
+		After bool `json:"a"`
+	}
+	subs := make([]sub, len(groups))
+	for i, g := range groups {
+		subs[i] = sub{Group: g, Mode: seek.ModeAll}
+		if first[g].req.Start.Mode == seek.ModeNew && g != combtype.QueueModeGroup {
+			subs[i] = sub{Group: g, Mode: seek.ModeNew, From: &now, After: true}
+		}
+	}
+	arg, err := json.Marshal(subs)
+	if err != nil {
+		return fmt.Errorf("encode subscriptions: %w", err)
+	}
+	rows, err := w.QueryContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
+		SELECT ?1, j.value ->> 'g', j.value ->> 'm', j.value ->> 'f', ?2,
+			CASE WHEN j.value ->> 'a' THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END
+		FROM json_each(?3) j WHERE true
+		ON CONFLICT (queue_id, group_name) DO NOTHING RETURNING group_name, mode`, q.ID, now, string(arg))
+	if err != nil {
+		return fmt.Errorf("insert subscriptions: %w", err)
+	}
+	type seed struct {
+		Group string `json:"g"`
+		End   bool   `json:"e"`
+	}
+	var seeds []seed
+	for rows.Next() {
+		var s seed
+		var mode string
+		if err := rows.Scan(&s.Group, &mode); err != nil {
+			rows.Close()
+			return fmt.Errorf("insert subscriptions: %w", err)
+		}
+		s.End = mode == seek.ModeNew
+		seeds = append(seeds, s)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("insert subscriptions: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("insert subscriptions: %w", err)
+	}
+	if len(seeds) == 0 {
+		return nil
+	}
+	if arg, err = json.Marshal(seeds); err != nil {
+		return fmt.Errorf("encode seeds: %w", err)
+	}
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+		SELECT p.id, j.value ->> 'g', CASE WHEN j.value ->> 'e' THEN p.last_offset ELSE p.log_start - 1 END, ?1
+		FROM json_each(?2) j JOIN partitions p ON p.queue_id = ?3 WHERE true
+		ON CONFLICT DO NOTHING`, now, string(arg), q.ID); err != nil {
+		return fmt.Errorf("seed cursors: %w", err)
+	}
+	return nil
+}
+
+// waveCandidates is scanCandidates for every group of a wave at once, all
+// of each: the partitions of queueID due for it, by group, in name order.
+func (w *wtx) waveCandidates(queueID int64, groups []string, now int64) (map[string][]candidate, error) {
+	arg, err := json.Marshal(groups)
+	if err != nil {
+		return nil, fmt.Errorf("encode groups: %w", err)
+	}
+	rows, err := w.QueryContext(w.ctx, `SELECT j.value, p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start,
+		p.last_segment_at, p.created_at, c.committed IS NOT NULL, COALESCE(c.committed, 0), c.lease_id, c.lease_expires_at,
+		COALESCE(c.retry_count, 0)
+		FROM json_each(?1) j JOIN partitions p ON p.queue_id = ?2
+		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = j.value
+		WHERE c.committed IS NULL OR (`+pendingExpr+` AND NOT (`+liveLeaseAt+`?3))`, string(arg), queueID, now)
+	if err != nil {
+		return nil, fmt.Errorf("scan partitions: %w", err)
+	}
+	defer rows.Close()
+	due := map[string][]candidate{}
+	for rows.Next() {
+		var c candidate
+		var created int64
+		var group string
+		p := &c.part
+		if err := rows.Scan(&group, &p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created,
+			&c.hasCursor, &c.committed, &c.leaseID, &c.leaseExpires, &c.retry); err != nil {
+			return nil, fmt.Errorf("scan partition: %w", err)
+		}
+		p.CreatedAt = fromMicros(created)
+		c.partitionID, c.group = p.ID, group
+		due[group] = append(due[group], c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("scan partitions: %w", err)
+	}
+	for _, cs := range due {
+		slices.SortFunc(cs, func(a, b candidate) int { return strings.Compare(a.part.Name, b.part.Name) })
+	}
+	return due, nil
+}
+
+// waveDue is what scanCandidates returns from cands, a group's due
+// partitions in name order, less those taken earlier in the wave or moved
+// past their end: those of partition only, if named; after the name given,
+// wrapping around; at most limit unless a partition is named.
+func waveDue(cands []candidate, taken map[int64]bool, partition string, limit int, after string) []*candidate {
+	var later, wrapped []*candidate
+	for i := range cands {
+		c := &cands[i]
+		if taken[c.part.ID] || (partition != "" && c.part.Name != partition) || (c.hasCursor && c.next() > c.part.LastOffset) {
+			continue
+		}
+		if after == "" || c.part.Name > after {
+			later = append(later, c)
+		} else {
+			wrapped = append(wrapped, c)
+		}
+	}
+	due := append(later, wrapped...)
+	if partition == "" && len(due) > limit {
+		due = due[:limit]
+	}
+	return due
+}
+
+// waveSpans is the choice of spans claimOnce makes from due, for a queue
+// without delay or window. A run of deleted messages where a span would
+// start is skipped as claimOnce skips it, and the candidate in due (the
+// group's own, shared by its later claims in the wave) moves with it.
+func (w *wtx) waveSpans(due []*candidate, req *popReq) ([]claimSpan, error) {
+	var spans []claimSpan
+	budget := int64(req.Batch)
+	for _, c := range due {
+		if len(spans) == req.Partitions || budget == 0 {
+			break
+		}
+		committed := c.committed
+		from := c.next()
+		last := c.part.LastOffset
+		var sp *claimSpan
+		for from <= last && sp == nil {
+			var skipTo int64
+			var err error
+			if sp, skipTo, err = w.trimTombstones(c, from, last, budget); err != nil {
+				return nil, err
+			}
+			if sp == nil {
+				if _, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = MAX(committed, ?)
+					WHERE partition_id = ? AND group_name = ?`, skipTo, c.part.ID, req.Group); err != nil {
+					return nil, fmt.Errorf("skip deleted messages: %w", err)
+				}
+				c.committed = max(c.committed, skipTo)
+				from = skipTo + 1
+			}
+		}
+		if sp == nil {
+			continue
+		}
+		if gap := c.part.LogStart - (committed + 1); gap > 0 {
+			sp.evicted = gap
+		}
+		spans = append(spans, *sp)
+		budget -= sp.to - sp.from + 1 - int64(len(sp.dead))
+	}
+	return spans, nil
+}
+
+// waveLease is one cursor a wave leases.
+type waveLease struct {
+	Partition int64  `json:"p"`
+	Group     string `json:"g"`
+	Lease     string `json:"l"`
+	From      int64  `json:"f"`
+	To        int64  `json:"t"`
+}
+
+// leaseWave writes the leases of a wave in one statement, as claimOnce
+// writes each: a lease still recorded has expired and makes this a
+// redelivery; deleted messages before the span count as consumed.
+func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
+	arg, err := json.Marshal(leases)
+	if err != nil {
+		return fmt.Errorf("encode leases: %w", err)
+	}
+	res, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = j.value ->> 'l', lease_from = j.value ->> 'f',
+		lease_to = j.value ->> 't', lease_expires_at = ?1, redelivery_count = redelivery_count + (lease_id IS NOT NULL),
+		committed = MAX(committed, (j.value ->> 'f') - 1)
+		FROM json_each(?2) j WHERE cursors.partition_id = j.value ->> 'p' AND cursors.group_name = j.value ->> 'g'`,
+		expires, string(arg))
+	if err != nil {
+		return fmt.Errorf("claim partitions: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("claim partitions: %w", err)
+	} else if n != int64(len(leases)) {
+		return fmt.Errorf("claim partitions: %d cursors leased, want %d", n, len(leases))
+	}
+	return nil
+}
+
+// waveWakes sets the wake time of the claims in idle, which found nothing
+// due: leaseWake as each would have read it on its turn. The query runs
+// before the wave's leases are written; the leases earlier claims of the
+// same group took in the wave, which all expire at expires, are added.
+func (w *wtx) waveWakes(queueID int64, out *waveOut, idle []int, expires, now int64) error {
+	var groups []string
+	seenGroup := map[string]bool{}
+	for _, i := range idle {
+		if g := out.cs[i].req.Group; !seenGroup[g] {
+			seenGroup[g] = true
+			groups = append(groups, g)
+		}
+	}
+	arg, err := json.Marshal(groups)
+	if err != nil {
+		return fmt.Errorf("encode groups: %w", err)
+	}
+	rows, err := w.QueryContext(w.ctx, `SELECT j.value, p.name, c.lease_expires_at
+		FROM json_each(?1) j JOIN partitions p ON p.queue_id = ?2
+		JOIN cursors c ON c.partition_id = p.id AND c.group_name = j.value
+		WHERE `+liveLeaseAt+`?3 AND `+pendingExpr, string(arg), queueID, now)
+	if err != nil {
+		return fmt.Errorf("find lease expiry: %w", err)
+	}
+	defer rows.Close()
+	type key struct{ group, partition string } // partition "": any
+	wakes := map[key]time.Time{}
+	for rows.Next() {
+		var k key
+		var at int64
+		if err := rows.Scan(&k.group, &k.partition, &at); err != nil {
+			return fmt.Errorf("find lease expiry: %w", err)
+		}
+		wakes[k] = earliest(wakes[k], fromMicros(at))
+		wakes[key{k.group, ""}] = earliest(wakes[key{k.group, ""}], fromMicros(at))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("find lease expiry: %w", err)
+	}
+	leased := map[key]bool{} // by the claims of the wave so far
+	for i, c := range out.cs {
+		g, wc := c.req.Group, &out.claims[i]
+		if out.done[i] && len(wc.spans) == 0 {
+			wc.wake = wakes[key{g, c.req.Partition}]
+			if leased[key{g, c.req.Partition}] {
+				wc.wake = earliest(wc.wake, fromMicros(expires))
+			}
+		}
+		for _, sp := range wc.spans {
+			leased[key{g, sp.part.Name}] = true
+			leased[key{g, ""}] = true
+		}
+	}
+	return nil
+}
+
+// subscribedSet remembers which groups are known to be subscribed to a
+// queue, by name, so a woken pop can tell whether its claim may be lazy
+// without a look on a reader. An entry is added only from what a commit
+// or a read showed, and only if no subscription was deleted since that
+// was taken (gen): every delete of subscriptions forgets them all.
+type subscribedSet struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[subKey]struct{}
+}
+
+type subKey struct{ tenant, queue, group string }
+
+// maxSubscribed bounds the set; past it, it starts over.
+const maxSubscribed = 1 << 16
+
+func (s *subscribedSet) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+func (s *subscribedSet) has(k subKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[k]
+	return ok
+}
+
+// add records k, if nothing was forgotten since gen was read.
+func (s *subscribedSet) add(k subKey, gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gen != s.gen {
+		return
+	}
+	if s.m == nil || len(s.m) >= maxSubscribed {
+		s.m = map[subKey]struct{}{}
+	}
+	s.m[k] = struct{}{}
+}
+
+// forget is called by whatever deletes subscriptions, before it commits.
+func (s *subscribedSet) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	s.m = nil
+}
