@@ -164,6 +164,10 @@ type Stats struct {
 	// ListedPartitions counts the partitions whose cursors message
 	// listings read: what a page costs beyond its segments.
 	ListedPartitions atomic.Int64
+	// ReadSummedRows counts the rows a request read to sum a large
+	// queue's consumer-group figures: only the first read of a queue
+	// does; later reads use the refresher's sums (groupstats.go).
+	ReadSummedRows atomic.Int64
 }
 
 // Open opens or creates the database at opts.Path, applies migrations and

@@ -45,6 +45,7 @@ type totalsEntry struct {
 type totalsCache struct {
 	mu      sync.Mutex
 	entries map[int64]*totalsEntry // by queue id
+	groups  map[int64]*groupsEntry // by queue id (groupstats.go)
 	running bool
 	done    chan struct{} // closed when the refresher returns; nil until it starts
 }
@@ -127,6 +128,12 @@ func (s *Store) remember(tenant string, qs *combtype.QueueStats, at time.Time) {
 		s.tot.entries = map[int64]*totalsEntry{}
 	}
 	s.tot.entries[qs.ID] = &totalsEntry{tenant: tenant, q: qs.Queue, sums: *qs, at: at, askedAt: time.Now()}
+	s.startRefresherLocked()
+}
+
+// startRefresherLocked starts the refresher unless it runs. s.tot.mu is
+// held.
+func (s *Store) startRefresherLocked() {
 	if !s.tot.running && s.ctx.Err() == nil {
 		s.tot.running = true
 		s.tot.done = make(chan struct{})
@@ -156,10 +163,15 @@ func (s *Store) refreshTotalsLoop(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// RefreshTotals sums again the totals of every large queue a read asked
-// for in the last totalsForget, and forgets the others and the deleted
-// queues. The refresher calls it; tests call it to make a sum happen now.
+// RefreshTotals sums again the totals and the group figures of every
+// large queue a read asked for in the last totalsForget, and forgets the
+// others and the deleted queues. The refresher calls it; tests call it to
+// make a sum happen now.
 func (s *Store) RefreshTotals(ctx context.Context) error {
+	return errors.Join(s.refreshQueueTotals(ctx), s.refreshGroups(ctx))
+}
+
+func (s *Store) refreshQueueTotals(ctx context.Context) error {
 	s.tot.mu.Lock()
 	var todo []*totalsEntry
 	for id, e := range s.tot.entries {
