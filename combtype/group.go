@@ -15,6 +15,11 @@ type GroupSummary struct {
 	// MaxTimeLag is the age of the oldest unconsumed segment, 0 when none.
 	MaxTimeLag    time.Duration
 	TotalConsumed int64
+	// Summarized is set when the figures of a queue too large to sum on
+	// every read come from a sum made in the background, StatsAge ago
+	// (MaxTimeLag is still told at the time of the read).
+	Summarized bool
+	StatsAge   time.Duration
 }
 
 // PartitionLag is one cursor of a group.
@@ -33,6 +38,12 @@ type PartitionLag struct {
 	// wanted offset; zero when nothing is pending.
 	OldestUnconsumedAt time.Time
 	TimeLag            time.Duration
+	// Summarized is set on a lagging row of a queue too large to sort on
+	// every read: the row, and its place in the listing, come from a sum
+	// made in the background StatsAge ago (TimeLag is told at the time of
+	// the read).
+	Summarized bool
+	StatsAge   time.Duration
 }
 
 // GroupState is derived, never stored: Lagging when the oldest unconsumed

@@ -140,6 +140,10 @@ type QueueDepth struct {
 	Stored, Depth int64
 	// GroupLag is each group's offset lag summed over the partitions.
 	GroupLag map[string]int64
+	// Summarized is set for a queue too large to sum on every scrape:
+	// the figures come from a sum made in the background StatsAge ago.
+	Summarized bool
+	StatsAge   time.Duration
 }
 
 // DatabaseStats are SQLite's own page figures.

@@ -30,6 +30,19 @@ type groupOut struct {
 	SubscriptionMode      *string  `json:"subscriptionMode"`
 	SubscriptionTimestamp *string  `json:"subscriptionTimestamp"`
 	SubscriptionCreatedAt *string  `json:"subscriptionCreatedAt"`
+	// StatsAge is set for a queue too large to sum on every read: the
+	// seconds since the pair's figures were summed in the background.
+	StatsAge *int64 `json:"statsAge,omitempty"`
+}
+
+// ageSeconds is a background sum's age in whole seconds, or nil when the
+// figures were summed for this reply.
+func ageSeconds(summarized bool, age time.Duration) *int64 {
+	if !summarized {
+		return nil
+	}
+	secs := int64(age / time.Second)
+	return &secs
 }
 
 func (s *Handler) listGroups(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -50,6 +63,7 @@ func (s *Handler) listGroups(w http.ResponseWriter, r *http.Request, _ httproute
 			Name: g.Group, Topics: []string{g.Queue}, QueueName: g.Queue,
 			Members: g.Cursors, PartitionCursors: g.Cursors, PartitionsWithLag: g.PartitionsWithLag,
 			TotalLag: g.TotalLag, MaxTimeLag: int64(g.MaxTimeLag / time.Second), State: g.State(), Storage: "segments",
+			StatsAge: ageSeconds(g.Summarized, g.StatsAge),
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -125,6 +139,9 @@ type laggingOut struct {
 	LagHours           float64 `json:"lag_hours"`
 	OldestUnconsumedAt string  `json:"oldest_unconsumed_at"`
 	LastConsumedAt     *string `json:"last_consumed_at"` // always null, as the wire documents it
+	// StatsAge is set on a row of a queue too large to sort on every read:
+	// the seconds since the row was read in the background.
+	StatsAge *int64 `json:"statsAge,omitempty"`
 }
 
 func (s *Handler) laggingGroups(w http.ResponseWriter, r *http.Request) {
@@ -147,6 +164,7 @@ func (s *Handler) laggingGroups(w http.ResponseWriter, r *http.Request) {
 			ConsumerGroup: l.Group, QueueName: l.Queue, PartitionName: l.Partition, PartitionID: l.PartitionID,
 			WorkerID: nullString(l.LeaseID), OffsetLag: l.OffsetLag, TimeLagSeconds: secs,
 			LagHours: math.Round(float64(secs)/36) / 100, OldestUnconsumedAt: fmtMilli(l.OldestUnconsumedAt),
+			StatsAge: ageSeconds(l.Summarized, l.StatsAge),
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -203,7 +203,7 @@ type promCollector struct {
 	s                                 *Handler
 	pushed, popped, acked, dlq        *prometheus.Desc
 	qPushed, qPopped, qAcked, qDLQ    *prometheus.Desc
-	depth, stored, groupLag           *prometheus.Desc
+	depth, stored, groupLag, statsAge *prometheus.Desc
 	commitOps, commitSeconds          *prometheus.Desc
 	dbSize, walSize, pendingWrites    *prometheus.Desc
 	readerInUse, readerOpen           *prometheus.Desc
@@ -234,6 +234,9 @@ func newPromCollector(s *Handler) *promCollector {
 			"tenant", "queue"),
 		groupLag: d("comb_consumer_group_lag", "Messages a consumer group has not completed, summed over partitions.",
 			"tenant", "queue", "consumer_group"),
+		statsAge: d("comb_queue_stats_age_seconds",
+			"Age of the background sum the queue's depth, stored and group lag series come from; only for queues too large to sum on every scrape.",
+			"tenant", "queue"),
 		commitOps:     d("comb_commit_batch_size", "Writes fused into one commit."),
 		commitSeconds: d("comb_commit_duration_seconds", "Time from begin to commit, durable unless lazy (comb_commits_unsynced_total)."),
 		dbSize:        d("comb_database_size_bytes", "Database file plus write-ahead log, in bytes."),
@@ -255,7 +258,7 @@ func newPromCollector(s *Handler) *promCollector {
 
 func (c *promCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.pushed, c.popped, c.acked, c.dlq, c.qPushed, c.qPopped, c.qAcked, c.qDLQ,
-		c.depth, c.stored, c.groupLag, c.commitOps, c.commitSeconds, c.dbSize, c.walSize, c.pendingWrites,
+		c.depth, c.stored, c.groupLag, c.statsAge, c.commitOps, c.commitSeconds, c.dbSize, c.walSize, c.pendingWrites,
 		c.readerInUse, c.readerOpen, c.requests, c.parked, c.scrapeErrors, c.quarantined, c.evicted, c.lazyCommits} {
 		ch <- d
 	}
@@ -303,6 +306,9 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.stored, float64(d.Stored), d.Tenant, d.Queue)
 			for g, lag := range d.GroupLag {
 				gauge(c.groupLag, float64(lag), d.Tenant, d.Queue, g)
+			}
+			if d.Summarized {
+				gauge(c.statsAge, d.StatsAge.Seconds(), d.Tenant, d.Queue)
 			}
 		}
 	}

@@ -216,8 +216,8 @@ func TestGroupListingPages(t *testing.T) {
 		if code != http.StatusOK || json.Unmarshal(body, &page) != nil || len(page) > 2 {
 			t.Fatalf("GET %s: %d %s", path, code, body)
 		}
-		if hdr.Get("X-Total-Count") != "" {
-			t.Fatalf("groups listing claims a total %q it does not count", hdr.Get("X-Total-Count"))
+		if hdr.Get("X-Total-Count") != "5" {
+			t.Fatalf("groups listing X-Total-Count %q, want the 5 pairs", hdr.Get("X-Total-Count"))
 		}
 		for _, g := range page {
 			names = append(names, g.Name+"/"+g.QueueName)
@@ -401,4 +401,136 @@ func TestLargeQueueTotalsComeFromTheBackgroundSum(t *testing.T) {
 	if _, ok := again["statsAge"]; ok {
 		t.Errorf("recreated small queue has statsAge %v", again["statsAge"])
 	}
+}
+
+// The consumer-group listings, the status view of a queue and the metrics
+// of a queue above the live limit come from the background sum, say how
+// old it is, and catch up with pops and acks; every page is bounded.
+func TestLargeQueueGroupListingsComeFromTheBackgroundSum(t *testing.T) {
+	clk := clock.NewManual(opT0)
+	s := combtest.MustServer(t, combtest.Options{Clock: clk,
+		Broker: func(o *broker.Options) { o.LiveTotalsPartitions = 50 }})
+	pushPartitions(t, s, "wide", "p", 2500)
+	pushPartitions(t, s, "tiny", "t", 2)
+	for _, q := range []string{"wide", "tiny"} {
+		if r := s.Pop("/api/v1/pop/queue/" + q + "?consumerGroup=g&batch=1"); r.Status != http.StatusOK {
+			t.Fatalf("pop %s: %d", q, r.Status)
+		}
+	}
+	clk.Advance(2 * time.Hour)
+
+	type listed struct {
+		Name      string `json:"name"`
+		QueueName string `json:"queueName"`
+		Members   int    `json:"members"`
+		TotalLag  int    `json:"totalLag"`
+		StatsAge  *int   `json:"statsAge"`
+	}
+	groups := func() map[string]listed {
+		t.Helper()
+		code, body, _, hdr := pagedGet(t, s, "/api/v1/consumer-groups")
+		var list []listed
+		if code != http.StatusOK || json.Unmarshal(body, &list) != nil || hdr.Get("X-Total-Count") != "2" {
+			t.Fatalf("groups: %d %s, total %q", code, body, hdr.Get("X-Total-Count"))
+		}
+		out := map[string]listed{}
+		for _, g := range list {
+			out[g.QueueName] = g
+		}
+		return out
+	}
+	got := groups()
+	if w := got["wide"]; w.Members != 2500 || w.TotalLag != 2500 || w.StatsAge == nil || *w.StatsAge != 0 {
+		t.Fatalf("g on wide: %+v, want 2500 cursors, lag 2500, statsAge 0", w)
+	}
+	if tn := got["tiny"]; tn.Members != 2 || tn.StatsAge != nil {
+		t.Fatalf("g on tiny: %+v, want 2 cursors and no statsAge", tn)
+	}
+	clk.Advance(7 * time.Second)
+	if w := groups()["wide"]; w.StatsAge == nil || (*w.StatsAge != 7 && *w.StatsAge != 0) {
+		t.Fatalf("g on wide later: %+v, want statsAge 7 (or 0 after a refresh)", w)
+	}
+
+	// Lagging rows of wide carry the age of the sum they come from.
+	var lag []map[string]any
+	code, body, next, _ := pagedGet(t, s, "/api/v1/consumer-groups/lagging?minLagSeconds=60&limit=5")
+	if code != http.StatusOK || json.Unmarshal(body, &lag) != nil || len(lag) != 5 || !strings.Contains(next, "offset=5") {
+		t.Fatalf("lagging: %d %.300s next %q", code, body, next)
+	}
+	for _, l := range lag {
+		if _, ok := l["statsAge"]; ok != (l["queue_name"] == "wide") {
+			t.Errorf("lagging row %v: statsAge only on wide's rows", l)
+		}
+	}
+
+	// The status view of a queue: one bounded page, totals over every
+	// partition, with their age.
+	code, body, next, hdr := pagedGet(t, s, "/api/v1/status/queues/wide")
+	var st struct {
+		Partitions []map[string]any `json:"partitions"`
+		Totals     map[string]any   `json:"totals"`
+		StatsAge   *int             `json:"statsAge"`
+		Pagination *struct {
+			Total int     `json:"total"`
+			Next  *string `json:"next"`
+		} `json:"pagination"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &st) != nil {
+		t.Fatalf("status queue: %d %.300s", code, body)
+	}
+	if len(st.Partitions) != 1000 || st.Pagination == nil || st.Pagination.Total != 2500 || st.Pagination.Next == nil ||
+		next == "" || hdr.Get("X-Total-Count") != "2500" || st.Totals["total"] != 2500.0 || st.StatsAge == nil {
+		t.Fatalf("status queue: %d partitions, pagination %+v, Link %q, totals %v, statsAge %v",
+			len(st.Partitions), st.Pagination, next, st.Totals, st.StatsAge)
+	}
+	if len(body) > 600*1000 {
+		t.Fatalf("status queue reply of %d bytes for a page of 1000", len(body))
+	}
+	small := opGet(t, s, "/api/v1/status/queues/tiny")
+	opKeys(t, "status of a small queue", small, "queue", "partitions", "totals")
+	if !strings.Contains(next, "after="+url.QueryEscape(*st.Pagination.Next)) {
+		t.Fatalf("Link %q, pagination.next %q", next, *st.Pagination.Next)
+	}
+	code, body, _, _ = pagedGet(t, s, "/api/v1/status/queues/wide?limit=10&after="+url.QueryEscape(*st.Pagination.Next))
+	if code != http.StatusOK || json.Unmarshal(body, &st) != nil || len(st.Partitions) != 10 || st.Partitions[0]["name"] != "p01000" {
+		t.Fatalf("status queue, second page: %d %.300s", code, body)
+	}
+
+	// Acked since: the refresher catches up, in the listing and in the
+	// metrics, which say how old their figures are.
+	acked := 0
+	for range 3 {
+		r := s.Pop("/api/v1/pop/queue/wide?consumerGroup=g&batch=10")
+		for _, m := range r.Messages {
+			s.Ack(m, "completed", "g")
+			acked++
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		w := groups()["wide"]
+		metrics := string(s.Do("GET", "/metrics/prometheus", nil).Body)
+		if w.TotalLag == 2500-acked && w.StatsAge != nil && *w.StatsAge == 0 &&
+			strings.Contains(metrics, `comb_consumer_group_lag{consumer_group="g",queue="wide",tenant=""} `+fmt.Sprint(w.TotalLag)) &&
+			strings.Contains(metrics, `comb_queue_stats_age_seconds{queue="wide",tenant=""}`) &&
+			!strings.Contains(metrics, `comb_queue_stats_age_seconds{queue="tiny"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no fresh sum: g on wide %+v (statsAge %v) after %d acks; metrics:\n%s", w, *w.StatsAge, acked,
+				grepLines(metrics, "wide"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// grepLines returns the lines of text that contain sub.
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

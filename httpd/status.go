@@ -189,8 +189,18 @@ type totalsOut struct {
 	Messages countsOut `json:"messages"`
 }
 
+// statusQueue pages the queue's partitions as the queue detail of
+// resources does (docs/wire.md, "Pages"): a queue that fits in one page
+// gets Queen's reply, a larger one a page, with totals over every
+// partition (from the background sum, with statsAge, above the live
+// limit).
 func (s *Handler) statusQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	qs, err := s.tb(r).QueueStats(r.Context(), ps.ByName("queue"))
+	pg, err := readPage(r, true)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	qs, info, err := s.tb(r).QueueStatsPage(r.Context(), ps.ByName("queue"), pg.Page)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -212,7 +222,7 @@ func (s *Handler) statusQueue(w http.ResponseWriter, r *http.Request, ps httprou
 			"lastActivity":  optTime(last),
 			"oldestMessage": optTime(p.Oldest), "newestMessage": optTime(p.Newest)}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	body := map[string]any{
 		"queue": map[string]any{"id": qs.UUID, "name": qs.Name, "namespace": qs.Namespace, "task": qs.Task,
 			"priority": o.Priority, "createdAt": fmtMilli(qs.CreatedAt),
 			"config": map[string]any{"leaseTime": o.LeaseTime, "retryLimit": o.RetryLimit, "retryDelay": o.RetryDelay,
@@ -220,12 +230,21 @@ func (s *Handler) statusQueue(w http.ResponseWriter, r *http.Request, ps httprou
 		"partitions": parts,
 		// Queen repeats the totals under "messages" too.
 		"totals": totalsOut{countsOut: countsJSON(qs.Counts), Messages: countsJSON(qs.Counts)},
-	})
+	}
+	if age := statsAge(qs); age != nil {
+		body["statsAge"] = *age
+	}
+	if pg.asked || info.More {
+		body["pagination"] = pagination(pg, info)
+	}
+	pageHeaders(w, r, pg, info)
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Handler) statusQueueMessages(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("queue")
-	if _, err := s.tb(r).QueueStats(r.Context(), name); err != nil {
+	// Only whether the queue exists: one partition, not all of them.
+	if _, _, err := s.tb(r).QueueStatsPage(r.Context(), name, combtype.Page{Limit: 1}); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -291,8 +293,10 @@ func (s *Store) GroupPage(ctx context.Context, tenant, group string, pg combtype
 
 // GroupsPage returns the page pg (Limit and Offset; After is refused) of
 // the tenant's (group, queue) pairs, ordered by group then queue, with
-// their lag. Each pair's figures sum all its cursors, so a pair costs its
-// partitions; the page bounds the pairs. Total is the number of pairs.
+// their lag; Total is the number of pairs. The pairs of a queue up to the
+// live limit are found from its cursors and each pair of the page is
+// summed for the reply; a larger queue's pairs and figures come from its
+// background sum (groupstats.go), with StatsAge.
 func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page) ([]combtype.GroupSummary, combtype.PageInfo, error) {
 	info := combtype.PageInfo{Total: -1}
 	if pg.After != "" {
@@ -304,39 +308,76 @@ func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page)
 		return nil, info, fmt.Errorf("groups page: %w", err)
 	}
 	defer tx.Rollback()
-	// The page's pairs first, from the subscriptions and the cursors'
-	// group index, then the figures of those pairs only.
-	rows, err := tx.QueryContext(ctx, `SELECT g.group_name, q.id, q.name FROM
-		(SELECT DISTINCT c.group_name, p.queue_id FROM cursors c JOIN partitions p ON p.id = c.partition_id) g
-		JOIN queues q ON q.id = g.queue_id WHERE q.tenant = ?1
-		ORDER BY g.group_name, q.name LIMIT ?2 OFFSET ?3`, tenant, limit, offset)
+	queues, err := listQueues(ctx, tx, `SELECT `+queueColumns+` FROM queues WHERE tenant = ?`, tenant)
 	if err != nil {
-		return nil, info, fmt.Errorf("list groups: %w", err)
+		return nil, info, err
+	}
+	large, err := s.largeGroupStats(ctx, tx, queues, true)
+	if err != nil {
+		return nil, info, err
 	}
 	type pair struct {
 		group, queue string
 		queueID      int64
+		sum          *groupSum // nil: summed for this reply
+		age          time.Duration
 	}
 	var pairs []pair
-	for rows.Next() {
-		var p pair
-		if err := rows.Scan(&p.group, &p.queueID, &p.queue); err != nil {
-			rows.Close()
-			return nil, info, fmt.Errorf("scan group: %w", err)
+	var small []int64
+	names := map[int64]string{}
+	for _, q := range queues {
+		snap := large[q.ID]
+		if snap == nil {
+			small, names[q.ID] = append(small, q.ID), q.Name
+			continue
 		}
-		pairs = append(pairs, p)
+		for i := range snap.stats.groups {
+			pairs = append(pairs, pair{group: snap.stats.groups[i].Group, queue: q.Name, queueID: q.ID,
+				sum: &snap.stats.groups[i], age: snap.age})
+		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, info, fmt.Errorf("list groups: %w", err)
+	if len(small) > 0 {
+		// The pairs first, from the cursors' primary key, then the figures
+		// of the page's pairs only.
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT c.group_name, p.queue_id
+			FROM partitions p INDEXED BY partitions_queue_id JOIN cursors c ON c.partition_id = p.id
+			WHERE p.queue_id IN (SELECT value FROM json_each(?1))`, jsonInts(small))
+		if err != nil {
+			return nil, info, fmt.Errorf("list groups: %w", err)
+		}
+		for rows.Next() {
+			var p pair
+			if err := rows.Scan(&p.group, &p.queueID); err != nil {
+				rows.Close()
+				return nil, info, fmt.Errorf("scan group: %w", err)
+			}
+			p.queue = names[p.queueID]
+			pairs = append(pairs, p)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, info, fmt.Errorf("list groups: %w", err)
+		}
 	}
-	if len(pairs) == limit {
-		pairs = pairs[:limit-1]
+	slices.SortFunc(pairs, func(a, b pair) int { return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.queue, b.queue)) })
+	info.Total = int64(len(pairs))
+	page := pairs[min(offset, len(pairs)):min(offset+limit, len(pairs))]
+	if len(page) == limit {
+		page = page[:limit-1]
 		info.More = true
 	}
 	now := micros(s.clock.Now())
-	out := make([]combtype.GroupSummary, 0, len(pairs))
-	for _, pr := range pairs {
+	out := make([]combtype.GroupSummary, 0, len(page))
+	for _, pr := range page {
+		if pr.sum != nil {
+			g := pr.sum.GroupSummary
+			if pr.sum.oldest > 0 {
+				g.MaxTimeLag = max(fromMicros(now).Sub(fromMicros(pr.sum.oldest)), 0)
+			}
+			g.Summarized, g.StatsAge = true, pr.age
+			out = append(out, g)
+			continue
+		}
 		g := combtype.GroupSummary{Group: pr.group, Queue: pr.queue}
 		var oldest int64
 		err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(lag > 0), 0), COALESCE(SUM(lag), 0),
@@ -349,7 +390,7 @@ func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page)
 			return nil, info, fmt.Errorf("sum group %q on %q: %w", pr.group, pr.queue, err)
 		}
 		if oldest > 0 {
-			g.MaxTimeLag = fromMicros(now).Sub(fromMicros(oldest))
+			g.MaxTimeLag = max(fromMicros(now).Sub(fromMicros(oldest)), 0)
 		}
 		out = append(out, g)
 	}
@@ -357,23 +398,66 @@ func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page)
 }
 
 // LaggingPage is LaggingPartitions a page at a time (Limit and Offset),
-// oldest first. Finding the oldest rows reads every cursor's lag; the page
-// bounds the reply.
+// oldest first. Finding the oldest rows of a queue up to the live limit
+// reads every cursor's lag; a larger queue's come from the oldest pending
+// cursors its background sum kept (groupstats.go), with StatsAge, unless
+// the page reaches past them.
 func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Duration, pg combtype.Page) ([]combtype.PartitionLag, combtype.PageInfo, error) {
 	info := combtype.PageInfo{Total: -1}
 	if pg.After != "" {
 		return nil, info, fmt.Errorf("%w: this listing pages with limit and offset only", combtype.ErrInvalid)
 	}
 	limit, offset := pageBounds(pg)
-	cutoff := addMicros(micros(s.clock.Now()), -minLag.Microseconds())
-	out, err := s.queryPartitionLags(ctx, `SELECT * FROM (`+partitionLagQuery+`) WHERE oldest < ?2 ORDER BY oldest, 1, 2, 3
-		LIMIT ?3 OFFSET ?4`, tenant, cutoff, limit, offset)
+	need := offset + limit // the rows each queue may contribute
+	now := micros(s.clock.Now())
+	cutoff := addMicros(now, -minLag.Microseconds())
+	queues, err := listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues WHERE tenant = ?`, tenant)
 	if err != nil {
 		return nil, info, err
 	}
-	if len(out) == limit {
-		out = out[:limit-1]
+	large, err := s.largeGroupStats(ctx, s.r, queues, true)
+	if err != nil {
+		return nil, info, err
+	}
+	var rows []lagRow
+	var live []int64
+	for _, q := range queues {
+		snap := large[q.ID]
+		if snap == nil {
+			live = append(live, q.ID)
+			continue
+		}
+		kept := snap.stats.lagging
+		n, _ := slices.BinarySearchFunc(kept, cutoff, func(r lagRow, t int64) int { return cmp.Compare(r.oldest, t) })
+		if n == len(kept) && !snap.stats.lagAll && n < need {
+			live = append(live, q.ID) // the page reaches past the rows kept
+			continue
+		}
+		for _, r := range kept[:min(n, need)] {
+			r.Summarized, r.StatsAge = true, snap.age
+			r.TimeLag = max(fromMicros(now).Sub(r.OldestUnconsumedAt), 0)
+			rows = append(rows, r)
+		}
+	}
+	if len(live) > 0 {
+		lags, err := s.queryPartitionLags(ctx, `SELECT * FROM (`+partitionLagQuery+` AND q.id IN (SELECT value FROM json_each(?4)))
+			WHERE oldest < ?2 ORDER BY oldest, 1, 2, 3 LIMIT ?3`, tenant, cutoff, need, jsonInts(live))
+		if err != nil {
+			return nil, info, err
+		}
+		for _, l := range lags {
+			rows = append(rows, lagRow{PartitionLag: l, oldest: micros(l.OldestUnconsumedAt)})
+		}
+	}
+	slices.SortFunc(rows, func(a, b lagRow) int { return lagLess(&a, &b) })
+	page := rows[min(offset, len(rows)):min(offset+limit, len(rows))]
+	if len(page) == limit {
+		page = page[:limit-1]
 		info.More = true
+	}
+	out := make([]combtype.PartitionLag, len(page))
+	for i := range page {
+		out[i] = page[i].PartitionLag
 	}
 	return out, info, nil
 }

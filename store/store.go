@@ -176,6 +176,10 @@ type Stats struct {
 	// WaveClaims counts the claims applied fused with others of their
 	// queue (claimWaves) rather than each alone.
 	WaveClaims atomic.Int64
+	// ReadSummedRows counts the rows a request read to sum a large
+	// queue's consumer-group figures: only the first read of a queue
+	// does; later reads use the refresher's sums (groupstats.go).
+	ReadSummedRows atomic.Int64
 }
 
 // Open opens or creates the database at opts.Path, applies migrations and

@@ -64,6 +64,7 @@ type totalsCache struct {
 	tenants map[string]*summaryEntry // by tenant
 	summing map[string]chan struct{} // first sums under way, closed when done
 	prime   bool                     // the refresher first sums every large tenant
+	groups  map[int64]*groupsEntry   // by queue id (groupstats.go)
 	running bool
 	done    chan struct{} // closed when the refresher returns; nil until it starts
 }
@@ -296,15 +297,20 @@ func (s *Store) refreshTotalsLoop(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// RefreshTotals sums again the totals of every large queue, then the
-// Summary of every large tenant, a read asked for in the last
-// totalsForget, and forgets the others, the deleted queues and the
-// tenants grown small. The refresher calls it; tests call it to make a sum
-// happen now.
+// RefreshTotals sums again the totals and the group figures of every
+// large queue, then the Summary of every large tenant, a read asked for in
+// the last totalsForget, and forgets the others, the deleted queues and
+// the tenants grown small. The refresher calls it; tests call it to make a
+// sum happen now.
 func (s *Store) RefreshTotals(ctx context.Context) error {
-	if err := s.refreshQueueTotals(ctx); err != nil {
+	if err := errors.Join(s.refreshQueueTotals(ctx), s.refreshGroups(ctx)); err != nil {
 		return err
 	}
+	return s.refreshTenants(ctx)
+}
+
+// refreshTenants is RefreshTotals for the large tenants' Summary.
+func (s *Store) refreshTenants(ctx context.Context) error {
 	s.tot.mu.Lock()
 	var tenants []string
 	for t, e := range s.tot.tenants {

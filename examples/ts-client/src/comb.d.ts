@@ -700,8 +700,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One queue's status.
-         * @description One queue's status. Access: read-only.
+         * One queue's status, its partitions a page at a time.
+         * @description One queue's status, its partitions a page at a time (docs/wire.md, Pages): `totals` count every partition. Access: read-only.
          */
         get: operations["getApiV1StatusQueuesQueue"];
         put?: never;
@@ -1391,6 +1391,8 @@ export interface components {
             subscriptionMode: string | null;
             subscriptionTimestamp: string | null;
             subscriptionCreatedAt: string | null;
+            /** @description Seconds since this pair's figures were summed in the background, for a queue with more partitions than the server sums on every read (10,000 by default); `maxTimeLag` is still told at the time of the reply. Absent when they were summed for this reply. */
+            statsAge?: number;
         };
         GroupPartition: {
             partition: string;
@@ -1424,6 +1426,8 @@ export interface components {
             /** Format: date-time */
             oldest_unconsumed_at: string;
             last_consumed_at: null;
+            /** @description Seconds since this row was read in the background, for a queue with more partitions than the server sorts on every read (10,000 by default): the row and its place in the listing are as of then, `time_lag_seconds` and `lag_hours` as of the reply. Absent when read for this reply. */
+            statsAge?: number;
         };
         SubscriptionReply: {
             success: boolean;
@@ -1869,6 +1873,9 @@ export interface components {
             totals: components["schemas"]["Counts"] & {
                 messages: components["schemas"]["Counts"];
             };
+            pagination?: components["schemas"]["PagePagination"];
+            /** @description Seconds since `totals` were summed in the background, for a queue with more partitions than the server sums on every read (10,000 by default). Absent when they were summed for this reply. */
+            statsAge?: number;
         };
         StatusQueueMessages: {
             id: string;
@@ -2675,6 +2682,7 @@ export interface operations {
             200: {
                 headers: {
                     Link: components["headers"]["Link"];
+                    "X-Total-Count": components["headers"]["X-Total-Count"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3517,7 +3525,14 @@ export interface operations {
     };
     getApiV1StatusQueuesQueue: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+                offset?: components["parameters"]["PageOffset"];
+                /** @description the position a previous page's Link or pagination.next handed out; the page starts after it */
+                after?: components["parameters"]["PageAfter"];
+            };
             header?: never;
             path: {
                 queue: string;
@@ -3529,12 +3544,15 @@ export interface operations {
             /** @description status */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
+                    "X-Total-Count": components["headers"]["X-Total-Count"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["StatusQueue"];
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];

@@ -1,0 +1,253 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/internal/clock"
+	"github.com/comb-broker/comb/internal/combtest"
+	"github.com/comb-broker/comb/store"
+)
+
+// openLive opens a store whose queues above live partitions are summed in
+// the background.
+func openLive(t *testing.T, clk clock.Clock, live int) *store.Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "comb.db")
+	st, err := store.Open(context.Background(), store.Options{Path: path, Clock: clk, LiveTotalsPartitions: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		combtest.CheckInvariants(t, path)
+	})
+	return st
+}
+
+// sameGroups compares a groups page with the live aggregate over every
+// cursor (Store.Groups), figure by figure.
+func sameGroups(t *testing.T, when string, got, want []combtype.GroupSummary, summarized map[string]bool) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d pairs, want %d: %+v", when, len(got), len(want), got)
+	}
+	for i, g := range got {
+		w := want[i]
+		if g.Group != w.Group || g.Queue != w.Queue || g.Cursors != w.Cursors || g.PartitionsWithLag != w.PartitionsWithLag ||
+			g.TotalLag != w.TotalLag || g.TotalConsumed != w.TotalConsumed || g.MaxTimeLag != w.MaxTimeLag {
+			t.Errorf("%s: pair %d = %+v, live sum %+v", when, i, g, w)
+		}
+		if g.Summarized != summarized[g.Queue] {
+			t.Errorf("%s: %s/%s summarized %v", when, g.Group, g.Queue, g.Summarized)
+		}
+	}
+}
+
+// pushEach pushes one message, with a transaction id starting with txn,
+// into each of the first n partitions of queue (p0, p1, ...).
+func pushEach(t *testing.T, st *store.Store, queue, txn string, n int) {
+	t.Helper()
+	items := make([]combtype.PushItem, n)
+	for i := range items {
+		items[i] = combtype.PushItem{Queue: queue, Partition: fmt.Sprintf("p%d", i), TxnID: fmt.Sprintf("%s-%d", txn, i),
+			Payload: []byte(`{}`)}
+	}
+	if _, err := st.Push(context.Background(), "", items); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+}
+
+func lagKey(l combtype.PartitionLag) [5]any {
+	return [5]any{l.Group, l.Queue, l.Partition, l.OffsetLag, l.OldestUnconsumedAt.UnixMicro()}
+}
+
+// A queue above the live limit has its consumer-group figures, its
+// lagging cursors and its depth from one background pass: a read after the
+// first reads none of its cursors, the figures are those the live sums
+// give, and a refresh brings them up to date after pops and acks.
+func TestLargeQueueGroupFiguresComeFromTheBackgroundSum(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC))
+	st := openLive(t, clk, 50)
+	pushEach(t, st, "wide", "a", 1000)
+	clk.Advance(time.Minute)
+	// 2000 more partitions, and a second segment on the first 1000: the
+	// oldest rows the background sum keeps span both push times.
+	pushEach(t, st, "wide", "b", 3000)
+	pushEach(t, st, "tiny", "a", 3)
+	for _, pop := range []combtype.PopRequest{
+		{Queue: "wide", Group: "g", Batch: 1},
+		{Queue: "wide", Batch: 5, AutoAck: true},
+		{Queue: "tiny", Group: "g", Batch: 1, AutoAck: true},
+	} {
+		if _, err := st.Pop(ctx, "", pop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(time.Hour)
+	large := map[string]bool{"wide": true}
+
+	before := st.Stats().ReadSummedRows.Load()
+	page, info, err := st.GroupsPage(ctx, "", combtype.Page{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := st.Groups(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameGroups(t, "first read", page, live, large)
+	if info.Total != int64(len(live)) || info.More {
+		t.Errorf("page info %+v, want total %d and no more", info, len(live))
+	}
+	if read := st.Stats().ReadSummedRows.Load() - before; read < 6000 {
+		t.Fatalf("the first read summed %d rows, want the 6000 cursors of wide", read)
+	}
+
+	// Later reads, of any of the listings, read none of wide's cursors.
+	before = st.Stats().ReadSummedRows.Load()
+	clk.Advance(3 * time.Second)
+	page, _, err = st.GroupsPage(ctx, "", combtype.Page{Limit: 2, Offset: 1})
+	if err != nil || len(page) != 2 {
+		t.Fatalf("second page: %d pairs, %v", len(page), err)
+	}
+	for _, g := range page {
+		if g.Queue == "wide" && g.StatsAge < 3*time.Second && g.StatsAge != 0 {
+			t.Errorf("%s/%s statsAge %s", g.Group, g.Queue, g.StatsAge)
+		}
+	}
+	liveLag, err := st.LaggingPartitions(ctx, "", 30*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag, linfo, err := st.LaggingPage(ctx, "", 30*time.Minute, combtype.Page{Limit: 100})
+	if err != nil || len(lag) != 100 || !linfo.More {
+		t.Fatalf("lagging page: %d rows, %+v, %v", len(lag), linfo, err)
+	}
+	for i, l := range lag {
+		if lagKey(l) != lagKey(liveLag[i]) {
+			t.Fatalf("lagging row %d = %v, live %v", i, lagKey(l), lagKey(liveLag[i]))
+		}
+		if l.Summarized != large[l.Queue] {
+			t.Errorf("lagging row %d of %s summarized %v", i, l.Queue, l.Summarized)
+		}
+	}
+	if read := st.Stats().ReadSummedRows.Load() - before; read != 0 {
+		t.Fatalf("later reads summed %d rows of wide, want 0", read)
+	}
+	// Every page, those past the rows the background sum kept included,
+	// is the live listing's, in order, each row once.
+	var walked []combtype.PartitionLag
+	for off := 0; ; off += 1000 {
+		rows, info, err := st.LaggingPage(ctx, "", 30*time.Minute, combtype.Page{Limit: 1000, Offset: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		walked = append(walked, rows...)
+		if !info.More {
+			break
+		}
+	}
+	if len(walked) != len(liveLag) {
+		t.Fatalf("walk: %d lagging rows, live %d", len(walked), len(liveLag))
+	}
+	for i := range walked {
+		if lagKey(walked[i]) != lagKey(liveLag[i]) {
+			t.Fatalf("walk row %d = %v, live %v", i, lagKey(walked[i]), lagKey(liveLag[i]))
+		}
+	}
+	// A minimum lag between the two pushes leaves only the cursors whose
+	// oldest segment came with the first: a prefix of the rows kept.
+	old, _, err := st.LaggingPage(ctx, "", time.Hour+30*time.Second, combtype.Page{Limit: 1000, Offset: 1500})
+	liveOld, _ := st.LaggingPartitions(ctx, "", time.Hour+30*time.Second)
+	if err != nil || len(liveOld) < 1500 || len(liveOld) > 2000 || len(old) != len(liveOld)-1500 {
+		t.Fatalf("older than 1h0m30s, offset 1500: %d rows of %d live, %v", len(old), len(liveOld), err)
+	}
+	for i := range old {
+		if lagKey(old[i]) != lagKey(liveOld[1500+i]) {
+			t.Fatalf("older row %d = %v, live %v", i, lagKey(old[i]), lagKey(liveOld[1500+i]))
+		}
+	}
+
+	depths, err := st.QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range depths {
+		if d.Queue != "wide" {
+			continue
+		}
+		var qm, g int64
+		for _, s := range live {
+			if s.Queue == "wide" && s.Group == combtype.QueueModeGroup {
+				qm = s.TotalLag
+			} else if s.Queue == "wide" {
+				g = s.TotalLag
+			}
+		}
+		if !d.Summarized || d.Stored != 4000 || d.Depth != qm || d.GroupLag["g"] != g || d.GroupLag[combtype.QueueModeGroup] != qm {
+			t.Errorf("wide's depth %+v, want stored 4000, depth %d (queue mode), g's lag %d", d, qm, g)
+		}
+	}
+
+	// Consumed and pushed since: a refresh makes the figures the live ones.
+	for range 3 {
+		if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "wide", Group: "g", Batch: 50, AutoAck: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pushEach(t, st, "wide", "c", 3100) // 100 new partitions
+	if err := st.RefreshTotals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	page, _, err = st.GroupsPage(ctx, "", combtype.Page{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err = st.Groups(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameGroups(t, "after a refresh", page, live, large)
+	for _, g := range page {
+		if g.Summarized && g.StatsAge != 0 {
+			t.Errorf("%s/%s statsAge %s right after the refresh", g.Group, g.Queue, g.StatsAge)
+		}
+	}
+}
+
+// The metrics read no large queue on the scrape's path: a queue no read
+// asked for yet is left out until the refresher has summed it.
+func TestQueueDepthsLeaveUnsummedLargeQueuesToTheRefresher(t *testing.T) {
+	ctx := context.Background()
+	st := openLive(t, nil, 50)
+	pushEach(t, st, "wide", "a", 200)
+	pushEach(t, st, "tiny", "a", 3)
+	depths, err := st.QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(depths) != 1 || depths[0].Queue != "tiny" || depths[0].Stored != 3 || depths[0].Summarized {
+		t.Fatalf("first scrape: %+v, want tiny only", depths)
+	}
+	if read := st.Stats().ReadSummedRows.Load(); read != 0 {
+		t.Fatalf("the scrape summed %d rows", read)
+	}
+	if err := st.RefreshTotals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	depths, err = st.QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(depths) != 2 || depths[1].Queue != "wide" || depths[1].Stored != 200 || depths[1].Depth != 200 || !depths[1].Summarized {
+		t.Fatalf("after the refresh: %+v, want wide's 200 messages, summarized", depths)
+	}
+}
