@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command backlog builds a large comb database and measures what an
 // operator waits for on it with the real binary: open time, seek by
 // timestamp, pop at the head and the tail, a retention sweep, comb check

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command parked measures how fast parked long-polls wake. It starts a
 // real `comb serve` on a fresh database, parks N long-poll pops (each in
 // its own consumer group, so one message is for all of them), reports the
