@@ -25,8 +25,8 @@ var testRows = []struct{ table, insert string }{
 	{"txids", `INSERT INTO txids (partition_id, txn_key, offset) VALUES (1, 1, 0)`},
 	{"cursors", `INSERT INTO cursors (partition_id, group_name, committed, lease_id, lease_from, lease_to, lease_expires_at,
 		created_at, dropped_lease) VALUES (1, 'g', -1, 'l', 0, 0, 2, 1, 'l0')`},
-	{"subscriptions", `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
-		VALUES (1, 'g', 'timestamp', 1, 1, 1)`},
+	{"subscriptions", `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition,
+		start_mode, start_from, start_seq, start_partition) VALUES (1, 'g', 'timestamp', 1, 1, 1, 'timestamp', 1, 1, 1)`},
 	{"dlq", `INSERT INTO dlq (message_id, queue_name, partition_name, partition_uuid, group_name, txn_id, offset, payload,
 		created_at, failed_at) VALUES ('p:0', 'orders', 'Default', 'p', 'g', 't', 0, x'00', 1, 1)`},
 	{"snapshots", `INSERT INTO snapshots (name, group_name, queue_uuid, queue_name, created_at, expires_at)
