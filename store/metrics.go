@@ -113,9 +113,11 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 		return d
 	}
 	lo, hi := detachedTenantPrefix, detachedTenantPrefix+"\xff"
+	// A group's positions are its rows and what its subscriptions imply
+	// (implied.go); the most lag over the groups is the least committed's.
 	rows, err := s.r.QueryContext(ctx, `SELECT q.tenant, q.name, SUM(`+storedExpr+`), SUM(COALESCE(
-			(SELECT `+lagExpr+` FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?3),
-			(SELECT MAX(`+lagExpr+`) FROM cursors c WHERE c.partition_id = p.id),
+			`+lagOfCommitted(groupCommittedExpr("?3"))+`,
+			`+lagOfCommitted(leastCommittedExpr)+`,
 			`+storedExpr+`))
 		FROM queues q JOIN partitions p ON p.queue_id = q.id
 		WHERE NOT (q.tenant >= ?1 AND q.tenant < ?2)
@@ -137,11 +139,10 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read queue depths: %w", err)
 	}
-	rows, err = s.r.QueryContext(ctx, `SELECT q.tenant, q.name, c.group_name,
-			SUM(`+lagExpr+`)
-		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-		WHERE NOT (q.tenant >= ?1 AND q.tenant < ?2)
-		GROUP BY q.id, c.group_name`, lo, hi)
+	rows, err = s.r.QueryContext(ctx, `SELECT q.tenant, q.name, gq.g,
+			SUM(`+groupLagExpr+`)
+		FROM `+groupPositionsFrom+` AND NOT (q.tenant >= ?1 AND q.tenant < ?2)
+		GROUP BY q.id, gq.g`, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("read group lag: %w", err)
 	}
