@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+)
+
+// firstPopModes are the subscriptions -firstpop measures a new group's
+// first pop with: from the oldest (the default), from the end, and from a
+// time an hour back, which lands before every message of the databases.
+var firstPopModes = []struct{ name, query string }{
+	{"all", ""},
+	{"new", "&subscriptionMode=new"},
+	{"timestamp", "&subscriptionFrom=" + url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))},
+}
+
+// measureFirstPops times the first pop of groups new consumer groups in
+// each subscription mode (a new name every time, so every pop is a first
+// one), and a pop of a group that already met the queue, on the
+// database of n partitions. It returns the table's row for n.
+func measureFirstPops(ctx context.Context, path string, n, groups int) ([]string, error) {
+	s, err := serve(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	stamp := time.Now().UnixNano()
+	row := []string{}
+	for _, mode := range firstPopModes {
+		var first timing
+		for i := range groups {
+			group := fmt.Sprintf("fp-%s-%d-%d", mode.name, stamp, i)
+			p := "/api/v1/pop/queue/" + queue + "?batch=1&wait=false&consumerGroup=" + group + mode.query
+			code, body, d, err := s.do("GET", p, nil)
+			if err != nil {
+				return nil, err
+			}
+			if code != http.StatusOK && code != http.StatusNoContent {
+				return nil, fmt.Errorf("pop %s: %d %s", p, code, truncate(body))
+			}
+			first = append(first, d)
+		}
+		fmt.Fprintf(os.Stderr, "scale: %d partitions: first pop, %s: %s ms\n", n, mode.name, first)
+		row = append(row, first.String())
+	}
+	// A group that met the queue: its pops after the first.
+	group := fmt.Sprintf("fp-next-%d", stamp)
+	if _, _, err := s.popAck(queue, group); err != nil {
+		return nil, err
+	}
+	var next timing
+	for range max(groups, 10) {
+		d, _, err := s.popAck(queue, group)
+		if err != nil {
+			return nil, err
+		}
+		next = append(next, d)
+	}
+	fmt.Fprintf(os.Stderr, "scale: %d partitions: next pops: %s ms\n", n, next)
+	return append(row, next.String()), nil
+}
+
+var firstPopCols = []string{
+	"first pop, new group, all (ms, median / p90)",
+	"first pop, new group, new",
+	"first pop, new group, from a time",
+	"pop b1 of a group that met the queue",
+}
