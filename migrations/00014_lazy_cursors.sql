@@ -22,7 +22,15 @@ ALTER TABLE subscriptions ADD COLUMN start_from INTEGER;
 ALTER TABLE subscriptions ADD COLUMN start_seq INTEGER;
 ALTER TABLE subscriptions ADD COLUMN start_partition INTEGER;
 
+-- The id of the partition's newest segment, written with last_offset: a
+-- partition not written since a group registered (last_segment_id <=
+-- start_seq) stands where it stood then, without a look at its segments.
+-- 0 on partitions not written since this migration, whose segments all
+-- came before any registration that has a start_seq.
+ALTER TABLE partitions ADD COLUMN last_segment_id INTEGER NOT NULL DEFAULT 0;
+
 -- +goose Down
+ALTER TABLE partitions DROP COLUMN last_segment_id;
 ALTER TABLE subscriptions DROP COLUMN start_partition;
 ALTER TABLE subscriptions DROP COLUMN start_seq;
 ALTER TABLE subscriptions DROP COLUMN start_from;

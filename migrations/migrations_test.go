@@ -19,7 +19,7 @@ import (
 // this list does not fill.
 var testRows = []struct{ table, insert string }{
 	{"queues", `INSERT INTO queues (uuid, name, created_at) VALUES ('q', 'orders', 1)`},
-	{"partitions", `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES ('p', 1, 'Default', 1)`},
+	{"partitions", `INSERT INTO partitions (uuid, queue_id, name, created_at, last_segment_id) VALUES ('p', 1, 'Default', 1, 1)`},
 	{"segments", `INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
 		VALUES (1, 0, 1, 1, 0, 1, 0, x'00')`},
 	{"txids", `INSERT INTO txids (partition_id, txn_key, offset) VALUES (1, 1, 0)`},

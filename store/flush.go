@@ -104,8 +104,8 @@ func (w *wtx) flush() error {
 			return err
 		}
 		if _, err := w.ExecContext(w.ctx,
-			`UPDATE partitions SET last_offset = ?1, last_segment_at = ?2, max_txn_key = max(coalesce(max_txn_key, ?3), ?3)
-			 WHERE id = ?4`, pp.next-1, createdAt, maxKey, pp.part.ID); err != nil {
+			`UPDATE partitions SET last_offset = ?1, last_segment_at = ?2, max_txn_key = max(coalesce(max_txn_key, ?3), ?3),
+			 last_segment_id = ?5 WHERE id = ?4`, pp.next-1, createdAt, maxKey, pp.part.ID, w.s.segSeq); err != nil {
 			return fmt.Errorf("advance last_offset: %w", err)
 		}
 		pp.part.LastOffset, pp.part.LastSegmentAt = pp.next-1, createdAt

@@ -30,11 +30,14 @@ import (
 //     not past after_partition.
 
 // headAtStartExpr is p's last offset when s registered, -1 when it had no
-// segment then (or retention removed all of those). It walks the unique
-// (partition_id, base_offset) index backwards from the end over the
-// segments committed since, reading the ids in the index itself.
-const headAtStartExpr = `COALESCE((SELECT h.base_offset + h.frame_count - 1 FROM segments h
-	WHERE h.partition_id = p.id AND h.id <= s.start_seq ORDER BY h.base_offset DESC LIMIT 1), -1)`
+// segment then (or retention removed all of those). A partition not
+// written since (its newest segment's id, last_segment_id, at most
+// start_seq) is where it was; otherwise the unique (partition_id,
+// base_offset) index is walked backwards from the end over the segments
+// committed since, reading the ids in the index itself.
+const headAtStartExpr = `(CASE WHEN p.last_segment_id <= s.start_seq THEN p.last_offset ELSE
+	COALESCE((SELECT h.base_offset + h.frame_count - 1 FROM segments h
+		WHERE h.partition_id = p.id AND h.id <= s.start_seq ORDER BY h.base_offset DESC LIMIT 1), -1) END)`
 
 // placeTimeExpr is seek.Place's time branch on p for the time column t:
 // just below the first retained segment committed at or after t (never

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -340,5 +341,43 @@ func TestASeededSubscriptionKeepsWorking(t *testing.T) {
 	}
 	if got != 8 {
 		t.Fatalf("the group got %d messages, want the 8 pushed after it subscribed", got)
+	}
+}
+
+// TestCheckFindsSegmentsOutOfCommitOrder: the partition's head when a
+// group subscribed is read by segment id, so check reports a partition
+// whose segment ids do not grow with the offset (a file edited by hand).
+func TestCheckFindsSegmentsOutOfCommitOrder(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "comb.db")
+	s, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: "p", Payload: []byte(`1`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		t.Errorf("a file as comb wrote it: %+v", f)
+	}
+	// The newer segment takes an id below the older one's.
+	out, err := exec.Command("sqlite3", path, `UPDATE segments SET id = -5 WHERE base_offset = 1`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sqlite3: %v %s", err, out)
+	}
+	if rep, err = Check(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Check != "sequence" {
+		t.Fatalf("findings %+v, want one of segments out of commit order", rep.Findings)
 	}
 }

@@ -55,6 +55,7 @@ func main() {
 	out := flag.String("out", "", "also write the markdown tables here")
 	buildOnly := flag.Bool("build-only", false, "build the databases and stop")
 	firstPops := flag.Int("firstpop", 0, "measure only the first pops of this many new consumer groups per subscription mode and size")
+	fpSkip := flag.String("firstpop-skip", "", "mode@size pairs -firstpop does not measure, comma-separated (timestamp@1000000)")
 	skipRoutes := flag.String("skip", "", "regular expression of listing paths not to measure (they are reported as such)")
 	flag.IntVar(&liveTotals, "live-totals", 0, "most partitions a queue's totals are summed for on every read (0: the broker's default; 2000000 sums every queue on every read, as before the background sums)")
 	flag.Parse()
@@ -93,6 +94,10 @@ func main() {
 		return
 	}
 	if *firstPops > 0 {
+		firstPopSkip = map[string]bool{}
+		for _, m := range strings.Split(*fpSkip, ",") {
+			firstPopSkip[strings.TrimSpace(m)] = true
+		}
 		var rows [][]string
 		for _, c := range counts {
 			r, err := measureFirstPops(ctx, filepath.Join(*dir, fmt.Sprintf("p%d.db", c)), c, *firstPops)
