@@ -59,6 +59,17 @@ var impliedExpr = `(CASE
 	WHEN s.from_time IS NULL OR s.after_partition < p.id THEN p.log_start - 1
 	ELSE ` + placeTimeExpr("s.from_time") + ` END)`
 
+// mayBePendingExpr is false for a missing cursor that cannot have
+// anything pending past the position its subscription implies, told from
+// p's own columns without working the position out: a partition that
+// existed at registration and was not written since, subscribed to new
+// messages or from a time no segment of it reaches. The claim scan
+// tests it first, so an idle group reads each partition's row and no
+// segment.
+var mayBePendingExpr = `(c.committed IS NOT NULL OR s.start_seq IS NULL OR p.id > s.start_partition
+	OR s.start_mode = 'all' OR p.last_segment_id > s.start_seq
+	OR (s.start_mode = 'timestamp' AND p.last_segment_at >= s.start_from))`
+
 // committedExpr is the committed offset of the group of cursor c (LEFT
 // JOINed, maybe NULL) and subscription s on p: the row's, else implied.
 var committedExpr = `COALESCE(c.committed, ` + impliedExpr + `)`

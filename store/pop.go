@@ -36,7 +36,8 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 		c.committed IS NOT NULL, ` + committedExpr + `, c.lease_id, c.lease_expires_at, COALESCE(c.retry_count, 0)
 		FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
 		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
-		WHERE p.queue_id = ?2 AND ` + groupPendingExpr + ` AND (c.committed IS NULL OR NOT (` + liveLeaseAt + `?3))`
+		WHERE p.queue_id = ?2 AND ` + mayBePendingExpr + ` AND ` + groupPendingExpr + `
+			AND (c.committed IS NULL OR NOT (` + liveLeaseAt + `?3))`
 	var out []candidate
 	// The limit is applied here rather than by LIMIT ?: SQLite reads a bound
 	// LIMIT while planning, so rebinding it expires the cached statement and
