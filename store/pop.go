@@ -177,18 +177,6 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 			q.ID, req.Group).Scan(&subscribed); err != nil {
 			return nil, fmt.Errorf("look up subscription: %w", err)
 		}
-		if !subscribed {
-			// The group's first contact: its subscription is written alone,
-			// one statement, so that looking for what is due runs on a
-			// reader below, not on the writer every push waits for (a group
-			// with nothing due reads every partition of the queue).
-			if err := s.submit(ctx, &writeOp{isolated: true, smallUndo: true, apply: func(w *wtx) error {
-				return w.subscribe(q, req.Group, req.Start)
-			}}); err != nil {
-				return nil, err
-			}
-			subscribed = true
-		}
 		if subscribed {
 			due, err := scanCandidates(ctx, s.r, q.ID, req.Group, req.Partition, now, 1, s.turn.next(q.ID, req.Group))
 			if err != nil {
