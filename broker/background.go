@@ -55,25 +55,45 @@ func (b *Broker) stopBackground() {
 	}
 }
 
-// RetentionReport counts what one retention sweep did.
+// RetentionReport counts what a retention sweep did.
 type RetentionReport struct {
 	Queues     int   // queues with a retention policy
-	Partitions int   // partitions that lost segments
+	Partitions int   // partitions that lost segments (in the first pass)
 	Segments   int   // segments deleted
 	Frames     int64 // messages deleted
 	Bytes      int64 // stored segment bytes deleted
 	FreedPages int64 // database pages returned to the file system
 	LeaseWakes int   // queues whose parked pops were woken for an expired lease
 	Snapshots  int   // expired snapshots deleted
+	// Complete is true when the sweep reached every cut the policies set;
+	// false when ctx ended or it failed first. The counts are what it
+	// deleted either way.
+	Complete bool
 }
 
-// RetentionSweep runs one retention pass now, at the clock's time, over
-// every tenant: it wakes pops parked on expired leases, deletes expired
+// RetentionSweep runs retention now, at the clock's time, over every
+// tenant: it wakes pops parked on expired leases, deletes expired
 // snapshots and what every queue's retention options allow, then returns
 // freed pages to the file system. The background service runs the same
-// pass every Options.RetentionInterval; one pass runs at a time.
+// passes every Options.RetentionInterval; one pass runs at a time, and
+// this runs passes until one completes or ctx ends.
 func (b *Broker) RetentionSweep(ctx context.Context) (RetentionReport, error) {
-	st, err := b.ret.RunOnce(ctx)
-	return RetentionReport{Queues: st.Queues, Partitions: st.Partitions, Segments: st.Segments, Frames: st.Frames,
-		Bytes: st.Bytes, FreedPages: st.FreedPages, LeaseWakes: st.LeaseWakes, Snapshots: st.Snapshots}, err
+	var rep RetentionReport
+	for first := true; ; first = false {
+		st, err := b.ret.RunOnce(ctx)
+		rep.Queues = st.Queues
+		if first {
+			rep.Partitions = st.Partitions
+		}
+		rep.Segments += st.Segments
+		rep.Frames += st.Frames
+		rep.Bytes += st.Bytes
+		rep.FreedPages += st.FreedPages
+		rep.LeaseWakes += st.LeaseWakes
+		rep.Snapshots += st.Snapshots
+		rep.Complete = st.Complete
+		if err != nil || st.Complete {
+			return rep, err
+		}
+	}
 }

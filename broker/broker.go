@@ -57,6 +57,11 @@ type Options struct {
 	// background and replies carry statsAge. Default
 	// store.DefaultLiveTotalsPartitions.
 	LiveTotalsPartitions int
+	// LiveSummaryPartitions is the most partitions a tenant may have for
+	// the status and overview figures (StatsSummary) to be summed on every
+	// read; above it they are summed in the background and replies carry
+	// statsAge. Default store.DefaultLiveSummaryPartitions.
+	LiveSummaryPartitions int
 	// Clock is read for every timestamp. Default the wall clock.
 	Clock Clock
 	// RetentionInterval is how often the retention service sweeps.
@@ -120,7 +125,7 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: clk,
 		MaxBatchOps: opts.MaxBatchOps, OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger,
 		MaxDBBytes: opts.MaxDBBytes, DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
-		LiveTotalsPartitions: opts.LiveTotalsPartitions})
+		LiveTotalsPartitions: opts.LiveTotalsPartitions, LiveSummaryPartitions: opts.LiveSummaryPartitions})
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}

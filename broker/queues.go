@@ -61,6 +61,29 @@ func (b *Broker) StatsOverview(ctx context.Context) (*combtype.Overview, error) 
 	return b.st.Overview(ctx, b.tenant)
 }
 
+// StatsSummary returns the tenant's Summary: the overview and every
+// queue's totals. Above Options.LiveSummaryPartitions it comes from a sum
+// made in the background (Summarized, StatsAge). It is shared: do not
+// modify it.
+func (b *Broker) StatsSummary(ctx context.Context) (*combtype.Summary, error) {
+	return b.st.Summary(ctx, b.tenant)
+}
+
+// QueuePage returns the page (Limit, Offset) of the tenant's queues
+// matching f (Namespace, Task, Name, Search) in the order f.Sort names
+// (combtype.QueueSorts; "" newest first), with their totals but not their
+// partitions, and how many match (PageInfo.Total). An unknown Sort is
+// combtype.ErrInvalid.
+func (b *Broker) QueuePage(ctx context.Context, f combtype.QueueFilter) ([]*combtype.QueueStats, combtype.PageInfo, error) {
+	return b.st.QueuePage(ctx, b.tenant, f)
+}
+
+// LeaseCounts counts the live leases on the tenant's queues matching f
+// (Namespace, Task, Name).
+func (b *Broker) LeaseCounts(ctx context.Context, f combtype.QueueFilter) (combtype.LeaseCounts, error) {
+	return b.st.LeaseCounts(ctx, b.tenant, f)
+}
+
 // StatsByNamespace sums the tenant's queues per namespace.
 func (b *Broker) StatsByNamespace(ctx context.Context) ([]combtype.GroupedStats, error) {
 	return b.st.NamespaceStats(ctx, b.tenant)

@@ -409,21 +409,3 @@ func TestAFilesystemFullToTheByteIsFreedByAQueueDeleteAndByRetention(t *testing.
 		t.Fatalf("check after a full disk: %v\n%s", err, out)
 	}
 }
-
-// syncBuffer is a bytes.Buffer that serve's logger and the test share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}

@@ -13,80 +13,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/comb-broker/comb/internal/sidecartest"
 )
-
-// sidecar is a comb process started the way an app starts it, with its
-// ready line read from stdout.
-type sidecar struct {
-	cmd    *exec.Cmd
-	ready  readyLine
-	stderr *sidecarOutput
-	eof    chan struct{} // closed once stdout reaches EOF: comb has exited
-}
-
-// startSidecar runs argv (comb, or a shell that starts comb) and reads the
-// ready line from its stdout.
-func startSidecar(t *testing.T, argv ...string) *sidecar {
-	t.Helper()
-	s := &sidecar{cmd: exec.Command(argv[0], argv[1:]...), stderr: &sidecarOutput{}, eof: make(chan struct{})}
-	s.cmd.Stderr = s.stderr
-	out, err := s.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.cmd.Process.Kill()
-		if s.ready.PID != 0 {
-			syscall.Kill(s.ready.PID, syscall.SIGKILL)
-		}
-		s.cmd.Wait()
-		if t.Failed() {
-			t.Logf("comb stderr:\n%s", s.stderr)
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(out)
-		line, _ := r.ReadString('\n')
-		lines <- line
-		io.Copy(io.Discard, r)
-		close(s.eof)
-	}()
-	select {
-	case line := <-lines:
-		if err := json.Unmarshal([]byte(line), &s.ready); err != nil || !s.ready.Ready {
-			t.Fatalf("ready line %q: %v", line, err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("no ready line within 60s")
-	}
-	return s
-}
-
-// sidecarOutput collects a process's output while the test reads it.
-type sidecarOutput struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *sidecarOutput) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *sidecarOutput) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // unixClient is an HTTP client whose every connection goes to sock.
 func unixClient(sock string) *http.Client {
@@ -118,19 +50,6 @@ func sidecarDo(t *testing.T, c *http.Client, method, url string, body any) (int,
 	return resp.StatusCode, data
 }
 
-// waitExit waits for comb to exit, seen as its stdout reaching EOF.
-func (s *sidecar) waitExit(t *testing.T, within time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
-	select {
-	case <-s.eof:
-		return time.Since(start)
-	case <-time.After(within):
-		t.Fatalf("comb (pid %d) still running %v later", s.ready.PID, within)
-		return 0
-	}
-}
-
 // TestServeUnixSocket: the same routes over a 0600 socket, without a token
 // while TCP wants one; a second server refused on the same path; the socket
 // removed on a clean shutdown; a socket left by kill -9 replaced.
@@ -139,9 +58,9 @@ func TestServeUnixSocket(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "comb.sock")
 	db := filepath.Join(dir, "comb.db")
-	s := startSidecar(t, bin, "serve", "--addr", "127.0.0.1:0", "--unix", sock, "--db", db, "--jwt-secret", "s3cret-s3cret-s3cret-s3cret-s3cret")
-	if s.ready.Unix != sock || !strings.HasPrefix(s.ready.URL, "http://127.0.0.1:") || s.ready.PID != s.cmd.Process.Pid {
-		t.Fatalf("ready line %+v", s.ready)
+	s := sidecartest.Start(t, bin, "serve", "--addr", "127.0.0.1:0", "--unix", sock, "--db", db, "--jwt-secret", "s3cret-s3cret-s3cret-s3cret-s3cret")
+	if s.Ready.Unix != sock || !strings.HasPrefix(s.Ready.URL, "http://127.0.0.1:") || s.Ready.PID != s.Pid() {
+		t.Fatalf("ready line %+v", s.Ready)
 	}
 	fi, err := os.Stat(sock)
 	if err != nil {
@@ -151,7 +70,7 @@ func TestServeUnixSocket(t *testing.T) {
 		t.Fatalf("socket mode %v, want a 0600 socket", fi.Mode())
 	}
 	uc := unixClient(sock)
-	if st, body := sidecarDo(t, http.DefaultClient, "GET", s.ready.URL+"/api/v1/resources/queues", nil); st != http.StatusUnauthorized {
+	if st, body := sidecarDo(t, http.DefaultClient, "GET", s.Ready.URL+"/api/v1/resources/queues", nil); st != http.StatusUnauthorized {
 		t.Fatalf("TCP without a token: %d %s, want 401", st, body)
 	}
 	st, body := sidecarDo(t, uc, "POST", "http://comb/api/v1/push", map[string]any{"items": []any{map[string]any{"queue": "q", "payload": map[string]any{"n": 1}}}})
@@ -177,24 +96,24 @@ func TestServeUnixSocket(t *testing.T) {
 	}
 
 	// A clean shutdown removes the socket.
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	s.waitExit(t, 30*time.Second)
+	s.Signal(syscall.SIGTERM)
+	s.WaitExit(t, 30*time.Second)
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Fatalf("socket after shutdown: %v", err)
 	}
 
 	// kill -9 leaves the socket file; the next start replaces it, and a
 	// configured mode applies.
-	s = startSidecar(t, bin, "serve", "--addr", "", "--unix", sock, "--db", db)
-	if s.ready.URL != "" {
-		t.Fatalf("ready line names a URL without TCP: %+v", s.ready)
+	s = sidecartest.Start(t, bin, "serve", "--addr", "", "--unix", sock, "--db", db)
+	if s.Ready.URL != "" {
+		t.Fatalf("ready line names a URL without TCP: %+v", s.Ready)
 	}
-	s.cmd.Process.Kill()
-	s.waitExit(t, 30*time.Second)
+	s.Signal(os.Kill)
+	s.WaitExit(t, 30*time.Second)
 	if _, err := os.Lstat(sock); err != nil {
 		t.Fatalf("kill -9 should leave the socket file: %v", err)
 	}
-	s = startSidecar(t, bin, "serve", "--addr", "", "--unix", sock, "--unix-mode", "0660", "--db", db)
+	s = sidecartest.Start(t, bin, "serve", "--addr", "", "--unix", sock, "--unix-mode", "0660", "--db", db)
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o660 {
 		t.Fatalf("socket after restart: %v %v", fi.Mode(), err)
 	}
@@ -225,17 +144,17 @@ func TestServeExitsWithParent(t *testing.T) {
 	sock := filepath.Join(dir, "comb.sock")
 	readyFile := filepath.Join(dir, "ready.json")
 	// "; :" keeps the shell from exec'ing comb, so the shell stays its parent.
-	s := startSidecar(t, "sh", "-c", `"$0" serve --addr 127.0.0.1:0 --unix "$1" --db "$2" --ready-file "$3" --exit-with-parent; :`, bin, sock, db, readyFile)
-	if s.ready.PID == s.cmd.Process.Pid {
+	s := sidecartest.Start(t, "sh", "-c", `"$0" serve --addr 127.0.0.1:0 --unix "$1" --db "$2" --ready-file "$3" --exit-with-parent; :`, bin, sock, db, readyFile)
+	if s.Ready.PID == s.Pid() {
 		t.Fatal("comb is not a child of the shell")
 	}
 	fileLine, err := os.ReadFile(readyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fromFile readyLine
-	if err := json.Unmarshal(fileLine, &fromFile); err != nil || fromFile != s.ready {
-		t.Fatalf("ready file %q, want the ready line %+v", fileLine, s.ready)
+	var fromFile sidecartest.Ready
+	if err := json.Unmarshal(fileLine, &fromFile); err != nil || fromFile != s.Ready {
+		t.Fatalf("ready file %q, want the ready line %+v", fileLine, s.Ready)
 	}
 
 	const n = 20
@@ -243,7 +162,7 @@ func TestServeExitsWithParent(t *testing.T) {
 	for i := range n {
 		items = append(items, map[string]any{"queue": "app", "transactionId": fmt.Sprint("t", i), "payload": map[string]any{"i": i}})
 	}
-	if st, body := sidecarDo(t, http.DefaultClient, "POST", s.ready.URL+"/api/v1/push", map[string]any{"items": items}); st != http.StatusCreated {
+	if st, body := sidecarDo(t, http.DefaultClient, "POST", s.Ready.URL+"/api/v1/push", map[string]any{"items": items}); st != http.StatusCreated {
 		t.Fatalf("push: %d %s", st, body)
 	}
 	st, body := sidecarDo(t, unixClient(sock), "GET", "http://comb/api/v1/pop/queue/app?batch=5&autoAck=true", nil)
@@ -261,24 +180,24 @@ func TestServeExitsWithParent(t *testing.T) {
 	}
 
 	killed := time.Now()
-	if err := s.cmd.Process.Kill(); err != nil { // the parent, SIGKILL
+	if err := s.Signal(os.Kill); err != nil { // the parent, SIGKILL
 		t.Fatal(err)
 	}
-	took := s.waitExit(t, 10*time.Second)
+	took := s.WaitExit(t, 10*time.Second)
 	t.Logf("comb exited %v after its parent was SIGKILLed (%v since the kill)", took, time.Since(killed))
 	if took > 3*time.Second {
 		t.Errorf("comb took %v to follow its parent", took)
 	}
-	if !strings.Contains(s.stderr.String(), "parent process exited") {
-		t.Errorf("comb did not log a parent-triggered shutdown:\n%s", s.stderr)
+	if !strings.Contains(s.Stderr(), "parent process exited") {
+		t.Errorf("comb did not log a parent-triggered shutdown:\n%s", s.Stderr())
 	}
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Errorf("socket left after the parent died: %v", err)
 	}
 
 	// The same file opens again, and exactly the 15 unpopped messages remain.
-	s2 := startSidecar(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	st, body = sidecarDo(t, http.DefaultClient, "GET", s2.ready.URL+"/api/v1/pop/queue/app?batch=100&autoAck=true", nil)
+	s2 := sidecartest.Start(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	st, body = sidecarDo(t, http.DefaultClient, "GET", s2.Ready.URL+"/api/v1/pop/queue/app?batch=100&autoAck=true", nil)
 	if st != http.StatusOK {
 		t.Fatalf("pop after restart: %d %s", st, body)
 	}
@@ -342,81 +261,19 @@ func TestServeExitsOnStdinEOF(t *testing.T) {
 // Unix socket and SIGKILLs itself. comb must exit on its own, remove its
 // socket, and leave a file that opens with the unpopped messages intact.
 func TestSidecarFromNode(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node is required under CI")
-		}
-		t.Skip("node not installed")
-	}
+	node := sidecartest.Tool(t, "node")
 	bin := crashBuildBinary(t)
 	dir := t.TempDir()
 	db, sock := filepath.Join(dir, "comb.db"), filepath.Join(dir, "comb.sock")
-	cmd := exec.Command(node, "../examples/node-sidecar/sidecar.mjs", bin, db, sock)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	// comb inherits node's stderr: EOF on it means both are gone. An
-	// os.Pipe, not StderrPipe, which Wait would close when node exits.
-	stderr, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
+	out := sidecartest.RunParent(t, exec.Command(node, "../examples/node-sidecar/sidecar.mjs", bin, db, sock))
+	if len(out.Acked) != 4 || out.Ready.Unix != sock {
+		t.Fatalf("node output %+v\n%s", out, out.Logs)
 	}
-	defer stderr.Close()
-	cmd.Stderr = w
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	combDone := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(stderr)
-		combDone <- string(b)
-	}()
-	werr := cmd.Wait() // node's own death, SIGKILL
-	nodeDied := time.Now()
-	var logs string
-	select {
-	case logs = <-combDone:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("comb still running 10s after node died; node said %s", stdout.String())
-	}
-	t.Logf("comb exited %v after node was SIGKILLed (node: %v)", time.Since(nodeDied), werr)
-	var out struct {
-		Ready  readyLine `json:"ready"`
-		Popped []string  `json:"popped"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("node output %q: %v\n%s", stdout.String(), err, logs)
-	}
-	if len(out.Popped) != 4 || out.Ready.Unix != sock {
-		t.Fatalf("node output %+v\n%s", out, logs)
-	}
-	if !strings.Contains(logs, "parent process exited") {
-		t.Fatalf("comb did not shut down on its parent's death:\n%s", logs)
+	if !strings.Contains(out.Logs, "parent process exited") {
+		t.Fatalf("comb did not shut down on its parent's death:\n%s", out.Logs)
 	}
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Fatalf("socket left behind: %v", err)
 	}
-	s := startSidecar(t, bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	st, body := sidecarDo(t, http.DefaultClient, "GET", s.ready.URL+"/api/v1/pop/queue/node?batch=100&autoAck=true", nil)
-	var rest struct {
-		Messages []struct {
-			TransactionID string `json:"transactionId"`
-		} `json:"messages"`
-	}
-	json.Unmarshal(body, &rest)
-	seen := map[string]bool{}
-	for _, id := range out.Popped {
-		seen[id] = true
-	}
-	for _, m := range rest.Messages {
-		if seen[m.TransactionID] {
-			t.Errorf("%s delivered twice", m.TransactionID)
-		}
-		seen[m.TransactionID] = true
-	}
-	if st != http.StatusOK || len(seen) != 10 {
-		t.Fatalf("after restart: %d, %d distinct messages delivered in all, want 10: %s", st, len(seen), body)
-	}
+	sidecartest.NothingLost(t, bin, db, "node", 10, out.Acked)
 }

@@ -49,13 +49,26 @@ type QueueStats struct {
 	StatsAge   time.Duration
 }
 
-// QueueFilter selects queues for ListQueueStats.
+// QueueFilter selects queues for ListQueueStats and QueuePage.
 type QueueFilter struct {
 	Namespace string // "" = any
 	Task      string // "" = any
-	Limit     int    // <= 0 = no limit
-	Offset    int
+	// Name is one queue's exact name; "" = any.
+	Name string
+	// Search keeps the queues whose name, namespace or task holds it,
+	// ASCII letters matched in either case; "" = any.
+	Search string
+	// Sort is the order of QueuePage (QueueSorts); "" is newest first.
+	Sort string
+	// Desc reverses Sort.
+	Desc   bool
+	Limit  int // <= 0 = no limit
+	Offset int
 }
+
+// QueueSorts are the orders QueueFilter.Sort names: by name, namespace or
+// task, and by the totals, which sort the tenant's Summary.
+var QueueSorts = []string{"name", "namespace", "task", "created", "partitions", "total", "pending", "processing"}
 
 // Overview is the tenant-wide summary of the resources views.
 type Overview struct {
@@ -68,6 +81,26 @@ type Overview struct {
 	// before Timestamp.
 	IngestedLastMinute int64
 	Timestamp          time.Time
+	// Summarized is set when the figures come from a sum made in the
+	// background, StatsAge ago: a tenant too large to sum on every read.
+	Summarized bool
+	StatsAge   time.Duration
+}
+
+// Summary is what the status and overview views say of a whole tenant:
+// the Overview, and every queue with its totals (no partitions), newest
+// first. Above a size it is summed in the background; Summarized and
+// StatsAge then say so, and say it for every queue in Queues too. It is
+// shared between readers: a caller must not modify it.
+type Summary struct {
+	Overview
+	Queues []*QueueStats
+}
+
+// LeaseCounts are the live leases of a set of queues.
+type LeaseCounts struct {
+	Active     int64 // (partition, group) leases
+	Partitions int64 // partitions holding at least one
 }
 
 // GroupedStats sums the queues sharing a namespace or a task.

@@ -1,7 +1,9 @@
 package httpd
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -51,6 +53,29 @@ func statsAge(qs *combtype.QueueStats) *int64 {
 	return &age
 }
 
+// summaryQueueJSON is a queue of sum: as old as sum when sum was made in
+// the background.
+func summaryQueueJSON(qs *combtype.QueueStats, sum *combtype.Summary) queueSummaryOut {
+	out := queueSummaryJSON(qs)
+	if sum.Summarized {
+		age := summaryAge(&sum.Overview)
+		if out.StatsAge != nil {
+			age = max(age, *out.StatsAge)
+		}
+		out.StatsAge = &age
+	}
+	return out
+}
+
+// summaryAge is o's statsAge in whole seconds: 0 when summed for this
+// reply.
+func summaryAge(o *combtype.Overview) int64 {
+	if !o.Summarized {
+		return 0
+	}
+	return int64(o.StatsAge / time.Second)
+}
+
 func queueSummaryJSON(qs *combtype.QueueStats) queueSummaryOut {
 	out := queueSummaryOut{ID: qs.UUID, Name: qs.Name, Namespace: qs.Namespace, Task: qs.Task,
 		CreatedAt: fmtMilli(qs.CreatedAt), Partitions: qs.PartitionCount}
@@ -93,8 +118,10 @@ func (s *Handler) resourcesOverview(w http.ResponseWriter, r *http.Request, _ ht
 		"throughput": map[string]any{"ingestedPerSecond": float64(o.IngestedLastMinute) / 60,
 			"processedPerSecond": processed},
 		"timestamp": fmtMilli(o.Timestamp),
-		// Computed on each request from cursors and watermarks: never stale.
-		"statsAge": 0,
+		// Summed on this request from cursors and watermarks, or, for a
+		// tenant too large for that, by the background refresher this
+		// many seconds ago.
+		"statsAge": summaryAge(o),
 	})
 }
 
@@ -110,10 +137,40 @@ func queueFilter(r *http.Request, def int) combtype.QueueFilter {
 	return f
 }
 
+// queueSorts are the orders the queue listing takes in sort.
+var queueSorts = map[string]bool{}
+
+func init() {
+	for _, k := range combtype.QueueSorts {
+		queueSorts[k] = true
+	}
+}
+
 func (s *Handler) resourcesQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	// Queen lists every queue; a limit is honoured when given. Each queue
-	// is one aggregate over its partitions, which are not listed here.
-	stats, err := s.tb(r).QueueSummaries(r.Context(), queueFilter(r, 0))
+	// Queen lists every queue, newest first. comb lists a page of at most
+	// MaxPageLimit ("Pages" in docs/wire.md), and takes a search, an order
+	// and a direction so a console can show one page of a long list. Each
+	// queue is one aggregate over its partitions, which are not listed.
+	q := r.URL.Query()
+	f := queueFilter(r, combtype.MaxPageLimit)
+	f.Limit = min(f.Limit, combtype.MaxPageLimit)
+	if f.Limit == 0 {
+		f.Limit = combtype.MaxPageLimit
+	}
+	f.Search, f.Sort = q.Get("search"), q.Get("sort")
+	if f.Sort != "" && !queueSorts[f.Sort] {
+		s.fail(w, r, &badRequest{fmt.Sprintf("sort must be one of %s (got %q)", strings.Join(combtype.QueueSorts, ", "), f.Sort)})
+		return
+	}
+	switch q.Get("dir") {
+	case "", "asc":
+	case "desc":
+		f.Desc = true
+	default:
+		s.fail(w, r, &badRequest{fmt.Sprintf("dir must be asc or desc (got %q)", q.Get("dir"))})
+		return
+	}
+	stats, info, err := s.tb(r).QueuePage(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -122,7 +179,16 @@ func (s *Handler) resourcesQueues(w http.ResponseWriter, r *http.Request, _ http
 	for i, qs := range stats {
 		out[i] = queueSummaryJSON(qs)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+	body := map[string]any{"queues": out}
+	pg := pageRequest{Page: combtype.Page{Limit: f.Limit, Offset: f.Offset}}
+	for _, k := range []string{"limit", "offset", "search", "sort", "dir"} {
+		pg.asked = pg.asked || q.Has(k)
+	}
+	if pg.asked || info.More {
+		body["pagination"] = pagination(pg, info)
+	}
+	pageHeaders(w, r, pg, info)
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Handler) resourcesQueue(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {

@@ -438,7 +438,10 @@ func (d *wireDecoder) pushItemArray() (items []pushItemIn, ok bool, err error) {
 		return nil, false, d.value()
 	}
 	ok = true
-	items = make([]pushItemIn, 0, 16)
+	// Sized by what the body could hold, at most 16 to begin with: a push
+	// of one message is the common case, and 16 items of five raw fields
+	// each weighed 2 KiB, more than the rest of that push's decoding.
+	items = make([]pushItemIn, 0, min(16, 1+(len(d.buf)-d.pos)/256))
 	err = d.array(func() error {
 		if len(items) == broker.MaxPushItems {
 			// Refused here, before the rest is decoded: a million tiny

@@ -13,10 +13,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/store"
 )
@@ -34,6 +34,18 @@ const (
 	// DefaultVacuumSteps bounds the vacuum ops of one sweep; what is left
 	// is returned by the next sweep.
 	DefaultVacuumSteps = 256
+	// DefaultPassTime bounds one sweep: a pass that has not reached every
+	// cut by then logs what it did and the next one starts at once, so a
+	// long backlog is reported as it goes and the queues and policies a
+	// pass works from are never older than this.
+	DefaultPassTime = 10 * time.Second
+	// DefaultYieldRatio is the pause after each eviction op, as a fraction
+	// of the op's duration: it lets the pushes that queued behind the op
+	// commit on their own before the next op. See Config.YieldRatio.
+	DefaultYieldRatio = 0.25
+	// minYield is the least pause after an op: about what the writer needs
+	// to pick up the pushes waiting for it.
+	minYield = time.Millisecond
 	// DefaultSnapshotInterval is how often expired snapshots are deleted.
 	// An expired snapshot pins nothing and cannot be sought to even before
 	// its row goes, so the sweep only tidies and need not be frequent.
@@ -52,17 +64,29 @@ type Config struct {
 	// snapshots; they run within sweeps. Default DefaultSnapshotInterval;
 	// negative deletes them at every sweep.
 	SnapshotInterval time.Duration
-	// Limits bound each eviction op. Zero fields take the store's defaults.
+	// Limits bound each eviction op, in size and in time. Zero fields take
+	// the store's defaults.
 	Limits store.EvictLimits
+	// PassTime bounds one sweep, on Clock: past it the pass stops between
+	// two ops, logs what it did, and (when periodic) the next pass starts
+	// at once. Default DefaultPassTime; negative: no bound.
+	PassTime time.Duration
 	// VacuumPages is the free pages returned per vacuum op. Default DefaultVacuumPages.
 	VacuumPages int
 	// VacuumSteps bounds the vacuum ops per sweep. Default DefaultVacuumSteps.
 	VacuumSteps int
 	// YieldRatio paces a sweep: after each writer op it pauses for the op's
-	// duration times this ratio, so a push queued behind an op commits on
-	// its own instead of sharing a commit with the next op. Default 1
-	// (retention takes at most about half of the writer); negative: no pause.
+	// duration times this ratio (at least a millisecond), so the pushes
+	// queued behind an op commit on their own instead of waiting for the
+	// next op too. A push waits for at most about one op (Limits.Time).
+	// Default DefaultYieldRatio: a sweep with work takes about four fifths
+	// of the writer's time, and pushes the rest they need, as they commit
+	// in batches between the ops; negative: no pause.
 	YieldRatio float64
+	// OnOp, if set, is called after each eviction op of a sweep with the
+	// sweep's totals so far. It runs on the sweeping goroutine, so tests use
+	// it to move a Manual clock or cancel a sweep between two ops.
+	OnOp func(Stats)
 	// Clock tells the time of periodic passes. Default the wall clock.
 	Clock clock.Clock
 	// Logger receives a line per sweep that deleted something, and errors.
@@ -80,6 +104,10 @@ type Stats struct {
 	FreedPages int64 // pages returned to the file system
 	LeaseWakes int   // queues woken for an expired lease
 	Snapshots  int   // expired snapshots deleted
+	// Complete is true when the sweep reached every cut its policies
+	// set; false when it stopped at its PassTime, was canceled or failed,
+	// and the counts are what it deleted until then.
+	Complete bool
 }
 
 // Service runs retention sweeps and the lease-expiry check.
@@ -91,6 +119,7 @@ type Service struct {
 	mu           sync.Mutex // one pass at a time
 	leaseSeen    time.Time  // leases expiring up to here were already woken
 	snapshotsRan time.Time  // when expired snapshots were last deleted
+	last         job        // the job the last eviction op served
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -106,7 +135,8 @@ func New(st *store.Store, cfg Config) *Service {
 	cfg.VacuumPages = cmp.Or(cfg.VacuumPages, DefaultVacuumPages)
 	cfg.VacuumSteps = cmp.Or(cfg.VacuumSteps, DefaultVacuumSteps)
 	cfg.Clock = cmp.Or[clock.Clock](cfg.Clock, clock.Real{})
-	cfg.YieldRatio = cmp.Or(cfg.YieldRatio, 1)
+	cfg.YieldRatio = cmp.Or(cfg.YieldRatio, DefaultYieldRatio)
+	cfg.PassTime = cmp.Or(cfg.PassTime, DefaultPassTime)
 	return &Service{st: st, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}
 }
 
@@ -122,12 +152,18 @@ func (s *Service) Start() {
 		if s.cfg.Interval > 0 {
 			s.wg.Add(1)
 			go s.loop(ctx, s.cfg.Interval, func(ctx context.Context) {
-				// A pass gets one interval (at least a minute); what it did not
-				// reach is the next pass's work.
-				ctx, cancel := context.WithTimeout(ctx, max(s.cfg.Interval, time.Minute))
-				defer cancel()
-				if _, err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
-					s.log.Error("retention sweep", "err", err)
+				// A pass that stopped at its PassTime left work that is due
+				// now: the next one starts at once instead of an interval
+				// later, so a backlog is worked off at the pace of the ops.
+				// One that deleted nothing waits for the next tick.
+				for ctx.Err() == nil {
+					st, err := s.RunOnce(ctx)
+					if err != nil && ctx.Err() == nil {
+						s.log.Error("retention sweep", "err", err)
+					}
+					if st.Complete || err != nil || st.Segments == 0 {
+						return
+					}
 				}
 			})
 		}
@@ -177,6 +213,13 @@ func (s *Service) RunOnce(ctx context.Context) (Stats, error) {
 // expired leases, deletes expired snapshots and what every queue's
 // policies allow, then returns the freed pages to the file system in
 // bounded steps. (Snapshot expiry reads the store's clock.)
+//
+// The pass works round-robin: each round gives every partition with
+// something to delete one bounded op, oldest segments first, so a pass
+// cut short by its PassTime or its context has taken from every such
+// partition, not emptied the first ones. The returned counts are what was
+// deleted, whatever stopped the pass, and a pass that deleted something
+// logs them.
 func (s *Service) Sweep(ctx context.Context, now time.Time) (Stats, error) {
 	var st Stats
 	wakes, err := s.WakeExpiredLeases(ctx, now)
@@ -187,6 +230,17 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	start := time.Now()
+	p := &pass{s: s, st: &st, now: now}
+	if s.cfg.PassTime > 0 {
+		p.deadline = s.cfg.Clock.Now().Add(s.cfg.PassTime)
+	}
+	defer func() {
+		if st.Segments > 0 || st.Snapshots > 0 {
+			s.log.Info("retention sweep", "queues", st.Queues, "partitions", st.Partitions, "segments", st.Segments,
+				"messages", st.Frames, "bytes", st.Bytes, "freedPages", st.FreedPages, "snapshots", st.Snapshots,
+				"complete", st.Complete, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}()
 	// Expired snapshots hold nothing back already; deleting their rows is
 	// tidying, done at most once per SnapshotInterval.
 	if s.snapshotsRan.IsZero() || now.Sub(s.snapshotsRan) >= s.cfg.SnapshotInterval {
@@ -201,86 +255,148 @@ func (s *Service) Sweep(ctx context.Context, now time.Time) (Stats, error) {
 	}
 	st.Queues = len(queues)
 	var errs []error
+	// Age first, then size: the size plan is made once age retention has
+	// freed what it frees, or it would cut more than maxBytes needs.
+	var jobs []job
 	for _, q := range queues {
-		if err := s.sweepQueue(ctx, q, now, &st); err != nil {
+		parts, err := s.st.AgedPartitions(ctx, q, now)
+		if err != nil {
 			if ctx.Err() != nil {
 				return st, err
 			}
-			// One queue's failure does not hold back the others.
 			errs = append(errs, err)
+			continue
+		}
+		for _, id := range parts {
+			jobs = append(jobs, job{queue: q.ID, part: id})
 		}
 	}
-	if st.Segments > 0 {
+	done, err := p.rounds(ctx, s.resume(jobs))
+	if err != nil {
+		return st, errors.Join(append(errs, err)...)
+	}
+	jobs = jobs[:0]
+	for _, q := range queues {
+		if !done || q.Options.MaxBytes <= 0 {
+			continue
+		}
+		// Size: plan on a reader (it sorts the queue's segments by age),
+		// then delete partition by partition in bounded ops.
+		cuts, err := s.st.OversizeCuts(ctx, q.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return st, err
+			}
+			errs = append(errs, err)
+			continue
+		}
+		for _, c := range cuts {
+			jobs = append(jobs, job{queue: q.ID, part: c.PartitionID, upTo: c.UpTo, size: true})
+		}
+	}
+	if done {
+		if done, err = p.rounds(ctx, s.resume(jobs)); err != nil {
+			return st, errors.Join(append(errs, err)...)
+		}
+	}
+	if st.Segments > 0 && done {
 		freed, err := s.vacuum(ctx)
 		st.FreedPages = freed
 		if err != nil {
 			errs = append(errs, err)
 		}
-		s.log.Info("retention sweep", "queues", st.Queues, "partitions", st.Partitions, "segments", st.Segments,
-			"messages", st.Frames, "bytes", st.Bytes, "freedPages", st.FreedPages, "took", time.Since(start).Round(time.Millisecond))
 	}
+	st.Complete = done && len(errs) == 0
 	return st, errors.Join(errs...)
 }
 
-func (s *Service) sweepQueue(ctx context.Context, q *combtype.Queue, now time.Time, st *Stats) error {
-	// Age: only partitions whose oldest segment is old enough get an op.
-	parts, err := s.st.AgedPartitions(ctx, q, now)
-	if err != nil {
-		return err
+// job is one partition's share of a pass: its aged segments, or, for a
+// size job, its segments that end below upTo.
+type job struct {
+	queue, part int64
+	upTo        int64
+	size        bool
+}
+
+// after orders jobs by queue, then partition.
+func (j job) after(k job) bool {
+	return j.queue > k.queue || (j.queue == k.queue && j.part > k.part)
+}
+
+// resume rotates jobs (in queue, partition order) to start after the job
+// the previous pass served last, so that passes cut short by their time
+// take turns over a queue with more partitions than one pass reaches.
+// Lock should be held.
+func (s *Service) resume(jobs []job) []job {
+	i := slices.IndexFunc(jobs, func(j job) bool { return j.after(s.last) })
+	if i <= 0 {
+		return jobs
 	}
-	for _, partID := range parts {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var total store.EvictResult
-		for {
+	slices.Reverse(jobs[:i])
+	slices.Reverse(jobs[i:])
+	slices.Reverse(jobs)
+	return jobs
+}
+
+// pass is the state of one Sweep.
+type pass struct {
+	s        *Service
+	st       *Stats
+	now      time.Time
+	deadline time.Time // zero: none
+}
+
+// rounds gives each job one op per round until every job is done, and
+// reports whether they all were: false when the pass's time ran out. A
+// job is done when an op leaves nothing for the next one; a job whose op
+// fails is dropped and its error returned with the others at the end.
+func (p *pass) rounds(ctx context.Context, jobs []job) (bool, error) {
+	var errs []error
+	for first := true; len(jobs) > 0; first = false {
+		left := jobs[:0]
+		for i, j := range jobs {
+			if err := ctx.Err(); err != nil {
+				return false, errors.Join(append(errs, err)...)
+			}
+			if !p.deadline.IsZero() && !p.s.cfg.Clock.Now().Before(p.deadline) {
+				return false, errors.Join(errs...)
+			}
+			p.s.last = j
 			var r store.EvictResult
-			err := s.paced(ctx, func() (err error) {
-				r, err = s.st.EvictAged(ctx, q.ID, partID, now, s.cfg.Limits)
+			err := p.s.paced(ctx, func() (err error) {
+				if j.size {
+					r, err = p.s.st.EvictPrefix(ctx, j.part, j.upTo, p.now, p.s.cfg.Limits)
+				} else {
+					r, err = p.s.st.EvictAged(ctx, j.queue, j.part, p.now, p.s.cfg.Limits)
+				}
 				return err
 			})
-			if err != nil {
-				return err
+			// What an op deleted is counted even when the pause after it
+			// was cut short: it committed.
+			if first && r.Segments > 0 {
+				p.st.Partitions++
 			}
-			total.Segments += r.Segments
-			total.Frames += r.Frames
-			total.Bytes += r.Bytes
-			if !r.More || r.Segments == 0 {
-				break
+			p.st.Segments += r.Segments
+			p.st.Frames += r.Frames
+			p.st.Bytes += r.Bytes
+			if p.s.cfg.OnOp != nil {
+				p.s.cfg.OnOp(*p.st)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return false, errors.Join(append(errs, err)...)
+				}
+				// One partition's failure does not hold back the others.
+				errs = append(errs, err)
+				continue
+			}
+			if r.More && r.Segments > 0 {
+				left = append(left, jobs[i])
 			}
 		}
-		s.count(st, total)
+		jobs = left
 	}
-	if q.Options.MaxBytes <= 0 {
-		return nil
-	}
-	// Size: plan on a reader (it sorts the queue's segments by age), then
-	// delete partition by partition in bounded ops.
-	cuts, err := s.st.OversizeCuts(ctx, q.ID)
-	if err != nil {
-		return err
-	}
-	for _, c := range cuts {
-		var total store.EvictResult
-		for {
-			var r store.EvictResult
-			err := s.paced(ctx, func() (err error) {
-				r, err = s.st.EvictPrefix(ctx, c.PartitionID, c.UpTo, now, s.cfg.Limits)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			total.Segments += r.Segments
-			total.Frames += r.Frames
-			total.Bytes += r.Bytes
-			if !r.More || r.Segments == 0 {
-				break
-			}
-		}
-		s.count(st, total)
-	}
-	return nil
+	return true, errors.Join(errs...)
 }
 
 // paced runs one writer op, then pauses in proportion to its duration.
@@ -292,7 +408,7 @@ func (s *Service) paced(ctx context.Context, op func() error) error {
 	if s.cfg.YieldRatio <= 0 {
 		return nil
 	}
-	t := time.NewTimer(time.Duration(float64(time.Since(start)) * s.cfg.YieldRatio))
+	t := time.NewTimer(max(minYield, time.Duration(float64(time.Since(start))*s.cfg.YieldRatio)))
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -300,16 +416,6 @@ func (s *Service) paced(ctx context.Context, op func() error) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func (s *Service) count(st *Stats, r store.EvictResult) {
-	if r.Segments == 0 {
-		return
-	}
-	st.Partitions++
-	st.Segments += r.Segments
-	st.Frames += r.Frames
-	st.Bytes += r.Bytes
 }
 
 // vacuum returns free pages to the file system, one bounded op at a time.

@@ -134,7 +134,7 @@ func (w *wtx) insertSegments(pp *pendingPart, createdAt int64) error {
 			size += len(pp.frames[end].Payload)
 			end++
 		}
-		seg, err := w.s.enc.Encode(pp.frames[start:end])
+		seg, err := w.s.enc.EncodeScratch(pp.frames[start:end])
 		if err != nil {
 			return err
 		}

@@ -86,7 +86,7 @@ func TestLandingAndIngestCountsAgreeWithScans(t *testing.T) {
 		}
 	}
 
-	// The ingest counts built on landing agree with scans of every segment.
+	// The ingest counts agree with scans of every segment.
 	first, final := segs[0].at, segs[len(segs)-1].at
 	for _, w := range [][2]int64{{first, final}, {first + 1000, final - 1000}, {first + (final-first)/3, first + (final-first)/2}} {
 		from, to, bucket := w[0], w[1], int64(700)

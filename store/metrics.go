@@ -40,9 +40,11 @@ func (s *Store) DatabaseSize() (file, wal int64, err error) {
 }
 
 // IngestSeries counts the messages committed per bucket in [From, To],
-// from segment commit times and frame counts: one range of the offset index
-// per partition, found by landing, no frame decoded. Every bucket
-// is present, empty ones as 0. Messages retention removed are not counted.
+// from segment commit times and frame counts, no frame decoded: one range
+// of the segments_time index, so it costs the segments committed in the
+// range, not the partitions (a landing search per partition cost 1.9 s at
+// 10,000 queues). Every bucket is present, empty ones as 0. Messages
+// retention removed are not counted.
 func (s *Store) IngestSeries(ctx context.Context, tenant string, f combtype.SeriesFilter) ([]combtype.SeriesPoint, error) {
 	if f.Bucket <= 0 || f.To.Before(f.From) {
 		return nil, fmt.Errorf("%w: empty series", combtype.ErrInvalid)
@@ -53,50 +55,29 @@ func (s *Store) IngestSeries(ctx context.Context, tenant string, f combtype.Seri
 	for i := range out {
 		out[i].At = fromMicros(from + int64(i)*bucket)
 	}
-	parts, err := queryPartitions(ctx, s.r, `SELECT `+partitionColumns+` FROM partitions WHERE last_segment_at >= ?1
-		AND queue_id IN (SELECT id FROM queues WHERE tenant = ?2 AND (?3 = '' OR name = ?3) AND (?4 = '' OR namespace = ?4)
-			AND (?5 = '' OR task = ?5))`, from, tenant, f.Queue, f.Namespace, f.Task)
+	rows, err := s.r.QueryContext(ctx, `SELECT (s.created_at - ?1) / ?2, SUM(s.frame_count)
+		FROM segments s INDEXED BY segments_time
+		WHERE s.created_at >= ?1 AND s.created_at <= ?3 AND s.partition_id IN (SELECT p.id FROM partitions p
+			WHERE p.last_segment_at >= ?1 AND p.queue_id IN (SELECT id FROM queues WHERE tenant = ?4
+				AND (?5 = '' OR name = ?5) AND (?6 = '' OR namespace = ?6) AND (?7 = '' OR task = ?7)))
+		GROUP BY 1`, from, bucket, to, tenant, f.Queue, f.Namespace, f.Task)
 	if err != nil {
 		return nil, fmt.Errorf("count messages per bucket: %w", err)
-	}
-	for _, p := range parts {
-		if err := s.addIngest(ctx, p, from, to, bucket, out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// addIngest adds to out the messages p committed per bucket in [from, to]:
-// the offset range between the landings of from and just after to, read
-// through the offset index.
-func (s *Store) addIngest(ctx context.Context, p *combtype.Partition, from, to, bucket int64, out []combtype.SeriesPoint) error {
-	start, err := landing(ctx, s.r, p, from)
-	if err != nil || start == nil {
-		return err
-	}
-	end := p.LastOffset + 1
-	if after, err := landing(ctx, s.r, p, to+1); err != nil {
-		return err
-	} else if after != nil {
-		end = after.BaseOffset
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT (created_at - ?1) / ?2, SUM(frame_count) FROM segments
-		WHERE partition_id = ?3 AND base_offset >= ?4 AND base_offset < ?5 GROUP BY 1`, from, bucket, p.ID, start.BaseOffset, end)
-	if err != nil {
-		return fmt.Errorf("count messages per bucket: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var i, count int64
 		if err := rows.Scan(&i, &count); err != nil {
-			return fmt.Errorf("scan bucket: %w", err)
+			return nil, fmt.Errorf("scan bucket: %w", err)
 		}
-		if i >= 0 && i < int64(len(out)) {
+		if i >= 0 && i < n {
 			out[i].Messages += count
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count messages per bucket: %w", err)
+	}
+	return out, nil
 }
 
 // QueueDepths returns every tenant's queues' depths and group lags, in two

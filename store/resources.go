@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -244,14 +245,28 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 	return out, cursorsOf, nil
 }
 
-// Overview summarises tenant's queues, messages and lag.
+// Overview summarises tenant's queues, messages and lag: the Overview of
+// its Summary.
 func (s *Store) Overview(ctx context.Context, tenant string) (*combtype.Overview, error) {
+	sum, err := s.Summary(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	o := sum.Overview
+	return &o, nil
+}
+
+// summarise sums tenant's Summary now: every queue's totals, the lag of
+// every cursor and the last minute's ingest.
+func (s *Store) summarise(ctx context.Context, tenant string) (*combtype.Summary, error) {
 	now := s.clock.Now()
 	stats, err := s.QueueSummaries(ctx, tenant, combtype.QueueFilter{})
 	if err != nil {
 		return nil, err
 	}
-	o := &combtype.Overview{Timestamp: now, Queues: int64(len(stats))}
+	sum := &combtype.Summary{Queues: stats}
+	o := &sum.Overview
+	o.Timestamp, o.Queues = now, int64(len(stats))
 	namespaces, tasks := map[string]bool{}, map[string]bool{}
 	for _, qs := range stats {
 		o.Partitions += int64(qs.PartitionCount)
@@ -297,28 +312,155 @@ func (s *Store) Overview(ctx context.Context, tenant string) (*combtype.Overview
 	if o.IngestedLastMinute, err = s.ingestedSince(ctx, tenant, micros(now.Add(-time.Minute))); err != nil {
 		return nil, err
 	}
-	return o, nil
+	return sum, nil
+}
+
+// LeaseCounts counts the live leases on the tenant's queues matching f
+// (Namespace, Task, Name), through cursors_lease: leases are few, so this
+// is read on every call.
+func (s *Store) LeaseCounts(ctx context.Context, tenant string, f combtype.QueueFilter) (combtype.LeaseCounts, error) {
+	var out combtype.LeaseCounts
+	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(DISTINCT c.partition_id)
+		FROM cursors c INDEXED BY cursors_lease JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+		WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > ?1 AND q.tenant = ?2
+			AND (?3 = '' OR q.namespace = ?3) AND (?4 = '' OR q.task = ?4) AND (?5 = '' OR q.name = ?5)`,
+		micros(s.clock.Now()), tenant, f.Namespace, f.Task, f.Name).Scan(&out.Active, &out.Partitions)
+	if err != nil {
+		return out, fmt.Errorf("count leases: %w", err)
+	}
+	return out, nil
+}
+
+// QueuePage returns the page (Limit, Offset) of the tenant's queues
+// matching f, in f's order, with their totals but not their partitions,
+// and how many match (PageInfo.Total). Orders by name, namespace, task or
+// creation read the queues table and sum the page's queues only; orders
+// by totals sort the tenant's Summary, summed in the background above a
+// size, and the page says how old it is.
+func (s *Store) QueuePage(ctx context.Context, tenant string, f combtype.QueueFilter) ([]*combtype.QueueStats, combtype.PageInfo, error) {
+	info := combtype.PageInfo{Total: -1}
+	col, byTotals := "", false
+	switch f.Sort {
+	case "", "created":
+		col = "created_at"
+	case "name", "namespace", "task":
+		col = f.Sort
+	case "partitions", "total", "pending", "processing":
+		byTotals = true
+	default:
+		return nil, info, fmt.Errorf("%w: sort %q is not one of %s", combtype.ErrInvalid, f.Sort, strings.Join(combtype.QueueSorts, ", "))
+	}
+	if byTotals {
+		return s.queuePageByTotals(ctx, tenant, f)
+	}
+	// Newest first unless asked otherwise, as Queen lists.
+	dir := "ASC"
+	if f.Desc != (f.Sort == "") {
+		dir = "DESC"
+	}
+	where := `tenant = ?1 AND (?2 = '' OR namespace = ?2) AND (?3 = '' OR task = ?3) AND (?4 = '' OR name = ?4)
+		AND (?5 = '' OR instr(lower(name || char(10) || namespace || char(10) || task), ?5) > 0)`
+	args := []any{tenant, f.Namespace, f.Task, f.Name, asciiLower(f.Search)}
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM queues WHERE `+where, args...).Scan(&info.Total); err != nil {
+		return nil, info, fmt.Errorf("count queues: %w", err)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	offset := max(f.Offset, 0)
+	queues, err := listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues WHERE `+where+`
+		ORDER BY `+col+` `+dir+`, id `+dir+` LIMIT ?6 OFFSET ?7`, append(args, limit, offset)...)
+	if err != nil {
+		return nil, info, err
+	}
+	totals, err := s.totals(ctx, s.r, tenant, queues)
+	if err != nil {
+		return nil, info, err
+	}
+	out := make([]*combtype.QueueStats, len(queues))
+	for i, q := range queues {
+		out[i] = totals[q.ID]
+	}
+	info.More = int64(offset+len(out)) < info.Total
+	return out, info, nil
+}
+
+// queuePageByTotals is QueuePage in the order of a total, over the
+// tenant's Summary.
+func (s *Store) queuePageByTotals(ctx context.Context, tenant string, f combtype.QueueFilter) ([]*combtype.QueueStats, combtype.PageInfo, error) {
+	info := combtype.PageInfo{Total: -1}
+	sum, err := s.Summary(ctx, tenant)
+	if err != nil {
+		return nil, info, err
+	}
+	search := asciiLower(f.Search)
+	var kept []*combtype.QueueStats
+	for _, qs := range sum.Queues {
+		if (f.Namespace == "" || qs.Namespace == f.Namespace) && (f.Task == "" || qs.Task == f.Task) &&
+			(f.Name == "" || qs.Name == f.Name) &&
+			(search == "" || strings.Contains(asciiLower(qs.Name+"\n"+qs.Namespace+"\n"+qs.Task), search)) {
+			kept = append(kept, qs)
+		}
+	}
+	key := func(qs *combtype.QueueStats) int64 {
+		switch f.Sort {
+		case "partitions":
+			return int64(qs.PartitionCount)
+		case "total":
+			return qs.Counts.Total
+		case "pending":
+			return qs.Counts.Pending
+		}
+		return qs.Counts.Processing
+	}
+	// Ties keep the Summary's order, newest first.
+	slices.SortStableFunc(kept, func(a, b *combtype.QueueStats) int {
+		c := cmp.Compare(key(a), key(b))
+		if f.Desc {
+			return -c
+		}
+		return c
+	})
+	info.Total = int64(len(kept))
+	lo := min(max(f.Offset, 0), len(kept))
+	hi := len(kept)
+	if f.Limit > 0 {
+		hi = min(lo+f.Limit, hi)
+	}
+	out := make([]*combtype.QueueStats, hi-lo)
+	for i, qs := range kept[lo:hi] {
+		c := *qs
+		if sum.Summarized {
+			c.Summarized, c.StatsAge = true, max(c.StatsAge, sum.StatsAge)
+		}
+		out[i] = &c
+	}
+	info.More = hi < len(kept)
+	return out, info, nil
+}
+
+// asciiLower lower-cases ASCII letters only, as SQLite's lower() does.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // ingestedSince counts the tenant's retained messages committed after
-// since (µs). Offsets are contiguous from a partition's landing segment to
-// its last offset, so each partition that committed since costs one search
-// (landing) and no scan; the others are skipped by their last commit time.
+// since (µs): the frames of the segments committed since, found through
+// the segments_time index, so it costs the segments of that last stretch.
 func (s *Store) ingestedSince(ctx context.Context, tenant string, since int64) (int64, error) {
-	parts, err := queryPartitions(ctx, s.r, `SELECT `+partitionColumns+` FROM partitions WHERE last_segment_at > ?
-		AND queue_id IN (SELECT id FROM queues WHERE tenant = ?)`, since, tenant)
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(s.frame_count), 0) FROM segments s INDEXED BY segments_time
+		WHERE s.created_at > ?1 AND s.partition_id IN (SELECT p.id FROM partitions p
+			WHERE p.last_segment_at > ?1 AND p.queue_id IN (SELECT id FROM queues WHERE tenant = ?2))`, since, tenant).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count recent messages: %w", err)
-	}
-	var n int64
-	for _, p := range parts {
-		l, err := landing(ctx, s.r, p, since+1)
-		if err != nil {
-			return 0, fmt.Errorf("count recent messages: %w", err)
-		}
-		if l != nil {
-			n += p.LastOffset + 1 - l.BaseOffset
-		}
 	}
 	return n, nil
 }

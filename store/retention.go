@@ -4,21 +4,27 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/store/segment"
 )
 
 // Retention primitives. The retention service (package retention) decides
 // when to sweep; these decide what a sweep may delete and delete it. Every
-// deletion is one small writer op, so a push queued behind retention waits
-// for one bounded batch, never for the whole backlog.
+// deletion is one writer op bounded in time as well as in size, so a push
+// queued behind retention waits for one bounded op, never for the whole
+// backlog, and a large backlog still goes in few commits (each commit is
+// a sync: at a thousand messages per op, syncs were most of a sweep).
 //
-// An op deletes at most EvictLimits of segments, bytes and messages.
+// Inside an op the segments are read in chunks (their transactionIds name
+// the dedup keys to delete), and the run of segments that goes is deleted
+// at the end with one statement, with the tombstones of its offsets and
+// the new log_start.
 //
 // Rules every eviction keeps:
 //   - whole segments only, oldest first: a partition keeps a contiguous
@@ -33,15 +39,24 @@ import (
 // Defaults for EvictLimits.
 const (
 	// DefaultEvictSegments bounds the segments one writer op deletes.
-	DefaultEvictSegments = 64
+	DefaultEvictSegments = 4096
 	// DefaultEvictBytes bounds the stored bytes one writer op deletes; a
 	// segment larger than this is still deleted, alone.
-	DefaultEvictBytes = 8 << 20
-	// DefaultEvictFrames bounds the messages one writer op deletes. Each
-	// costs a dedup-key delete (about 4 µs, the bulk of an op's work), so
-	// this keeps an op, and a push queued behind it, to a few
-	// milliseconds. A segment with more frames is still deleted, alone.
-	DefaultEvictFrames = 1024
+	DefaultEvictBytes = 256 << 20
+	// DefaultEvictFrames bounds the messages one writer op deletes. A
+	// segment with more frames is still deleted, alone.
+	DefaultEvictFrames = 1 << 18
+	// DefaultEvictTime bounds the time one writer op spends deleting: past
+	// it the op deletes what it has read and stops. It is checked between
+	// chunks (evictChunkFrames), so an op overruns it by at most one
+	// chunk, a few milliseconds. A push that arrives meanwhile commits
+	// after the op, so this is about what retention adds to its latency.
+	DefaultEvictTime = 10 * time.Millisecond
+	// evictChunkFrames and evictChunkBytes bound what an op reads and
+	// holds at once: one chunk's transactionIds, its dedup-key deletes.
+	evictChunkFrames = 512
+	evictChunkBytes  = 2 << 20
+	evictChunkSegs   = 64
 )
 
 // EvictLimits bound one eviction op.
@@ -52,12 +67,16 @@ type EvictLimits struct {
 	Bytes int64
 	// Frames is the most messages deleted per op. Default DefaultEvictFrames.
 	Frames int64
+	// Time is the most time an op spends deleting (wall time, checked
+	// between chunks). Default DefaultEvictTime.
+	Time time.Duration
 }
 
 func (l EvictLimits) withDefaults() EvictLimits {
 	l.Segments = cmp.Or(l.Segments, DefaultEvictSegments)
 	l.Bytes = cmp.Or(l.Bytes, DefaultEvictBytes)
 	l.Frames = cmp.Or(l.Frames, DefaultEvictFrames)
+	l.Time = cmp.Or(l.Time, DefaultEvictTime)
 	return l
 }
 
@@ -177,23 +196,12 @@ func (s *Store) EvictAged(ctx context.Context, queueID, partitionID int64, now t
 				return err
 			}
 		}
-		segs, err := w.firstSegments(p.ID, lim.Segments)
-		if err != nil {
-			return err
-		}
-		take, more := takePrefix(segs, lim, func(sg segMeta) bool {
+		res, err = w.evictRun(p, lim, func(sg segMeta) bool {
 			end := sg.base + sg.count - 1
 			aged := sg.createdAt < pol.cutoff || (sg.createdAt < pol.doneCutoff && end <= consumed)
 			return aged && end < floor
 		})
-		res.More = more
-		r, err := w.evict(p, take)
-		if err != nil {
-			return err
-		}
-		r.More = r.More || res.More
-		res = r
-		return nil
+		return err
 	}})
 	return res, err
 }
@@ -273,18 +281,57 @@ func (s *Store) EvictPrefix(ctx context.Context, partitionID, upTo int64, now ti
 			return err
 		}
 		floor = min(floor, upTo)
-		segs, err := w.firstSegments(p.ID, lim.Segments)
-		if err != nil {
-			return err
-		}
-		take, more := takePrefix(segs, lim, func(sg segMeta) bool { return sg.base+sg.count-1 < floor })
-		res.More = more
-		r, err := w.evict(p, take)
-		r.More = r.More || res.More
-		res = r
+		res, err = w.evictRun(p, lim, func(sg segMeta) bool { return sg.base+sg.count-1 < floor })
 		return err
 	}})
 	return res, err
+}
+
+// evictRun deletes the oldest segments of p that mayGo, a prefix of its
+// log, until one may not, or lim is spent (then More is set). It reads
+// them a chunk at a time to delete their dedup keys and traces, and
+// deletes the whole run of segments at the end, in one statement.
+func (w *wtx) evictRun(p *combtype.Partition, lim EvictLimits, mayGo func(segMeta) bool) (EvictResult, error) {
+	var res EvictResult
+	start := time.Now()
+	var next int64 // where the next chunk starts: after what was taken
+
+	var last segMeta
+	for {
+		if res.Segments >= lim.Segments || res.Frames >= lim.Frames || res.Bytes >= lim.Bytes ||
+			(res.Segments > 0 && time.Since(start) >= lim.Time) {
+			res.More = true
+			break
+		}
+		n := min(evictChunkSegs, lim.Segments-res.Segments)
+		segs, err := w.segmentsFrom(p.ID, next, n)
+		if err != nil {
+			return EvictResult{}, err
+		}
+		chunk := EvictLimits{Segments: n, Bytes: min(evictChunkBytes, lim.Bytes-res.Bytes),
+			Frames: min(evictChunkFrames, lim.Frames-res.Frames)}
+		take, more := takePrefix(segs, chunk, mayGo)
+		if len(take) > 0 {
+			if err := w.dropKeys(p, take); err != nil {
+				return EvictResult{}, err
+			}
+			for _, sg := range take {
+				res.Segments++
+				res.Frames += sg.count
+				res.Bytes += sg.size
+			}
+			last = take[len(take)-1]
+			next = last.base + last.count
+		}
+		if !more {
+			break
+		}
+	}
+	if res.Segments == 0 {
+		res.More = false
+		return res, nil
+	}
+	return res, w.dropSegments(p, last)
 }
 
 // takePrefix returns the longest prefix of segs (oldest first) whose every
@@ -313,8 +360,14 @@ type segMeta struct {
 
 // firstSegments returns the oldest n segments of a partition.
 func (w *wtx) firstSegments(partitionID int64, n int) ([]segMeta, error) {
+	return w.segmentsFrom(partitionID, 0, n)
+}
+
+// segmentsFrom returns the first n segments of a partition based at or
+// after offset from.
+func (w *wtx) segmentsFrom(partitionID, from int64, n int) ([]segMeta, error) {
 	rows, err := w.QueryContext(w.ctx, `SELECT base_offset, frame_count, created_at, length(data) FROM segments
-		WHERE partition_id = ? ORDER BY base_offset LIMIT ?`, partitionID, n)
+		WHERE partition_id = ? AND base_offset >= ? ORDER BY base_offset LIMIT ?`, partitionID, from, n)
 	if err != nil {
 		return nil, fmt.Errorf("list oldest segments: %w", err)
 	}
@@ -382,45 +435,12 @@ func (w *wtx) evict(p *combtype.Partition, segs []segMeta) (EvictResult, error) 
 	if len(segs) == 0 {
 		return res, nil
 	}
-	first, last := segs[0], segs[len(segs)-1]
-	newStart := last.base + last.count
-	txns, err := w.evictedTxnIDs(p.ID, first.base, last.base)
-	if err != nil {
+	if err := w.dropKeys(p, segs); err != nil {
 		return res, err
 	}
-	if txns != nil {
-		var ids []string
-		if err := json.Unmarshal([]byte(*txns), &ids); err != nil {
-			return res, fmt.Errorf("evicted transaction ids: %w", err)
-		}
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?
-			AND txn_key IN (SELECT value FROM json_each(?))`, p.ID, newStart, string(appendTxnKeys(nil, ids))); err != nil {
-			return res, fmt.Errorf("delete evicted dedup keys: %w", err)
-		}
-		if err := w.evictTraces(p.UUID, *txns); err != nil {
-			return res, err
-		}
-	} else {
-		// A segment that does not decode cannot name its keys: find them by
-		// partition and offset. The index leads with the key, so this scans
-		// every partition's keys; it is paid only for a damaged segment,
-		// which retention and queue deletes meet rarely, never per push.
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
-			return res, fmt.Errorf("delete evicted dedup keys: %w", err)
-		}
+	if err := w.dropSegments(p, segs[len(segs)-1]); err != nil {
+		return res, err
 	}
-	if _, err := w.ExecContext(w.ctx, `DELETE FROM tombstones WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
-		return res, fmt.Errorf("delete evicted tombstones: %w", err)
-	}
-	if _, err := w.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset <= ?`, p.ID, last.base); err != nil {
-		return res, fmt.Errorf("delete segments: %w", err)
-	}
-	w.rowsChanged()
-	if _, err := w.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ? AND log_start < ?`,
-		newStart, p.ID, newStart); err != nil {
-		return res, fmt.Errorf("advance log_start: %w", err)
-	}
-	p.LogStart = newStart
 	for _, sg := range segs {
 		res.Segments++
 		res.Frames += sg.count
@@ -429,18 +449,65 @@ func (w *wtx) evict(p *combtype.Partition, segs []segMeta) (EvictResult, error) 
 	return res, nil
 }
 
-// evictTraces deletes the traces of the evicted messages txns (a JSON
-// array). Most partitions have no traces: one probe spares them the
-// per-message lookups.
-func (w *wtx) evictTraces(partitionUUID, txns string) error {
-	var any bool
+// dropKeys deletes the dedup keys and traces of the frames of segs, a run
+// of p's segments in offset order that is about to go.
+func (w *wtx) dropKeys(p *combtype.Partition, segs []segMeta) error {
+	first, last := segs[0], segs[len(segs)-1]
+	newStart := last.base + last.count
+	// Most partitions have no traces: one probe spares them the
+	// transactionIds' JSON and the per-message lookups.
+	var traced bool
 	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM traces WHERE partition_uuid = ?)`,
-		partitionUUID).Scan(&any); err != nil {
+		p.UUID).Scan(&traced); err != nil {
 		return fmt.Errorf("look up traces: %w", err)
 	}
-	if !any {
+	keys, txns, err := w.evictedKeys(p.ID, first.base, last.base, traced)
+	if err != nil {
+		return err
+	}
+	if keys == "" {
+		// A segment that does not decode cannot name its keys: find them by
+		// partition and offset. The index leads with the key, so this scans
+		// every partition's keys; it is paid only for a damaged segment,
+		// which retention and queue deletes meet rarely, never per push.
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
+			return fmt.Errorf("delete evicted dedup keys: %w", err)
+		}
 		return nil
 	}
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?
+		AND txn_key IN (SELECT value FROM json_each(?))`, p.ID, newStart, keys); err != nil {
+		return fmt.Errorf("delete evicted dedup keys: %w", err)
+	}
+	if !traced {
+		return nil
+	}
+	return w.evictTraces(p.UUID, txns)
+}
+
+// dropSegments deletes p's segments up to and including last, with the
+// tombstones of their offsets, in one statement each, and moves log_start
+// past them.
+func (w *wtx) dropSegments(p *combtype.Partition, last segMeta) error {
+	newStart := last.base + last.count
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM tombstones WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
+		return fmt.Errorf("delete evicted tombstones: %w", err)
+	}
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM segments WHERE partition_id = ? AND base_offset <= ?`, p.ID, last.base); err != nil {
+		return fmt.Errorf("delete segments: %w", err)
+	}
+	w.rowsChanged()
+	if _, err := w.ExecContext(w.ctx, `UPDATE partitions SET log_start = ? WHERE id = ? AND log_start < ?`,
+		newStart, p.ID, newStart); err != nil {
+		return fmt.Errorf("advance log_start: %w", err)
+	}
+	p.LogStart = newStart
+	return nil
+}
+
+// evictTraces deletes the traces of the evicted messages txns (a JSON
+// array).
+func (w *wtx) evictTraces(partitionUUID, txns string) error {
 	if _, err := w.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN (SELECT id FROM traces
 		WHERE partition_uuid = ? AND txn_id IN (SELECT value FROM json_each(?)))`, partitionUUID, txns); err != nil {
 		return fmt.Errorf("delete evicted trace names: %w", err)
@@ -452,38 +519,44 @@ func (w *wtx) evictTraces(partitionUUID, txns string) error {
 	return nil
 }
 
-// evictedTxnIDs returns the transaction ids of the frames in the segments
-// of partition based in [from, to], as a JSON array, or nil when one of
-// them does not decode.
-func (w *wtx) evictedTxnIDs(partitionID, from, to int64) (*string, error) {
+// evictedKeys returns the dedup keys of the frames in the segments of
+// partition based in [from, to], as a JSON array, and with txns their
+// transactionIds as another; keys is "" when one of them does not decode.
+// It reads only the transactionIds (segment.TxnIDs), not the payloads.
+func (w *wtx) evictedKeys(partitionID, from, to int64, txns bool) (keys, ids string, err error) {
 	rows, err := w.QueryContext(w.ctx, `SELECT frame_count, codec, raw_size, checksum, data FROM segments
 		WHERE partition_id = ? AND base_offset >= ? AND base_offset <= ? ORDER BY base_offset`, partitionID, from, to)
 	if err != nil {
-		return nil, fmt.Errorf("read evicted segments: %w", err)
+		return "", "", fmt.Errorf("read evicted segments: %w", err)
 	}
 	defer rows.Close()
-	buf := []byte{'['}
+	kbuf, tbuf := []byte{'['}, []byte{'['}
 	for rows.Next() {
 		var count, sum int64
 		var codec, rawSize int
 		var data []byte
 		if err := rows.Scan(&count, &codec, &rawSize, &sum, &data); err != nil {
-			return nil, fmt.Errorf("scan evicted segment: %w", err)
+			return "", "", fmt.Errorf("scan evicted segment: %w", err)
 		}
-		frames, err := decodeSegment(codec, rawSize, uint32(sum), data, int(count))
+		err := segment.TxnIDs(segment.Encoded{Codec: codec, RawSize: rawSize, Checksum: uint32(sum), Data: data}, int(count),
+			func(_ int, txn []byte) {
+				if len(kbuf) > 1 {
+					kbuf = append(kbuf, ',')
+				}
+				kbuf = strconv.AppendInt(kbuf, txnKey(string(txn)), 10)
+				if txns {
+					if len(tbuf) > 1 {
+						tbuf = append(tbuf, ',')
+					}
+					tbuf = appendJSONString(tbuf, string(txn))
+				}
+			})
 		if err != nil {
-			return nil, nil
-		}
-		for i := range frames {
-			if len(buf) > 1 {
-				buf = append(buf, ',')
-			}
-			buf = appendJSONString(buf, frames[i].TxnID)
+			return "", "", nil
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read evicted segments: %w", err)
+		return "", "", fmt.Errorf("read evicted segments: %w", err)
 	}
-	out := string(append(buf, ']'))
-	return &out, nil
+	return string(append(kbuf, ']')), string(append(tbuf, ']')), nil
 }

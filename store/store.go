@@ -84,6 +84,11 @@ type Options struct {
 	// made in the background (totals.go). Default
 	// DefaultLiveTotalsPartitions.
 	LiveTotalsPartitions int
+	// LiveSummaryPartitions is the most partitions a tenant may have for
+	// its Summary (the status and overview figures) to be summed on every
+	// read; above it they come from a sum made in the background
+	// (totals.go). Default DefaultLiveSummaryPartitions.
+	LiveSummaryPartitions int
 }
 
 // Store is the database. All writes go through one goroutine that fuses
@@ -128,8 +133,10 @@ type Store struct {
 	tot     totalsCache
 	// liveTotals is Options.LiveTotalsPartitions.
 	liveTotals int
-	onCommit   func(ops int, d time.Duration) // nil = none
-	log        *slog.Logger
+	// liveSummary is Options.LiveSummaryPartitions.
+	liveSummary int
+	onCommit    func(ops int, d time.Duration) // nil = none
+	log         *slog.Logger
 	// syncLevel is the synchronous level commits keep their promise at;
 	// syncNow the level the writer's connection is set to, NORMAL for a
 	// commit of claims only (writer goroutine only).
@@ -205,17 +212,18 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s := &Store{
-		crypt:      crypt,
-		lock:       lock,
-		path:       opts.Path,
-		onCommit:   opts.OnCommit,
-		log:        cmp.Or(opts.Logger, slog.Default()),
-		clock:      cmp.Or[clock.Clock](opts.Clock, clock.Real{}),
-		defaultSub: cmp.Or(opts.DefaultSubscriptionMode, seek.ModeAll),
-		maxOps:     cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
-		maxBytes:   cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
-		stopped:    make(chan struct{}),
-		liveTotals: cmp.Or(opts.LiveTotalsPartitions, DefaultLiveTotalsPartitions),
+		crypt:       crypt,
+		lock:        lock,
+		path:        opts.Path,
+		onCommit:    opts.OnCommit,
+		log:         cmp.Or(opts.Logger, slog.Default()),
+		clock:       cmp.Or[clock.Clock](opts.Clock, clock.Real{}),
+		defaultSub:  cmp.Or(opts.DefaultSubscriptionMode, seek.ModeAll),
+		maxOps:      cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
+		maxBytes:    cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
+		stopped:     make(chan struct{}),
+		liveTotals:  cmp.Or(opts.LiveTotalsPartitions, DefaultLiveTotalsPartitions),
+		liveSummary: cmp.Or(opts.LiveSummaryPartitions, DefaultLiveSummaryPartitions),
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()
@@ -303,6 +311,13 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	s.ops = make(chan *writeOp, s.maxOps)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.runWriter()
+	// A store opened over a large tenant sums its Summary in the
+	// background from the start (totals.go), so the first status read
+	// after a restart does not wait for it.
+	s.tot.mu.Lock()
+	s.tot.prime = true
+	s.runRefresher()
+	s.tot.mu.Unlock()
 	return s, nil
 }
 

@@ -30,6 +30,17 @@ import (
 // every read.
 const DefaultLiveTotalsPartitions = 10000
 
+// Tenant summaries (Summary) follow the same rule one level up. The
+// status and overview routes speak of a whole tenant: every queue's
+// totals, every cursor's lag. Up to LiveSummaryPartitions partitions in
+// the tenant that is summed on every read; above, a read is answered from
+// the last sum the refresher made, with its age, so those routes cost
+// what they return (at 10,000 queues, summing took 0.5-2 s a read).
+
+// DefaultLiveSummaryPartitions is where a tenant's Summary stops being
+// summed on every read.
+const DefaultLiveSummaryPartitions = 1000
+
 // totalsForget is how long a large queue's totals are kept refreshed after
 // the last read that asked for them.
 const totalsForget = 10 * time.Minute
@@ -42,9 +53,17 @@ type totalsEntry struct {
 	askedAt time.Time           // wall time of the last read
 }
 
+type summaryEntry struct {
+	sum     *combtype.Summary // as summed, Timestamp the store clock then
+	askedAt time.Time         // wall time of the last read
+}
+
 type totalsCache struct {
 	mu      sync.Mutex
-	entries map[int64]*totalsEntry // by queue id
+	entries map[int64]*totalsEntry   // by queue id
+	tenants map[string]*summaryEntry // by tenant
+	summing map[string]chan struct{} // first sums under way, closed when done
+	prime   bool                     // the refresher first sums every large tenant
 	running bool
 	done    chan struct{} // closed when the refresher returns; nil until it starts
 }
@@ -127,6 +146,12 @@ func (s *Store) remember(tenant string, qs *combtype.QueueStats, at time.Time) {
 		s.tot.entries = map[int64]*totalsEntry{}
 	}
 	s.tot.entries[qs.ID] = &totalsEntry{tenant: tenant, q: qs.Queue, sums: *qs, at: at, askedAt: time.Now()}
+	s.runRefresher()
+}
+
+// runRefresher starts the refresher unless it runs or the store is
+// closing. Lock should be held.
+func (s *Store) runRefresher() {
 	if !s.tot.running && s.ctx.Err() == nil {
 		s.tot.running = true
 		s.tot.done = make(chan struct{})
@@ -134,11 +159,126 @@ func (s *Store) remember(tenant string, qs *combtype.QueueStats, at time.Time) {
 	}
 }
 
+// Summary returns tenant's Summary: summed now up to the live limit of
+// partitions, else the refresher's last sum (summed now the first time).
+func (s *Store) Summary(ctx context.Context, tenant string) (*combtype.Summary, error) {
+	s.tot.mu.Lock()
+	if e := s.tot.tenants[tenant]; e != nil {
+		e.askedAt = time.Now()
+		sum := *e.sum
+		s.tot.mu.Unlock()
+		sum.StatsAge = max(s.clock.Now().Sub(sum.Timestamp), 0)
+		return &sum, nil
+	}
+	s.tot.mu.Unlock()
+	large, err := s.largeTenant(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if !large {
+		return s.summarise(ctx, tenant)
+	}
+	return s.firstSum(ctx, tenant)
+}
+
+// firstSum sums the Summary of tenant, a large one, and keeps it for the
+// refresher to renew; a sum already kept or under way is used instead.
+func (s *Store) firstSum(ctx context.Context, tenant string) (*combtype.Summary, error) {
+	s.tot.mu.Lock()
+	if e := s.tot.tenants[tenant]; e != nil { // summed meanwhile
+		s.tot.mu.Unlock()
+		return s.Summary(ctx, tenant)
+	}
+	// The first read of a large tenant sums it; reads that come meanwhile
+	// wait for that sum rather than make their own.
+	if wait := s.tot.summing[tenant]; wait != nil {
+		s.tot.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return s.Summary(ctx, tenant)
+	}
+	if s.tot.summing == nil {
+		s.tot.summing = map[string]chan struct{}{}
+	}
+	done := make(chan struct{})
+	s.tot.summing[tenant] = done
+	s.tot.mu.Unlock()
+	sum, err := s.summarise(ctx, tenant)
+	s.tot.mu.Lock()
+	defer s.tot.mu.Unlock()
+	delete(s.tot.summing, tenant)
+	close(done)
+	if err != nil {
+		return nil, err
+	}
+	sum.Summarized = true
+	if s.tot.tenants == nil {
+		s.tot.tenants = map[string]*summaryEntry{}
+	}
+	s.tot.tenants[tenant] = &summaryEntry{sum: sum, askedAt: time.Now()}
+	s.runRefresher()
+	out := *sum
+	return &out, nil
+}
+
+// primeSummaries sums the Summary of every tenant with more partitions
+// than the live limit.
+func (s *Store) primeSummaries(ctx context.Context) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT q.tenant FROM partitions p JOIN queues q ON q.id = p.queue_id
+		GROUP BY q.tenant HAVING COUNT(*) > ?`, s.liveSummary)
+	if err != nil {
+		return fmt.Errorf("find large tenants: %w", err)
+	}
+	var tenants []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return fmt.Errorf("find large tenants: %w", err)
+		}
+		tenants = append(tenants, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("find large tenants: %w", err)
+	}
+	for _, t := range tenants {
+		if _, err := s.firstSum(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// largeTenant tells whether tenant has more partitions than the live
+// limit of summaries, reading at most that many index entries.
+func (s *Store) largeTenant(ctx context.Context, tenant string) (bool, error) {
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM partitions
+		WHERE queue_id IN (SELECT id FROM queues WHERE tenant = ?1) LIMIT ?2)`, tenant, s.liveSummary+1).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("size tenant: %w", err)
+	}
+	return n > s.liveSummary, nil
+}
+
 // refreshTotalsLoop sums the large queues' totals again and again until
 // ctx ends, resting between rounds four times as long as a round took (at
 // least a second), so it holds at most a fifth of one core.
 func (s *Store) refreshTotalsLoop(ctx context.Context, done chan struct{}) {
 	defer close(done)
+	s.tot.mu.Lock()
+	prime := s.tot.prime
+	s.tot.prime = false
+	s.tot.mu.Unlock()
+	if prime {
+		if err := s.primeSummaries(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("sum large tenants", "err", err)
+		}
+	}
 	rest := time.Second
 	for {
 		t := time.NewTimer(rest)
@@ -156,10 +296,50 @@ func (s *Store) refreshTotalsLoop(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// RefreshTotals sums again the totals of every large queue a read asked
-// for in the last totalsForget, and forgets the others and the deleted
-// queues. The refresher calls it; tests call it to make a sum happen now.
+// RefreshTotals sums again the totals of every large queue, then the
+// Summary of every large tenant, a read asked for in the last
+// totalsForget, and forgets the others, the deleted queues and the
+// tenants grown small. The refresher calls it; tests call it to make a sum
+// happen now.
 func (s *Store) RefreshTotals(ctx context.Context) error {
+	if err := s.refreshQueueTotals(ctx); err != nil {
+		return err
+	}
+	s.tot.mu.Lock()
+	var tenants []string
+	for t, e := range s.tot.tenants {
+		if time.Since(e.askedAt) > totalsForget {
+			delete(s.tot.tenants, t)
+			continue
+		}
+		tenants = append(tenants, t)
+	}
+	s.tot.mu.Unlock()
+	for _, t := range tenants {
+		large, err := s.largeTenant(ctx, t)
+		if err != nil {
+			return err
+		}
+		var sum *combtype.Summary
+		if large {
+			if sum, err = s.summarise(ctx, t); err != nil {
+				return err
+			}
+			sum.Summarized = true
+		}
+		s.tot.mu.Lock()
+		if cur := s.tot.tenants[t]; cur != nil && sum != nil {
+			cur.sum = sum
+		} else if cur != nil {
+			delete(s.tot.tenants, t)
+		}
+		s.tot.mu.Unlock()
+	}
+	return nil
+}
+
+// refreshQueueTotals is RefreshTotals for the large queues.
+func (s *Store) refreshQueueTotals(ctx context.Context) error {
 	s.tot.mu.Lock()
 	var todo []*totalsEntry
 	for id, e := range s.tot.entries {

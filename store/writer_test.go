@@ -342,3 +342,45 @@ func TestOnlyClaimsOfASubscribedGroupCommitWithoutASync(t *testing.T) {
 	step("an autoAck pop", false, pop("auto", true))
 	step("another autoAck pop", false, pop("auto", true))
 }
+
+// Producers that push again as soon as they are answered share one commit
+// per round: the writer waits, briefly, for the ones it just answered.
+// Without that wait the commits split the producers in two halves, each
+// paying a sync for half of them.
+func TestProducersPushingInTurnShareACommit(t *testing.T) {
+	s := openTestStore(t, nil)
+	ctx := context.Background()
+	const producers, rounds = 40, 10
+	release := holdWriter(t, s)
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for i := range producers {
+		wg.Go(func() {
+			for r := range rounds {
+				item := combtype.PushItem{Queue: "q", Partition: fmt.Sprintf("p%d", i%4), Payload: []byte(`{}`), TxnID: fmt.Sprintf("t-%d-%d", i, r)}
+				if _, err := s.Push(ctx, "", []combtype.PushItem{item}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	waitPending(t, s, producers)
+	commits, ops := s.stats.Commits.Load(), s.stats.CommitOps.Load()
+	release()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// The held op's commit, then the pushes.
+	commits, ops = s.stats.Commits.Load()-commits-1, s.stats.CommitOps.Load()-ops-1
+	if ops != producers*rounds {
+		t.Fatalf("%d ops committed, want %d", ops, producers*rounds)
+	}
+	perCommit := float64(ops) / float64(commits)
+	t.Logf("%d pushes in %d commits", ops, commits)
+	if perCommit < 0.75*producers {
+		t.Errorf("%.1f pushes a commit: want at least %.0f", perCommit, 0.75*producers)
+	}
+}

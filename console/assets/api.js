@@ -17,6 +17,12 @@ export class APIError extends Error {
 }
 
 export async function api(method, path, body) {
+  return (await call(method, path, body)).data;
+}
+
+// call is api with the reply's headers: a paged listing says where its
+// next page is in Link.
+async function call(method, path, body) {
   const headers = {};
   const t = token.get();
   if (t) headers.Authorization = "Bearer " + t;
@@ -35,6 +41,35 @@ export async function api(method, path, body) {
     const msg = data && typeof data === "object" && data.error ? data.error : res.status + " " + res.statusText;
     throw new APIError(res.status, msg);
   }
+  return { data, headers: res.headers };
+}
+
+// nextPage is the path of the page after a reply, from its Link header
+// (rel="next"), or null on the last page.
+function nextPage(headers) {
+  const m = /<([^>]*)>\s*;\s*rel="next"/.exec(headers.get("Link") || "");
+  return m ? m[1] : null;
+}
+
+// getAll reads a paged listing to its end, following Link from page to
+// page, and joins the pages: arrays end to end, and objects keyed by queue
+// ({queue: {partitions: [...]}}) queue by queue, and an object's own
+// lists ({partitions: [...]}) end to end. The broker answers at most
+// 1,000 rows a reply, so a group over more partitions takes several.
+export async function getAll(p) {
+  let { data, headers } = await call("GET", p);
+  for (let next = nextPage(headers), n = 0; next && n < 1000; n++) {
+    const r = await call("GET", next);
+    if (Array.isArray(data)) data = data.concat(r.data || []);
+    else {
+      for (const [k, v] of Object.entries(r.data || {})) {
+        if (Array.isArray(data[k]) && Array.isArray(v)) data[k] = data[k].concat(v);
+        else if (data[k] && Array.isArray(data[k].partitions) && v && Array.isArray(v.partitions)) data[k].partitions = data[k].partitions.concat(v.partitions);
+        else data[k] = v;
+      }
+    }
+    next = nextPage(r.headers);
+  }
   return data;
 }
 
@@ -49,18 +84,15 @@ const kept = new Map(); // path -> { v, at }
 const listeners = new Map();
 export function lastSeen(p) { const k = kept.get(p); return k ? k.v : undefined; }
 export function onKept(p, fn) { listeners.set(p, [...(listeners.get(p) || []), fn]); }
-export async function getKept(p) {
-  const v = await get(p);
+// A kept listing is read to its end (getAll) unless follow is false: a
+// path that asks for one page of a longer list.
+export async function getKept(p, follow = true) {
+  const v = follow ? await getAll(p) : await get(p);
   kept.delete(p);
   kept.set(p, { v, at: Date.now() });
   if (kept.size > 12) kept.delete(kept.keys().next().value);
   for (const fn of listeners.get(p) || []) fn(v);
   return v;
-}
-// getFresh answers from what was kept when it is younger than maxAge ms.
-export function getFresh(p, maxAge) {
-  const k = kept.get(p);
-  return k && Date.now() - k.at < maxAge ? Promise.resolve(k.v) : getKept(p);
 }
 export const post = (p, b) => api("POST", p, b === undefined ? {} : b);
 export const put = (p, b) => api("PUT", p, b);

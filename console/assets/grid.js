@@ -7,11 +7,18 @@
 // a reload.
 import { h, put, fmtNum, focusMark, focusRestore } from "./dom.js";
 
+//
+// A list too long to bring to the browser is a remote grid: o.load({ q,
+// sort, dir, offset, limit }) returns { rows, total, all } for one page,
+// filtered and sorted by the broker, and each key press, sort or page
+// asks for that page only. Only the newest answer is drawn.
+//
 // columns: [{ label, key, num, sort: (r) => value }]; a column with sort
-// gets a header button. row(r) returns the <tr>; key(r) names the row.
-// search(r) is the text the filter matches (lower-cased once per set).
+// gets a header button (in a remote grid, sort: true is enough). row(r)
+// returns the <tr>; key(r) names the row. search(r) is the text the
+// filter matches (lower-cased once per set).
 export function grid(ctx, o) {
-  const { id, columns, key, row, search, prefix = "", pageSize = 100, url = true, what = "rows" } = o;
+  const { id, columns, key, row, search, prefix = "", pageSize = 100, url = true, what = "rows", load } = o;
   const name = (k) => prefix + k;
   const q0 = url && ctx.query ? ctx.query : new URLSearchParams();
   let q = q0.get(name("q")) || "";
@@ -20,8 +27,11 @@ export function grid(ctx, o) {
   let page = Math.max(0, (parseInt(q0.get(name("page")), 10) || 1) - 1);
   let all = []; // [{ r, hay }] in sort order
   let shown = []; // the entries of all that match the filter
+  let remote = { rows: [], total: 0, all: 0 }; // the page a remote grid holds
+  let asked = 0, drawn = 0; // sequence of a remote grid's requests
+  let busy = null, again = false; // the request in flight; another is due
 
-  const input = search ? h("input", { id: o.filterId || id + "-filter", type: "search", value: q, autocomplete: "off", spellcheck: "false",
+  const input = search || o.filterId ? h("input", { id: o.filterId || id + "-filter", type: "search", value: q, autocomplete: "off", spellcheck: "false",
     placeholder: o.placeholder || "" }) : null;
   const count = h("span", { id: id + "-count", class: "muted count" });
   const prev = h("button", { type: "button", id: id + "-prev", class: "small", "aria-label": `previous page of ${what}` }, "← Prev");
@@ -69,7 +79,50 @@ export function grid(ctx, o) {
     shown = f ? all.filter((e) => e.hay.includes(f)) : all;
   }
 
+  // drawRemote draws the page a remote grid holds.
+  function drawRemote() {
+    const pages = Math.max(1, Math.ceil(remote.total / pageSize));
+    const start = page * pageSize;
+    const mark = focusMark(tbody);
+    put(tbody, remote.rows.length ? remote.rows.map((r) => {
+      const tr = row(r);
+      tr.dataset.key = key(r);
+      return tr;
+    }) : h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, remote.all ? `no ${what} match` : "nothing here")));
+    focusRestore(tbody, mark);
+    put(count, remote.total === remote.all || remote.all === null ? `${fmtNum(remote.total)} ${what}` : `${fmtNum(remote.total)} of ${fmtNum(remote.all)} ${what} match`);
+    put(where, remote.rows.length ? `${fmtNum(start + 1)}–${fmtNum(start + remote.rows.length)} of ${fmtNum(remote.total)}` : "");
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
+    pager.hidden = pages < 2;
+    el.dispatchEvent(new CustomEvent("comb:drawn", { bubbles: true, detail: { q } }));
+  }
+
+  // fetchPage asks for the page the grid shows and draws it, unless a
+  // newer request was made meanwhile.
+  // One request is in flight at a time: keys pressed meanwhile are asked
+  // for together, once it is answered, so fast typing queues nothing up.
+  async function fetchPage() {
+    if (busy) { again = true; return busy; }
+    const n = ++asked;
+    let r;
+    busy = load({ q: q.trim(), sort: sortKey, dir, offset: page * pageSize, limit: pageSize });
+    try { r = await busy; } finally { busy = null; }
+    if (again) { again = false; return fetchPage(); }
+    if (n < drawn) return;
+    drawn = n;
+    remote = r;
+    const pages = Math.max(1, Math.ceil(r.total / pageSize));
+    if (page > pages - 1 && r.total > 0) { page = pages - 1; save(); return fetchPage(); }
+    for (const th of heads) th.removeAttribute("aria-sort");
+    const c = columns.find((x) => x.key === sortKey && x.sort);
+    if (c) heads[columns.indexOf(c)].setAttribute("aria-sort", dir === "asc" ? "ascending" : "descending");
+    drawRemote();
+  }
+  const reload = () => fetchPage().catch((err) => ctx.fail(err));
+
   function draw() {
+    if (load) return drawRemote();
     const pages = Math.max(1, Math.ceil(shown.length / pageSize));
     page = Math.min(page, pages - 1);
     const start = page * pageSize;
@@ -85,11 +138,15 @@ export function grid(ctx, o) {
     prev.disabled = page === 0;
     next.disabled = page >= pages - 1;
     pager.hidden = pages < 2;
+    el.dispatchEvent(new CustomEvent("comb:drawn", { bubbles: true, detail: { q } }));
   }
 
   function sortBy(k) {
     if (sortKey === k) dir = dir === "asc" ? "desc" : "asc";
     else { sortKey = k; dir = columns.find((c) => c.key === k).num ? "desc" : "asc"; }
+    page = 0;
+    save();
+    if (load) return reload();
     order();
     filter();
     page = 0;
@@ -101,13 +158,14 @@ export function grid(ctx, o) {
     input.addEventListener("input", () => {
       q = input.value;
       page = 0;
+      if (load) { save(); reload(); return; }
       filter();
       draw();
       save();
     });
   }
-  prev.addEventListener("click", () => { page = Math.max(0, page - 1); draw(); save(); });
-  next.addEventListener("click", () => { page += 1; draw(); save(); });
+  prev.addEventListener("click", () => { page = Math.max(0, page - 1); save(); if (load) reload(); else draw(); });
+  next.addEventListener("click", () => { page += 1; save(); if (load) reload(); else draw(); });
 
   return {
     el,
@@ -118,12 +176,16 @@ export function grid(ctx, o) {
       filter();
       draw();
     },
+    // fetch asks a remote grid's page again (a refresh).
+    fetch: fetchPage,
+    // show draws an answer load gave before (a view opened again).
+    show(r) { remote = r; drawRemote(); },
     // redraw sorts and draws the same rows again (their rates moved).
     redraw() {
       order();
       filter();
       draw();
     },
-    get rows() { return all.map((e) => e.r); },
+    get rows() { return load ? remote.rows : all.map((e) => e.r); },
   };
 }

@@ -3,10 +3,10 @@
 // snapshot now, delete. Queue-mode cursors (pops that name no group) are
 // listed apart: they are not a group.
 import { h, put, fmtNum, fmtSecs, fmtTime, fmtOffset, groupText, QUEUE_MODE, confirmAction } from "./dom.js";
-import { getKept, getFresh, lastSeen, get, post, del, seg } from "./api.js";
+import { getKept, lastSeen, get, post, del, seg } from "./api.js";
 import { grid } from "./grid.js";
 import { seekDialog } from "./seek.js";
-import { rates, fmtRate, sparkline, GROUPS, QUEUE_OPS, OPS_AGE } from "./rates.js";
+import { rates, fmtRate, sparkline, sampleQueues, GROUPS } from "./rates.js";
 
 const LAGGING = "/api/v1/consumer-groups/lagging?minLagSeconds=0";
 const groupHref = (g, q) => `#/groups/${seg(g)}/${seg(q)}`;
@@ -82,7 +82,7 @@ export function render(ctx, root, params) {
       show(gs, lag);
       // A group takes in what its queue takes in: the queues' counters
       // bring those rates, after the tables are up.
-      await getFresh(QUEUE_OPS, OPS_AGE);
+      await sampleQueues(gs.map((g) => g.queueName));
       groups.redraw();
     } catch (err) { ctx.fail(err); }
   }
@@ -160,7 +160,7 @@ function detail(ctx, root, group, queue) {
       const d = await getKept("/api/v1/consumer-groups/" + seg(group));
       parts.set((d[queue] || { partitions: [] }).partitions);
       drawLive();
-      await getFresh(QUEUE_OPS, OPS_AGE);
+      await sampleQueues([queue]);
       await getKept(GROUPS);
       drawLive();
     } catch (err) { ctx.fail(err); }

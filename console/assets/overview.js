@@ -1,7 +1,12 @@
 // Overview: counts, throughput over time, top queues by pending, groups by lag.
 import { h, put, table, fmtNum, fmtSecs, QUEUE_MODE } from "./dom.js";
-import { get, getKept, getFresh, lastSeen, seg } from "./api.js";
-import { rates, fmtRate, sparkline, QUEUES, GROUPS, QUEUE_OPS, OPS_AGE } from "./rates.js";
+import { get, getKept, lastSeen, seg } from "./api.js";
+import { rates, fmtRate, sparkline, sampleQueues, QUEUES, GROUPS } from "./rates.js";
+
+// The broker sorts the queues by pending and sends the top ones only; the
+// status answer is asked for one queue, since the chart reads its series.
+const TOP = QUEUES + "?sort=pending&dir=desc&limit=8";
+const STATUS = "/api/v1/status?limit=1";
 
 export function render(ctx, root) {
   const cards = h("div", { class: "cards", id: "ov-cards" });
@@ -11,7 +16,7 @@ export function render(ctx, root) {
   put(root, h("h1", {}, "Overview"), cards, chart, h("div", { class: "two" }, topQueues, topGroups));
 
   const card = (label, value, cls) => h("div", { class: "stat " + (cls || "") }, h("div", { class: "value" }, fmtNum(value)), h("div", { class: "label" }, label));
-  let ov = null, gs = null, quar = null;
+  let ov = null, gs = null, quar = null, top = null;
   function drawCards() {
     if (!ov) return;
     const m = ov.messages;
@@ -23,7 +28,7 @@ export function render(ctx, root) {
       quar && quar.total ? h("a", { href: "#/dlq", id: "ov-quarantined" }, card("damaged segments set aside", quar.total, "bad")) : null);
   }
   function drawQueues(qs) {
-    const byPending = [...qs.queues].sort((a, b) => b.messages.pending - a.messages.pending).slice(0, 8);
+    const byPending = qs.queues.slice(0, 8);
     put(topQueues, h("h2", {}, "Top queues by pending"), table(["Queue", "Partitions", "Pending", "Total", "In /s", "Out /s"],
       byPending.map((q) => {
         const r = rates.queue(q.name);
@@ -43,7 +48,7 @@ export function render(ctx, root) {
           h("td", {}, g.state));
       })));
   }
-  const seenQueues = lastSeen(QUEUES);
+  const seenQueues = lastSeen(TOP);
   if (seenQueues) drawQueues(seenQueues);
 
   // Each part paints as its answer comes: on a broker with many queues
@@ -54,13 +59,14 @@ export function render(ctx, root) {
       getKept("/api/v1/resources/overview").then((r) => { ov = r; drawCards(); }, fail),
       getKept(GROUPS).then((r) => { gs = r; drawCards(); drawGroups(); }, fail),
       get("/api/v1/quarantine?limit=1").then((r) => { quar = r; drawCards(); }, fail),
-      get("/api/v1/status").then((status) => put(chart, h("h2", {}, "Throughput (messages per bucket of " + status.bucketMinutes + " min)"),
+      get(STATUS).then((status) => put(chart, h("h2", {}, "Throughput (messages per bucket of " + status.bucketMinutes + " min)"),
         throughputChart(status.throughput || [], chart.clientWidth - 30)), fail),
-      getKept(QUEUES).then((qs) => { drawQueues(qs); if (gs) drawGroups(); }, fail),
-      getFresh(QUEUE_OPS, OPS_AGE).catch(fail),
+      getKept(TOP, false).then((qs) => { top = qs; drawQueues(qs); if (gs) drawGroups(); }, fail),
     ]);
-    const qs = lastSeen(QUEUES);
-    if (qs) drawQueues(qs);
+    // Rates of the queues the tables show, then the tables again.
+    await sampleQueues([...(top ? top.queues.map((q) => q.name) : []), ...(gs ? gs.map((g) => g.queueName) : [])]).catch(fail);
+    if (gs) drawGroups();
+    if (top) drawQueues(top);
   }
   ov = lastSeen("/api/v1/resources/overview") || null;
   gs = lastSeen(GROUPS) || null;

@@ -2,30 +2,51 @@
 // configuration, retention, partitions and each group's committed offset
 // and lag per partition.
 import { h, put, table, fmtNum, fmtTime, fmtOffset, groupText, confirmAction } from "./dom.js";
-import { getKept, getFresh, lastSeen, get, del, seg } from "./api.js";
+import { getKept, lastSeen, get, del, seg, qs } from "./api.js";
 import { grid } from "./grid.js";
 import { seekDialog } from "./seek.js";
-import { rates, fmtRate, QUEUES, GROUPS, QUEUE_OPS, OPS_AGE } from "./rates.js";
+import { rates, fmtRate, sampleQueues, QUEUES, GROUPS } from "./rates.js";
+
+// The broker filters, sorts and pages the queue list: at 10,000 queues the
+// whole list is 2 MB and a table of it a second's work per key press.
+const SORTS = { name: "name", ns: "namespace", task: "task", partitions: "partitions", total: "total", pending: "pending", processing: "processing" };
+const PAGE = 100;
+
+// queuesPath is the listing path of one page of queues.
+function queuesPath({ q, sort, dir, offset, limit }) {
+  return QUEUES + qs({ search: q, sort: SORTS[sort], dir: SORTS[sort] ? dir : null, offset: offset || null, limit });
+}
 
 export function render(ctx, root, params) {
   if (params[0]) return detail(ctx, root, params[0]);
   const rate = (q, k) => { const r = rates.queue(q.name); return r ? r[k] : null; };
+  // The count of every queue, for "9 of 10,000 match": an unfiltered page
+  // says it; a filtered one is asked for it once.
+  let every = null;
+  const load = async (p) => {
+    const [r, all] = await Promise.all([get(queuesPath(p)),
+      p.q && every === null ? get(QUEUES + "?limit=1").then((x) => x.pagination.total) : null]);
+    const total = r.pagination ? r.pagination.total : r.queues.length;
+    if (!p.q) every = total;
+    else if (all !== null) every = all;
+    return { rows: r.queues, total, all: every };
+  };
   const g = grid(ctx, {
     id: "queue-list", filterId: "queue-filter", what: "queues", label: "Filter queues", placeholder: "name, namespace or task",
+    pageSize: PAGE, load,
     columns: [
-      { label: "Queue", key: "name", sort: (q) => q.name },
-      { label: "Namespace", key: "ns", sort: (q) => q.namespace },
-      { label: "Task", key: "task", sort: (q) => q.task },
-      { label: "Partitions", key: "partitions", num: true, sort: (q) => q.partitions },
-      { label: "Total", key: "total", num: true, sort: (q) => q.messages.total },
-      { label: "Pending", key: "pending", num: true, sort: (q) => q.messages.pending },
-      { label: "Processing", key: "processing", num: true, sort: (q) => q.messages.processing },
-      { label: "In /s", key: "in", num: true, sort: (q) => rate(q, "in") },
-      { label: "Out /s", key: "out", num: true, sort: (q) => rate(q, "out") },
+      { label: "Queue", key: "name", sort: true },
+      { label: "Namespace", key: "ns", sort: true },
+      { label: "Task", key: "task", sort: true },
+      { label: "Partitions", key: "partitions", num: true, sort: true },
+      { label: "Total", key: "total", num: true, sort: true },
+      { label: "Pending", key: "pending", num: true, sort: true },
+      { label: "Processing", key: "processing", num: true, sort: true },
+      { label: "In /s", key: "in", num: true },
+      { label: "Out /s", key: "out", num: true },
       { label: "" },
     ],
     key: (q) => q.name,
-    search: (q) => `${q.name}\n${q.namespace || ""}\n${q.task || ""}`,
     row: (q) => h("tr", { "data-queue": q.name },
       h("td", {}, h("a", { href: "#/queues/" + seg(q.name) }, q.name)), h("td", {}, q.namespace), h("td", {}, q.task),
       h("td", { class: "num" }, fmtNum(q.partitions)), h("td", { class: "num" }, fmtNum(q.messages.total)),
@@ -35,8 +56,6 @@ export function render(ctx, root, params) {
         onclick: () => remove(q.name) }, "Delete") : null)),
   });
   put(root, h("h1", {}, "Queues"), g.el);
-  const seen = lastSeen(QUEUES);
-  if (seen) g.set(seen.queues);
 
   async function remove(name) {
     const ok = await confirmAction("Delete queue", `Deleting queue "${name}" removes its partitions, messages, cursors and dead letters. This cannot be undone.`, { typed: name, label: "Delete queue" });
@@ -50,8 +69,8 @@ export function render(ctx, root, params) {
 
   async function refresh() {
     try {
-      g.set((await getKept(QUEUES)).queues);
-      await getFresh(QUEUE_OPS, OPS_AGE);
+      await g.fetch();
+      await sampleQueues(g.rows.map((q) => q.name));
       g.redraw();
     } catch (err) { ctx.fail(err); }
   }
@@ -100,22 +119,24 @@ function detail(ctx, root, name) {
   const drawConf = () => put(conf, h("h2", {}, "Configuration"), h("dl", { class: "kv" }, [...config, ...retention].map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))])));
   const drawParts = () => { if (partitions) partGrid.set(partitions.map((p) => ({ ...p, head: heads[p.name] }))); };
 
-  const kept = lastSeen("/api/v1/status/queues/" + seg(name));
+  // Every partition, a page of 1,000 at a time, so the table filters and
+  // sorts them all; the configuration comes with the retention figures of
+  // this queue alone.
+  const partsPath = "/api/v1/resources/queues/" + seg(name) + "?limit=1000";
+  const kept = lastSeen(partsPath);
   if (kept) { partitions = kept.partitions; drawParts(); }
 
   async function refresh() {
     const fail = (err) => ctx.fail(err);
     await Promise.all([
-      getKept("/api/v1/status/queues/" + seg(name)).then((st) => {
-        const q = st.queue;
-        config = [["namespace", q.namespace || "–"], ["task", q.task || "–"], ["created", fmtTime(q.createdAt)], ["priority", q.priority],
-          ...Object.entries(q.config || {}).map(([k, v]) => [k, String(v)])];
-        drawConf();
+      getKept(partsPath).then((st) => {
         partitions = st.partitions;
         drawParts();
       }, fail),
-      get("/api/v1/analytics/retention").then((ret) => {
+      get("/api/v1/analytics/retention?queue=" + seg(name)).then((ret) => {
         const r = (ret.queues || []).find((x) => x.queue === name) || {};
+        config = [["namespace", r.namespace || "–"], ["task", r.task || "–"], ["created", fmtTime(r.createdAt)], ["priority", r.priority],
+          ...Object.entries(r.config || {}).map(([k, v]) => [k, String(v)])];
         retention = [["retention enabled", String(!!r.retentionEnabled)], ["retention seconds", fmtNum(r.retentionSeconds)],
           ["completed retention seconds", fmtNum(r.completedRetentionSeconds)], ["frames evicted so far", fmtNum(r.evicted)]];
         drawConf();

@@ -14,7 +14,7 @@ const ready = await new Promise((resolve, reject) => {
   child.once('exit', (code) => reject(new Error(`comb exited early: ${code}`)));
 });
 
-const items = Array.from({ length: 10 }, (_, i) => ({ queue: 'node', transactionId: `n${i}`, payload: { i } }));
+const items = Array.from({ length: 10 }, (_, i) => ({ queue: 'node', transactionId: `node-${i}`, payload: { i } }));
 const pushed = await fetch(`${ready.url}/api/v1/push`, {
   method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ items }),
 });
@@ -30,5 +30,5 @@ const popped = await new Promise((resolve, reject) => {
 });
 if (popped.status !== 200) throw new Error(`pop: ${popped.status}`);
 
-console.log(JSON.stringify({ ready, popped: popped.body.messages.map((m) => m.transactionId) }));
+console.log(JSON.stringify({ ready, acked: popped.body.messages.map((m) => m.transactionId) }));
 process.kill(process.pid, 'SIGKILL'); // the app crashes; comb is left behind

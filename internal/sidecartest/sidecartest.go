@@ -89,6 +89,13 @@ func Start(t testing.TB, bin string, args ...string) *Proc {
 	}()
 	t.Cleanup(func() {
 		p.cmd.Process.Kill()
+		// comb may be the child of the program started (a shell standing
+		// in for an app); it must not outlive the test either.
+		if p.Ready.PID != 0 && p.Ready.PID != p.cmd.Process.Pid {
+			if c, err := os.FindProcess(p.Ready.PID); err == nil {
+				c.Kill()
+			}
+		}
 		<-p.exited
 		if t.Failed() {
 			t.Logf("comb stderr:\n%s", p.stderr)
@@ -103,6 +110,31 @@ func Start(t testing.TB, bin string, args ...string) *Proc {
 		t.Fatalf("no ready line within 60s\n%s", p.stderr)
 	}
 	return p
+}
+
+// Pid is the process id of the program started, which is comb's own
+// unless comb was started through another program.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the program started.
+func (p *Proc) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Stderr is what the program started has written to stderr so far.
+func (p *Proc) Stderr() string { return p.stderr.String() }
+
+// WaitExit waits until comb has exited, seen as EOF on the stdout it
+// shares with the program started, and returns how long that took. It
+// fails the test when that takes longer than within.
+func (p *Proc) WaitExit(t testing.TB, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	select {
+	case <-p.exited:
+		return time.Since(start)
+	case <-time.After(within):
+		t.Fatalf("comb (pid %d) still running %v later\n%s", p.Ready.PID, within, p.stderr)
+		return 0
+	}
 }
 
 // Stop shuts comb down with SIGTERM, as an app quitting does, and fails

@@ -244,45 +244,70 @@ func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles boo
 	add("pop b100 autoAck at the tail (median of 20)", d, procStatus(pid, "VmHWM"), got)
 
 	// Retention: keep all but the oldest 10% of the span; the sweep runs
-	// every 2 s, each logs what it removed and how long it took.
+	// every 2 s. The sweep is done when no segment older than the cut is
+	// left, which sqlite3 reads from the file beside the server (a sweep's
+	// log line says only what that pass did, and a long sweep is several
+	// passes). The logged totals are compared with what the file lost.
 	cut := first.Add(time.Duration(cutAt * float64(last.Sub(first))))
+	older := fmt.Sprintf(`SELECT COALESCE(SUM(frame_count), 0), COUNT(*) FROM segments WHERE created_at < %d`, cut.UnixMicro())
+	due, err := sqlite3(ctx, db, older)
+	if err != nil {
+		return err
+	}
+	totalBefore, err := sqlite3(ctx, db, `SELECT COALESCE(SUM(frame_count), 0), COUNT(*) FROM segments`)
+	if err != nil {
+		return err
+	}
 	keep := int64(time.Since(cut).Seconds())
 	t0 := time.Now()
 	if _, _, err := do("POST", "/api/v1/configure", map[string]any{"queue": queue,
 		"options": map[string]any{"retentionEnabled": true, "retentionSeconds": keep}}); err != nil {
 		return err
 	}
-	// A sweep logs when it ends, and one sweep removes a bounded amount
-	// (store.EvictLimits), so the work is done when no sweep has ended
-	// for twice the longest one plus two intervals.
 	var removed, segs float64
 	var took []string
-	var longest time.Duration
-	lastSweep := t0
-	deadline := time.After(20 * time.Minute)
-wait:
+	deadline := time.Now().Add(20 * time.Minute)
+	var sweepWall time.Duration
 	for {
-		quiet := max(30*time.Second, 2*longest+4*time.Second)
+		left, err := sqlite3(ctx, db, older)
+		if err != nil {
+			return err
+		}
+		if left[1] == 0 {
+			sweepWall = time.Since(t0)
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("retention: %d segments older than the cut left after 20 minutes", left[1])
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	totalAfter, err := sqlite3(ctx, db, `SELECT COALESCE(SUM(frame_count), 0), COUNT(*) FROM segments`)
+	if err != nil {
+		return err
+	}
+	// The pass that removed the last segments logs as it ends, after it
+	// returned the freed pages to the file system: wait for the log to
+	// account for what the file lost, for at most a minute.
+	for settle := time.After(time.Minute); removed < float64(totalBefore[0]-totalAfter[0]); {
 		select {
 		case m := <-sweeps:
 			removed += m["messages"].(float64)
 			segs += m["segments"].(float64)
-			d := time.Duration(m["took"].(float64))
-			took = append(took, d.Round(100*time.Millisecond).String())
-			longest, lastSweep = max(longest, d), time.Now()
-		case <-time.After(quiet):
-			// A single sweep of a large cut logs only when it ends,
-			// minutes in: the quiet counts only once one has.
-			if len(took) > 0 {
-				break wait
-			}
-		case <-deadline:
-			break wait
+			took = append(took, time.Duration(m["took"].(float64)).Round(100*time.Millisecond).String())
+			continue
+		case <-settle:
 		}
+		break
 	}
-	sweepWall := lastSweep.Sub(t0)
-	add(fmt.Sprintf("retention sweep to %.0f%% of the span (configure to last sweep)", 100*cutAt), sweepWall, procStatus(pid, "VmHWM"),
-		fmt.Sprintf("%.0f messages in %.0f segments removed by %d sweeps, which took %s", removed, segs, len(took), strings.Join(took, ", ")))
+	add(fmt.Sprintf("retention sweep to %.0f%% of the span (configure to no segment older than the cut)", 100*cutAt), sweepWall, procStatus(pid, "VmHWM"),
+		fmt.Sprintf("%d messages in %d segments were older than the cut; the file lost %d messages in %d segments; the log says %.0f in %.0f, by %d passes (%s); %.0f messages/s",
+			due[0], due[1], totalBefore[0]-totalAfter[0], totalBefore[1]-totalAfter[1], removed, segs, len(took), strings.Join(took, ", "),
+			float64(totalBefore[0]-totalAfter[0])/sweepWall.Seconds()))
 	d, got, err = pops("head2", 20)
 	if err != nil {
 		return err
@@ -356,4 +381,23 @@ func report(db, out string, info, after os.FileInfo, n int64, first, last time.T
 		return err
 	}
 	return nil
+}
+
+// sqlite3 runs query on db read-only with the sqlite3 command-line tool,
+// beside the server (WAL lets it read while comb writes), and returns the
+// integers of its one row.
+func sqlite3(ctx context.Context, db, query string) ([]int64, error) {
+	out, err := exec.CommandContext(ctx, "sqlite3", "-readonly", "-cmd", ".timeout 10000", db, query).Output()
+	if err != nil {
+		return nil, fmt.Errorf("sqlite3 %q: %w", query, err)
+	}
+	var vals []int64
+	for _, f := range strings.Split(strings.TrimSpace(string(out)), "|") {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite3 %q: %q: %w", query, out, err)
+		}
+		vals = append(vals, n)
+	}
+	return vals, nil
 }

@@ -53,6 +53,8 @@ type Encoded struct {
 // owns one.
 type Encoder struct {
 	c lz4.Compressor
+	// EncodeScratch's buffers: packed frames, and their compressed form.
+	raw, dst []byte
 }
 
 // appendFrame appends f to buf as four length-prefixed fields.
@@ -72,25 +74,56 @@ func appendFrame(buf []byte, f *Frame) []byte {
 // decompresses about 1.8x faster than the frame format. Frames that do not
 // compress are stored raw.
 func (e *Encoder) Encode(frames []Frame) (Encoded, error) {
+	seg, _, _, err := e.encode(frames, nil, nil)
+	return seg, err
+}
+
+// maxScratch bounds the buffers EncodeScratch keeps between calls: a
+// segment of one 64 MiB message must not stay in memory after its commit.
+const maxScratch = 1 << 20
+
+// EncodeScratch is Encode into buffers e keeps and reuses: the Data it
+// returns is valid only until the next call on e. It spares a writer that
+// stores each segment at once (SQLite copies what it is bound) two
+// allocations of the segment's size per segment.
+func (e *Encoder) EncodeScratch(frames []Frame) (Encoded, error) {
+	seg, raw, dst, err := e.encode(frames, e.raw[:0], e.dst[:0])
+	if cap(raw) <= maxScratch {
+		e.raw = raw[:0]
+	}
+	if cap(dst) <= maxScratch {
+		e.dst = dst[:0]
+	}
+	return seg, err
+}
+
+// encode is Encode into raw and dst, grown as needed, which it returns.
+func (e *Encoder) encode(frames []Frame, raw, dst []byte) (_ Encoded, _, _ []byte, _ error) {
 	size := 0
 	for i := range frames {
 		size += len(frames[i].TxnID) + len(frames[i].TraceID) + len(frames[i].ProducerSub) + len(frames[i].Payload) + 4*binary.MaxVarintLen32
 	}
-	raw := make([]byte, 0, size)
+	if cap(raw) < size {
+		raw = make([]byte, 0, size)
+	}
 	for i := range frames {
 		raw = appendFrame(raw, &frames[i])
 	}
 	seg := Encoded{Codec: Raw, RawSize: len(raw), Data: raw}
-	dst := make([]byte, lz4.CompressBlockBound(len(raw)))
+	if bound := lz4.CompressBlockBound(len(raw)); cap(dst) < bound {
+		dst = make([]byte, bound)
+	} else {
+		dst = dst[:bound]
+	}
 	n, err := e.c.CompressBlock(raw, dst)
 	if err != nil {
-		return Encoded{}, fmt.Errorf("compress segment: %w", err)
+		return Encoded{}, raw, dst, fmt.Errorf("compress segment: %w", err)
 	}
 	if n > 0 && n < len(raw) {
 		seg.Codec, seg.Data = LZ4, dst[:n]
 	}
 	seg.Checksum = Checksum(seg.Data)
-	return seg, nil
+	return seg, raw, dst, nil
 }
 
 // Bytes verifies a stored segment and returns its packed frames.

@@ -513,7 +513,7 @@ export interface paths {
         };
         /**
          * Totals across queues.
-         * @description Totals across queues. Access: read-only.
+         * @description Totals across queues. Above 1,000 partitions in the tenant (by default) they come from a sum made in the background, `statsAge` seconds ago. Access: read-only.
          */
         get: operations["getApiV1ResourcesOverview"];
         put?: never;
@@ -533,7 +533,7 @@ export interface paths {
         };
         /**
          * Queues, newest first.
-         * @description Queues, newest first. Access: read-only.
+         * @description Queues, newest first unless sort says otherwise: one page of at most 1000, with `pagination` (`total` = queues matching) and `Link` when a page parameter, search or sort was given or more follow. Access: read-only.
          */
         get: operations["getApiV1ResourcesQueues"];
         put?: never;
@@ -661,7 +661,7 @@ export interface paths {
         };
         /**
          * Dashboard status.
-         * @description Dashboard status. Access: read-only.
+         * @description Dashboard status. `queues` holds one page of the matching queues (newest first, at most 1000; `pagination` and `Link` when asked for a page or when more follow). The totals and queues of a tenant with more partitions than the server sums on every read (1,000 by default) come from a sum made in the background, `statsAge` seconds ago. Access: read-only.
          */
         get: operations["getApiV1Status"];
         put?: never;
@@ -1632,10 +1632,12 @@ export interface components {
             };
             /** Format: date-time */
             timestamp: string;
+            /** @description Seconds since the figures were summed in the background; 0 when summed for this reply. */
             statsAge: number;
         };
         QueueList: {
             queues: components["schemas"]["QueueSummary"][];
+            pagination?: components["schemas"]["PagePagination"];
         };
         QueueDetail: {
             id: string;
@@ -1818,9 +1820,11 @@ export interface components {
             };
             workers: number;
             errors: number;
+            /** @description Seconds since the totals were summed in the background; 0 when summed for this reply. */
             statsAge: number;
             /** @description only on a server that runs forwarders */
             forwarders?: components["schemas"]["ForwarderSummary"][];
+            pagination?: components["schemas"]["PagePagination"];
         };
         StatusQueues: {
             queues: components["schemas"]["QueueSummary"][];
@@ -1972,6 +1976,19 @@ export interface components {
                 maxWaitTimeSeconds: number;
                 stored: number;
                 evicted: number;
+                namespace: string;
+                task: string;
+                /** Format: date-time */
+                createdAt: string;
+                priority: number;
+                config: {
+                    leaseTime: number;
+                    retryLimit: number;
+                    retryDelay: number;
+                    ttl: number;
+                    maxQueueSize: number;
+                    deadLetterQueue: boolean;
+                };
             }[];
         };
         DatabaseStats: {
@@ -3205,8 +3222,16 @@ export interface operations {
             query?: {
                 namespace?: string;
                 task?: string;
+                /** @description queues in the page, at most 1000 (more, 0 or malformed: 1000); without it the first 1000 */
                 limit?: number;
+                /** @description queues to skip */
                 offset?: number;
+                /** @description keeps the queues whose name, namespace or task holds it (ASCII letters in either case) */
+                search?: string;
+                /** @description order of the listing; without it newest first. The totals' orders sort the tenant's summary (statsAge) */
+                sort?: "name" | "namespace" | "task" | "created" | "partitions" | "total" | "pending" | "processing";
+                /** @description direction of sort */
+                dir?: "asc" | "desc";
             };
             header?: never;
             path?: never;
@@ -3435,6 +3460,10 @@ export interface operations {
                 queue?: string;
                 namespace?: string;
                 task?: string;
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+                offset?: components["parameters"]["PageOffset"];
             };
             header?: never;
             path?: never;
@@ -3598,7 +3627,10 @@ export interface operations {
     };
     getApiV1AnalyticsKind: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description queue-ops: the queues to list (repeatable), every queue without it; retention: the one queue to list */
+                queue?: string[];
+            };
             header?: never;
             path: {
                 kind: "system-metrics" | "worker-metrics" | "queue-lag" | "queue-ops" | "queue-parked-replicas" | "retention" | "postgres-stats";
