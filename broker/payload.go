@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -13,8 +14,8 @@ const maxPayloadDepth = 10000
 // payloadChecker scans one payload for what a reader of it, or an
 // upstream Queen storing it in a PostgreSQL jsonb column, cannot take:
 // anything but one JSON value, bytes that are not UTF-8, the escape
-// \u0000 (jsonb has no NUL character) and an escaped UTF-16 surrogate
-// without its other half. It reads each byte once and allocates nothing:
+// \u0000 (jsonb has no NUL character), an escaped UTF-16 surrogate
+// without its other half, and a number beyond a double's range. It reads each byte once and allocates nothing:
 // it runs on every pushed payload.
 type payloadChecker struct {
 	buf   []byte
@@ -236,8 +237,12 @@ func (c *payloadChecker) literal(word string) string {
 	return ""
 }
 
-// number reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+// number reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? and refuses
+// a number too large for a double, such as 1e400: Go's encoding/json (so
+// Queen's Go client) fails to decode a payload holding one, JavaScript
+// reads it as Infinity and writes it back as null, and Queen refuses it.
 func (c *payloadChecker) number() string {
+	start := c.pos
 	if c.peek() == '-' {
 		c.pos++
 	}
@@ -256,7 +261,9 @@ func (c *payloadChecker) number() string {
 		}
 		c.digits()
 	}
+	exp := false
 	if b := c.peek(); b == 'e' || b == 'E' {
+		exp = true
 		c.pos++
 		if b := c.peek(); b == '+' || b == '-' {
 			c.pos++
@@ -266,7 +273,17 @@ func (c *payloadChecker) number() string {
 		}
 		c.digits()
 	}
+	// Only an exponent or more digits than a double's 308 can overflow;
+	// the common number costs no parse.
+	if n := c.buf[start:c.pos]; (exp || len(n) > 308) && overflows(n) {
+		return fmt.Sprintf("holds the number %.40s at byte %d, beyond the range of a double (about 1.8e308): JSON readers cannot hold it", n, start)
+	}
 	return ""
+}
+
+func overflows(n []byte) bool {
+	_, err := strconv.ParseFloat(string(n), 64)
+	return err != nil
 }
 
 func (c *payloadChecker) peek() byte {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/comb-broker/comb/internal/sidecartest"
 )
 
 // TestPromtoolChecksTheMetrics runs comb serve with a queue, a consumer
@@ -27,7 +29,7 @@ func TestPromtoolChecksTheMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan string, 1)
-	var logs syncBuffer
+	var logs sidecartest.Output
 	m := &App{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" }, Ready: func(a string) { ready <- a }}
 	done := make(chan error, 1)
 	go func() {

@@ -1,46 +1,27 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/comb-broker/comb/internal/authtest"
+	"github.com/comb-broker/comb/internal/sidecartest"
 )
-
-// lockedBuffer collects a server's log while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // serveForTest runs `comb serve args...` with env until the test ends and
 // returns its base URL and log.
-func serveForTest(t *testing.T, env map[string]string, args ...string) (string, *lockedBuffer) {
+func serveForTest(t *testing.T, env map[string]string, args ...string) (string, *sidecartest.Output) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &lockedBuffer{}
+	logs := &sidecartest.Output{}
 	ready := make(chan string, 1)
 	m := &App{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }, Ready: func(a string) { ready <- a }}
 	done := make(chan error, 1)
@@ -64,7 +45,7 @@ func serveForTest(t *testing.T, env map[string]string, args ...string) (string, 
 }
 
 func runServe(env map[string]string, args ...string) (string, error) {
-	logs := &lockedBuffer{}
+	logs := &sidecartest.Output{}
 	m := &App{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -2,6 +2,7 @@ package httpd_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -47,6 +48,9 @@ func TestThePackageRefusesWhatHTTPRefusesWithTheSameError(t *testing.T) {
 		{"NUL in the payload", map[string]any{"queue": "q", "payload": map[string]any{"s": "a\x00b"}},
 			combtype.PushItem{Queue: "q", Payload: []byte(`{"s":"a\u0000b"}`)},
 			`items[1].payload holds \u0000 at byte 7: JSON stores (PostgreSQL jsonb, so Queen) cannot hold a NUL character`},
+		{"number beyond a double", map[string]any{"queue": "q", "payload": json.RawMessage(`{"n":1e400}`)},
+			combtype.PushItem{Queue: "q", Payload: []byte(`{"n":1e400}`)},
+			`items[1].payload holds the number 1e400 at byte 5, beyond the range of a double (about 1.8e308): JSON readers cannot hold it`},
 		{"NUL in a payload key", map[string]any{"queue": "q", "payload": map[string]any{"a\x00": 1}},
 			combtype.PushItem{Queue: "q", Payload: []byte(`{"a\u0000":1}`)},
 			`items[1].payload holds \u0000 at byte 3: JSON stores (PostgreSQL jsonb, so Queen) cannot hold a NUL character`},

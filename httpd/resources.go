@@ -213,6 +213,13 @@ func (s *Handler) resourcesQueue(w http.ResponseWriter, r *http.Request, ps http
 	// totals always cover every partition; a reply holding all of them
 	// keeps Queen's shape exactly. A queue above the live limit has them
 	// from the background sum, and says how old it is.
+	writeQueuePage(w, r, body, qs, pg, info)
+}
+
+// writeQueuePage answers a queue's detail: body holds one page of its
+// partitions, and the totals of all of them, which are as old as statsAge
+// says when they come from the background sum.
+func writeQueuePage(w http.ResponseWriter, r *http.Request, body map[string]any, qs *combtype.QueueStats, pg pageRequest, info combtype.PageInfo) {
 	if age := statsAge(qs); age != nil {
 		body["statsAge"] = *age
 	}

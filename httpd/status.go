@@ -231,14 +231,7 @@ func (s *Handler) statusQueue(w http.ResponseWriter, r *http.Request, ps httprou
 		// Queen repeats the totals under "messages" too.
 		"totals": totalsOut{countsOut: countsJSON(qs.Counts), Messages: countsJSON(qs.Counts)},
 	}
-	if age := statsAge(qs); age != nil {
-		body["statsAge"] = *age
-	}
-	if pg.asked || info.More {
-		body["pagination"] = pagination(pg, info)
-	}
-	pageHeaders(w, r, pg, info)
-	writeJSON(w, http.StatusOK, body)
+	writeQueuePage(w, r, body, qs, pg, info)
 }
 
 func (s *Handler) statusQueueMessages(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
