@@ -921,6 +921,15 @@ func (m *model) dbCursor(rt *rapid.T, group string, p *mPart) (int64, string, in
 		JOIN partitions p ON p.id = c.partition_id WHERE p.uuid = ? AND c.group_name = ?`, p.uuid, wire(group)).
 		Scan(&committed, &lease, &expiry)
 	if errors.Is(err, sql.ErrNoRows) {
+		// No row: the group's position is what its subscription implies,
+		// as every reader of cursors takes it.
+		offsets, err := m.b.GroupOffsets(context.Background(), wire(group))
+		if err != nil {
+			rt.Fatalf("read group offsets: %v", err)
+		}
+		if o, ok := offsets[p.uuid]; ok {
+			return o.Committed, "", 0, true
+		}
 		return p.logStart - 1, "", 0, false
 	}
 	if err != nil {

@@ -19,14 +19,14 @@ import (
 // this list does not fill.
 var testRows = []struct{ table, insert string }{
 	{"queues", `INSERT INTO queues (uuid, name, created_at) VALUES ('q', 'orders', 1)`},
-	{"partitions", `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES ('p', 1, 'Default', 1)`},
+	{"partitions", `INSERT INTO partitions (uuid, queue_id, name, created_at, last_segment_id) VALUES ('p', 1, 'Default', 1, 1)`},
 	{"segments", `INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
 		VALUES (1, 0, 1, 1, 0, 1, 0, x'00')`},
 	{"txids", `INSERT INTO txids (partition_id, txn_key, offset) VALUES (1, 1, 0)`},
 	{"cursors", `INSERT INTO cursors (partition_id, group_name, committed, lease_id, lease_from, lease_to, lease_expires_at,
 		created_at, dropped_lease) VALUES (1, 'g', -1, 'l', 0, 0, 2, 1, 'l0')`},
-	{"subscriptions", `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
-		VALUES (1, 'g', 'timestamp', 1, 1, 1)`},
+	{"subscriptions", `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition,
+		start_mode, start_from, start_seq, start_partition) VALUES (1, 'g', 'timestamp', 1, 1, 1, 'timestamp', 1, 1, 1)`},
 	{"dlq", `INSERT INTO dlq (message_id, queue_name, partition_name, partition_uuid, group_name, txn_id, offset, payload,
 		created_at, failed_at) VALUES ('p:0', 'orders', 'Default', 'p', 'g', 't', 0, x'00', 1, 1)`},
 	{"snapshots", `INSERT INTO snapshots (name, group_name, queue_uuid, queue_name, created_at, expires_at)

@@ -204,3 +204,37 @@ func Seed(s Start, st *State) int64 {
 	pl, _ := Place(t, st) // ToEnd and Time never fail
 	return pl.Committed
 }
+
+// Implied is the committed value of a group's cursor on a partition it has
+// no cursor row on: where Seed put the cursor when the group registered,
+// read now. A group's cursors are not written when it subscribes (at a
+// million partitions that held every other write for seconds); each is
+// written when the group first claims, acks or seeks on the partition,
+// and until then every reader takes it from here.
+//
+// headAtStart is the partition's last offset when the group registered
+// (-1 when it had none or did not exist yet): the store finds it by the
+// segments' commit sequence, not by time, so a clock that stepped back
+// does not move it.
+//
+//   - all: the floor, as Seed.
+//   - new (s.End): headAtStart, what Seed wrote then.
+//   - a time: Place's time branch applied to the partition as it is now,
+//     but never past headAtStart. A segment committed at or after the time
+//     that existed at registration is where Seed landed then, and still is;
+//     when none existed, Seed put the cursor on the last offset of the
+//     time, headAtStart, and a segment committed since is not earlier.
+//
+// A position below the retention watermark reads as the floor: what lies
+// below it no longer exists, and the pop scan resumes at the floor anyway.
+func Implied(s Start, headAtStart int64, st *State) int64 {
+	floor := st.Floor()
+	switch {
+	case s.End:
+		return max(headAtStart, floor)
+	case s.Time != nil:
+		pl, _ := Place(Target{Time: s.Time}, st) // Time never fails
+		return max(min(pl.Committed, headAtStart), floor)
+	}
+	return floor
+}

@@ -140,3 +140,38 @@ func TestParseSubscription(t *testing.T) {
 		}
 	}
 }
+
+// TestImpliedIsWhatSeedWroteThen: a missing cursor reads where Seed put
+// it at registration. The partition then (last offset head, a landing or
+// none) grew since: later segments, some committed at or after the time,
+// and retention that may have passed the position.
+func TestImpliedIsWhatSeedWroteThen(t *testing.T) {
+	at := ptr(t0)
+	cases := []struct {
+		name        string
+		then, now   *seek.State
+		start       seek.Start
+		want        int64
+		headAtStart int64
+	}{
+		{"all, retention since", state(0, 41, nil, nil), state(10, 60, nil, nil), seek.Start{}, 9, 41},
+		{"new, grown since", state(0, 41, nil, nil), state(0, 60, nil, nil), seek.Start{End: true}, 41, 41},
+		{"new, retention passed the head", state(0, 41, nil, nil), state(50, 60, nil, nil), seek.Start{End: true}, 49, 41},
+		{"new, empty then", state(0, -1, nil, nil), state(0, 9, nil, nil), seek.Start{End: true}, -1, -1},
+		{"time, landing then", state(0, 41, nil, &seek.Segment{BaseOffset: 20, FrameCount: 10}),
+			state(0, 60, nil, &seek.Segment{BaseOffset: 20, FrameCount: 10}), seek.Start{Time: at}, 19, 41},
+		{"time, no landing then, one since", state(0, 41, nil, nil),
+			state(0, 60, nil, &seek.Segment{BaseOffset: 42, FrameCount: 10}), seek.Start{Time: at}, 41, 41},
+		{"time, no landing then, a later one since", state(0, 41, nil, nil),
+			state(0, 60, nil, &seek.Segment{BaseOffset: 52, FrameCount: 8}), seek.Start{Time: at}, 41, 41},
+		{"time, no landing yet", state(0, 41, nil, nil), state(0, 60, nil, nil), seek.Start{Time: at}, 41, 41},
+	}
+	for _, c := range cases {
+		if seeded := seek.Seed(c.start, c.then); max(seeded, c.now.Floor()) != c.want {
+			t.Fatalf("%s: the case is wrong: Seed then = %d", c.name, seeded)
+		}
+		if got := seek.Implied(c.start, c.headAtStart, c.now); got != c.want {
+			t.Errorf("%s: Implied = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

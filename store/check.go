@@ -160,21 +160,24 @@ func checkSegments(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport, d
 	rep.Partitions = int64(len(parts))
 
 	// next is where the partition being walked expects its next segment.
+	// lastID is the id of the segment before: ids follow commit order
+	// within a partition, which a missing cursor of a group subscribed to
+	// new messages is read by (store/implied.go).
 	type walk struct {
-		next, lastAt int64
+		next, lastAt, lastID int64
 	}
 	walked := map[int64]*walk{}
-	rows, err = tx.QueryContext(ctx, `SELECT partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data
+	rows, err = tx.QueryContext(ctx, `SELECT id, partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data
 		FROM segments ORDER BY partition_id, base_offset`)
 	if err != nil {
 		return fmt.Errorf("check: segments: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var pid, base, count, createdAt, checksum int64
+		var id, pid, base, count, createdAt, checksum int64
 		var codec, rawSize int
 		var data []byte
-		if err := rows.Scan(&pid, &base, &count, &createdAt, &codec, &rawSize, &checksum, &data); err != nil {
+		if err := rows.Scan(&id, &pid, &base, &count, &createdAt, &codec, &rawSize, &checksum, &data); err != nil {
 			return fmt.Errorf("check: segments: %w", err)
 		}
 		rep.Segments++
@@ -204,7 +207,10 @@ func checkSegments(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport, d
 		if createdAt < w.lastAt {
 			rep.Findings = append(rep.Findings, p.finding("created_at", base, last, "created_at %d is before the previous segment's %d", createdAt, w.lastAt))
 		}
-		w.next, w.lastAt = max(w.next, last+1), max(w.lastAt, createdAt)
+		if id < w.lastID {
+			rep.Findings = append(rep.Findings, p.finding("sequence", base, last, "segment id %d is below the previous segment's %d", id, w.lastID))
+		}
+		w.next, w.lastAt, w.lastID = max(w.next, last+1), max(w.lastAt, createdAt), max(w.lastID, id)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("check: segments: %w", err)

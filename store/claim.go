@@ -45,8 +45,7 @@ func (w *wtx) claim(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wa
 var errAgain = errors.New("claim again")
 
 func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wake time.Time, err error) {
-	fresh, err := w.subscribe(q, req.Group, req.Start)
-	if err != nil {
+	if err := w.subscribe(q, req.Group, req.Start); err != nil {
 		return nil, time.Time{}, err
 	}
 	now := micros(w.now)
@@ -58,23 +57,9 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 		limit = -1
 	}
 	after := w.s.turn.next(q.ID, req.Group)
-	var due []candidate
-	if fresh != nil {
-		// The group's first contact: its cursors were just seeded.
-		due = dueOf(fresh, req.Partition, limit, after)
-	} else if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after); err != nil {
+	due, err := scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after)
+	if err != nil {
 		return nil, time.Time{}, err
-	}
-	for _, c := range due {
-		if !c.hasCursor {
-			if err := w.seedMissingFrom(q, req.Group); err != nil {
-				return nil, time.Time{}, err
-			}
-			if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after); err != nil {
-				return nil, time.Time{}, err
-			}
-			break
-		}
 	}
 	var spans []claimSpan
 	var evicted int64
@@ -104,6 +89,13 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 			last = min(last, visible)
 			if last < from {
 				continue
+			}
+		}
+		if !c.hasCursor {
+			// The group's first claim on the partition writes its cursor,
+			// where the subscription implied it (implied.go).
+			if err := w.materializeCursor(c); err != nil {
+				return nil, time.Time{}, err
 			}
 		}
 		// Deleted messages are skipped here, at claim time, so that a lease

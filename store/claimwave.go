@@ -22,12 +22,13 @@ import (
 // each paid a look on a reader and five or so statements in the writer,
 // in its own savepoint. Fused, the claims of one queue in one commit cost
 // a few set-based statements for all of them: subscribe the groups that
-// have no subscription, read every group's cursors, lease what each is
-// due, in that order. What each claim takes is decided in Go exactly as
-// claimOnce decides it, from the same rows; what would make a claim leave
-// that path (a delay or window on the queue, a start from a time, a run
-// of deleted messages to skip, a partition the group never met, autoAck)
-// sends it to claimOnce on its own, after the wave.
+// have no subscription, read every group's cursors (a missing row as its
+// subscription implies: implied.go), lease what each is due, writing the
+// cursor rows of the partitions it claims, in that order. What each claim
+// takes is decided in Go exactly as claimOnce decides it, from the same
+// rows; what would make a claim leave that path (a delay or window on the
+// queue, a start from a time, autoAck) sends it to claimOnce on its own,
+// after the wave.
 
 // claimOp is one pop's claim, as the writer applies it alone (apply) or
 // fused with the others of its queue (claimWaves).
@@ -251,16 +252,6 @@ func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 		}
 		limit := c.req.Partitions + 8
 		cands := waveDue(due[g], taken[g], c.req.Partition, limit, after)
-		if slices.ContainsFunc(cands, func(c *candidate) bool { return !c.hasCursor }) {
-			// A partition the group never met, as claimOnce meets it.
-			if err := w.seedMissingFrom(q, g); err != nil {
-				return nil, err
-			}
-			if due[g], err = scanCandidates(w.ctx, w, q.ID, g, "", now, -1, ""); err != nil {
-				return nil, err
-			}
-			cands = waveDue(due[g], taken[g], c.req.Partition, limit, after)
-		}
 		spans, err := w.waveSpans(cands, c.req)
 		if err != nil {
 			return nil, err
@@ -309,8 +300,10 @@ func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 
 // subscribeWave does for groups what subscribe does for each with a start
 // at the oldest message or at the end (as the first claim of each asks):
-// records a subscription for those with none, and seeds their cursors on
-// every partition of q.
+// records a subscription for those with none, with the same registration
+// (start_*) a claim alone records. It writes no cursor: as for a claim
+// alone, a missing cursor is read as the subscription implies
+// (implied.go), and the wave writes the rows of the partitions it claims.
 func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string]*claimOp) error {
 	now := micros(w.now)
 	type sub struct {
@@ -331,46 +324,17 @@ func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string
 	if err != nil {
 		return fmt.Errorf("encode subscriptions: %w", err)
 	}
-	rows, err := w.QueryContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at, after_partition)
+	// The columns subscribe writes, from the same values: start_seq is the
+	// segment sequence now (this commit's pushes are flushed after every
+	// op), start_partition the highest partition id.
+	if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
+			after_partition, start_mode, start_from, start_seq, start_partition)
 		SELECT ?1, j.value ->> 'g', j.value ->> 'm', j.value ->> 'f', ?2,
-			CASE WHEN j.value ->> 'a' THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END
+			CASE WHEN j.value ->> 'a' THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END,
+			j.value ->> 'm', j.value ->> 'f', ?4, (SELECT COALESCE(MAX(id), 0) FROM partitions)
 		FROM json_each(?3) j WHERE true
-		ON CONFLICT (queue_id, group_name) DO NOTHING RETURNING group_name, mode`, q.ID, now, string(arg))
-	if err != nil {
+		ON CONFLICT (queue_id, group_name) DO NOTHING`, q.ID, now, string(arg), w.s.segSeq); err != nil {
 		return fmt.Errorf("insert subscriptions: %w", err)
-	}
-	type seed struct {
-		Group string `json:"g"`
-		End   bool   `json:"e"`
-	}
-	var seeds []seed
-	for rows.Next() {
-		var s seed
-		var mode string
-		if err := rows.Scan(&s.Group, &mode); err != nil {
-			rows.Close()
-			return fmt.Errorf("insert subscriptions: %w", err)
-		}
-		s.End = mode == seek.ModeNew
-		seeds = append(seeds, s)
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("insert subscriptions: %w", err)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("insert subscriptions: %w", err)
-	}
-	if len(seeds) == 0 {
-		return nil
-	}
-	if arg, err = json.Marshal(seeds); err != nil {
-		return fmt.Errorf("encode seeds: %w", err)
-	}
-	if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
-		SELECT p.id, j.value ->> 'g', CASE WHEN j.value ->> 'e' THEN p.last_offset ELSE p.log_start - 1 END, ?1
-		FROM json_each(?2) j JOIN partitions p ON p.queue_id = ?3 WHERE true
-		ON CONFLICT DO NOTHING`, now, string(arg), q.ID); err != nil {
-		return fmt.Errorf("seed cursors: %w", err)
 	}
 	return nil
 }
@@ -382,12 +346,17 @@ func (w *wtx) waveCandidates(queueID int64, groups []string, now int64) (map[str
 	if err != nil {
 		return nil, fmt.Errorf("encode groups: %w", err)
 	}
+	// As scanCandidates reads them: a missing row at the position the
+	// group's subscription implies (implied.go), due when something is
+	// pending past it.
 	rows, err := w.QueryContext(w.ctx, `SELECT j.value, p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start,
-		p.last_segment_at, p.created_at, c.committed IS NOT NULL, COALESCE(c.committed, 0), c.lease_id, c.lease_expires_at,
+		p.last_segment_at, p.created_at, c.committed IS NOT NULL, `+committedExpr+`, c.lease_id, c.lease_expires_at,
 		COALESCE(c.retry_count, 0)
 		FROM json_each(?1) j JOIN partitions p ON p.queue_id = ?2
 		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = j.value
-		WHERE c.committed IS NULL OR (`+pendingExpr+` AND NOT (`+liveLeaseAt+`?3))`, string(arg), queueID, now)
+		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = j.value
+		WHERE `+mayBePendingExpr+` AND `+groupPendingExpr+`
+			AND (c.committed IS NULL OR NOT (`+liveLeaseAt+`?3))`, string(arg), queueID, now)
 	if err != nil {
 		return nil, fmt.Errorf("scan partitions: %w", err)
 	}
@@ -423,7 +392,7 @@ func waveDue(cands []candidate, taken map[int64]bool, partition string, limit in
 	var later, wrapped []*candidate
 	for i := range cands {
 		c := &cands[i]
-		if taken[c.part.ID] || (partition != "" && c.part.Name != partition) || (c.hasCursor && c.next() > c.part.LastOffset) {
+		if taken[c.part.ID] || (partition != "" && c.part.Name != partition) || c.next() > c.part.LastOffset {
 			continue
 		}
 		if after == "" || c.part.Name > after {
@@ -453,6 +422,13 @@ func (w *wtx) waveSpans(due []*candidate, req *popReq) ([]claimSpan, error) {
 		committed := c.committed
 		from := c.next()
 		last := c.part.LastOffset
+		if !c.hasCursor {
+			// The group's first claim on the partition writes its cursor,
+			// as claimOnce does (materializeCursor).
+			if err := w.materializeCursor(c); err != nil {
+				return nil, err
+			}
+		}
 		var sp *claimSpan
 		for from <= last && sp == nil {
 			var skipTo int64

@@ -25,7 +25,9 @@ import (
 // wake time, no message), pops of one group several times in the wave
 // (partitions take turns), a named partition, a partition whose pending
 // messages are all deleted, a partition the group never met, and the
-// queue-mode group.
+// queue-mode group. Cursors are lazy (implied.go): a wave, as a claim
+// alone, writes the rows of the partitions it claims and no other, and
+// records the same registration (start_*) in the subscription.
 func TestClaimWaveIsEachClaimAlone(t *testing.T) {
 	type pop struct {
 		name string
@@ -166,7 +168,8 @@ func TestClaimWaveIsEachClaimAlone(t *testing.T) {
 		o.cursors = dumpRows(t, s, `SELECT c.group_name, p.name, c.committed, c.lease_id IS NOT NULL, c.lease_from, c.lease_to,
 			c.lease_expires_at, c.retry_count, c.redelivery_count, c.total_consumed, c.created_at
 			FROM cursors c JOIN partitions p ON p.id = c.partition_id ORDER BY c.group_name, p.name`)
-		o.subs = dumpRows(t, s, `SELECT group_name, mode, from_time, created_at, after_partition FROM subscriptions ORDER BY group_name`)
+		o.subs = dumpRows(t, s, `SELECT group_name, mode, from_time, created_at, after_partition,
+			start_mode, start_from, start_seq, start_partition FROM subscriptions ORDER BY group_name`)
 		return o
 	}
 	alone, fused := run(false), run(true)

@@ -6,10 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/comb-broker/comb/combtype"
-	"github.com/comb-broker/comb/seek"
 )
 
 // TestClaimsInOneCommitSeeAMessageDeletedBetweenThem: the claims of new
@@ -84,86 +82,6 @@ func TestClaimsInOneCommitSeeAMessageDeletedBetweenThem(t *testing.T) {
 	if n := s.Stats().Commits.Load() - commits; n != 2 {
 		t.Errorf("%d commits, want 2: the claims and the delete were not fused", n)
 	}
-}
-
-// TestFirstContactDueIsWhatTheScanReads: on a first contact from a time the
-// claim takes its due partitions from the cursors it just seeded instead
-// of scanning; for every way a pop narrows or orders them, the two agree.
-func TestFirstContactDueIsWhatTheScanReads(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var items []combtype.PushItem
-	for i, p := range []string{"c", "a", "d", "b", "a", "e"} {
-		items = append(items, combtype.PushItem{Queue: "q", Partition: p, Payload: fmt.Appendf(nil, "%d", i)})
-	}
-	if _, err := s.Push(ctx, "", items); err != nil {
-		t.Fatal(err)
-	}
-	// The messages of c are consumed by retention's measure: log_start
-	// past them, so a group starting from the oldest has nothing there.
-	if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		w.rowsChanged()
-		_, err := w.ExecContext(w.ctx, `UPDATE partitions SET log_start = last_offset + 1 WHERE name = 'c'`)
-		return err
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	// Only a subscription from a time before some segments seeds partition
-	// by partition and returns its cursors; from the start or the end, one
-	// statement seeds them and the claim scans.
-	past := time.Now().Add(-time.Hour)
-	subs := map[string]seek.Subscription{
-		"all": {Mode: seek.ModeAll}, "new": {Mode: seek.ModeNew},
-		"timestamp": {Mode: seek.ModeTimestamp, From: &past},
-	}
-	for name, sub := range subs {
-		for _, partition := range []string{"", "b", "c", "zz"} {
-			for _, limit := range []int{-1, 0, 1, 2, 9} {
-				for _, after := range []string{"", "a", "b", "c", "z"} {
-					group := fmt.Sprintf("%s-%s-%d-%s", name, partition, limit, after)
-					err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-						q, err := w.queue("", "q", false)
-						if err != nil {
-							return err
-						}
-						fresh, err := w.subscribe(q, group, sub)
-						if err != nil {
-							return err
-						}
-						if fresh == nil {
-							if sub.Mode == seek.ModeTimestamp {
-								return fmt.Errorf("a new group's subscription from a time returned no cursors")
-							}
-							return nil
-						}
-						scanned, err := scanCandidates(w.ctx, w, q.ID, group, partition, micros(w.now), limit, after)
-						if err != nil {
-							return err
-						}
-						if got, want := dueNames(dueOf(fresh, partition, limit, after)), dueNames(scanned); !slices.Equal(got, want) {
-							t.Errorf("%s: from the seeded cursors %v, scanned %v", group, got, want)
-						}
-						return nil
-					}})
-					if err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-		}
-	}
-}
-
-func dueNames(cs []candidate) []string {
-	var out []string
-	for _, c := range cs {
-		out = append(out, fmt.Sprintf("%s@%d/%v", c.part.Name, c.committed, c.hasCursor))
-	}
-	return out
 }
 
 // TestUndoInMemoryOnlyForCommitsOfSmallOps: a commit of claims only keeps

@@ -87,16 +87,34 @@ func statusCursor(cs []cursor) *cursor {
 	return pick
 }
 
-// loadCursor reads the cursor of (partitionID, group) for update; nil
-// when there is none.
+// loadCursor reads the cursor of (partitionID, group) for update. Without
+// a row, a group subscribed to the queue has the cursor its subscription
+// implies (implied.go), not yet in the table (created); nil when the group
+// has neither.
 func (w *wtx) loadCursor(partitionID int64, group string) (*cursor, error) {
 	c, err := scanCursor(w.QueryRowContext(w.ctx, `SELECT `+cursorColumns+` FROM cursors c
 		WHERE c.partition_id = ? AND c.group_name = ?`, partitionID, group))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return w.impliedCursor(partitionID, group)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load cursor: %w", err)
+	}
+	return &c, nil
+}
+
+// impliedCursor is the cursor group's subscription implies on partitionID,
+// which has no row; nil without a subscription.
+func (w *wtx) impliedCursor(partitionID int64, group string) (*cursor, error) {
+	c := cursor{partitionID: partitionID, group: group, created: true}
+	err := w.QueryRowContext(w.ctx, `SELECT `+impliedExpr+` FROM partitions p
+		JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?2 WHERE p.id = ?1`,
+		partitionID, group).Scan(&c.committed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read implied cursor: %w", err)
 	}
 	return &c, nil
 }

@@ -104,8 +104,8 @@ func (w *wtx) flush() error {
 			return err
 		}
 		if _, err := w.ExecContext(w.ctx,
-			`UPDATE partitions SET last_offset = ?1, last_segment_at = ?2, max_txn_key = max(coalesce(max_txn_key, ?3), ?3)
-			 WHERE id = ?4`, pp.next-1, createdAt, maxKey, pp.part.ID); err != nil {
+			`UPDATE partitions SET last_offset = ?1, last_segment_at = ?2, max_txn_key = max(coalesce(max_txn_key, ?3), ?3),
+			 last_segment_id = ?5 WHERE id = ?4`, pp.next-1, createdAt, maxKey, pp.part.ID, w.s.segSeq); err != nil {
 			return fmt.Errorf("advance last_offset: %w", err)
 		}
 		pp.part.LastOffset, pp.part.LastSegmentAt = pp.next-1, createdAt
@@ -138,10 +138,13 @@ func (w *wtx) insertSegments(pp *pendingPart, createdAt int64) error {
 		if err != nil {
 			return err
 		}
+		// The id is the segment's place in commit order (see segmentSeq);
+		// a commit that fails leaves a gap, which is harmless.
+		w.s.segSeq++
 		if _, err := w.ExecContext(w.ctx,
-			`INSERT INTO segments (partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			pp.part.ID, base+int64(start), end-start, createdAt, seg.Codec, seg.RawSize, int64(seg.Checksum), seg.Data); err != nil {
+			`INSERT INTO segments (id, partition_id, base_offset, frame_count, created_at, codec, raw_size, checksum, data)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			w.s.segSeq, pp.part.ID, base+int64(start), end-start, createdAt, seg.Codec, seg.RawSize, int64(seg.Checksum), seg.Data); err != nil {
 			return fmt.Errorf("insert segment: %w", err)
 		}
 		w.s.stats.Segments.Add(1)

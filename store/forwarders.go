@@ -177,8 +177,8 @@ func (s *Store) QueueNames(ctx context.Context, tenant string) ([]string, error)
 // GroupCommitted returns group's committed offset on each partition of
 // tenant's queues it has a cursor on, by partition uuid.
 func (s *Store) GroupCommitted(ctx context.Context, tenant, group string) (map[string]int64, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT p.uuid, c.committed FROM cursors c JOIN partitions p ON p.id = c.partition_id
-		JOIN queues q ON q.id = p.queue_id WHERE q.tenant = ? AND c.group_name = ?`, tenant, group)
+	rows, err := s.r.QueryContext(ctx, `SELECT p.uuid, `+committedExpr+` FROM `+groupPositionsFrom+`
+		AND q.tenant = ?1 AND gq.g = ?2`, tenant, group)
 	if err != nil {
 		return nil, fmt.Errorf("read cursors of %q: %w", group, err)
 	}
@@ -251,14 +251,15 @@ func (s *Store) ReleaseGroupLeases(ctx context.Context, tenant, group string) (i
 }
 
 // Backlog is the number of retained messages of tenant's queue that group
-// has not consumed, counting partitions it has no cursor on yet from their
-// first retained offset. An unknown queue has none.
+// has not consumed, counting partitions it has no cursor on yet from where
+// its subscription implies (implied.go), else their first retained offset. An unknown queue has none.
 func (s *Store) Backlog(ctx context.Context, tenant, queue, group string) (int64, error) {
 	var n int64
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(COALESCE(`+lagExpr+`, `+storedExpr+`)), 0)
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(`+groupLagExpr+`), 0)
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
-		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?
-		WHERE q.tenant = ? AND q.name = ?`, group, tenant, queue).Scan(&n)
+		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
+		WHERE q.tenant = ?2 AND q.name = ?3`, group, tenant, queue).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("backlog of %q on %q: %w", group, queue, err)
 	}
@@ -267,16 +268,15 @@ func (s *Store) Backlog(ctx context.Context, tenant, queue, group string) (int64
 
 // BacklogOldest is the commit time of the oldest message of tenant's queue
 // that group has not consumed (partitions it has no cursor on yet count
-// from their first retained offset), to the segment: a segment is one
+// from where its subscription implies, else their first retained offset), to the segment: a segment is one
 // commit. It is the zero time when nothing is pending.
 func (s *Store) BacklogOldest(ctx context.Context, tenant, queue, group string) (time.Time, error) {
-	const next = `MAX(COALESCE(c.committed, -1) + 1, p.log_start)`
 	var oldest sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT MIN((SELECT s.created_at FROM segments s
-			WHERE s.partition_id = p.id AND s.base_offset <= `+next+` ORDER BY s.base_offset DESC LIMIT 1))
+	err := s.r.QueryRowContext(ctx, `SELECT MIN(`+groupOldestExpr+`)
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
-		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?
-		WHERE q.tenant = ? AND q.name = ? AND p.last_offset >= `+next, group, tenant, queue).Scan(&oldest)
+		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
+		WHERE q.tenant = ?2 AND q.name = ?3`, group, tenant, queue).Scan(&oldest)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("oldest pending of %q on %q: %w", group, queue, err)
 	}

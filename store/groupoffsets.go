@@ -8,12 +8,11 @@ import (
 )
 
 // GroupOffsets returns the offsets of every cursor of group on tenant's
-// queues, keyed by partition uuid. It reads only, so read-only callers can
+// queues (rows and implied: implied.go), keyed by partition uuid. It reads only, so read-only callers can
 // see what a dry-run seek (a write route) would otherwise tell them.
 func (s *Store) GroupOffsets(ctx context.Context, tenant, group string) (map[string]combtype.CursorOffsets, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT p.uuid, c.committed, p.last_offset, p.log_start
-		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-		WHERE q.tenant = ? AND c.group_name = ?`, tenant, group)
+	rows, err := s.r.QueryContext(ctx, `SELECT p.uuid, `+committedExpr+`, p.last_offset, p.log_start
+		FROM `+groupPositionsFrom+` AND q.tenant = ?1 AND gq.g = ?2`, tenant, group)
 	if err != nil {
 		return nil, fmt.Errorf("read group offsets: %w", err)
 	}

@@ -9,15 +9,15 @@ import (
 	"github.com/comb-broker/comb/combtype"
 )
 
-// Groups lists every (group, queue) pair of tenant that has cursors,
-// ordered by group then queue.
+// Groups lists every (group, queue) pair of tenant that has cursors, rows
+// or implied by a subscription (implied.go), ordered by group then queue.
 func (s *Store) Groups(ctx context.Context, tenant string) ([]combtype.GroupSummary, error) {
 	now := micros(s.clock.Now())
 	rows, err := s.r.QueryContext(ctx, `SELECT group_name, queue_name, COUNT(*), SUM(lag > 0), SUM(lag),
 		COALESCE(MIN(oldest), 0), SUM(total_consumed)
-		FROM (SELECT c.group_name, q.name AS queue_name, `+lagExpr+` AS lag, `+oldestExpr+` AS oldest, c.total_consumed
-			FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-			WHERE q.tenant = ?)
+		FROM (SELECT gq.g AS group_name, q.name AS queue_name, `+groupLagExpr+` AS lag, `+groupOldestExpr+` AS oldest,
+				COALESCE(c.total_consumed, 0) AS total_consumed
+			FROM `+groupPositionsFrom+` AND q.tenant = ?)
 		GROUP BY group_name, queue_name ORDER BY group_name, queue_name`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
@@ -38,10 +38,11 @@ func (s *Store) Groups(ctx context.Context, tenant string) ([]combtype.GroupSumm
 	return out, rows.Err()
 }
 
-const partitionLagQuery = `SELECT c.group_name, q.name, p.name, p.uuid, c.lease_id, c.lease_expires_at, c.last_consumed_at,
-	c.total_consumed, ` + lagExpr + ` AS lag, ` + oldestExpr + ` AS oldest
-	FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-	WHERE q.tenant = ?1`
+// partitionLagQuery reads every position of tenant's groups, rows or
+// implied (implied.go); the caller adds conditions over its aliases.
+var partitionLagQuery = `SELECT gq.g AS group_name, q.name, p.name, p.uuid, c.lease_id, c.lease_expires_at, c.last_consumed_at,
+	COALESCE(c.total_consumed, 0), ` + groupLagExpr + ` AS lag, ` + groupOldestExpr + ` AS oldest
+	FROM ` + groupPositionsFrom + ` AND q.tenant = ?1`
 
 func (s *Store) queryPartitionLags(ctx context.Context, query string, args ...any) ([]combtype.PartitionLag, error) {
 	now := micros(s.clock.Now())
@@ -76,7 +77,7 @@ func (s *Store) queryPartitionLags(ctx context.Context, query string, args ...an
 // Group returns every cursor of one group, ordered by queue then partition
 // creation. A group with no cursors has none.
 func (s *Store) Group(ctx context.Context, tenant, group string) ([]combtype.PartitionLag, error) {
-	return s.queryPartitionLags(ctx, partitionLagQuery+` AND c.group_name = ?2 ORDER BY q.name, p.id`, tenant, group)
+	return s.queryPartitionLags(ctx, partitionLagQuery+` AND gq.g = ?2 ORDER BY q.name, p.id`, tenant, group)
 }
 
 // LaggingPartitions returns the cursors whose oldest unconsumed segment is
@@ -97,6 +98,15 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 	var n int64
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		const inScope = `(SELECT id FROM queues WHERE tenant = ?2 AND (?3 = '' OR name = ?3))`
+		// The count is of the group's positions, rows and implied
+		// (implied.go): what the cursor rows were when a subscription
+		// seeded one on every partition.
+		var implied int64
+		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM `+groupPositionsFrom+`
+			AND c.committed IS NULL AND gq.g = ?1 AND q.tenant = ?2 AND (?3 = '' OR q.name = ?3)`,
+			group, tenant, queue).Scan(&implied); err != nil {
+			return fmt.Errorf("count implied cursors: %w", err)
+		}
 		rows, err := w.QueryContext(w.ctx, `DELETE FROM cursors WHERE group_name = ?1
 			AND partition_id IN (SELECT id FROM partitions WHERE queue_id IN `+inScope+`)
 			RETURNING (SELECT q.name FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = partition_id)`,
@@ -119,6 +129,7 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("delete cursors: %w", err)
 		}
+		n += implied
 		if deleteMetadata {
 			w.s.subs.forget()
 			if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE group_name = ?1 AND queue_id IN `+inScope,

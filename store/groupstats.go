@@ -80,9 +80,22 @@ func sumQueueGroups(ctx context.Context, db querier, q *combtype.Queue, now int6
 
 // sumQueueGroupsRows is sumQueueGroups, also telling the rows it read.
 func sumQueueGroupsRows(ctx context.Context, db querier, q *combtype.Queue, now int64) (*queueGroupStats, int64, error) {
-	rows, err := db.QueryContext(ctx, `SELECT p.id, p.name, p.uuid, `+storedExpr+`, c.group_name, c.lease_id,
-		c.lease_expires_at, c.last_consumed_at, COALESCE(c.total_consumed, 0), COALESCE(`+lagExpr+`, 0), `+oldestExpr+`
-		FROM partitions p INDEXED BY partitions_queue_id LEFT JOIN cursors c ON c.partition_id = p.id
+	// A group's positions are its rows and the cursors its subscription
+	// implies (implied.go): every partition is paired with every group of
+	// the queue (a subscription or a row), and a pair with neither gives
+	// a NULL group; a partition no group has met gives one such row, so
+	// its stored messages are counted all the same.
+	rows, err := db.QueryContext(ctx, `SELECT p.id, p.name, p.uuid, `+storedExpr+`,
+		CASE WHEN c.committed IS NOT NULL OR s.group_name IS NOT NULL THEN gq.g END, c.lease_id,
+		c.lease_expires_at, c.last_consumed_at, COALESCE(c.total_consumed, 0),
+		CASE WHEN c.committed IS NOT NULL OR s.group_name IS NOT NULL THEN `+groupLagExpr+` ELSE 0 END,
+		CASE WHEN c.committed IS NOT NULL OR s.group_name IS NOT NULL THEN `+groupOldestExpr+` END
+		FROM partitions p INDEXED BY partitions_queue_id
+		LEFT JOIN (SELECT group_name AS g FROM subscriptions WHERE queue_id = ?1
+			UNION SELECT DISTINCT x.group_name FROM partitions xp JOIN cursors x ON x.partition_id = xp.id
+				WHERE xp.queue_id = ?1) gq
+		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = gq.g
+		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = gq.g
 		WHERE p.queue_id = ?1 ORDER BY p.id`, q.ID)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sum groups of queue %q: %w", q.Name, err)
@@ -125,7 +138,7 @@ func sumQueueGroupsRows(ctx context.Context, db querier, q *combtype.Queue, now 
 			cur, curStored, curQM, curMax = pid, stored, -1, -1
 			st.stored += stored
 		}
-		if group == nil { // a partition no group has met
+		if group == nil { // no position of a group on this partition
 			continue
 		}
 		curMax = max(curMax, lag)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -249,5 +250,117 @@ func TestQueueDepthsLeaveUnsummedLargeQueuesToTheRefresher(t *testing.T) {
 	}
 	if len(depths) != 2 || depths[1].Queue != "wide" || depths[1].Stored != 200 || depths[1].Depth != 200 || !depths[1].Summarized {
 		t.Fatalf("after the refresh: %+v, want wide's 200 messages, summarized", depths)
+	}
+}
+
+// Cursors are lazy (implied.go): a group that subscribed has a cursor row
+// only where it claimed, acked or sought, and its other positions are
+// those its subscription implies. The background sum of a large queue
+// reads them so too: its figures equal those of the same history summed
+// live, for a group subscribed to new messages with no row at all, a
+// group from the oldest with one row, the queue-mode group with a few,
+// on partitions that existed at registration (written since or not) and
+// on partitions made after it.
+func TestLargeQueueBackgroundSumReadsImpliedCursors(t *testing.T) {
+	ctx := context.Background()
+	history := func(live int) *store.Store {
+		clk := clock.NewManual(time.Date(2026, 7, 30, 8, 0, 0, 0, time.UTC))
+		st := openLive(t, clk, live)
+		pushEach(t, st, "wide", "a", 200)
+		clk.Advance(time.Minute)
+		for _, pop := range []combtype.PopRequest{
+			{Queue: "wide", Group: "new", SubscriptionMode: "new"},
+			{Queue: "wide", Group: "one", Batch: 1},
+			{Queue: "wide", Batch: 5, Partitions: 5, AutoAck: true},
+		} {
+			if _, err := st.Pop(ctx, "", pop); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Advance(time.Minute)
+		pushEach(t, st, "wide", "b", 100) // written since the registrations
+		clk.Advance(time.Minute)
+		pushEach(t, st, "wide", "c", 250) // and 50 partitions made after them
+		clk.Advance(time.Hour)
+		return st
+	}
+	large, small := history(50), history(1_000_000)
+
+	rows := func(st *store.Store, group string) int {
+		t.Helper()
+		db, err := sql.Open("sqlite", "file:"+st.Path()+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM cursors WHERE group_name = ?`, group).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n, m, k := rows(large, "new"), rows(large, "one"), rows(large, combtype.QueueModeGroup); n != 0 || m != 1 || k != 5 {
+		t.Fatalf("cursor rows: new %d, one %d, queue mode %d; want 0, 1, 5", n, m, k)
+	}
+
+	want, _, err := small.GroupsPage(ctx, "", combtype.Page{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := large.GroupsPage(ctx, "", combtype.Page{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameGroups(t, "groups", got, want, map[string]bool{"wide": true})
+	for _, g := range want {
+		// Every partition is a position of every group, and the groups
+		// with no row where new messages came lag there.
+		if g.Cursors != 250 || g.TotalLag == 0 {
+			t.Errorf("live %s: %d positions, lag %d; want 250 and some lag", g.Group, g.Cursors, g.TotalLag)
+		}
+	}
+	if n, m := rows(large, "new"), rows(large, "one"); n != 0 || m != 1 {
+		t.Fatalf("reading the figures wrote cursors: new %d, one %d", n, m)
+	}
+
+	liveLag, err := small.LaggingPartitions(ctx, "", 30*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag, _, err := large.LaggingPage(ctx, "", 30*time.Minute, combtype.Page{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lag) != len(liveLag) || len(lag) == 0 {
+		t.Fatalf("lagging: %d rows summed, %d live", len(lag), len(liveLag))
+	}
+	for i := range lag {
+		if lagKey(lag[i]) != lagKey(liveLag[i]) || !lag[i].Summarized {
+			t.Fatalf("lagging row %d = %v (summarized %v), live %v", i, lagKey(lag[i]), lag[i].Summarized, lagKey(liveLag[i]))
+		}
+	}
+
+	if err := large.RefreshTotals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantD, err := small.QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotD, err := large.QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gotD) != 1 || len(wantD) != 1 || !gotD[0].Summarized || wantD[0].Summarized {
+		t.Fatalf("depths: summed %+v, live %+v", gotD, wantD)
+	}
+	g, w := gotD[0], wantD[0]
+	if g.Stored != w.Stored || g.Depth != w.Depth || len(g.GroupLag) != 3 || len(w.GroupLag) != 3 {
+		t.Errorf("depth: summed %+v, live %+v", g, w)
+	}
+	for k, v := range w.GroupLag {
+		if g.GroupLag[k] != v {
+			t.Errorf("%s's lag: summed %d, live %d", k, g.GroupLag[k], v)
+		}
 	}
 }

@@ -350,8 +350,10 @@ func (s *Store) messagesMode(ctx context.Context, qidList, partition string, ids
 	var rows *sql.Rows
 	var err error
 	if small {
-		rows, err = s.r.QueryContext(ctx, `SELECT DISTINCT group_name FROM cursors
-			WHERE partition_id IN (SELECT value FROM json_each(?))`, jsonInts(ids))
+		rows, err = s.r.QueryContext(ctx, `SELECT group_name FROM cursors
+			WHERE partition_id IN (SELECT value FROM json_each(?1))
+			UNION SELECT s.group_name FROM subscriptions s JOIN partitions p ON p.queue_id = s.queue_id
+			WHERE p.id IN (SELECT value FROM json_each(?1))`, jsonInts(ids))
 	} else {
 		rows, err = s.r.QueryContext(ctx, `WITH RECURSIVE g(name) AS (
 				SELECT MIN(group_name) FROM cursors
@@ -360,7 +362,10 @@ func (s *Store) messagesMode(ctx context.Context, qidList, partition string, ids
 			SELECT name FROM g WHERE name IS NOT NULL AND EXISTS (SELECT 1 FROM cursors c
 				JOIN partitions p ON p.id = c.partition_id
 				WHERE c.group_name = g.name AND p.queue_id IN (SELECT value FROM json_each(?1))
-					AND (?2 = '' OR p.name = ?2))`, qidList, partition)
+					AND (?2 = '' OR p.name = ?2))
+			UNION SELECT s.group_name FROM subscriptions s WHERE s.queue_id IN (SELECT value FROM json_each(?1))
+				AND (?2 = '' OR EXISTS (SELECT 1 FROM partitions p WHERE p.queue_id = s.queue_id AND p.name = ?2))`,
+			qidList, partition)
 	}
 	if err != nil {
 		return combtype.ModeInfo{}, fmt.Errorf("read consuming groups: %w", err)

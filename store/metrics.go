@@ -120,9 +120,11 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 		}
 	}
 	ids := jsonInts(small)
+	// A group's positions are its rows and what its subscriptions imply
+	// (implied.go); the most lag over the groups is the least committed's.
 	rows, err := s.r.QueryContext(ctx, `SELECT q.tenant, q.name, SUM(`+storedExpr+`), SUM(COALESCE(
-			(SELECT `+lagExpr+` FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?2),
-			(SELECT MAX(`+lagExpr+`) FROM cursors c WHERE c.partition_id = p.id),
+			`+lagOfCommitted(groupCommittedExpr("?2"))+`,
+			`+lagOfCommitted(leastCommittedExpr)+`,
 			`+storedExpr+`))
 		FROM queues q JOIN partitions p ON p.queue_id = q.id
 		WHERE q.id IN (SELECT value FROM json_each(?1))
@@ -144,11 +146,10 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read queue depths: %w", err)
 	}
-	rows, err = s.r.QueryContext(ctx, `SELECT q.tenant, q.name, c.group_name,
-			SUM(`+lagExpr+`)
-		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-		WHERE q.id IN (SELECT value FROM json_each(?1))
-		GROUP BY q.id, c.group_name`, ids)
+	rows, err = s.r.QueryContext(ctx, `SELECT q.tenant, q.name, gq.g,
+			SUM(`+groupLagExpr+`)
+		FROM `+groupPositionsFrom+` AND q.id IN (SELECT value FROM json_each(?1))
+		GROUP BY q.id, gq.g`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read group lag: %w", err)
 	}

@@ -72,8 +72,7 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 	rows, err := db.QueryContext(ctx, `SELECT queue_id, COUNT(*), SUM(stored),
 		SUM(CASE WHEN committed IS NULL THEN 0 ELSE MIN(MAX(committed - log_start + 1, 0), stored) END)
 		FROM (SELECT p.queue_id, p.log_start, `+storedExpr+` AS stored,
-			COALESCE((SELECT c.committed FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ?2),
-				(SELECT MIN(c.committed) FROM cursors c WHERE c.partition_id = p.id)) AS committed
+			COALESCE(`+groupCommittedExpr("?2")+`, `+leastCommittedExpr+`) AS committed
 			FROM partitions p WHERE p.queue_id IN (SELECT value FROM json_each(?1)))
 		GROUP BY queue_id`, idList, combtype.QueueModeGroup)
 	if err != nil {
@@ -122,6 +121,14 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 		}
 		if err := cs.Err(); err != nil {
 			return nil, fmt.Errorf("read leased cursors: %w", err)
+		}
+		// The status cursor may be one a subscription implies (implied.go).
+		implied, err := impliedCursors(ctx, db, pids)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range implied {
+			cursorsOf[c.partitionID] = append(cursorsOf[c.partitionID], c)
 		}
 		for _, p := range leased {
 			if qs := out[p.QueueID]; qs != nil {
@@ -244,12 +251,17 @@ func (s *Store) GroupPage(ctx context.Context, tenant, group string, pg combtype
 	}
 	limit, offset := pageBounds(pg)
 	now := micros(s.clock.Now())
-	rows, err := s.r.QueryContext(ctx, `SELECT c.partition_id, c.group_name, q.name, p.name, p.uuid, c.lease_id,
-		c.lease_expires_at, c.last_consumed_at, c.total_consumed, `+lagExpr+`, `+oldestExpr+`,
-		c.committed, p.last_offset, p.log_start
-		FROM cursors c INDEXED BY cursors_group JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-		WHERE c.group_name = ?1 AND c.partition_id > ?2 AND q.tenant = ?3
-		ORDER BY c.partition_id LIMIT ?4 OFFSET ?5`, group, after, tenant, limit, offset)
+	// The group's positions are its rows and the cursors its subscriptions
+	// imply (implied.go): partitions are walked in id order, and those it
+	// has neither on are passed over.
+	rows, err := s.r.QueryContext(ctx, `SELECT p.id, ?1, q.name, p.name, p.uuid, c.lease_id,
+		c.lease_expires_at, c.last_consumed_at, COALESCE(c.total_consumed, 0), `+groupLagExpr+`, `+groupOldestExpr+`,
+		`+committedExpr+`, p.last_offset, p.log_start
+		FROM partitions p JOIN queues q ON q.id = p.queue_id
+		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
+		WHERE p.id > ?2 AND q.tenant = ?3 AND (c.committed IS NOT NULL OR s.group_name IS NOT NULL)
+		ORDER BY p.id LIMIT ?4 OFFSET ?5`, group, after, tenant, limit, offset)
 	if err != nil {
 		return nil, nil, info, fmt.Errorf("read group page: %w", err)
 	}
@@ -337,9 +349,12 @@ func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page)
 		}
 	}
 	if len(small) > 0 {
-		// The pairs first, from the cursors' primary key, then the figures
-		// of the page's pairs only.
-		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT c.group_name, p.queue_id
+		// The pairs first, from the subscriptions and the cursors' primary
+		// key (a subscribed group may have no row: implied.go), then the
+		// figures of the page's pairs only.
+		rows, err := tx.QueryContext(ctx, `SELECT group_name, queue_id FROM subscriptions
+				WHERE queue_id IN (SELECT value FROM json_each(?1))
+			UNION SELECT DISTINCT c.group_name, p.queue_id
 			FROM partitions p INDEXED BY partitions_queue_id JOIN cursors c ON c.partition_id = p.id
 			WHERE p.queue_id IN (SELECT value FROM json_each(?1))`, jsonInts(small))
 		if err != nil {
@@ -382,9 +397,10 @@ func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page)
 		var oldest int64
 		err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(lag > 0), 0), COALESCE(SUM(lag), 0),
 			COALESCE(MIN(oldest), 0), COALESCE(SUM(total_consumed), 0)
-			FROM (SELECT `+lagExpr+` AS lag, `+oldestExpr+` AS oldest, c.total_consumed
-				FROM cursors c INDEXED BY cursors_group JOIN partitions p ON p.id = c.partition_id
-				WHERE c.group_name = ?1 AND p.queue_id = ?2)`, pr.group, pr.queueID).
+			FROM (SELECT `+groupLagExpr+` AS lag, `+groupOldestExpr+` AS oldest, COALESCE(c.total_consumed, 0) AS total_consumed
+				FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+				LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
+				WHERE p.queue_id = ?2 AND (c.committed IS NOT NULL OR s.group_name IS NOT NULL))`, pr.group, pr.queueID).
 			Scan(&g.Cursors, &g.PartitionsWithLag, &g.TotalLag, &oldest, &g.TotalConsumed)
 		if err != nil {
 			return nil, info, fmt.Errorf("sum group %q on %q: %w", pr.group, pr.queue, err)

@@ -14,7 +14,7 @@ import (
 // candidate is a partition a pop may claim, with the group's cursor on it.
 type candidate struct {
 	part      combtype.Partition
-	hasCursor bool // false: the group never met the partition, cursor is zero
+	hasCursor bool // false: no row yet, committed is what the subscription implies
 	cursor
 }
 
@@ -22,19 +22,22 @@ type candidate struct {
 func (c *candidate) next() int64 { return nextOffset(c.committed, c.part.LogStart) }
 
 // scanCandidates returns at most limit (all for limit < 0) of the
-// partitions of queue that are due for group: those the group has no
-// cursor on yet (a first contact to seed), and those with something pending
-// past the cursor and no live lease. It walks partitions in name order
+// partitions of queue that are due for group: those with something pending
+// past the cursor and no live lease. A partition the group has no cursor
+// row on is read at the position its subscription implies (implied.go),
+// and is due when something is pending past it; hasCursor tells the claim
+// to write the row. It walks partitions in name order
 // starting after the name given, wrapping around, through the (queue_id,
 // name) index, so with many partitions it stops as soon as it has found
 // limit due ones instead of reading them all; callers rotate the starting
 // name so every partition gets its turn.
 func scanCandidates(ctx context.Context, db querier, queueID int64, group, partition string, now int64, limit int, after string) ([]candidate, error) {
-	const cols = `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
-		c.committed IS NOT NULL, COALESCE(c.committed, 0), c.lease_id, c.lease_expires_at, COALESCE(c.retry_count, 0)
+	cols := `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
+		c.committed IS NOT NULL, ` + committedExpr + `, c.lease_id, c.lease_expires_at, COALESCE(c.retry_count, 0)
 		FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
-		WHERE p.queue_id = ?2 AND (c.committed IS NULL OR (` + pendingExpr + `
-			AND NOT (` + liveLeaseAt + `?3)))`
+		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
+		WHERE p.queue_id = ?2 AND ` + mayBePendingExpr + ` AND ` + groupPendingExpr + `
+			AND (c.committed IS NULL OR NOT (` + liveLeaseAt + `?3))`
 	var out []candidate
 	// The limit is applied here rather than by LIMIT ?: SQLite reads a bound
 	// LIMIT while planning, so rebinding it expires the cached statement and

@@ -201,7 +201,6 @@ func (w *wtx) partition(q *combtype.Queue, name string, create bool) (*combtype.
 		if err != nil {
 			return nil, fmt.Errorf("insert partition %q: %w", name, err)
 		}
-		delete(w.queueParts, q.ID)
 	}
 	if err != nil {
 		return nil, err

@@ -163,6 +163,15 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("read cursors: %w", err)
 	}
+	implied, err := impliedCursors(ctx, db, pids)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range implied {
+		if ps := pidx[c.partitionID]; ps != nil {
+			cursorsOf[c.partitionID] = append(cursorsOf[c.partitionID], c)
+		}
+	}
 	dead, err := dlqCountsByPartition(ctx, db, parts)
 	if err != nil {
 		return nil, nil, err
@@ -274,9 +283,8 @@ func (s *Store) summarise(ctx context.Context, tenant string) (*combtype.Summary
 	// Lag per cursor: offsets behind the end, and the age of the segment
 	// holding the next wanted offset, found through the unique
 	// (partition_id, base_offset) index; nothing is decoded.
-	rows, err := s.r.QueryContext(ctx, `SELECT `+lagExpr+`, `+oldestExpr+`
-		FROM cursors c JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-		WHERE q.tenant = ?`, tenant)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+groupLagExpr+`, `+groupOldestExpr+`
+		FROM `+groupPositionsFrom+` AND q.tenant = ?`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("read lag: %w", err)
 	}

@@ -412,17 +412,13 @@ func (w *wtx) snapshotPin(partitionID, now int64) (int64, error) {
 }
 
 // consumedByAll is the highest offset of p that every consumer of its
-// queue has completed. A group subscribed to the queue that has not met
-// this partition yet has consumed nothing of it; a partition nobody
-// consumes has nothing completed.
+// queue has completed. A group subscribed to the queue that has no cursor
+// row on this partition has consumed up to where its subscription implies
+// (implied.go); a partition nobody consumes has nothing completed.
 func (w *wtx) consumedByAll(queueID int64, p *combtype.Partition) (int64, error) {
 	var low sql.NullInt64
-	if err := w.QueryRowContext(w.ctx, `SELECT MIN(c) FROM (
-			SELECT committed AS c FROM cursors WHERE partition_id = ?1
-			UNION ALL
-			SELECT ?2 - 1 FROM subscriptions s WHERE s.queue_id = ?3
-				AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = ?1 AND c.group_name = s.group_name))`,
-		p.ID, p.LogStart, queueID).Scan(&low); err != nil {
+	if err := w.QueryRowContext(w.ctx, `SELECT `+leastCommittedExpr+` FROM partitions p WHERE p.id = ?1`,
+		p.ID).Scan(&low); err != nil {
 		return 0, fmt.Errorf("find consumed floor: %w", err)
 	}
 	if !low.Valid {

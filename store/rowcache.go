@@ -28,7 +28,6 @@ const maxCachedRows = 4096
 // by other means than pushing.
 func (w *wtx) rowsChanged() {
 	w.stale = true
-	clear(w.queueParts)
 	clear(w.claimed)
 	clear(w.claimedDead)
 }

@@ -27,10 +27,13 @@ type seekRow struct {
 
 // seekStatesQuery reads, for every partition of a queue (or one named
 // partition), the watermarks and the group's cursor.
-const seekStatesQuery = `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
-	c.committed
+// A partition the group has no row on but a subscription implies a cursor
+// on (implied.go) is read at the implied position, as a cursor it has.
+var seekStatesQuery = `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
+	CASE WHEN c.committed IS NOT NULL OR s.group_name IS NOT NULL THEN ` + committedExpr + ` END
 	FROM partitions p
 	LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+	LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
 	WHERE p.queue_id = ?2 AND (?3 = '' OR p.name = ?3)
 	ORDER BY p.id`
 

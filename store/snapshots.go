@@ -126,8 +126,9 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 			return fmt.Errorf("insert snapshot: %w", err)
 		}
 		if _, err := w.ExecContext(w.ctx, `INSERT INTO snapshot_cursors (snapshot_id, partition_uuid, partition_name, committed)
-			SELECT ?1, p.uuid, p.name, COALESCE(c.committed, p.log_start - 1)
+			SELECT ?1, p.uuid, p.name, `+committedExpr+`
 			FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?2
+			LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?2
 			WHERE p.queue_id = ?3`, id, req.Group, q.ID); err != nil {
 			return fmt.Errorf("capture cursors: %w", err)
 		}

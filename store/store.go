@@ -118,17 +118,21 @@ type Store struct {
 	closeMu  sync.Mutex
 	closed   bool
 	enc      segment.Encoder // writer goroutine only
-	keyCeil  keyCeilings     // writer goroutine only
-	leased   recentLeases
-	reads    shardReads      // how fresh what stream state readers were served is, per shard
-	rows     rowCache        // writer goroutine only
-	crypt    *segment.Cipher // nil without an encryption key
-	watch    watchers
-	turn     turns // round robin over partitions, per (queue, group)
-	subs     subscribedSet
-	noWaves  bool // claims are never fused (tests and benchmarks compare)
-	stats    Stats
-	tot      totalsCache
+	// segSeq is the highest segment id handed out (writer goroutine only):
+	// segments are numbered in commit order, store-wide, and a group's
+	// subscription records the number it registered at (see segmentSeq).
+	segSeq  int64
+	keyCeil keyCeilings // writer goroutine only
+	leased  recentLeases
+	reads   shardReads      // how fresh what stream state readers were served is, per shard
+	rows    rowCache        // writer goroutine only
+	crypt   *segment.Cipher // nil without an encryption key
+	watch   watchers
+	turn    turns // round robin over partitions, per (queue, group)
+	subs    subscribedSet
+	noWaves bool // claims are never fused (tests and benchmarks compare)
+	stats   Stats
+	tot     totalsCache
 	// liveTotals is Options.LiveTotalsPartitions.
 	liveTotals int
 	// liveSummary is Options.LiveSummaryPartitions.
@@ -306,6 +310,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		}
 	}
 	if err := s.initDisk(ctx); err != nil {
+		return nil, err
+	}
+	if s.segSeq, err = segmentSeq(ctx, s.wconn); err != nil {
 		return nil, err
 	}
 	s.wstmts, s.rstmts = newStmtCache(s.wconn), newStmtCache(s.rdb)

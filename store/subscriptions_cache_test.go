@@ -9,10 +9,9 @@ import (
 	"github.com/comb-broker/comb/seek"
 )
 
-// TestSubscribeSeesAPartitionCreatedEarlierInTheCommit: the partition list
-// subscribe reads once per commit is forgotten when a partition of the
-// queue is created, so a group subscribing later in the same commit gets a
-// cursor on it.
+// TestSubscribeSeesAPartitionCreatedEarlierInTheCommit: a group
+// subscribing in the same commit as a partition is created, before or
+// after it, has a position on it, from its start.
 func TestSubscribeSeesAPartitionCreatedEarlierInTheCommit(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db")})
@@ -28,25 +27,25 @@ func TestSubscribeSeesAPartitionCreatedEarlierInTheCommit(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if _, err := w.subscribe(q, "first", seek.Subscription{Mode: seek.ModeAll}); err != nil {
+		if err := w.subscribe(q, "first", seek.Subscription{Mode: seek.ModeAll}); err != nil {
 			return err
 		}
 		if _, err := w.partition(q, "b", true); err != nil {
 			return err
 		}
-		_, err = w.subscribe(q, "second", seek.Subscription{Mode: seek.ModeAll})
-		return err
+		return w.subscribe(q, "second", seek.Subscription{Mode: seek.ModeAll})
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for group, want := range map[string]int{"first": 1, "second": 2} {
-		var n int
-		if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM cursors WHERE group_name = ?`, group).Scan(&n); err != nil {
+	for _, group := range []string{"first", "second"} {
+		var n, committed int
+		if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*), SUM(`+committedExpr+`) FROM `+groupPositionsFrom+`
+			AND gq.g = ?`, group).Scan(&n, &committed); err != nil {
 			t.Fatal(err)
 		}
-		if n != want {
-			t.Errorf("group %s has %d cursors, want %d", group, n, want)
+		if n != 2 || committed != -2 {
+			t.Errorf("group %s has %d positions summing %d, want 2 at -1", group, n, committed)
 		}
 	}
 }

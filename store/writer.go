@@ -422,8 +422,6 @@ type wtx struct {
 	// Lookups made in this transaction, forgotten when a savepoint rolls back.
 	queues     map[queueKey]*combtype.Queue
 	partitions map[partKey]*combtype.Partition
-	// Each queue's partitions, listed once per commit (queuePartitions).
-	queueParts map[int64][]*combtype.Partition
 	// The frames claims read, by range, once per commit (claimedFrames).
 	claimed map[frameRange][]claimedFrame
 	// The deleted offsets claims looked up, by range (trimTombstones),
@@ -452,7 +450,6 @@ func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 		ctx: ctx, s: s, tx: tx, now: s.clock.Now(),
 		queues:      map[queueKey]*combtype.Queue{},
 		partitions:  map[partKey]*combtype.Partition{},
-		queueParts:  map[int64][]*combtype.Partition{},
 		claimed:     map[frameRange][]claimedFrame{},
 		claimedDead: map[frameRange][]int64{},
 		byPart:      map[int64]*pendingPart{},

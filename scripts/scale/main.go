@@ -8,6 +8,7 @@
 //
 //	go run ./scripts/scale -dir /var/tmp/combscale -sizes 100,10000,100000,1000000 -out bench/results/scale.md
 //	go run ./scripts/scale -dir /var/tmp/combscale -sizes 100 -groups 10000
+//	go run ./scripts/scale -dir /var/tmp/combscale -sizes 100,100000,1000000 -groups 0 -firstpop 5
 //
 // The databases are built with synchronous=NORMAL (building is not what is
 // measured); the measurements open them with the default FULL.
@@ -53,6 +54,8 @@ func main() {
 	n := flag.Int("n", 50, "requests per measurement")
 	out := flag.String("out", "", "also write the markdown tables here")
 	buildOnly := flag.Bool("build-only", false, "build the databases and stop")
+	firstPops := flag.Int("firstpop", 0, "measure only the first pops of this many new consumer groups per subscription mode and size")
+	fpSkip := flag.String("firstpop-skip", "", "mode@size pairs -firstpop does not measure, comma-separated (timestamp@1000000)")
 	skipRoutes := flag.String("skip", "", "regular expression of listing paths not to measure (they are reported as such)")
 	flag.IntVar(&liveTotals, "live-totals", 0, "most partitions a queue's totals are summed for on every read (0: the broker's default; 2000000 sums every queue on every read, as before the background sums)")
 	flag.Parse()
@@ -88,6 +91,28 @@ func main() {
 		}
 	}
 	if *buildOnly {
+		return
+	}
+	if *firstPops > 0 {
+		firstPopSkip = map[string]bool{}
+		for _, m := range strings.Split(*fpSkip, ",") {
+			firstPopSkip[strings.TrimSpace(m)] = true
+		}
+		var rows [][]string
+		for _, c := range counts {
+			r, err := measureFirstPops(ctx, filepath.Join(*dir, fmt.Sprintf("p%d.db", c)), c, *firstPops)
+			if err != nil {
+				fatal(err)
+			}
+			rows = append(rows, r)
+		}
+		md.WriteString(table(firstPopCols, counts, rows))
+		fmt.Print(md.String())
+		if *out != "" {
+			if err := os.WriteFile(*out, []byte(md.String()), 0o644); err != nil {
+				fatal(err)
+			}
+		}
 		return
 	}
 	var rows [][]string

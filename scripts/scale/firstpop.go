@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// firstPopModes are the subscriptions -firstpop measures a new group's
+// first pop with: from the oldest (the default), from the end, and from a
+// time an hour back, which lands before every message of the databases.
+var firstPopModes = []struct{ name, query string }{
+	{"all", ""},
+	{"new", "&subscriptionMode=new"},
+	{"timestamp", "&subscriptionFrom=" + url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))},
+}
+
+// measureFirstPops times the first pop of groups new consumer groups in
+// each subscription mode (a new name every time, so every pop is a first
+// one), and a pop of a group that already met the queue, on the
+// database of n partitions. It returns the table's row for n.
+func measureFirstPops(ctx context.Context, path string, n, groups int) ([]string, error) {
+	s, err := serve(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	stamp := time.Now().UnixNano()
+	// A group that meets the queue first, unmeasured, so the database's
+	// pages are read once before the first pops are timed.
+	group := fmt.Sprintf("fp-next-%d", stamp)
+	if _, _, err := s.popAck(queue, group); err != nil {
+		return nil, err
+	}
+	row := []string{}
+	for _, mode := range firstPopModes {
+		if skipMode(mode.name, n) {
+			row = append(row, "not measured")
+			continue
+		}
+		var first timing
+		for i := range groups {
+			group := fmt.Sprintf("fp-%s-%d-%d", mode.name, stamp, i)
+			p := "/api/v1/pop/queue/" + queue + "?batch=1&wait=false&consumerGroup=" + group + mode.query
+			code, body, d, err := s.do("GET", p, nil)
+			if err != nil {
+				return nil, err
+			}
+			if code != http.StatusOK && code != http.StatusNoContent {
+				return nil, fmt.Errorf("pop %s: %d %s", p, code, truncate(body))
+			}
+			first = append(first, d)
+		}
+		fmt.Fprintf(os.Stderr, "scale: %d partitions: first pop, %s: %s ms\n", n, mode.name, first.all())
+		row = append(row, first.all())
+	}
+	// The group that met the queue: its pops after the first.
+	var next timing
+	for range max(groups, 10) {
+		d, _, err := s.popAck(queue, group)
+		if err != nil {
+			return nil, err
+		}
+		next = append(next, d)
+	}
+	fmt.Fprintf(os.Stderr, "scale: %d partitions: next pops: %s ms\n", n, next)
+	return append(row, next.String()), nil
+}
+
+// firstPopSkip is -firstpop-skip: mode@size pairs not measured (a first
+// pop that seeds a cursor per partition from a time takes minutes at a
+// million partitions).
+var firstPopSkip map[string]bool
+
+func skipMode(mode string, n int) bool { return firstPopSkip[fmt.Sprintf("%s@%d", mode, n)] }
+
+var firstPopCols = []string{
+	"first pop, new group, all (ms, each)",
+	"first pop, new group, new",
+	"first pop, new group, from a time",
+	"pop b1 of a group that met the queue (median / p90)",
+}
+
+// all lists every time, in the order taken.
+func (t timing) all() string {
+	out := make([]string, len(t))
+	for i, d := range t {
+		out[i] = ms(d)
+	}
+	return strings.Join(out, ", ")
+}

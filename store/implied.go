@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Implied cursors. A group's subscription does not write a cursor on every
+// partition of the queue: a partition the group never claimed, acked or
+// sought on has no row, and its committed offset is what the subscription
+// implies (seek.Implied). Every reader of cursors takes a missing row's
+// committed from impliedExpr, the one spelling of that rule in SQL; a
+// test holds it to seek.Implied and to what seeding used to write.
+//
+// What the rule needs of the subscription (alias s, LEFT JOINed on the
+// partition's queue and the group, so NULL columns when there is none):
+//
+//   - start_seq, start_partition, start_mode, start_from: the registration
+//     of a group subscribed without seeding. Partitions up to
+//     start_partition existed then and start as start_mode said, from the
+//     partition's head at registration: the end of its last segment whose
+//     id is at most start_seq (segment ids follow commit order, store-wide:
+//     see segmentSeq).
+//   - mode, from_time, after_partition: where partitions met later start,
+//     as before lazy cursors, and for every partition of a group that
+//     subscribed before them (start_seq NULL; those have rows for the
+//     partitions that existed when they subscribed): from the oldest
+//     retained, or from a time when from_time is set and the partition is
+//     not past after_partition.
+
+// headAtStartExpr is p's last offset when s registered, -1 when it had no
+// segment then (or retention removed all of those). A partition not
+// written since (its newest segment's id, last_segment_id, at most
+// start_seq) is where it was; otherwise the unique (partition_id,
+// base_offset) index is walked backwards from the end over the segments
+// committed since, reading the ids in the index itself.
+const headAtStartExpr = `(CASE WHEN p.last_segment_id <= s.start_seq THEN p.last_offset ELSE
+	COALESCE((SELECT h.base_offset + h.frame_count - 1 FROM segments h
+		WHERE h.partition_id = p.id AND h.id <= s.start_seq ORDER BY h.base_offset DESC LIMIT 1), -1) END)`
+
+// placeTimeExpr is seek.Place's time branch on p for the time column t:
+// just below the first retained segment committed at or after t (never
+// below the floor), or the last offset when none is that recent.
+func placeTimeExpr(t string) string {
+	return `(CASE WHEN p.last_segment_at < ` + t + ` THEN p.last_offset ELSE COALESCE(
+		(SELECT MAX(l.base_offset - 1, p.log_start - 1) FROM segments l INDEXED BY segments_partition_offset
+			WHERE l.partition_id = p.id AND l.created_at >= ` + t + ` ORDER BY l.base_offset LIMIT 1),
+		p.last_offset) END)`
+}
+
+// impliedExpr is the committed value a missing cursor of s's group on p is
+// read as (seek.Implied, and the seeding of partitions met later).
+var impliedExpr = `(CASE
+	WHEN s.start_seq IS NOT NULL AND p.id <= s.start_partition THEN (CASE s.start_mode
+		WHEN 'new' THEN MAX(` + headAtStartExpr + `, p.log_start - 1)
+		WHEN 'timestamp' THEN MAX(MIN(` + placeTimeExpr("s.start_from") + `, ` + headAtStartExpr + `), p.log_start - 1)
+		ELSE p.log_start - 1 END)
+	WHEN s.from_time IS NULL OR s.after_partition < p.id THEN p.log_start - 1
+	ELSE ` + placeTimeExpr("s.from_time") + ` END)`
+
+// mayBePendingExpr is false for a missing cursor that cannot have
+// anything pending past the position its subscription implies, told from
+// p's own columns without working the position out: a partition that
+// existed at registration and was not written since, subscribed to new
+// messages or from a time no segment of it reaches. The claim scan
+// tests it first, so an idle group reads each partition's row and no
+// segment.
+var mayBePendingExpr = `(c.committed IS NOT NULL OR s.start_seq IS NULL OR p.id > s.start_partition
+	OR s.start_mode = 'all' OR p.last_segment_id > s.start_seq
+	OR (s.start_mode = 'timestamp' AND p.last_segment_at >= s.start_from))`
+
+// committedExpr is the committed offset of the group of cursor c (LEFT
+// JOINed, maybe NULL) and subscription s on p: the row's, else implied.
+var committedExpr = `COALESCE(c.committed, ` + impliedExpr + `)`
+
+// The lag figures of lag.go over committedExpr instead of c.committed.
+var (
+	groupNextExpr    = `MAX(` + committedExpr + ` + 1, p.log_start)`
+	groupLagExpr     = `MAX(p.last_offset - ` + groupNextExpr + ` + 1, 0)`
+	groupPendingExpr = `p.last_offset >= ` + groupNextExpr
+	groupOldestExpr  = `CASE WHEN ` + groupPendingExpr + ` THEN (SELECT o.created_at FROM segments o
+		WHERE o.partition_id = p.id AND o.base_offset <= ` + groupNextExpr + ` ORDER BY o.base_offset DESC LIMIT 1) END`
+)
+
+// groupPositionsFrom is every position of a group on a partition, for the
+// readers that list them: each (group, queue) pair that has a subscription
+// or a cursor row gives one position on each partition of the queue that
+// has a row or that the subscription implies a cursor on (all of them,
+// when there is one). Aliases: gq (columns g, the group name, and qid), q,
+// p, c (LEFT JOINed cursor) and s (LEFT JOINed subscription). With
+// seeding, these were exactly the cursor rows.
+const groupPositionsFrom = `(SELECT group_name AS g, queue_id AS qid FROM subscriptions
+		UNION SELECT DISTINCT c.group_name, p.queue_id FROM cursors c JOIN partitions p ON p.id = c.partition_id) gq
+	JOIN queues q ON q.id = gq.qid
+	JOIN partitions p ON p.queue_id = gq.qid
+	LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = gq.g
+	LEFT JOIN subscriptions s ON s.queue_id = gq.qid AND s.group_name = gq.g
+	WHERE (c.committed IS NOT NULL OR s.group_name IS NOT NULL)`
+
+// segmentSeq is where the numbering of segments resumes at open: past
+// every segment id and every registered start_seq. Segment ids are
+// handed out in commit order by the writer, so a segment committed after
+// a group registered has an id above its start_seq, even when the
+// segment holding the highest id was deleted since (SQLite would hand its
+// id out again).
+func segmentSeq(ctx context.Context, db interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}) (int64, error) {
+	var seq int64
+	if err := db.QueryRowContext(ctx, `SELECT MAX(COALESCE((SELECT MAX(id) FROM segments), 0),
+		COALESCE((SELECT MAX(start_seq) FROM subscriptions), 0))`).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("read segment sequence: %w", err)
+	}
+	return seq, nil
+}
+
+// groupCommittedExpr is the committed offset on p of the group that the
+// SQL expression group names: its row's, else what its subscription
+// implies; NULL when it has neither.
+func groupCommittedExpr(group string) string {
+	return `COALESCE((SELECT c.committed FROM cursors c WHERE c.partition_id = p.id AND c.group_name = ` + group + `),
+		(SELECT ` + impliedExpr + ` FROM subscriptions s WHERE s.queue_id = p.queue_id AND s.group_name = ` + group + `))`
+}
+
+// leastCommittedExpr is the least committed offset on p over every group
+// with a position on it, rows and implied; NULL when none has.
+var leastCommittedExpr = `(SELECT MIN(v) FROM (SELECT c.committed AS v FROM cursors c WHERE c.partition_id = p.id
+	UNION ALL SELECT ` + impliedExpr + ` FROM subscriptions s WHERE s.queue_id = p.queue_id
+		AND NOT EXISTS (SELECT 1 FROM cursors x WHERE x.partition_id = p.id AND x.group_name = s.group_name)))`
+
+// lagOfCommitted is lagExpr for the committed offset expression committed.
+func lagOfCommitted(committed string) string {
+	return `MAX(p.last_offset - MAX(` + committed + ` + 1, p.log_start) + 1, 0)`
+}
+
+// impliedCursors returns the cursors that subscriptions imply on the
+// partitions pids, where the group has no row, as cursors not yet in the
+// table (created).
+func impliedCursors(ctx context.Context, db querier, pids []int64) ([]cursor, error) {
+	rows, err := db.QueryContext(ctx, `SELECT p.id, s.group_name, `+impliedExpr+`
+		FROM partitions p JOIN subscriptions s ON s.queue_id = p.queue_id
+		WHERE p.id IN (SELECT value FROM json_each(?))
+			AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = s.group_name)`,
+		jsonInts(pids))
+	if err != nil {
+		return nil, fmt.Errorf("read implied cursors: %w", err)
+	}
+	defer rows.Close()
+	var out []cursor
+	for rows.Next() {
+		c := cursor{created: true}
+		if err := rows.Scan(&c.partitionID, &c.group, &c.committed); err != nil {
+			return nil, fmt.Errorf("scan implied cursor: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
