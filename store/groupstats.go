@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -312,14 +313,8 @@ func (s *Store) rememberGroups(q *combtype.Queue, st *queueGroupStats, at time.T
 // queues.
 func (s *Store) refreshGroups(ctx context.Context) error {
 	s.tot.mu.Lock()
-	var todo []*groupsEntry
-	for id, e := range s.tot.groups {
-		if time.Since(e.askedAt) > totalsForget {
-			delete(s.tot.groups, id)
-			continue
-		}
-		todo = append(todo, e)
-	}
+	maps.DeleteFunc(s.tot.groups, func(_ int64, e *groupsEntry) bool { return time.Since(e.askedAt) > totalsForget })
+	todo := slices.Collect(maps.Values(s.tot.groups))
 	s.tot.mu.Unlock()
 	for _, e := range todo {
 		now := s.clock.Now()

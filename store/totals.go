@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -312,14 +314,8 @@ func (s *Store) RefreshTotals(ctx context.Context) error {
 // refreshTenants is RefreshTotals for the large tenants' Summary.
 func (s *Store) refreshTenants(ctx context.Context) error {
 	s.tot.mu.Lock()
-	var tenants []string
-	for t, e := range s.tot.tenants {
-		if time.Since(e.askedAt) > totalsForget {
-			delete(s.tot.tenants, t)
-			continue
-		}
-		tenants = append(tenants, t)
-	}
+	maps.DeleteFunc(s.tot.tenants, func(_ string, e *summaryEntry) bool { return time.Since(e.askedAt) > totalsForget })
+	tenants := slices.Collect(maps.Keys(s.tot.tenants))
 	s.tot.mu.Unlock()
 	for _, t := range tenants {
 		large, err := s.largeTenant(ctx, t)
@@ -347,14 +343,8 @@ func (s *Store) refreshTenants(ctx context.Context) error {
 // refreshQueueTotals is RefreshTotals for the large queues.
 func (s *Store) refreshQueueTotals(ctx context.Context) error {
 	s.tot.mu.Lock()
-	var todo []*totalsEntry
-	for id, e := range s.tot.entries {
-		if time.Since(e.askedAt) > totalsForget {
-			delete(s.tot.entries, id)
-			continue
-		}
-		todo = append(todo, e)
-	}
+	maps.DeleteFunc(s.tot.entries, func(_ int64, e *totalsEntry) bool { return time.Since(e.askedAt) > totalsForget })
+	todo := slices.Collect(maps.Values(s.tot.entries))
 	s.tot.mu.Unlock()
 	for _, e := range todo {
 		now := s.clock.Now()
