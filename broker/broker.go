@@ -106,6 +106,7 @@ type engine struct {
 	resumeStop context.CancelFunc // stops the resumed queue deletes
 	resumeDone chan struct{}      // closed when they have returned
 	inFlight   byteGate           // payload bytes of pushes not yet committed
+	backups    backups            // online backups running (backup.go)
 }
 
 // realClock is the wall clock.
@@ -153,14 +154,16 @@ func (b *Broker) Tenant(name string) *Broker {
 func (b *Broker) TenantName() string { return b.tenant }
 
 // Drain makes every parked pop, and every later one, return without waiting,
-// so a server can stop without holding long-polls to their timeout. Writes
-// keep working until Close.
+// and stops a running DatabaseBackup, so a server can stop without holding
+// long-polls to their timeout. Writes keep working until Close.
 func (b *Broker) Drain() { b.drainOnce.Do(func() { close(b.draining) }) }
 
-// Close stops the background services, commits every write already
-// submitted and closes the database, for every tenant handle. Calls made
-// afterwards fail with combtype.ErrClosed.
+// Close stops the running backups (waiting until they have removed their
+// partial copies) and the background services, commits every write
+// already submitted and closes the database, for every tenant handle.
+// Calls made afterwards fail with combtype.ErrClosed.
 func (b *Broker) Close() error {
+	b.backups.close()
 	b.stopBackground()
 	return b.st.Close()
 }
