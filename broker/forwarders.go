@@ -28,8 +28,8 @@ func (b *Broker) Forwarders() *Forwarders { return &Forwarders{b: b} }
 
 // ForwarderStatus is a forwarder's definition with what its runner knows.
 type ForwarderStatus struct {
-	combtype.Forwarder // with Token cleared: a status never carries it
-	HasToken           bool
+	combtype.Forwarder      // with Token cleared: a status never carries it
+	HasToken           bool // the definition holds a token
 	// State is "running", "backoff" (the upstream failed; waiting to retry),
 	// "paused" or "stopped" (not running in this process).
 	State string
@@ -48,12 +48,14 @@ type ForwarderStatus struct {
 	// commit of its newest message on the sending side to its delivery.
 	// -1 until a batch is delivered.
 	LagSeconds    float64
-	Forwarded     int64 // messages delivered since this process started
-	Duplicates    int64 // push: items the upstream answered "duplicate", since this process started
-	DeadLettered  int64 // messages dead-lettered since this process started
-	LastSuccessAt time.Time
-	LastError     string
-	LastErrorAt   time.Time
+	Forwarded     int64     // messages delivered since this process started
+	Duplicates    int64     // push: items the upstream answered "duplicate", since this process started
+	DeadLettered  int64     // messages dead-lettered since this process started
+	LastSuccessAt time.Time // the runner's last successful round; zero until one
+	// LastError is the runner's last failure, kept after it recovers:
+	// compare LastErrorAt with LastSuccessAt. "" until one.
+	LastError   string
+	LastErrorAt time.Time // when LastError happened; zero until one
 }
 
 var forwarderName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,255}$`)
