@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
@@ -67,5 +68,37 @@ func TestForwardersSetIDPrefixRefusesWhatPutRefuses(t *testing.T) {
 	}
 	if got, _ := fw.Get(ctx, "up"); got.IDPrefix != "dev-7." {
 		t.Fatalf("prefix %q, want dev-7.", got.IDPrefix)
+	}
+}
+
+// A DLQ count with no time bounds counts every dead letter, as a listing
+// with none lists them all.
+func TestDLQCountWithoutTimesCountsEverything(t *testing.T) {
+	ctx := context.Background()
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	if _, err := b.Push(ctx, []combtype.PushItem{{Queue: "jobs", Payload: []byte(`"boom"`)}}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Pop(ctx, combtype.PopRequest{Queue: "jobs", Group: "w"})
+	if err != nil || len(p.Messages) != 1 {
+		t.Fatalf("pop: %v %+v", err, p)
+	}
+	m := p.Messages[0]
+	ar, err := b.Ack(ctx, []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "w",
+		Status: combtype.AckDLQ, Error: "bad"}})
+	if err != nil || !ar[0].DLQ {
+		t.Fatalf("dlq ack: %v %+v", err, ar)
+	}
+	_, listed, err := b.DLQList(ctx, combtype.DLQFilter{Queue: "jobs"})
+	if err != nil || listed != 1 {
+		t.Fatalf("listed %d, %v", listed, err)
+	}
+	for _, f := range []combtype.DLQCountFilter{{}, {Queues: []string{"jobs"}}, {From: b.Now().Add(-time.Hour)}} {
+		if n, err := b.DLQCount(ctx, f); err != nil || n != 1 {
+			t.Errorf("DLQCount(%+v) = %d, %v; want 1", f, n, err)
+		}
+	}
+	if n, err := b.DLQCount(ctx, combtype.DLQCountFilter{To: b.Now().Add(-time.Hour)}); err != nil || n != 0 {
+		t.Errorf("DLQCount before it failed = %d, %v; want 0", n, err)
 	}
 }

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"math"
+	"time"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -20,8 +22,11 @@ func (b *Broker) DLQList(ctx context.Context, f combtype.DLQFilter) ([]combtype.
 }
 
 // DLQCount counts the tenant's dead letters matching f; 0 for queues that
-// do not exist.
+// do not exist. A zero From or To leaves that side unbounded.
 func (b *Broker) DLQCount(ctx context.Context, f combtype.DLQCountFilter) (int64, error) {
+	if f.To.IsZero() {
+		f.To = time.UnixMicro(math.MaxInt64) // the zero time would count nothing
+	}
 	return b.st.CountDLQ(ctx, b.tenant, f.Queues, f.From, f.To)
 }
 

@@ -113,6 +113,6 @@ func (req *PurgeRequest) Filtered() bool {
 
 // DLQCountFilter selects dead letters to count.
 type DLQCountFilter struct {
-	Queues   []string  // nil = every queue
-	From, To time.Time // bounds on the time the message failed, inclusive
+	Queues   []string  // nil = every queue; empty = none
+	From, To time.Time // bounds on the time the message failed, inclusive; zero = unbounded
 }
