@@ -106,7 +106,7 @@ type Message struct {
 	CreatedAt   time.Time // when its push committed
 	TraceID     string    // as pushed; "" if none
 	ProducerSub string    // as pushed (PushItem.ProducerSub); "" if unknown
-	RetryCount  int64     // failed rounds of its batch before this delivery
+	RetryCount  int64     // failed acks of its batch before this delivery; an expired lease is not one
 	Offset      int64     // its offset in its partition
 }
 
