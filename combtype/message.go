@@ -131,11 +131,13 @@ type PopResult struct {
 
 // Ack statuses.
 const (
-	AckCompleted = "completed"
-	AckSuccess   = "success" // alias of completed
-	AckFailed    = "failed"
-	AckDLQ       = "dlq"
-	AckRetry     = "retry"
+	AckCompleted = "completed" // done: the group's cursor moves past it
+	AckSuccess   = "success"   // alias of completed
+	// AckFailed gives the batch back for redelivery, counting a retry;
+	// past the queue's RetryLimit it dead-letters the message instead.
+	AckFailed = "failed"
+	AckDLQ    = "dlq"   // dead-letters the message at once
+	AckRetry  = "retry" // gives the batch back for redelivery without counting a retry
 )
 
 // AckItem acknowledges one delivered message.

@@ -15,7 +15,7 @@ const DefaultPartition = "Default"
 // time, in the sweeps of the broker's Options.RetentionInterval.
 type QueueOptions struct {
 	LeaseTime          int64 // seconds a popped batch stays leased; 0 is read as 60
-	RetryLimit         int64 // failed rounds before a message is dead-lettered
+	RetryLimit         int64 // failed acks redelivered before the next dead-letters: 0 dead-letters on the first
 	RetryDelay         int64 // milliseconds; stored and echoed only
 	MaxSize            int64 // stored and echoed only, as Queen does
 	TTL                int64 // seconds; stored and echoed only
@@ -91,7 +91,9 @@ func (q *Queue) LeaseDuration() time.Duration {
 }
 
 // DefaultQueueOptions are the options of a queue created by a push, and what
-// /configure falls back to for every option it omits.
+// /configure falls back to for every option it omits: LeaseTime 300,
+// RetryLimit 3, RetryDelay 1000, TTL 3600, every other option zero (no
+// retention, no encryption).
 func DefaultQueueOptions() QueueOptions {
 	return QueueOptions{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600}
 }
