@@ -42,6 +42,7 @@ func main() {
 	n := flag.Int("n", 2000, "parked long-polls")
 	settle := flag.Duration("settle", 5*time.Second, "how long to measure the server while the pops are parked")
 	profile := flag.String("cpuprofile", "", "write the server's CPU profile from the push to the last answer here (serves pprof on loopback)")
+	allocs := flag.String("allocprofile", "", "write the server's allocation profiles before the push and after the last answer to F.before and F.after (compare with go tool pprof -base)")
 	var env envList
 	flag.Var(&env, "env", "NAME=VALUE for the server's environment (repeatable), e.g. GOMEMLIMIT=off")
 	flag.Parse()
@@ -49,13 +50,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "parked: -bin is required")
 		os.Exit(2)
 	}
-	if err := run(*bin, *n, *settle, env, *profile); err != nil {
+	if err := run(*bin, *n, *settle, env, *profile, *allocs); err != nil {
 		fmt.Fprintln(os.Stderr, "parked:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, n int, settle time.Duration, env []string, profile string) error {
+func run(bin string, n int, settle time.Duration, env []string, profile, allocs string) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return err
@@ -80,7 +81,7 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	ln.Close()
 	args := []string{"serve", "--addr", addr, "--db", filepath.Join(dir, "comb.db")}
 	var pprofAddr string
-	if profile != "" {
+	if profile != "" || allocs != "" {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
@@ -92,7 +93,13 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	srv := exec.Command(bin, args...)
 	// The collector's own account of its CPU (GODEBUG=gctrace=1) is read
 	// from the server's stderr, to compare with the CPU of the whole wake.
-	srv.Env = append(append(os.Environ(), env...), "GODEBUG=gctrace=1")
+	debug := "GODEBUG=gctrace=1"
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "GODEBUG="); ok {
+			debug += "," + v
+		}
+	}
+	srv.Env = append(append(os.Environ(), env...), debug)
 	errPipe, err := srv.StderrPipe()
 	if err != nil {
 		return err
@@ -178,7 +185,14 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 		go func() { profiled <- fetchProfile("http://"+pprofAddr+"/debug/pprof/profile?seconds=20", profile) }()
 		time.Sleep(500 * time.Millisecond)
 	}
+	if allocs != "" {
+		if err := fetchProfile("http://"+pprofAddr+"/debug/pprof/allocs?gc=1", allocs+".before"); err != nil {
+			return fmt.Errorf("allocation profile: %w", err)
+		}
+	}
+	commits1, _ := scrape(client, base)
 	faults1 := procFaults(srv.Process.Pid)
+	self1 := selfCPU()
 	pushAt := time.Now()
 	resp, err := client.Post(base+"/api/v1/push", "application/json",
 		strings.NewReader(`{"items":[{"queue":"parked","transactionId":"wake-1","payload":{"n":1}}]}`))
@@ -191,12 +205,19 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	}
 	pushed := time.Since(pushAt)
 	wg.Wait()
+	self2 := selfCPU()
 	cpu2, _ := procCPU(srv.Process.Pid)
 	rss2, _ := procRSS(srv.Process.Pid)
 	faults2 := procFaults(srv.Process.Pid)
+	if allocs != "" {
+		if err := fetchProfile("http://"+pprofAddr+"/debug/pprof/allocs?gc=1", allocs+".after"); err != nil {
+			return fmt.Errorf("allocation profile: %w", err)
+		}
+	}
 	// The trace line of a cycle comes when it ends: give the last a moment.
 	time.Sleep(100 * time.Millisecond)
 	gc2, n2 := gc.total()
+	commits2, _ := scrape(client, base)
 
 	var lat []time.Duration
 	var got, failed int
@@ -223,6 +244,24 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 		pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond))
 	fmt.Printf("after push: server CPU %.2f s until the last answer, GC CPU %.2f s in %d cycles, RSS %.1f MiB, %d page faults\n",
 		(cpu2 - cpu1).Seconds(), (gc2 - gc1).Seconds(), n2-n1, float64(rss2)/(1<<20), faults2-faults1)
+	// The client runs on the same cores: its share of the wall time is
+	// its own CPU over the same span.
+	d := func(k string) float64 { return commits2[k] - commits1[k] }
+	fmt.Printf("after push: %.0f commits of %.0f writes, %.0f ms committing\n",
+		d("comb_commit_batch_size_count"), d("comb_commit_batch_size_sum"), 1000*d("comb_commit_duration_seconds_sum"))
+	fmt.Printf("answers by 25 ms:")
+	for t, i := 25*time.Millisecond, 0; i < len(lat); t += 25 * time.Millisecond {
+		j := i
+		for j < len(lat) && lat[j] < t {
+			j++
+		}
+		if j > i {
+			fmt.Printf(" %d:%d", t.Milliseconds(), j-i)
+		}
+		i = j
+	}
+	fmt.Println()
+	fmt.Printf("after push: client CPU %.2f s until the last answer (this process)\n", (self2 - self1).Seconds())
 	if profile != "" {
 		if err := <-profiled; err != nil {
 			return fmt.Errorf("profile: %w", err)
@@ -302,6 +341,28 @@ func (g *gcTrace) total() (time.Duration, int) {
 	return g.cpu, g.cycles
 }
 
+// scrape reads the server's unlabelled Prometheus samples by name.
+func scrape(c *http.Client, base string) (map[string]float64, error) {
+	resp, err := c.Get(base + "/metrics/prometheus")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[name] = f
+		}
+	}
+	return out, sc.Err()
+}
+
 // parkedPops reads the server's comb_parked_pops gauge.
 func parkedPops(c *http.Client, base string) (int64, error) {
 	resp, err := c.Get(base + "/metrics/prometheus")
@@ -331,6 +392,15 @@ func procCPU(pid int) (time.Duration, error) {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100, nil // USER_HZ is 100 on Linux
+}
+
+// selfCPU is the user and system CPU time of this process so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procFaults is the minor page faults of pid so far: memory touched for
