@@ -192,6 +192,7 @@ func run(bin string, n int, settle time.Duration, env []string, profile, allocs 
 	}
 	commits1, _ := scrape(client, base)
 	faults1 := procFaults(srv.Process.Pid)
+	cpuPush, _ := procCPU(srv.Process.Pid)
 	self1 := selfCPU()
 	pushAt := time.Now()
 	resp, err := client.Post(base+"/api/v1/push", "application/json",
@@ -243,7 +244,7 @@ func run(bin string, n int, settle time.Duration, env []string, profile, allocs 
 	fmt.Printf("wake        p50 %v  p99 %v  max %v (from the push's start)\n",
 		pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond))
 	fmt.Printf("after push: server CPU %.2f s until the last answer, GC CPU %.2f s in %d cycles, RSS %.1f MiB, %d page faults\n",
-		(cpu2 - cpu1).Seconds(), (gc2 - gc1).Seconds(), n2-n1, float64(rss2)/(1<<20), faults2-faults1)
+		(cpu2 - cpuPush).Seconds(), (gc2 - gc1).Seconds(), n2-n1, float64(rss2)/(1<<20), faults2-faults1)
 	// The client runs on the same cores: its share of the wall time is
 	// its own CPU over the same span.
 	d := func(k string) float64 { return commits2[k] - commits1[k] }
