@@ -632,13 +632,17 @@ func (w *wtx) waveWakes(queueID int64, out *waveOut, idle []int, expires, now in
 
 // subscribedSet remembers which groups are known to be subscribed to a
 // queue, by name, so a woken pop can tell whether its claim may be lazy
-// without a look on a reader. An entry is added only from what a commit
-// or a read showed, and only if no subscription was deleted since that
-// was taken (gen): every delete of subscriptions forgets them all.
+// without a look on a reader, and a wave which groups it need not offer
+// the subscription insert. An entry is added only from what a commit or a
+// read showed, and only if no subscription was deleted since that was
+// taken (gen): every delete of subscriptions forgets them all, once as it
+// runs and again when its transaction has ended (settle), since a read
+// that began between the two still saw the rows it deletes.
 type subscribedSet struct {
-	mu  sync.Mutex
-	gen uint64
-	m   map[subKey]struct{}
+	mu      sync.Mutex
+	gen     uint64
+	m       map[subKey]struct{}
+	pending bool // forgotten in the writer's open transaction
 }
 
 type subKey struct{ tenant, queue, group string }
@@ -678,4 +682,18 @@ func (s *subscribedSet) forget() {
 	defer s.mu.Unlock()
 	s.gen++
 	s.m = nil
+	s.pending = true
+}
+
+// settle is called by the writer when a transaction has committed or
+// rolled back: if it deleted subscriptions, what was added since it did,
+// from reads that may have begun before its commit, is forgotten.
+func (s *subscribedSet) settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending {
+		s.gen++
+		s.m = nil
+		s.pending = false
+	}
 }
