@@ -217,7 +217,7 @@ func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 	}
 	now := micros(w.now)
 	var groups []string
-	first := map[string]*claimOp{}
+	first := make(map[string]*claimOp, len(cs))
 	for _, c := range cs {
 		if first[c.req.Group] == nil {
 			first[c.req.Group] = c
@@ -235,8 +235,11 @@ func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 	// The claims of one group take turns as they would one after another:
 	// what one leased is not due for the next, which starts after it, and
 	// sees the cursors it moved past deleted messages.
-	taken := map[string]map[int64]bool{}
-	turn := map[string]string{}
+	// The maps of a wave are sized for it at once: grown one claim at a
+	// time, each rehash wrote a larger table into memory the process had
+	// never touched, which costs a page fault per page.
+	taken := make(map[groupPartition]bool, len(cs))
+	turn := make(map[string]string, len(groups))
 	aside := map[string]bool{} // groups whose later claims go alone
 	var leases []waveLease
 	expires := addMicros(now, q.LeaseDuration().Microseconds())
@@ -251,8 +254,8 @@ func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 			after = w.s.turn.next(q.ID, g)
 		}
 		limit := c.req.Partitions + 8
-		cands := waveDue(due[g], taken[g], c.req.Partition, limit, after)
-		spans, err := w.waveSpans(cands, c.req)
+		cands := waveDue(due[g], taken, g, c.req.Partition, limit, after)
+		spans, rowless, err := w.waveSpans(cands, c.req)
 		if err != nil {
 			return nil, err
 		}
@@ -270,17 +273,32 @@ func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 			// A damaged segment moved cursors the rows read above hold.
 			return nil, errWaveAside
 		}
+		for _, sp := range kept {
+			taken[groupPartition{g, sp.part.ID}] = true
+			turn[g] = sp.part.Name
+			l := waveLease{Partition: sp.part.ID, Group: g, Lease: leaseID, From: sp.from, To: sp.to}
+			for j, rc := range rowless {
+				if rc != nil && rc.part.ID == sp.part.ID {
+					l.Committed, l.New = rc.committed, true
+					rowless[j] = nil
+				}
+			}
+			leases = append(leases, l)
+		}
+		// A span chosen but not read (past the size limit, or sealed by
+		// a missing key) still has its row written, as claimOnce writes
+		// it before reading.
+		for _, rc := range rowless {
+			if rc == nil {
+				continue
+			}
+			if err := w.materializeCursor(rc); err != nil {
+				return nil, err
+			}
+		}
 		if len(kept) == 0 {
 			aside[g] = true
 			continue
-		}
-		if taken[g] == nil {
-			taken[g] = map[int64]bool{}
-		}
-		for _, sp := range kept {
-			taken[g][sp.part.ID] = true
-			turn[g] = sp.part.Name
-			leases = append(leases, waveLease{Partition: sp.part.ID, Group: g, Lease: leaseID, From: sp.from, To: sp.to})
 		}
 		out.done[i] = true
 		out.claims[i] = waveClaim{spans: kept, msgs: msgs, leaseID: leaseID}
@@ -313,12 +331,24 @@ func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string
 		// After: the registration point is recorded (a start from now).
 		After bool `json:"a"`
 	}
-	subs := make([]sub, len(groups))
-	for i, g := range groups {
-		subs[i] = sub{Group: g, Mode: seek.ModeAll}
-		if first[g].req.Start.Mode == seek.ModeNew && g != combtype.QueueModeGroup {
-			subs[i] = sub{Group: g, Mode: seek.ModeNew, From: &now, After: true}
+	// A group known to be subscribed (subscribedSet: what a commit or a
+	// read showed, forgotten by every delete of subscriptions, which also
+	// runs in this writer) has its row: the insert would only find it.
+	// The pops one push wakes are mostly such groups, parked by an earlier
+	// pop that subscribed them.
+	subs := make([]sub, 0, len(groups))
+	for _, g := range groups {
+		if w.s.subs.has(subKey{first[g].req.Tenant, q.Name, g}) {
+			continue
 		}
+		e := sub{Group: g, Mode: seek.ModeAll}
+		if first[g].req.Start.Mode == seek.ModeNew && g != combtype.QueueModeGroup {
+			e = sub{Group: g, Mode: seek.ModeNew, From: &now, After: true}
+		}
+		subs = append(subs, e)
+	}
+	if len(subs) == 0 {
+		return nil
 	}
 	arg, err := json.Marshal(subs)
 	if err != nil {
@@ -361,7 +391,7 @@ func (w *wtx) waveCandidates(queueID int64, groups []string, now int64) (map[str
 		return nil, fmt.Errorf("scan partitions: %w", err)
 	}
 	defer rows.Close()
-	due := map[string][]candidate{}
+	due := make(map[string][]candidate, len(groups))
 	for rows.Next() {
 		var c candidate
 		var created int64
@@ -384,15 +414,21 @@ func (w *wtx) waveCandidates(queueID int64, groups []string, now int64) (map[str
 	return due, nil
 }
 
+// groupPartition is a partition of a group's, taken by a claim of the wave.
+type groupPartition struct {
+	group     string
+	partition int64
+}
+
 // waveDue is what scanCandidates returns from cands, a group's due
 // partitions in name order, less those taken earlier in the wave or moved
 // past their end: those of partition only, if named; after the name given,
 // wrapping around; at most limit unless a partition is named.
-func waveDue(cands []candidate, taken map[int64]bool, partition string, limit int, after string) []*candidate {
+func waveDue(cands []candidate, taken map[groupPartition]bool, group, partition string, limit int, after string) []*candidate {
 	var later, wrapped []*candidate
 	for i := range cands {
 		c := &cands[i]
-		if taken[c.part.ID] || (partition != "" && c.part.Name != partition) || c.next() > c.part.LastOffset {
+		if taken[groupPartition{group, c.part.ID}] || (partition != "" && c.part.Name != partition) || c.next() > c.part.LastOffset {
 			continue
 		}
 		if after == "" || c.part.Name > after {
@@ -412,8 +448,14 @@ func waveDue(cands []candidate, taken map[int64]bool, partition string, limit in
 // without delay or window. A run of deleted messages where a span would
 // start is skipped as claimOnce skips it, and the candidate in due (the
 // group's own, shared by its later claims in the wave) moves with it.
-func (w *wtx) waveSpans(due []*candidate, req *popReq) ([]claimSpan, error) {
+//
+// The group's first claim on a partition writes its cursor row, as
+// claimOnce does (materializeCursor); a span's row is left to leaseWave,
+// which writes it with its lease in the same statement, and such spans'
+// candidates are returned in rowless.
+func (w *wtx) waveSpans(due []*candidate, req *popReq) ([]claimSpan, []*candidate, error) {
 	var spans []claimSpan
+	var rowless []*candidate
 	budget := int64(req.Batch)
 	for _, c := range due {
 		if len(spans) == req.Partitions || budget == 0 {
@@ -422,31 +464,37 @@ func (w *wtx) waveSpans(due []*candidate, req *popReq) ([]claimSpan, error) {
 		committed := c.committed
 		from := c.next()
 		last := c.part.LastOffset
-		if !c.hasCursor {
-			// The group's first claim on the partition writes its cursor,
-			// as claimOnce does (materializeCursor).
-			if err := w.materializeCursor(c); err != nil {
-				return nil, err
-			}
-		}
 		var sp *claimSpan
 		for from <= last && sp == nil {
 			var skipTo int64
 			var err error
 			if sp, skipTo, err = w.trimTombstones(c, from, last, budget); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if sp == nil {
+				if !c.hasCursor {
+					if err := w.materializeCursor(c); err != nil {
+						return nil, nil, err
+					}
+				}
 				if _, err := w.ExecContext(w.ctx, `UPDATE cursors SET committed = MAX(committed, ?)
 					WHERE partition_id = ? AND group_name = ?`, skipTo, c.part.ID, req.Group); err != nil {
-					return nil, fmt.Errorf("skip deleted messages: %w", err)
+					return nil, nil, fmt.Errorf("skip deleted messages: %w", err)
 				}
 				c.committed = max(c.committed, skipTo)
 				from = skipTo + 1
 			}
 		}
 		if sp == nil {
+			if !c.hasCursor {
+				if err := w.materializeCursor(c); err != nil {
+					return nil, nil, err
+				}
+			}
 			continue
+		}
+		if !c.hasCursor {
+			rowless = append(rowless, c)
 		}
 		if gap := c.part.LogStart - (committed + 1); gap > 0 {
 			sp.evicted = gap
@@ -454,7 +502,7 @@ func (w *wtx) waveSpans(due []*candidate, req *popReq) ([]claimSpan, error) {
 		spans = append(spans, *sp)
 		budget -= sp.to - sp.from + 1 - int64(len(sp.dead))
 	}
-	return spans, nil
+	return spans, rowless, nil
 }
 
 // waveLease is one cursor a wave leases.
@@ -464,27 +512,63 @@ type waveLease struct {
 	Lease     string `json:"l"`
 	From      int64  `json:"f"`
 	To        int64  `json:"t"`
+	// New: the cursor has no row yet; it is written at Committed, the
+	// position its subscription implies, with the lease.
+	New       bool  `json:"n"`
+	Committed int64 `json:"c"`
 }
 
-// leaseWave writes the leases of a wave in one statement, as claimOnce
-// writes each: a lease still recorded has expired and makes this a
-// redelivery; deleted messages before the span count as consumed.
+// leaseWave writes the leases of a wave, as claimOnce writes each: a
+// lease still recorded has expired and makes this a redelivery; deleted
+// messages before the span count as consumed. The rows a group's first
+// claim on a partition must write (materializeCursor, then the lease) are
+// inserted leased: one statement writes every cursor, where a row
+// inserted and then updated cost a statement per row and each row twice.
 func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 	arg, err := json.Marshal(leases)
 	if err != nil {
 		return fmt.Errorf("encode leases: %w", err)
 	}
-	res, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = j.value ->> 'l', lease_from = j.value ->> 'f',
-		lease_to = j.value ->> 't', lease_expires_at = ?1, redelivery_count = redelivery_count + (lease_id IS NOT NULL),
-		committed = MAX(committed, (j.value ->> 'f') - 1)
-		FROM json_each(?2) j WHERE cursors.partition_id = j.value ->> 'p' AND cursors.group_name = j.value ->> 'g'`,
-		expires, string(arg))
-	if err != nil {
-		return fmt.Errorf("claim partitions: %w", err)
+	var fresh int
+	for i := range leases {
+		if leases[i].New {
+			fresh++
+		}
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("claim partitions: %w", err)
-	} else if n != int64(len(leases)) {
+	var n int64
+	if fresh > 0 {
+		// What materializeCursor and the update below together write: a
+		// new row has redelivered nothing, and consumed up to its
+		// implied position or, past deleted messages, the span's start.
+		res, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at,
+				lease_id, lease_from, lease_to, lease_expires_at)
+			SELECT j.value ->> 'p', j.value ->> 'g', MAX(j.value ->> 'c', (j.value ->> 'f') - 1), ?3,
+				j.value ->> 'l', j.value ->> 'f', j.value ->> 't', ?1
+			FROM json_each(?2) j WHERE j.value ->> 'n'`, expires, string(arg), micros(w.now))
+		if err != nil {
+			return fmt.Errorf("claim partitions: %w", err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("claim partitions: %w", err)
+		}
+	}
+	if fresh < len(leases) {
+		res, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = j.value ->> 'l', lease_from = j.value ->> 'f',
+			lease_to = j.value ->> 't', lease_expires_at = ?1, redelivery_count = redelivery_count + (lease_id IS NOT NULL),
+			committed = MAX(committed, (j.value ->> 'f') - 1)
+			FROM json_each(?2) j WHERE NOT (j.value ->> 'n') AND cursors.partition_id = j.value ->> 'p'
+				AND cursors.group_name = j.value ->> 'g'`,
+			expires, string(arg))
+		if err != nil {
+			return fmt.Errorf("claim partitions: %w", err)
+		}
+		m, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("claim partitions: %w", err)
+		}
+		n += m
+	}
+	if n != int64(len(leases)) {
 		return fmt.Errorf("claim partitions: %d cursors leased, want %d", n, len(leases))
 	}
 	return nil
@@ -548,13 +632,17 @@ func (w *wtx) waveWakes(queueID int64, out *waveOut, idle []int, expires, now in
 
 // subscribedSet remembers which groups are known to be subscribed to a
 // queue, by name, so a woken pop can tell whether its claim may be lazy
-// without a look on a reader. An entry is added only from what a commit
-// or a read showed, and only if no subscription was deleted since that
-// was taken (gen): every delete of subscriptions forgets them all.
+// without a look on a reader, and a wave which groups it need not offer
+// the subscription insert. An entry is added only from what a commit or a
+// read showed, and only if no subscription was deleted since that was
+// taken (gen): every delete of subscriptions forgets them all, once as it
+// runs and again when its transaction has ended (settle), since a read
+// that began between the two still saw the rows it deletes.
 type subscribedSet struct {
-	mu  sync.Mutex
-	gen uint64
-	m   map[subKey]struct{}
+	mu      sync.Mutex
+	gen     uint64
+	m       map[subKey]struct{}
+	pending bool // forgotten in the writer's open transaction
 }
 
 type subKey struct{ tenant, queue, group string }
@@ -594,4 +682,18 @@ func (s *subscribedSet) forget() {
 	defer s.mu.Unlock()
 	s.gen++
 	s.m = nil
+	s.pending = true
+}
+
+// settle is called by the writer when a transaction has committed or
+// rolled back: if it deleted subscriptions, what was added since it did,
+// from reads that may have begun before its commit, is forgotten.
+func (s *subscribedSet) settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending {
+		s.gen++
+		s.m = nil
+		s.pending = false
+	}
 }

@@ -288,3 +288,72 @@ func TestWokenClaimIsDurableWhenItMaySubscribe(t *testing.T) {
 	req.Group = "h"
 	lazy("after Pop", true)
 }
+
+// TestClaimWaveWritesTheRowsOfSpansItDidNotRead: a group's first claim
+// writes the cursor row of every partition it chose, also those whose
+// messages did not fit in the reply (past MaxPopBytes): in a wave as
+// alone. A wave writes the rows of what it leases with their leases, and
+// the others on their own; the cursors and answers are the same.
+func TestClaimWaveWritesTheRowsOfSpansItDidNotRead(t *testing.T) {
+	const groups = 3
+	run := func(waves bool) (results, cursors []string) {
+		ctx := context.Background()
+		s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"),
+			Clock: clock.NewManual(time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		s.SetClaimWaves(waves)
+		big := append(append([]byte(`"`), make([]byte, combtype.MaxPopBytes*5/8)...), '"')
+		for i := range big[1 : len(big)-1] {
+			big[1+i] = 'x'
+		}
+		for _, p := range []string{"x", "y"} {
+			if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: p, TxnID: p, Payload: big}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		release := holdWriter(t, s)
+		out := make(chan string, groups)
+		var wg sync.WaitGroup
+		for i := range groups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := s.PopWoken(ctx, "", combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g%d", i), Batch: 2, Partitions: 2})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				out <- fmt.Sprintf("g%d %d %s", i, len(res.Messages), res.Partition)
+			}()
+		}
+		waitPending(t, s, groups)
+		release()
+		wg.Wait()
+		close(out)
+		for r := range out {
+			results = append(results, r)
+		}
+		slices.Sort(results)
+		cursors = dumpRows(t, s, `SELECT c.group_name, p.name, c.committed, c.lease_id IS NOT NULL, c.lease_from, c.lease_to,
+			c.lease_expires_at, c.redelivery_count, c.created_at FROM cursors c JOIN partitions p ON p.id = c.partition_id
+			ORDER BY c.group_name, p.name`)
+		if waved := s.Stats().WaveClaims.Load(); waves && waved != groups {
+			t.Errorf("%d of %d claims fused", waved, groups)
+		}
+		return results, cursors
+	}
+	aloneRes, aloneCur := run(false)
+	waveRes, waveCur := run(true)
+	if !slices.Equal(aloneRes, waveRes) {
+		t.Errorf("answers differ:\nalone %q\nwave  %q", aloneRes, waveRes)
+	}
+	if !slices.Equal(aloneCur, waveCur) {
+		t.Errorf("cursors differ:\nalone %q\nwave  %q", aloneCur, waveCur)
+	}
+	if len(waveCur) != 2*groups {
+		t.Errorf("%d cursor rows, want %d (both partitions of each group): %q", len(waveCur), 2*groups, waveCur)
+	}
+}

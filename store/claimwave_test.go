@@ -108,3 +108,35 @@ func TestUndoInMemoryOnlyForCommitsOfSmallOps(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscribedSetForgetsWhatAReadBeforeADeleteCommittedAdded: a delete
+// of subscriptions forgets the known groups as it runs, but a pop that
+// read the group's subscription before the delete committed may add it
+// back; the writer forgets again when that transaction ends, so the wave
+// offers the subscription insert again to the group whose row is gone.
+func TestSubscribedSetForgetsWhatAReadBeforeADeleteCommittedAdded(t *testing.T) {
+	var s subscribedSet
+	k := subKey{"", "q", "g"}
+	s.add(k, s.generation())
+	if !s.has(k) {
+		t.Fatal("not known after add")
+	}
+	s.forget() // the delete runs in the writer's open transaction
+	if s.has(k) {
+		t.Fatal("still known once a delete ran")
+	}
+	gen := s.generation() // a pop's read begins, on a snapshot from before the commit
+	s.add(k, gen)         // and finds the row
+	s.settle()            // the delete commits
+	if s.has(k) {
+		t.Error("a group whose subscription was deleted is still known subscribed")
+	}
+	s.add(k, s.generation())
+	if !s.has(k) {
+		t.Error("not known after an add that follows the commit")
+	}
+	s.settle() // nothing forgotten since: what is known stays
+	if !s.has(k) {
+		t.Error("a transaction that deleted nothing forgot the known groups")
+	}
+}

@@ -242,15 +242,17 @@ type QueueRef struct {
 	Tenant, Queue string
 }
 
+const leasesExpiredSQL = `SELECT DISTINCT q.tenant, q.name FROM cursors c INDEXED BY cursors_lease_expiry
+	JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+	WHERE ` + liveLeaseAt + `?1 AND c.lease_expires_at <= ?2
+	ORDER BY q.tenant, q.name`
+
 // LeasesExpiredBetween returns the queues holding a lease that expired in
 // (after, upTo], so parked pops on them can be woken. The partial index on
-// leased cursors keeps this a scan of the batches in flight, not of every
-// cursor.
+// leased cursors by expiry (cursors_lease_expiry) makes this a read of the
+// leases that expired in the range, not of every batch in flight.
 func (s *Store) LeasesExpiredBetween(ctx context.Context, after, upTo time.Time) ([]QueueRef, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT q.tenant, q.name FROM cursors c INDEXED BY cursors_lease
-		JOIN partitions p ON p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-		WHERE `+liveLeaseAt+`? AND c.lease_expires_at <= ?
-		ORDER BY q.tenant, q.name`, micros(after), micros(upTo))
+	rows, err := s.r.QueryContext(ctx, leasesExpiredSQL, micros(after), micros(upTo))
 	if err != nil {
 		return nil, fmt.Errorf("find expired leases: %w", err)
 	}

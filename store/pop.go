@@ -249,12 +249,15 @@ func (s *Store) PopWoken(ctx context.Context, tenant string, r combtype.PopReque
 	gen := s.subs.generation()
 	// Lazy only when the group is known to be subscribed, as Pop decides
 	// it: a claim that subscribes must be durable (see Pop).
-	lazy := s.subs.has(k) && !req.AutoAck
+	known := s.subs.has(k)
+	lazy := known && !req.AutoAck
 	c := &claimOp{tenant: tenant, queue: req.Queue, req: &req}
 	if err := s.submit(ctx, &writeOp{isolated: true, smallUndo: true, lazy: lazy, apply: c.apply, claim: c}); err != nil {
 		return nil, err
 	}
-	if c.found {
+	if c.found && !known {
+		// Only a group not known before: the set's lock is taken by
+		// every pop of a wave, all at once.
 		s.subs.add(k, gen)
 	}
 	if c.res != nil {

@@ -17,13 +17,15 @@ import (
 // each claim applied one by one in the commit (waves off), "wave" the
 // claims of the queue fused (claimWaves); run with -count to alternate
 // them. "subscribed" groups have met the queue before; on "first" contact
-// each claim also subscribes its group. The time per op is one whole wake
+// each claim also subscribes its group; "parked" groups were subscribed by
+// a pop that found nothing and parked, and have no cursor row yet, as in
+// scripts/parked. The time per op is one whole wake
 // of all groups; cpu-µs/claim is the process's CPU per woken claim,
 // writer-µs/claim the writer's time in its commits, stmts/claim the
 // statements it ran.
 func BenchmarkWakeManyGroups(b *testing.B) {
 	const groups = 1000
-	for _, contact := range []string{"subscribed", "first"} {
+	for _, contact := range []string{"subscribed", "first", "parked"} {
 		for _, mode := range []string{"alone", "wave"} {
 			b.Run(contact+"/"+mode, func(b *testing.B) {
 				ctx := context.Background()
@@ -40,7 +42,7 @@ func BenchmarkWakeManyGroups(b *testing.B) {
 					out := make([]string, groups)
 					for i := range out {
 						out[i] = fmt.Sprintf("g-%d", i)
-						if contact == "first" {
+						if contact != "subscribed" {
 							out[i] = fmt.Sprintf("g-%d-%d", round, i)
 						}
 					}
@@ -60,10 +62,17 @@ func BenchmarkWakeManyGroups(b *testing.B) {
 				for b.Loop() {
 					round++
 					b.StopTimer()
+					gs := names(round)
+					if contact == "parked" {
+						for _, g := range gs {
+							if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "parked", Group: g, SubscriptionMode: "new"}); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
 					if _, err := st.Push(ctx, "", []combtype.PushItem{{Queue: "parked", Payload: payload100}}); err != nil {
 						b.Fatal(err)
 					}
-					gs := names(round)
 					results := make([]*combtype.PopResult, groups)
 					var start, ready sync.WaitGroup
 					start.Add(1)

@@ -227,6 +227,7 @@ func (s *Store) lingerFor(l *linger, batch *[]*writeOp) {
 }
 
 func (s *Store) commit(batch []*writeOp) {
+	defer s.subs.settle()
 	errs, notify, err := s.runBatch(batch)
 	if err != nil && isFull(err) && s.onFull(batch) {
 		// The disk filled and the reserve was just given back: what

@@ -15,6 +15,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,6 +43,8 @@ func main() {
 	n := flag.Int("n", 2000, "parked long-polls")
 	settle := flag.Duration("settle", 5*time.Second, "how long to measure the server while the pops are parked")
 	profile := flag.String("cpuprofile", "", "write the server's CPU profile from the push to the last answer here (serves pprof on loopback)")
+	rounds := flag.Int("rounds", 1, "wakes in a row: after each, every consumer acknowledges and parks again (profiles are of the last)")
+	allocs := flag.String("allocprofile", "", "write the server's allocation profiles before the push and after the last answer to F.before and F.after (compare with go tool pprof -base)")
 	var env envList
 	flag.Var(&env, "env", "NAME=VALUE for the server's environment (repeatable), e.g. GOMEMLIMIT=off")
 	flag.Parse()
@@ -49,13 +52,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "parked: -bin is required")
 		os.Exit(2)
 	}
-	if err := run(*bin, *n, *settle, env, *profile); err != nil {
+	if err := run(*bin, *n, *rounds, *settle, env, *profile, *allocs); err != nil {
 		fmt.Fprintln(os.Stderr, "parked:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, n int, settle time.Duration, env []string, profile string) error {
+func run(bin string, n, rounds int, settle time.Duration, env []string, profile, allocs string) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return err
@@ -80,7 +83,7 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	ln.Close()
 	args := []string{"serve", "--addr", addr, "--db", filepath.Join(dir, "comb.db")}
 	var pprofAddr string
-	if profile != "" {
+	if profile != "" || allocs != "" {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
@@ -92,7 +95,13 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	srv := exec.Command(bin, args...)
 	// The collector's own account of its CPU (GODEBUG=gctrace=1) is read
 	// from the server's stderr, to compare with the CPU of the whole wake.
-	srv.Env = append(append(os.Environ(), env...), "GODEBUG=gctrace=1")
+	debug := "GODEBUG=gctrace=1"
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "GODEBUG="); ok {
+			debug += "," + v
+		}
+	}
+	srv.Env = append(append(os.Environ(), env...), debug)
 	errPipe, err := srv.StderrPipe()
 	if err != nil {
 		return err
@@ -124,33 +133,88 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 		}
 	}
 
-	// Park: each pop subscribes its own group, then waits.
+	// Park: each pop subscribes its own group, then waits. With rounds > 1
+	// each consumer acknowledges what it got and pops again, so the later
+	// wakes are of consumers in their steady state: groups subscribed,
+	// cursor rows written, connections that have answered before.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	type answer struct {
-		at     time.Time
-		status int
-		got    bool
-		err    error
+	answers := make([][]answer, rounds)
+	woken := make([]sync.WaitGroup, rounds)
+	for r := range rounds {
+		answers[r] = make([]answer, n)
+		woken[r].Add(n)
 	}
-	answers := make([]answer, n)
-	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			url := fmt.Sprintf("%s/api/v1/pop/queue/parked?consumerGroup=g-%d&wait=true&timeout=120000&batch=1", base, i)
-			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				answers[i] = answer{at: time.Now(), err: err}
-				return
+			for r := range rounds {
+				a, ack := popOnce(ctx, client, base, i, r+1)
+				answers[r][i] = a
+				woken[r].Done()
+				if ack == "" {
+					for l := r + 1; l < rounds; l++ {
+						woken[l].Done() // nothing to acknowledge: this consumer stops
+					}
+					return
+				}
+				if r+1 < rounds {
+					resp, err := client.Post(base+"/api/v1/ack", "application/json", strings.NewReader(ack))
+					if err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}
 			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			answers[i] = answer{at: time.Now(), status: resp.StatusCode, got: strings.Contains(string(body), "wake-1")}
 		}()
 	}
+	for r := range rounds {
+		if err := wake(client, base, srv.Process.Pid, &gc, n, r+1, rounds, settle, pprofAddr, profile, allocs, answers[r], &woken[r]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// answer is what one parked pop got, and when.
+type answer struct {
+	at     time.Time
+	status int
+	got    bool
+	err    error
+}
+
+// popOnce parks consumer i's pop of round and returns its answer, and the
+// acknowledgment of what it got ("" if nothing).
+func popOnce(ctx context.Context, client *http.Client, base string, i, round int) (answer, string) {
+	url := fmt.Sprintf("%s/api/v1/pop/queue/parked?consumerGroup=g-%d&wait=true&timeout=120000&batch=1", base, i)
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		return answer{at: time.Now(), err: err}, ""
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	a := answer{at: time.Now(), status: resp.StatusCode, got: strings.Contains(string(body), fmt.Sprintf(`"wake-%d"`, round))}
+	var got struct {
+		LeaseID  string `json:"leaseId"`
+		Messages []struct {
+			TransactionID string `json:"transactionId"`
+			PartitionID   string `json:"partitionId"`
+		} `json:"messages"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Messages) == 0 {
+		return a, ""
+	}
+	m := got.Messages[0]
+	ack, _ := json.Marshal(map[string]string{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
+		"leaseId": got.LeaseID, "status": "completed", "consumerGroup": fmt.Sprintf("g-%d", i)})
+	return a, string(ack)
+}
+
+// wake waits until n pops are parked, measures the server while they wait,
+// pushes the message of round and reports how the pops woke.
+func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, rounds int, settle time.Duration,
+	pprofAddr, profile, allocs string, answers []answer, woken *sync.WaitGroup) error {
 	parkStart := time.Now()
 	for {
 		p, err := parkedPops(client, base)
@@ -162,26 +226,39 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	if rounds > 1 {
+		fmt.Printf("-- round %d\n", round)
+	}
 	fmt.Printf("parked      %d pops in %v\n", n, time.Since(parkStart).Round(time.Millisecond))
 
-	cpu0, _ := procCPU(srv.Process.Pid)
+	cpu0, _ := procCPU(pid)
 	gc0, _ := gc.total()
 	time.Sleep(settle)
-	cpu1, _ := procCPU(srv.Process.Pid)
+	cpu1, _ := procCPU(pid)
 	gc1, n1 := gc.total()
-	rss, _ := procRSS(srv.Process.Pid)
+	rss, _ := procRSS(pid)
 	fmt.Printf("while parked: server CPU %.2f s over %v (%.0f%% of a core), GC CPU %.2f s, RSS %.1f MiB\n",
 		(cpu1 - cpu0).Seconds(), settle, 100*(cpu1-cpu0).Seconds()/settle.Seconds(), (gc1 - gc0).Seconds(), float64(rss)/(1<<20))
 
+	// Profiles are of the last round.
+	last := round == rounds
 	profiled := make(chan error, 1)
-	if profile != "" {
+	if profile != "" && last {
 		go func() { profiled <- fetchProfile("http://"+pprofAddr+"/debug/pprof/profile?seconds=20", profile) }()
 		time.Sleep(500 * time.Millisecond)
 	}
-	faults1 := procFaults(srv.Process.Pid)
+	if allocs != "" && last {
+		if err := fetchProfile("http://"+pprofAddr+"/debug/pprof/allocs?gc=1", allocs+".before"); err != nil {
+			return fmt.Errorf("allocation profile: %w", err)
+		}
+	}
+	commits1, _ := scrape(client, base)
+	faults1 := procFaults(pid)
+	cpuPush, _ := procCPU(pid)
+	self1 := selfCPU()
 	pushAt := time.Now()
 	resp, err := client.Post(base+"/api/v1/push", "application/json",
-		strings.NewReader(`{"items":[{"queue":"parked","transactionId":"wake-1","payload":{"n":1}}]}`))
+		strings.NewReader(fmt.Sprintf(`{"items":[{"queue":"parked","transactionId":"wake-%d","payload":{"n":%d}}]}`, round, round)))
 	if err != nil {
 		return fmt.Errorf("push: %w", err)
 	}
@@ -190,13 +267,20 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 		return fmt.Errorf("push: %d", resp.StatusCode)
 	}
 	pushed := time.Since(pushAt)
-	wg.Wait()
-	cpu2, _ := procCPU(srv.Process.Pid)
-	rss2, _ := procRSS(srv.Process.Pid)
-	faults2 := procFaults(srv.Process.Pid)
+	woken.Wait()
+	self2 := selfCPU()
+	cpu2, _ := procCPU(pid)
+	rss2, _ := procRSS(pid)
+	faults2 := procFaults(pid)
+	if allocs != "" && last {
+		if err := fetchProfile("http://"+pprofAddr+"/debug/pprof/allocs?gc=1", allocs+".after"); err != nil {
+			return fmt.Errorf("allocation profile: %w", err)
+		}
+	}
 	// The trace line of a cycle comes when it ends: give the last a moment.
 	time.Sleep(100 * time.Millisecond)
 	gc2, n2 := gc.total()
+	commits2, _ := scrape(client, base)
 
 	var lat []time.Duration
 	var got, failed int
@@ -222,8 +306,26 @@ func run(bin string, n int, settle time.Duration, env []string, profile string) 
 	fmt.Printf("wake        p50 %v  p99 %v  max %v (from the push's start)\n",
 		pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond))
 	fmt.Printf("after push: server CPU %.2f s until the last answer, GC CPU %.2f s in %d cycles, RSS %.1f MiB, %d page faults\n",
-		(cpu2 - cpu1).Seconds(), (gc2 - gc1).Seconds(), n2-n1, float64(rss2)/(1<<20), faults2-faults1)
-	if profile != "" {
+		(cpu2 - cpuPush).Seconds(), (gc2 - gc1).Seconds(), n2-n1, float64(rss2)/(1<<20), faults2-faults1)
+	d := func(k string) float64 { return commits2[k] - commits1[k] }
+	fmt.Printf("after push: %.0f commits of %.0f writes, %.0f ms committing\n",
+		d("comb_commit_batch_size_count"), d("comb_commit_batch_size_sum"), 1000*d("comb_commit_duration_seconds_sum"))
+	fmt.Printf("answers by 25 ms:")
+	for t, i := 25*time.Millisecond, 0; i < len(lat); t += 25 * time.Millisecond {
+		j := i
+		for j < len(lat) && lat[j] < t {
+			j++
+		}
+		if j > i {
+			fmt.Printf(" %d:%d", t.Milliseconds(), j-i)
+		}
+		i = j
+	}
+	fmt.Println()
+	// The client runs on the same cores: its share of the wall time is
+	// its own CPU over the same span.
+	fmt.Printf("after push: client CPU %.2f s until the last answer (this process)\n", (self2 - self1).Seconds())
+	if profile != "" && last {
 		if err := <-profiled; err != nil {
 			return fmt.Errorf("profile: %w", err)
 		}
@@ -302,6 +404,28 @@ func (g *gcTrace) total() (time.Duration, int) {
 	return g.cpu, g.cycles
 }
 
+// scrape reads the server's unlabelled Prometheus samples by name.
+func scrape(c *http.Client, base string) (map[string]float64, error) {
+	resp, err := c.Get(base + "/metrics/prometheus")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[name] = f
+		}
+	}
+	return out, sc.Err()
+}
+
 // parkedPops reads the server's comb_parked_pops gauge.
 func parkedPops(c *http.Client, base string) (int64, error) {
 	resp, err := c.Get(base + "/metrics/prometheus")
@@ -331,6 +455,15 @@ func procCPU(pid int) (time.Duration, error) {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100, nil // USER_HZ is 100 on Linux
+}
+
+// selfCPU is the user and system CPU time of this process so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procFaults is the minor page faults of pid so far: memory touched for
