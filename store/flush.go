@@ -200,6 +200,13 @@ func (w *wtx) insertTxids(pp *pendingPart) (int64, error) {
 	base := pp.next - int64(len(pp.frames))
 	buf := make([]byte, 0, 20*min(len(pp.frames), chunk))
 	maxKey := int64(math.MinInt64)
+	// The ceiling before these keys bounds every key stored before them,
+	// which is what a new window of recent keys starts from.
+	ceil, known := w.s.keyCeil[pp.part.ID]
+	var keys []int64
+	if known {
+		keys = make([]int64, 0, len(pp.frames))
+	}
 	for start := 0; start < len(pp.frames); start += chunk {
 		end := min(start+chunk, len(pp.frames))
 		buf = append(buf[:0], '[')
@@ -210,6 +217,9 @@ func (w *wtx) insertTxids(pp *pendingPart) (int64, error) {
 			key := txnKey(pp.frames[i].TxnID)
 			w.s.keyCeil.raise(pp.part.ID, key)
 			maxKey = max(maxKey, key)
+			if known {
+				keys = append(keys, key)
+			}
 			buf = strconv.AppendInt(buf, key, 10)
 		}
 		buf = append(buf, ']')
@@ -219,6 +229,9 @@ func (w *wtx) insertTxids(pp *pendingPart) (int64, error) {
 			pp.part.ID, base+int64(start), string(buf)); err != nil {
 			return 0, fmt.Errorf("insert dedup keys: %w", err)
 		}
+	}
+	if known {
+		w.s.recent.stored(pp.part.ID, ceil, keys)
 	}
 	return maxKey, nil
 }

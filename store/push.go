@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -104,13 +105,86 @@ func (w *wtx) storedTxids(partitionID int64, ids []string) (map[string]int64, er
 	if err != nil {
 		return nil, err
 	}
+	recent := w.s.recent.of(partitionID)
 	var maybe []string
 	for _, id := range ids {
-		if txnKey(id) <= ceil {
+		if key := txnKey(id); key <= ceil && (recent == nil || recent.maybe(key)) {
 			maybe = append(maybe, id)
 		}
 	}
 	return txnOffsets(w.ctx, w, partitionID, maybe)
+}
+
+// recentKeys keeps, for the partitions pushed to last, the dedup keys this
+// writer stored lately, so that a key below the ceiling is looked up only
+// when it may really be stored. A key's low 15 bits are a hash, so with many
+// producers the keys of one millisecond land on both sides of the ceiling:
+// at batch 1 most partitions of a commit had one below it, and looked up
+// keys that were not there. Only the writer goroutine touches it.
+type recentKeys map[int64]*keyWindow
+
+// keyWindow holds what a partition's stored keys can be: each is either at
+// most floor or in keys. Like the ceiling it only errs high: keys of a
+// commit that rolled back, or deleted since, cost a lookup but never hide a
+// duplicate.
+type keyWindow struct {
+	floor int64
+	keys  []int64
+}
+
+// Bounds on what recentKeys holds: this many partitions, this many keys
+// each (a millisecond or more of a busy partition's pushes). A partition
+// beyond them is looked up against its ceiling alone, as without windows.
+const (
+	recentKeysPartitions = 4096
+	recentKeysPerWindow  = 32
+)
+
+func (r recentKeys) of(partitionID int64) *keyWindow { return r[partitionID] }
+
+// maybe reports whether key may be stored.
+func (k *keyWindow) maybe(key int64) bool {
+	return key <= k.floor || slices.Contains(k.keys, key)
+}
+
+// stored records keys being written to partition, whose ceiling (every key
+// stored before them is at most it) is ceil.
+func (r *recentKeys) stored(partitionID, ceil int64, keys []int64) {
+	if *r == nil {
+		*r = recentKeys{}
+	}
+	k := (*r)[partitionID]
+	if k == nil {
+		if len(*r) >= recentKeysPartitions {
+			for id := range *r {
+				delete(*r, id)
+				break
+			}
+		}
+		k = &keyWindow{floor: ceil, keys: make([]int64, 0, recentKeysPerWindow)}
+		(*r)[partitionID] = k
+	}
+	for _, key := range keys {
+		if key <= k.floor {
+			continue
+		}
+		if len(k.keys) == recentKeysPerWindow {
+			// The lowest key leaves the window and raises the floor.
+			i := 0
+			for j, v := range k.keys {
+				if v < k.keys[i] {
+					i = j
+				}
+			}
+			k.floor = max(k.floor, k.keys[i])
+			k.keys[i] = k.keys[len(k.keys)-1]
+			k.keys = k.keys[:len(k.keys)-1]
+			if key <= k.floor {
+				continue
+			}
+		}
+		k.keys = append(k.keys, key)
+	}
 }
 
 // keyCeilings holds, per partition, a number no stored dedup key of that

@@ -123,6 +123,7 @@ type Store struct {
 	// subscription records the number it registered at (see segmentSeq).
 	segSeq  int64
 	keyCeil keyCeilings // writer goroutine only
+	recent  recentKeys  // writer goroutine only: narrows dedup lookups (push.go)
 	leased  recentLeases
 	reads   shardReads      // how fresh what stream state readers were served is, per shard
 	rows    rowCache        // writer goroutine only

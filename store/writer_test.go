@@ -384,3 +384,25 @@ func TestProducersPushingInTurnShareACommit(t *testing.T) {
 		t.Errorf("%.1f pushes a commit: want at least %.0f", perCommit, 0.75*producers)
 	}
 }
+
+// The writer waits for the durable callers it answered, and for those
+// already queued, up to a few commit times: the callers' way back costs
+// CPU per caller, so on a busy machine it outlasts one commit.
+func TestLingerWaitsSeveralCommitTimesForTheCallersItAnswered(t *testing.T) {
+	batch := []*writeOp{{}, {}, {lazy: true}}
+	for _, c := range []struct {
+		took, budget time.Duration
+	}{
+		{0, 0},
+		{500 * time.Microsecond, 2 * time.Millisecond},
+		{time.Millisecond, 4 * time.Millisecond},
+		{3 * time.Millisecond, maxLinger},
+		{time.Second, maxLinger},
+	} {
+		var l linger
+		l.expect(batch, 5, c.took)
+		if l.want != 7 || l.budget != c.budget {
+			t.Errorf("after a commit of %v: want %d ops within %v, expected 7 within %v", c.took, l.want, l.budget, c.budget)
+		}
+	}
+}
