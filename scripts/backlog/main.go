@@ -51,8 +51,13 @@ func main() {
 		backupDir := fs.String("backup-dir", "", "where the backup copy goes (default beside -db); it is deleted after")
 		skipFiles := fs.Bool("serve-only", false, "measure the server only, not comb check and comb backup")
 		cutAt := fs.Float64("cut", 0.1, "retention keeps the log from this fraction of its time span on")
+		reserve := fs.String("reserve", "5GiB", "refuse to start the backup unless this much would stay free beside the copy")
 		_ = fs.Parse(os.Args[2:])
-		if err := measure(ctx, *db, *comb, *backupDir, *out, *skipFiles, *cutAt); err != nil {
+		r, err := parseSize(*reserve)
+		if err != nil {
+			fatal(err)
+		}
+		if err := measure(ctx, *db, *comb, *backupDir, *out, *skipFiles, *cutAt, r); err != nil {
 			fatal(err)
 		}
 	default:

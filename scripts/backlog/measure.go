@@ -77,7 +77,7 @@ type row struct{ what, took, rss, note string }
 
 func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
 
-func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles bool, cutAt float64) error {
+func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles bool, cutAt float64, reserve int64) error {
 	n, err := readCount(db)
 	if err != nil || n == 0 {
 		return fmt.Errorf("%s: no message count beside it (built by this script?): %v", db, err)
@@ -192,6 +192,7 @@ func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles boo
 
 	// Seek by timestamp: one group, to 10%, 50%, 90% of the log's span and back.
 	var seeks []time.Duration
+	var each []string
 	for _, f := range []float64{0.1, 0.5, 0.9, 0.3, 0.7} {
 		ts := first.Add(time.Duration(f * float64(last.Sub(first)))).Format(time.RFC3339Nano)
 		d, _, err := do("POST", "/api/v1/consumer-groups/seeker/queues/"+queue+"/seek", map[string]any{"timestamp": ts})
@@ -199,8 +200,10 @@ func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles boo
 			return err
 		}
 		seeks = append(seeks, d)
+		each = append(each, fmt.Sprintf("%.0f%%: %s", 100*f, d.Round(time.Millisecond)))
 	}
-	add("seek by timestamp, whole queue (median of 5)", median(seeks), procStatus(pid, "VmHWM"), fmt.Sprintf("%d partitions", partitions))
+	add("seek by timestamp, whole queue (median of 5)", median(seeks), procStatus(pid, "VmHWM"),
+		fmt.Sprintf("%d partitions; %s", partitions, strings.Join(each, ", ")))
 
 	// pops times count pops of group and says where in the log they
 	// were: the createdAt of the first and last message received.
@@ -344,6 +347,9 @@ func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles boo
 		if len(lines) > 2 {
 			note += fmt.Sprintf("; middle: `%s`", lines[len(lines)/2])
 		}
+		if ph := phases(lines); ph != "" {
+			note += "; phases: " + ph
+		}
 		add(what, d, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss, note)
 		return err
 	}
@@ -353,6 +359,17 @@ func measure(ctx context.Context, db, comb, backupDir, out string, skipFiles boo
 	if backupDir == "" {
 		backupDir = filepath.Dir(db)
 	}
+	// The copy is as large as the file's pages in use; leave reserve free
+	// for everyone else on the disk, or do not start.
+	var fsst syscall.Statfs_t
+	if err := syscall.Statfs(backupDir, &fsst); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	free := int64(fsst.Bavail) * int64(fsst.Bsize)
+	if free < after.Size()+reserve {
+		return fmt.Errorf("backup: %s has %s free, the copy needs up to %s and %s must stay free", backupDir, gib(free), gib(after.Size()), gib(reserve))
+	}
+	fmt.Fprintf(os.Stderr, "backlog: %s free in %s before the backup\n", gib(free), backupDir)
 	copyPath := filepath.Join(backupDir, "backlog-copy.db")
 	os.Remove(copyPath)
 	defer os.Remove(copyPath)
@@ -402,4 +419,57 @@ func sqlite3(ctx context.Context, db, query string) ([]int64, error) {
 		vals = append(vals, n)
 	}
 	return vals, nil
+}
+
+// phases reads the time each phase took off a run's progress lines
+// ("check: segments 1666 of 11476 (15%) segments, ..., 31s elapsed"): from
+// the first line showing a phase to the first line showing the next one,
+// or to the "done in" line for the last phase; good to a progress
+// interval (a second).
+func phases(lines []string) string {
+	type span struct {
+		name     string
+		from, to time.Duration
+	}
+	var spans []span
+	for _, l := range lines {
+		_, rest, ok := strings.Cut(l, ": ")
+		if d, isEnd := strings.CutPrefix(rest, "done in "); isEnd && len(spans) > 0 {
+			if el, err := time.ParseDuration(d); err == nil {
+				spans[len(spans)-1].to = max(spans[len(spans)-1].to, el)
+			}
+			continue
+		}
+		i := strings.LastIndex(rest, ", ")
+		if !ok || i < 0 || !strings.HasSuffix(rest, " elapsed") {
+			continue
+		}
+		el, err := time.ParseDuration(strings.TrimSuffix(rest[i+2:], " elapsed"))
+		if err != nil {
+			continue
+		}
+		var name []string
+		for _, w := range strings.Fields(rest[:i]) {
+			if w[0] >= '0' && w[0] <= '9' {
+				break
+			}
+			name = append(name, strings.TrimSuffix(w, ","))
+			if strings.HasSuffix(w, ",") {
+				break
+			}
+		}
+		n := strings.Join(name, " ")
+		if len(spans) == 0 || spans[len(spans)-1].name != n {
+			if len(spans) > 0 {
+				spans[len(spans)-1].to = el
+			}
+			spans = append(spans, span{name: n, from: el})
+		}
+		spans[len(spans)-1].to = max(spans[len(spans)-1].to, el)
+	}
+	var out []string
+	for _, s := range spans {
+		out = append(out, fmt.Sprintf("%s %s", s.name, (s.to-s.from).Round(time.Second)))
+	}
+	return strings.Join(out, ", ")
 }
