@@ -44,10 +44,16 @@ type QueueStats struct {
 	HasQueueMode   bool
 	BusGroups      int // distinct named groups with a cursor on the queue
 	// Summarized is set when Counts and PartitionCount of a large queue
-	// come from a sum made in the background, StatsAge ago.
+	// come from a sum made in the background, StatsAge ago. A StatsAge
+	// below zero (NotSummed) says no sum is made yet: Counts and
+	// PartitionCount are zero until the background makes the first.
 	Summarized bool
 	StatsAge   time.Duration
 }
+
+// NotSummed is the StatsAge of a large queue's totals that the background
+// has not summed yet; it reads as -1 second.
+const NotSummed = -time.Second
 
 // QueueFilter selects queues for ListQueueStats and QueuePage.
 type QueueFilter struct {

@@ -320,8 +320,10 @@ func TestQueueTotalsAgreeWithPartitions(t *testing.T) {
 }
 
 // A queue with more partitions than the live limit is answered from a sum
-// made in the background, with its statsAge; the sum agrees with its
-// partitions once made again. Smaller queues stay summed on every read.
+// made in the background, with its statsAge, never summed on a request's
+// path: before the first sum it says so (statsAge -1); the sum agrees with
+// its partitions once made again. Smaller queues stay summed on every
+// read.
 func TestLargeQueueTotalsComeFromTheBackgroundSum(t *testing.T) {
 	clk := clock.NewManual(opT0)
 	s := combtest.MustServer(t, combtest.Options{Clock: clk,
@@ -345,9 +347,27 @@ func TestLargeQueueTotalsComeFromTheBackgroundSum(t *testing.T) {
 		}
 		return sum
 	}
-	first := opGet(t, s, "/api/v1/resources/queues/big?limit=2")
-	if got, want := opCounts(t, "totals", first["totals"]), partitionsSum(); fmt.Sprint(got) != fmt.Sprint(want) || first["statsAge"] != 0.0 {
-		t.Fatalf("first read: totals %v statsAge %v, partitions sum %v", got, first["statsAge"], want)
+	// The first read does not sum on its path: it says the queue is not
+	// summed yet (statsAge -1) and the refresher sums it within about a
+	// second.
+	code, body, _, hdr := pagedGet(t, s, "/api/v1/resources/queues/big?limit=2")
+	var first map[string]any
+	if err := json.Unmarshal(body, &first); err != nil || code != http.StatusOK {
+		t.Fatalf("first read: %d %s", code, body)
+	}
+	if got := opCounts(t, "totals", first["totals"]); got["total"] != 0 || first["statsAge"] != -1.0 || hdr.Get("X-Total-Count") != "" {
+		t.Fatalf("first read: totals %v statsAge %v total count %q, want none summed yet (-1) and no count",
+			got, first["statsAge"], hdr.Get("X-Total-Count"))
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got := opGet(t, s, "/api/v1/resources/queues/big?limit=2")
+		totals, want := opCounts(t, "totals", got["totals"]), partitionsSum()
+		if got["statsAge"] == 0.0 && fmt.Sprint(totals) == fmt.Sprint(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no first sum: totals %v statsAge %v, partitions sum %v", totals, got["statsAge"], want)
+		}
 	}
 	// Pushed and consumed since: the large queue shows its last sum and
 	// its age, the small one its counts now.
@@ -464,7 +484,16 @@ func TestLargeQueueGroupListingsComeFromTheBackgroundSum(t *testing.T) {
 	}
 
 	// The status view of a queue: one bounded page, totals over every
-	// partition, with their age.
+	// partition, with their age, once the refresher has summed them (a
+	// read before says none are summed yet: statsAge -1).
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got := opGet(t, s, "/api/v1/resources/queues/wide?limit=1"); got["statsAge"] != -1.0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("wide's totals not summed in the background")
+		}
+	}
 	code, body, next, hdr := pagedGet(t, s, "/api/v1/status/queues/wide")
 	var st struct {
 		Partitions []map[string]any `json:"partitions"`

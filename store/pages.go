@@ -170,7 +170,14 @@ func prefixed(prefix, columns string) string {
 // QueueSummaries returns the tenant's queues matching f, newest first,
 // with their summed counts and partition counts but without their
 // partitions: the queue listing, one aggregate per queue.
+// A large queue not summed yet has zero counts and StatsAge NotSummed.
 func (s *Store) QueueSummaries(ctx context.Context, tenant string, f combtype.QueueFilter) ([]*combtype.QueueStats, error) {
+	return s.queueSummaries(ctx, tenant, f, false)
+}
+
+// queueSummaries is QueueSummaries, summing a large queue not summed yet
+// now when wait is set (see totals).
+func (s *Store) queueSummaries(ctx context.Context, tenant string, f combtype.QueueFilter, wait bool) ([]*combtype.QueueStats, error) {
 	q := `SELECT ` + queueColumns + ` FROM queues WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
 		ORDER BY created_at DESC, id DESC`
 	args := []any{tenant, f.Namespace, f.Namespace, f.Task, f.Task}
@@ -185,7 +192,7 @@ func (s *Store) QueueSummaries(ctx context.Context, tenant string, f combtype.Qu
 	if err != nil {
 		return nil, err
 	}
-	totals, err := s.totals(ctx, s.r, tenant, queues)
+	totals, err := s.totals(ctx, s.r, tenant, queues, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +236,7 @@ func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg comb
 	if err != nil {
 		return nil, combtype.PageInfo{}, err
 	}
-	totals, err := s.totals(ctx, tx, tenant, []*combtype.Queue{q})
+	totals, err := s.totals(ctx, tx, tenant, []*combtype.Queue{q}, false)
 	if err != nil {
 		return nil, combtype.PageInfo{}, err
 	}
@@ -237,6 +244,9 @@ func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg comb
 	t := totals[q.ID]
 	qs.Counts, qs.PartitionCount, qs.Summarized, qs.StatsAge = t.Counts, t.PartitionCount, t.Summarized, t.StatsAge
 	info.Total = int64(qs.PartitionCount)
+	if t.StatsAge < 0 {
+		info.Total = -1 // not counted yet
+	}
 	return qs, info, nil
 }
 
