@@ -47,6 +47,17 @@ func pageBounds(pg combtype.Page) (limit, offset int) {
 	return limit + 1, max(pg.Offset, 0)
 }
 
+// checkOffset refuses an offset past combtype.MaxPageOffset on a listing
+// that hands out positions: the offset would walk every row before it
+// (seconds at a million), where after costs the page.
+func checkOffset(pg combtype.Page) error {
+	if pg.After == "" && pg.Offset > combtype.MaxPageOffset {
+		return fmt.Errorf("%w: offset %d is past %d: page on with after (pagination.next, or the next page in the Link header)",
+			combtype.ErrInvalid, pg.Offset, combtype.MaxPageOffset)
+	}
+	return nil
+}
+
 // queueTotals sums the counts of every partition of each queue in ids
 // without materialising the partitions: partitionCounts over a whole
 // queue. Completed comes from each partition's status cursor (statusCursor:
@@ -206,10 +217,16 @@ func (s *Store) queueSummaries(ctx context.Context, tenant string, f combtype.Qu
 // QueueStatsPage returns one queue with the summed counts of all its
 // partitions, and the page pg of its partitions (in creation order) with
 // their own counts and segment times. PageInfo.Total is the queue's
-// partition count. An unknown queue is ErrQueueNotFound.
+// partition count. With pg.Limit 0 the page is the whole queue when it
+// fits in MaxPageLimit, else DefaultQueuePageLimit partitions
+// (PageInfo.Limit says which). An offset past MaxPageOffset is
+// ErrInvalid. An unknown queue is ErrQueueNotFound.
 func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg combtype.Page) (*combtype.QueueStats, combtype.PageInfo, error) {
 	after, err := afterID(pg.After)
 	if err != nil {
+		return nil, combtype.PageInfo{}, err
+	}
+	if err := checkOffset(pg); err != nil {
 		return nil, combtype.PageInfo{}, err
 	}
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -228,6 +245,17 @@ func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg comb
 		return nil, combtype.PageInfo{}, err
 	}
 	var info combtype.PageInfo
+	if pg.Limit <= 0 {
+		// No limit asked: the whole queue when it fits in one page (as
+		// Queen answers), else a smaller page, since a page's cost is its
+		// partitions' figures, not the rows read here.
+		info.Limit = limit - 1
+		if len(parts) == limit {
+			info.Limit = combtype.DefaultQueuePageLimit
+			parts = parts[:combtype.DefaultQueuePageLimit+1]
+			limit = len(parts)
+		}
+	}
 	if len(parts) == limit {
 		parts = parts[:limit-1]
 		info.More, info.Next = true, strconv.FormatInt(parts[len(parts)-1].ID, 10)
@@ -257,6 +285,9 @@ func (s *Store) GroupPage(ctx context.Context, tenant, group string, pg combtype
 	info := combtype.PageInfo{Total: -1}
 	after, err := afterID(pg.After)
 	if err != nil {
+		return nil, nil, info, err
+	}
+	if err := checkOffset(pg); err != nil {
 		return nil, nil, info, err
 	}
 	limit, offset := pageBounds(pg)
