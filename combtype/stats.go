@@ -69,11 +69,18 @@ type QueueStats struct {
 	BusGroups    int // distinct named groups with a cursor on the queue
 	// Summarized is set when Counts and PartitionCount of a large queue
 	// (more than Options.LiveTotalsPartitions partitions) come from a sum
-	// made in the background, StatsAge ago.
+	// made in the background, StatsAge ago. A StatsAge below zero
+	// (NotSummed) says no sum is made yet: Counts and PartitionCount are
+	// zero until the background makes the first.
 	Summarized bool
-	// StatsAge is the age of that sum; 0 when Summarized is false.
+	// StatsAge is the age of that sum; 0 when Summarized is false,
+	// NotSummed before the first sum.
 	StatsAge time.Duration
 }
+
+// NotSummed is the StatsAge of a large queue's totals that the background
+// has not summed yet; it reads as -1 second.
+const NotSummed = -time.Second
 
 // QueueFilter selects queues for ListQueueStats and QueuePage.
 type QueueFilter struct {
@@ -118,7 +125,8 @@ type Overview struct {
 	// background, StatsAge ago: a tenant with more partitions than
 	// Options.LiveSummaryPartitions.
 	Summarized bool
-	// StatsAge is the age of that sum; 0 when Summarized is false.
+	// StatsAge is the age of that sum; 0 when Summarized is false,
+	// NotSummed before the first sum.
 	StatsAge time.Duration
 }
 
@@ -191,7 +199,8 @@ type QueueDepth struct {
 	// Summarized is set for a queue too large to sum on every scrape:
 	// the figures come from a sum made in the background StatsAge ago.
 	Summarized bool
-	// StatsAge is the age of that sum; 0 when Summarized is false.
+	// StatsAge is the age of that sum; 0 when Summarized is false,
+	// NotSummed before the first sum.
 	StatsAge time.Duration
 }
 

@@ -74,15 +74,31 @@ func TestQueueDetailPages(t *testing.T) {
 	s, _ := opServer(t)
 	names := pushPartitions(t, s, "big", "p", 2500)
 	pushPartitions(t, s, "small", "s", 3)
+	pushPartitions(t, s, "full", "f", 1000)
 
-	// A queue that fits one page keeps Queen's shape exactly.
+	// A queue that fits one page (up to 1000 partitions) keeps Queen's
+	// shape exactly.
+	for queue, n := range map[string]int{"small": 3, "full": 1000} {
+		for _, route := range []string{"/api/v1/resources/queues/", "/api/v1/status/queues/"} {
+			code, body, next, hdr := pagedGet(t, s, route+queue)
+			var reply map[string]any
+			if code != http.StatusOK || json.Unmarshal(body, &reply) != nil {
+				t.Fatalf("GET %s%s: %d %.200s", route, queue, code, body)
+			}
+			if _, paged := reply["pagination"]; paged || next != "" || len(reply["partitions"].([]any)) != n {
+				t.Fatalf("GET %s%s: %d partitions, pagination %v, Link %q; want all %d in Queen's shape",
+					route, queue, len(reply["partitions"].([]any)), reply["pagination"], next, n)
+			}
+			if hdr.Get("X-Total-Count") != fmt.Sprint(n) {
+				t.Fatalf("GET %s%s: X-Total-Count %q", route, queue, hdr.Get("X-Total-Count"))
+			}
+		}
+	}
 	small := opGet(t, s, "/api/v1/resources/queues/small")
 	opKeys(t, "small queue", small, "id", "name", "namespace", "task", "createdAt", "partitions", "totals")
-	if n := len(small["partitions"].([]any)); n != 3 {
-		t.Fatalf("small queue lists %d partitions, want 3", n)
-	}
 
-	// The default reply of a large queue is the first full page; totals
+	// The default reply of a queue larger than one page is a first page
+	// of 100 partitions (a page's cost is its partitions' figures); totals
 	// still count every partition.
 	code, body, next, hdr := pagedGet(t, s, "/api/v1/resources/queues/big")
 	if code != http.StatusOK {
@@ -92,12 +108,19 @@ func TestQueueDetailPages(t *testing.T) {
 	if err := json.Unmarshal(body, &first); err != nil {
 		t.Fatal(err)
 	}
-	if len(first.Partitions) != 1000 || first.Pagination == nil || first.Pagination.Total != 2500 ||
+	if len(first.Partitions) != 100 || first.Pagination == nil || first.Pagination.Total != 2500 || first.Pagination.Limit != 100 ||
 		first.Pagination.Next == nil || first.Totals["total"] != 2500 || first.Totals["pending"] != 2500 {
 		t.Fatalf("default page: %d partitions, pagination %+v, totals %v", len(first.Partitions), first.Pagination, first.Totals)
 	}
-	if hdr.Get("X-Total-Count") != "2500" || !strings.Contains(next, "after="+url.QueryEscape(*first.Pagination.Next)) {
+	if hdr.Get("X-Total-Count") != "2500" || !strings.Contains(next, "after="+url.QueryEscape(*first.Pagination.Next)) ||
+		!strings.Contains(next, "limit=100") {
 		t.Fatalf("headers: total %q, next %q", hdr.Get("X-Total-Count"), next)
+	}
+	// A limit asked for is kept.
+	code, body, _, _ = pagedGet(t, s, "/api/v1/resources/queues/big?limit=1000")
+	var asked queueDetailPage
+	if code != http.StatusOK || json.Unmarshal(body, &asked) != nil || len(asked.Partitions) != 1000 || asked.Pagination.Limit != 1000 {
+		t.Fatalf("limit=1000: %d, %d partitions", code, len(asked.Partitions))
 	}
 
 	// Walking with after visits every partition once, in creation order;
@@ -149,6 +172,14 @@ func TestQueueDetailPages(t *testing.T) {
 		r := s.Do("GET", "/api/v1/resources/queues/big?"+bad, nil)
 		opWantError(t, r, http.StatusBadRequest, strings.SplitN(bad, "=", 2)[0])
 	}
+	// An offset deeper than 10,000 would walk every row before it: a 400
+	// that points to after. Up to it, offsets page.
+	for _, route := range []string{"/api/v1/resources/queues/big", "/api/v1/status/queues/big"} {
+		opWantError(t, s.Do("GET", route+"?limit=10&offset=10001", nil), http.StatusBadRequest, "after")
+		if code, body, _, _ := pagedGet(t, s, route+"?limit=10&offset=10000"); code != http.StatusOK {
+			t.Fatalf("%s offset 10000: %d %s", route, code, body)
+		}
+	}
 	opWantError(t, s.Do("GET", "/api/v1/resources/queues/nope?limit=10", nil), http.StatusNotFound, "not found")
 }
 
@@ -166,6 +197,8 @@ func TestGroupListingPages(t *testing.T) {
 		}
 	}
 	clk.Advance(2 * time.Hour)
+	// Past an offset of 10,000 the group's cursors page with after only.
+	opWantError(t, s.Do("GET", "/api/v1/consumer-groups/g?limit=10&offset=10001", nil), http.StatusBadRequest, "after")
 
 	// The group's cursors, a page at a time, each once, in partition order.
 	type groupReply map[string]struct {
@@ -320,8 +353,10 @@ func TestQueueTotalsAgreeWithPartitions(t *testing.T) {
 }
 
 // A queue with more partitions than the live limit is answered from a sum
-// made in the background, with its statsAge; the sum agrees with its
-// partitions once made again. Smaller queues stay summed on every read.
+// made in the background, with its statsAge, never summed on a request's
+// path: before the first sum it says so (statsAge -1); the sum agrees with
+// its partitions once made again. Smaller queues stay summed on every
+// read.
 func TestLargeQueueTotalsComeFromTheBackgroundSum(t *testing.T) {
 	clk := clock.NewManual(opT0)
 	s := combtest.MustServer(t, combtest.Options{Clock: clk,
@@ -345,9 +380,27 @@ func TestLargeQueueTotalsComeFromTheBackgroundSum(t *testing.T) {
 		}
 		return sum
 	}
-	first := opGet(t, s, "/api/v1/resources/queues/big?limit=2")
-	if got, want := opCounts(t, "totals", first["totals"]), partitionsSum(); fmt.Sprint(got) != fmt.Sprint(want) || first["statsAge"] != 0.0 {
-		t.Fatalf("first read: totals %v statsAge %v, partitions sum %v", got, first["statsAge"], want)
+	// The first read does not sum on its path: it says the queue is not
+	// summed yet (statsAge -1) and the refresher sums it within about a
+	// second.
+	code, body, _, hdr := pagedGet(t, s, "/api/v1/resources/queues/big?limit=2")
+	var first map[string]any
+	if err := json.Unmarshal(body, &first); err != nil || code != http.StatusOK {
+		t.Fatalf("first read: %d %s", code, body)
+	}
+	if got := opCounts(t, "totals", first["totals"]); got["total"] != 0 || first["statsAge"] != -1.0 || hdr.Get("X-Total-Count") != "" {
+		t.Fatalf("first read: totals %v statsAge %v total count %q, want none summed yet (-1) and no count",
+			got, first["statsAge"], hdr.Get("X-Total-Count"))
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got := opGet(t, s, "/api/v1/resources/queues/big?limit=2")
+		totals, want := opCounts(t, "totals", got["totals"]), partitionsSum()
+		if got["statsAge"] == 0.0 && fmt.Sprint(totals) == fmt.Sprint(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no first sum: totals %v statsAge %v, partitions sum %v", totals, got["statsAge"], want)
+		}
 	}
 	// Pushed and consumed since: the large queue shows its last sum and
 	// its age, the small one its counts now.
@@ -464,7 +517,16 @@ func TestLargeQueueGroupListingsComeFromTheBackgroundSum(t *testing.T) {
 	}
 
 	// The status view of a queue: one bounded page, totals over every
-	// partition, with their age.
+	// partition, with their age, once the refresher has summed them (a
+	// read before says none are summed yet: statsAge -1).
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if got := opGet(t, s, "/api/v1/resources/queues/wide?limit=1"); got["statsAge"] != -1.0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("wide's totals not summed in the background")
+		}
+	}
 	code, body, next, hdr := pagedGet(t, s, "/api/v1/status/queues/wide")
 	var st struct {
 		Partitions []map[string]any `json:"partitions"`
@@ -478,13 +540,13 @@ func TestLargeQueueGroupListingsComeFromTheBackgroundSum(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal(body, &st) != nil {
 		t.Fatalf("status queue: %d %.300s", code, body)
 	}
-	if len(st.Partitions) != 1000 || st.Pagination == nil || st.Pagination.Total != 2500 || st.Pagination.Next == nil ||
+	if len(st.Partitions) != 100 || st.Pagination == nil || st.Pagination.Total != 2500 || st.Pagination.Next == nil ||
 		next == "" || hdr.Get("X-Total-Count") != "2500" || st.Totals["total"] != 2500.0 || st.StatsAge == nil {
 		t.Fatalf("status queue: %d partitions, pagination %+v, Link %q, totals %v, statsAge %v",
 			len(st.Partitions), st.Pagination, next, st.Totals, st.StatsAge)
 	}
 	if len(body) > 600*1000 {
-		t.Fatalf("status queue reply of %d bytes for a page of 1000", len(body))
+		t.Fatalf("status queue reply of %d bytes for a page of 100", len(body))
 	}
 	small := opGet(t, s, "/api/v1/status/queues/tiny")
 	opKeys(t, "status of a small queue", small, "queue", "partitions", "totals")
@@ -492,7 +554,7 @@ func TestLargeQueueGroupListingsComeFromTheBackgroundSum(t *testing.T) {
 		t.Fatalf("Link %q, pagination.next %q", next, *st.Pagination.Next)
 	}
 	code, body, _, _ = pagedGet(t, s, "/api/v1/status/queues/wide?limit=10&after="+url.QueryEscape(*st.Pagination.Next))
-	if code != http.StatusOK || json.Unmarshal(body, &st) != nil || len(st.Partitions) != 10 || st.Partitions[0]["name"] != "p01000" {
+	if code != http.StatusOK || json.Unmarshal(body, &st) != nil || len(st.Partitions) != 10 || st.Partitions[0]["name"] != "p00100" {
 		t.Fatalf("status queue, second page: %d %.300s", code, body)
 	}
 

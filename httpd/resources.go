@@ -8,6 +8,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/combtype"
 )
 
@@ -197,7 +198,7 @@ func (s *Handler) resourcesQueue(w http.ResponseWriter, r *http.Request, ps http
 		s.fail(w, r, err)
 		return
 	}
-	qs, info, err := s.tb(r).QueueStatsPage(r.Context(), ps.ByName("queue"), pg.Page)
+	qs, info, err := queueStatsPage(s.tb(r), r, ps.ByName("queue"), &pg)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -219,6 +220,21 @@ func (s *Handler) resourcesQueue(w http.ResponseWriter, r *http.Request, ps http
 // writeQueuePage answers a queue's detail: body holds one page of its
 // partitions, and the totals of all of them, which are as old as statsAge
 // says when they come from the background sum.
+// queueStatsPage reads the page pg of a queue's details. Asked for no
+// limit, the store picks the page (the whole queue when it fits one page,
+// as Queen answers, else a smaller one): pg takes the limit it picked.
+func queueStatsPage(b *broker.Broker, r *http.Request, name string, pg *pageRequest) (*combtype.QueueStats, combtype.PageInfo, error) {
+	page := pg.Page
+	if r.URL.Query().Get("limit") == "" {
+		page.Limit = 0
+	}
+	qs, info, err := b.QueueStatsPage(r.Context(), name, page)
+	if info.Limit > 0 {
+		pg.Limit = info.Limit
+	}
+	return qs, info, err
+}
+
 func writeQueuePage(w http.ResponseWriter, r *http.Request, body map[string]any, qs *combtype.QueueStats, pg pageRequest, info combtype.PageInfo) {
 	if age := statsAge(qs); age != nil {
 		body["statsAge"] = *age

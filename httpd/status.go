@@ -200,7 +200,7 @@ func (s *Handler) statusQueue(w http.ResponseWriter, r *http.Request, ps httprou
 		s.fail(w, r, err)
 		return
 	}
-	qs, info, err := s.tb(r).QueueStatsPage(r.Context(), ps.ByName("queue"), pg.Page)
+	qs, info, err := queueStatsPage(s.tb(r), r, ps.ByName("queue"), &pg)
 	if err != nil {
 		s.fail(w, r, err)
 		return

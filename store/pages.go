@@ -47,6 +47,17 @@ func pageBounds(pg combtype.Page) (limit, offset int) {
 	return limit + 1, max(pg.Offset, 0)
 }
 
+// checkOffset refuses an offset past combtype.MaxPageOffset on a listing
+// that hands out positions: the offset would walk every row before it
+// (seconds at a million), where after costs the page.
+func checkOffset(pg combtype.Page) error {
+	if pg.After == "" && pg.Offset > combtype.MaxPageOffset {
+		return fmt.Errorf("%w: offset %d is past %d: page on with after (pagination.next, or the next page in the Link header)",
+			combtype.ErrInvalid, pg.Offset, combtype.MaxPageOffset)
+	}
+	return nil
+}
+
 // queueTotals sums the counts of every partition of each queue in ids
 // without materialising the partitions: partitionCounts over a whole
 // queue. Completed comes from each partition's status cursor (statusCursor:
@@ -170,7 +181,14 @@ func prefixed(prefix, columns string) string {
 // QueueSummaries returns the tenant's queues matching f, newest first,
 // with their summed counts and partition counts but without their
 // partitions: the queue listing, one aggregate per queue.
+// A large queue not summed yet has zero counts and StatsAge NotSummed.
 func (s *Store) QueueSummaries(ctx context.Context, tenant string, f combtype.QueueFilter) ([]*combtype.QueueStats, error) {
+	return s.queueSummaries(ctx, tenant, f, false)
+}
+
+// queueSummaries is QueueSummaries, summing a large queue not summed yet
+// now when wait is set (see totals).
+func (s *Store) queueSummaries(ctx context.Context, tenant string, f combtype.QueueFilter, wait bool) ([]*combtype.QueueStats, error) {
 	q := `SELECT ` + queueColumns + ` FROM queues WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
 		ORDER BY created_at DESC, id DESC`
 	args := []any{tenant, f.Namespace, f.Namespace, f.Task, f.Task}
@@ -185,7 +203,7 @@ func (s *Store) QueueSummaries(ctx context.Context, tenant string, f combtype.Qu
 	if err != nil {
 		return nil, err
 	}
-	totals, err := s.totals(ctx, s.r, tenant, queues)
+	totals, err := s.totals(ctx, s.r, tenant, queues, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -199,10 +217,16 @@ func (s *Store) QueueSummaries(ctx context.Context, tenant string, f combtype.Qu
 // QueueStatsPage returns one queue with the summed counts of all its
 // partitions, and the page pg of its partitions (in creation order) with
 // their own counts and segment times. PageInfo.Total is the queue's
-// partition count. An unknown queue is ErrQueueNotFound.
+// partition count. With pg.Limit 0 the page is the whole queue when it
+// fits in MaxPageLimit, else DefaultQueuePageLimit partitions
+// (PageInfo.Limit says which). An offset past MaxPageOffset is
+// ErrInvalid. An unknown queue is ErrQueueNotFound.
 func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg combtype.Page) (*combtype.QueueStats, combtype.PageInfo, error) {
 	after, err := afterID(pg.After)
 	if err != nil {
+		return nil, combtype.PageInfo{}, err
+	}
+	if err := checkOffset(pg); err != nil {
 		return nil, combtype.PageInfo{}, err
 	}
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -221,6 +245,17 @@ func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg comb
 		return nil, combtype.PageInfo{}, err
 	}
 	var info combtype.PageInfo
+	if pg.Limit <= 0 {
+		// No limit asked: the whole queue when it fits in one page (as
+		// Queen answers), else a smaller page, since a page's cost is its
+		// partitions' figures, not the rows read here.
+		info.Limit = limit - 1
+		if len(parts) == limit {
+			info.Limit = combtype.DefaultQueuePageLimit
+			parts = parts[:combtype.DefaultQueuePageLimit+1]
+			limit = len(parts)
+		}
+	}
 	if len(parts) == limit {
 		parts = parts[:limit-1]
 		info.More, info.Next = true, strconv.FormatInt(parts[len(parts)-1].ID, 10)
@@ -229,7 +264,7 @@ func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg comb
 	if err != nil {
 		return nil, combtype.PageInfo{}, err
 	}
-	totals, err := s.totals(ctx, tx, tenant, []*combtype.Queue{q})
+	totals, err := s.totals(ctx, tx, tenant, []*combtype.Queue{q}, false)
 	if err != nil {
 		return nil, combtype.PageInfo{}, err
 	}
@@ -237,6 +272,9 @@ func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg comb
 	t := totals[q.ID]
 	qs.Counts, qs.PartitionCount, qs.Summarized, qs.StatsAge = t.Counts, t.PartitionCount, t.Summarized, t.StatsAge
 	info.Total = int64(qs.PartitionCount)
+	if t.StatsAge < 0 {
+		info.Total = -1 // not counted yet
+	}
 	return qs, info, nil
 }
 
@@ -249,15 +287,22 @@ func (s *Store) GroupPage(ctx context.Context, tenant, group string, pg combtype
 	if err != nil {
 		return nil, nil, info, err
 	}
+	if err := checkOffset(pg); err != nil {
+		return nil, nil, info, err
+	}
 	limit, offset := pageBounds(pg)
 	now := micros(s.clock.Now())
 	// The group's positions are its rows and the cursors its subscriptions
 	// imply (implied.go): partitions are walked in id order, and those it
-	// has neither on are passed over.
+	// has neither on are passed over. The walk follows the rowid (NOT
+	// INDEXED, partitions first), so it stops once the page is full;
+	// through the tenant's queues SQLite would read and figure every
+	// partition of the tenant, then sort them (3.6 s for a page at a
+	// million partitions).
 	rows, err := s.r.QueryContext(ctx, `SELECT p.id, ?1, q.name, p.name, p.uuid, c.lease_id,
 		c.lease_expires_at, c.last_consumed_at, COALESCE(c.total_consumed, 0), `+groupLagExpr+`, `+groupOldestExpr+`,
 		`+committedExpr+`, p.last_offset, p.log_start
-		FROM partitions p JOIN queues q ON q.id = p.queue_id
+		FROM partitions p NOT INDEXED CROSS JOIN queues q ON q.id = p.queue_id
 		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
 		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
 		WHERE p.id > ?2 AND q.tenant = ?3 AND (c.committed IS NOT NULL OR s.group_name IS NOT NULL)

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
@@ -30,14 +32,10 @@ func (c *candidate) next() int64 { return nextOffset(c.committed, c.part.LogStar
 // starting after the name given, wrapping around, through the (queue_id,
 // name) index, so with many partitions it stops as soon as it has found
 // limit due ones instead of reading them all; callers rotate the starting
-// name so every partition gets its turn.
+// name so every partition gets its turn. A group that could have something
+// due on few partitions only (dueSuspects) has those read instead, so one
+// with nothing due does not walk the queue to find that out.
 func scanCandidates(ctx context.Context, db querier, queueID int64, group, partition string, now int64, limit int, after string) ([]candidate, error) {
-	cols := `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
-		c.committed IS NOT NULL, ` + committedExpr + `, c.lease_id, c.lease_expires_at, COALESCE(c.retry_count, 0)
-		FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
-		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
-		WHERE p.queue_id = ?2 AND ` + mayBePendingExpr + ` AND ` + groupPendingExpr + `
-			AND (c.committed IS NULL OR NOT (` + liveLeaseAt + `?3))`
 	var out []candidate
 	// The limit is applied here rather than by LIMIT ?: SQLite reads a bound
 	// LIMIT while planning, so rebinding it expires the cached statement and
@@ -67,8 +65,29 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 		return rows.Err()
 	}
 	if partition != "" {
-		return out, scan(cols+` AND p.name = ?4`, -1, group, queueID, now, partition)
+		return out, scan(scanColumns+scanPartitions+scanDue+` AND p.name = ?4`, -1, group, queueID, now, partition)
 	}
+	suspects, few, err := dueSuspects(ctx, db, queueID, group)
+	if err != nil {
+		return nil, err
+	}
+	if few {
+		// Few partitions could have something for the group: read those
+		// alone, and take the turn in name order here.
+		if err := scan(scanColumns+scanSuspects+scanDue, -1, group, queueID, now, jsonInts(suspects)); err != nil {
+			return nil, err
+		}
+		slices.SortFunc(out, func(a, b candidate) int { return strings.Compare(a.part.Name, b.part.Name) })
+		i, _ := slices.BinarySearchFunc(out, after, func(c candidate, name string) int {
+			return strings.Compare(c.part.Name, name+"\x00")
+		})
+		out = append(out[i:len(out):len(out)], out[:i]...)
+		if limit >= 0 && len(out) > limit {
+			out = out[:limit]
+		}
+		return out, nil
+	}
+	cols := scanColumns + scanPartitions + scanDue
 	if after == "" {
 		// No turn to start after (a group's first pops): one walk in name
 		// order covers what the two below would, with one statement
@@ -86,6 +105,75 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 		rest = limit - len(out)
 	}
 	return out, scan(cols+` AND p.name <= ?4 ORDER BY p.name`, rest, group, queueID, now, after)
+}
+
+// The parts of the claim scan: its columns; the partitions it reads, all
+// of the queue in name order or (scanSuspects) those listed in ?4; and
+// which of them are due.
+var (
+	scanColumns = `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start, p.last_segment_at, p.created_at,
+		c.committed IS NOT NULL, ` + committedExpr + `, c.lease_id, c.lease_expires_at, COALESCE(c.retry_count, 0)`
+	scanPartitions = ` FROM partitions p`
+	scanSuspects   = ` FROM json_each(?4) j CROSS JOIN partitions p ON p.id = j.value`
+	scanDue        = ` LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
+		WHERE p.queue_id = ?2 AND ` + mayBePendingExpr + ` AND ` + groupPendingExpr + `
+			AND (c.committed IS NULL OR NOT (` + liveLeaseAt + `?3))`
+)
+
+// maxSuspects is the most partitions dueSuspects lists; past it the claim
+// scan walks the queue, where it stops at the first due partitions.
+const maxSuspects = 128
+
+// dueSuspects lists the partitions of queue that could have something due
+// for group, when that is told from indexes and they are at most
+// maxSuspects (few). It is so for a group subscribed to new messages, or
+// from a time, since lazy cursors (store/implied.go): mayBePendingExpr is
+// false on every other partition. The candidates are its cursor rows, the
+// partitions created after it subscribed, those written since
+// (last_segment_id past start_seq, through partitions_queue_last_segment)
+// and, from a time, those written from that time until it subscribed
+// (segments_time); created_at never decreases within a partition, so a
+// partition whose newest segment is at or after the time has one there.
+// A group that has nothing due then reads few rows, not every partition.
+func dueSuspects(ctx context.Context, db querier, queueID int64, group string) ([]int64, bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT -1 WHERE NOT EXISTS (SELECT 1 FROM subscriptions s
+			WHERE s.queue_id = ?2 AND s.group_name = ?1 AND s.start_seq IS NOT NULL AND s.start_mode IN ('new', 'timestamp'))
+		UNION ALL SELECT c.partition_id FROM cursors c INDEXED BY cursors_group CROSS JOIN partitions p ON p.id = c.partition_id
+			WHERE c.group_name = ?1 AND p.queue_id = ?2
+		UNION ALL SELECT p.id FROM subscriptions s CROSS JOIN partitions p INDEXED BY partitions_queue_id
+			ON p.queue_id = s.queue_id AND p.id > s.start_partition
+			WHERE s.queue_id = ?2 AND s.group_name = ?1
+		UNION ALL SELECT p.id FROM subscriptions s CROSS JOIN partitions p INDEXED BY partitions_queue_last_segment
+			ON p.queue_id = s.queue_id AND p.last_segment_id > s.start_seq
+			WHERE s.queue_id = ?2 AND s.group_name = ?1
+		UNION ALL SELECT g.partition_id FROM subscriptions s CROSS JOIN segments g INDEXED BY segments_time
+			ON g.created_at >= s.start_from AND g.id <= s.start_seq
+			CROSS JOIN partitions p ON p.id = g.partition_id
+			WHERE s.queue_id = ?2 AND s.group_name = ?1 AND s.start_mode = 'timestamp' AND p.queue_id = ?2`, group, queueID)
+	if err != nil {
+		return nil, false, fmt.Errorf("list partitions that may be due: %w", err)
+	}
+	defer rows.Close()
+	seen := map[int64]bool{}
+	var ids []int64
+	for n := 0; rows.Next(); n++ {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, false, fmt.Errorf("scan partition that may be due: %w", err)
+		}
+		if id < 0 || n == maxSuspects {
+			return nil, false, nil
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("list partitions that may be due: %w", err)
+	}
+	return ids, true, nil
 }
 
 // leaseWake is when the earliest live lease of group over pending data in

@@ -260,7 +260,7 @@ func (s *Store) Overview(ctx context.Context, tenant string) (*combtype.Overview
 // every cursor and the last minute's ingest.
 func (s *Store) summarise(ctx context.Context, tenant string) (*combtype.Summary, error) {
 	now := s.clock.Now()
-	stats, err := s.QueueSummaries(ctx, tenant, combtype.QueueFilter{})
+	stats, err := s.queueSummaries(ctx, tenant, combtype.QueueFilter{}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +374,7 @@ func (s *Store) QueuePage(ctx context.Context, tenant string, f combtype.QueueFi
 	if err != nil {
 		return nil, info, err
 	}
-	totals, err := s.totals(ctx, s.r, tenant, queues)
+	totals, err := s.totals(ctx, s.r, tenant, queues, false)
 	if err != nil {
 		return nil, info, err
 	}
@@ -478,7 +478,7 @@ func (s *Store) TaskStats(ctx context.Context, tenant string) ([]combtype.Groupe
 }
 
 func (s *Store) groupedStats(ctx context.Context, tenant string, key func(*combtype.Queue) string) ([]combtype.GroupedStats, error) {
-	stats, err := s.QueueSummaries(ctx, tenant, combtype.QueueFilter{})
+	stats, err := s.queueSummaries(ctx, tenant, combtype.QueueFilter{}, true)
 	if err != nil {
 		return nil, err
 	}

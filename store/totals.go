@@ -50,6 +50,7 @@ const totalsForget = 10 * time.Minute
 type totalsEntry struct {
 	tenant  string
 	q       combtype.Queue
+	summed  bool                // false until the refresher's first sum
 	sums    combtype.QueueStats // PartitionCount and Counts as summed at at
 	at      time.Time           // store clock when summed
 	askedAt time.Time           // wall time of the last read
@@ -72,8 +73,13 @@ type totalsCache struct {
 }
 
 // totals returns the totals of queues of tenant (by queue id), with
-// StatsAge set for those answered from a background sum.
-func (s *Store) totals(ctx context.Context, db querier, tenant string, queues []*combtype.Queue) (map[int64]*combtype.QueueStats, error) {
+// StatsAge set for those answered from a background sum. A large queue
+// the background has not summed yet is summed now when wait is set (the
+// sums of a whole tenant, made in the background themselves); a request
+// is answered at once instead, its StatsAge NotSummed, and the queue is
+// left to the refresher: summing a million partitions takes seconds, a
+// minute under load.
+func (s *Store) totals(ctx context.Context, db querier, tenant string, queues []*combtype.Queue, wait bool) (map[int64]*combtype.QueueStats, error) {
 	now := s.clock.Now()
 	out := make(map[int64]*combtype.QueueStats, len(queues))
 	var live []*combtype.Queue
@@ -81,6 +87,12 @@ func (s *Store) totals(ctx context.Context, db querier, tenant string, queues []
 	for _, q := range queues {
 		if e := s.tot.entries[q.ID]; e != nil && e.q.UUID != q.UUID {
 			delete(s.tot.entries, q.ID) // a queue deleted, its id taken again
+		} else if e != nil && !e.summed && wait {
+			e.askedAt = time.Now()
+		} else if e != nil && !e.summed {
+			out[q.ID] = &combtype.QueueStats{Queue: *q, Summarized: true, StatsAge: combtype.NotSummed}
+			e.askedAt = time.Now()
+			continue
 		} else if e != nil {
 			qs := e.sums
 			qs.Queue = *q
@@ -99,6 +111,21 @@ func (s *Store) totals(ctx context.Context, db querier, tenant string, queues []
 	large, err := s.largeQueues(ctx, db, live)
 	if err != nil {
 		return nil, err
+	}
+	if !wait && len(large) > 0 {
+		small := live[:0:0]
+		for _, q := range live {
+			if !large[q.ID] {
+				small = append(small, q)
+				continue
+			}
+			s.rememberUnsummed(tenant, q)
+			out[q.ID] = &combtype.QueueStats{Queue: *q, Summarized: true, StatsAge: combtype.NotSummed}
+		}
+		live = small
+		if len(live) == 0 {
+			return out, nil
+		}
 	}
 	sums, err := queueTotals(ctx, db, tenant, live, micros(now))
 	if err != nil {
@@ -148,7 +175,22 @@ func (s *Store) remember(tenant string, qs *combtype.QueueStats, at time.Time) {
 	if s.tot.entries == nil {
 		s.tot.entries = map[int64]*totalsEntry{}
 	}
-	s.tot.entries[qs.ID] = &totalsEntry{tenant: tenant, q: qs.Queue, sums: *qs, at: at, askedAt: time.Now()}
+	s.tot.entries[qs.ID] = &totalsEntry{tenant: tenant, q: qs.Queue, summed: true, sums: *qs, at: at, askedAt: time.Now()}
+	s.runRefresher()
+}
+
+// rememberUnsummed registers q, a large queue, for the refresher to sum,
+// unless a read registered or summed it first.
+func (s *Store) rememberUnsummed(tenant string, q *combtype.Queue) {
+	s.tot.mu.Lock()
+	defer s.tot.mu.Unlock()
+	if s.tot.entries == nil {
+		s.tot.entries = map[int64]*totalsEntry{}
+	}
+	if e := s.tot.entries[q.ID]; e != nil && e.q.UUID == q.UUID {
+		return
+	}
+	s.tot.entries[q.ID] = &totalsEntry{tenant: tenant, q: *q, askedAt: time.Now()}
 	s.runRefresher()
 }
 
@@ -364,7 +406,7 @@ func (s *Store) refreshQueueTotals(ctx context.Context) error {
 		}
 		s.tot.mu.Lock()
 		if cur := s.tot.entries[q.ID]; cur != nil {
-			cur.q, cur.sums, cur.at = *q, *sums[q.ID], now
+			cur.q, cur.sums, cur.at, cur.summed = *q, *sums[q.ID], now, true
 		}
 		s.tot.mu.Unlock()
 	}

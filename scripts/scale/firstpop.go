@@ -11,12 +11,14 @@ import (
 )
 
 // firstPopModes are the subscriptions -firstpop measures a new group's
-// first pop with: from the oldest (the default), from the end, and from a
-// time an hour back, which lands before every message of the databases.
+// first pop with: from the oldest (the default), from the end, from a
+// time a day back, which lands before every message of the databases, and
+// from a time a minute ahead, past every message (nothing due).
 var firstPopModes = []struct{ name, query string }{
 	{"all", ""},
 	{"new", "&subscriptionMode=new"},
-	{"timestamp", "&subscriptionFrom=" + url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))},
+	{"timestamp", "&subscriptionFrom=" + url.QueryEscape(time.Now().Add(-24*time.Hour).UTC().Format(time.RFC3339))},
+	{"after", "&subscriptionFrom=" + url.QueryEscape(time.Now().Add(time.Minute).UTC().Format(time.RFC3339))},
 }
 
 // measureFirstPops times the first pop of groups new consumer groups in
@@ -81,7 +83,8 @@ func skipMode(mode string, n int) bool { return firstPopSkip[fmt.Sprintf("%s@%d"
 var firstPopCols = []string{
 	"first pop, new group, all (ms, each)",
 	"first pop, new group, new",
-	"first pop, new group, from a time",
+	"first pop, new group, from a time before the data",
+	"first pop, new group, from a time past the data",
 	"pop b1 of a group that met the queue (median / p90)",
 }
 
