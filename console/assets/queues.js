@@ -136,7 +136,7 @@ function detail(ctx, root, name) {
   const partsPath = "/api/v1/resources/queues/" + seg(name) + "?limit=1000";
   const groupPath = (g) => "/api/v1/consumer-groups/" + seg(g);
   const kept = lastSeen(partsPath);
-  if (kept) { partitions = kept.partitions; drawParts(); }
+  if (kept) partitions = kept.partitions; // drawn below, once
   // drawGroups draws the cursors of the groups on this queue from their
   // details (by group name), partial while some are still coming.
   const drawGroups = (qGroups, details, partial) => {
@@ -158,6 +158,7 @@ function detail(ctx, root, name) {
   const keptDetails = Object.fromEntries(keptGroups.map((g) => [g.name, lastSeen(groupPath(g.name))]));
   let drawn = { parts: !!kept, groups: keptGroups.every((g) => keptDetails[g.name]) && !!lastSeen(GROUPS) };
   if (drawn.groups) drawGroups(keptGroups, keptDetails, false);
+  else drawParts();
 
   async function refresh() {
     const fail = (err) => ctx.fail(err);
