@@ -16,6 +16,36 @@
 // Method names start with the noun they act on (Queue…, Group…, DLQ…,
 // Snapshot…, Message…, Trace…, Stream…, Lease…), so related calls sit
 // together here; Push, Pop, Ack and Transaction are the message flow.
+//
+// # What every call promises
+//
+// Unless its own comment says otherwise:
+//
+//   - A read (a method that returns figures, a listing or one record) runs
+//     on its own reader connection, never waits for writes, and stops when
+//     ctx ends, returning an error that wraps ctx.Err().
+//   - A write goes through the database's single writer, which fuses
+//     concurrent writes into one commit. If ctx ends before the write is
+//     handed to the writer it returns an error wrapping ctx.Err() and
+//     writes nothing; once handed over it waits for the commit whatever ctx
+//     does, so a write that returns has either committed or failed whole.
+//     A nil error means committed and synced: with Options.Synchronous
+//     "FULL" it survives power loss. The one exception is the lease a Pop
+//     takes, which may be committed without a sync (power lost then only
+//     makes the batch delivered again earlier; no message is lost).
+//   - A write refused for its input (combtype.ErrInvalid, *InputError,
+//     *RangeError) changed nothing. A write that found the disk or
+//     Options.MaxDBBytes full fails with combtype.ErrFull and changed
+//     nothing.
+//   - Listings and counts of names that do not exist (a queue, a group, a
+//     tenant) are empty or zero, not errors; a call that reads or changes
+//     one named record returns that record's not-found sentinel, as its
+//     comment says. A tenant exists by being used: a handle of a new
+//     tenant lists nothing.
+//   - Nothing blocks longer than its reads and its commit, except Pop with
+//     Wait (until a message, the timeout, Drain or ctx) and DatabaseBackup.
+//   - After Close, writes and pushes fail with combtype.ErrClosed; reads
+//     fail with the database's "sql: database is closed".
 package broker
 
 import (
@@ -106,6 +136,7 @@ type engine struct {
 	resumeStop context.CancelFunc // stops the resumed queue deletes
 	resumeDone chan struct{}      // closed when they have returned
 	inFlight   byteGate           // payload bytes of pushes not yet committed
+	backups    backups            // online backups running (backup.go)
 }
 
 // realClock is the wall clock.
@@ -153,19 +184,23 @@ func (b *Broker) Tenant(name string) *Broker {
 func (b *Broker) TenantName() string { return b.tenant }
 
 // Drain makes every parked pop, and every later one, return without waiting,
-// so a server can stop without holding long-polls to their timeout. Writes
-// keep working until Close.
+// and stops a running DatabaseBackup, so a server can stop without holding
+// long-polls to their timeout. Writes keep working until Close.
 func (b *Broker) Drain() { b.drainOnce.Do(func() { close(b.draining) }) }
 
-// Close stops the background services, commits every write already
-// submitted and closes the database, for every tenant handle. Calls made
-// afterwards fail with combtype.ErrClosed.
+// Close stops the running backups (waiting until they have removed their
+// partial copies) and the background services, commits every write
+// already submitted and closes the database, for every tenant handle.
+// Writes made afterwards fail with combtype.ErrClosed; reads fail with
+// the database's "sql: database is closed".
 func (b *Broker) Close() error {
+	b.backups.close()
 	b.stopBackground()
 	return b.st.Close()
 }
 
-// Ping reports whether the database answers.
+// Ping reports whether the database answers a read: nil, or why not (an
+// error after Close).
 func (b *Broker) Ping(ctx context.Context) error { return b.st.Ping(ctx) }
 
 // Parked is the number of pops, of every tenant, waiting for something to
@@ -259,7 +294,8 @@ func (b *Broker) LeaseExtend(ctx context.Context, leaseID string, d time.Duratio
 
 // LeaseRelease gives back every batch leaseID still holds, at once and
 // without charging a retry: for a pop whose reply could not be delivered.
-// It returns how many (partition, group) leases it released.
+// It returns how many (partition, group) leases it released: 0, and no
+// error, for a lease unknown, expired or already released.
 func (b *Broker) LeaseRelease(ctx context.Context, leaseID string) (int64, error) {
 	return b.st.ReleaseLease(ctx, b.tenant, leaseID)
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // undocumented lists the exported identifiers of the package in dir that
-// go doc would show without a word: types, functions, methods, and
-// constants and variables whose spec and group both lack a comment.
+// go doc would show without a word: types, functions, methods, exported
+// fields of exported struct types, and constants and variables whose spec
+// and group both lack a comment.
 func undocumented(t *testing.T, dir string) []string {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -49,9 +50,13 @@ func undocumented(t *testing.T, dir string) []string {
 					for _, s := range d.Specs {
 						switch s := s.(type) {
 						case *ast.TypeSpec:
-							if s.Name.IsExported() && s.Doc == nil && d.Doc == nil {
+							if !s.Name.IsExported() {
+								continue
+							}
+							if s.Doc == nil && d.Doc == nil {
 								at(s.Pos(), s.Name.Name)
 							}
+							fields(s, at)
 						case *ast.ValueSpec:
 							for _, n := range s.Names {
 								if n.IsExported() && s.Doc == nil && s.Comment == nil && d.Doc == nil {
@@ -65,6 +70,49 @@ func undocumented(t *testing.T, dir string) []string {
 		}
 	}
 	return missing
+}
+
+// fields reports the exported fields of the struct type s, and of the
+// structs nested in it, that have neither a comment above nor one at the
+// end of their line: go doc shows a struct's fields, and a field without
+// a word says nothing of its unit, default or limits.
+func fields(s *ast.TypeSpec, at func(token.Pos, string)) {
+	ast.Inspect(s.Type, func(n ast.Node) bool {
+		st, ok := n.(*ast.StructType)
+		if !ok {
+			return true
+		}
+		for _, f := range st.Fields.List {
+			if f.Doc != nil || f.Comment != nil {
+				continue
+			}
+			names := f.Names
+			if len(names) == 0 { // embedded: named by its type
+				if id := embeddedName(f.Type); id != nil {
+					names = []*ast.Ident{id}
+				}
+			}
+			for _, n := range names {
+				if n.IsExported() {
+					at(n.Pos(), s.Name.Name+"."+n.Name)
+				}
+			}
+		}
+		return true
+	})
+}
+
+// embeddedName is the identifier an embedded field is known by.
+func embeddedName(e ast.Expr) *ast.Ident {
+	switch e := e.(type) {
+	case *ast.StarExpr:
+		return embeddedName(e.X)
+	case *ast.SelectorExpr:
+		return e.Sel
+	case *ast.Ident:
+		return e
+	}
+	return nil
 }
 
 // TestEveryExportedIdentifierIsDocumented keeps go doc of broker, and of

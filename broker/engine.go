@@ -32,6 +32,8 @@ type EngineStats struct {
 
 // ReaderStats describe the reader connection pool.
 type ReaderStats struct {
+	// MaxOpen is the pool's bound; Open the connections open now, of
+	// which InUse run a read and Idle wait for one.
 	MaxOpen, Open, InUse, Idle int
 }
 

@@ -28,8 +28,8 @@ func (b *Broker) Forwarders() *Forwarders { return &Forwarders{b: b} }
 
 // ForwarderStatus is a forwarder's definition with what its runner knows.
 type ForwarderStatus struct {
-	combtype.Forwarder // with Token cleared: a status never carries it
-	HasToken           bool
+	combtype.Forwarder      // with Token cleared: a status never carries it
+	HasToken           bool // the definition holds a token
 	// State is "running", "backoff" (the upstream failed; waiting to retry),
 	// "paused" or "stopped" (not running in this process).
 	State string
@@ -48,12 +48,14 @@ type ForwarderStatus struct {
 	// commit of its newest message on the sending side to its delivery.
 	// -1 until a batch is delivered.
 	LagSeconds    float64
-	Forwarded     int64 // messages delivered since this process started
-	Duplicates    int64 // push: items the upstream answered "duplicate", since this process started
-	DeadLettered  int64 // messages dead-lettered since this process started
-	LastSuccessAt time.Time
-	LastError     string
-	LastErrorAt   time.Time
+	Forwarded     int64     // messages delivered since this process started
+	Duplicates    int64     // push: items the upstream answered "duplicate", since this process started
+	DeadLettered  int64     // messages dead-lettered since this process started
+	LastSuccessAt time.Time // the runner's last successful round; zero until one
+	// LastError is the runner's last failure, kept after it recovers:
+	// compare LastErrorAt with LastSuccessAt. "" until one.
+	LastError   string
+	LastErrorAt time.Time // when LastError happened; zero until one
 }
 
 var forwarderName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,255}$`)
@@ -78,9 +80,8 @@ func NormalizeForwarder(f *combtype.Forwarder) error {
 		return bad("queue is required")
 	case f.Batch < 0 || f.Batch > combtype.ForwarderMaxBatch:
 		return bad("batch must be between 1 and %d", combtype.ForwarderMaxBatch)
-	case len(f.IDPrefix) > combtype.ForwarderMaxIDPrefix ||
-		strings.ContainsFunc(f.IDPrefix, func(r rune) bool { return r < ' ' || r == 0x7f }):
-		return bad("idPrefix must be at most %d bytes without control characters", combtype.ForwarderMaxIDPrefix)
+	case checkIDPrefix(f.IDPrefix) != nil:
+		return checkIDPrefix(f.IDPrefix)
 	case f.Direction == combtype.ForwardPull && f.IDPrefix != "" && f.IDPrefix != combtype.ForwarderNoIDPrefix:
 		return bad("idPrefix applies to push forwarders; a pull forwarder keeps the upstream's transactionIds")
 	}
@@ -105,6 +106,15 @@ func NormalizeForwarder(f *combtype.Forwarder) error {
 	f.UpstreamURL = u.Scheme + "://" + u.Host + strings.TrimRight(u.Path, "/")
 	f.Batch = cmp.Or(f.Batch, combtype.ForwarderDefaultBatch)
 	f.Group = cmp.Or(f.Group, combtype.ForwarderGroupPrefix+f.Name)
+	return nil
+}
+
+// checkIDPrefix refuses a transactionId prefix an upstream could not take.
+func checkIDPrefix(p string) error {
+	if len(p) > combtype.ForwarderMaxIDPrefix || strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return fmt.Errorf("%w: idPrefix must be at most %d bytes without control characters",
+			combtype.ErrInvalid, combtype.ForwarderMaxIDPrefix)
+	}
 	return nil
 }
 
@@ -157,13 +167,14 @@ func (f *Forwarders) Delete(ctx context.Context, name string) error {
 }
 
 // SetPaused pauses or resumes a forwarder durably: a runner started later
-// keeps the choice.
+// keeps the choice. An unknown name is combtype.ErrForwarderNotFound.
 func (f *Forwarders) SetPaused(ctx context.Context, name string, paused bool) error {
 	return f.b.st.SetForwarderPaused(ctx, f.b.tenant, name, paused)
 }
 
 // AddEvicted counts n more messages retention removed before the forwarder
-// delivered them. n must not be negative.
+// delivered them. n must not be negative (combtype.ErrInvalid); an unknown
+// name is combtype.ErrForwarderNotFound.
 func (f *Forwarders) AddEvicted(ctx context.Context, name string, n int64) error {
 	if n < 0 {
 		return fmt.Errorf("%w: evicted count %d", combtype.ErrInvalid, n)
@@ -172,7 +183,9 @@ func (f *Forwarders) AddEvicted(ctx context.Context, name string, n int64) error
 }
 
 // SetPendingAck records the upstream ack a pull forwarder owes (a JSON
-// body, kept until the upstream confirmed it), or clears it with "".
+// body, kept until the upstream confirmed it), or clears it with "". A
+// body that is not JSON is combtype.ErrInvalid, an unknown name
+// combtype.ErrForwarderNotFound.
 func (f *Forwarders) SetPendingAck(ctx context.Context, name, ack string) error {
 	if ack != "" && !json.Valid([]byte(ack)) {
 		return fmt.Errorf("%w: pending ack is not JSON", combtype.ErrInvalid)
@@ -181,8 +194,14 @@ func (f *Forwarders) SetPendingAck(ctx context.Context, name, ack string) error 
 }
 
 // SetIDPrefix sets the prefix a push forwarder puts before the
-// transactionIds it sends upstream ("none": none).
+// transactionIds it sends upstream ("none": none). A prefix longer than
+// combtype.ForwarderMaxIDPrefix bytes or holding a control character is
+// refused with combtype.ErrInvalid, as Put refuses it; an unknown name is
+// combtype.ErrForwarderNotFound.
 func (f *Forwarders) SetIDPrefix(ctx context.Context, name, prefix string) error {
+	if err := checkIDPrefix(prefix); err != nil {
+		return err
+	}
 	return f.b.st.SetForwarderIDPrefix(ctx, f.b.tenant, name, prefix)
 }
 

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -24,13 +25,16 @@ func (b *Broker) GroupSeek(ctx context.Context, req combtype.SeekRequest) (*comb
 	return b.st.Seek(ctx, b.tenant, req)
 }
 
-// GroupList lists the tenant's (group, queue) pairs with their lag.
+// GroupList lists the tenant's (group, queue) pairs with their lag, by
+// group then queue: every pair with cursors or a subscription. A tenant
+// with none lists nothing.
 func (b *Broker) GroupList(ctx context.Context) ([]combtype.GroupSummary, error) {
 	return b.st.Groups(ctx, b.tenant)
 }
 
-// GroupLag returns every cursor of group with its lag, partition by
-// partition.
+// GroupLag returns every cursor of group with its lag, one per partition,
+// by queue then partition creation; an unknown group has none (an empty
+// list).
 func (b *Broker) GroupLag(ctx context.Context, group string) ([]combtype.PartitionLag, error) {
 	return b.st.Group(ctx, b.tenant, group)
 }
@@ -48,15 +52,19 @@ func (b *Broker) GroupOffsets(ctx context.Context, group string) (map[string]com
 }
 
 // GroupBacklog is the number of retained messages of req.Queue that
-// req.Group has not consumed, partitions it never met included.
+// req.Group ("" = combtype.QueueModeGroup) has not consumed, partitions it
+// never met counted from where its subscription places it. An unknown
+// queue counts 0.
 func (b *Broker) GroupBacklog(ctx context.Context, req combtype.BacklogRequest) (int64, error) {
-	return b.st.Backlog(ctx, b.tenant, req.Queue, req.Group)
+	return b.st.Backlog(ctx, b.tenant, req.Queue, cmp.Or(req.Group, combtype.QueueModeGroup))
 }
 
 // GroupBacklogOldest is the commit time of the oldest retained message of
-// req.Queue that req.Group has not consumed; zero when there is none.
+// req.Queue that req.Group ("" = combtype.QueueModeGroup) has not
+// consumed, to the segment; zero when there is none or the queue does not
+// exist.
 func (b *Broker) GroupBacklogOldest(ctx context.Context, req combtype.BacklogRequest) (time.Time, error) {
-	return b.st.BacklogOldest(ctx, b.tenant, req.Queue, req.Group)
+	return b.st.BacklogOldest(ctx, b.tenant, req.Queue, cmp.Or(req.Group, combtype.QueueModeGroup))
 }
 
 // GroupSubscribeFrom makes the partitions group meets from now on start at

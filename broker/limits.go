@@ -38,8 +38,8 @@ const (
 // range; nothing was written.
 type RangeError struct {
 	Name     string // as the client spells it, e.g. "options.leaseTime"
-	Value    int64
-	Min, Max int64
+	Value    int64  // as given
+	Min, Max int64  // the range accepted, both inclusive
 }
 
 func (e *RangeError) Error() string {
@@ -108,7 +108,9 @@ const (
 
 // InputError is a request refused for what it holds; nothing was written.
 // It matches ErrInvalid, and its text names the item and the rule.
-type InputError struct{ Msg string }
+type InputError struct {
+	Msg string // the refusal, naming the item and the rule; what HTTP answers in "error"
+}
 
 func (e *InputError) Error() string { return e.Msg }
 

@@ -27,8 +27,9 @@ func (b *Broker) MessageGet(ctx context.Context, ref combtype.MessageRef) (*comb
 	return b.st.GetMessage(ctx, b.tenant, ref.PartitionID, ref.TxnID)
 }
 
-// MessageDelete tombstones one message so it is never delivered again; it
-// reports false when no such stored message exists.
+// MessageDelete tombstones one message so it is never delivered again, to
+// any group; it reports false, with no error, when no such stored message
+// exists. It is durable when it returns true.
 func (b *Broker) MessageDelete(ctx context.Context, ref combtype.MessageRef) (bool, error) {
 	return b.st.DeleteMessage(ctx, b.tenant, ref.PartitionID, ref.TxnID)
 }

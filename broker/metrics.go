@@ -18,18 +18,18 @@ type Metrics struct {
 	start time.Time
 
 	// Cluster totals, as the per-queue counters summed.
-	Pushed       atomic.Int64
-	Popped       atomic.Int64
-	Acked        atomic.Int64
-	DeadLettered atomic.Int64
+	Pushed       atomic.Int64 // messages stored by pushes, transactions, cycles and re-drives (not duplicates)
+	Popped       atomic.Int64 // messages delivered by pops
+	Acked        atomic.Int64 // messages completed: acks "completed"/"success" and autoAck pops
+	DeadLettered atomic.Int64 // messages dead-lettered by an ack
 
 	mu     sync.Mutex
 	queues map[QueueKey]*QueueCounters
 
 	// CommitOps observes how many writes each commit fused; CommitSeconds
 	// how long each commit took, begin to durable.
-	CommitOps     *Histogram
-	CommitSeconds *Histogram
+	CommitOps     *Histogram // buckets 1, 2, 4 … 1024 writes
+	CommitSeconds *Histogram // buckets 100 µs … 1 s
 
 	// Per-minute series for throughput charts, the last 24 hours.
 	pushedPerMinute minuteSeries
@@ -37,14 +37,18 @@ type Metrics struct {
 }
 
 // QueueKey names a queue across tenants.
-type QueueKey struct{ Tenant, Queue string }
+type QueueKey struct {
+	Tenant string // "" is the default tenant
+	Queue  string // the queue's name
+}
 
-// QueueCounters are one queue's counters.
+// QueueCounters are one queue's counters, counted as Metrics' totals are.
+// A queue's counters go when the queue is deleted.
 type QueueCounters struct {
-	Pushed       atomic.Int64
-	Popped       atomic.Int64
-	Acked        atomic.Int64
-	DeadLettered atomic.Int64
+	Pushed       atomic.Int64 // messages stored
+	Popped       atomic.Int64 // messages delivered
+	Acked        atomic.Int64 // messages completed
+	DeadLettered atomic.Int64 // messages dead-lettered
 }
 
 func newMetrics(c Clock) *Metrics {
@@ -176,9 +180,9 @@ func (m *Metrics) observeCommit(ops int, d time.Duration) {
 
 // MinutePoint is one minute of throughput.
 type MinutePoint struct {
-	Minute time.Time
-	Pushed int64
-	Acked  int64
+	Minute time.Time // the minute's start, by the broker's clock
+	Pushed int64     // messages stored in it
+	Acked  int64     // messages completed in it
 }
 
 // Throughput returns per-minute pushed and acked counts for the minutes

@@ -33,7 +33,8 @@ func (b *Broker) QueueDelete(ctx context.Context, name string) (bool, error) {
 	return existed, err
 }
 
-// QueueNames lists the names of the tenant's queues, in creation order.
+// QueueNames lists the names of the tenant's queues, in creation order;
+// empty for a tenant with none.
 func (b *Broker) QueueNames(ctx context.Context) ([]string, error) {
 	return b.st.QueueNames(ctx, b.tenant)
 }
@@ -44,8 +45,8 @@ func (b *Broker) QueueStats(ctx context.Context, name string) (*combtype.QueueSt
 	return b.st.QueueStats(ctx, b.tenant, name)
 }
 
-// QueueList lists the tenant's queues matching f, newest first, with
-// their counts.
+// QueueList lists the tenant's queues matching f (Namespace, Task, Limit,
+// Offset), newest first, with their counts; empty when none match.
 func (b *Broker) QueueList(ctx context.Context, f combtype.QueueFilter) ([]*combtype.QueueStats, error) {
 	return b.st.ListQueueStats(ctx, b.tenant, f)
 }

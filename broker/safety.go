@@ -20,10 +20,3 @@ func Check(ctx context.Context, path string) (*combtype.CheckReport, error) {
 func BackupFile(ctx context.Context, src, dst string) error {
 	return store.BackupFile(ctx, src, dst)
 }
-
-// DatabaseBackup writes a consistent copy of the open database to the new
-// file dst while writes keep flowing: the copy holds every write answered
-// before DatabaseBackup began.
-func (b *Broker) DatabaseBackup(ctx context.Context, dst string) error {
-	return b.st.Backup(ctx, dst)
-}

@@ -26,12 +26,16 @@ func (b *Broker) SnapshotGet(ctx context.Context, name string) (*combtype.Snapsh
 	return b.st.Snapshot(ctx, b.tenant, name)
 }
 
-// SnapshotList lists the tenant's live snapshots matching f.
+// SnapshotList lists the tenant's live snapshots matching f; empty when
+// none match.
 func (b *Broker) SnapshotList(ctx context.Context, f combtype.SnapshotFilter) ([]combtype.Snapshot, error) {
 	return b.st.Snapshots(ctx, b.tenant, f.Group, f.Queue)
 }
 
-// SnapshotUpdate changes a live snapshot's labels and/or expiry.
+// SnapshotUpdate changes a live snapshot's labels and/or expiry and
+// returns it as updated. An unknown or expired name is
+// combtype.ErrSnapshotNotFound, an expiry not in the future
+// combtype.ErrInvalid; either changes nothing.
 func (b *Broker) SnapshotUpdate(ctx context.Context, name string, u combtype.SnapshotUpdate) (*combtype.Snapshot, error) {
 	return b.st.UpdateSnapshot(ctx, b.tenant, name, u)
 }

@@ -17,7 +17,8 @@ func (b *Broker) StreamRegister(ctx context.Context, req combtype.StreamRegister
 	return b.st.RegisterStreamQuery(ctx, b.tenant, req)
 }
 
-// StreamState reads one state shard of the tenant's query, filtered by f.
+// StreamState reads one state shard of the tenant's query, filtered by f,
+// in byte order of key; an unknown query or shard reads as empty.
 func (b *Broker) StreamState(ctx context.Context, shard combtype.StateShard, f combtype.StateFilter) ([]combtype.StateRow, error) {
 	return b.st.StreamState(ctx, b.tenant, shard.QueryID, shard.PartitionID, f)
 }

@@ -25,7 +25,8 @@ func (b *Broker) TraceRecord(ctx context.Context, in combtype.TraceInput) (strin
 	return b.st.RecordTrace(ctx, b.tenant, in)
 }
 
-// TraceList returns the traces of one message, oldest first.
+// TraceList returns the traces of one message, oldest first; empty for an
+// unknown message.
 func (b *Broker) TraceList(ctx context.Context, ref combtype.MessageRef) ([]combtype.Trace, error) {
 	return b.st.MessageTraces(ctx, b.tenant, ref.PartitionID, ref.TxnID)
 }

@@ -31,63 +31,99 @@ func (m *App) dlqCmd() *cobra.Command {
 	fs.IntVar(&limit, "limit", 100, "messages to list")
 	fs.IntVar(&offset, "offset", 0, "messages to skip")
 	cmd.RunE = m.run(func(cmd *cobra.Command, args []string) error {
-		q := url.Values{}
-		for k, v := range map[string]string{"queue": queue, "consumerGroup": group, "partition": partition} {
-			if v != "" {
-				q.Set(k, v)
-			}
-		}
-		q.Set("limit", strconv.Itoa(limit))
-		q.Set("offset", strconv.Itoa(offset))
+		q := pageQuery(map[string]string{"queue": queue, "consumerGroup": group, "partition": partition}, limit, offset)
 		return m.dlqList(cmd.Context(), cl, q)
 	})
 	cmd.AddCommand(m.dlqRedriveCmd(cl), m.dlqPurgeCmd(cl))
 	return cmd
 }
 
+// dlqRow is the part of a DLQ listing entry the table shows.
+type dlqRow struct {
+	TransactionID string  `json:"transactionId"`
+	Queue         string  `json:"queue"`
+	Partition     string  `json:"partition"`
+	ConsumerGroup string  `json:"consumerGroup"`
+	ErrorMessage  *string `json:"errorMessage"`
+	RetryCount    int64   `json:"retryCount"`
+	FailedAt      string  `json:"failedAt"`
+}
+
 func (m *App) dlqList(ctx context.Context, cl *apiClient, q url.Values) error {
+	return printPage(ctx, m, cl, listing[dlqRow]{
+		what: "dlq", route: "/api/v1/dlq", field: "messages",
+		header: "FAILED AT\tQUEUE\tPARTITION\tGROUP\tTRANSACTION ID\tRETRIES\tERROR",
+		row: func(r *dlqRow) string {
+			errText := ""
+			if r.ErrorMessage != nil {
+				errText = *r.ErrorMessage
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s", r.FailedAt, r.Queue, r.Partition, r.ConsumerGroup,
+				r.TransactionID, r.RetryCount, oneLine(errText, 60))
+		},
+	}, q)
+}
+
+// pageQuery is the query of one page of a listing route: the filters
+// given (empty ones left out), limit and offset.
+func pageQuery(filters map[string]string, limit, offset int) url.Values {
+	q := url.Values{}
+	for k, v := range filters {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	q.Set("limit", strconv.Itoa(limit))
+	q.Set("offset", strconv.Itoa(offset))
+	return q
+}
+
+// listing describes how a listing command prints one page of its route.
+type listing[T any] struct {
+	what   string            // the command, for errors
+	route  string            // the GET route
+	field  string            // the reply's field holding the rows
+	header string            // the table's header, tab-separated
+	row    func(r *T) string // one row, tab-separated
+}
+
+// printPage prints one page of a listing route: the reply as it is with
+// --output json, else a table of its rows and how many there are in all
+// (the reply's total).
+func printPage[T any](ctx context.Context, m *App, cl *apiClient, l listing[T], q url.Values) error {
 	asJSON, err := cl.asJSON()
 	if err != nil {
 		return err
 	}
-	body, err := cl.do(ctx, http.MethodGet, "/api/v1/dlq?"+q.Encode(), nil)
+	body, err := cl.do(ctx, http.MethodGet, l.route+"?"+q.Encode(), nil)
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		return printJSON(m.Stdout, body)
 	}
-	var reply struct {
-		Messages []struct {
-			ID            string          `json:"id"`
-			TransactionID string          `json:"transactionId"`
-			Queue         string          `json:"queue"`
-			Partition     string          `json:"partition"`
-			ConsumerGroup string          `json:"consumerGroup"`
-			ErrorMessage  *string         `json:"errorMessage"`
-			RetryCount    int64           `json:"retryCount"`
-			FailedAt      string          `json:"failedAt"`
-			Data          json.RawMessage `json:"data"`
-		} `json:"messages"`
-		Total int64 `json:"total"`
-	}
+	var reply map[string]json.RawMessage
+	var rows []T
+	var total int64
 	if err := json.Unmarshal(body, &reply); err != nil {
-		return fmt.Errorf("dlq: decode reply: %w", err)
+		return fmt.Errorf("%s: decode reply: %w", l.what, err)
+	}
+	for name, into := range map[string]any{l.field: &rows, "total": &total} {
+		if raw, ok := reply[name]; ok { // absent reads as empty, as a struct would decode it
+			if err := json.Unmarshal(raw, into); err != nil {
+				return fmt.Errorf("%s: decode reply's %s: %w", l.what, name, err)
+			}
+		}
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAILED AT\tQUEUE\tPARTITION\tGROUP\tTRANSACTION ID\tRETRIES\tERROR")
-	for _, msg := range reply.Messages {
-		errText := ""
-		if msg.ErrorMessage != nil {
-			errText = *msg.ErrorMessage
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", msg.FailedAt, msg.Queue, msg.Partition, msg.ConsumerGroup,
-			msg.TransactionID, msg.RetryCount, oneLine(errText, 60))
+	fmt.Fprintln(tw, l.header)
+	for i := range rows {
+		fmt.Fprintln(tw, l.row(&rows[i]))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(m.Stdout, "%d shown, %d in all\n", len(reply.Messages), reply.Total)
+	_, err = fmt.Fprintf(m.Stdout, "%d shown, %d in all\n", len(rows), total)
 	return err
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 )
@@ -40,16 +39,7 @@ func (m *App) quarantineCmd() *cobra.Command {
 	fs.IntVar(&limit, "limit", 100, "segments to list")
 	fs.IntVar(&offset, "offset", 0, "segments to skip")
 	cmd.RunE = m.run(func(cmd *cobra.Command, args []string) error {
-		q := url.Values{}
-		if queue != "" {
-			q.Set("queue", queue)
-		}
-		if partition != "" {
-			q.Set("partition", partition)
-		}
-		q.Set("limit", strconv.Itoa(limit))
-		q.Set("offset", strconv.Itoa(offset))
-		return m.quarantine(cmd.Context(), cl, q)
+		return m.quarantine(cmd.Context(), cl, pageQuery(map[string]string{"queue": queue, "partition": partition}, limit, offset))
 	})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "restore ID",
@@ -67,50 +57,32 @@ func (m *App) quarantineCmd() *cobra.Command {
 	return cmd
 }
 
+// quarantineRow is the part of a quarantine listing entry the table shows.
+type quarantineRow struct {
+	ID            int64    `json:"id"`
+	Queue         string   `json:"queue"`
+	Partition     string   `json:"partition"`
+	FirstOffset   int64    `json:"firstOffset"`
+	LastOffset    int64    `json:"lastOffset"`
+	Frames        int64    `json:"frames"`
+	Reason        string   `json:"reason"`
+	QuarantinedAt string   `json:"quarantinedAt"`
+	PassedBy      []string `json:"passedBy"`
+}
+
 func (m *App) quarantine(ctx context.Context, cl *apiClient, q url.Values) error {
-	asJSON, err := cl.asJSON()
-	if err != nil {
-		return err
-	}
-	body, err := cl.do(ctx, http.MethodGet, "/api/v1/quarantine?"+q.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return printJSON(m.Stdout, body)
-	}
-	var reply struct {
-		Segments []struct {
-			ID            int64    `json:"id"`
-			Queue         string   `json:"queue"`
-			Partition     string   `json:"partition"`
-			FirstOffset   int64    `json:"firstOffset"`
-			LastOffset    int64    `json:"lastOffset"`
-			Frames        int64    `json:"frames"`
-			Reason        string   `json:"reason"`
-			QuarantinedAt string   `json:"quarantinedAt"`
-			PassedBy      []string `json:"passedBy"`
-		} `json:"segments"`
-		Total int64 `json:"total"`
-	}
-	if err := json.Unmarshal(body, &reply); err != nil {
-		return fmt.Errorf("quarantine: decode reply: %w", err)
-	}
-	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPUT ASIDE AT\tQUEUE\tPARTITION\tOFFSETS\tMESSAGES\tGROUPS PAST IT\tREASON")
-	for _, s := range reply.Segments {
-		groups := strings.Join(s.PassedBy, ",")
-		if groups == "" {
-			groups = "-"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d-%d\t%d\t%s\t%s\n", s.ID, s.QuarantinedAt, s.Queue, s.Partition,
-			s.FirstOffset, s.LastOffset, s.Frames, oneLine(groups, 40), oneLine(s.Reason, 60))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(m.Stdout, "%d shown, %d in all\n", len(reply.Segments), reply.Total)
-	return err
+	return printPage(ctx, m, cl, listing[quarantineRow]{
+		what: "quarantine", route: "/api/v1/quarantine", field: "segments",
+		header: "ID\tPUT ASIDE AT\tQUEUE\tPARTITION\tOFFSETS\tMESSAGES\tGROUPS PAST IT\tREASON",
+		row: func(s *quarantineRow) string {
+			groups := strings.Join(s.PassedBy, ",")
+			if groups == "" {
+				groups = "-"
+			}
+			return fmt.Sprintf("%d\t%s\t%s\t%s\t%d-%d\t%d\t%s\t%s", s.ID, s.QuarantinedAt, s.Queue, s.Partition,
+				s.FirstOffset, s.LastOffset, s.Frames, oneLine(groups, 40), oneLine(s.Reason, 60))
+		},
+	}, q)
 }
 
 // quarantineRestore runs "comb quarantine restore ID".

@@ -16,18 +16,19 @@ type Finding struct {
 	Partition string // "" when not about one partition
 	// From and To are the offsets concerned when HasOffsets.
 	From, To   int64
-	HasOffsets bool
-	Detail     string
+	HasOffsets bool   // From and To are set
+	Detail     string // what is wrong, in words for an operator
 }
 
-// CheckReport is what Check found.
+// CheckReport is what Check found. The counts are what the check read,
+// for the operator to see it covered the file.
 type CheckReport struct {
-	SchemaVersion int64
-	Queues        int64
-	Partitions    int64
-	Segments      int64
-	Frames        int64
-	Findings      []Finding
+	SchemaVersion int64     // the newest migration applied to the file
+	Queues        int64     // queues, of every tenant
+	Partitions    int64     // partitions, of every tenant
+	Segments      int64     // segments whose checksum was verified
+	Frames        int64     // messages those segments hold
+	Findings      []Finding // empty when the file is sound
 }
 
 func (f Finding) String() string {

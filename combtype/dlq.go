@@ -6,6 +6,7 @@ import (
 
 // Defaults for DLQ reads and re-drives.
 const (
+	// DefaultDLQLimit is the page size of a DLQ listing that names none.
 	DefaultDLQLimit = 100
 	// MaxDLQLimit caps one page of the DLQ listing.
 	MaxDLQLimit = 10000
@@ -19,28 +20,33 @@ const (
 // DLQFilter selects dead-lettered messages. Empty strings and nil times
 // match everything.
 type DLQFilter struct {
-	Queue     string
-	Group     string
-	Partition string
+	Queue     string     // the queue's exact name; unknown matches nothing
+	Group     string     // the group whose ack dead-lettered the message
+	Partition string     // the partition's name
 	From, To  *time.Time // bounds on the time the message failed, inclusive
-	Limit     int        // <= 0 means DefaultDLQLimit; capped at MaxDLQLimit
-	Offset    int
+	// Limit is the page size: <= 0 means DefaultDLQLimit, capped at
+	// MaxDLQLimit. A page also stops after 4 MiB of payloads (always
+	// holding at least one entry); page on with Offset.
+	Limit int
+	// Offset is the matching rows skipped first, newest failure first;
+	// negative is 0.
+	Offset int
 }
 
 // DLQEntry is one dead-lettered copy of a message.
 type DLQEntry struct {
-	RowID        int64  // the DLQ row's id
-	ID           string // the original message's id; what RedriveRequest.IDs names
-	TxnID        string
-	PartitionID  string // the partition's uuid
-	Queue        string
-	Partition    string
-	Group        string // the group whose ack dead-lettered it
-	ErrorMessage string // the ack's error text
-	RetryCount   int64  // failed rounds before it was dead-lettered
-	Payload      []byte // as pushed
-	TraceID      string
-	ProducerSub  string
+	RowID        int64     // the DLQ row's id
+	ID           string    // the original message's id; what RedriveRequest.IDs names
+	TxnID        string    // the original message's transactionId
+	PartitionID  string    // the partition's uuid
+	Queue        string    // the queue's name
+	Partition    string    // the partition's name
+	Group        string    // the group whose ack dead-lettered it
+	ErrorMessage string    // the ack's error text
+	RetryCount   int64     // failed rounds before it was dead-lettered
+	Payload      []byte    // as pushed, decrypted
+	TraceID      string    // as pushed; "" if none
+	ProducerSub  string    // as pushed (PushItem.ProducerSub); "" if unknown
 	Offset       int64     // its offset in its partition
 	CreatedAt    time.Time // commit time of the original message
 	FailedAt     time.Time // when it was dead-lettered
@@ -58,7 +64,7 @@ type RedriveRequest struct {
 
 // RedriveResult counts what a re-drive did.
 type RedriveResult struct {
-	Queue string
+	Queue string // as in the request
 	// Redriven is the number of new messages appended.
 	Redriven int
 	// Duplicates is the number of messages whose re-drive key already
@@ -81,9 +87,9 @@ const (
 
 // PurgeRequest selects dead-lettered rows to delete for good.
 type PurgeRequest struct {
-	Queue     string
-	Group     string
-	Partition string
+	Queue     string     // the queue's exact name; "" = any
+	Group     string     // the group whose ack dead-lettered the message; "" = any
+	Partition string     // the partition's name; "" = any
 	From, To  *time.Time // bounds on the time the message failed, inclusive
 	IDs       []string   // message ids as ListDLQ reports them; nil = every matching row, empty = none
 	// All must be set to purge with no filter at all: an empty request
@@ -107,6 +113,6 @@ func (req *PurgeRequest) Filtered() bool {
 
 // DLQCountFilter selects dead letters to count.
 type DLQCountFilter struct {
-	Queues   []string  // nil = every queue
-	From, To time.Time // bounds on the time the message failed, inclusive
+	Queues   []string  // nil = every queue; empty = none
+	From, To time.Time // bounds on the time the message failed, inclusive; zero = unbounded
 }

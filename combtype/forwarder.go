@@ -12,17 +12,19 @@ const (
 
 // Forwarder is the stored definition of one forwarder and the state that
 // must survive a restart.
+// broker.NormalizeForwarder checks a definition and fills its defaults;
+// Forwarders.Put stores only what it accepts.
 type Forwarder struct {
-	Tenant        string
-	Name          string
+	Tenant        string // set by Forwarders.Put to the handle's tenant
+	Name          string // 1-255 of letters, digits, '_', '.', '-'; unique within the tenant
 	Direction     string // ForwardPush or ForwardPull
 	Queue         string // local queue, or a glob of queue names (push)
-	UpstreamURL   string
+	UpstreamURL   string // the upstream's http:// or https:// base URL, stored as scheme, host and path
 	UpstreamQueue string // "" = the local queue's name
 	Token         string // bearer token for the upstream; "" = none
 	Group         string // local group (push) or upstream group (pull)
-	Batch         int
-	Paused        bool
+	Batch         int    // messages per upstream request; 0 = ForwarderDefaultBatch, at most ForwarderMaxBatch
+	Paused        bool   // a runner does not move messages while set (Forwarders.SetPaused)
 	// Evicted counts messages retention removed before they were forwarded.
 	Evicted int64
 	// PendingAck is the upstream ack owed by a pull forwarder, "" if none.
@@ -31,8 +33,8 @@ type Forwarder struct {
 	// upstream; "none" sends them as they are. "" in a stored row is one
 	// stored before the prefix existed, to be given the device's prefix.
 	IDPrefix  string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	CreatedAt time.Time // first stored, by the broker's clock
+	UpdatedAt time.Time // last definition or state change, by the broker's clock
 }
 
 // Bounds and defaults of a forwarder definition.

@@ -5,45 +5,59 @@ import (
 )
 
 // GroupSummary is one (consumer group, queue) pair.
+// Its figures are summed over the group's positions on the queue's
+// partitions: cursor rows, and those its subscription implies.
 type GroupSummary struct {
-	Group string
-	Queue string
+	Group string // the group's name; QueueModeGroup for queue mode
+	Queue string // the queue's name
 	// Cursors is the number of cursor rows: partitions this group has met.
-	Cursors           int64
+	Cursors int64
+	// PartitionsWithLag counts the partitions where OffsetLag > 0.
 	PartitionsWithLag int64
-	TotalLag          int64
+	// TotalLag is the messages stored and not yet completed by the group
+	// (from its next offset, or the log start, to the last), summed.
+	TotalLag int64
 	// MaxTimeLag is the age of the oldest unconsumed segment, 0 when none.
-	MaxTimeLag    time.Duration
+	MaxTimeLag time.Duration
+	// TotalConsumed is the messages the group acked on the queue (a
+	// replayed message counts again).
 	TotalConsumed int64
 	// Summarized is set when the figures of a queue too large to sum on
 	// every read come from a sum made in the background, StatsAge ago
 	// (MaxTimeLag is still told at the time of the read).
 	Summarized bool
-	StatsAge   time.Duration
+	// StatsAge is the age of that sum; 0 when Summarized is false.
+	StatsAge time.Duration
 }
 
 // PartitionLag is one cursor of a group.
 type PartitionLag struct {
-	Group       string
-	Queue       string
-	Partition   string
+	Group       string // the group's name; QueueModeGroup for queue mode
+	Queue       string // the queue's name
+	Partition   string // the partition's name
 	PartitionID string // uuid
 	LeaseID     string // "" when no lease is recorded
 	LeaseActive bool   // a lease whose expiry is still ahead
 	// LastConsumedAt is zero when the group never completed anything here.
 	LastConsumedAt time.Time
-	TotalConsumed  int64
-	OffsetLag      int64
+	// TotalConsumed is the messages the group acked on the partition.
+	TotalConsumed int64
+	// OffsetLag is the messages stored past the group's committed offset
+	// (or from the log start when it is below it); 0 when caught up.
+	OffsetLag int64
 	// OldestUnconsumedAt is the commit time of the segment holding the next
 	// wanted offset; zero when nothing is pending.
 	OldestUnconsumedAt time.Time
-	TimeLag            time.Duration
+	// TimeLag is the broker clock's now minus OldestUnconsumedAt, at the
+	// time of the read; 0 when nothing is pending.
+	TimeLag time.Duration
 	// Summarized is set on a lagging row of a queue too large to sort on
 	// every read: the row, and its place in the listing, come from a sum
 	// made in the background StatsAge ago (TimeLag is told at the time of
 	// the read).
 	Summarized bool
-	StatsAge   time.Duration
+	// StatsAge is the age of that sum; 0 when Summarized is false.
+	StatsAge time.Duration
 }
 
 // GroupState is derived, never stored: Lagging when the oldest unconsumed
@@ -74,6 +88,8 @@ type CursorOffsets struct {
 // SeekRequest moves one group's cursors on one queue.
 type SeekRequest struct {
 	Group string // "" = QueueModeGroup
+	// Queue is the queue's name, required; an unknown queue (or one with
+	// no partitions) is ErrQueueNotFound.
 	Queue string
 	// Partition names one partition; "" seeks every partition of the queue.
 	Partition string
@@ -129,7 +145,7 @@ func (t SeekTarget) Validate() error {
 
 // PartitionSeek is what a seek did, or would do, to one partition.
 type PartitionSeek struct {
-	Partition   string
+	Partition   string // the partition's name
 	PartitionID string // uuid
 	// From is the committed value before the seek (the floor when the
 	// group had no cursor there), To the one after.
@@ -141,7 +157,7 @@ type PartitionSeek struct {
 	// watermark and was raised to it; FramesEvicted counts the offsets
 	// below the watermark that the seek could not give back.
 	Clamped       bool
-	FramesEvicted int64
+	FramesEvicted int64 // offsets below the watermark not given back; 0 unless Clamped
 	// OvershootBound is, for a time seek, the most frames older than the
 	// time that the landing segment can deliver again.
 	OvershootBound int64
@@ -152,7 +168,7 @@ type PartitionSeek struct {
 
 // SeekResult is the outcome of a seek, one entry per partition in creation order.
 type SeekResult struct {
-	Queue      string
+	Queue      string          // the queue sought
 	Group      string          // the group moved; QueueModeGroup when none was named
 	Partitions []PartitionSeek // every partition touched, in creation order
 	// Snapshot is the snapshot applied, when the request named one.
@@ -186,6 +202,6 @@ type GroupDeleteRequest struct {
 
 // BacklogRequest names a queue and a group whose backlog to count.
 type BacklogRequest struct {
-	Queue string
+	Queue string // the queue's name; unknown counts 0
 	Group string // "" = QueueModeGroup
 }

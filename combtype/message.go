@@ -41,9 +41,9 @@ type PushResult struct {
 	// partition and the offset (a duplicate answers the original's).
 	MessageID   string
 	PartitionID string // the partition's uuid
-	TraceID     string
-	Queue       string
-	Offset      int64 // the message's offset in its partition
+	TraceID     string // as given; "" if none
+	Queue       string // the item's queue
+	Offset      int64  // the message's offset in its partition; 0 when buffered
 }
 
 // StatusBuffered is the push status of an item parked by push maintenance.
@@ -66,6 +66,8 @@ const QueueModeGroup = "__QUEUE_MODE__"
 // PopRequest asks for up to Batch messages of one queue, or of the queues
 // matching Namespace/Task when Queue is "".
 type PopRequest struct {
+	// Queue is the queue's name; "" pops by Namespace/Task instead. An
+	// unknown queue is nothing to deliver, not an error.
 	Queue     string
 	Partition string // "" = any partition
 	Namespace string // with Queue "", pop from the queues of this namespace
@@ -85,7 +87,7 @@ type PopRequest struct {
 	// the first pop); From is "now" or a time (RFC 3339 or YYYY-MM-DD),
 	// which beats the mode. Both empty is Options.DefaultSubscriptionMode.
 	SubscriptionMode string
-	SubscriptionFrom string
+	SubscriptionFrom string // "now", RFC 3339 or YYYY-MM-DD; see SubscriptionMode
 	// Wait parks the pop until something is deliverable or Timeout passes.
 	Wait    bool
 	Timeout time.Duration // 0 = answer at once; at most an hour
@@ -93,24 +95,24 @@ type PopRequest struct {
 
 // Message is one delivered message.
 type Message struct {
-	ID          string // see PushResult.MessageID
-	TxnID       string // the transactionId an ack names
-	PartitionID string // the partition's uuid, which an ack names
-	Partition   string
-	Queue       string
+	ID          string    // see PushResult.MessageID
+	TxnID       string    // the transactionId an ack names
+	PartitionID string    // the partition's uuid, which an ack names
+	Partition   string    // the partition's name
+	Queue       string    // the queue's name
 	LeaseID     string    // the lease to ack under; "" with autoAck
 	Group       string    // the consumer group it was delivered to
 	Payload     []byte    // as pushed
 	CreatedAt   time.Time // when its push committed
-	TraceID     string
-	ProducerSub string
-	RetryCount  int64 // failed rounds of its batch before this delivery
-	Offset      int64 // its offset in its partition
+	TraceID     string    // as pushed; "" if none
+	ProducerSub string    // as pushed (PushItem.ProducerSub); "" if unknown
+	RetryCount  int64     // failed acks of its batch before this delivery; an expired lease is not one
+	Offset      int64     // its offset in its partition
 }
 
 // PopResult is a delivered batch; Messages is empty when nothing was due.
 type PopResult struct {
-	Queue       string
+	Queue       string // the queue popped (with Namespace/Task: the first delivering)
 	Partition   string // the first partition claimed
 	PartitionID string // its uuid
 	// LeaseID holds every message delivered until acked, extended
@@ -129,11 +131,13 @@ type PopResult struct {
 
 // Ack statuses.
 const (
-	AckCompleted = "completed"
-	AckSuccess   = "success" // alias of completed
-	AckFailed    = "failed"
-	AckDLQ       = "dlq"
-	AckRetry     = "retry"
+	AckCompleted = "completed" // done: the group's cursor moves past it
+	AckSuccess   = "success"   // alias of completed
+	// AckFailed gives the batch back for redelivery, counting a retry;
+	// past the queue's RetryLimit it dead-letters the message instead.
+	AckFailed = "failed"
+	AckDLQ    = "dlq"   // dead-letters the message at once
+	AckRetry  = "retry" // gives the batch back for redelivery without counting a retry
 )
 
 // AckItem acknowledges one delivered message.
@@ -148,8 +152,8 @@ type AckItem struct {
 
 // AckResult is the outcome of one AckItem, in request order.
 type AckResult struct {
-	TxnID   string
-	Success bool // the ack applied
+	TxnID   string // as in the AckItem
+	Success bool   // the ack applied
 	// Err says why an ack was refused: ErrInvalidLease or
 	// ErrMessageNotFound; nil when it applied, or when its status was
 	// unknown and it was ignored (Success false).
@@ -169,7 +173,7 @@ type TxOp struct {
 
 // TxOpResult is the outcome of one TxOp.
 type TxOpResult struct {
-	Type   string
+	Type   string       // the op's Type: "ack" or "push"
 	Ack    *AckResult   // an ack op's result
 	Pushes []PushResult // a push op's results, one per item
 }
@@ -197,10 +201,12 @@ func (e *TxError) Unwrap() error { return e.Err }
 
 // LeaseExtension is the outcome of extending one lease.
 type LeaseExtension struct {
-	LeaseID string
-	Success bool
+	LeaseID string // as asked
+	Success bool   // the lease was live and now expires at ExpiresAt
 	// Err is ErrLeaseNotFound or ErrLeaseExpired when nothing was
 	// extended; nil on success.
-	Err       error
+	Err error
+	// ExpiresAt is the lease's new expiry: the later of now+d and the
+	// latest expiry it already had; zero unless Success.
 	ExpiresAt time.Time
 }

@@ -10,30 +10,34 @@ const DefaultSnapshotTTL = 7 * 24 * time.Hour
 // Snapshot is a consumer group's committed offsets on one queue, captured
 // under a name.
 type Snapshot struct {
-	Name      string
+	Name      string            // unique among the tenant's live snapshots
 	Group     string            // the group whose cursors it captured
 	Queue     string            // the queue they are on
 	QueueUUID string            // that queue's uuid when it was taken
 	Labels    map[string]string // the caller's, for finding it again
-	CreatedAt time.Time
-	ExpiresAt time.Time // after it, the snapshot is gone (ErrSnapshotNotFound)
+	CreatedAt time.Time         // by the broker's clock
+	ExpiresAt time.Time         // after it, the snapshot is gone (ErrSnapshotNotFound)
 	// Cursors has one entry per partition that existed when it was taken.
 	Cursors []SnapshotCursor
 }
 
 // SnapshotCursor is one captured position.
 type SnapshotCursor struct {
-	Partition   string
+	Partition   string // the partition's name
 	PartitionID string // uuid
-	Committed   int64
+	// Committed is the group's committed offset there when the snapshot
+	// was taken (where its subscription implied one, for a partition it
+	// had no cursor on): a seek to the snapshot resumes delivery at
+	// Committed+1, or at the log start if retention has passed it.
+	Committed int64
 }
 
 // CreateSnapshotRequest names a snapshot of Group's cursors on Queue.
 type CreateSnapshotRequest struct {
-	Name   string
-	Group  string // "" = QueueModeGroup
-	Queue  string
-	Labels map[string]string
+	Name   string            // required; at most 255 characters
+	Group  string            // "" = QueueModeGroup
+	Queue  string            // unknown is ErrSnapshotConflict
+	Labels map[string]string // stored as given; nil = none
 	// ExpiresAt, when not zero, is the expiry; it must be in the future.
 	ExpiresAt time.Time
 	// TTL, when ExpiresAt is zero, is the lifetime from now. Both zero
@@ -46,13 +50,13 @@ type CreateSnapshotRequest struct {
 type SnapshotUpdate struct {
 	// SetLabels replaces the labels with Labels.
 	SetLabels bool
-	Labels    map[string]string
+	Labels    map[string]string // the new labels, with SetLabels; nil clears them
 	// ExpiresAt, when not nil, is the new expiry; it must be in the future.
 	ExpiresAt *time.Time
 }
 
 // SnapshotFilter selects live snapshots; empty fields match every one.
 type SnapshotFilter struct {
-	Group string
-	Queue string
+	Group string // the group captured; "" = any
+	Queue string // the queue's name; "" = any
 }
