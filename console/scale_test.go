@@ -221,6 +221,18 @@ func TestConsoleStaysQuickAtTenThousandQueues(t *testing.T) {
 	t.Logf("group partitions filter, key to paint per key (ms): %s", fmtMs(lat))
 	t.Logf("group partitions filter, key to its rows painted (ms): %s", fmtMs(results()))
 	p.until(`document.querySelectorAll("#group-partition-list tbody tr[data-partition]").length === 10`)
+	// The filter shows rows it drew before without drawing them again: a
+	// key press that brings back rows already built costs no DOM work. (A
+	// refresh draws rows anew: the reload above turned auto-refresh back
+	// on, so it is turned off first.)
+	p.choose("#refresh", "0")
+	p.until(`window.__inflight === 0`)
+	p.do("mark a row", chromedp.Evaluate[chromedp.Void](`document.querySelector('#group-partition-list tr[data-partition="part-0990"]').__mark = true`))
+	p.filter("#group-partition-list-filter", "part-09", "#group-partition-list-count", "100 of 1,200 partitions match")
+	p.filter("#group-partition-list-filter", "part-099", "#group-partition-list-count", "10 of 1,200 partitions match")
+	if !eval[bool](p, `document.querySelector('#group-partition-list tr[data-partition="part-0990"]').__mark === true`) {
+		t.Fatal("the filter drew again a row it had drawn before")
+	}
 
 	// Seek the whole group: totals first, and Apply in reach.
 	p.click("#seek-open")
@@ -266,6 +278,53 @@ func TestConsoleStaysQuickAtTenThousandQueues(t *testing.T) {
 	if got := eval[string](p, `document.activeElement.id`); got != "queue-filter" {
 		t.Fatalf("focus after refresh on #%s, want the filter", got)
 	}
+}
+
+// TestConsoleDrawsTheFirstRowsWhileTheRestCome opens a queue and a group
+// over 1,200 partitions (two pages of the broker's listings) on a console
+// that has seen nothing yet, with every page after the first held back:
+// the first rows are drawn, and the counts say more are coming, until the
+// rest arrive.
+func TestConsoleDrawsTheFirstRowsWhileTheRestCome(t *testing.T) {
+	srv := combtest.MustServer(t, combtest.Options{})
+	var items []map[string]any
+	for i := range scalePartitions {
+		items = append(items, map[string]any{"queue": "wide", "partition": fmt.Sprintf("part-%04d", i),
+			"transactionId": fmt.Sprintf("w%d", i), "payload": map[string]any{"i": i}})
+	}
+	srv.Push(items...)
+	if r := srv.Do("POST", "/api/v1/consumer-groups/fleet/queues/wide/seek", map[string]any{"offset": 0}); r.Status != http.StatusOK {
+		t.Fatalf("seek fleet: %d %s", r.Status, r.Body)
+	}
+	p := newPage(t, srv.URL)
+	p.do("open console", chromedp.Navigate(srv.URL+"/#/snapshots"))
+	p.wait("#snapshot-grid")
+	p.choose("#refresh", "0")
+	// Pages after the first (offset or after given) wait until __release().
+	p.do("hold later pages", chromedp.Evaluate[chromedp.Void](`(() => {
+		let release; const held = new Promise((r) => { release = r; });
+		window.__release = release;
+		const f0 = window.fetch;
+		window.fetch = (url, ...a) => /[?&](offset|after)=/.test(String(url)) ? held.then(() => f0(url, ...a)) : f0(url, ...a);
+	})()`))
+	for _, v := range []struct{ hash, rows, counts, partial, whole string }{
+		{"#/groups/fleet/wide", "#group-partition-list tbody tr[data-partition]", "#group-partition-list-count",
+			"100 partitions so far, loading more…", "1,200 partitions"},
+		{"#/queues/wide", "#queue-partition-list tbody tr[data-key]", "#queue-partition-list-count",
+			"100 partitions so far, loading more…", "1,200 partitions"},
+		{"#/queues/wide", "#queue-group-list tbody tr[data-key]", "#queue-group-list-count",
+			"100 cursors so far, loading more…", "1,200 cursors"},
+	} {
+		p.show(v.hash, v.rows)
+		p.until(fmt.Sprintf(`document.querySelectorAll(%q).length === 100`, v.rows))
+		if got := p.text(v.counts); got != v.partial {
+			t.Fatalf("%s while the rest is held: %q, want %q", v.counts, got, v.partial)
+		}
+	}
+	p.do("release", chromedp.Evaluate[chromedp.Void](`window.__release()`))
+	p.until(`document.querySelector("#queue-partition-list-count").textContent === "1,200 partitions" && document.querySelector("#queue-group-list-count").textContent === "1,200 cursors"`)
+	p.show("#/groups/fleet/wide", "#group-partition-list tbody tr[data-partition]")
+	p.until(`document.querySelector("#group-partition-list-count").textContent === "1,200 partitions"`)
 }
 
 // refreshNow presses the refresh button and waits for the view to finish.

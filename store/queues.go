@@ -201,6 +201,7 @@ func (w *wtx) partition(q *combtype.Queue, name string, create bool) (*combtype.
 		if err != nil {
 			return nil, fmt.Errorf("insert partition %q: %w", name, err)
 		}
+		w.s.tot.grown(q.Tenant)
 	}
 	if err != nil {
 		return nil, err

@@ -66,3 +66,80 @@ func TestOpenSumsLargeTenantsAhead(t *testing.T) {
 		t.Fatalf("Summary after the restart: %+v, %v", sum, err)
 	}
 }
+
+// A tenant that grows past the live limit while the store is open is
+// summed ahead by the refresher once it stops growing, as at open, so the
+// first status or
+// overview read does not make that sum; once only: a tenant forgotten
+// for want of reads is not summed ahead again because it keeps growing.
+func TestGrowingPastTheLimitSumsAhead(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"), LiveSummaryPartitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	push := func(tenant string, from, to int) {
+		t.Helper()
+		var items []combtype.PushItem
+		for i := from; i < to; i++ {
+			items = append(items, combtype.PushItem{Queue: fmt.Sprintf("q%d", i), TxnID: "t", Payload: []byte(`1`)})
+		}
+		if _, err := s.Push(ctx, tenant, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := func(tenant string) *combtype.Summary {
+		s.tot.mu.Lock()
+		defer s.tot.mu.Unlock()
+		if e := s.tot.tenants[tenant]; e != nil {
+			return e.sum
+		}
+		return nil
+	}
+	push("big", 0, 2)
+	push("small", 0, 1)
+	if err := s.RefreshTotals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if kept("big") != nil || kept("small") != nil {
+		t.Fatal("a tenant at the live limit was summed ahead")
+	}
+	push("big", 2, 3) // past the limit now
+	if err := s.RefreshTotals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Summed once it has stopped growing for a round.
+	if err := s.RefreshTotals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The refresher's own round may have taken the tenant first: wait for
+	// its sum then.
+	for deadline := time.Now().Add(20 * time.Second); kept("big") == nil && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if sum := kept("big"); sum == nil || sum.Counts.Total != 3 || !sum.Summarized {
+		t.Fatalf("the tenant grown past the limit was not summed ahead: %+v", sum)
+	}
+	if kept("small") != nil {
+		t.Fatal("a small tenant was summed ahead")
+	}
+	// Forgotten (no read asked for it), then growing again: not summed
+	// ahead a second time.
+	s.tot.mu.Lock()
+	delete(s.tot.tenants, "big")
+	s.tot.mu.Unlock()
+	push("big", 3, 4)
+	for range 2 {
+		if err := s.RefreshTotals(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept("big") != nil {
+		t.Fatal("a forgotten tenant was summed ahead again for growing")
+	}
+	// A read still sums it, as before.
+	if sum, err := s.Summary(ctx, "big"); err != nil || sum.Counts.Total != 4 || !sum.Summarized {
+		t.Fatalf("Summary: %+v, %v", sum, err)
+	}
+}

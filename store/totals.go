@@ -67,7 +67,15 @@ type totalsCache struct {
 	tenants map[string]*summaryEntry // by tenant
 	summing map[string]chan struct{} // first sums under way, closed when done
 	prime   bool                     // the refresher first sums every large tenant
-	groups  map[int64]*groupsEntry   // by queue id (groupstats.go)
+	// crossed holds the tenants summed ahead once they grew past the live
+	// limit: a tenant is summed ahead the first time only, so one that
+	// keeps making partitions with nobody reading its Summary does not
+	// keep the refresher busy.
+	crossed map[string]bool
+	grewMu  sync.Mutex             // guards grew alone: the writer takes it
+	grew    map[string]struct{}    // tenants given a partition since the refresher looked
+	growing map[string]struct{}    // the tenants in grew at the refresher's last look
+	groups  map[int64]*groupsEntry // by queue id (groupstats.go)
 	running bool
 	done    chan struct{} // closed when the refresher returns; nil until it starts
 }
@@ -264,6 +272,10 @@ func (s *Store) firstSum(ctx context.Context, tenant string) (*combtype.Summary,
 		s.tot.tenants = map[string]*summaryEntry{}
 	}
 	s.tot.tenants[tenant] = &summaryEntry{sum: sum, askedAt: time.Now()}
+	if s.tot.crossed == nil {
+		s.tot.crossed = map[string]bool{}
+	}
+	s.tot.crossed[tenant] = true
 	s.runRefresher()
 	out := *sum
 	return &out, nil
@@ -376,8 +388,63 @@ func (s *Store) refreshTenants(ctx context.Context) error {
 			cur.sum = sum
 		} else if cur != nil {
 			delete(s.tot.tenants, t)
+			delete(s.tot.crossed, t) // grown small: the next crossing sums ahead again
 		}
 		s.tot.mu.Unlock()
+	}
+	return s.sumGrownTenants(ctx)
+}
+
+// grown notes that tenant was given a partition. The writer calls it, so
+// it only marks the tenant for the refresher to look at.
+func (c *totalsCache) grown(tenant string) {
+	c.grewMu.Lock()
+	if c.grew == nil {
+		c.grew = map[string]struct{}{}
+	}
+	c.grew[tenant] = struct{}{}
+	c.grewMu.Unlock()
+}
+
+// sumGrownTenants sums ahead the Summary of each tenant that was given
+// partitions and is now over the live limit for the first time, as
+// opening the store does for the tenants already large: the first status
+// or overview read of a broker that has just grown large is then answered
+// from that sum instead of making it (0.25 s of CPU at 10,000 queues). A
+// tenant is summed once it has stopped growing for a whole round, so a
+// bulk load is not summed halfway, and a sum read right after it is not
+// one of the load's middle.
+func (s *Store) sumGrownTenants(ctx context.Context) error {
+	s.tot.grewMu.Lock()
+	now := s.tot.grew
+	s.tot.grew = nil
+	s.tot.grewMu.Unlock()
+	s.tot.mu.Lock()
+	grew := map[string]struct{}{}
+	for t := range s.tot.growing {
+		if _, still := now[t]; !still {
+			grew[t] = struct{}{}
+		}
+	}
+	s.tot.growing = now
+	s.tot.mu.Unlock()
+	for t := range grew {
+		s.tot.mu.Lock()
+		seen := s.tot.crossed[t] || s.tot.tenants[t] != nil
+		s.tot.mu.Unlock()
+		if seen {
+			continue
+		}
+		large, err := s.largeTenant(ctx, t)
+		if err != nil {
+			return err
+		}
+		if !large {
+			continue
+		}
+		if _, err := s.firstSum(ctx, t); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -56,15 +56,27 @@ function nextPage(headers) {
 // ({queue: {partitions: [...]}}) queue by queue, and an object's own
 // lists ({partitions: [...]}) end to end. The broker answers at most
 // 1,000 rows a reply, so a group over more partitions takes several.
-export async function getAll(p) {
-  let { data, headers } = await call("GET", p);
+// With first, the first page asks for that many rows only and the pages
+// after it for the path's own limit, and onPage sees the rows joined so
+// far after each page but the last: a view draws its first rows at once
+// and the rest when they come.
+export async function getAll(p, { first, onPage } = {}) {
+  const limit = (u, n) => {
+    const x = new URL(u, location.origin);
+    x.searchParams.set("limit", String(n));
+    return x.pathname + x.search;
+  };
+  // 1,000 is the broker's largest page and its default.
+  const size = new URL(p, location.origin).searchParams.get("limit") || 1000;
+  let { data, headers } = await call("GET", first ? limit(p, first) : p);
   for (let next = nextPage(headers), n = 0; next && n < 1000; n++) {
-    const r = await call("GET", next);
+    if (onPage) onPage(data);
+    const r = await call("GET", first ? limit(next, size) : next);
     if (Array.isArray(data)) data = data.concat(r.data || []);
     else {
       for (const [k, v] of Object.entries(r.data || {})) {
         if (Array.isArray(data[k]) && Array.isArray(v)) data[k] = data[k].concat(v);
-        else if (data[k] && Array.isArray(data[k].partitions) && v && Array.isArray(v.partitions)) data[k].partitions = data[k].partitions.concat(v.partitions);
+        else if (data[k] && Array.isArray(data[k].partitions) && v && Array.isArray(v.partitions)) data[k] = { ...data[k], partitions: data[k].partitions.concat(v.partitions) };
         else data[k] = v;
       }
     }
@@ -86,8 +98,9 @@ export function lastSeen(p) { const k = kept.get(p); return k ? k.v : undefined;
 export function onKept(p, fn) { listeners.set(p, [...(listeners.get(p) || []), fn]); }
 // A kept listing is read to its end (getAll) unless follow is false: a
 // path that asks for one page of a longer list.
-export async function getKept(p, follow = true) {
-  const v = follow ? await getAll(p) : await get(p);
+// opts (first, onPage) are getAll's.
+export async function getKept(p, follow = true, opts) {
+  const v = follow ? await getAll(p, opts) : await get(p);
   kept.delete(p);
   kept.set(p, { v, at: Date.now() });
   if (kept.size > 12) kept.delete(kept.keys().next().value);

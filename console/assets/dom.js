@@ -83,9 +83,12 @@ export function fmtOffset(n) {
   return Number(n) < 0 ? "nothing consumed" : fmtNum(n);
 }
 
+// One formatter for every number: toLocaleString makes one per call,
+// which a page of rows pays hundreds of times.
+const NUM = new Intl.NumberFormat("en-US");
 export function fmtNum(n) {
   if (n === null || n === undefined) return "–";
-  return Number(n).toLocaleString("en-US");
+  return NUM.format(Number(n));
 }
 
 export function fmtTime(s) {

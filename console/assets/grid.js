@@ -27,6 +27,7 @@ export function grid(ctx, o) {
   let page = Math.max(0, (parseInt(q0.get(name("page")), 10) || 1) - 1);
   let all = []; // [{ r, hay }] in sort order
   let shown = []; // the entries of all that match the filter
+  let more = false; // the rows set are the first pages of a longer list
   let remote = { rows: [], total: 0, all: 0 }; // the page a remote grid holds
   let asked = 0, drawn = 0; // sequence of a remote grid's requests
   let busy = null, again = false; // the request in flight; another is due
@@ -121,23 +122,38 @@ export function grid(ctx, o) {
   }
   const reload = () => fetchPage().catch((err) => ctx.fail(err));
 
+  // Rows are built once per entry and kept with it until the rows are set
+  // again (a refresh) or their figures move (redraw): a key press that
+  // shows rows already built, or the very rows on screen, costs no DOM
+  // work but the count.
+  let onScreen = [];
+  function rowOf(e) {
+    if (!e.tr) {
+      e.tr = row(e.r);
+      e.tr.dataset.key = key(e.r);
+    }
+    return e.tr;
+  }
   function draw() {
     if (load) return drawRemote();
     const pages = Math.max(1, Math.ceil(shown.length / pageSize));
-    page = Math.min(page, pages - 1);
+    // A page beyond the rows come so far (a shared link) waits for the rest.
+    if (!more) page = Math.min(page, pages - 1);
     const start = page * pageSize;
-    const mark = focusMark(tbody);
-    put(tbody, shown.length ? shown.slice(start, start + pageSize).map((e) => {
-      const tr = row(e.r);
-      tr.dataset.key = key(e.r);
-      return tr;
-    }) : h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, all.length ? `no ${what} match` : "nothing here")));
-    focusRestore(tbody, mark);
-    put(count, shown.length === all.length ? `${fmtNum(all.length)} ${what}` : `${fmtNum(shown.length)} of ${fmtNum(all.length)} ${what} match`);
+    const slice = shown.slice(start, start + pageSize);
+    if (!slice.length || slice.length !== onScreen.length || slice.some((e, i) => e !== onScreen[i])) {
+      const mark = focusMark(tbody);
+      put(tbody, slice.length ? slice.map(rowOf)
+        : h("tr", {}, h("td", { colspan: columns.length, class: "muted" }, more ? "loading…" : all.length ? `no ${what} match` : "nothing here")));
+      onScreen = slice;
+      focusRestore(tbody, mark);
+    }
+    const so = more ? ` so far, loading more…` : "";
+    put(count, shown.length === all.length ? `${fmtNum(all.length)} ${what}${so}` : `${fmtNum(shown.length)} of ${fmtNum(all.length)} ${what} match${so}`);
     put(where, shown.length ? `${fmtNum(start + 1)}–${fmtNum(Math.min(start + pageSize, shown.length))} of ${fmtNum(shown.length)}` : "");
     prev.disabled = page === 0;
     next.disabled = page >= pages - 1;
-    pager.hidden = pages < 2;
+    pager.hidden = pages < 2 && !more;
     el.dispatchEvent(new CustomEvent("comb:drawn", { bubbles: true, detail: { q } }));
   }
 
@@ -170,7 +186,10 @@ export function grid(ctx, o) {
   return {
     el,
     // set replaces the rows (a refresh): the filter, sort and page stay.
-    set(rows) {
+    // With partial, rows are the first pages of a list still coming: the
+    // count says so, and a later set brings the whole list.
+    set(rows, partial = false) {
+      more = partial;
       all = rows.map((r) => ({ r, hay: search ? search(r).toLowerCase() : "" }));
       order();
       filter();
@@ -182,10 +201,14 @@ export function grid(ctx, o) {
     show(r) { remote = r; drawRemote(); },
     // redraw sorts and draws the same rows again (their rates moved).
     redraw() {
+      for (const e of all) e.tr = null;
+      onScreen = [];
       order();
       filter();
       draw();
     },
     get rows() { return load ? remote.rows : all.map((e) => e.r); },
+    // params is the page a remote grid shows, as load is asked for it.
+    params: () => ({ q: q.trim(), sort: sortKey, dir, offset: page * pageSize, limit: pageSize }),
   };
 }

@@ -9,6 +9,7 @@ import { seekDialog } from "./seek.js";
 import { rates, fmtRate, sparkline, sampleQueues, GROUPS } from "./rates.js";
 
 const LAGGING = "/api/v1/consumer-groups/lagging?minLagSeconds=0";
+const PAGE = 100; // rows a grid shows at once
 const groupHref = (g, q) => `#/groups/${seg(g)}/${seg(q)}`;
 
 function groupGrid(ctx, id, prefix, what, label) {
@@ -78,8 +79,9 @@ export function render(ctx, root, params) {
 
   async function refresh() {
     try {
-      const [gs, lag] = await Promise.all([getKept(GROUPS), getKept(LAGGING)]);
-      show(gs, lag);
+      // Each table is drawn as its answer comes.
+      const [gs] = await Promise.all([getKept(GROUPS).then((gs) => { show(gs, null); return gs; }),
+        getKept(LAGGING).then((lag) => show(null, lag))]);
       // A group takes in what its queue takes in: the queues' counters
       // bring those rates, after the tables are up.
       await sampleQueues(gs.map((g) => g.queueName));
@@ -154,10 +156,15 @@ function detail(ctx, root, group, queue) {
 
   const kept = lastSeen("/api/v1/consumer-groups/" + seg(group));
   if (kept) parts.set((kept[queue] || { partitions: [] }).partitions);
+  let drawn = !!kept; // a refresh replaces rows shown only once it has them all
 
+  // The first rows come in a small first page and are drawn at once; the
+  // rest of a group over many partitions follows.
   async function refresh() {
     try {
-      const d = await getKept("/api/v1/consumer-groups/" + seg(group));
+      const d = await getKept("/api/v1/consumer-groups/" + seg(group), true,
+        drawn ? undefined : { first: PAGE, onPage: (d) => parts.set((d[queue] || { partitions: [] }).partitions, true) });
+      drawn = true;
       parts.set((d[queue] || { partitions: [] }).partitions);
       drawLive();
       await sampleQueues([queue]);

@@ -12,6 +12,9 @@ import { rates, fmtRate, sampleQueues, QUEUES, GROUPS } from "./rates.js";
 const SORTS = { name: "name", ns: "namespace", task: "task", partitions: "partitions", total: "total", pending: "pending", processing: "processing" };
 const PAGE = 100;
 
+// every is the count of every queue the console last saw.
+let every = null;
+
 // queuesPath is the listing path of one page of queues.
 function queuesPath({ q, sort, dir, offset, limit }) {
   return QUEUES + qs({ search: q, sort: SORTS[sort], dir: SORTS[sort] ? dir : null, offset: offset || null, limit });
@@ -22,14 +25,17 @@ export function render(ctx, root, params) {
   const rate = (q, k) => { const r = rates.queue(q.name); return r ? r[k] : null; };
   // The count of every queue, for "9 of 10,000 match": an unfiltered page
   // says it; a filtered one is asked for it once.
-  let every = null;
+  // An unfiltered page is kept, so the view opened again paints it at
+  // once; filtered pages are not, each key press would push out what
+  // other views keep.
+  const page = (r) => ({ rows: r.queues, total: r.pagination ? r.pagination.total : r.queues.length });
   const load = async (p) => {
-    const [r, all] = await Promise.all([get(queuesPath(p)),
+    const [r, all] = await Promise.all([p.q ? get(queuesPath(p)) : getKept(queuesPath(p), false),
       p.q && every === null ? get(QUEUES + "?limit=1").then((x) => x.pagination.total) : null]);
-    const total = r.pagination ? r.pagination.total : r.queues.length;
+    const { rows, total } = page(r);
     if (!p.q) every = total;
     else if (all !== null) every = all;
-    return { rows: r.queues, total, all: every };
+    return { rows, total, all: every };
   };
   const g = grid(ctx, {
     id: "queue-list", filterId: "queue-filter", what: "queues", label: "Filter queues", placeholder: "name, namespace or task",
@@ -56,6 +62,8 @@ export function render(ctx, root, params) {
         onclick: () => remove(q.name) }, "Delete") : null)),
   });
   put(root, h("h1", {}, "Queues"), g.el);
+  const seen = !g.params().q && lastSeen(queuesPath(g.params()));
+  if (seen) g.show({ ...page(seen), all: every });
 
   async function remove(name) {
     const ok = await confirmAction("Delete queue", `Deleting queue "${name}" removes its partitions, messages, cursors and dead letters. This cannot be undone.`, { typed: name, label: "Delete queue" });
@@ -117,22 +125,55 @@ function detail(ctx, root, name) {
   let config = [];
   let retention = [];
   const drawConf = () => put(conf, h("h2", {}, "Configuration"), h("dl", { class: "kv" }, [...config, ...retention].map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))])));
-  const drawParts = () => { if (partitions) partGrid.set(partitions.map((p) => ({ ...p, head: heads[p.name] }))); };
+  let partsMore = false; // partitions holds the first pages only
+  const drawParts = () => { if (partitions) partGrid.set(partitions.map((p) => ({ ...p, head: heads[p.name] })), partsMore); };
 
   // Every partition, a page of 1,000 at a time, so the table filters and
   // sorts them all; the configuration comes with the retention figures of
-  // this queue alone.
+  // this queue alone. A view opened again paints at once from the answers
+  // the console kept; opened the first time, it asks a small first page
+  // of each list and draws it while the rest comes.
   const partsPath = "/api/v1/resources/queues/" + seg(name) + "?limit=1000";
+  const groupPath = (g) => "/api/v1/consumer-groups/" + seg(g);
   const kept = lastSeen(partsPath);
-  if (kept) { partitions = kept.partitions; drawParts(); }
+  if (kept) partitions = kept.partitions; // drawn below, once
+  // drawGroups draws the cursors of the groups on this queue from their
+  // details (by group name), partial while some are still coming.
+  const drawGroups = (qGroups, details, partial) => {
+    const next = {};
+    const cursors = [];
+    for (const g of qGroups) {
+      for (const p of ((details[g.name] || {})[name] || { partitions: [] }).partitions) {
+        if (p.lastOffset != null) next[p.partition] = p.lastOffset;
+        cursors.push({ group: g.name, p });
+      }
+    }
+    heads = next;
+    drawParts();
+    groupGrid.set(cursors, partial);
+    put(seekButtons, ctx.can("read-write") ? qGroups.map((g) =>
+      h("button", { type: "button", class: "seek-group", onclick: () => seekDialog(ctx, { group: g.name, queue: name }).then(refresh) }, `Seek ${groupText(g.name)}…`)) : null);
+  };
+  const keptGroups = (lastSeen(GROUPS) || []).filter((g) => g.queueName === name);
+  const keptDetails = Object.fromEntries(keptGroups.map((g) => [g.name, lastSeen(groupPath(g.name))]));
+  let drawn = { parts: !!kept, groups: keptGroups.every((g) => keptDetails[g.name]) && !!lastSeen(GROUPS) };
+  if (drawn.groups) drawGroups(keptGroups, keptDetails, false);
+  else drawParts();
 
   async function refresh() {
     const fail = (err) => ctx.fail(err);
+    // Partial pages are drawn only while nothing is shown: a refresh
+    // replaces the rows once it has them all, so a page the user is on
+    // stays.
+    const first = (what, onPage) => (drawn[what] ? undefined : { first: PAGE, onPage });
     await Promise.all([
-      getKept(partsPath).then((st) => {
-        partitions = st.partitions;
-        drawParts();
-      }, fail),
+      getKept(partsPath, true, first("parts", (st) => { partitions = st.partitions; partsMore = true; drawParts(); }))
+        .then((st) => {
+          drawn.parts = true;
+          partitions = st.partitions;
+          partsMore = false;
+          drawParts();
+        }, fail),
       get("/api/v1/analytics/retention?queue=" + seg(name)).then((ret) => {
         const r = (ret.queues || []).find((x) => x.queue === name) || {};
         config = [["namespace", r.namespace || "–"], ["task", r.task || "–"], ["created", fmtTime(r.createdAt)], ["priority", r.priority],
@@ -141,25 +182,32 @@ function detail(ctx, root, name) {
           ["completed retention seconds", fmtNum(r.completedRetentionSeconds)], ["frames evicted so far", fmtNum(r.evicted)]];
         drawConf();
       }, fail),
-      getKept(GROUPS).then(async (gs) => {
-        const qGroups = gs.filter((g) => g.queueName === name);
+      (async () => {
         // Committed offsets and each partition's head come with the group
-        // detail, a read-only route.
-        const next = {};
-        const cursors = [];
-        await Promise.all(qGroups.map(async (g) => {
-          const d = await getKept("/api/v1/consumer-groups/" + seg(g.name));
-          for (const p of (d[name] || { partitions: [] }).partitions) {
-            if (p.lastOffset != null) next[p.partition] = p.lastOffset;
-            cursors.push({ group: g.name, p });
+        // detail, a read-only route. The details of the groups last seen
+        // on this queue are asked at once, alongside the group list (a
+        // tenant-wide listing that takes longest); a group the list
+        // names anew is asked when it comes.
+        const asked = new Map(); // group -> its detail, coming
+        const details = {};
+        let on = []; // the groups on this queue, as last seen or listed
+        const detail = (g) => {
+          if (!asked.has(g)) {
+            const p = getKept(groupPath(g), true, first("groups", (d) => { details[g] = d; drawGroups(on, details, true); }))
+              .then((d) => { details[g] = d; if (!drawn.groups && on.some((x) => x.name === g)) drawGroups(on, details, true); });
+            p.catch(() => {}); // a group gone meanwhile fails here, not the view
+            asked.set(g, p);
           }
-        }));
-        heads = next;
-        drawParts();
-        groupGrid.set(cursors);
-        put(seekButtons, ctx.can("read-write") ? qGroups.map((g) =>
-          h("button", { type: "button", class: "seek-group", onclick: () => seekDialog(ctx, { group: g.name, queue: name }).then(refresh) }, `Seek ${groupText(g.name)}…`)) : null);
-      }).catch(fail),
+          return asked.get(g);
+        };
+        on = (lastSeen(GROUPS) || []).filter((g) => g.queueName === name);
+        for (const g of on) detail(g.name);
+        const gs = await getKept(GROUPS);
+        on = gs.filter((g) => g.queueName === name);
+        await Promise.all(on.map((g) => detail(g.name)));
+        drawn.groups = true;
+        drawGroups(on, details, false);
+      })().catch(fail),
     ]);
   }
   refresh();

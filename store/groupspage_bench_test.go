@@ -1,0 +1,48 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/comb-broker/comb/combtype"
+)
+
+// BenchmarkGroupsPageTenThousandQueues reads the groups listing of a
+// tenant of 10,000 queues, one of them 1,200 partitions wide with a group
+// on it: what the console's overview, groups and queue views ask.
+func BenchmarkGroupsPageTenThousandQueues(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(b.TempDir(), "comb.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < 10000; i += 1000 {
+		var items []combtype.PushItem
+		for j := i; j < i+1000; j++ {
+			items = append(items, combtype.PushItem{Queue: fmt.Sprintf("q%05d", j), TxnID: "t", Payload: []byte(`1`)})
+		}
+		if _, err := s.Push(ctx, "", items); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var items []combtype.PushItem
+	for i := range 1200 {
+		items = append(items, combtype.PushItem{Queue: "wide", Partition: fmt.Sprintf("p%04d", i), TxnID: "t", Payload: []byte(`1`)})
+	}
+	if _, err := s.Push(ctx, "", items); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: "fleet", Queue: "wide", Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		g, _, err := s.GroupsPage(ctx, "", combtype.Page{Limit: 1000})
+		if err != nil || len(g) != 1 {
+			b.Fatal(err, g)
+		}
+	}
+}
