@@ -227,7 +227,6 @@ func (s *Store) lingerFor(l *linger, batch *[]*writeOp) {
 }
 
 func (s *Store) commit(batch []*writeOp) {
-	defer s.subs.settle()
 	errs, notify, err := s.runBatch(batch)
 	if err != nil && isFull(err) && s.onFull(batch) {
 		// The disk filled and the reserve was just given back: what
@@ -265,6 +264,10 @@ func (s *Store) commit(batch []*writeOp) {
 
 // runBatch applies batch in one transaction and commits it.
 func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err error) {
+	// Settled when the transaction has ended and before any caller is
+	// answered: a caller that goes on at once must find the set as its
+	// write left it, not cleared under it a moment later.
+	defer s.subs.settle()
 	start := time.Now()
 	ctx := context.Background() // a commit in progress is never abandoned
 	tx := s.wconn
