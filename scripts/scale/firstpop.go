@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -33,19 +34,33 @@ func measureFirstPops(ctx context.Context, path string, n, groups int) ([]string
 	defer s.stop()
 	if firstPopSettle {
 		// Opening a store with a tenant past the live summary limit sums
-		// it in the background (store/totals.go): seconds of one core at a
-		// million partitions, which first pops timed meanwhile share the
-		// machine with. The status view waits for that sum; the pops are
-		// timed after it, so they measure the pop, not the sum beside it.
+		// it in the background (store/totals.go): seconds to minutes of
+		// one core at a million partitions, growing with the groups, which
+		// first pops timed meanwhile share the machine with. The pops are
+		// timed once the status view says that sum is made, so they
+		// measure the pop, not the sum beside it.
 		start := time.Now()
-		code, body, _, err := s.do("GET", "/api/v1/status", nil)
-		if err != nil {
-			return nil, err
+		for {
+			code, body, _, err := s.do("GET", "/api/v1/status", nil)
+			if err != nil {
+				return nil, err
+			}
+			var st struct {
+				StatsAge *float64 `json:"statsAge"`
+			}
+			if code != http.StatusOK || json.Unmarshal(body, &st) != nil || st.StatsAge == nil {
+				return nil, fmt.Errorf("status: %d %s", code, truncate(body))
+			}
+			if *st.StatsAge >= 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
-		if code != http.StatusOK {
-			return nil, fmt.Errorf("status: %d %s", code, truncate(body))
-		}
-		fmt.Fprintf(os.Stderr, "scale: %d partitions: the sums made at open took %s ms more\n", n, ms(time.Since(start)))
+		fmt.Fprintf(os.Stderr, "scale: %d partitions: the sum made at open took %s ms more\n", n, ms(time.Since(start)))
 	}
 	stamp := time.Now().UnixNano()
 	// A group that meets the queue first, unmeasured, so the database's
