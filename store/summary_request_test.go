@@ -133,3 +133,60 @@ func TestNamespaceAndTaskListingsReadTheBackgroundSums(t *testing.T) {
 	}
 	check("after it", 5, 4) // configuring made the large queue's default partition
 }
+
+// The refresher rests after the sums made at open as after any of its
+// rounds, four times as long as they took: it summed the tenant again a
+// second after, so a store opened over a large tenant held a core for
+// two sums in a row (minutes each at a million partitions).
+func TestTheRefresherRestsAfterTheSumsMadeAtOpen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "comb.db")
+	opts := Options{Path: path, LiveSummaryPartitions: 2}
+	s, err := Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sum long enough to tell a second's rest from four sums': the lag
+	// part reads every group's position on every partition.
+	pushPartitions(t, s, "q", "p", 1000, 1)
+	if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		_, err := w.ExecContext(w.ctx, `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 100)
+			INSERT INTO subscriptions (queue_id, group_name, mode, created_at)
+			SELECT q.id, 'g' || g.n, 'all', 0 FROM queues q, g`)
+		return err
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Now()
+	if s, err = Open(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	kept := func() *combtype.Summary {
+		s.tot.mu.Lock()
+		defer s.tot.mu.Unlock()
+		if e := s.tot.tenants[""]; e != nil {
+			return e.sum
+		}
+		return nil
+	}
+	var first *combtype.Summary
+	for deadline := time.Now().Add(2 * time.Minute); first == nil; time.Sleep(5 * time.Millisecond) {
+		if first = kept(); first == nil && time.Now().After(deadline) {
+			t.Fatal("the tenant was not summed at open")
+		}
+	}
+	took := time.Since(opened)
+	// A second's rest then a sum as long as the first ends within a
+	// second and two sums' time; four sums' rest does not.
+	for until := time.Now().Add(time.Second + 2*took); time.Now().Before(until); time.Sleep(5 * time.Millisecond) {
+		if kept() != first {
+			t.Fatalf("the refresher summed again %v after the sums made at open, which took %v",
+				time.Since(opened)-took, took)
+		}
+	}
+	t.Logf("sums made at open took %v", took)
+}

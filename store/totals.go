@@ -374,12 +374,18 @@ func (s *Store) refreshTotalsLoop(ctx context.Context, done chan struct{}) {
 	prime := s.tot.prime
 	s.tot.prime = false
 	s.tot.mu.Unlock()
+	rest := time.Second
 	if prime {
+		// The sums made at open are a round too: the next waits four
+		// times as long as they took, not a second (at a million
+		// partitions they take minutes, and a core was held for two
+		// rounds in a row).
+		start := time.Now()
 		if err := s.primeSummaries(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("sum large tenants", "err", err)
 		}
+		rest = max(rest, 4*time.Since(start))
 	}
-	rest := time.Second
 	for {
 		t := time.NewTimer(rest)
 		select {
