@@ -132,6 +132,9 @@ type Store struct {
 	turn    turns // round robin over partitions, per (queue, group)
 	subs    subscribedSet
 	noWaves bool // claims are never fused (tests and benchmarks compare)
+	// dedupJSON writes every commit's dedup rows as a JSON array, as
+	// before small ones went as bound values (benchmarks compare).
+	dedupJSON bool
 	stats   Stats
 	tot     totalsCache
 	// liveTotals is Options.LiveTotalsPartitions.
