@@ -135,6 +135,7 @@ type Store struct {
 	// dedupJSON writes every commit's dedup rows as a JSON array, as
 	// before small ones went as bound values (benchmarks compare).
 	dedupJSON bool
+
 	stats   Stats
 	tot     totalsCache
 	// liveTotals is Options.LiveTotalsPartitions.
