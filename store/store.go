@@ -132,10 +132,6 @@ type Store struct {
 	turn    turns // round robin over partitions, per (queue, group)
 	subs    subscribedSet
 	noWaves bool // claims are never fused (tests and benchmarks compare)
-	// dedupJSON writes every commit's dedup rows as a JSON array, as
-	// before small ones went as bound values (benchmarks compare).
-	dedupJSON bool
-
 	stats   Stats
 	tot     totalsCache
 	// liveTotals is Options.LiveTotalsPartitions.
@@ -161,6 +157,9 @@ type Store struct {
 	pageSize    int64
 	busyTimeout int64
 	walPath     string
+	// dedupJSON writes every commit's dedup rows as a JSON array, as
+	// before small ones went as bound values (benchmarks compare).
+	dedupJSON bool
 }
 
 // Stats are counters of the writer, read with atomic loads.
