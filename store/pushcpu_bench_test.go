@@ -20,7 +20,8 @@ import (
 //   - old: the free space measured (statfs) before every commit, and the
 //     dedup rows written through a JSON array;
 //   - disk: the free space measured once per 100 ms;
-//   - new: that, and a few dedup rows written as bound values.
+//   - values: that, and a few dedup rows written as bound values;
+//   - new: that, and the partitions' rows advanced in one statement.
 //
 // Compare msg/cpu-s (the whole process: the producers' own work included).
 func BenchmarkPushOneCPU(b *testing.B) {
@@ -28,10 +29,12 @@ func BenchmarkPushOneCPU(b *testing.B) {
 		name          string
 		everyCommit   bool
 		dedupJSONRows bool
+		rowsEach      bool
 	}{
-		{"old", true, true},
-		{"disk", false, true},
-		{"new", false, false},
+		{"old", true, true, true},
+		{"disk", false, true, true},
+		{"values", false, false, true},
+		{"new", false, false, false},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			st := combtest.MustOpenStore(b, combtest.Options{})
@@ -39,6 +42,7 @@ func BenchmarkPushOneCPU(b *testing.B) {
 				st.MeasureDiskEveryCommit()
 			}
 			st.SetDedupJSON(v.dedupJSONRows)
+			st.SetPartitionRowsEach(v.rowsEach)
 			benchPushOne(b, st)
 		})
 	}

@@ -17,3 +17,8 @@ func (s *Store) MeasureDiskEveryCommit() {
 // SetDedupJSON makes every commit write its dedup rows as one JSON array,
 // as before a few went as bound values. Call it before the store is used.
 func (s *Store) SetDedupJSON(on bool) { s.dedupJSON = on }
+
+// SetPartitionRowsEach makes every commit advance each partition's row in
+// a statement of its own, as before they went together. Call it before
+// the store is used.
+func (s *Store) SetPartitionRowsEach(on bool) { s.partitionRowsEach = on }
