@@ -68,5 +68,7 @@ func benchPushOne(b *testing.B, st *store.Store) {
 	msgs := float64(b.N)
 	reportCPU(b, processCPU()-cpu, msgs)
 	b.ReportMetric(msgs/b.Elapsed().Seconds(), "msg/s")
-	b.ReportMetric(float64(st.Stats().CommitOps.Load())/float64(max(1, st.Stats().Commits.Load())), "ops/commit")
+	commits := float64(max(1, st.Stats().Commits.Load()))
+	b.ReportMetric(float64(st.Stats().CommitOps.Load())/commits, "ops/commit")
+	b.ReportMetric(float64(st.WriterStatements())/commits, "stmts/commit")
 }
