@@ -288,7 +288,7 @@ func (s *Store) summarise(ctx context.Context, tenant string) (*combtype.Summary
 	if err != nil {
 		return nil, fmt.Errorf("read lag: %w", err)
 	}
-	var offsets, ages []float64
+	offsets, ages := lagSummer{whole: true}, lagSummer{}
 	for rows.Next() {
 		var lag int64
 		var oldest sql.NullInt64
@@ -296,18 +296,18 @@ func (s *Store) summarise(ctx context.Context, tenant string) (*combtype.Summary
 			rows.Close()
 			return nil, fmt.Errorf("scan lag: %w", err)
 		}
-		offsets = append(offsets, float64(lag))
+		offsets.add(float64(lag))
 		age := 0.0
 		if oldest.Valid {
 			age = max(float64(micros(now)-oldest.Int64)/1e6, 0)
 		}
-		ages = append(ages, age)
+		ages.add(age)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read lag: %w", err)
 	}
-	o.OffsetLag, o.TimeLag = summarise(offsets), summarise(ages)
+	o.OffsetLag, o.TimeLag = offsets.summary(), ages.summary()
 
 	if o.IngestedLastMinute, err = s.ingestedSince(ctx, tenant, micros(now.Add(-time.Minute))); err != nil {
 		return nil, err
