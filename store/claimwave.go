@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +67,43 @@ func (c *claimOp) resolve(w *wtx) (*combtype.Queue, error) {
 		return nil, nil
 	}
 	return q, err
+}
+
+// waveRamp sizes the commits of a wake. One push wakes every pop parked
+// on its queue and their claims reach the writer together: taken a
+// maxOps batch at a time, the first thousand replies waited for the whole
+// first thousand claims to commit while the other processor, which
+// sends them, had nothing to send. The first commit of a run of claims
+// takes firstWaveClaims of them and each next one waveGrowth times as
+// many, up to the batch bound, so replies start within a small commit's
+// time and are sent while the larger ones commit. A commit that leaves
+// nothing waiting ends the run.
+type waveRamp struct{ limit int }
+
+const (
+	firstWaveClaims = 64
+	waveGrowth      = 4
+	maxWaveClaims   = 1 << 20 // beyond any batch bound
+)
+
+// claims is how many claims the next commit takes at most.
+func (r *waveRamp) claims() int { return cmp.Or(r.limit, firstWaveClaims) }
+
+// committed records a commit of batch with waiting ops queued behind it.
+func (r *waveRamp) committed(batch []*writeOp, waiting int) {
+	if waiting == 0 {
+		r.limit = 0
+		return
+	}
+	claims := 0
+	for _, op := range batch {
+		if op.claim != nil {
+			claims++
+		}
+	}
+	if claims >= r.claims() {
+		r.limit = min(r.claims()*waveGrowth, maxWaveClaims)
+	}
 }
 
 // maxWavePartitions bounds the queues a wave serves: it reads the cursor
