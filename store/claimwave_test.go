@@ -188,8 +188,15 @@ func TestWakeCommitsStartSmallAndGrow(t *testing.T) {
 			total += ops
 		}
 	}
-	want := []int{1, 64, 256, DefaultMaxBatchOps, n - 64 - 256 - DefaultMaxBatchOps}
-	if !slices.Equal(sizes, want) {
-		t.Fatalf("commits of %v ops, want %v", sizes, want)
+	// The first three are certain: a full queue of claims was waiting.
+	// Past them, the claims that had not reached the queue when the
+	// writer was let go may come in later commits.
+	if len(sizes) < 4 || !slices.Equal(sizes[:3], []int{1, 64, 256}) || sizes[3] < cap(s.ops)-64-256 {
+		t.Fatalf("commits of %v ops, want 1, 64, 256, then at least %d", sizes, cap(s.ops)-64-256)
+	}
+	for _, ops := range sizes[3:] {
+		if ops > DefaultMaxBatchOps {
+			t.Fatalf("commits of %v ops, more than a batch holds", sizes)
+		}
 	}
 }
