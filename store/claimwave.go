@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +67,43 @@ func (c *claimOp) resolve(w *wtx) (*combtype.Queue, error) {
 		return nil, nil
 	}
 	return q, err
+}
+
+// waveRamp sizes the commits of a wake. One push wakes every pop parked
+// on its queue and their claims reach the writer together: taken a
+// maxOps batch at a time, the first thousand replies waited for the whole
+// first thousand claims to commit while the other processor, which
+// sends them, had nothing to send. The first commit of a run of claims
+// takes firstWaveClaims of them and each next one waveGrowth times as
+// many, up to the batch bound, so replies start within a small commit's
+// time and are sent while the larger ones commit. A commit that leaves
+// nothing waiting ends the run.
+type waveRamp struct{ limit int }
+
+const (
+	firstWaveClaims = 64
+	waveGrowth      = 4
+	maxWaveClaims   = 1 << 20 // beyond any batch bound
+)
+
+// claims is how many claims the next commit takes at most.
+func (r *waveRamp) claims() int { return cmp.Or(r.limit, firstWaveClaims) }
+
+// committed records a commit of batch with waiting ops queued behind it.
+func (r *waveRamp) committed(batch []*writeOp, waiting int) {
+	if waiting == 0 {
+		r.limit = 0
+		return
+	}
+	claims := 0
+	for _, op := range batch {
+		if op.claim != nil {
+			claims++
+		}
+	}
+	if claims >= r.claims() {
+		r.limit = min(r.claims()*waveGrowth, maxWaveClaims)
+	}
 }
 
 // maxWavePartitions bounds the queues a wave serves: it reads the cursor
@@ -207,13 +245,9 @@ var errWaveAside = errors.New("claim wave met a damaged segment")
 // after it; an error rolls the whole wave back.
 func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 	out := &waveOut{cs: cs, done: make([]bool, len(cs)), claims: make([]waveClaim, len(cs))}
-	var n int
-	if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM partitions WHERE queue_id = ? LIMIT `+
-		strconv.Itoa(maxWavePartitions+1)+`)`, q.ID).Scan(&n); err != nil {
-		return nil, fmt.Errorf("count partitions: %w", err)
-	}
-	if n > maxWavePartitions {
-		return out, nil
+	parts, err := w.waveParts(q.ID)
+	if err != nil || parts == nil {
+		return out, err // nil: too many partitions for a wave
 	}
 	now := micros(w.now)
 	var groups []string
@@ -227,7 +261,7 @@ func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 	if err := w.subscribeWave(q, groups, first); err != nil {
 		return nil, err
 	}
-	due, err := w.waveCandidates(q.ID, groups, now)
+	due, err := w.waveCandidates(q.ID, parts, groups, now)
 	if err != nil {
 		return nil, err
 	}
@@ -369,9 +403,42 @@ func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string
 	return nil
 }
 
+// waveParts reads the partitions of queueID, by id, once for the whole
+// wave; nil if there are more than maxWavePartitions.
+func (w *wtx) waveParts(queueID int64) (map[int64]*combtype.Partition, error) {
+	rows, err := w.QueryContext(w.ctx, `SELECT id, uuid, queue_id, name, last_offset, log_start, last_segment_at, created_at
+		FROM partitions WHERE queue_id = ? LIMIT `+strconv.Itoa(maxWavePartitions+1), queueID)
+	if err != nil {
+		return nil, fmt.Errorf("read partitions: %w", err)
+	}
+	defer rows.Close()
+	parts := map[int64]*combtype.Partition{}
+	for rows.Next() {
+		p := &combtype.Partition{}
+		var created int64
+		if err := rows.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created); err != nil {
+			return nil, fmt.Errorf("read partition: %w", err)
+		}
+		p.CreatedAt = fromMicros(created)
+		parts[p.ID] = p
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read partitions: %w", err)
+	}
+	if len(parts) > maxWavePartitions {
+		return nil, nil
+	}
+	return parts, nil
+}
+
 // waveCandidates is scanCandidates for every group of a wave at once, all
-// of each: the partitions of queueID due for it, by group, in name order.
-func (w *wtx) waveCandidates(queueID int64, groups []string, now int64) (map[string][]candidate, error) {
+// of each: the partitions of queueID (parts, as waveParts read them in
+// this transaction) due for it, by group, in name order. Each row is a
+// group's position on a partition, not the partition again: the
+// partition's columns, the same for every group, were scanned, and its
+// uuid and name copied, once per group and partition, and the group's
+// name once per row; a row now names them by id and by index.
+func (w *wtx) waveCandidates(queueID int64, parts map[int64]*combtype.Partition, groups []string, now int64) (map[string][]candidate, error) {
 	arg, err := json.Marshal(groups)
 	if err != nil {
 		return nil, fmt.Errorf("encode groups: %w", err)
@@ -379,9 +446,8 @@ func (w *wtx) waveCandidates(queueID int64, groups []string, now int64) (map[str
 	// As scanCandidates reads them: a missing row at the position the
 	// group's subscription implies (implied.go), due when something is
 	// pending past it.
-	rows, err := w.QueryContext(w.ctx, `SELECT j.value, p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start,
-		p.last_segment_at, p.created_at, c.committed IS NOT NULL, `+committedExpr+`, c.lease_id, c.lease_expires_at,
-		COALESCE(c.retry_count, 0)
+	rows, err := w.QueryContext(w.ctx, `SELECT j.key, p.id, c.committed IS NOT NULL, `+committedExpr+`, c.lease_id,
+		c.lease_expires_at, COALESCE(c.retry_count, 0)
 		FROM json_each(?1) j JOIN partitions p ON p.queue_id = ?2
 		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = j.value
 		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = j.value
@@ -394,16 +460,16 @@ func (w *wtx) waveCandidates(queueID int64, groups []string, now int64) (map[str
 	due := make(map[string][]candidate, len(groups))
 	for rows.Next() {
 		var c candidate
-		var created int64
-		var group string
-		p := &c.part
-		if err := rows.Scan(&group, &p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created,
-			&c.hasCursor, &c.committed, &c.leaseID, &c.leaseExpires, &c.retry); err != nil {
+		var g int
+		if err := rows.Scan(&g, &c.partitionID, &c.hasCursor, &c.committed, &c.leaseID, &c.leaseExpires, &c.retry); err != nil {
 			return nil, fmt.Errorf("scan partition: %w", err)
 		}
-		p.CreatedAt = fromMicros(created)
-		c.partitionID, c.group = p.ID, group
-		due[group] = append(due[group], c)
+		p := parts[c.partitionID]
+		if g < 0 || g >= len(groups) || p == nil {
+			return nil, fmt.Errorf("scan partitions: row of group %d, partition %d not in the wave", g, c.partitionID)
+		}
+		c.part, c.group = *p, groups[g]
+		due[c.group] = append(due[c.group], c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("scan partitions: %w", err)

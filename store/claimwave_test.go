@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -138,5 +140,63 @@ func TestSubscribedSetForgetsWhatAReadBeforeADeleteCommittedAdded(t *testing.T) 
 	s.settle() // nothing forgotten since: what is known stays
 	if !s.has(k) {
 		t.Error("a transaction that deleted nothing forgot the known groups")
+	}
+}
+
+// TestWakeCommitsStartSmallAndGrow: the claims of a wake, all waiting at
+// once, are committed 64, then 256, then as many as a batch holds, so
+// the first replies wait for a small commit, not for a batch's worth.
+func TestWakeCommitsStartSmallAndGrow(t *testing.T) {
+	ctx := context.Background()
+	var sizes []int
+	commits := make(chan int, 64)
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"),
+		OnCommit: func(ops int, _ time.Duration) { commits <- ops }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	<-commits
+	// The writer is held by an op of its own while the claims queue up.
+	hold, held := make(chan struct{}), make(chan struct{})
+	go s.submit(ctx, &writeOp{apply: func(*wtx) error { close(held); <-hold; return nil }})
+	<-held
+	const n = 1500
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.PopWoken(ctx, "", combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g-%d", i)})
+			if err != nil || len(res.Messages) != 1 {
+				t.Errorf("g-%d: %v, %v", i, res, err)
+			}
+		}()
+	}
+	for len(s.ops) < cap(s.ops) {
+		time.Sleep(time.Millisecond)
+	}
+	close(hold)
+	wg.Wait()
+	for total := 0; total < n; {
+		ops := <-commits
+		sizes = append(sizes, ops)
+		if len(sizes) > 1 { // the first is the op that held the writer
+			total += ops
+		}
+	}
+	// The first three are certain: a full queue of claims was waiting.
+	// Past them, the claims that had not reached the queue when the
+	// writer was let go may come in later commits.
+	if len(sizes) < 4 || !slices.Equal(sizes[:3], []int{1, 64, 256}) || sizes[3] < cap(s.ops)-64-256 {
+		t.Fatalf("commits of %v ops, want 1, 64, 256, then at least %d", sizes, cap(s.ops)-64-256)
+	}
+	for _, ops := range sizes[3:] {
+		if ops > DefaultMaxBatchOps {
+			t.Fatalf("commits of %v ops, more than a batch holds", sizes)
+		}
 	}
 }

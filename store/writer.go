@@ -80,6 +80,7 @@ func (s *Store) runWriter() {
 	defer idle.Stop()
 	var lg linger
 	defer lg.stop()
+	var ramp waveRamp
 	for {
 		var first *writeOp
 		select {
@@ -93,7 +94,7 @@ func (s *Store) runWriter() {
 			// Commit what callers already handed over, then stop.
 			for {
 				batch = batch[:0]
-				s.gather(&batch)
+				s.gather(&batch, s.maxOps)
 				if len(batch) == 0 {
 					return
 				}
@@ -103,13 +104,14 @@ func (s *Store) runWriter() {
 			}
 		}
 		batch = append(batch[:0], first)
-		s.gather(&batch)
+		s.gather(&batch, ramp.claims())
 		s.lingerFor(&lg, &batch)
 		start := time.Now()
 		if admitted := s.admit(batch); len(admitted) > 0 {
 			s.commit(admitted)
 		}
 		lg.expect(batch, len(s.ops), time.Since(start))
+		ramp.committed(batch, len(s.ops))
 		// The ops answered are dropped, or the array would hold the last
 		// ones, and through them their requests' bodies (a 64 MiB push),
 		// until later ops took their places.
@@ -118,18 +120,25 @@ func (s *Store) runWriter() {
 	}
 }
 
-// gather takes whatever else is pending without waiting: the time the last
-// commit took is what fills the next batch.
-func (s *Store) gather(batch *[]*writeOp) {
-	size := 0
+// gather takes whatever else is pending without waiting, up to maxClaims
+// claims (waveRamp): the time the last commit took is what fills the next
+// batch.
+func (s *Store) gather(batch *[]*writeOp, maxClaims int) {
+	size, claims := 0, 0
 	for _, op := range *batch {
 		size += op.bytes
+		if op.claim != nil {
+			claims++
+		}
 	}
-	for len(*batch) < s.maxOps && size < s.maxBytes {
+	for len(*batch) < s.maxOps && size < s.maxBytes && claims < maxClaims {
 		select {
 		case op := <-s.ops:
 			*batch = append(*batch, op)
 			size += op.bytes
+			if op.claim != nil {
+				claims++
+			}
 		default:
 			return
 		}
@@ -196,7 +205,7 @@ func (s *Store) lingerFor(l *linger, batch *[]*writeOp) {
 	}
 	size := 0
 	for _, op := range *batch {
-		if op.lazy {
+		if op.lazy || op.claim != nil {
 			return
 		}
 		size += op.bytes
@@ -215,7 +224,7 @@ func (s *Store) lingerFor(l *linger, batch *[]*writeOp) {
 		case op := <-s.ops:
 			*batch = append(*batch, op)
 			size += op.bytes
-			if op.lazy {
+			if op.lazy || op.claim != nil {
 				return
 			}
 		case <-l.timer.C:

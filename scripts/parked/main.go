@@ -14,6 +14,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -147,8 +148,10 @@ func run(bin string, n, rounds int, settle time.Duration, env []string, profile,
 	}
 	for i := range n {
 		go func() {
+			c := newConsumer(addr, i)
+			defer c.close()
 			for r := range rounds {
-				a, ack := popOnce(ctx, client, base, i, r+1)
+				a, ack := c.popOnce(ctx, r+1, r+1 < rounds)
 				answers[r][i] = a
 				woken[r].Done()
 				if ack == "" {
@@ -158,11 +161,7 @@ func run(bin string, n, rounds int, settle time.Duration, env []string, profile,
 					return
 				}
 				if r+1 < rounds {
-					resp, err := client.Post(base+"/api/v1/ack", "application/json", strings.NewReader(ack))
-					if err == nil {
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-					}
+					c.ack(ack)
 				}
 			}
 		}()
@@ -183,18 +182,142 @@ type answer struct {
 	err    error
 }
 
-// popOnce parks consumer i's pop of round and returns its answer, and the
-// acknowledgment of what it got ("" if nothing).
-func popOnce(ctx context.Context, client *http.Client, base string, i, round int) (answer, string) {
-	url := fmt.Sprintf("%s/api/v1/pop/queue/parked?consumerGroup=g-%d&wait=true&timeout=120000&batch=1", base, i)
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	resp, err := client.Do(req)
+// consumer is one parked consumer's own connection, spoken to in plain
+// HTTP/1.1: net/http's client spent as much CPU answering the wake as the
+// server (its per-connection goroutines and buffers, most of them touched
+// for the first time by the reply), so the wake measured the client as
+// much as the server. Its buffer is touched before it parks.
+type consumer struct {
+	addr string
+	i    int
+	conn net.Conn
+	buf  []byte
+}
+
+func newConsumer(addr string, i int) *consumer {
+	c := &consumer{addr: addr, i: i, buf: make([]byte, 16<<10)}
+	for j := 0; j < len(c.buf); j += 512 {
+		c.buf[j] = 1
+	}
+	return c
+}
+
+func (c *consumer) close() {
+	if c.conn != nil {
+		c.conn.Close()
+	}
+}
+
+// roundTrip sends req on the consumer's connection (dialled if need be)
+// and reads the reply: status and body.
+func (c *consumer) roundTrip(ctx context.Context, req string) (int, []byte, error) {
+	if c.conn == nil {
+		conn, err := (&net.Dialer{Timeout: 30 * time.Second}).DialContext(ctx, "tcp", c.addr)
+		if err != nil {
+			return 0, nil, err
+		}
+		c.conn = conn
+	}
+	if _, err := io.WriteString(c.conn, req); err != nil {
+		c.close()
+		c.conn = nil
+		return 0, nil, err
+	}
+	status, body, err := readReply(c.conn, c.buf)
+	if err != nil {
+		c.close()
+		c.conn = nil
+	}
+	return status, body, err
+}
+
+// readReply reads one HTTP/1.1 reply into buf (grown if need be): its
+// status and its body, sized by Content-Length or chunked.
+func readReply(r io.Reader, buf []byte) (int, []byte, error) {
+	n, head := 0, -1
+	for head < 0 {
+		if n == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+		}
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil && head < 0 && bytes.Index(buf[:n], []byte("\r\n\r\n")) < 0 {
+			return 0, nil, err
+		}
+		head = bytes.Index(buf[:n], []byte("\r\n\r\n"))
+	}
+	lines := strings.Split(string(buf[:head]), "\r\n")
+	f := strings.Fields(lines[0])
+	if len(f) < 2 {
+		return 0, nil, fmt.Errorf("bad status line %q", lines[0])
+	}
+	status, err := strconv.Atoi(f[1])
+	if err != nil {
+		return 0, nil, fmt.Errorf("bad status line %q", lines[0])
+	}
+	length, chunked := 0, false
+	for _, l := range lines[1:] {
+		k, v, _ := strings.Cut(l, ":")
+		switch strings.ToLower(k) {
+		case "content-length":
+			length, _ = strconv.Atoi(strings.TrimSpace(v))
+		case "transfer-encoding":
+			chunked = strings.Contains(strings.ToLower(v), "chunked")
+		}
+	}
+	rest := buf[head+4 : n]
+	more := func(want int) error {
+		for len(rest) < want {
+			if len(rest) == cap(rest) {
+				rest = append(rest[:len(rest):len(rest)], make([]byte, want)...)[:len(rest)]
+			}
+			m, err := r.Read(rest[len(rest):cap(rest)])
+			rest = rest[:len(rest)+m]
+			if err != nil && len(rest) < want {
+				return err
+			}
+		}
+		return nil
+	}
+	if !chunked {
+		if err := more(length); err != nil {
+			return 0, nil, err
+		}
+		return status, rest[:length], nil
+	}
+	var body []byte
+	for {
+		for bytes.Index(rest, []byte("\r\n")) < 0 {
+			if err := more(len(rest) + 1); err != nil {
+				return 0, nil, err
+			}
+		}
+		i := bytes.Index(rest, []byte("\r\n"))
+		size, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(string(rest[:i]), ";", 2)[0]), 16, 64)
+		if err != nil {
+			return 0, nil, fmt.Errorf("bad chunk size: %w", err)
+		}
+		if err := more(i + 2 + int(size) + 2); err != nil {
+			return 0, nil, err
+		}
+		body = append(body, rest[i+2:i+2+int(size)]...)
+		rest = rest[i+2+int(size)+2:]
+		if size == 0 {
+			return status, body, nil
+		}
+	}
+}
+
+// popOnce parks the consumer's pop of round and returns its answer, and,
+// if it is to acknowledge it (the reply is then decoded, after its time
+// is taken), the acknowledgment of what it got ("" if nothing).
+func (c *consumer) popOnce(ctx context.Context, round int, acks bool) (answer, string) {
+	req := fmt.Sprintf("GET /api/v1/pop/queue/parked?consumerGroup=g-%d&wait=true&timeout=120000&batch=1 HTTP/1.1\r\nHost: %s\r\n\r\n", c.i, c.addr)
+	status, body, err := c.roundTrip(ctx, req)
 	if err != nil {
 		return answer{at: time.Now(), err: err}, ""
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	a := answer{at: time.Now(), status: resp.StatusCode, got: strings.Contains(string(body), fmt.Sprintf(`"wake-%d"`, round))}
+	a := answer{at: time.Now(), status: status, got: bytes.Contains(body, []byte(fmt.Sprintf(`"wake-%d"`, round)))}
 	var got struct {
 		LeaseID  string `json:"leaseId"`
 		Messages []struct {
@@ -202,13 +325,25 @@ func popOnce(ctx context.Context, client *http.Client, base string, i, round int
 			PartitionID   string `json:"partitionId"`
 		} `json:"messages"`
 	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Messages) == 0 {
+	if !a.got {
+		return a, ""
+	}
+	if !acks {
+		return a, "-"
+	}
+	if status != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Messages) == 0 {
 		return a, ""
 	}
 	m := got.Messages[0]
 	ack, _ := json.Marshal(map[string]string{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
-		"leaseId": got.LeaseID, "status": "completed", "consumerGroup": fmt.Sprintf("g-%d", i)})
+		"leaseId": got.LeaseID, "status": "completed", "consumerGroup": fmt.Sprintf("g-%d", c.i)})
 	return a, string(ack)
+}
+
+// ack acknowledges what the consumer got, on its own connection.
+func (c *consumer) ack(body string) {
+	c.roundTrip(context.Background(), fmt.Sprintf("POST /api/v1/ack HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		c.addr, len(body), body))
 }
 
 // wake waits until n pops are parked, measures the server while they wait,
