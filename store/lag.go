@@ -185,6 +185,19 @@ const (
 		WHERE o.partition_id = p.id AND o.base_offset <= p.log_start ORDER BY o.base_offset DESC LIMIT 1) END`
 )
 
+var (
+	// impliedColumns are, for the implied position of s on p, p's id (i),
+	// last offset (l) and the first offset the position wants (n): the
+	// subscription's rule is worked out once per position, not once per
+	// figure. lagOfNext and oldestOfNext are lagExpr and oldestExpr over
+	// them; the OFFSET keeps SQLite from flattening the subquery, which
+	// would copy the rule into each figure again.
+	impliedColumns = `p.id AS i, p.last_offset AS l, MAX(` + impliedExpr + ` + 1, p.log_start) AS n`
+	lagOfNext      = `MAX(l - n + 1, 0)`
+	oldestOfNext   = `CASE WHEN l >= n THEN (SELECT o.created_at FROM segments o
+		WHERE o.partition_id = i AND o.base_offset <= n ORDER BY o.base_offset DESC LIMIT 1) END`
+)
+
 // sumLag summarises the offset and time lag of every position of the
 // tenant's groups (groupPositionsFrom) at now, reading only the positions
 // that may lag. The rest are counted, not listed:
@@ -273,21 +286,22 @@ func (s *Store) sumLag(ctx context.Context, tenant string, now time.Time) (offse
 	// places past the start region.
 	const impliedFrom = ` LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = s.group_name
 		WHERE q.tenant = ?1 AND c.partition_id IS NULL AND p.last_offset >= p.log_start`
-	placed, err := each("lag of implied positions", `SELECT `+groupLagExpr+`, `+groupOldestExpr+`
+	placed, err := each("lag of implied positions", `SELECT `+lagOfNext+`, `+oldestOfNext+` FROM (SELECT `+impliedColumns+`
 		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
 			CROSS JOIN partitions p INDEXED BY partitions_queue_last_segment ON p.queue_id = s.queue_id AND p.last_segment_id > s.start_seq
 		`+impliedFrom+` AND s.start_seq IS NOT NULL AND p.id <= s.start_partition AND s.start_mode IN ('new', 'timestamp')
-		UNION ALL SELECT `+groupLagExpr+`, `+groupOldestExpr+`
+		UNION ALL SELECT `+impliedColumns+`
 		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
 			CROSS JOIN partitions p INDEXED BY partitions_queue_id ON p.queue_id = s.queue_id AND p.id <= s.start_partition
 		`+impliedFrom+` AND s.start_seq IS NOT NULL AND s.start_mode = 'timestamp'
 			AND p.last_segment_id <= s.start_seq AND p.last_segment_at >= s.start_from
-		UNION ALL SELECT `+groupLagExpr+`, `+groupOldestExpr+`
+		UNION ALL SELECT `+impliedColumns+`
 		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
 			CROSS JOIN partitions p INDEXED BY partitions_queue_id ON p.queue_id = s.queue_id
 				AND p.id > (CASE WHEN s.start_seq IS NOT NULL AND s.start_partition IS NOT NULL THEN s.start_partition ELSE -1 END)
 				AND p.id <= COALESCE(s.after_partition, 9223372036854775807)
-		`+impliedFrom+` AND s.from_time IS NOT NULL`, tenant)
+		`+impliedFrom+` AND s.from_time IS NOT NULL
+		LIMIT -1 OFFSET 0)`, tenant)
 	if err != nil {
 		return offsets, ages, err
 	}
