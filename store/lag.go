@@ -390,9 +390,24 @@ func (s *Store) sumStoredLag(ctx context.Context, tx *sql.Tx, qid int64, spans [
 	}
 	slices.Sort(los)
 	slices.Sort(his)
-	rows, err := tx.QueryContext(ctx, `SELECT p.id, `+storedExpr+`, `+storedOldestExpr+`,
-			(SELECT COUNT(*) FROM cursors c JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = c.group_name
-				WHERE c.partition_id = p.id AND `+allLikeExpr+`)
+	// The cursor rows of those groups on the queue, counted per partition
+	// in id order and walked beside the partitions (SQLite steps both at
+	// once): one pass over the rows, not a look-up per partition. A
+	// group's rows are found through cursors_group, which holds them in
+	// partition order, within the queue's span of ids.
+	held, err := tx.QueryContext(ctx, `SELECT c.partition_id, COUNT(*) FROM subscriptions s
+			CROSS JOIN cursors c INDEXED BY cursors_group ON c.group_name = s.group_name
+				AND c.partition_id BETWEEN (SELECT MIN(id) FROM partitions WHERE queue_id = ?1)
+					AND (SELECT MAX(id) FROM partitions WHERE queue_id = ?1)
+			CROSS JOIN partitions p ON p.id = c.partition_id
+		WHERE s.queue_id = ?1 AND p.queue_id = ?1 AND `+allLikeExpr+`
+		GROUP BY c.partition_id ORDER BY c.partition_id`, qid)
+	if err != nil {
+		return 0, fmt.Errorf("read cursor rows: %w", err)
+	}
+	defer held.Close()
+	heldID, heldN, more := int64(math.MinInt64), int64(0), true
+	rows, err := tx.QueryContext(ctx, `SELECT p.id, `+storedExpr+`, `+storedOldestExpr+`
 		FROM partitions p INDEXED BY partitions_queue_id WHERE p.queue_id = ? AND p.last_offset >= p.log_start ORDER BY p.id`, qid)
 	if err != nil {
 		return 0, fmt.Errorf("read stored lag: %w", err)
@@ -401,9 +416,9 @@ func (s *Store) sumStoredLag(ctx context.Context, tx *sql.Tx, qid int64, spans [
 	var total int64
 	li, hi := 0, 0 // spans begun at or before id, spans ended before it
 	for rows.Next() {
-		var id, stored, rowsThere int64
+		var id, stored int64
 		var oldest sql.NullInt64
-		if err := rows.Scan(&id, &stored, &oldest, &rowsThere); err != nil {
+		if err := rows.Scan(&id, &stored, &oldest); err != nil {
 			return 0, fmt.Errorf("scan stored lag: %w", err)
 		}
 		for li < len(los) && los[li] <= id {
@@ -412,10 +427,24 @@ func (s *Store) sumStoredLag(ctx context.Context, tx *sql.Tx, qid int64, spans [
 		for hi < len(his) && his[hi] < id {
 			hi++
 		}
+		for more && heldID < id {
+			if more = held.Next(); more {
+				if err := held.Scan(&heldID, &heldN); err != nil {
+					return 0, fmt.Errorf("scan cursor rows: %w", err)
+				}
+			}
+		}
+		rowsThere := int64(0)
+		if heldID == id {
+			rowsThere = heldN
+		}
 		if w := int64(li-hi) - rowsThere; w > 0 {
 			add(stored, oldest, w)
 			total += w
 		}
+	}
+	if err := held.Err(); err != nil {
+		return 0, fmt.Errorf("read cursor rows: %w", err)
 	}
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("read stored lag: %w", err)
