@@ -379,7 +379,8 @@ func allLikeSpans(seqd bool, start int64, keyed, timed, hasAfter bool, after int
 // sumStoredLag adds the figures of queue qid's partitions that store
 // something, each weighted by the spans holding its id less its cursor
 // rows whose group's subscription is allLikeExpr there, and returns the
-// number of positions added.
+// number of positions added. Only the ids the spans reach are read: new
+// groups alone reach only the partitions created after them.
 func (s *Store) sumStoredLag(ctx context.Context, tx *sql.Tx, qid int64, spans []idSpan, add func(int64, sql.NullInt64, int64)) (int64, error) {
 	if len(spans) == 0 {
 		return 0, nil
@@ -408,7 +409,8 @@ func (s *Store) sumStoredLag(ctx context.Context, tx *sql.Tx, qid int64, spans [
 	defer held.Close()
 	heldID, heldN, more := int64(math.MinInt64), int64(0), true
 	rows, err := tx.QueryContext(ctx, `SELECT p.id, `+storedExpr+`, `+storedOldestExpr+`
-		FROM partitions p INDEXED BY partitions_queue_id WHERE p.queue_id = ? AND p.last_offset >= p.log_start ORDER BY p.id`, qid)
+		FROM partitions p INDEXED BY partitions_queue_id WHERE p.queue_id = ?1 AND p.id BETWEEN ?2 AND ?3
+			AND p.last_offset >= p.log_start ORDER BY p.id`, qid, los[0], slices.Max(his))
 	if err != nil {
 		return 0, fmt.Errorf("read stored lag: %w", err)
 	}
