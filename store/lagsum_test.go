@@ -107,16 +107,18 @@ func TestLagSumIsTheEnumeration(t *testing.T) {
 		check := func(when string) {
 			t.Helper()
 			now := c.Now()
-			wantO, wantA := enumeratedLag(t, s, "", now)
-			gotO, gotA, err := s.sumLag(ctx, "", now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := sameLag("offset lag", &gotO, &wantO); err != nil {
-				t.Errorf("seed %d, %s: %v", seed, when, err)
-			}
-			if err := sameLag("time lag", &gotA, &wantA); err != nil {
-				t.Errorf("seed %d, %s: %v", seed, when, err)
+			for _, tenant := range []string{"", "other"} {
+				wantO, wantA := enumeratedLag(t, s, tenant, now)
+				gotO, gotA, err := s.sumLag(ctx, tenant, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sameLag("offset lag", &gotO, &wantO); err != nil {
+					t.Errorf("seed %d, tenant %q, %s: %v", seed, tenant, when, err)
+				}
+				if err := sameLag("time lag", &gotA, &wantA); err != nil {
+					t.Errorf("seed %d, tenant %q, %s: %v", seed, tenant, when, err)
+				}
 			}
 		}
 		for range 4 {
@@ -157,6 +159,9 @@ func TestLagSumIsTheEnumeration(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				push("", "q", "a", 3)
 			}
+		}
+		if _, err := s.Pop(ctx, "other", combtype.PopRequest{Queue: "q", Group: "all", AutoAck: true, Batch: 2}); err != nil {
+			t.Fatal(err)
 		}
 		check("subscribed")
 		for range 3 {
