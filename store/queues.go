@@ -201,7 +201,7 @@ func (w *wtx) partition(q *combtype.Queue, name string, create bool) (*combtype.
 		if err != nil {
 			return nil, fmt.Errorf("insert partition %q: %w", name, err)
 		}
-		w.s.tot.grown(q.Tenant)
+		w.s.grown(q)
 	}
 	if err != nil {
 		return nil, err
