@@ -371,7 +371,12 @@ func (s *Store) groupsPage(ctx context.Context, tenant, queue string, pg combtyp
 		return nil, info, fmt.Errorf("groups page: %w", err)
 	}
 	defer tx.Rollback()
-	queues, err := queueKeys(ctx, tx, tenant, queue)
+	var queues []*combtype.Queue
+	if queue == "" {
+		queues, err = s.tenantQueueKeys(ctx, tenant)
+	} else {
+		queues, err = queueKeys(ctx, tx, tenant, queue)
+	}
 	if err != nil {
 		return nil, info, err
 	}
@@ -478,7 +483,7 @@ func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Dura
 	need := offset + limit // the rows each queue may contribute
 	now := micros(s.clock.Now())
 	cutoff := addMicros(now, -minLag.Microseconds())
-	queues, err := queueKeys(ctx, s.r, tenant, "")
+	queues, err := s.tenantQueueKeys(ctx, tenant)
 	if err != nil {
 		return nil, info, err
 	}

@@ -104,3 +104,73 @@ func TestSmallVerdictHoldsUntilTheQueueGrows(t *testing.T) {
 		t.Fatal("a large queue was kept as small")
 	}
 }
+
+// The queue keys the group listings read are kept until the writer adds
+// or removes a queue: a queue made or deleted after a listing is in, or
+// out of, the next; and a read racing the commit that changed the queues
+// keeps nothing.
+func TestQueueKeysKeptUntilQueuesChange(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	seek := func(group, queue string) {
+		t.Helper()
+		if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: queue, TxnID: "t", Payload: []byte(`1`)}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: group, Queue: queue, Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pairs := func() []string {
+		t.Helper()
+		g, _, err := s.GroupsPage(ctx, "", combtype.Page{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _, err := s.LaggingPage(ctx, "", 0, combtype.Page{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range g {
+			out = append(out, p.Group+"/"+p.Queue)
+		}
+		return append(out, fmt.Sprint(len(l)))
+	}
+	kept := func() bool {
+		s.tot.grewMu.Lock()
+		defer s.tot.grewMu.Unlock()
+		_, ok := s.tot.keys[""]
+		return ok
+	}
+	seek("g", "a")
+	if got := fmt.Sprint(pairs()); got != "[g/a 0]" || !kept() {
+		t.Fatalf("pairs = %s, kept %v", got, kept())
+	}
+	seek("h", "b") // a new queue
+	if kept() {
+		t.Fatal("a queue made did not drop the kept keys")
+	}
+	if got := fmt.Sprint(pairs()); got != "[g/a h/b 0]" {
+		t.Fatalf("after a queue was made: %s", got)
+	}
+	if _, err := s.DeleteQueue(ctx, "", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(pairs()); got != "[h/b 0]" {
+		t.Fatalf("after a queue was deleted: %s", got)
+	}
+	// The writer marks before its commit: a read between the two may not
+	// see the queue and must not keep what it read.
+	s.queuesChanged()
+	if _, err := s.tenantQueueKeys(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if kept() {
+		t.Fatal("a read racing a change of the queues kept its keys")
+	}
+}
