@@ -81,8 +81,8 @@ type totalsCache struct {
 	grewFloor int64
 	keys      map[string][]*combtype.Queue // tenant -> its queues' keys (tenantQueueKeys)
 	keysAt    int64                        // commits counted when queues last changed
-	growing   map[string]struct{}    // the tenants in grew at the refresher's last look
-	groups    map[int64]*groupsEntry // by queue id (groupstats.go)
+	growing   map[string]struct{}          // the tenants in grew at the refresher's last look
+	groups    map[int64]*groupsEntry       // by queue id (groupstats.go)
 	running   bool
 	done      chan struct{} // closed when the refresher returns; nil until it starts
 }
