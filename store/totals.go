@@ -72,7 +72,7 @@ type totalsCache struct {
 	// keeps making partitions with nobody reading its Summary does not
 	// keep the refresher busy.
 	crossed map[string]bool
-	grewMu  sync.Mutex          // guards grew, small, grewAt and grewFloor: the writer takes it
+	grewMu  sync.Mutex          // guards grew to keysAt: the writer takes it
 	grew    map[string]struct{} // tenants given a partition since the refresher looked
 	small   map[int64]string    // queue id -> uuid of the queues found within the live limit
 	grewAt  map[int64]int64     // queue id -> commits counted when it was last given a partition
@@ -220,8 +220,8 @@ func (s *Store) keepSmall(queues []*combtype.Queue, ids []int64, commits int64) 
 	if s.tot.grewFloor >= commits {
 		return // growth forgotten since may be later than the snapshot
 	}
-	if s.tot.small == nil {
-		s.tot.small = map[int64]string{}
+	if s.tot.small == nil || len(s.tot.small) >= maxSmall {
+		s.tot.small = map[int64]string{} // the deleted queues' verdicts go too
 	}
 	for _, id := range ids {
 		if at, ok := s.tot.grewAt[id]; ok && at >= commits {
@@ -269,6 +269,10 @@ func (s *Store) queuesChanged() {
 	s.tot.keysAt = s.stats.Commits.Load()
 	s.tot.grewMu.Unlock()
 }
+
+// maxSmall bounds the small verdicts kept, which queues deleted since
+// would otherwise grow without end.
+const maxSmall = 1 << 20
 
 // maxGrewAt bounds grewAt: beyond it the marks are forgotten, and the
 // verdicts of reads begun before are not kept.
