@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -187,8 +188,34 @@ func (s *Handler) push(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 		return
 	}
 	body := appendPushResults(s.replies.get(256*len(results)), results)
-	writeJSONBytes(w, http.StatusCreated, body)
+	writePushReply(w, body)
 	s.replies.put(body)
+}
+
+// jsonContentType is the Content-Type of every push reply, one slice for
+// all: net/http copies the handler's header when it writes it, and
+// Header.Set and Header.Add replace the slice or grow a copy, never write
+// into it.
+var jsonContentType = []string{"application/json"}
+
+// pushReplyBuffered is net/http's response buffer (bufferBeforeChunkingSize):
+// a reply shorter than it is still whole in the buffer when the handler
+// returns, and net/http then names its length itself.
+const pushReplyBuffered = 2048
+
+// writePushReply answers body, the encoded results, with 201. It sets what
+// writeJSONBytes sets without a value allocated per reply for the common,
+// short reply: a push of one message answers ~250 bytes, and the header
+// values were three of its allocations. A longer reply names its length,
+// so it goes out in one piece instead of chunked.
+func writePushReply(w http.ResponseWriter, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	if len(body) >= pushReplyBuffered {
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
+	w.WriteHeader(http.StatusCreated)
+	w.Write(body)
 }
 
 // producerSub is the verified subject of the caller; "" without auth.

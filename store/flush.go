@@ -88,6 +88,7 @@ func (w *wtx) pendingFor(q *combtype.Queue, p *combtype.Partition) *pendingPart 
 // partition, the dedup rows and the new last offsets. created_at is stamped
 // here, inside the transaction, and never decreases within a partition.
 func (w *wtx) flush() error {
+	var advances []any // per written partition: id, last offset, created_at, max key, last segment
 	for _, pp := range w.pending {
 		if err := w.resolveStaged(pp); err != nil {
 			return err
@@ -103,14 +104,28 @@ func (w *wtx) flush() error {
 		if err != nil {
 			return err
 		}
-		if _, err := w.ExecContext(w.ctx,
-			`UPDATE partitions SET last_offset = ?1, last_segment_at = ?2, max_txn_key = max(coalesce(max_txn_key, ?3), ?3),
-			 last_segment_id = ?5 WHERE id = ?4`, pp.next-1, createdAt, maxKey, pp.part.ID, w.s.segSeq); err != nil {
-			return fmt.Errorf("advance last_offset: %w", err)
+		if w.s.partitionRowsEach {
+			if _, err := w.ExecContext(w.ctx,
+				`UPDATE partitions SET last_offset = ?1, last_segment_at = ?2, max_txn_key = max(coalesce(max_txn_key, ?3), ?3),
+				 last_segment_id = ?5 WHERE id = ?4`, pp.next-1, createdAt, maxKey, pp.part.ID, w.s.segSeq); err != nil {
+				return fmt.Errorf("advance last_offset: %w", err)
+			}
+		} else {
+			advances = append(advances, pp.part.ID, pp.next-1, createdAt, maxKey, w.s.segSeq)
 		}
 		pp.part.LastOffset, pp.part.LastSegmentAt = pp.next-1, createdAt
 		w.s.stats.Frames.Add(int64(len(pp.frames)))
 		w.touch(pp.queue.Tenant, pp.queue.Name)
+	}
+	// The partitions' new last offsets go in statements of up to
+	// maxRowsInValues partitions each: at batch 1 a commit writes to every
+	// partition, and a statement per partition cost more than its row.
+	for len(advances) > 0 {
+		n := min(len(advances)/5, maxRowsInValues)
+		if _, err := w.ExecContext(w.ctx, partitionsAdvance(n), advances[:5*n]...); err != nil {
+			return fmt.Errorf("advance last_offset: %w", err)
+		}
+		advances = advances[5*n:]
 	}
 	return nil
 }
@@ -192,42 +207,53 @@ func (w *wtx) resolveStaged(pp *pendingPart) error {
 	return nil
 }
 
-// insertTxids writes the dedup rows of pp in one statement per chunk (the
-// ids travel as one JSON array, so the statement text never changes) and
-// returns the highest key among them.
+// insertTxids writes the dedup rows of pp, a few as bound values and more
+// in one statement per chunk (the ids travel as one JSON array, so the
+// statement text never changes), and returns the highest key among them.
 func (w *wtx) insertTxids(pp *pendingPart) (int64, error) {
 	const chunk = 4096
 	base := pp.next - int64(len(pp.frames))
-	buf := make([]byte, 0, 20*min(len(pp.frames), chunk))
 	maxKey := int64(math.MinInt64)
 	// The ceiling before these keys bounds every key stored before them,
 	// which is what a new window of recent keys starts from.
 	ceil, known := w.s.keyCeil[pp.part.ID]
-	var keys []int64
-	if known {
-		keys = make([]int64, 0, len(pp.frames))
+	keys := make([]int64, len(pp.frames))
+	for i := range pp.frames {
+		key := txnKey(pp.frames[i].TxnID)
+		w.s.keyCeil.raise(pp.part.ID, key)
+		maxKey = max(maxKey, key)
+		keys[i] = key
 	}
-	for start := 0; start < len(pp.frames); start += chunk {
-		end := min(start+chunk, len(pp.frames))
-		buf = append(buf[:0], '[')
-		for i := start; i < end; i++ {
-			if i > start {
-				buf = append(buf, ',')
-			}
-			key := txnKey(pp.frames[i].TxnID)
-			w.s.keyCeil.raise(pp.part.ID, key)
-			maxKey = max(maxKey, key)
-			if known {
-				keys = append(keys, key)
-			}
-			buf = strconv.AppendInt(buf, key, 10)
+	if len(keys) <= maxRowsInValues && !w.s.dedupJSON {
+		// A few keys, the common case when producers push one message at
+		// a time, go as bound values: parsing a JSON array of five keys
+		// cost more than inserting the rows.
+		args := make([]any, 0, 2+len(keys))
+		args = append(args, pp.part.ID, base)
+		for _, k := range keys {
+			args = append(args, k)
 		}
-		buf = append(buf, ']')
-		if _, err := w.ExecContext(w.ctx,
-			`INSERT INTO txids (partition_id, txn_key, offset)
-			 SELECT ?, value, ? + key FROM json_each(?)`,
-			pp.part.ID, base+int64(start), string(buf)); err != nil {
+		if _, err := w.ExecContext(w.ctx, txidsValues(len(keys)), args...); err != nil {
 			return 0, fmt.Errorf("insert dedup keys: %w", err)
+		}
+	} else {
+		buf := make([]byte, 0, 20*min(len(keys), chunk))
+		for start := 0; start < len(keys); start += chunk {
+			end := min(start+chunk, len(keys))
+			buf = append(buf[:0], '[')
+			for i := start; i < end; i++ {
+				if i > start {
+					buf = append(buf, ',')
+				}
+				buf = strconv.AppendInt(buf, keys[i], 10)
+			}
+			buf = append(buf, ']')
+			if _, err := w.ExecContext(w.ctx,
+				`INSERT INTO txids (partition_id, txn_key, offset)
+				 SELECT ?, value, ? + key FROM json_each(?)`,
+				pp.part.ID, base+int64(start), string(buf)); err != nil {
+				return 0, fmt.Errorf("insert dedup keys: %w", err)
+			}
 		}
 	}
 	if known {
@@ -235,3 +261,51 @@ func (w *wtx) insertTxids(pp *pendingPart) (int64, error) {
 	}
 	return maxKey, nil
 }
+
+// maxRowsInValues is the most dedup rows insertTxids writes as a VALUES
+// list; more go as one JSON array, so there are at most this many
+// statement texts to prepare.
+const maxRowsInValues = 16
+
+// txidsValuesText holds the VALUES statement for each row count.
+var txidsValuesText = func() (texts [maxRowsInValues + 1]string) {
+	for n := 1; n <= maxRowsInValues; n++ {
+		b := []byte("INSERT INTO txids (partition_id, txn_key, offset) VALUES ")
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, "(?1, ?%d, ?2 + %d)", i+3, i)
+		}
+		texts[n] = string(b)
+	}
+	return texts
+}()
+
+// txidsValues is the statement that inserts n dedup rows of one partition
+// at consecutive offsets: ?1 the partition, ?2 the first offset, ?3... the keys.
+func txidsValues(n int) string { return txidsValuesText[n] }
+
+// partitionsAdvanceText holds the statement that advances n partitions.
+var partitionsAdvanceText = func() (texts [maxRowsInValues + 1]string) {
+	for n := 1; n <= maxRowsInValues; n++ {
+		b := []byte("WITH v(id, last_offset, created_at, max_key, seg) AS (VALUES ")
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, "(?%d, ?%d, ?%d, ?%d, ?%d)", 5*i+1, 5*i+2, 5*i+3, 5*i+4, 5*i+5)
+		}
+		b = append(b, `)
+UPDATE partitions SET last_offset = v.last_offset, last_segment_at = v.created_at,
+ max_txn_key = max(coalesce(partitions.max_txn_key, v.max_key), v.max_key), last_segment_id = v.seg
+FROM v WHERE partitions.id = v.id`...)
+		texts[n] = string(b)
+	}
+	return texts
+}()
+
+// partitionsAdvance is the statement that writes the new last offset,
+// created_at, highest dedup key and last segment of n partitions, bound
+// five values a partition in that order after its id.
+func partitionsAdvance(n int) string { return partitionsAdvanceText[n] }

@@ -157,6 +157,13 @@ type Store struct {
 	pageSize    int64
 	busyTimeout int64
 	walPath     string
+	// dedupJSON writes every commit's dedup rows as a JSON array, as
+	// before small ones went as bound values (benchmarks compare).
+	dedupJSON bool
+	// partitionRowsEach advances each written partition's row in a
+	// statement of its own, as before they went together (benchmarks
+	// compare).
+	partitionRowsEach bool
 }
 
 // Stats are counters of the writer, read with atomic loads.

@@ -66,7 +66,10 @@ type totalsCache struct {
 	entries map[int64]*totalsEntry   // by queue id
 	tenants map[string]*summaryEntry // by tenant
 	summing map[string]chan struct{} // first sums under way, closed when done
-	prime   bool                     // the refresher first sums every large tenant
+	// unsummed holds the large tenants a read found with no sum, for the
+	// refresher's next round to make their first.
+	unsummed map[string]bool
+	prime    bool // the refresher first sums every large tenant
 	// crossed holds the tenants summed ahead once they grew past the live
 	// limit: a tenant is summed ahead the first time only, so one that
 	// keeps making partitions with nobody reading its Summary does not
@@ -316,7 +319,11 @@ func (s *Store) runRefresher() {
 }
 
 // Summary returns tenant's Summary: summed now up to the live limit of
-// partitions, else the refresher's last sum (summed now the first time).
+// partitions, else the refresher's last sum. A large tenant with no sum
+// yet is answered at once without figures (notSummed) and left to the
+// refresher: its first sum reads every partition and every group's
+// position on each, which takes minutes at a million partitions, and a
+// read waited for it.
 func (s *Store) Summary(ctx context.Context, tenant string) (*combtype.Summary, error) {
 	s.tot.mu.Lock()
 	if e := s.tot.tenants[tenant]; e != nil {
@@ -334,7 +341,43 @@ func (s *Store) Summary(ctx context.Context, tenant string) (*combtype.Summary, 
 	if !large {
 		return s.summarise(ctx, tenant)
 	}
-	return s.firstSum(ctx, tenant)
+	s.tot.mu.Lock()
+	if e := s.tot.tenants[tenant]; e != nil { // summed meanwhile
+		s.tot.mu.Unlock()
+		return s.Summary(ctx, tenant)
+	}
+	if s.tot.summing[tenant] == nil {
+		if s.tot.unsummed == nil {
+			s.tot.unsummed = map[string]bool{}
+		}
+		s.tot.unsummed[tenant] = true
+		s.runRefresher()
+	}
+	s.tot.mu.Unlock()
+	return s.notSummed(ctx, tenant)
+}
+
+// notSummed is the Summary of a large tenant before its first sum: its
+// queues, in Summary's order, with no figures, StatsAge NotSummed, as a
+// large queue's totals are before theirs (docs/wire.md).
+func (s *Store) notSummed(ctx context.Context, tenant string) (*combtype.Summary, error) {
+	queues, err := listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues WHERE tenant = ?
+		ORDER BY created_at DESC, id DESC`, tenant)
+	if err != nil {
+		return nil, err
+	}
+	sum := &combtype.Summary{Queues: make([]*combtype.QueueStats, len(queues))}
+	o := &sum.Overview
+	o.Timestamp, o.Queues, o.Summarized, o.StatsAge = s.clock.Now(), int64(len(queues)), true, combtype.NotSummed
+	namespaces, tasks := map[string]bool{}, map[string]bool{}
+	for i, q := range queues {
+		sum.Queues[i] = &combtype.QueueStats{Queue: *q, Summarized: true, StatsAge: combtype.NotSummed}
+		namespaces[q.Namespace], tasks[q.Task] = true, true
+	}
+	delete(namespaces, "")
+	delete(tasks, "")
+	o.Namespaces, o.Tasks = int64(len(namespaces)), int64(len(tasks))
+	return sum, nil
 }
 
 // firstSum sums the Summary of tenant, a large one, and keeps it for the
@@ -434,12 +477,18 @@ func (s *Store) refreshTotalsLoop(ctx context.Context, done chan struct{}) {
 	prime := s.tot.prime
 	s.tot.prime = false
 	s.tot.mu.Unlock()
+	rest := time.Second
 	if prime {
+		// The sums made at open are a round too: the next waits four
+		// times as long as they took, not a second (at a million
+		// partitions they take minutes, and a core was held for two
+		// rounds in a row).
+		start := time.Now()
 		if err := s.primeSummaries(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("sum large tenants", "err", err)
 		}
+		rest = max(rest, 4*time.Since(start))
 	}
-	rest := time.Second
 	for {
 		t := time.NewTimer(rest)
 		select {
@@ -494,6 +543,15 @@ func (s *Store) refreshTenants(ctx context.Context) error {
 			delete(s.tot.crossed, t) // grown small: the next crossing sums ahead again
 		}
 		s.tot.mu.Unlock()
+	}
+	s.tot.mu.Lock()
+	unsummed := slices.Collect(maps.Keys(s.tot.unsummed))
+	s.tot.unsummed = nil
+	s.tot.mu.Unlock()
+	for _, t := range unsummed {
+		if _, err := s.firstSum(ctx, t); err != nil {
+			return err
+		}
 	}
 	return s.sumGrownTenants(ctx)
 }

@@ -56,6 +56,7 @@ func main() {
 	out := flag.String("out", "", "also write the markdown tables here")
 	buildOnly := flag.Bool("build-only", false, "build the databases and stop")
 	firstPops := flag.Int("firstpop", 0, "measure only the first pops of this many new consumer groups per subscription mode and size")
+	flag.BoolVar(&firstPopSettle, "firstpop-settle", true, "time first pops once the background sums made at open are done (false: right after open, beside them)")
 	fpSkip := flag.String("firstpop-skip", "", "mode@size pairs -firstpop does not measure, comma-separated (timestamp@1000000)")
 	skipRoutes := flag.String("skip", "", "regular expression of listing paths not to measure (they are reported as such)")
 	flag.IntVar(&liveTotals, "live-totals", 0, "most partitions a queue's totals are summed for on every read (0: the broker's default; 2000000 sums every queue on every read, as before the background sums)")
