@@ -355,6 +355,12 @@ func (s *Store) GroupPage(ctx context.Context, tenant, group string, pg combtype
 // summed for the reply; a larger queue's pairs and figures come from its
 // background sum (groupstats.go), with StatsAge.
 func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page) ([]combtype.GroupSummary, combtype.PageInfo, error) {
+	return s.groupsPage(ctx, tenant, "", pg)
+}
+
+// groupsPage is GroupsPage over the queue named queue alone, or every
+// queue when queue is "".
+func (s *Store) groupsPage(ctx context.Context, tenant, queue string, pg combtype.Page) ([]combtype.GroupSummary, combtype.PageInfo, error) {
 	info := combtype.PageInfo{Total: -1}
 	if pg.After != "" {
 		return nil, info, fmt.Errorf("%w: this listing pages with limit and offset only", combtype.ErrInvalid)
@@ -365,7 +371,12 @@ func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page)
 		return nil, info, fmt.Errorf("groups page: %w", err)
 	}
 	defer tx.Rollback()
-	queues, err := queueKeys(ctx, tx, tenant)
+	var queues []*combtype.Queue
+	if queue == "" {
+		queues, err = s.tenantQueueKeys(ctx, tenant)
+	} else {
+		queues, err = queueKeys(ctx, tx, tenant, queue)
+	}
 	if err != nil {
 		return nil, info, err
 	}
@@ -472,7 +483,7 @@ func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Dura
 	need := offset + limit // the rows each queue may contribute
 	now := micros(s.clock.Now())
 	cutoff := addMicros(now, -minLag.Microseconds())
-	queues, err := queueKeys(ctx, s.r, tenant)
+	queues, err := s.tenantQueueKeys(ctx, tenant)
 	if err != nil {
 		return nil, info, err
 	}
@@ -523,11 +534,13 @@ func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Dura
 	return out, info, nil
 }
 
-// queueKeys lists tenant's queues with what the group listings read of
-// them (id, uuid, tenant, name): scanning every column of 10,000 queues
-// was most of the groups listing's time.
-func queueKeys(ctx context.Context, db querier, tenant string) ([]*combtype.Queue, error) {
-	rows, err := db.QueryContext(ctx, `SELECT id, uuid, name FROM queues WHERE tenant = ?`, tenant)
+// queueKeys lists tenant's queues, or its queue named name when name is
+// not "", with what the group listings read of them (id, uuid, tenant,
+// name): scanning every column of 10,000 queues was most of the groups
+// listing's time.
+func queueKeys(ctx context.Context, db querier, tenant, name string) ([]*combtype.Queue, error) {
+	rows, err := db.QueryContext(ctx, `SELECT id, uuid, name FROM queues WHERE tenant = ?1 AND (?2 = '' OR name = ?2)`,
+		tenant, name)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
