@@ -298,14 +298,23 @@ func (s *Store) GroupPage(ctx context.Context, tenant, group string, pg combtype
 	// INDEXED, partitions first), so it stops once the page is full;
 	// through the tenant's queues SQLite would read and figure every
 	// partition of the tenant, then sort them (3.6 s for a page at a
-	// million partitions).
-	rows, err := s.r.QueryContext(ctx, `SELECT p.id, ?1, q.name, p.name, p.uuid, c.lease_id,
+	// million partitions). The walk starts at the group's first possible
+	// position, the lowest of its first cursor row (cursors_group holds
+	// the partition ids in order) and each subscribed queue's first
+	// partition: a group on a queue made after 10,000 others passed their
+	// partitions first (158–369 ms for the console's first page).
+	rows, err := s.r.QueryContext(ctx, `WITH first(id) AS (SELECT MIN(x) FROM (
+			SELECT MIN(partition_id) AS x FROM cursors WHERE group_name = ?1
+			UNION ALL SELECT (SELECT MIN(id) FROM partitions WHERE queue_id = s.queue_id)
+				FROM subscriptions s WHERE s.group_name = ?1))
+		SELECT p.id, ?1, q.name, p.name, p.uuid, c.lease_id,
 		c.lease_expires_at, c.last_consumed_at, COALESCE(c.total_consumed, 0), `+groupLagExpr+`, `+groupOldestExpr+`,
 		`+committedExpr+`, p.last_offset, p.log_start
 		FROM partitions p NOT INDEXED CROSS JOIN queues q ON q.id = p.queue_id
 		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
 		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
-		WHERE p.id > ?2 AND q.tenant = ?3 AND (c.committed IS NOT NULL OR s.group_name IS NOT NULL)
+		WHERE p.id > ?2 AND p.id >= (SELECT id FROM first) AND q.tenant = ?3
+			AND (c.committed IS NOT NULL OR s.group_name IS NOT NULL)
 		ORDER BY p.id LIMIT ?4 OFFSET ?5`, group, after, tenant, limit, offset)
 	if err != nil {
 		return nil, nil, info, fmt.Errorf("read group page: %w", err)
