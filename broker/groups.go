@@ -97,6 +97,12 @@ func (b *Broker) GroupListPage(ctx context.Context, pg combtype.Page) ([]combtyp
 	return b.st.GroupsPage(ctx, b.tenant, pg)
 }
 
+// QueueGroupListPage is GroupListPage over the queue named queue alone:
+// the groups on it, none when there is no such queue.
+func (b *Broker) QueueGroupListPage(ctx context.Context, queue string, pg combtype.Page) ([]combtype.GroupSummary, combtype.PageInfo, error) {
+	return b.st.QueueGroupsPage(ctx, b.tenant, queue, pg)
+}
+
 // GroupLagPage is GroupLag and GroupOffsets for the page pg of the group's
 // cursors, in partition creation order; PageInfo.Next is the After of the
 // next page.

@@ -51,7 +51,19 @@ func (s *Handler) listGroups(w http.ResponseWriter, r *http.Request, _ httproute
 		s.fail(w, r, err)
 		return
 	}
-	groups, info, err := s.tb(r).GroupListPage(r.Context(), pg.Page)
+	// queue= (comb's, docs/wire.md) lists the groups on one queue: the
+	// console's queue view asks for those only, not the tenant's.
+	var groups []combtype.GroupSummary
+	var info combtype.PageInfo
+	if q := r.URL.Query(); q.Has("queue") {
+		if q.Get("queue") == "" {
+			s.fail(w, r, &badRequest{"queue must name a queue"})
+			return
+		}
+		groups, info, err = s.tb(r).QueueGroupListPage(r.Context(), q.Get("queue"), pg.Page)
+	} else {
+		groups, info, err = s.tb(r).GroupListPage(r.Context(), pg.Page)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

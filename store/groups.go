@@ -38,6 +38,15 @@ func (s *Store) Groups(ctx context.Context, tenant string) ([]combtype.GroupSumm
 	return out, rows.Err()
 }
 
+// QueueGroupsPage is GroupsPage over one queue: the (group, queue) pairs
+// of the queue named queue, none when there is no such queue.
+func (s *Store) QueueGroupsPage(ctx context.Context, tenant, queue string, pg combtype.Page) ([]combtype.GroupSummary, combtype.PageInfo, error) {
+	if queue == "" {
+		return nil, combtype.PageInfo{Total: -1}, fmt.Errorf("%w: queue is required", combtype.ErrInvalid)
+	}
+	return s.groupsPage(ctx, tenant, queue, pg)
+}
+
 // partitionLagQuery reads every position of tenant's groups, rows or
 // implied (implied.go); the caller adds conditions over its aliases.
 var partitionLagQuery = `SELECT gq.g AS group_name, q.name, p.name, p.uuid, c.lease_id, c.lease_expires_at, c.last_consumed_at,

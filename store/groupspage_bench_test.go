@@ -46,3 +46,41 @@ func BenchmarkGroupsPageTenThousandQueues(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGroupPageAfterTenThousandQueues reads the first page of a
+// group's partitions on a queue made after 10,000 others: what the
+// console's queue and group views ask first.
+func BenchmarkGroupPageAfterTenThousandQueues(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(b.TempDir(), "comb.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < 10000; i += 1000 {
+		var items []combtype.PushItem
+		for j := i; j < i+1000; j++ {
+			items = append(items, combtype.PushItem{Queue: fmt.Sprintf("q%05d", j), TxnID: "t", Payload: []byte(`1`)})
+		}
+		if _, err := s.Push(ctx, "", items); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var items []combtype.PushItem
+	for i := range 1200 {
+		items = append(items, combtype.PushItem{Queue: "wide", Partition: fmt.Sprintf("p%04d", i), TxnID: "t", Payload: []byte(`1`)})
+	}
+	if _, err := s.Push(ctx, "", items); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: "fleet", Queue: "wide", Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		lags, _, _, err := s.GroupPage(ctx, "", "fleet", combtype.Page{Limit: 100})
+		if err != nil || len(lags) != 100 {
+			b.Fatal(err, len(lags))
+		}
+	}
+}

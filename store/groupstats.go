@@ -269,7 +269,7 @@ func (s *Store) largeGroupStats(ctx context.Context, db querier, queues []*combt
 	if len(unknown) == 0 {
 		return out, nil
 	}
-	large, err := s.largeQueues(ctx, db, unknown)
+	large, err := s.largeQueues(ctx, unknown)
 	if err != nil {
 		return nil, err
 	}

@@ -164,6 +164,7 @@ func (w *wtx) queue(tenant, name string, create bool) (*combtype.Queue, error) {
 }
 
 func (w *wtx) insertQueue(q *combtype.Queue) (int64, error) {
+	w.s.queuesChanged()
 	o := q.Options
 	res, err := w.ExecContext(w.ctx, `INSERT INTO queues (uuid, tenant, name, namespace, task, lease_time, retry_limit,
 		retry_delay, max_size, ttl, dead_letter_queue, dlq_after_max_retries, priority, delayed_processing, window_buffer,
@@ -201,7 +202,7 @@ func (w *wtx) partition(q *combtype.Queue, name string, create bool) (*combtype.
 		if err != nil {
 			return nil, fmt.Errorf("insert partition %q: %w", name, err)
 		}
-		w.s.tot.grown(q.Tenant)
+		w.s.grown(q)
 	}
 	if err != nil {
 		return nil, err

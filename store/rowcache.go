@@ -28,6 +28,7 @@ const maxCachedRows = 4096
 // by other means than pushing.
 func (w *wtx) rowsChanged() {
 	w.stale = true
+	w.s.queuesChanged()
 	clear(w.claimed)
 	clear(w.claimedDead)
 }

@@ -75,12 +75,19 @@ type totalsCache struct {
 	// keeps making partitions with nobody reading its Summary does not
 	// keep the refresher busy.
 	crossed map[string]bool
-	grewMu  sync.Mutex             // guards grew alone: the writer takes it
-	grew    map[string]struct{}    // tenants given a partition since the refresher looked
-	growing map[string]struct{}    // the tenants in grew at the refresher's last look
-	groups  map[int64]*groupsEntry // by queue id (groupstats.go)
-	running bool
-	done    chan struct{} // closed when the refresher returns; nil until it starts
+	grewMu  sync.Mutex          // guards grew to keysAt: the writer takes it
+	grew    map[string]struct{} // tenants given a partition since the refresher looked
+	small   map[int64]string    // queue id -> uuid of the queues found within the live limit
+	grewAt  map[int64]int64     // queue id -> commits counted when it was last given a partition
+	// grewFloor is the count of commits when grewAt was last emptied:
+	// growth before then is known only to be at most that old.
+	grewFloor int64
+	keys      map[string][]*combtype.Queue // tenant -> its queues' keys (tenantQueueKeys)
+	keysAt    int64                        // commits counted when queues last changed
+	growing   map[string]struct{}          // the tenants in grew at the refresher's last look
+	groups    map[int64]*groupsEntry       // by queue id (groupstats.go)
+	running   bool
+	done      chan struct{} // closed when the refresher returns; nil until it starts
 }
 
 // totals returns the totals of queues of tenant (by queue id), with
@@ -119,7 +126,7 @@ func (s *Store) totals(ctx context.Context, db querier, tenant string, queues []
 	if len(live) == 0 {
 		return out, nil
 	}
-	large, err := s.largeQueues(ctx, db, live)
+	large, err := s.largeQueues(ctx, live)
 	if err != nil {
 		return nil, err
 	}
@@ -154,18 +161,37 @@ func (s *Store) totals(ctx context.Context, db querier, tenant string, queues []
 
 // largeQueues tells which of queues have more than the live limit of
 // partitions, reading at most that many index entries per queue.
-func (s *Store) largeQueues(ctx context.Context, db querier, queues []*combtype.Queue) (map[int64]bool, error) {
-	ids := make([]int64, len(queues))
-	for i, q := range queues {
-		ids[i] = q.ID
+//
+// A queue found within the limit stays so until the writer gives it a
+// partition (grown), so that verdict is kept and the queue is not sized
+// again: at 10,000 queues sizing them all was a third of the groups
+// listing's time. Partitions only go away otherwise, which keeps a small
+// queue small. The sizing reads with s.r, its own snapshot, begun after
+// the count of commits is taken, so a verdict is kept only when every
+// partition the queue was given had been committed by then: the writer
+// marks a queue before its commit, and a read racing that commit may not
+// see the partition.
+func (s *Store) largeQueues(ctx context.Context, queues []*combtype.Queue) (map[int64]bool, error) {
+	var ids []int64
+	s.tot.grewMu.Lock()
+	for _, q := range queues {
+		if s.tot.small[q.ID] != q.UUID {
+			ids = append(ids, q.ID)
+		}
 	}
-	rows, err := db.QueryContext(ctx, `SELECT j.value, (SELECT COUNT(*) FROM (SELECT 1 FROM partitions
+	s.tot.grewMu.Unlock()
+	out := map[int64]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	commits := s.stats.Commits.Load()
+	rows, err := s.r.QueryContext(ctx, `SELECT j.value, (SELECT COUNT(*) FROM (SELECT 1 FROM partitions
 			WHERE queue_id = j.value LIMIT ?2)) FROM json_each(?1) j`, jsonInts(ids), s.liveTotals+1)
 	if err != nil {
 		return nil, fmt.Errorf("size queues: %w", err)
 	}
 	defer rows.Close()
-	out := map[int64]bool{}
+	var small []int64
 	for rows.Next() {
 		var id, n int64
 		if err := rows.Scan(&id, &n); err != nil {
@@ -173,10 +199,87 @@ func (s *Store) largeQueues(ctx context.Context, db querier, queues []*combtype.
 		}
 		if n > int64(s.liveTotals) {
 			out[id] = true
+		} else {
+			small = append(small, id)
 		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("size queues: %w", err)
+	}
+	s.keepSmall(queues, small, commits)
+	return out, nil
 }
+
+// keepSmall keeps the verdict "within the live limit" for the queues of
+// ids, sized in a snapshot begun after commits commits, unless one was
+// given a partition in a commit after those.
+func (s *Store) keepSmall(queues []*combtype.Queue, ids []int64, commits int64) {
+	uuids := make(map[int64]string, len(queues))
+	for _, q := range queues {
+		uuids[q.ID] = q.UUID
+	}
+	s.tot.grewMu.Lock()
+	defer s.tot.grewMu.Unlock()
+	if s.tot.grewFloor >= commits {
+		return // growth forgotten since may be later than the snapshot
+	}
+	if s.tot.small == nil || len(s.tot.small) >= maxSmall {
+		s.tot.small = map[int64]string{} // the deleted queues' verdicts go too
+	}
+	for _, id := range ids {
+		if at, ok := s.tot.grewAt[id]; ok && at >= commits {
+			continue // grown in a commit the snapshot may not hold
+		}
+		s.tot.small[id] = uuids[id]
+	}
+}
+
+// tenantQueueKeys is queueKeys of every queue of tenant, kept until the
+// writer adds or removes a queue (queuesChanged): the group listings read
+// them on every request, 11 ms of a listing's 30 at 10,000 queues. As
+// with the small verdicts (largeQueues), a list is kept only when read in
+// a snapshot begun after the last change was committed. The slice and
+// its queues are shared: callers only read them.
+func (s *Store) tenantQueueKeys(ctx context.Context, tenant string) ([]*combtype.Queue, error) {
+	s.tot.grewMu.Lock()
+	keys, ok := s.tot.keys[tenant]
+	s.tot.grewMu.Unlock()
+	if ok {
+		return keys, nil
+	}
+	commits := s.stats.Commits.Load()
+	keys, err := queueKeys(ctx, s.r, tenant, "")
+	if err != nil {
+		return nil, err
+	}
+	s.tot.grewMu.Lock()
+	defer s.tot.grewMu.Unlock()
+	if s.tot.keysAt < commits {
+		if s.tot.keys == nil {
+			s.tot.keys = map[string][]*combtype.Queue{}
+		}
+		s.tot.keys[tenant] = keys
+	}
+	return keys, nil
+}
+
+// queuesChanged drops the kept queue keys: the writer added or removed a
+// queue (or changed rows, rowsChanged) in the commit after the commits
+// counted so far.
+func (s *Store) queuesChanged() {
+	s.tot.grewMu.Lock()
+	clear(s.tot.keys)
+	s.tot.keysAt = s.stats.Commits.Load()
+	s.tot.grewMu.Unlock()
+}
+
+// maxSmall bounds the small verdicts kept, which queues deleted since
+// would otherwise grow without end.
+const maxSmall = 1 << 20
+
+// maxGrewAt bounds grewAt: beyond it the marks are forgotten, and the
+// verdicts of reads begun before are not kept.
+const maxGrewAt = 100000
 
 // remember keeps qs as the totals of a large queue and makes sure the
 // refresher runs.
@@ -453,15 +556,23 @@ func (s *Store) refreshTenants(ctx context.Context) error {
 	return s.sumGrownTenants(ctx)
 }
 
-// grown notes that tenant was given a partition. The writer calls it, so
-// it only marks the tenant for the refresher to look at.
-func (c *totalsCache) grown(tenant string) {
+// grown notes that q was given a partition, in the commit after the
+// commits counted so far. The writer calls it, before that commit, so it
+// only marks the tenant for the refresher to look at and drops the
+// queue's "small" verdict (largeQueues).
+func (s *Store) grown(q *combtype.Queue) {
+	c := &s.tot
 	c.grewMu.Lock()
+	defer c.grewMu.Unlock()
 	if c.grew == nil {
 		c.grew = map[string]struct{}{}
 	}
-	c.grew[tenant] = struct{}{}
-	c.grewMu.Unlock()
+	c.grew[q.Tenant] = struct{}{}
+	delete(c.small, q.ID)
+	if c.grewAt == nil || len(c.grewAt) >= maxGrewAt {
+		c.grewAt, c.grewFloor = map[int64]int64{}, s.stats.Commits.Load()
+	}
+	c.grewAt[q.ID] = s.stats.Commits.Load()
 }
 
 // sumGrownTenants sums ahead the Summary of each tenant that was given

@@ -90,8 +90,8 @@ export const get = (p) => api("GET", p);
 // Lists the views poll are kept (the last answer of a few routes), so a
 // view opened again paints at once from what the console last saw and then
 // brings it up to date.
-// Listeners (onKept) see each such answer as it arrives: live rates are
-// worked out from them.
+// Listeners (onKept) see each such answer as it arrives, of the path or
+// of the path with a query: live rates are worked out from them.
 const kept = new Map(); // path -> { v, at }
 const listeners = new Map();
 export function lastSeen(p) { const k = kept.get(p); return k ? k.v : undefined; }
@@ -104,7 +104,7 @@ export async function getKept(p, follow = true, opts) {
   kept.delete(p);
   kept.set(p, { v, at: Date.now() });
   if (kept.size > 12) kept.delete(kept.keys().next().value);
-  for (const fn of listeners.get(p) || []) fn(v);
+  for (const fn of listeners.get(p.split("?")[0]) || []) fn(v);
   return v;
 }
 export const post = (p, b) => api("POST", p, b === undefined ? {} : b);

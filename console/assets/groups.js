@@ -168,7 +168,7 @@ function detail(ctx, root, group, queue) {
       parts.set((d[queue] || { partitions: [] }).partitions);
       drawLive();
       await sampleQueues([queue]);
-      await getKept(GROUPS);
+      await getKept(GROUPS + "?queue=" + encodeURIComponent(queue)); // its lag, for the rates
       drawLive();
     } catch (err) { ctx.fail(err); }
   }

@@ -2671,6 +2671,8 @@ export interface operations {
                 limit?: components["parameters"]["PageLimit"];
                 /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
                 offset?: components["parameters"]["PageOffset"];
+                /** @description comb's: the groups on this queue only (none for an unknown queue). Queen has no such parameter. */
+                queue?: string;
             };
             header?: never;
             path?: never;
