@@ -88,6 +88,13 @@ type totalsCache struct {
 	groups    map[int64]*groupsEntry       // by queue id (groupstats.go)
 	running   bool
 	done      chan struct{} // closed when the refresher returns; nil until it starts
+	// stop ends the refresher's loop; stopped keeps it from starting
+	// again (tests that make every round themselves with RefreshTotals).
+	stop    context.CancelFunc
+	stopped bool
+	// primeTook is how long the sums made at open took, primeRest the
+	// rest the refresher took after them (tests read them).
+	primeTook, primeRest time.Duration
 }
 
 // totals returns the totals of queues of tenant (by queue id), with
@@ -311,10 +318,12 @@ func (s *Store) rememberUnsummed(tenant string, q *combtype.Queue) {
 // runRefresher starts the refresher unless it runs or the store is
 // closing. Lock should be held.
 func (s *Store) runRefresher() {
-	if !s.tot.running && s.ctx.Err() == nil {
+	if !s.tot.running && !s.tot.stopped && s.ctx.Err() == nil {
 		s.tot.running = true
 		s.tot.done = make(chan struct{})
-		go s.refreshTotalsLoop(s.ctx, s.tot.done)
+		ctx, stop := context.WithCancel(s.ctx)
+		s.tot.stop = stop
+		go s.refreshTotalsLoop(ctx, s.tot.done)
 	}
 }
 
@@ -487,7 +496,11 @@ func (s *Store) refreshTotalsLoop(ctx context.Context, done chan struct{}) {
 		if err := s.primeSummaries(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("sum large tenants", "err", err)
 		}
-		rest = max(rest, 4*time.Since(start))
+		took := time.Since(start)
+		rest = max(rest, 4*took)
+		s.tot.mu.Lock()
+		s.tot.primeTook, s.tot.primeRest = took, rest
+		s.tot.mu.Unlock()
 	}
 	for {
 		t := time.NewTimer(rest)
