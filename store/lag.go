@@ -1,10 +1,15 @@
 package store
 
 import (
+	"context"
+	"database/sql"
+	"fmt"
 	"math"
 	"slices"
+	"time"
+
+	"github.com/comb-broker/comb/combtype"
 )
-import "github.com/comb-broker/comb/combtype"
 
 // Lag arithmetic. A partition stores last_offset - log_start + 1 messages.
 // A cursor wants next = max(committed+1, log_start): frames evicted by
@@ -77,28 +82,7 @@ type lagSummer struct {
 	buckets       map[int32]int64 // figures per bucket (lagBucket) once past it
 }
 
-func (l *lagSummer) add(v float64) {
-	if l.n == 0 || v < l.min {
-		l.min = v
-	}
-	if l.n == 0 || v > l.max {
-		l.max = v
-	}
-	l.n++
-	l.sum += v
-	if l.buckets == nil {
-		if len(l.vals) < exactLagValues {
-			l.vals = append(l.vals, v)
-			return
-		}
-		l.buckets = make(map[int32]int64)
-		for _, x := range l.vals {
-			l.buckets[lagBucket(x)]++
-		}
-		l.vals = nil
-	}
-	l.buckets[lagBucket(v)]++
-}
+func (l *lagSummer) add(v float64) { l.addN(v, 1) }
 
 func (l *lagSummer) summary() combtype.LagSummary {
 	if l.buckets == nil {
@@ -152,4 +136,320 @@ func lagBucketMiddle(k int32) float64 {
 	}
 	frac := 0.5 + (float64(sub)+0.5)/(2*lagSubBuckets)
 	return math.Ldexp(frac, int(exp))
+}
+
+// addN adds the figure v w times, as w calls of add would, but for the
+// rounding of the sum.
+func (l *lagSummer) addN(v float64, w int64) {
+	if w <= 0 {
+		return
+	}
+	if l.n == 0 || v < l.min {
+		l.min = v
+	}
+	if l.n == 0 || v > l.max {
+		l.max = v
+	}
+	l.n += w
+	l.sum += v * float64(w)
+	if l.buckets == nil {
+		if int64(len(l.vals))+w <= exactLagValues {
+			for range w {
+				l.vals = append(l.vals, v)
+			}
+			return
+		}
+		l.buckets = make(map[int32]int64)
+		for _, x := range l.vals {
+			l.buckets[lagBucket(x)]++
+		}
+		l.vals = nil
+	}
+	l.buckets[lagBucket(v)] += w
+}
+
+// Classes of a position without a cursor row (an implied one), told from
+// the subscription s and p's own columns as impliedExpr's CASE tells
+// them, NULLs included. In the start region (a partition that existed
+// at registration) a new or timestamp group reads the head then, or a
+// time; past it a group subscribed from a time (from_time) reads that
+// time on partitions up to after_partition; every other implied position
+// starts at p's oldest retained (allLikeExpr), so its figures are p's
+// own, whatever the group.
+const (
+	inStartExpr = `(s.start_seq IS NOT NULL AND p.id <= s.start_partition)`
+	allLikeExpr = `(CASE WHEN ` + inStartExpr + ` THEN COALESCE(s.start_mode NOT IN ('new', 'timestamp'), 1)
+		ELSE COALESCE(s.from_time IS NULL OR s.after_partition < p.id, 0) END)`
+	// storedOldestExpr is oldestExpr for a cursor at p's oldest retained.
+	storedOldestExpr = `CASE WHEN p.last_offset >= p.log_start THEN (SELECT o.created_at FROM segments o
+		WHERE o.partition_id = p.id AND o.base_offset <= p.log_start ORDER BY o.base_offset DESC LIMIT 1) END`
+)
+
+var (
+	// impliedColumns are, for the implied position of s on p, p's id (i),
+	// last offset (l) and the first offset the position wants (n): the
+	// subscription's rule is worked out once per position, not once per
+	// figure. lagOfNext and oldestOfNext are lagExpr and oldestExpr over
+	// them; the OFFSET keeps SQLite from flattening the subquery, which
+	// would copy the rule into each figure again.
+	impliedColumns = `p.id AS i, p.last_offset AS l, MAX(` + impliedExpr + ` + 1, p.log_start) AS n`
+	lagOfNext      = `MAX(l - n + 1, 0)`
+	oldestOfNext   = `CASE WHEN l >= n THEN (SELECT o.created_at FROM segments o
+		WHERE o.partition_id = i AND o.base_offset <= n ORDER BY o.base_offset DESC LIMIT 1) END`
+)
+
+// sumLag summarises the offset and time lag of every position of the
+// tenant's groups (groupPositionsFrom) at now, reading only the positions
+// that may lag. The rest are counted, not listed:
+//
+//   - a cursor row with nothing pending, and an implied position on a
+//     partition that stores nothing, lags 0 on both figures;
+//   - an implied position of a new or timestamp group on a partition that
+//     existed at registration and was not written since (through
+//     partitions_queue_last_segment), nor from the group's time, lags 0
+//     (mayBePendingExpr is false there);
+//   - every other implied position that starts at p's oldest retained
+//     lags what p stores, by the age of p's oldest segment: p is read
+//     once and its figures added once per such group.
+//
+// Only cursor rows with something pending, new and timestamp positions
+// on partitions written since, and positions placed by a time are read one
+// by one. All reads share one snapshot, so the counts and the figures
+// agree.
+func (s *Store) sumLag(ctx context.Context, tenant string, now time.Time) (offsets, ages lagSummer, err error) {
+	offsets, ages = lagSummer{whole: true}, lagSummer{}
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return offsets, ages, fmt.Errorf("begin lag read: %w", err)
+	}
+	defer tx.Rollback()
+	nowUS := micros(now)
+	add := func(lag int64, oldest sql.NullInt64, w int64) {
+		offsets.addN(float64(lag), w)
+		age := 0.0
+		if oldest.Valid {
+			age = max(float64(nowUS-oldest.Int64)/1e6, 0)
+		}
+		ages.addN(age, w)
+	}
+	// each adds the figures of every row of query, and counts them.
+	each := func(what, query string, args ...any) (int64, error) {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", what, err)
+		}
+		defer rows.Close()
+		var n int64
+		for rows.Next() {
+			var lag int64
+			var oldest sql.NullInt64
+			if err := rows.Scan(&lag, &oldest); err != nil {
+				return 0, fmt.Errorf("scan %s: %w", what, err)
+			}
+			add(lag, oldest, 1)
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			return 0, fmt.Errorf("read %s: %w", what, err)
+		}
+		return n, nil
+	}
+
+	// Positions, and the implied ones: every cursor row is one, and each
+	// subscription has one on every partition of its queue where its
+	// group has no row.
+	var rowsN, rowsSubscribed, subscribed int64
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(s.group_name)
+		FROM cursors c CROSS JOIN partitions p ON p.id = c.partition_id CROSS JOIN queues q ON q.id = p.queue_id
+		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = c.group_name
+		WHERE q.tenant = ?`, tenant).Scan(&rowsN, &rowsSubscribed); err != nil {
+		return offsets, ages, fmt.Errorf("count cursor rows: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(n * (SELECT COUNT(*) FROM partitions p WHERE p.queue_id = qid)), 0)
+		FROM (SELECT s.queue_id AS qid, COUNT(*) AS n FROM subscriptions s JOIN queues q ON q.id = s.queue_id
+			WHERE q.tenant = ? GROUP BY s.queue_id)`, tenant).Scan(&subscribed); err != nil {
+		return offsets, ages, fmt.Errorf("count implied positions: %w", err)
+	}
+	implied := subscribed - rowsSubscribed
+
+	pending, err := each("lag of cursor rows", `SELECT `+lagExpr+`, `+oldestExpr+`
+		FROM cursors c CROSS JOIN partitions p ON p.id = c.partition_id CROSS JOIN queues q ON q.id = p.queue_id
+		WHERE q.tenant = ? AND `+pendingExpr, tenant)
+	if err != nil {
+		return offsets, ages, err
+	}
+	zeros := rowsN - pending
+
+	// Implied positions that are not allLikeExpr and may lag: new and
+	// timestamp ones on partitions written since registration, timestamp
+	// ones on partitions written from its time, and those a from_time
+	// places past the start region.
+	const impliedFrom = ` LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = s.group_name
+		WHERE q.tenant = ?1 AND c.partition_id IS NULL AND p.last_offset >= p.log_start`
+	placed, err := each("lag of implied positions", `SELECT `+lagOfNext+`, `+oldestOfNext+` FROM (SELECT `+impliedColumns+`
+		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
+			CROSS JOIN partitions p INDEXED BY partitions_queue_last_segment ON p.queue_id = s.queue_id AND p.last_segment_id > s.start_seq
+		`+impliedFrom+` AND s.start_seq IS NOT NULL AND p.id <= s.start_partition AND s.start_mode IN ('new', 'timestamp')
+		UNION ALL SELECT `+impliedColumns+`
+		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
+			CROSS JOIN partitions p INDEXED BY partitions_queue_id ON p.queue_id = s.queue_id AND p.id <= s.start_partition
+		`+impliedFrom+` AND s.start_seq IS NOT NULL AND s.start_mode = 'timestamp'
+			AND p.last_segment_id <= s.start_seq AND p.last_segment_at >= s.start_from
+		UNION ALL SELECT `+impliedColumns+`
+		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
+			CROSS JOIN partitions p INDEXED BY partitions_queue_id ON p.queue_id = s.queue_id
+				AND p.id > (CASE WHEN s.start_seq IS NOT NULL AND s.start_partition IS NOT NULL THEN s.start_partition ELSE -1 END)
+				AND p.id <= COALESCE(s.after_partition, 9223372036854775807)
+		`+impliedFrom+` AND s.from_time IS NOT NULL
+		LIMIT -1 OFFSET 0)`, tenant)
+	if err != nil {
+		return offsets, ages, err
+	}
+
+	// The rest start at p's oldest retained: p's figures, once for each
+	// subscription allLikeExpr holds for on p (summed over id intervals,
+	// not group by group), less its cursor rows of those groups.
+	subs, err := tx.QueryContext(ctx, `SELECT s.queue_id, s.start_seq IS NOT NULL AND s.start_partition IS NOT NULL,
+			COALESCE(s.start_partition, 0), COALESCE(s.start_mode IN ('new', 'timestamp'), 0),
+			s.from_time IS NOT NULL, s.after_partition IS NOT NULL, COALESCE(s.after_partition, 0)
+		FROM subscriptions s JOIN queues q ON q.id = s.queue_id WHERE q.tenant = ? ORDER BY s.queue_id`, tenant)
+	if err != nil {
+		return offsets, ages, fmt.Errorf("read subscriptions: %w", err)
+	}
+	spans := map[int64][]idSpan{}
+	var qids []int64
+	for subs.Next() {
+		var qid, start, after int64
+		var seqd, keyed, timed, hasAfter bool
+		if err := subs.Scan(&qid, &seqd, &start, &keyed, &timed, &hasAfter, &after); err != nil {
+			subs.Close()
+			return offsets, ages, fmt.Errorf("scan subscription: %w", err)
+		}
+		if _, ok := spans[qid]; !ok {
+			qids = append(qids, qid)
+			spans[qid] = nil
+		}
+		spans[qid] = append(spans[qid], allLikeSpans(seqd, start, keyed, timed, hasAfter, after)...)
+	}
+	subs.Close()
+	if err := subs.Err(); err != nil {
+		return offsets, ages, fmt.Errorf("read subscriptions: %w", err)
+	}
+	var allLike int64
+	for _, qid := range qids {
+		n, err := s.sumStoredLag(ctx, tx, qid, spans[qid], add)
+		if err != nil {
+			return offsets, ages, err
+		}
+		allLike += n
+	}
+	offsets.addN(0, zeros+implied-placed-allLike)
+	ages.addN(0, zeros+implied-placed-allLike)
+	return offsets, ages, nil
+}
+
+// idSpan is the partition ids from lo to hi, both included.
+type idSpan struct{ lo, hi int64 }
+
+// allLikeSpans is where allLikeExpr holds for a subscription, as spans of
+// partition ids: seqd (start_seq and start_partition set), start
+// (start_partition), keyed (start_mode new or timestamp), timed (from_time
+// set), hasAfter and after (after_partition).
+func allLikeSpans(seqd bool, start int64, keyed, timed, hasAfter bool, after int64) []idSpan {
+	var out []idSpan
+	past := int64(math.MinInt64) // the first id past the start region
+	if seqd {
+		if !keyed {
+			out = append(out, idSpan{math.MinInt64, start})
+		}
+		if start == math.MaxInt64 {
+			return out
+		}
+		past = start + 1
+	}
+	switch {
+	case !timed:
+		out = append(out, idSpan{past, math.MaxInt64})
+	case hasAfter && after < math.MaxInt64:
+		out = append(out, idSpan{max(past, after+1), math.MaxInt64})
+	}
+	return out
+}
+
+// sumStoredLag adds the figures of queue qid's partitions that store
+// something, each weighted by the spans holding its id less its cursor
+// rows whose group's subscription is allLikeExpr there, and returns the
+// number of positions added. Only the ids the spans reach are read: new
+// groups alone reach only the partitions created after them.
+func (s *Store) sumStoredLag(ctx context.Context, tx *sql.Tx, qid int64, spans []idSpan, add func(int64, sql.NullInt64, int64)) (int64, error) {
+	if len(spans) == 0 {
+		return 0, nil
+	}
+	los, his := make([]int64, len(spans)), make([]int64, len(spans))
+	for i, sp := range spans {
+		los[i], his[i] = sp.lo, sp.hi
+	}
+	slices.Sort(los)
+	slices.Sort(his)
+	// The cursor rows of those groups on the queue, counted per partition
+	// in id order and walked beside the partitions (SQLite steps both at
+	// once): one pass over the rows, not a look-up per partition. A
+	// group's rows are found through cursors_group, which holds them in
+	// partition order, within the queue's span of ids.
+	held, err := tx.QueryContext(ctx, `SELECT c.partition_id, COUNT(*) FROM subscriptions s
+			CROSS JOIN cursors c INDEXED BY cursors_group ON c.group_name = s.group_name
+				AND c.partition_id BETWEEN (SELECT MIN(id) FROM partitions WHERE queue_id = ?1)
+					AND (SELECT MAX(id) FROM partitions WHERE queue_id = ?1)
+			CROSS JOIN partitions p ON p.id = c.partition_id
+		WHERE s.queue_id = ?1 AND p.queue_id = ?1 AND `+allLikeExpr+`
+		GROUP BY c.partition_id ORDER BY c.partition_id`, qid)
+	if err != nil {
+		return 0, fmt.Errorf("read cursor rows: %w", err)
+	}
+	defer held.Close()
+	heldID, heldN, more := int64(math.MinInt64), int64(0), true
+	rows, err := tx.QueryContext(ctx, `SELECT p.id, `+storedExpr+`, `+storedOldestExpr+`
+		FROM partitions p INDEXED BY partitions_queue_id WHERE p.queue_id = ?1 AND p.id BETWEEN ?2 AND ?3
+			AND p.last_offset >= p.log_start ORDER BY p.id`, qid, los[0], slices.Max(his))
+	if err != nil {
+		return 0, fmt.Errorf("read stored lag: %w", err)
+	}
+	defer rows.Close()
+	var total int64
+	li, hi := 0, 0 // spans begun at or before id, spans ended before it
+	for rows.Next() {
+		var id, stored int64
+		var oldest sql.NullInt64
+		if err := rows.Scan(&id, &stored, &oldest); err != nil {
+			return 0, fmt.Errorf("scan stored lag: %w", err)
+		}
+		for li < len(los) && los[li] <= id {
+			li++
+		}
+		for hi < len(his) && his[hi] < id {
+			hi++
+		}
+		for more && heldID < id {
+			if more = held.Next(); more {
+				if err := held.Scan(&heldID, &heldN); err != nil {
+					return 0, fmt.Errorf("scan cursor rows: %w", err)
+				}
+			}
+		}
+		rowsThere := int64(0)
+		if heldID == id {
+			rowsThere = heldN
+		}
+		if w := int64(li-hi) - rowsThere; w > 0 {
+			add(stored, oldest, w)
+			total += w
+		}
+	}
+	if err := held.Err(); err != nil {
+		return 0, fmt.Errorf("read cursor rows: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("read stored lag: %w", err)
+	}
+	return total, nil
 }

@@ -280,32 +280,10 @@ func (s *Store) summarise(ctx context.Context, tenant string) (*combtype.Summary
 	}
 	o.Namespaces, o.Tasks = int64(len(namespaces)), int64(len(tasks))
 
-	// Lag per cursor: offsets behind the end, and the age of the segment
-	// holding the next wanted offset, found through the unique
-	// (partition_id, base_offset) index; nothing is decoded.
-	rows, err := s.r.QueryContext(ctx, `SELECT `+groupLagExpr+`, `+groupOldestExpr+`
-		FROM `+groupPositionsFrom+` AND q.tenant = ?`, tenant)
+	// Lag per position, read only where something may lag (sumLag).
+	offsets, ages, err := s.sumLag(ctx, tenant, now)
 	if err != nil {
-		return nil, fmt.Errorf("read lag: %w", err)
-	}
-	offsets, ages := lagSummer{whole: true}, lagSummer{}
-	for rows.Next() {
-		var lag int64
-		var oldest sql.NullInt64
-		if err := rows.Scan(&lag, &oldest); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("scan lag: %w", err)
-		}
-		offsets.add(float64(lag))
-		age := 0.0
-		if oldest.Valid {
-			age = max(float64(micros(now)-oldest.Int64)/1e6, 0)
-		}
-		ages.add(age)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read lag: %w", err)
+		return nil, err
 	}
 	o.OffsetLag, o.TimeLag = offsets.summary(), ages.summary()
 

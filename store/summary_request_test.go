@@ -149,12 +149,13 @@ func TestTheRefresherRestsAfterTheSumsMadeAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A sum long enough to tell a second's rest from four sums': the lag
-	// part reads every group's position on every partition.
+	// part reads every position of a group placed by a time one by one,
+	// and these are on every partition.
 	pushPartitions(t, s, "q", "p", 2000, 1)
 	if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		_, err := w.ExecContext(w.ctx, `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 100)
-			INSERT INTO subscriptions (queue_id, group_name, mode, created_at)
-			SELECT q.id, 'g' || g.n, 'all', 0 FROM queues q, g`)
+			INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at)
+			SELECT q.id, 'g' || g.n, 'timestamp', 1, 0 FROM queues q, g`)
 		return err
 	}}); err != nil {
 		t.Fatal(err)
