@@ -14,27 +14,7 @@ import (
 // on it: what the console's overview, groups and queue views ask.
 func BenchmarkGroupsPageTenThousandQueues(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Path: filepath.Join(b.TempDir(), "comb.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	for i := 0; i < 10000; i += 1000 {
-		var items []combtype.PushItem
-		for j := i; j < i+1000; j++ {
-			items = append(items, combtype.PushItem{Queue: fmt.Sprintf("q%05d", j), TxnID: "t", Payload: []byte(`1`)})
-		}
-		if _, err := s.Push(ctx, "", items); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var items []combtype.PushItem
-	for i := range 1200 {
-		items = append(items, combtype.PushItem{Queue: "wide", Partition: fmt.Sprintf("p%04d", i), TxnID: "t", Payload: []byte(`1`)})
-	}
-	if _, err := s.Push(ctx, "", items); err != nil {
-		b.Fatal(err)
-	}
+	s := tenThousandQueues(b, 1)
 	if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: "fleet", Queue: "wide", Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
 		b.Fatal(err)
 	}
@@ -52,11 +32,30 @@ func BenchmarkGroupsPageTenThousandQueues(b *testing.B) {
 // console's queue and group views ask first.
 func BenchmarkGroupPageAfterTenThousandQueues(b *testing.B) {
 	ctx := context.Background()
+	s := tenThousandQueues(b, 1)
+	if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: "fleet", Queue: "wide", Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		lags, _, _, err := s.GroupPage(ctx, "", "fleet", combtype.Page{Limit: 100})
+		if err != nil || len(lags) != 100 {
+			b.Fatal(err, len(lags))
+		}
+	}
+}
+
+// tenThousandQueues opens a store of 10,000 one-message queues, then a
+// queue "wide" of 1,200 partitions holding perPartition messages each:
+// the console's scale test's tenant. The store closes with b.
+func tenThousandQueues(b *testing.B, perPartition int) *Store {
+	b.Helper()
+	ctx := context.Background()
 	s, err := Open(ctx, Options{Path: filepath.Join(b.TempDir(), "comb.db")})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
 	for i := 0; i < 10000; i += 1000 {
 		var items []combtype.PushItem
 		for j := i; j < i+1000; j++ {
@@ -68,19 +67,13 @@ func BenchmarkGroupPageAfterTenThousandQueues(b *testing.B) {
 	}
 	var items []combtype.PushItem
 	for i := range 1200 {
-		items = append(items, combtype.PushItem{Queue: "wide", Partition: fmt.Sprintf("p%04d", i), TxnID: "t", Payload: []byte(`1`)})
+		for k := range perPartition {
+			items = append(items, combtype.PushItem{Queue: "wide", Partition: fmt.Sprintf("p%04d", i),
+				TxnID: fmt.Sprintf("t%d", k), Payload: []byte(`1`)})
+		}
 	}
 	if _, err := s.Push(ctx, "", items); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: "fleet", Queue: "wide", Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for range b.N {
-		lags, _, _, err := s.GroupPage(ctx, "", "fleet", combtype.Page{Limit: 100})
-		if err != nil || len(lags) != 100 {
-			b.Fatal(err, len(lags))
-		}
-	}
+	return s
 }

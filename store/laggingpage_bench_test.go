@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/comb-broker/comb/combtype"
@@ -15,30 +14,7 @@ import (
 // asks beside the groups listing.
 func BenchmarkLaggingPageTenThousandQueues(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Path: filepath.Join(b.TempDir(), "comb.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	for i := 0; i < 10000; i += 1000 {
-		var items []combtype.PushItem
-		for j := i; j < i+1000; j++ {
-			items = append(items, combtype.PushItem{Queue: fmt.Sprintf("q%05d", j), TxnID: "t", Payload: []byte(`1`)})
-		}
-		if _, err := s.Push(ctx, "", items); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var items []combtype.PushItem
-	for i := range 1200 {
-		for k := range 2 {
-			items = append(items, combtype.PushItem{Queue: "wide", Partition: fmt.Sprintf("p%04d", i), TxnID: fmt.Sprintf("t%d", k),
-				Payload: []byte(`1`)})
-		}
-	}
-	if _, err := s.Push(ctx, "", items); err != nil {
-		b.Fatal(err)
-	}
+	s := tenThousandQueues(b, 2)
 	off := int64(0)
 	if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: "fleet", Queue: "wide", Target: combtype.SeekTarget{Offset: &off}}); err != nil {
 		b.Fatal(err)
