@@ -48,3 +48,38 @@ func TestAPushCountsEachQueuesStoredMessages(t *testing.T) {
 		}
 	}
 }
+
+// The id a push answers for a message is the id its pop delivers it under,
+// in every partition the push wrote to.
+func TestAPushAnswersTheIdsItsMessagesArePoppedUnder(t *testing.T) {
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	ctx := context.Background()
+	var items []combtype.PushItem
+	for i := range 6 {
+		items = append(items, combtype.PushItem{Queue: "q", Partition: []string{"p0", "p1"}[i%2], Payload: []byte(`{"n":1}`)})
+	}
+	res, err := b.Push(ctx, items)
+	if err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	pushed := map[string]string{} // txn id -> message id
+	for _, r := range res {
+		pushed[r.TxnID] = r.MessageID
+	}
+	popped := 0
+	for _, part := range []string{"p0", "p1"} {
+		p, err := b.Pop(ctx, combtype.PopRequest{Queue: "q", Partition: part, Batch: 10, AutoAck: true})
+		if err != nil {
+			t.Fatalf("pop %s: %v", part, err)
+		}
+		for _, m := range p.Messages {
+			popped++
+			if pushed[m.TxnID] != m.ID {
+				t.Errorf("%s: popped as %s, the push answered %q", m.TxnID, m.ID, pushed[m.TxnID])
+			}
+		}
+	}
+	if popped != len(items) {
+		t.Fatalf("popped %d, want %d", popped, len(items))
+	}
+}
