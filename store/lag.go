@@ -206,8 +206,9 @@ var (
 //     partition that stores nothing, lags 0 on both figures;
 //   - an implied position of a new or timestamp group on a partition that
 //     existed at registration and was not written since (through
-//     partitions_queue_last_segment), nor from the group's time, lags 0
-//     (mayBePendingExpr is false there);
+//     partitions_queue_last_segment), nor from the group's time (through
+//     partitions_queue_last_segment_at), lags 0 (mayBePendingExpr is false
+//     there);
 //   - every other implied position that starts at p's oldest retained
 //     lags what p stores, by the age of p's oldest segment: p is read
 //     once and its figures added once per such group.
@@ -280,28 +281,7 @@ func (s *Store) sumLag(ctx context.Context, tenant string, now time.Time) (offse
 	}
 	zeros := rowsN - pending
 
-	// Implied positions that are not allLikeExpr and may lag: new and
-	// timestamp ones on partitions written since registration, timestamp
-	// ones on partitions written from its time, and those a from_time
-	// places past the start region.
-	const impliedFrom = ` LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = s.group_name
-		WHERE q.tenant = ?1 AND c.partition_id IS NULL AND p.last_offset >= p.log_start`
-	placed, err := each("lag of implied positions", `SELECT `+lagOfNext+`, `+oldestOfNext+` FROM (SELECT `+impliedColumns+`
-		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
-			CROSS JOIN partitions p INDEXED BY partitions_queue_last_segment ON p.queue_id = s.queue_id AND p.last_segment_id > s.start_seq
-		`+impliedFrom+` AND s.start_seq IS NOT NULL AND p.id <= s.start_partition AND s.start_mode IN ('new', 'timestamp')
-		UNION ALL SELECT `+impliedColumns+`
-		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
-			CROSS JOIN partitions p INDEXED BY partitions_queue_id ON p.queue_id = s.queue_id AND p.id <= s.start_partition
-		`+impliedFrom+` AND s.start_seq IS NOT NULL AND s.start_mode = 'timestamp'
-			AND p.last_segment_id <= s.start_seq AND p.last_segment_at >= s.start_from
-		UNION ALL SELECT `+impliedColumns+`
-		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
-			CROSS JOIN partitions p INDEXED BY partitions_queue_id ON p.queue_id = s.queue_id
-				AND p.id > (CASE WHEN s.start_seq IS NOT NULL AND s.start_partition IS NOT NULL THEN s.start_partition ELSE -1 END)
-				AND p.id <= COALESCE(s.after_partition, 9223372036854775807)
-		`+impliedFrom+` AND s.from_time IS NOT NULL
-		LIMIT -1 OFFSET 0)`, tenant)
+	placed, err := each("lag of implied positions", impliedLagQuery, tenant)
 	if err != nil {
 		return offsets, ages, err
 	}
@@ -347,6 +327,36 @@ func (s *Store) sumLag(ctx context.Context, tenant string, now time.Time) (offse
 	ages.addN(0, zeros+implied-placed-allLike)
 	return offsets, ages, nil
 }
+
+// impliedLagQuery reads the figures of the tenant's (?1) implied
+// positions that are not allLikeExpr and may lag: new and timestamp ones
+// on partitions written since registration (partitions_queue_last_segment),
+// timestamp ones on partitions last written from its time until then
+// (partitions_queue_last_segment_at: the partitions written from the time
+// on, not every partition that existed then), and those a from_time
+// places past the start region.
+var impliedLagQuery = `SELECT ` + lagOfNext + `, ` + oldestOfNext + ` FROM (SELECT ` + impliedColumns + `
+		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
+			CROSS JOIN partitions p INDEXED BY partitions_queue_last_segment ON p.queue_id = s.queue_id AND p.last_segment_id > s.start_seq
+		` + impliedFrom + ` AND s.start_seq IS NOT NULL AND p.id <= s.start_partition AND s.start_mode IN ('new', 'timestamp')
+		UNION ALL SELECT ` + impliedColumns + `
+		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
+			CROSS JOIN partitions p INDEXED BY partitions_queue_last_segment_at ON p.queue_id = s.queue_id
+				AND p.last_segment_at >= s.start_from
+		` + impliedFrom + ` AND s.start_seq IS NOT NULL AND s.start_mode = 'timestamp'
+			AND p.id <= s.start_partition AND p.last_segment_id <= s.start_seq
+		UNION ALL SELECT ` + impliedColumns + `
+		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
+			CROSS JOIN partitions p INDEXED BY partitions_queue_id ON p.queue_id = s.queue_id
+				AND p.id > (CASE WHEN s.start_seq IS NOT NULL AND s.start_partition IS NOT NULL THEN s.start_partition ELSE -1 END)
+				AND p.id <= COALESCE(s.after_partition, 9223372036854775807)
+		` + impliedFrom + ` AND s.from_time IS NOT NULL
+		LIMIT -1 OFFSET 0)`
+
+// impliedFrom is where impliedLagQuery's positions come from: s's
+// implied position on p, p storing something.
+const impliedFrom = ` LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = s.group_name
+		WHERE q.tenant = ?1 AND c.partition_id IS NULL AND p.last_offset >= p.log_start`
 
 // idSpan is the partition ids from lo to hi, both included.
 type idSpan struct{ lo, hi int64 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,7 +67,8 @@ func sameLag(what string, got, want *lagSummer) error {
 // over random stores: partitions written before and after groups of
 // every mode subscribe, partitions created later, cursor rows from pops
 // and seeks, heads cut by retention, a subscription moved to a time,
-// the clock stepped back, and a second tenant beside.
+// one from the very time of a push, the clock stepped back, and a second
+// tenant beside.
 func TestLagSumIsTheEnumeration(t *testing.T) {
 	ctx := context.Background()
 	for seed := range uint64(8) {
@@ -73,7 +76,9 @@ func TestLagSumIsTheEnumeration(t *testing.T) {
 		t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 		c := clock.NewManual(t0)
 		s := openTestStore(t, c)
+		var pushed []time.Time // when each push was made
 		push := func(tenant, queue, prefix string, n int) {
+			pushed = append(pushed, c.Now())
 			var items []combtype.PushItem
 			for range n {
 				p := fmt.Sprintf("%s%02d", prefix, rng.IntN(16))
@@ -140,6 +145,9 @@ func TestLagSumIsTheEnumeration(t *testing.T) {
 			{"new2", combtype.PopRequest{SubscriptionMode: "new"}},
 			{"past", combtype.PopRequest{SubscriptionFrom: past.Format(time.RFC3339Nano)}},
 			{"future", combtype.PopRequest{SubscriptionFrom: future.Format(time.RFC3339Nano)}},
+			// From the very time of a push: its partitions' newest
+			// segments are at the time, not past it.
+			{"at", combtype.PopRequest{SubscriptionFrom: pushed[rng.IntN(len(pushed))].Format(time.RFC3339Nano)}},
 			{"", combtype.PopRequest{}}, // queue mode
 		}
 		for _, g := range groups {
@@ -239,4 +247,41 @@ func TestWeightedAddIsRepeatedAdd(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTimestampGroupsLagReadsOnlyWhatWasWrittenFromTheirTime: the lag of
+// a group subscribed from a time, on the partitions that existed when it
+// subscribed, is read through partitions_queue_last_segment_at from the
+// time on, not by walking every partition that existed then (about a
+// second per such group at a million partitions).
+func TestTimestampGroupsLagReadsOnlyWhatWasWrittenFromTheirTime(t *testing.T) {
+	s := openTestStore(t, clock.NewManual(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)))
+	plan := queryPlan(t, s, impliedLagQuery, "")
+	const want = "USING INDEX partitions_queue_last_segment_at (queue_id=? AND last_segment_at>?)"
+	if !slices.ContainsFunc(plan, func(d string) bool { return strings.Contains(d, want) }) {
+		t.Errorf("no read of the partitions written from a time through its index:\n%s", strings.Join(plan, "\n"))
+	}
+}
+
+// queryPlan is the steps of SQLite's plan for query, one a line.
+func queryPlan(t *testing.T, s *Store, query string, args ...any) []string {
+	t.Helper()
+	rows, err := s.rdb.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }

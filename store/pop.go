@@ -261,6 +261,16 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 			return nil, fmt.Errorf("look up subscription: %w", err)
 		}
 		if subscribed {
+			// A walk of the queue that found nothing due holds until a
+			// commit or a lease's expiry (idle.go); a pop of one partition
+			// reads that partition alone.
+			idle, seq := idleKey{q.ID, req.Group}, s.commitSeq.Load()
+			if req.Partition == "" {
+				if wake, ok := s.idle.nothingDue(idle, seq, now); ok {
+					res.WakeAt = earliest(res.WakeAt, wake)
+					continue
+				}
+			}
 			due, err := scanCandidates(ctx, s.r, q.ID, req.Group, req.Partition, now, 1, s.turn.next(q.ID, req.Group))
 			if err != nil {
 				return nil, err
@@ -269,6 +279,9 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 				wake, err := leaseWake(ctx, s.r, q.ID, req.Group, req.Partition, now)
 				if err != nil {
 					return nil, err
+				}
+				if req.Partition == "" {
+					s.idle.mark(idle, seq, wake)
 				}
 				res.WakeAt = earliest(res.WakeAt, wake)
 				continue

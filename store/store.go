@@ -152,6 +152,11 @@ type Store struct {
 	// submitting them, where a write committed meanwhile would land.
 	afterLocate func()
 
+	// Groups a pop found nothing due for, and the commit sequence they
+	// hold at, odd while a commit may be becoming visible (idle.go).
+	idle      idleMarks
+	commitSeq atomic.Int64
+
 	// The writer's view of the disk (reserve.go, wal.go).
 	disk        diskReserve
 	pageSize    int64

@@ -439,23 +439,9 @@ func (s *Store) firstSum(ctx context.Context, tenant string) (*combtype.Summary,
 // primeSummaries sums the Summary of every tenant with more partitions
 // than the live limit.
 func (s *Store) primeSummaries(ctx context.Context) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT q.tenant FROM partitions p JOIN queues q ON q.id = p.queue_id
-		GROUP BY q.tenant HAVING COUNT(*) > ?`, s.liveSummary)
+	tenants, err := s.largeTenants(ctx)
 	if err != nil {
-		return fmt.Errorf("find large tenants: %w", err)
-	}
-	var tenants []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			rows.Close()
-			return fmt.Errorf("find large tenants: %w", err)
-		}
-		tenants = append(tenants, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("find large tenants: %w", err)
+		return err
 	}
 	for _, t := range tenants {
 		if _, err := s.firstSum(ctx, t); err != nil {
@@ -463,6 +449,41 @@ func (s *Store) primeSummaries(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// largeTenants lists the tenants with more partitions than the live
+// limit. The tenants are told from their queues and each is sized by
+// largeTenant, which stops past the limit: counting every partition by
+// tenant read them all (0.2 s at a million) before the first sum began.
+func (s *Store) largeTenants(ctx context.Context) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT tenant FROM queues ORDER BY tenant`)
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	var tenants []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list tenants: %w", err)
+		}
+		tenants = append(tenants, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	large := tenants[:0]
+	for _, t := range tenants {
+		ok, err := s.largeTenant(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			large = append(large, t)
+		}
+	}
+	return large, nil
 }
 
 // largeTenant tells whether tenant has more partitions than the live

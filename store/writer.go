@@ -338,7 +338,10 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err e
 	if err := w.flush(); err != nil {
 		return nil, nil, err
 	}
-	if _, err := s.execControl(ctx, "COMMIT"); err != nil {
+	s.commitSeq.Add(1) // odd: readers may see the commit (idle.go)
+	_, err = s.execControl(ctx, "COMMIT")
+	s.commitSeq.Add(1)
+	if err != nil {
 		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
 	s.stats.Commits.Add(1)

@@ -439,6 +439,53 @@ func (s *server) popAck(q, group string) (time.Duration, time.Duration, error) {
 	return dPop, dAck, nil
 }
 
+// idlePops times reps pops of a group subscribed to every message that
+// has nothing due: moved to the end of every partition by a seek (timed
+// once, when the group is new), it may have something anywhere.
+func (s *server) idlePops(reps int) (string, error) {
+	const group = "scale-idle"
+	_, known, _, err := s.do("GET", "/api/v1/consumer-groups/"+group+"?limit=1", nil)
+	if err != nil {
+		return "", err
+	}
+	seek := "— (group exists)"
+	if string(known) == "{}" {
+		code, body, d, err := s.do("POST", "/api/v1/consumer-groups/"+group+"/queues/"+queue+"/seek", map[string]any{"toEnd": true})
+		if err != nil {
+			return "", err
+		}
+		if code != http.StatusOK {
+			return "", fmt.Errorf("seek: %d %s", code, truncate(body))
+		}
+		seek = ms(d)
+	}
+	path := "/api/v1/pop/queue/" + queue + "?batch=1&wait=false&subscriptionMode=all&consumerGroup=" + group
+	var t timing
+	slow := 0
+	for i := range reps + 1 {
+		code, body, d, err := s.do("GET", path, nil)
+		if err != nil {
+			return "", err
+		}
+		if code != http.StatusOK && code != http.StatusNoContent {
+			return "", fmt.Errorf("pop %s: %d %s", path, code, truncate(body))
+		}
+		if bytes.Contains(body, []byte(`"transactionId"`)) {
+			return "", fmt.Errorf("pop %s: a message, want none: %s", path, truncate(body))
+		}
+		if i > 0 { // the first subscribes the group, in the writer
+			t = append(t, d)
+		}
+		if i > 0 && d > time.Second {
+			if slow++; slow == 3 {
+				break // slow pops are timed three times
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "scale:   idle group: seek %s ms, pop %s, first %s\n", seek, t, ms(t[0]))
+	return fmt.Sprintf("%s (first %s; seek %s)", t, ms(t[0]), seek), nil
+}
+
 var partitionCols = []string{
 	"open (ms)",
 	"push 1 msg into a new partition",
@@ -446,6 +493,7 @@ var partitionCols = []string{
 	"pop b1, group",
 	"ack",
 	"pop b1, queue mode",
+	"pop b1, group of every message with nothing due (its seek to the end)",
 	"queue detail, default reply",
 	"queue detail, page limit=100 in the middle",
 	"queue detail, last page by offset",
@@ -519,6 +567,11 @@ func measurePartitions(ctx context.Context, path string, n, reps int) ([]string,
 	}
 	row = append(row, pops.String(), acks.String(), qpops.String())
 	fmt.Fprintf(os.Stderr, "scale:   pop %s, ack %s, queue-mode pop %s\n", pops, acks, qpops)
+	idle, err := s.idlePops(reps)
+	if err != nil {
+		return nil, err
+	}
+	row = append(row, idle)
 
 	total := n + reps
 	// The position the last page of 100 starts after, read from the

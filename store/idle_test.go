@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/internal/clock"
+)
+
+// idleAllGroup subscribes group to queue from its oldest message and
+// moves it to the end: it has a cursor row on every partition and nothing
+// due, so a pop that finds that out walks the queue.
+func idleAllGroup(t *testing.T, s *Store, queue, group string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: queue, Group: group, Partition: "none", SubscriptionMode: "all"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: group, Queue: queue, Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAnIdleAllGroupsPopsDoNotWalkTheQueueEachTime: a group that may have
+// something due anywhere (subscribed to every message, with a cursor row
+// on each of 12,000 partitions) walks the queue to find it has nothing
+// due; its next pops, with nothing committed since, cost what they cost
+// at 10 partitions.
+func TestAnIdleAllGroupsPopsDoNotWalkTheQueueEachTime(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)))
+	pushPartitions(t, s, "small", "p", 10, 1)
+	pushPartitions(t, s, "large", "p", 12000, 1)
+	took := map[string]time.Duration{}
+	for _, queue := range []string{"small", "large"} {
+		idleAllGroup(t, s, queue, "g")
+		var times []time.Duration
+		for i := range 15 {
+			start := time.Now()
+			res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: queue, Group: "g", Batch: 1})
+			if i > 0 {
+				times = append(times, time.Since(start))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Messages) != 0 {
+				t.Fatalf("%s: pop %d got %d messages, want none", queue, i, len(res.Messages))
+			}
+		}
+		slices.Sort(times)
+		took[queue] = times[len(times)/2]
+	}
+	// A walk of 12,000 partitions takes tens of milliseconds.
+	if took["large"] > 3*took["small"]+2*time.Millisecond {
+		t.Errorf("a pop with nothing due took %v at 12,000 partitions, %v at 10", took["large"], took["small"])
+	}
+	t.Logf("a pop with nothing due: %v at 12,000 partitions, %v at 10", took["large"], took["small"])
+}
+
+// TestAPopFindsWhatIsMadeDueAfterAnIdleWalk: after a pop found nothing due
+// for a group (and kept that), whatever makes something due again is seen
+// by the next pop: a push, a seek, a snapshot restored, a nack, a lease
+// released or expired, the group deleted and subscribing again. Retention
+// keeps live leases and only raises where a log starts, so it makes
+// nothing due; the pop after it answers as a walk does.
+func TestAPopFindsWhatIsMadeDueAfterAnIdleWalk(t *testing.T) {
+	ctx := context.Background()
+	type setup struct {
+		s     *Store
+		clk   *clock.Manual
+		lease *combtype.PopResult // the leased message, for the events that need one
+	}
+	events := []struct {
+		name   string
+		leased bool // a message of p0003 is leased to the group when the walk finds nothing
+		event  func(t *testing.T, u *setup)
+		due    bool // the event makes something due
+	}{
+		{"push", false, func(t *testing.T, u *setup) {
+			if _, err := u.s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: "p0000007", Payload: []byte(`"new"`)}}); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"seek", false, func(t *testing.T, u *setup) {
+			off := int64(-1)
+			if _, err := u.s.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "q", Partition: "p0000004",
+				Target: combtype.SeekTarget{Offset: &off}}); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"snapshot restored", false, func(t *testing.T, u *setup) {
+			if _, err := u.s.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "q",
+				Target: combtype.SeekTarget{Snapshot: "start"}}); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"nack", true, func(t *testing.T, u *setup) {
+			m := u.lease.Messages[0]
+			res, err := u.s.Ack(ctx, "", "g", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID,
+				LeaseID: m.LeaseID, Status: combtype.AckFailed, Group: "g"}})
+			if err != nil || len(res) != 1 || !res[0].Success {
+				t.Fatalf("nack: %+v %v", res, err)
+			}
+		}, true},
+		{"lease released", true, func(t *testing.T, u *setup) {
+			if _, err := u.s.ReleaseLease(ctx, "", u.lease.Messages[0].LeaseID); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"lease expired", true, func(t *testing.T, u *setup) {
+			u.clk.Advance(time.Hour) // nothing is committed: time alone
+		}, true},
+		{"group deleted", false, func(t *testing.T, u *setup) {
+			if _, err := u.s.DeleteGroup(ctx, "", "g", "q", true); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"retention", true, func(t *testing.T, u *setup) {
+			for _, p := range partitionsOf(t, u.s, "q") {
+				if _, err := u.s.EvictPrefix(ctx, p.ID, p.LastOffset+1, u.clk.Now(), EvictLimits{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, false},
+	}
+	for _, e := range events {
+		t.Run(e.name, func(t *testing.T) {
+			clk := clock.NewManual(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+			u := &setup{s: openTestStore(t, clk), clk: clk}
+			pushPartitions(t, u.s, "q", "p", 10, 2)
+			idleAllGroup(t, u.s, "q", "g")
+			// Taken on another group at the oldest message of every
+			// partition: restoring it moves g back.
+			if _, err := u.s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "other", Partition: "none", SubscriptionMode: "all"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := u.s.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "start", Group: "other", Queue: "q"}); err != nil {
+				t.Fatal(err)
+			}
+			req := combtype.PopRequest{Queue: "q", Group: "g", Batch: 1, SubscriptionMode: "all"}
+			if e.leased {
+				if _, err := u.s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: "p0000003", Payload: []byte(`"leased"`)}}); err != nil {
+					t.Fatal(err)
+				}
+				res, err := u.s.Pop(ctx, "", req)
+				if err != nil || len(res.Messages) != 1 {
+					t.Fatalf("lease a message: %+v %v", res, err)
+				}
+				u.lease = res
+			}
+			// The walk that finds nothing due, then a pop that does not
+			// walk again.
+			for i := range 2 {
+				res, err := u.s.Pop(ctx, "", req)
+				if err != nil || len(res.Messages) != 0 {
+					t.Fatalf("idle pop %d: %+v %v", i, res, err)
+				}
+			}
+			q, err := getQueue(ctx, u.s.r, "", "q")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := u.s.idle.nothingDue(idleKey{q.ID, "g"}, u.s.commitSeq.Load(), micros(clk.Now())); !ok {
+				t.Fatal("the walk that found nothing due was not kept")
+			}
+			e.event(t, u)
+			// What a walk finds now, read without the kept answer.
+			walked, err := scanCandidates(ctx, u.s.r, q.ID, "g", "", micros(clk.Now()), 1, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.due && len(walked) == 0 {
+				t.Fatalf("the event made nothing due: the test sets it up wrong")
+			}
+			res, err := u.s.Pop(ctx, "", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(res.Messages) > 0; got != (len(walked) > 0) {
+				t.Errorf("after the %s the pop got %d messages; a walk finds %d partitions due", e.name, len(res.Messages), len(walked))
+			}
+		})
+	}
+}
+
+// TestAKeptIdleAnswerEndsWithAnyCommit: a kept "nothing due" holds at the
+// commit sequence it was read at, even, and not once a commit has begun
+// (odd) or ended since, nor past the expiry of the lease it waits on.
+func TestAKeptIdleAnswerEndsWithAnyCommit(t *testing.T) {
+	var im idleMarks
+	k := idleKey{1, "g"}
+	wake := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	im.mark(k, 3, time.Time{}) // odd: a commit in flight
+	if _, ok := im.nothingDue(k, 3, 0); ok {
+		t.Error("kept at an odd sequence")
+	}
+	im.mark(k, 4, wake)
+	for _, c := range []struct {
+		seq, now int64
+		want     bool
+	}{
+		{4, micros(wake) - 1, true},
+		{4, micros(wake), false}, // the lease has expired
+		{5, 0, false},            // a commit is becoming visible
+		{6, 0, false},            // and has
+	} {
+		if got, ok := im.nothingDue(k, c.seq, c.now); ok != c.want || (ok && !got.Equal(wake)) {
+			t.Errorf("at %d, %d: %v %v, want %v", c.seq, c.now, got, ok, c.want)
+		}
+	}
+	for i := range maxIdleMarks + 1 { // bounded
+		im.mark(idleKey{int64(i + 2), fmt.Sprint(i)}, 4, time.Time{})
+	}
+	if len(im.m) > maxIdleMarks {
+		t.Errorf("%d marks kept, want at most %d", len(im.m), maxIdleMarks)
+	}
+}
