@@ -92,8 +92,9 @@ export async function getAll(p, { first, onPage, rest } = {}) {
 export const get = (p) => api("GET", p);
 
 // painted resolves once what the page changed before it has been painted:
-// after the next frame's paint.
-export const painted = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r)));
+// after the next frame's paint, or in half a second where no frame comes
+// (a tab in the background draws none).
+export const painted = () => new Promise((r) => { requestAnimationFrame(() => setTimeout(r)); setTimeout(r, 500); });
 
 // Lists the views poll are kept (the last answer of a few routes), so a
 // view opened again paints at once from what the console last saw and then
