@@ -59,8 +59,11 @@ function nextPage(headers) {
 // With first, the first page asks for that many rows only and the pages
 // after it for the path's own limit, and onPage sees the rows joined so
 // far after each page but the last: a view draws its first rows at once
-// and the rest when they come.
-export async function getAll(p, { first, onPage } = {}) {
+// and the rest when they come. With rest (a function returning a
+// promise), the pages after the first wait for it: a view asks for the
+// rest once its first rows are painted, so the larger pages do not take
+// the broker's and the page's time from that first paint.
+export async function getAll(p, { first, onPage, rest } = {}) {
   const limit = (u, n) => {
     const x = new URL(u, location.origin);
     x.searchParams.set("limit", String(n));
@@ -71,6 +74,7 @@ export async function getAll(p, { first, onPage } = {}) {
   let { data, headers } = await call("GET", first ? limit(p, first) : p);
   for (let next = nextPage(headers), n = 0; next && n < 1000; n++) {
     if (onPage) onPage(data);
+    if (rest && n === 0) await rest();
     const r = await call("GET", first ? limit(next, size) : next);
     if (Array.isArray(data)) data = data.concat(r.data || []);
     else {
@@ -86,6 +90,11 @@ export async function getAll(p, { first, onPage } = {}) {
 }
 
 export const get = (p) => api("GET", p);
+
+// painted resolves once what the page changed before it has been painted:
+// after the next frame's paint, or in half a second where no frame comes
+// (a tab in the background draws none).
+export const painted = () => new Promise((r) => { requestAnimationFrame(() => setTimeout(r)); setTimeout(r, 500); });
 
 // Lists the views poll are kept (the last answer of a few routes), so a
 // view opened again paints at once from what the console last saw and then

@@ -3,7 +3,7 @@
 // snapshot now, delete. Queue-mode cursors (pops that name no group) are
 // listed apart: they are not a group.
 import { h, put, fmtNum, fmtSecs, fmtTime, fmtOffset, groupText, QUEUE_MODE, confirmAction } from "./dom.js";
-import { getKept, lastSeen, get, post, del, seg } from "./api.js";
+import { getKept, lastSeen, get, post, del, seg, painted } from "./api.js";
 import { grid } from "./grid.js";
 import { seekDialog } from "./seek.js";
 import { rates, fmtRate, sparkline, sampleQueues, GROUPS } from "./rates.js";
@@ -159,11 +159,11 @@ function detail(ctx, root, group, queue) {
   let drawn = !!kept; // a refresh replaces rows shown only once it has them all
 
   // The first rows come in a small first page and are drawn at once; the
-  // rest of a group over many partitions follows.
+  // rest of a group over many partitions follows once they are painted.
   async function refresh() {
     try {
       const d = await getKept("/api/v1/consumer-groups/" + seg(group), true,
-        drawn ? undefined : { first: PAGE, onPage: (d) => parts.set((d[queue] || { partitions: [] }).partitions, true) });
+        drawn ? undefined : { first: PAGE, onPage: (d) => parts.set((d[queue] || { partitions: [] }).partitions, true), rest: painted });
       drawn = true;
       parts.set((d[queue] || { partitions: [] }).partitions);
       drawLive();

@@ -2,7 +2,7 @@
 // configuration, retention, partitions and each group's committed offset
 // and lag per partition.
 import { h, put, table, fmtNum, fmtTime, fmtOffset, groupText, confirmAction } from "./dom.js";
-import { getKept, lastSeen, get, del, seg, qs } from "./api.js";
+import { getKept, lastSeen, get, del, seg, qs, painted } from "./api.js";
 import { grid } from "./grid.js";
 import { seekDialog } from "./seek.js";
 import { rates, fmtRate, sampleQueues, QUEUES, GROUPS } from "./rates.js";
@@ -151,6 +151,7 @@ function detail(ctx, root, name) {
     heads = next;
     drawParts();
     groupGrid.set(cursors, partial);
+    groupsUp();
     put(seekButtons, ctx.can("read-write") ? qGroups.map((g) =>
       h("button", { type: "button", class: "seek-group", onclick: () => seekDialog(ctx, { group: g.name, queue: name }).then(refresh) }, `Seek ${groupText(g.name)}…`)) : null);
   };
@@ -161,24 +162,33 @@ function detail(ctx, root, name) {
   const keptGroups = seenGroups();
   const keptDetails = Object.fromEntries(keptGroups.map((g) => [g.name, lastSeen(groupPath(g.name))]));
   let drawn = { parts: !!kept, groups: keptGroups.every((g) => keptDetails[g.name]) && !!(lastSeen(groupsPath) || lastSeen(GROUPS)) };
-  if (drawn.groups) drawGroups(keptGroups, keptDetails, false);
+  // The view's first paint is the first rows of both lists. What it does
+  // not need (the lists' later pages, the configuration and retention
+  // figures) is asked once that is painted: asked beside it, it took the
+  // broker's cores and the page's thread from it.
+  let partsUp, groupsUp;
+  const firstPaint = Promise.all([new Promise((r) => { partsUp = r; }), new Promise((r) => { groupsUp = r; })]).then(painted);
+  if (drawn.parts) partsUp();
+  if (drawn.groups) { drawGroups(keptGroups, keptDetails, false); groupsUp(); }
   else drawParts();
+  put(conf, h("h2", {}, "Configuration"), h("p", { class: "muted" }, "loading…"));
 
   async function refresh() {
     const fail = (err) => ctx.fail(err);
     // Partial pages are drawn only while nothing is shown: a refresh
     // replaces the rows once it has them all, so a page the user is on
     // stays.
-    const first = (what, onPage) => (drawn[what] ? undefined : { first: PAGE, onPage });
+    const first = (what, onPage) => (drawn[what] ? undefined : { first: PAGE, onPage, rest: () => firstPaint });
+    const secondary = drawn.parts && drawn.groups ? Promise.resolve() : firstPaint;
     await Promise.all([
-      getKept(partsPath, true, first("parts", (st) => { partitions = st.partitions; partsMore = true; drawParts(); }))
+      getKept(partsPath, true, first("parts", (st) => { partitions = st.partitions; partsMore = true; drawParts(); partsUp(); }))
         .then((st) => {
           drawn.parts = true;
           partitions = st.partitions;
           partsMore = false;
           drawParts();
-        }, fail),
-      get("/api/v1/analytics/retention?queue=" + seg(name)).then((ret) => {
+        }, fail).finally(partsUp),
+      secondary.then(() => get("/api/v1/analytics/retention?queue=" + seg(name))).then((ret) => {
         const r = (ret.queues || []).find((x) => x.queue === name) || {};
         config = [["namespace", r.namespace || "–"], ["task", r.task || "–"], ["created", fmtTime(r.createdAt)], ["priority", r.priority],
           ...Object.entries(r.config || {}).map(([k, v]) => [k, String(v)])];
@@ -189,8 +199,8 @@ function detail(ctx, root, name) {
       (async () => {
         // Committed offsets and each partition's head come with the group
         // detail, a read-only route. The details of the groups last seen
-        // on this queue are asked at once, alongside the list of its
-        // groups; a group the list names anew is asked when it comes.
+        // on this queue are asked at once; a group the list of its groups
+        // names anew is asked when the list comes.
         const asked = new Map(); // group -> its detail, coming
         const details = {};
         let on = []; // the groups on this queue, as last seen or listed
@@ -198,18 +208,23 @@ function detail(ctx, root, name) {
           if (!asked.has(g)) {
             const p = getKept(groupPath(g), true, first("groups", (d) => { details[g] = d; drawGroups(on, details, true); }))
               .then((d) => { details[g] = d; if (!drawn.groups && on.some((x) => x.name === g)) drawGroups(on, details, true); });
-            p.catch(() => {}); // a group gone meanwhile fails here, not the view
+            // A group gone meanwhile fails here, not the view, and holds
+            // nothing back.
+            p.catch(groupsUp);
             asked.set(g, p);
           }
           return asked.get(g);
         };
         on = seenGroups();
         for (const g of on) detail(g.name);
+        // The list that confirms the groups seen before is not needed to
+        // draw their cursors: it is asked once they are painted.
+        if (on.length && !drawn.groups) await firstPaint;
         on = (await getKept(groupsPath)).filter((g) => g.queueName === name);
         await Promise.all(on.map((g) => detail(g.name)));
         drawn.groups = true;
         drawGroups(on, details, false);
-      })().catch(fail),
+      })().catch(fail).finally(groupsUp),
     ]);
   }
   refresh();
