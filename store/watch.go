@@ -7,7 +7,9 @@ import (
 // watchers wake parked pops: a channel per watched queue, closed when a
 // commit changes that queue. An entry lives while someone waits on it and
 // is dropped by the last to leave or by the change that closes it, so
-// pops on queue names that never see a push leave nothing behind.
+// pops on queue names that never see a push leave nothing behind. A pop
+// parked with Park is not woken by the channel: the commit that changes
+// its queue takes it, and the writer claims for it (handed.go).
 type watchers struct {
 	mu  sync.Mutex
 	byQ map[string]*watchEntry
@@ -17,6 +19,7 @@ type watchers struct {
 type watchEntry struct {
 	ch      chan struct{}
 	waiters int
+	parked  []*ParkedPop // in no order; each knows its index
 }
 
 func (w *watchers) init() {
@@ -61,9 +64,12 @@ func (s *Store) WatchAny() <-chan struct{} {
 }
 
 // Notify wakes whoever waits on tenant's queue, for changes made outside a
-// write (a lease that expired, say).
+// write (a lease that expired, say). Pops parked with Park are told to
+// look again: no writer is at hand to claim for them.
 func (s *Store) Notify(tenant, queue string) {
-	s.watch.notify([]string{watchKey(tenant, queue)})
+	for _, p := range s.watch.notify([]string{watchKey(tenant, queue)}) {
+		p.done <- errLookAgain
+	}
 }
 
 // watching is how many queues have a waiter, for tests and metrics.
@@ -73,18 +79,67 @@ func (s *Store) watching() int {
 	return len(s.watch.byQ)
 }
 
-func (w *watchers) notify(keys []string) {
+// notify closes the channels of keys and takes the pops parked on them,
+// which the caller must answer, each exactly once.
+func (w *watchers) notify(keys []string) []*ParkedPop {
 	if len(keys) == 0 {
-		return
+		return nil
 	}
+	var taken []*ParkedPop
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, k := range keys {
 		if e := w.byQ[k]; e != nil {
+			for _, p := range e.parked {
+				p.state = parkTaken
+			}
+			taken = append(taken, e.parked...)
+			e.parked = nil
 			close(e.ch)
 			delete(w.byQ, k)
 		}
 	}
 	close(w.any)
 	w.any = make(chan struct{})
+	return taken
+}
+
+// park registers p on the entry whose channel is changed, unless changed
+// is closed already (the entry was notified): false then.
+func (w *watchers) park(p *ParkedPop, changed <-chan struct{}) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.byQ[p.key]
+	if e == nil || e.ch != changed {
+		return false
+	}
+	p.entry, p.idx, p.state = e, len(e.parked), parkWaiting
+	e.parked = append(e.parked, p)
+	return true
+}
+
+// leave takes p off its entry if the writer has not taken it yet.
+func (w *watchers) leave(p *ParkedPop) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p.state != parkWaiting {
+		return false
+	}
+	e := p.entry
+	last := e.parked[len(e.parked)-1]
+	e.parked[p.idx], last.idx = last, p.idx
+	e.parked[len(e.parked)-1] = nil
+	e.parked = e.parked[:len(e.parked)-1]
+	p.state, p.entry = parkLeft, nil
+	return true
+}
+
+// parkedOn is how many pops are parked on tenant's queue, for tests.
+func (s *Store) parkedOn(tenant, queue string) int {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	if e := s.watch.byQ[watchKey(tenant, queue)]; e != nil {
+		return len(e.parked)
+	}
+	return 0
 }

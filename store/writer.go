@@ -82,24 +82,28 @@ func (s *Store) runWriter() {
 	defer lg.stop()
 	var ramp waveRamp
 	for {
-		var first *writeOp
-		select {
-		case first = <-s.ops:
-		case <-idle.C:
-			if again := s.idleWork(); again > 0 {
-				idle.Reset(again)
-			}
-			continue
-		case <-s.ctx.Done():
-			// Commit what callers already handed over, then stop.
-			for {
-				batch = batch[:0]
-				s.gather(&batch, s.maxOps)
-				if len(batch) == 0 {
-					return
+		// A claim handed to the writer (handed.go) needs no caller to
+		// come: the writer takes it as it takes a queued op.
+		first := s.nextHanded()
+		if first == nil {
+			select {
+			case first = <-s.ops:
+			case <-idle.C:
+				if again := s.idleWork(); again > 0 {
+					idle.Reset(again)
 				}
-				if batch = s.admit(batch); len(batch) > 0 {
-					s.commit(batch)
+				continue
+			case <-s.ctx.Done():
+				// Commit what callers already handed over, then stop.
+				for {
+					batch = batch[:0]
+					s.gather(&batch, s.maxOps)
+					if len(batch) == 0 {
+						return
+					}
+					if batch = s.admit(batch); len(batch) > 0 {
+						s.commit(batch)
+					}
 				}
 			}
 		}
@@ -111,7 +115,7 @@ func (s *Store) runWriter() {
 			s.commit(admitted)
 		}
 		lg.expect(batch, len(s.ops), time.Since(start))
-		ramp.committed(batch, len(s.ops))
+		ramp.committed(batch, len(s.ops)+len(s.handed))
 		// The ops answered are dropped, or the array would hold the last
 		// ones, and through them their requests' bodies (a 64 MiB push),
 		// until later ops took their places.
@@ -132,15 +136,21 @@ func (s *Store) gather(batch *[]*writeOp, maxClaims int) {
 		}
 	}
 	for len(*batch) < s.maxOps && size < s.maxBytes && claims < maxClaims {
+		// Queued ops first: the handed claims, thousands after a push
+		// wakes a queue, would otherwise hold a producer's push until the
+		// last of them committed.
+		var op *writeOp
 		select {
-		case op := <-s.ops:
-			*batch = append(*batch, op)
-			size += op.bytes
-			if op.claim != nil {
-				claims++
-			}
+		case op = <-s.ops:
 		default:
-			return
+			if op = s.nextHanded(); op == nil {
+				return
+			}
+		}
+		*batch = append(*batch, op)
+		size += op.bytes
+		if op.claim != nil {
+			claims++
 		}
 	}
 }
@@ -253,6 +263,12 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 		return
 	}
+	if err == nil {
+		// The pops parked on the queues this commit changed are taken
+		// before anyone is answered (whoever pushed finds them taken),
+		// and the writer makes their claims next (handed.go).
+		s.handed = append(s.handed, s.watch.notify(notify)...)
+	}
 	for i, op := range batch {
 		// The closure holds the request (a 32 MiB payload, say): drop it
 		// before the answer, since the caller may go on and the writer's
@@ -265,9 +281,6 @@ func (s *Store) commit(batch []*writeOp) {
 		} else {
 			op.done <- classify(errs[i])
 		}
-	}
-	if err == nil {
-		s.watch.notify(notify)
 	}
 }
 

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/combtype"
+)
+
+// TestParkedPopsAreClaimedByTheWriter: the commit of a push takes every
+// pop parked on its queue, and the writer makes their claims itself in the
+// commits right after, 64 then four times as many, with no pop queuing a
+// claim of its own; each pop is handed its message under its own lease.
+// A pop that left before the push is not claimed for; one that leaves once
+// its claim is taken still gets the outcome; a change made outside the
+// writer (a lease that expired) tells parked pops to look again.
+func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
+	ctx := context.Background()
+	commits := make(chan int, 64)
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"),
+		OnCommit: func(ops int, _ time.Duration) { commits <- ops }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "first", Payload: []byte(`1`)}}); err != nil {
+		t.Fatal(err)
+	}
+	<-commits
+
+	// Outside the writer: told to look again, nothing claimed.
+	changed, stop := s.Watch("", "q")
+	p := s.Park("", combtype.PopRequest{Queue: "q", Group: "outside"}, changed)
+	s.Notify("", "q")
+	stop()
+	if res, claimed, err := p.Result(<-p.Done()); claimed || res != nil || err != nil {
+		t.Fatalf("after a change outside the writer: %v, claimed %v, %v", res, claimed, err)
+	}
+	if s.Park("", combtype.PopRequest{Queue: "q", Group: "late"}, changed) != nil {
+		t.Fatal("parked on a channel already closed")
+	}
+
+	const n = 300
+	changed, stop = s.Watch("", "q")
+	defer stop()
+	parked := make([]*ParkedPop, n)
+	for i := range parked {
+		if parked[i] = s.Park("", combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g-%d", i), Batch: 10}, changed); parked[i] == nil {
+			t.Fatalf("g-%d not parked", i)
+		}
+	}
+	if !parked[7].Leave() {
+		t.Fatal("a pop parked and not taken could not leave")
+	}
+	if got := s.parkedOn("", "q"); got != n-1 {
+		t.Fatalf("%d parked after one left, want %d", got, n-1)
+	}
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "second", Payload: []byte(`2`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if s.parkedOn("", "q") != 0 {
+		t.Fatal("the push's commit left pops parked")
+	}
+	if parked[9].Leave() {
+		t.Fatal("a pop whose claim was taken could leave")
+	}
+	leases := map[string]bool{}
+	for i, p := range parked {
+		if i == 7 {
+			continue
+		}
+		res, claimed, err := p.Result(<-p.Done())
+		if err != nil || !claimed || len(res.Messages) != 2 || res.LeaseID == "" || leases[res.LeaseID] {
+			t.Fatalf("g-%d: %+v, claimed %v, %v", i, res, claimed, err)
+		}
+		leases[res.LeaseID] = true
+	}
+	var sizes []int
+	for total := 0; total < n-1; {
+		ops := <-commits
+		sizes = append(sizes, ops)
+		if len(sizes) > 1 { // the first is the push
+			total += ops
+		}
+	}
+	if want := []int{1, 64, 235}; !slices.Equal(sizes, want) {
+		t.Errorf("commits of %v ops, want %v", sizes, want)
+	}
+	if got := s.Stats().WaveClaims.Load(); got != n-1 {
+		t.Errorf("%d claims fused, want %d", got, n-1)
+	}
+	// The pop that left holds nothing: its group's first pop gets both.
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g-7", Batch: 10})
+	if err != nil || len(res.Messages) != 2 {
+		t.Fatalf("g-7 after leaving: %+v, %v", res, err)
+	}
+}
