@@ -346,7 +346,7 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 		}
 		if req.Queue != "" && !req.AutoAck {
 			// Parked for the writer to claim for, at the next change.
-			p := b.st.Park(b.tenant, req, changed)
+			p := b.st.Park(b.tenant, req, changed, wait)
 			if p == nil {
 				// The queue changed since the look.
 				release()

@@ -43,7 +43,7 @@ func TestAClaimHandedToAPopThatLeftIsReleased(t *testing.T) {
 	// before it reads it.
 	req := combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, Wait: true, Timeout: time.Minute}
 	changed, stop := b.st.Watch(b.tenant, "q")
-	p := b.st.Park(b.tenant, req, changed)
+	p := b.st.Park(b.tenant, req, changed, time.Minute)
 	if p == nil {
 		t.Fatal("not parked")
 	}
@@ -101,4 +101,37 @@ func TestAClaimHandedToAPopThatLeftIsReleased(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d pops were answered before their callers left", handed, n)
+
+	// Pops whose claims find nothing (their partition gets nothing) are
+	// parked again by the writer, unless their callers left: every one
+	// of those must be answered, not parked again for nobody.
+	for i := range n {
+		next(fmt.Sprintf("p-%d", i))
+	}
+	pctx, leave = context.WithCancel(ctx)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := req
+			r.Group, r.Partition = fmt.Sprintf("p-%d", i), "a"
+			if res, err := b.Pop(pctx, r); err != nil || len(res.Messages) != 0 {
+				t.Errorf("p-%d: %+v, %v", i, res, err)
+			}
+		}()
+	}
+	for b.parked.Load() < n {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := b.Push(ctx, []combtype.PushItem{{Queue: "q", Partition: "b", Payload: []byte(`1`)}}); err != nil {
+		t.Fatal(err)
+	}
+	leave()
+	answered := make(chan struct{})
+	go func() { wg.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d pops that left are still parked", b.parked.Load())
+	}
 }

@@ -149,7 +149,7 @@ func TestClaimWaveIsEachClaimAlone(t *testing.T) {
 			defer stop()
 			parked := make([]*ParkedPop, len(wake))
 			for i, p := range wake {
-				if parked[i] = s.Park("", p.req, changed); parked[i] == nil {
+				if parked[i] = s.Park("", p.req, changed, time.Hour); parked[i] == nil {
 					t.Fatalf("%s: not parked", p.name)
 				}
 			}
@@ -158,12 +158,25 @@ func TestClaimWaveIsEachClaimAlone(t *testing.T) {
 			if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error { w.touch("", "q"); return nil }}); err != nil {
 				t.Fatal(err)
 			}
+			// Queued after them, this commits with or after their claims.
+			if err := s.submit(ctx, &writeOp{apply: func(*wtx) error { return nil }}); err != nil {
+				t.Fatal(err)
+			}
 			for i, p := range parked {
-				res, claimed, err := p.Result(<-p.Done())
-				if !claimed {
-					t.Fatalf("%s: no claim made", wake[i].name)
+				select {
+				case done := <-p.Done():
+					res, claimed, err := p.Result(done)
+					if !claimed {
+						t.Fatalf("%s: no claim made", wake[i].name)
+					}
+					out <- got{wake[i].name, res, err}
+				default:
+					// Nothing due, nor a time to look again: parked again.
+					if !p.Leave() {
+						t.Fatalf("%s: neither answered nor parked again", wake[i].name)
+					}
+					out <- got{wake[i].name, &combtype.PopResult{Group: p.req.Group}, nil}
 				}
-				out <- got{wake[i].name, res, err}
 			}
 		} else {
 			release := holdWriter(t, s)

@@ -12,6 +12,7 @@ package store
 
 import (
 	"errors"
+	"time"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -23,10 +24,15 @@ type ParkedPop struct {
 	req  popReq
 	done chan error // the claim's outcome, or errLookAgain; sent once
 
+	// until is when the pop stops waiting of itself, on the store's
+	// clock: a claim that finds nothing due sooner parks it again.
+	until time.Time
+
 	// Guarded by the store's watchers' lock.
-	state int
-	entry *watchEntry
-	idx   int
+	state   int
+	entry   *watchEntry
+	idx     int
+	leaving bool // Leave found it taken: answer it, do not park it again
 
 	// Set by the writer when it takes the claim, read after done.
 	claim *claimOp
@@ -44,8 +50,10 @@ const (
 // was made for it: it looks again itself.
 var errLookAgain = errors.New("look again")
 
-// Park parks a pop of one queue (r.Queue set) until the next commit that
-// changes the queue, which then claims for it. Not for an autoAck pop:
+// Park parks a pop of one queue (r.Queue set) for wait, or until the
+// next commit that changes the queue, which then claims for it; a claim
+// that finds nothing due before wait has passed parks it again, without
+// waking it. Not for an autoAck pop:
 // its claim consumes, and a caller that left meanwhile would lose what it
 // was handed. changed is the channel
 // Watch returned before the pop last looked: nil is returned, and nothing
@@ -53,8 +61,9 @@ var errLookAgain = errors.New("look again")
 // The pop waits on Done; to stop waiting it calls Leave, and if that
 // reports the claim already taken, it must still wait on Done for the
 // claim's outcome and dispose of what it was handed.
-func (s *Store) Park(tenant string, r combtype.PopRequest, changed <-chan struct{}) *ParkedPop {
-	p := &ParkedPop{s: s, key: watchKey(tenant, r.Queue), req: s.popRequest(tenant, r), done: make(chan error, 1)}
+func (s *Store) Park(tenant string, r combtype.PopRequest, changed <-chan struct{}, wait time.Duration) *ParkedPop {
+	p := &ParkedPop{s: s, key: watchKey(tenant, r.Queue), req: s.popRequest(tenant, r), done: make(chan error, 1),
+		until: s.clock.Now().Add(wait)}
 	if !s.watch.park(p, changed) {
 		return nil
 	}
@@ -98,7 +107,24 @@ func (s *Store) handedOp(p *ParkedPop) *writeOp {
 	p.known = s.subs.has(k)
 	p.claim = &claimOp{tenant: p.req.Tenant, queue: p.req.Queue, req: &p.req}
 	return &writeOp{isolated: true, smallUndo: true, lazy: p.known && !p.req.AutoAck,
-		apply: p.claim.apply, claim: p.claim, done: p.done}
+		apply: p.claim.apply, claim: p.claim, parked: p, done: p.done}
+}
+
+// reparked reports whether op, the write of a handed claim that committed
+// without error, found nothing due before its pop stops waiting and so
+// parked it again: the pop is then not answered. A change to the queue
+// since the pop last looked was what the claim looked at, and the next
+// change takes the pop again, as if it had woken, looked and parked.
+func (s *Store) reparked(op *writeOp) bool {
+	p, c := op.parked, op.claim
+	if p == nil || c.res != nil || (!c.wake.IsZero() && c.wake.Before(p.until)) {
+		return false
+	}
+	if c.found && !p.known {
+		s.subs.add(subKey{p.req.Tenant, p.req.Queue, p.req.Group}, p.gen)
+		p.known = true
+	}
+	return s.watch.repark(p)
 }
 
 // nextHanded is the write of the oldest claim the writer was handed and

@@ -17,7 +17,9 @@ import (
 // claim of its own; each pop is handed its message under its own lease.
 // A pop that left before the push is not claimed for; one that leaves once
 // its claim is taken still gets the outcome; a change made outside the
-// writer (a lease that expired) tells parked pops to look again.
+// writer (a lease that expired) tells parked pops to look again. A pop
+// whose claim finds nothing due is parked again without an answer, and
+// the next change takes it again.
 func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
 	ctx := context.Background()
 	commits := make(chan int, 64)
@@ -34,13 +36,13 @@ func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
 
 	// Outside the writer: told to look again, nothing claimed.
 	changed, stop := s.Watch("", "q")
-	p := s.Park("", combtype.PopRequest{Queue: "q", Group: "outside"}, changed)
+	p := s.Park("", combtype.PopRequest{Queue: "q", Group: "outside"}, changed, time.Minute)
 	s.Notify("", "q")
 	stop()
 	if res, claimed, err := p.Result(<-p.Done()); claimed || res != nil || err != nil {
 		t.Fatalf("after a change outside the writer: %v, claimed %v, %v", res, claimed, err)
 	}
-	if s.Park("", combtype.PopRequest{Queue: "q", Group: "late"}, changed) != nil {
+	if s.Park("", combtype.PopRequest{Queue: "q", Group: "late"}, changed, time.Minute) != nil {
 		t.Fatal("parked on a channel already closed")
 	}
 
@@ -49,7 +51,7 @@ func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
 	defer stop()
 	parked := make([]*ParkedPop, n)
 	for i := range parked {
-		if parked[i] = s.Park("", combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g-%d", i), Batch: 10}, changed); parked[i] == nil {
+		if parked[i] = s.Park("", combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g-%d", i), Batch: 10}, changed, time.Minute); parked[i] == nil {
 			t.Fatalf("g-%d not parked", i)
 		}
 	}
@@ -97,5 +99,42 @@ func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
 	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g-7", Batch: 10})
 	if err != nil || len(res.Messages) != 2 {
 		t.Fatalf("g-7 after leaving: %+v, %v", res, err)
+	}
+
+	// Groups from now: the change after they park has nothing for them.
+	// They wait on, unanswered, and the next push is theirs.
+	changed, stop = s.Watch("", "q")
+	defer stop()
+	fresh := make([]*ParkedPop, 5)
+	for i := range fresh {
+		req := combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("new-%d", i), SubscriptionMode: "new"}
+		if fresh[i] = s.Park("", req, changed, time.Minute); fresh[i] == nil {
+			t.Fatalf("new-%d not parked", i)
+		}
+	}
+	if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error { w.touch("", "q"); return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.submit(ctx, &writeOp{apply: func(*wtx) error { return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range fresh {
+		select {
+		case err := <-p.Done():
+			t.Fatalf("new-%d answered with nothing due: %v", i, err)
+		default:
+		}
+	}
+	if got := s.parkedOn("", "q"); got != len(fresh) {
+		t.Fatalf("%d parked again, want %d", got, len(fresh))
+	}
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "third", Payload: []byte(`3`)}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range fresh {
+		res, claimed, err := p.Result(<-p.Done())
+		if err != nil || !claimed || len(res.Messages) != 1 || res.Messages[0].TxnID != "third" {
+			t.Fatalf("new-%d: %+v, claimed %v, %v", i, res, claimed, err)
+		}
 	}
 }

@@ -49,7 +49,7 @@ func (s *Store) Watch(tenant, queue string) (<-chan struct{}, func()) {
 			s.watch.mu.Lock()
 			defer s.watch.mu.Unlock()
 			e.waiters--
-			if e.waiters == 0 && s.watch.byQ[k] == e {
+			if e.waiters == 0 && len(e.parked) == 0 && s.watch.byQ[k] == e {
 				delete(s.watch.byQ, k)
 			}
 		})
@@ -118,11 +118,14 @@ func (w *watchers) park(p *ParkedPop, changed <-chan struct{}) bool {
 	return true
 }
 
-// leave takes p off its entry if the writer has not taken it yet.
+// leave takes p off its entry if the writer has not taken it yet; if it
+// has, p is marked leaving, so that the writer answers it instead of
+// parking it again.
 func (w *watchers) leave(p *ParkedPop) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if p.state != parkWaiting {
+		p.leaving = true
 		return false
 	}
 	e := p.entry
@@ -131,6 +134,29 @@ func (w *watchers) leave(p *ParkedPop) bool {
 	e.parked[len(e.parked)-1] = nil
 	e.parked = e.parked[:len(e.parked)-1]
 	p.state, p.entry = parkLeft, nil
+	if len(e.parked) == 0 && e.waiters == 0 && w.byQ[p.key] == e {
+		delete(w.byQ, p.key)
+	}
+	return true
+}
+
+// repark parks p again, taken by a commit whose claim found nothing for
+// it, unless it is leaving (false). The writer calls it as that commit
+// ends, before the commit's own changes are notified, so no change after
+// the claim can pass it by.
+func (w *watchers) repark(p *ParkedPop) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p.leaving {
+		return false
+	}
+	e := w.byQ[p.key]
+	if e == nil {
+		e = &watchEntry{ch: make(chan struct{})}
+		w.byQ[p.key] = e
+	}
+	p.entry, p.idx, p.state = e, len(e.parked), parkWaiting
+	e.parked = append(e.parked, p)
 	return true
 }
 

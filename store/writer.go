@@ -40,8 +40,10 @@ type writeOp struct {
 	// claim is set for a pop's claim, which the writer may apply fused
 	// with the other claims of its queue in the batch (claimWaves).
 	claim *claimOp
-	bytes int
-	done  chan error
+	// parked is the parked pop a handed claim is made for (handed.go).
+	parked *ParkedPop
+	bytes  int
+	done   chan error
 }
 
 // submit hands op to the writer and waits for its committed outcome. The wait
@@ -263,13 +265,27 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 		return
 	}
+	var reparked []bool
 	if err == nil {
-		// The pops parked on the queues this commit changed are taken
+		// A parked pop whose claim found nothing waits on, unwoken; then
+		// the pops parked on the queues this commit changed are taken
 		// before anyone is answered (whoever pushed finds them taken),
 		// and the writer makes their claims next (handed.go).
+		for i, op := range batch {
+			if op.parked != nil && errs[i] == nil && s.reparked(op) {
+				if reparked == nil {
+					reparked = make([]bool, len(batch))
+				}
+				reparked[i] = true
+			}
+		}
 		s.handed = append(s.handed, s.watch.notify(notify)...)
 	}
 	for i, op := range batch {
+		if reparked != nil && reparked[i] {
+			op.apply = nil
+			continue
+		}
 		// The closure holds the request (a 32 MiB payload, say): drop it
 		// before the answer, since the caller may go on and the writer's
 		// own references go only after the whole batch is answered.
