@@ -138,3 +138,91 @@ func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAckTakesOnlyItsOwnGroupsParkedPops: an ack that ends a lease can
+// only make something due for its own group, so the commit takes only
+// that group's parked pops for a claim; the pops of other groups stay
+// parked, not claimed for. Whoever waits on the queue's channel (a pop
+// that has yet to park, or one that parks without Park) still wakes.
+func TestAnAckTakesOnlyItsOwnGroupsParkedPops(t *testing.T) {
+	ctx := context.Background()
+	commits := make(chan int, 64)
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"),
+		OnCommit: func(ops int, _ time.Duration) { commits <- ops }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "m", Payload: []byte(`1`)}}); err != nil {
+		t.Fatal(err)
+	}
+	leases := map[string]*combtype.PopResult{}
+	for _, g := range []string{"a", "b", "c"} {
+		res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: g})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("%s: %+v, %v", g, res, err)
+		}
+		leases[g] = res
+	}
+	changed, stop := s.Watch("", "q")
+	defer stop()
+	parked := map[string]*ParkedPop{}
+	for _, g := range []string{"a", "b", "c"} {
+		if parked[g] = s.Park("", combtype.PopRequest{Queue: "q", Group: g}, changed, time.Minute); parked[g] == nil {
+			t.Fatalf("%s not parked", g)
+		}
+	}
+	plain, stopPlain := s.Watch("", "q")
+	defer stopPlain()
+	for len(commits) > 0 {
+		<-commits
+	}
+	// a gives its message back: due again for a, and for a only.
+	m := leases["a"].Messages[0]
+	if _, err := s.Ack(ctx, "", "a", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID,
+		LeaseID: leases["a"].LeaseID, Status: combtype.AckRetry}}); err != nil {
+		t.Fatal(err)
+	}
+	res, claimed, err := parked["a"].Result(<-parked["a"].Done())
+	if err != nil || !claimed || len(res.Messages) != 1 {
+		t.Fatalf("a after its retry: %+v, claimed %v, %v", res, claimed, err)
+	}
+	if ack, claim := <-commits, <-commits; ack != 1 || claim != 1 {
+		t.Errorf("the ack's commit of %d ops was followed by a claim commit of %d, want 1 and 1 (a's claim alone)", ack, claim)
+	}
+	select {
+	case <-plain:
+	default:
+		t.Error("the ack did not wake a waiter on the queue's channel")
+	}
+	if got := s.parkedOn("", "q"); got != 2 {
+		t.Errorf("%d pops parked after a's ack, want b's and c's", got)
+	}
+	for _, g := range []string{"b", "c"} {
+		select {
+		case err := <-parked[g].Done():
+			t.Errorf("%s was answered (%v) by a's ack", g, err)
+		default:
+		}
+	}
+	// A push is for everyone: b and c are taken and claimed for.
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "n", Payload: []byte(`2`)}}); err != nil {
+		t.Fatal(err)
+	}
+	// Queued after their claims, this commits with or after them.
+	if err := s.submit(ctx, &writeOp{apply: func(*wtx) error { return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"b", "c"} {
+		// Their partition is leased by their own earlier pops: nothing is
+		// due before those leases expire, later than the pops wait.
+		select {
+		case err := <-parked[g].Done():
+			t.Errorf("%s answered (%v) with nothing due before it stops waiting", g, err)
+		default:
+		}
+	}
+	if got := s.parkedOn("", "q"); got != 2 {
+		t.Errorf("%d pops parked after the push, want b's and c's again", got)
+	}
+}

@@ -19,8 +19,15 @@ type watchers struct {
 type watchEntry struct {
 	ch      chan struct{}
 	waiters int
-	parked  []*ParkedPop // in no order; each knows its index
+	// parked is the pops parked with Park, by group, in no order; each
+	// knows its index. nparked counts them.
+	parked  map[string][]*ParkedPop
+	nparked int
 }
+
+// watchChange is a committed change to the queue of key; to what only
+// group can take from it (an ack that ended its lease), if group is set.
+type watchChange struct{ key, group string }
 
 func (w *watchers) init() {
 	w.byQ = map[string]*watchEntry{}
@@ -49,7 +56,7 @@ func (s *Store) Watch(tenant, queue string) (<-chan struct{}, func()) {
 			s.watch.mu.Lock()
 			defer s.watch.mu.Unlock()
 			e.waiters--
-			if e.waiters == 0 && len(e.parked) == 0 && s.watch.byQ[k] == e {
+			if e.waiters == 0 && e.nparked == 0 && s.watch.byQ[k] == e {
 				delete(s.watch.byQ, k)
 			}
 		})
@@ -67,7 +74,7 @@ func (s *Store) WatchAny() <-chan struct{} {
 // write (a lease that expired, say). Pops parked with Park are told to
 // look again: no writer is at hand to claim for them.
 func (s *Store) Notify(tenant, queue string) {
-	for _, p := range s.watch.notify([]string{watchKey(tenant, queue)}) {
+	for _, p := range s.watch.notify([]watchChange{{key: watchKey(tenant, queue)}}) {
 		p.done <- errLookAgain
 	}
 }
@@ -79,24 +86,47 @@ func (s *Store) watching() int {
 	return len(s.watch.byQ)
 }
 
-// notify closes the channels of keys and takes the pops parked on them,
-// which the caller must answer, each exactly once.
-func (w *watchers) notify(keys []string) []*ParkedPop {
-	if len(keys) == 0 {
+// notify closes the channels of the queues changed and takes the pops
+// parked on them, which the caller must answer, each exactly once. A
+// change only a group can take from takes only that group's parked pops;
+// it still closes the channel, which only those who wait without Park
+// (or have yet to park) wait on, as every change did.
+func (w *watchers) notify(changes []watchChange) []*ParkedPop {
+	if len(changes) == 0 {
 		return nil
 	}
 	var taken []*ParkedPop
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, k := range keys {
-		if e := w.byQ[k]; e != nil {
-			for _, p := range e.parked {
-				p.state = parkTaken
+	take := func(ps []*ParkedPop) {
+		for _, p := range ps {
+			p.state, p.entry = parkTaken, nil
+		}
+		taken = append(taken, ps...)
+	}
+	for _, c := range changes {
+		e := w.byQ[c.key]
+		if e == nil {
+			continue
+		}
+		if c.group != "" {
+			if ps := e.parked[c.group]; len(ps) > 0 {
+				take(ps)
+				delete(e.parked, c.group)
+				e.nparked -= len(ps)
 			}
-			taken = append(taken, e.parked...)
-			e.parked = nil
-			close(e.ch)
-			delete(w.byQ, k)
+		} else {
+			for _, ps := range e.parked {
+				take(ps)
+			}
+			e.parked, e.nparked = nil, 0
+		}
+		close(e.ch)
+		if e.nparked == 0 {
+			delete(w.byQ, c.key)
+		} else {
+			// Pops of other groups stay parked on it, under a new channel.
+			e.ch = make(chan struct{})
 		}
 	}
 	close(w.any)
@@ -113,9 +143,18 @@ func (w *watchers) park(p *ParkedPop, changed <-chan struct{}) bool {
 	if e == nil || e.ch != changed {
 		return false
 	}
-	p.entry, p.idx, p.state = e, len(e.parked), parkWaiting
-	e.parked = append(e.parked, p)
+	e.add(p)
 	return true
+}
+
+func (e *watchEntry) add(p *ParkedPop) {
+	if e.parked == nil {
+		e.parked = map[string][]*ParkedPop{}
+	}
+	g := p.req.Group
+	p.entry, p.idx, p.state = e, len(e.parked[g]), parkWaiting
+	e.parked[g] = append(e.parked[g], p)
+	e.nparked++
 }
 
 // leave takes p off its entry if the writer has not taken it yet; if it
@@ -128,13 +167,19 @@ func (w *watchers) leave(p *ParkedPop) bool {
 		p.leaving = true
 		return false
 	}
-	e := p.entry
-	last := e.parked[len(e.parked)-1]
-	e.parked[p.idx], last.idx = last, p.idx
-	e.parked[len(e.parked)-1] = nil
-	e.parked = e.parked[:len(e.parked)-1]
+	e, g := p.entry, p.req.Group
+	ps := e.parked[g]
+	last := ps[len(ps)-1]
+	ps[p.idx], last.idx = last, p.idx
+	ps[len(ps)-1] = nil
+	if ps = ps[:len(ps)-1]; len(ps) == 0 {
+		delete(e.parked, g)
+	} else {
+		e.parked[g] = ps
+	}
+	e.nparked--
 	p.state, p.entry = parkLeft, nil
-	if len(e.parked) == 0 && e.waiters == 0 && w.byQ[p.key] == e {
+	if e.nparked == 0 && e.waiters == 0 && w.byQ[p.key] == e {
 		delete(w.byQ, p.key)
 	}
 	return true
@@ -155,8 +200,7 @@ func (w *watchers) repark(p *ParkedPop) bool {
 		e = &watchEntry{ch: make(chan struct{})}
 		w.byQ[p.key] = e
 	}
-	p.entry, p.idx, p.state = e, len(e.parked), parkWaiting
-	e.parked = append(e.parked, p)
+	e.add(p)
 	return true
 }
 
@@ -165,7 +209,7 @@ func (s *Store) parkedOn(tenant, queue string) int {
 	s.watch.mu.Lock()
 	defer s.watch.mu.Unlock()
 	if e := s.watch.byQ[watchKey(tenant, queue)]; e != nil {
-		return len(e.parked)
+		return e.nparked
 	}
 	return 0
 }

@@ -301,7 +301,7 @@ func (s *Store) commit(batch []*writeOp) {
 }
 
 // runBatch applies batch in one transaction and commits it.
-func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err error) {
+func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, err error) {
 	// Settled when the transaction has ended and before any caller is
 	// answered: a caller that goes on at once must find the set as its
 	// write left it, not cleared under it a moment later.
@@ -481,7 +481,7 @@ type wtx struct {
 	// Frames waiting to become one segment per partition at flush.
 	pending []*pendingPart
 	byPart  map[int64]*pendingPart
-	touched map[string]struct{}
+	touched map[watchChange]struct{}
 	// stale is set once this transaction changed queue or partition rows
 	// other than by pushing (rowsChanged).
 	stale bool
@@ -504,18 +504,30 @@ func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 		claimed:     map[frameRange][]claimedFrame{},
 		claimedDead: map[frameRange][]int64{},
 		byPart:      map[int64]*pendingPart{},
-		touched:     map[string]struct{}{},
+		touched:     map[watchChange]struct{}{},
 	}
 }
 
 // touch records that tenant's queue changed, so parked pops wake after commit.
 func (w *wtx) touch(tenant, queue string) {
-	w.touched[watchKey(tenant, queue)] = struct{}{}
+	w.touched[watchChange{key: watchKey(tenant, queue)}] = struct{}{}
 }
 
-func (w *wtx) notifyKeys() []string {
-	keys := make([]string, 0, len(w.touched))
+// touchGroup records that tenant's queue changed in what only group can
+// take (its lease ended): only that group's pops parked with Park are
+// taken after commit.
+func (w *wtx) touchGroup(tenant, queue, group string) {
+	w.touched[watchChange{key: watchKey(tenant, queue), group: group}] = struct{}{}
+}
+
+func (w *wtx) notifyKeys() []watchChange {
+	keys := make([]watchChange, 0, len(w.touched))
 	for k := range w.touched {
+		if k.group != "" {
+			if _, all := w.touched[watchChange{key: k.key}]; all {
+				continue // the whole queue is notified
+			}
+		}
 		keys = append(keys, k)
 	}
 	return keys
