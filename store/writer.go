@@ -137,22 +137,34 @@ func (s *Store) gather(batch *[]*writeOp, maxClaims int) {
 			claims++
 		}
 	}
+	// The handed claims first, up to maxClaims: taken after the queued
+	// ops, a commit carried few of them beside the acks of the consumers
+	// already answered, and, below the ramp's size, never let it grow: a
+	// wake of 10,000 took 150 commits of 64 claims. The queued ops then
+	// fill the rest of the batch, so a producer's push waits for one
+	// commit of claims, not for all of them.
 	for len(*batch) < s.maxOps && size < s.maxBytes && claims < maxClaims {
-		// Queued ops first: the handed claims, thousands after a push
-		// wakes a queue, would otherwise hold a producer's push until the
-		// last of them committed.
+		op := s.nextHanded()
+		if op == nil {
+			break
+		}
+		*batch = append(*batch, op)
+		size += op.bytes
+		claims++
+	}
+	for len(*batch) < s.maxOps && size < s.maxBytes {
 		var op *writeOp
 		select {
 		case op = <-s.ops:
 		default:
-			if op = s.nextHanded(); op == nil {
-				return
-			}
+			return
 		}
 		*batch = append(*batch, op)
 		size += op.bytes
 		if op.claim != nil {
-			claims++
+			if claims++; claims >= maxClaims {
+				return
+			}
 		}
 	}
 }
