@@ -131,6 +131,7 @@ type engine struct {
 	draining   chan struct{} // closed by Drain: parked pops return at once
 	parked     atomic.Int64  // pops waiting right now
 	metrics    *Metrics
+	log        *slog.Logger
 	maint      maintenance        // maintenance switches (maintenance.go)
 	ret        *retention.Service // started by Open, stopped by Close
 	resumeStop context.CancelFunc // stops the resumed queue deletes
@@ -160,7 +161,7 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}
-	e := &engine{st: st, clock: clk, draining: make(chan struct{}), metrics: m}
+	e := &engine{st: st, clock: clk, draining: make(chan struct{}), metrics: m, log: cmp.Or(opts.Logger, slog.Default())}
 	e.inFlight.max = cmp.Or(opts.MaxPushBytesInFlight, DefaultMaxPushBytesInFlight)
 	b := &Broker{engine: e}
 	if err := b.startBackground(ctx, opts); err != nil {
@@ -343,6 +344,35 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 			release()
 			return res, nil
 		}
+		if req.Queue != "" && !req.AutoAck {
+			// Parked for the writer to claim for, at the next change.
+			p := b.st.Park(b.tenant, req, changed, wait)
+			if p == nil {
+				// The queue changed since the look.
+				release()
+				woken = true
+				continue
+			}
+			got, again, err := b.parkHanded(ctx, p, wait)
+			release()
+			if err != nil {
+				return nil, err
+			}
+			if got != nil {
+				b.metrics.countPop(b.tenant, got, req.AutoAck)
+				return got, nil
+			}
+			if !again {
+				return &combtype.PopResult{Group: res.Group}, nil
+			}
+			if time.Until(deadline) <= 0 {
+				res, err := b.st.Pop(ctx, b.tenant, req)
+				b.metrics.countPop(b.tenant, res, req.AutoAck)
+				return res, err
+			}
+			woken = true
+			continue
+		}
 		woke := b.park(ctx, changed, wait)
 		release()
 		if !woke || ctx.Err() != nil {
@@ -357,6 +387,65 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 			return res, err
 		}
 		woken = true
+	}
+}
+
+// parkHanded waits, parked as p, until the writer has claimed for p (the
+// messages it was handed), wait passes or the queue changed without a
+// claim (again: look again), or the pop must answer empty at once (nil
+// and not again): its caller left, the broker is draining, or pop
+// maintenance began. A claim the writer made for a pop that answers
+// empty is released at once, without charging a retry, so the group's
+// next pop gets its messages instead of waiting out the lease.
+func (b *Broker) parkHanded(ctx context.Context, p *store.ParkedPop, wait time.Duration) (res *combtype.PopResult, again bool, err error) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	b.parked.Add(1)
+	defer b.parked.Add(-1)
+	var done error
+	left := false
+	select {
+	case done = <-p.Done():
+	case <-timer.C:
+		if p.Leave() {
+			return nil, true, nil
+		}
+		done = <-p.Done() // the claim was taken as the time ran out
+	case <-ctx.Done():
+		left = true
+	case <-b.draining:
+		left = true
+	case <-b.maint.popPaused():
+		left = true
+	}
+	if left {
+		if p.Leave() {
+			return nil, false, nil
+		}
+		done = <-p.Done()
+	}
+	res, claimed, err := p.Result(done)
+	if left || ctx.Err() != nil {
+		if err == nil && res != nil && len(res.Messages) > 0 {
+			b.releaseHanded(ctx, res.LeaseID)
+		}
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if !claimed || len(res.Messages) == 0 {
+		return nil, true, nil
+	}
+	return res, false, nil
+}
+
+// releaseHanded gives back the lease of a claim made for a pop that left.
+// Should that fail, the lease expires as any unacknowledged one does: the
+// messages are delivered again then, never lost.
+func (b *Broker) releaseHanded(ctx context.Context, leaseID string) {
+	if _, err := b.st.ReleaseLease(context.WithoutCancel(ctx), b.tenant, leaseID); err != nil {
+		b.log.Error("releasing the lease of a pop that left", "leaseId", leaseID, "err", err)
 	}
 }
 

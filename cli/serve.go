@@ -24,6 +24,14 @@ const (
 	// memoryLimitHeadroom is how many times what the collector must keep
 	// (live heap and goroutine stacks) the soft limit is at least.
 	memoryLimitHeadroom = 2
+	// largeGCPercent paces the collector of a process that keeps more
+	// than half the default limit: a cycle after as many new bytes as
+	// it keeps, Go's default.
+	largeGCPercent = 100
+	// memoryBackstop is how many times what the collector must keep the
+	// soft limit is while largeGCPercent paces it: above the heap goal,
+	// so it only bounds what pacing alone would let through.
+	memoryBackstop = 3
 	// memoryFollowEvery is how often the soft limit follows them.
 	memoryFollowEvery = 250 * time.Millisecond
 )
@@ -37,36 +45,58 @@ const (
 // message and the batch-100 push rate both improve (see the README's
 // performance section). GOGC and GOMEMLIMIT override these. It reports
 // whether serve owns the soft limit, which followMemoryLimit then keeps
-// above what the collector must keep.
-func (m *App) tuneGC() (ownsLimit bool) {
+// above what the collector must keep, and whether it owns GOGC too.
+func (m *App) tuneGC() (ownsLimit, ownsPercent bool) {
 	if m.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(defaultMemoryLimit)
 		ownsLimit = true
 	}
 	if m.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
+		ownsPercent = true
 	}
-	return ownsLimit
+	return ownsLimit, ownsPercent
 }
 
 // memoryLimitFor is the soft limit for a process whose collector must keep
-// live bytes of heap and stacks bytes of goroutine stacks. A fixed limit
-// below that makes the collector run back to back, each cycle scanning
-// every stack again: 2,000 parked long-polls (a goroutine each, plus its
-// connection's) were enough for the collector to take more CPU than the
-// work, and to delay their wake-ups by seconds. With the limit at least
-// memoryLimitHeadroom times what is live, a cycle comes after as many new
-// bytes as it must scan, like Go's default GOGC of 100, never back to back.
+// live bytes of heap and stacks bytes of goroutine stacks, when serve does
+// not own GOGC. A fixed limit below that makes the collector run back to
+// back, each cycle scanning every stack again: 2,000 parked long-polls (a
+// goroutine each, plus its connection's) were enough for the collector to
+// take more CPU than the work, and to delay their wake-ups by seconds.
+// With the limit at least memoryLimitHeadroom times what is live, a cycle
+// comes after as many new bytes as it must scan, like Go's default GOGC
+// of 100, never back to back.
 func memoryLimitFor(live, stacks int64) int64 {
 	return max(defaultMemoryLimit, memoryLimitHeadroom*(live+stacks))
 }
 
-// followMemoryLimit moves the soft limit with the live heap and stacks
-// until ctx ends.
-func followMemoryLimit(ctx context.Context) {
+// gcSettingsFor is the soft limit and GOGC for such a process when serve
+// owns both. A small one keeps defaultGCPercent under the default limit.
+// One that keeps more than half of it (thousands of parked long-polls) is
+// paced by largeGCPercent, with the limit a backstop above the heap goal
+// that gives: the same two times what it keeps, but where the limit paced
+// it, the collector ran as soon as the heap met a limit computed from the
+// live heap of the last cycle, which parking more pops had outgrown (at
+// 10,000 parked, a cycle in each wake), and, at the limit, every new span
+// of a wake's replies first returned free pages to the system (madvise),
+// which the next span faulted back in: a sixth of the wake's CPU. GOGC's
+// goal is taken from each cycle's own live heap and stacks.
+func gcSettingsFor(live, stacks int64) (limit int64, percent int) {
+	keep := live + stacks
+	if memoryLimitHeadroom*keep <= defaultMemoryLimit {
+		return defaultMemoryLimit, defaultGCPercent
+	}
+	return memoryBackstop * keep, largeGCPercent
+}
+
+// followMemoryLimit moves the soft limit (and GOGC, if ownsPercent) with
+// the live heap and stacks until ctx ends.
+func followMemoryLimit(ctx context.Context, ownsPercent bool) {
 	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 	t := time.NewTicker(memoryFollowEvery)
 	defer t.Stop()
+	percent := defaultGCPercent
 	for {
 		select {
 		case <-ctx.Done():
@@ -80,7 +110,16 @@ func followMemoryLimit(ctx context.Context) {
 				v[i] = int64(min(s.Value.Uint64(), math.MaxInt64/4))
 			}
 		}
-		debug.SetMemoryLimit(memoryLimitFor(v[0], v[1]))
+		if !ownsPercent {
+			debug.SetMemoryLimit(memoryLimitFor(v[0], v[1]))
+			continue
+		}
+		limit, p := gcSettingsFor(v[0], v[1])
+		if p != percent {
+			percent = p
+			debug.SetGCPercent(p)
+		}
+		debug.SetMemoryLimit(limit)
 	}
 }
 
@@ -203,12 +242,12 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 	side, authCfg, webCfg, fwdCfg := c.side, c.auth, c.web, c.fwd
 	ctx, stopWatch := side.watch(ctx, m.Stdin, log)
 	defer stopWatch()
-	if m.tuneGC() {
+	if ownsLimit, ownsPercent := m.tuneGC(); ownsLimit {
 		followCtx, stopFollowing := context.WithCancel(ctx)
 		followed := make(chan struct{})
 		go func() {
 			defer close(followed)
-			followMemoryLimit(followCtx)
+			followMemoryLimit(followCtx, ownsPercent)
 		}()
 		defer func() {
 			stopFollowing()

@@ -17,11 +17,25 @@ func TestTheSoftMemoryLimitStaysAboveWhatTheCollectorMustKeep(t *testing.T) {
 	if got := memoryLimitFor(60<<20, 80<<20); got != 280<<20 {
 		t.Errorf("10,000 parked pops: limit %d, want %d", got, 280<<20)
 	}
+	if limit, pct := gcSettingsFor(3<<20, 1<<20); limit != defaultMemoryLimit || pct != defaultGCPercent {
+		t.Errorf("small server: limit %d, GOGC %d; want the defaults %d, %d", limit, pct, defaultMemoryLimit, defaultGCPercent)
+	}
+	// Many parked pops: GOGC paces the collector, to a heap goal of
+	// live + (live + stacks), below the limit, which only backs it up.
+	live, stacks := int64(60<<20), int64(80<<20)
+	limit, pct := gcSettingsFor(live, stacks)
+	if pct != 100 || limit < live+stacks+(live+stacks)*int64(pct)/100+(live+stacks)/2 {
+		t.Errorf("10,000 parked pops: limit %d, GOGC %d: the limit binds before the heap goal", limit, pct)
+	}
+	if limit > 4*(live+stacks) {
+		t.Errorf("10,000 parked pops: limit %d, more than 4 times the %d bytes kept", limit, live+stacks)
+	}
 
-	// Many goroutines parked on deep stacks, as long-polls are: the limit
-	// followMemoryLimit sets must clear their stacks with room to spare.
-	prev := debug.SetMemoryLimit(math.MaxInt64)
-	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	// Many goroutines parked on deep stacks, as long-polls are: the
+	// settings followMemoryLimit makes must clear their stacks with room
+	// to spare, whether it owns GOGC or not.
+	prevLimit, prevPct := debug.SetMemoryLimit(math.MaxInt64), debug.SetGCPercent(defaultGCPercent)
+	t.Cleanup(func() { debug.SetMemoryLimit(prevLimit); debug.SetGCPercent(prevPct) })
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 3000 {
@@ -33,14 +47,23 @@ func TestTheSoftMemoryLimitStaysAboveWhatTheCollectorMustKeep(t *testing.T) {
 	}
 	defer func() { close(release); wg.Wait() }()
 	runtime.GC()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*memoryFollowEvery)
-	defer cancel()
-	followMemoryLimit(ctx)
-	s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
-	metrics.Read(s)
-	stacks := int64(s[0].Value.Uint64())
-	if limit := debug.SetMemoryLimit(-1); limit < 2*stacks || stacks < defaultMemoryLimit/2 {
-		t.Fatalf("soft limit %d with %d bytes of stacks", limit, stacks)
+	for _, ownsPercent := range []bool{false, true} {
+		debug.SetMemoryLimit(math.MaxInt64)
+		debug.SetGCPercent(defaultGCPercent)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*memoryFollowEvery)
+		followMemoryLimit(ctx, ownsPercent)
+		cancel()
+		s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
+		metrics.Read(s)
+		stacks := int64(s[0].Value.Uint64())
+		limit, pct := debug.SetMemoryLimit(-1), debug.SetGCPercent(-1)
+		debug.SetGCPercent(pct)
+		if limit < 2*stacks || stacks < defaultMemoryLimit/2 {
+			t.Fatalf("owning GOGC %v: soft limit %d with %d bytes of stacks", ownsPercent, limit, stacks)
+		}
+		if want := map[bool]int{false: defaultGCPercent, true: largeGCPercent}[ownsPercent]; pct != want {
+			t.Fatalf("owning GOGC %v: GOGC %d, want %d", ownsPercent, pct, want)
+		}
 	}
 }
 

@@ -364,7 +364,8 @@ func (w *wtx) applyAck(it *combtype.AckItem, loc *located, c *cursor, mode ackMo
 		res.LeaseReleased = true
 	}
 	if res.LeaseReleased {
-		w.touch(loc.q.Tenant, loc.q.Name)
+		// Only the group's own pops can take what its lease held.
+		w.touchGroup(loc.q.Tenant, loc.q.Name, group)
 	}
 	res.Success = true
 	return res, c, nil

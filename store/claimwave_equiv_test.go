@@ -63,7 +63,12 @@ func TestClaimWaveIsEachClaimAlone(t *testing.T) {
 		statements int64
 		waved      int64
 	}
-	run := func(waves bool) outcome {
+	// How the woken pops reach the writer: each queued by its pop
+	// (PopWoken), fused in waves or not, or parked and handed to the
+	// writer by the commit that changed their queue (Park).
+	type mode struct{ waves, handed bool }
+	run := func(m mode) outcome {
+		waves := m.waves
 		ctx := context.Background()
 		clk := clock.NewManual(time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC))
 		s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"), Clock: clk})
@@ -132,26 +137,63 @@ func TestClaimWaveIsEachClaimAlone(t *testing.T) {
 		push("e", 1)
 		clk.Advance(time.Second)
 
-		release := holdWriter(t, s)
 		type got struct {
 			name string
 			res  *combtype.PopResult
 			err  error
 		}
 		out := make(chan got, len(wake))
-		var wg sync.WaitGroup
-		for _, p := range wake {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res, err := s.PopWoken(ctx, "", p.req)
-				out <- got{p.name, res, err}
-			}()
+		var statements int64
+		if m.handed {
+			changed, stop := s.Watch("", "q")
+			defer stop()
+			parked := make([]*ParkedPop, len(wake))
+			for i, p := range wake {
+				if parked[i] = s.Park("", p.req, changed, time.Hour); parked[i] == nil {
+					t.Fatalf("%s: not parked", p.name)
+				}
+			}
+			statements = s.wstatements.Load()
+			// A commit that changes q and nothing else hands them over.
+			if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error { w.touch("", "q"); return nil }}); err != nil {
+				t.Fatal(err)
+			}
+			// Queued after them, this commits with or after their claims.
+			if err := s.submit(ctx, &writeOp{apply: func(*wtx) error { return nil }}); err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range parked {
+				select {
+				case done := <-p.Done():
+					res, claimed, err := p.Result(done)
+					if !claimed {
+						t.Fatalf("%s: no claim made", wake[i].name)
+					}
+					out <- got{wake[i].name, res, err}
+				default:
+					// Nothing due, nor a time to look again: parked again.
+					if !p.Leave() {
+						t.Fatalf("%s: neither answered nor parked again", wake[i].name)
+					}
+					out <- got{wake[i].name, &combtype.PopResult{Group: p.req.Group}, nil}
+				}
+			}
+		} else {
+			release := holdWriter(t, s)
+			var wg sync.WaitGroup
+			for _, p := range wake {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res, err := s.PopWoken(ctx, "", p.req)
+					out <- got{p.name, res, err}
+				}()
+			}
+			waitPending(t, s, len(wake))
+			statements = s.wstatements.Load()
+			release()
+			wg.Wait()
 		}
-		waitPending(t, s, len(wake))
-		statements := s.wstatements.Load()
-		release()
-		wg.Wait()
 		close(out)
 		o := outcome{results: map[string][]string{}}
 		for g := range out {
@@ -172,26 +214,35 @@ func TestClaimWaveIsEachClaimAlone(t *testing.T) {
 			start_mode, start_from, start_seq, start_partition FROM subscriptions ORDER BY group_name`)
 		return o
 	}
-	alone, fused := run(false), run(true)
-	for _, p := range wake {
-		if a, f := alone.results[p.name], fused.results[p.name]; !slices.Equal(a, f) {
-			t.Errorf("%s: alone %q, in a wave %q", p.name, a, f)
+	alone, fused, handed := run(mode{}), run(mode{waves: true}), run(mode{waves: true, handed: true})
+	for _, other := range []struct {
+		name string
+		o    outcome
+	}{{"in a wave", fused}, {"handed to the writer", handed}} {
+		for _, p := range wake {
+			if a, f := alone.results[p.name], other.o.results[p.name]; !slices.Equal(a, f) {
+				t.Errorf("%s: alone %q, %s %q", p.name, a, other.name, f)
+			}
+		}
+		if !slices.Equal(alone.cursors, other.o.cursors) {
+			t.Errorf("cursors differ:\nalone %s\n%s %s", strings.Join(alone.cursors, "\n      "), other.name, strings.Join(other.o.cursors, "\n      "))
+		}
+		if !slices.Equal(alone.subs, other.o.subs) {
+			t.Errorf("subscriptions differ:\nalone %q\n%s %q", alone.subs, other.name, other.o.subs)
+		}
+		// The wave was taken, for every claim: none had to go alone.
+		if other.o.waved != int64(len(wake)) {
+			t.Errorf("%d of %d claims fused %s", other.o.waved, len(wake), other.name)
 		}
 	}
-	if !slices.Equal(alone.cursors, fused.cursors) {
-		t.Errorf("cursors differ:\nalone %s\nwave  %s", strings.Join(alone.cursors, "\n      "), strings.Join(fused.cursors, "\n      "))
-	}
-	if !slices.Equal(alone.subs, fused.subs) {
-		t.Errorf("subscriptions differ:\nalone %q\nwave  %q", alone.subs, fused.subs)
-	}
-	// The wave was taken, for every claim: none had to go alone.
-	if alone.waved != 0 || fused.waved != int64(len(wake)) {
-		t.Errorf("%d claims fused with waves off, %d of %d with waves on", alone.waved, fused.waved, len(wake))
+	if alone.waved != 0 {
+		t.Errorf("%d claims fused with waves off", alone.waved)
 	}
 	if fused.statements >= alone.statements {
 		t.Errorf("%d statements in a wave, %d one by one", fused.statements, alone.statements)
 	}
-	t.Logf("statements for %d claims: %d one by one, %d fused; e.g. %q", len(wake), alone.statements, fused.statements, fused.results["leased"])
+	t.Logf("statements for %d claims: %d one by one, %d fused, %d handed; e.g. %q", len(wake), alone.statements, fused.statements,
+		handed.statements, fused.results["leased"])
 }
 
 // describePop is what a pop answered, without what differs by store (ids).

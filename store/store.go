@@ -109,7 +109,10 @@ type Store struct {
 	rstmts      *stmtCache // statements prepared on the reader pool
 	r           readDB     // reads through rstmts
 
-	ops      chan *writeOp
+	ops chan *writeOp
+	// handed is the parked pops whose claims the writer was handed by
+	// its commits and has not made yet; only the writer touches it.
+	handed   []*ParkedPop
 	maxOps   int
 	maxBytes int
 	ctx      context.Context

@@ -40,8 +40,10 @@ type writeOp struct {
 	// claim is set for a pop's claim, which the writer may apply fused
 	// with the other claims of its queue in the batch (claimWaves).
 	claim *claimOp
-	bytes int
-	done  chan error
+	// parked is the parked pop a handed claim is made for (handed.go).
+	parked *ParkedPop
+	bytes  int
+	done   chan error
 }
 
 // submit hands op to the writer and waits for its committed outcome. The wait
@@ -82,24 +84,28 @@ func (s *Store) runWriter() {
 	defer lg.stop()
 	var ramp waveRamp
 	for {
-		var first *writeOp
-		select {
-		case first = <-s.ops:
-		case <-idle.C:
-			if again := s.idleWork(); again > 0 {
-				idle.Reset(again)
-			}
-			continue
-		case <-s.ctx.Done():
-			// Commit what callers already handed over, then stop.
-			for {
-				batch = batch[:0]
-				s.gather(&batch, s.maxOps)
-				if len(batch) == 0 {
-					return
+		// A claim handed to the writer (handed.go) needs no caller to
+		// come: the writer takes it as it takes a queued op.
+		first := s.nextHanded()
+		if first == nil {
+			select {
+			case first = <-s.ops:
+			case <-idle.C:
+				if again := s.idleWork(); again > 0 {
+					idle.Reset(again)
 				}
-				if batch = s.admit(batch); len(batch) > 0 {
-					s.commit(batch)
+				continue
+			case <-s.ctx.Done():
+				// Commit what callers already handed over, then stop.
+				for {
+					batch = batch[:0]
+					s.gather(&batch, s.maxOps)
+					if len(batch) == 0 {
+						return
+					}
+					if batch = s.admit(batch); len(batch) > 0 {
+						s.commit(batch)
+					}
 				}
 			}
 		}
@@ -111,7 +117,7 @@ func (s *Store) runWriter() {
 			s.commit(admitted)
 		}
 		lg.expect(batch, len(s.ops), time.Since(start))
-		ramp.committed(batch, len(s.ops))
+		ramp.committed(batch, len(s.ops)+len(s.handed))
 		// The ops answered are dropped, or the array would hold the last
 		// ones, and through them their requests' bodies (a 64 MiB push),
 		// until later ops took their places.
@@ -131,16 +137,34 @@ func (s *Store) gather(batch *[]*writeOp, maxClaims int) {
 			claims++
 		}
 	}
+	// The handed claims first, up to maxClaims: taken after the queued
+	// ops, a commit carried few of them beside the acks of the consumers
+	// already answered, and, below the ramp's size, never let it grow: a
+	// wake of 10,000 took 150 commits of 64 claims. The queued ops then
+	// fill the rest of the batch, so a producer's push waits for one
+	// commit of claims, not for all of them.
 	for len(*batch) < s.maxOps && size < s.maxBytes && claims < maxClaims {
+		op := s.nextHanded()
+		if op == nil {
+			break
+		}
+		*batch = append(*batch, op)
+		size += op.bytes
+		claims++
+	}
+	for len(*batch) < s.maxOps && size < s.maxBytes {
+		var op *writeOp
 		select {
-		case op := <-s.ops:
-			*batch = append(*batch, op)
-			size += op.bytes
-			if op.claim != nil {
-				claims++
-			}
+		case op = <-s.ops:
 		default:
 			return
+		}
+		*batch = append(*batch, op)
+		size += op.bytes
+		if op.claim != nil {
+			if claims++; claims >= maxClaims {
+				return
+			}
 		}
 	}
 }
@@ -253,7 +277,27 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 		return
 	}
+	var reparked []bool
+	if err == nil {
+		// A parked pop whose claim found nothing waits on, unwoken; then
+		// the pops parked on the queues this commit changed are taken
+		// before anyone is answered (whoever pushed finds them taken),
+		// and the writer makes their claims next (handed.go).
+		for i, op := range batch {
+			if op.parked != nil && errs[i] == nil && s.reparked(op) {
+				if reparked == nil {
+					reparked = make([]bool, len(batch))
+				}
+				reparked[i] = true
+			}
+		}
+		s.handed = append(s.handed, s.watch.notify(notify)...)
+	}
 	for i, op := range batch {
+		if reparked != nil && reparked[i] {
+			op.apply = nil
+			continue
+		}
 		// The closure holds the request (a 32 MiB payload, say): drop it
 		// before the answer, since the caller may go on and the writer's
 		// own references go only after the whole batch is answered.
@@ -266,13 +310,10 @@ func (s *Store) commit(batch []*writeOp) {
 			op.done <- classify(errs[i])
 		}
 	}
-	if err == nil {
-		s.watch.notify(notify)
-	}
 }
 
 // runBatch applies batch in one transaction and commits it.
-func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []string, err error) {
+func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, err error) {
 	// Settled when the transaction has ended and before any caller is
 	// answered: a caller that goes on at once must find the set as its
 	// write left it, not cleared under it a moment later.
@@ -455,7 +496,7 @@ type wtx struct {
 	// Frames waiting to become one segment per partition at flush.
 	pending []*pendingPart
 	byPart  map[int64]*pendingPart
-	touched map[string]struct{}
+	touched map[watchChange]struct{}
 	// stale is set once this transaction changed queue or partition rows
 	// other than by pushing (rowsChanged).
 	stale bool
@@ -478,18 +519,30 @@ func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 		claimed:     map[frameRange][]claimedFrame{},
 		claimedDead: map[frameRange][]int64{},
 		byPart:      map[int64]*pendingPart{},
-		touched:     map[string]struct{}{},
+		touched:     map[watchChange]struct{}{},
 	}
 }
 
 // touch records that tenant's queue changed, so parked pops wake after commit.
 func (w *wtx) touch(tenant, queue string) {
-	w.touched[watchKey(tenant, queue)] = struct{}{}
+	w.touched[watchChange{key: watchKey(tenant, queue)}] = struct{}{}
 }
 
-func (w *wtx) notifyKeys() []string {
-	keys := make([]string, 0, len(w.touched))
+// touchGroup records that tenant's queue changed in what only group can
+// take (its lease ended): only that group's pops parked with Park are
+// taken after commit.
+func (w *wtx) touchGroup(tenant, queue, group string) {
+	w.touched[watchChange{key: watchKey(tenant, queue), group: group}] = struct{}{}
+}
+
+func (w *wtx) notifyKeys() []watchChange {
+	keys := make([]watchChange, 0, len(w.touched))
 	for k := range w.touched {
+		if k.group != "" {
+			if _, all := w.touched[watchChange{key: k.key}]; all {
+				continue // the whole queue is notified
+			}
+		}
 		keys = append(keys, k)
 	}
 	return keys
