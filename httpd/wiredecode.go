@@ -566,7 +566,10 @@ func (d *wireDecoder) ackArray() (acks []ackIn, ok bool, err error) {
 		return nil, false, d.value()
 	}
 	ok = true
-	acks = make([]ackIn, 0, 16)
+	// Sized once from what is left of the body: an acknowledgment takes at
+	// least ackInMinBytes of it, and growing the slice by appends copied
+	// a batch of 100 several times.
+	acks = make([]ackIn, 0, min(max((len(d.buf)-d.pos)/ackInMinBytes, 1), maxAckPrealloc))
 	err = d.array(func() error {
 		acks = append(acks, ackIn{})
 		isObject, err := d.rawFields(acks[len(acks)-1].field)
@@ -575,6 +578,14 @@ func (d *wireDecoder) ackArray() (acks []ackIn, ok bool, err error) {
 	})
 	return acks, ok, err
 }
+
+// ackInMinBytes is about the shortest acknowledgment a client sends (a
+// transactionId and a partitionId), and maxAckPrealloc the most entries
+// ackArray allocates before it has read them.
+const (
+	ackInMinBytes  = 64
+	maxAckPrealloc = 1024
+)
 
 // readAck and readAckBatch read and decode the two ack bodies.
 func (s *Handler) readAck(w http.ResponseWriter, r *http.Request) (ackIn, error) {
