@@ -513,12 +513,7 @@ func ackBatchItems(acks []ackIn, rawGroup json.RawMessage) (string, []combtype.A
 }
 
 func (s *Handler) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	acks, rawGroup, err := s.readAckBatch(w, r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	group, items, err := ackBatchItems(acks, rawGroup)
+	group, items, err := s.ackBatchRequest(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
