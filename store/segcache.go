@@ -42,7 +42,7 @@ type cachedSegment struct {
 // consumed, and few enough bytes to stay small beside SQLite's caches.
 const (
 	maxCachedSegments     = 64
-	maxCachedSegmentBytes = 4 << 20
+	maxCachedSegmentBytes = 2 << 20
 )
 
 func (c *segCache) get(m cachedMeta) []segment.Frame {
