@@ -131,11 +131,20 @@ func (m *Metrics) deadLettered(tenant, queue string, n int64) {
 }
 
 func (m *Metrics) countPush(tenant string, results []combtype.PushResult) {
+	// Counted a run of one queue at a time: a push names one queue for all
+	// its items as a rule, and each count takes two locks and the clock.
+	queue, n := "", int64(0)
 	for _, r := range results {
-		if r.Status == "queued" {
-			m.pushed(tenant, r.Queue, 1)
+		if r.Status != "queued" {
+			continue
 		}
+		if r.Queue != queue {
+			m.pushed(tenant, queue, n)
+			queue, n = r.Queue, 0
+		}
+		n++
 	}
+	m.pushed(tenant, queue, n)
 }
 
 func (m *Metrics) countPop(tenant string, res *combtype.PopResult, autoAck bool) {

@@ -186,6 +186,7 @@ func (w *wtx) resolveStaged(pp *pendingPart) error {
 		}
 	}
 	seen := make(map[string]int64, len(pp.staged))
+	msgIDs := messageIDs(pp.part.UUID)
 	for _, st := range pp.staged {
 		it, res := st.item, st.res
 		off, dup := stored[it.TxnID]
@@ -202,7 +203,7 @@ func (w *wtx) resolveStaged(pp *pendingPart) error {
 				Payload: w.s.sealPayload(pp.queue, it.Payload)})
 			res.Status, res.Offset = combtype.StatusQueued, off
 		}
-		res.MessageID = MessageID(pp.part.UUID, off)
+		res.MessageID = msgIDs.at(off)
 	}
 	return nil
 }

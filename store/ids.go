@@ -18,11 +18,26 @@ import (
 // (Queen's JavaScript streams runner orders a batch by id). 2^56 offsets
 // per partition is more than any device writes.
 func MessageID(partitionUUID string, offset int64) string {
+	return messageIDs(partitionUUID).at(offset)
+}
+
+// messageIDPrefix is the part of a partition's message ids that comes from
+// its uuid: a commit hashes it once per partition, not once per message.
+type messageIDPrefix [9]byte
+
+func messageIDs(partitionUUID string) messageIDPrefix {
 	h := sha256.Sum256([]byte(partitionUUID))
+	var p messageIDPrefix
+	copy(p[:], h[:9])
+	p[6] = 0x80 | p[6]&0x0f // version 8
+	p[8] = 0x80 | p[8]&0x3f // RFC 9562 variant
+	return p
+}
+
+// at is the id of the message at offset.
+func (p messageIDPrefix) at(offset int64) string {
 	var b [16]byte
-	copy(b[:9], h[:9])
-	b[6] = 0x80 | b[6]&0x0f // version 8
-	b[8] = 0x80 | b[8]&0x3f // RFC 9562 variant
+	copy(b[:9], p[:])
 	var off [8]byte
 	binary.BigEndian.PutUint64(off[:], uint64(offset))
 	copy(b[9:], off[1:])

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"modernc.org/sqlite"
 
 	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
@@ -21,7 +22,9 @@ import (
 //     dedup rows written through a JSON array;
 //   - disk: the free space measured once per 100 ms;
 //   - values: that, and a few dedup rows written as bound values;
-//   - new: that, and the partitions' rows advanced in one statement.
+//   - rows: that, and the partitions' rows advanced in one statement;
+//   - fsync: that, committed with fsync(2), as before fdatasync(2);
+//   - new: all of them.
 //
 // Compare msg/cpu-s (the whole process: the producers' own work included).
 func BenchmarkPushOneCPU(b *testing.B) {
@@ -30,11 +33,13 @@ func BenchmarkPushOneCPU(b *testing.B) {
 		everyCommit   bool
 		dedupJSONRows bool
 		rowsEach      bool
+		fsync         bool
 	}{
-		{"old", true, true, true},
-		{"disk", false, true, true},
-		{"values", false, false, true},
-		{"new", false, false, false},
+		{"old", true, true, true, true},
+		{"disk", false, true, true, true},
+		{"values", false, false, true, true},
+		{"fsync", false, false, false, true},
+		{"new", false, false, false, false},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			st := combtest.MustOpenStore(b, combtest.Options{})
@@ -43,6 +48,13 @@ func BenchmarkPushOneCPU(b *testing.B) {
 			}
 			st.SetDedupJSON(v.dedupJSONRows)
 			st.SetPartitionRowsEach(v.rowsEach)
+			if v.fsync {
+				// Process-wide: the store just opened turned fdatasync on.
+				if _, err := sqlite.Fdatasync(false); err != nil {
+					b.Fatal(err)
+				}
+				defer sqlite.Fdatasync(true) //nolint:errcheck // restores what Open set
+			}
 			benchPushOne(b, st)
 		})
 	}

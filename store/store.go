@@ -258,6 +258,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		}
 	}()
 
+	if err := syncWithFdatasync(); err != nil {
+		return nil, err
+	}
 	base := "file:" + (&url.URL{Path: opts.Path}).EscapedPath()
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(0)"
 	// The writer's connection sets nothing that writes before the schema
