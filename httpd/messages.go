@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -404,18 +405,54 @@ type ackOut struct {
 }
 
 func (a *ackIn) item() (combtype.AckItem, error) {
+	return a.itemReusing(nil)
+}
+
+// ackStrings keeps the strings the last acknowledgment of a batch decoded
+// for the fields its neighbours mostly repeat (a batch's partitionId,
+// leaseId and status), so that an equal value is not allocated again.
+type ackStrings struct {
+	part, lease, status, group lastString
+}
+
+type lastString struct {
+	raw json.RawMessage
+	s   string
+}
+
+// get is rawString(raw), reusing the last string when raw is the same.
+func (l *lastString) get(raw json.RawMessage) (s string, present, ok bool) {
+	if l == nil {
+		return rawString(raw)
+	}
+	if l.raw != nil && bytes.Equal(raw, l.raw) {
+		return l.s, true, true
+	}
+	s, present, ok = rawString(raw)
+	if present && ok {
+		l.raw, l.s = raw, s
+	}
+	return s, present, ok
+}
+
+// itemReusing is item, with the strings of last reused (nil for none).
+func (a *ackIn) itemReusing(last *ackStrings) (combtype.AckItem, error) {
+	var lp, ll, ls, lg *lastString
+	if last != nil {
+		lp, ll, ls, lg = &last.part, &last.lease, &last.status, &last.group
+	}
 	txn, present, ok := rawString(a.TransactionID)
 	if !present || !ok || txn == "" {
 		return combtype.AckItem{}, &badRequest{"transactionId is required"}
 	}
-	part, present, ok := rawString(a.PartitionID)
+	part, present, ok := lp.get(a.PartitionID)
 	if !present || !ok || part == "" {
 		return combtype.AckItem{}, &badRequest{"partitionId is required to ensure message uniqueness"}
 	}
-	lease, _, ok1 := rawString(a.LeaseID)
-	status, _, ok2 := rawString(a.Status)
+	lease, _, ok1 := ll.get(a.LeaseID)
+	status, _, ok2 := ls.get(a.Status)
 	msg, _, ok3 := rawString(a.Error)
-	group, _, ok4 := rawString(a.ConsumerGroup)
+	group, _, ok4 := lg.get(a.ConsumerGroup)
 	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return combtype.AckItem{}, &badRequest{"leaseId, status, error and consumerGroup must be strings"}
 	}
@@ -460,8 +497,9 @@ func ackBatchItems(acks []ackIn, rawGroup json.RawMessage) (string, []combtype.A
 		return "", nil, &badRequest{"consumerGroup must be a string"}
 	}
 	items := make([]combtype.AckItem, len(acks))
+	var last ackStrings
 	for i := range acks {
-		it, err := acks[i].item()
+		it, err := acks[i].itemReusing(&last)
 		if err != nil {
 			return "", nil, err
 		}
@@ -475,12 +513,7 @@ func ackBatchItems(acks []ackIn, rawGroup json.RawMessage) (string, []combtype.A
 }
 
 func (s *Handler) ackBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	acks, rawGroup, err := s.readAckBatch(w, r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	group, items, err := ackBatchItems(acks, rawGroup)
+	group, items, err := s.ackBatchRequest(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 )
 
 // Push and ack bodies are most of what the server reads. Through
@@ -47,6 +48,12 @@ type wireDecoder struct {
 // the limit, or a read that failed, returns what was read along with the
 // error, for the decoder's end.
 func (s *Handler) readWireBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return s.readWireBodyInto(w, r, nil)
+}
+
+// readWireBodyInto is readWireBody into buf's room when it has enough (a
+// pooled buffer).
+func (s *Handler) readWireBodyInto(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	// Sized from Content-Length, so a body is read without growing: its
 	// room was taken before the handler ran (see bindBody), and a body
@@ -55,7 +62,11 @@ func (s *Handler) readWireBody(w http.ResponseWriter, r *http.Request) ([]byte, 
 	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
 		size = n + 1 // the extra byte lets the last read see EOF in place
 	}
-	buf := make([]byte, 0, size)
+	if int64(cap(buf)) >= size {
+		buf = buf[:0]
+	} else {
+		buf = make([]byte, 0, size)
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -566,7 +577,10 @@ func (d *wireDecoder) ackArray() (acks []ackIn, ok bool, err error) {
 		return nil, false, d.value()
 	}
 	ok = true
-	acks = make([]ackIn, 0, 16)
+	// Sized once, from the transactionIds left in the body (every
+	// acknowledgment has one): growing the slice by appends copied a batch
+	// of 100 several times.
+	acks = make([]ackIn, 0, min(max(bytes.Count(d.buf[d.pos:], []byte(`"transactionId"`)), 1), maxAckPrealloc))
 	err = d.array(func() error {
 		acks = append(acks, ackIn{})
 		isObject, err := d.rawFields(acks[len(acks)-1].field)
@@ -575,6 +589,10 @@ func (d *wireDecoder) ackArray() (acks []ackIn, ok bool, err error) {
 	})
 	return acks, ok, err
 }
+
+// maxAckPrealloc is the most entries ackArray allocates before it has
+// read them.
+const maxAckPrealloc = 1024
 
 // readAck and readAckBatch read and decode the two ack bodies.
 func (s *Handler) readAck(w http.ResponseWriter, r *http.Request) (ackIn, error) {
@@ -585,4 +603,21 @@ func (s *Handler) readAck(w http.ResponseWriter, r *http.Request) (ackIn, error)
 func (s *Handler) readAckBatch(w http.ResponseWriter, r *http.Request) ([]ackIn, json.RawMessage, error) {
 	body, end := s.readWireBody(w, r)
 	return decodeAckBatch(body, end)
+}
+
+// ackBatchRequest reads, decodes and checks a batch ack. Its body is read
+// into a pooled buffer, given back once the items are made: their strings
+// are copies, not views of the body.
+func (s *Handler) ackBatchRequest(w http.ResponseWriter, r *http.Request) (string, []combtype.AckItem, error) {
+	size := 512
+	if n := r.ContentLength; n > 0 && n < maxPooledReply {
+		size = int(n) + 1
+	}
+	body, end := s.readWireBodyInto(w, r, s.replies.get(size))
+	defer s.replies.put(body)
+	acks, rawGroup, err := decodeAckBatch(body, end)
+	if err != nil {
+		return "", nil, err
+	}
+	return ackBatchItems(acks, rawGroup)
 }

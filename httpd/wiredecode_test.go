@@ -100,11 +100,40 @@ func newAck(s *Handler, w http.ResponseWriter, r *http.Request) (combtype.AckIte
 }
 
 func newAckBatch(s *Handler, w http.ResponseWriter, r *http.Request) (string, []combtype.AckItem, error) {
-	acks, group, err := s.readAckBatch(w, r)
-	if err != nil {
-		return "", nil, err
+	return s.ackBatchRequest(w, r)
+}
+
+// A batch ack's body is read into a pooled buffer that the next request
+// reuses: the items of one request keep their values after the next has
+// been read into the same buffer.
+func TestAckBatchItemsOutliveTheirPooledBody(t *testing.T) {
+	s := &Handler{cfg: Config{MaxBodyBytes: DefaultMaxBodyBytes}}
+	body := func(txn, part, lease string) []byte {
+		return []byte(`{"consumerGroup":"g","acknowledgments":[` +
+			`{"transactionId":"` + txn + `1","partitionId":"` + part + `","leaseId":"` + lease + `","status":"completed"},` +
+			`{"transactionId":"` + txn + `2","partitionId":"` + part + `","leaseId":"` + lease + `","status":"completed"}]}`)
 	}
-	return ackBatchItems(acks, group)
+	read := func(b []byte) []combtype.AckItem {
+		t.Helper()
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(b))
+		group, items, err := s.ackBatchRequest(httptest.NewRecorder(), r)
+		if err != nil || group != "g" || len(items) != 2 {
+			t.Fatalf("ack batch = %q, %+v, %v", group, items, err)
+		}
+		return items
+	}
+	first := read(body("aaaaaaaa", "pppppppp", "llllllll"))
+	want := fmt.Sprintf("%+v", first)
+	for range 20 { // sync.Pool may drop a buffer: reuse it many times
+		read(body("bbbbbbbb", "qqqqqqqq", "mmmmmmmm"))
+	}
+	if got := fmt.Sprintf("%+v", first); got != want {
+		t.Fatalf("items changed after later requests:\n got %s\nwant %s", got, want)
+	}
+	if first[1].TxnID != "aaaaaaaa2" || first[1].PartitionID != "pppppppp" || first[1].LeaseID != "llllllll" ||
+		first[1].Status != "completed" {
+		t.Fatalf("items = %+v", first)
+	}
 }
 
 func newItemsIn(raw []byte) ([]combtype.PushItem, error) {

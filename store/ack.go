@@ -28,8 +28,9 @@ type located struct {
 
 // locate fills every nil entry of locs with the partition (by uuid, within
 // tenant) and the offset of its item's message. Entries whose item names
-// nothing stay nil. Per distinct partition it costs one partition query;
-// items of a batch a recent claim handed out are found in memory (recent,
+// nothing stay nil. Per distinct partition it costs one partition query,
+// none for a partition recent remembers (its rows may be stale: see
+// recentLeases.parts); items of a batch a recent claim handed out are found in memory (recent,
 // nil for none), then those of batches still leased by reading them
 // (leasedOffsets), and the rest by one probe of the key index.
 func locate(ctx context.Context, db querier, recent *recentLeases, tenant string, items []combtype.AckItem, locs []*located) error {
@@ -48,9 +49,15 @@ func locate(ctx context.Context, db querier, recent *recentLeases, tenant string
 		it := &items[i]
 		pi, seen := parts[it.PartitionID]
 		if !seen {
-			q, p, err := ackPartition(ctx, db, tenant, it.PartitionID)
-			if err != nil {
-				return err
+			q, p, cached := recent.partition(tenant, it.PartitionID)
+			if !cached {
+				var err error
+				if q, p, err = ackPartition(ctx, db, tenant, it.PartitionID); err != nil {
+					return err
+				}
+				if p != nil && recent != nil {
+					recent.putPartition(tenant, q, p)
+				}
 			}
 			if p != nil {
 				pi = &partInfo{q: q, p: p, leases: map[leaseRef]int{}}
@@ -180,13 +187,17 @@ func (w *wtx) revalidate(tenant string, pre []*located) ([]*located, error) {
 		}
 		f, seen := now[loc.p.UUID]
 		if !seen {
-			// By uuid: a partition row deleted with its queue leaves its id
-			// to the next partition created.
-			q, p, err := ackPartition(w.ctx, w, tenant, loc.p.UUID)
+			// The rows by name, as the writer keeps them between commits
+			// (rowCache), and the same partition only if they still have
+			// its uuid and id: a partition row deleted with its queue
+			// leaves its id to the next partition created, and a queue
+			// made again under the name has new partitions. Within tenant,
+			// as the queue is looked up by tenant and name.
+			q, p, err := w.ackRows(tenant, loc.q.Name, loc.p.Name)
 			if err != nil {
 				return nil, err
 			}
-			if p != nil && p.ID == loc.p.ID {
+			if p != nil && p.UUID == loc.p.UUID && p.ID == loc.p.ID {
 				f = &fresh{q: q, p: p}
 			}
 			now[loc.p.UUID] = f
@@ -196,6 +207,26 @@ func (w *wtx) revalidate(tenant string, pre []*located) ([]*located, error) {
 		}
 	}
 	return out, nil
+}
+
+// ackRows resolves tenant's queue and its partition by name through the
+// writer's rows (rowCache); nil, nil when either is gone.
+func (w *wtx) ackRows(tenant, queue, partition string) (*combtype.Queue, *combtype.Partition, error) {
+	q, err := w.queue(tenant, queue, false)
+	if errors.Is(err, combtype.ErrQueueNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := w.partition(q, partition, false)
+	if errors.Is(err, combtype.ErrPartitionNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return q, p, nil
 }
 
 // ackPartition loads the partition of uuid when its queue is tenant's, and

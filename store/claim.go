@@ -287,8 +287,11 @@ func (w *wtx) claimedFrames(partitionID, from, to int64, fn func(off, createdAt 
 	}
 	keep := len(w.claimed) < maxClaimedRanges
 	var frames []claimedFrame
+	if keep {
+		frames = make([]claimedFrame, 0, min(to-from+1, combtype.MaxPopBatch))
+	}
 	var size int
-	err := w.s.scanFrames(w.ctx, w, partitionID, from, to, func(off, createdAt int64, f *segment.Frame) error {
+	err := w.claimScan(partitionID, from, to, func(off, createdAt int64, f *segment.Frame) error {
 		if keep {
 			if size += len(f.Payload); size > maxClaimedBytes {
 				keep, frames = false, nil

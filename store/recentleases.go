@@ -17,7 +17,24 @@ type recentLeases struct {
 	byID map[string][]leasedFrame
 	ring []string // lease ids in the order they were put, oldest replaced first
 	next int
+	// parts holds the partition and queue rows acks were located in, by
+	// tenant and partition uuid, so that an ack of a batch does not read
+	// them again on its way to the writer. They may be stale: locate uses
+	// them only to find offsets, and revalidate reads the rows as they
+	// are inside the transaction and drops an entry whose partition is
+	// gone or is another row now, to be located again there.
+	parts map[partRef]partRows
 }
+
+type partRef struct{ tenant, uuid string }
+
+type partRows struct {
+	q *combtype.Queue
+	p *combtype.Partition
+}
+
+// maxRecentParts bounds parts; past it the map starts over.
+const maxRecentParts = 4096
 
 type leasedFrame struct {
 	partition string // uuid
@@ -59,4 +76,26 @@ func (r *recentLeases) find(lease, partition string, want map[string]bool, found
 			found[f.txn] = f.offset
 		}
 	}
+}
+
+// partition returns the rows remembered for tenant's partition uuid.
+func (r *recentLeases) partition(tenant, uuid string) (*combtype.Queue, *combtype.Partition, bool) {
+	if r == nil {
+		return nil, nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rows, ok := r.parts[partRef{tenant, uuid}]
+	return rows.q, rows.p, ok
+}
+
+// putPartition remembers q and p, which the caller no longer changes, as
+// tenant's partition p.UUID.
+func (r *recentLeases) putPartition(tenant string, q *combtype.Queue, p *combtype.Partition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.parts == nil || len(r.parts) >= maxRecentParts {
+		r.parts = make(map[partRef]partRows)
+	}
+	r.parts[partRef{tenant, p.UUID}] = partRows{q, p}
 }

@@ -18,6 +18,7 @@ import "github.com/comb-broker/comb/combtype"
 type rowCache struct {
 	queues map[queueKey]combtype.Queue
 	parts  map[partKey]combtype.Partition
+	segs   segCache // the segments claims decoded last (segcache.go)
 }
 
 // maxCachedRows bounds the cache, so a producer cycling through endless
@@ -52,4 +53,5 @@ func (c *rowCache) keep(w *wtx) {
 
 func (c *rowCache) forget() {
 	c.queues, c.parts = nil, nil
+	c.segs.forget()
 }

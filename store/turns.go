@@ -12,6 +12,9 @@ const maxTurns = 1 << 16
 type turns struct {
 	mu   sync.Mutex
 	last map[turnKey]string
+	// full holds the (queue, group)s whose last pop took a full batch:
+	// their next pop most likely finds something due too (see Pop).
+	full map[turnKey]bool
 }
 
 type turnKey struct {
@@ -34,4 +37,27 @@ func (t *turns) served(queue int64, group, partition string) {
 		t.last = map[turnKey]string{}
 	}
 	t.last[turnKey{queue, group}] = partition
+}
+
+// filled records whether the last pop of (queue, group) took as many
+// messages as it asked for.
+func (t *turns) filled(queue int64, group string, full bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := turnKey{queue, group}
+	if !full {
+		delete(t.full, k)
+		return
+	}
+	if t.full == nil || len(t.full) >= maxTurns {
+		t.full = map[turnKey]bool{}
+	}
+	t.full[k] = true
+}
+
+// wasFull reports whether the last pop of (queue, group) took a full batch.
+func (t *turns) wasFull(queue int64, group string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.full[turnKey{queue, group}]
 }

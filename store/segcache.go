@@ -1,0 +1,157 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/comb-broker/comb/store/segment"
+)
+
+// segCache keeps, across commits, the segments claims decoded last. A pop
+// of 100 ends inside a segment as often as not, and the group's next pop
+// reads that segment again from the offset after; in a fan-out every
+// group reads the same segments. Each read otherwise costs the segment's
+// blob (its overflow pages), its checksum, its decompression and its
+// frames. Stored segments never change: a row is only inserted or
+// deleted (retention, a queue delete), and those mark the transaction
+// stale (rowsChanged), which stops lookups here for the rest of it and
+// forgets the cache at commit, as a failed commit does (rowCache). An
+// entry is used only when the row read in the transaction has the same
+// id, partition, base offset, frame count, time and checksum. The frames
+// are shared: whoever is handed one copies it before changing it. Only
+// the writer goroutine touches it.
+type segCache struct {
+	byID  map[int64]*cachedSegment
+	ring  []*cachedSegment // in the order they were put: next is the oldest
+	next  int
+	bytes int
+	// decoded counts the segments claimScan read whole and decoded.
+	decoded int64
+}
+
+type cachedMeta struct {
+	id, partitionID, base, count, createdAt, checksum int64
+}
+
+type cachedSegment struct {
+	meta   cachedMeta
+	frames []segment.Frame
+	size   int // its decompressed bytes
+}
+
+// Bounds on what segCache holds: a few segments per partition being
+// consumed, and few enough bytes to stay small beside SQLite's caches.
+const (
+	maxCachedSegments     = 64
+	maxCachedSegmentBytes = 2 << 20
+)
+
+func (c *segCache) get(m cachedMeta) []segment.Frame {
+	if e := c.byID[m.id]; e != nil && e.meta == m {
+		return e.frames
+	}
+	return nil
+}
+
+func (c *segCache) put(m cachedMeta, frames []segment.Frame, size int) {
+	if size > maxCachedSegmentBytes/4 {
+		return
+	}
+	if c.byID == nil {
+		c.byID = make(map[int64]*cachedSegment, maxCachedSegments)
+		c.ring = make([]*cachedSegment, maxCachedSegments)
+	}
+	if c.byID[m.id] != nil {
+		// The same id with other contents: the old entry goes.
+		for i, e := range c.ring {
+			if e != nil && e.meta.id == m.id {
+				c.evict(i)
+			}
+		}
+	}
+	c.evict(c.next)
+	for i := 1; c.bytes+size > maxCachedSegmentBytes && i < len(c.ring); i++ {
+		c.evict((c.next + i) % len(c.ring))
+	}
+	e := &cachedSegment{meta: m, frames: frames, size: size}
+	c.ring[c.next] = e
+	c.next = (c.next + 1) % len(c.ring)
+	c.byID[m.id] = e
+	c.bytes += size
+}
+
+func (c *segCache) evict(i int) {
+	e := c.ring[i]
+	if e == nil {
+		return
+	}
+	c.bytes -= e.size
+	delete(c.byID, e.meta.id)
+	c.ring[i] = nil
+}
+
+func (c *segCache) forget() {
+	*c = segCache{decoded: c.decoded}
+}
+
+// claimScan is scanFrames for claims, through segCache: the rows of the
+// segments are read first without their data, and only a segment not
+// kept is read whole and decoded.
+func (w *wtx) claimScan(partitionID, from, to int64, fn func(off, createdAt int64, f *segment.Frame) error) error {
+	if w.stale {
+		return w.s.scanFrames(w.ctx, w, partitionID, from, to, fn)
+	}
+	rows, err := w.QueryContext(w.ctx, `SELECT id, base_offset, frame_count, created_at, checksum FROM segments
+		WHERE partition_id = +?1 AND base_offset <= ?3 AND base_offset >= COALESCE(
+			(SELECT base_offset FROM segments WHERE partition_id = +?1 AND base_offset <= ?2 ORDER BY base_offset DESC LIMIT 1), 0)
+		ORDER BY base_offset`, partitionID, from, to)
+	if err != nil {
+		return fmt.Errorf("read segments: %w", err)
+	}
+	var metas []cachedMeta
+	for rows.Next() {
+		m := cachedMeta{partitionID: partitionID}
+		if err := rows.Scan(&m.id, &m.base, &m.count, &m.createdAt, &m.checksum); err != nil {
+			rows.Close()
+			return fmt.Errorf("scan segment: %w", err)
+		}
+		metas = append(metas, m)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("read segments: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read segments: %w", err)
+	}
+	cache := &w.s.rows.segs
+	for _, m := range metas {
+		frames := cache.get(m)
+		if frames == nil {
+			var codec, rawSize int
+			var data []byte
+			if err := w.QueryRowContext(w.ctx, `SELECT codec, raw_size, data FROM segments WHERE id = ?`, m.id).
+				Scan(&codec, &rawSize, &data); err != nil {
+				return fmt.Errorf("read segment: %w", err)
+			}
+			cache.decoded++
+			if frames, err = decodeSegment(codec, rawSize, uint32(m.checksum), data, int(m.count)); err != nil {
+				return &segmentError{partitionID: partitionID, base: m.base, count: m.count, err: err}
+			}
+			cache.put(m, frames, rawSize)
+		}
+		for i := range frames {
+			off := m.base + int64(i)
+			if off < from || off > to {
+				continue
+			}
+			f := frames[i] // a copy: the cached frame stays as decoded
+			if f.Payload, err = w.s.DecryptPayload(f.Payload); err != nil {
+				return &segmentError{partitionID: partitionID, base: m.base, count: m.count,
+					err: fmt.Errorf("frame %d: %w", off, err)}
+			}
+			if err := fn(off, m.createdAt, &f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
