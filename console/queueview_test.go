@@ -55,15 +55,7 @@ func TestConsoleQueueViewAsksForItsOwnGroups(t *testing.T) {
 // and each of them does arrive.
 func TestConsoleAsksForWhatTheFirstPaintDoesNotNeedAfterIt(t *testing.T) {
 	srv := combtest.MustServer(t, combtest.Options{})
-	var items []map[string]any
-	for i := range scalePartitions {
-		items = append(items, map[string]any{"queue": "wide", "partition": fmt.Sprintf("part-%04d", i),
-			"transactionId": fmt.Sprintf("w%d", i), "payload": map[string]any{"i": i}})
-	}
-	srv.Push(items...)
-	if r := srv.Do("POST", "/api/v1/consumer-groups/fleet/queues/wide/seek", map[string]any{"offset": 0}); r.Status != http.StatusOK {
-		t.Fatalf("seek fleet: %d %s", r.Status, r.Body)
-	}
+	seedWide(t, srv)
 	p := newPage(t, srv.URL)
 	p.do("open console", chromedp.Navigate(srv.URL+"/#/snapshots"))
 	p.wait("#snapshot-grid")

@@ -21,6 +21,22 @@ const (
 	scalePartitions = 1200
 )
 
+// seedWide makes the queue "wide" of scalePartitions partitions of one
+// message each, and gives the group "fleet" a cursor on every one of them,
+// at its start.
+func seedWide(t *testing.T, srv *combtest.Server) {
+	t.Helper()
+	var items []map[string]any
+	for i := range scalePartitions {
+		items = append(items, map[string]any{"queue": "wide", "partition": fmt.Sprintf("part-%04d", i),
+			"transactionId": fmt.Sprintf("w%d", i), "payload": map[string]any{"i": i}})
+	}
+	srv.Push(items...)
+	if r := srv.Do("POST", "/api/v1/consumer-groups/fleet/queues/wide/seek", map[string]any{"offset": 0}); r.Status != http.StatusOK {
+		t.Fatalf("seek fleet: %d %s", r.Status, r.Body)
+	}
+}
+
 // seedScale makes scaleQueues queues of one message each, and a queue
 // "wide" of scalePartitions partitions on which the group "fleet" has a
 // cursor in every partition, half of them behind.
@@ -301,15 +317,7 @@ func TestConsoleStaysQuickAtTenThousandQueues(t *testing.T) {
 // rest arrive.
 func TestConsoleDrawsTheFirstRowsWhileTheRestCome(t *testing.T) {
 	srv := combtest.MustServer(t, combtest.Options{})
-	var items []map[string]any
-	for i := range scalePartitions {
-		items = append(items, map[string]any{"queue": "wide", "partition": fmt.Sprintf("part-%04d", i),
-			"transactionId": fmt.Sprintf("w%d", i), "payload": map[string]any{"i": i}})
-	}
-	srv.Push(items...)
-	if r := srv.Do("POST", "/api/v1/consumer-groups/fleet/queues/wide/seek", map[string]any{"offset": 0}); r.Status != http.StatusOK {
-		t.Fatalf("seek fleet: %d %s", r.Status, r.Body)
-	}
+	seedWide(t, srv)
 	p := newPage(t, srv.URL)
 	p.do("open console", chromedp.Navigate(srv.URL+"/#/snapshots"))
 	p.wait("#snapshot-grid")

@@ -149,13 +149,7 @@ func TestSubscribedSetForgetsWhatAReadBeforeADeleteCommittedAdded(t *testing.T) 
 func TestWakeCommitsStartSmallAndGrow(t *testing.T) {
 	ctx := context.Background()
 	var sizes []int
-	commits := make(chan int, 64)
-	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"),
-		OnCommit: func(ops int, _ time.Duration) { commits <- ops }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, commits := openCountingCommits(t)
 	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}

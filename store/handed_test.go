@@ -22,13 +22,7 @@ import (
 // the next change takes it again.
 func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
 	ctx := context.Background()
-	commits := make(chan int, 64)
-	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"),
-		OnCommit: func(ops int, _ time.Duration) { commits <- ops }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, commits := openCountingCommits(t)
 	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "first", Payload: []byte(`1`)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -146,13 +140,7 @@ func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
 // that has yet to park, or one that parks without Park) still wakes.
 func TestAnAckTakesOnlyItsOwnGroupsParkedPops(t *testing.T) {
 	ctx := context.Background()
-	commits := make(chan int, 64)
-	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"),
-		OnCommit: func(ops int, _ time.Duration) { commits <- ops }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, commits := openCountingCommits(t)
 	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "m", Payload: []byte(`1`)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -225,4 +213,18 @@ func TestAnAckTakesOnlyItsOwnGroupsParkedPops(t *testing.T) {
 	if got := s.parkedOn("", "q"); got != 2 {
 		t.Errorf("%d pops parked after the push, want b's and c's again", got)
 	}
+}
+
+// openCountingCommits opens a store in t's temporary directory that sends
+// the number of ops of each commit on the channel it returns.
+func openCountingCommits(t *testing.T) (*Store, <-chan int) {
+	t.Helper()
+	commits := make(chan int, 64)
+	s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "comb.db"),
+		OnCommit: func(ops int, _ time.Duration) { commits <- ops }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, commits
 }
