@@ -365,20 +365,14 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 			if !again {
 				return &combtype.PopResult{Group: res.Group}, nil
 			}
-			if time.Until(deadline) <= 0 {
-				res, err := b.st.Pop(ctx, b.tenant, req)
-				b.metrics.countPop(b.tenant, res, req.AutoAck)
-				return res, err
+		} else {
+			woke := b.park(ctx, changed, wait)
+			release()
+			if !woke || ctx.Err() != nil {
+				// A caller that left as the wake came gets no claim: with
+				// autoAck it would consume what nobody reads.
+				return &combtype.PopResult{Group: res.Group}, nil
 			}
-			woken = true
-			continue
-		}
-		woke := b.park(ctx, changed, wait)
-		release()
-		if !woke || ctx.Err() != nil {
-			// A caller that left as the wake came gets no claim: with
-			// autoAck it would consume what nobody reads.
-			return &combtype.PopResult{Group: res.Group}, nil
 		}
 		if time.Until(deadline) <= 0 {
 			// One last look: the wake may have come right at the deadline.
