@@ -54,12 +54,7 @@ func TestConsoleQueueViewAsksForItsOwnGroups(t *testing.T) {
 // asked only once the first rows are drawn, so they never hold them back;
 // and each of them does arrive.
 func TestConsoleAsksForWhatTheFirstPaintDoesNotNeedAfterIt(t *testing.T) {
-	srv := combtest.MustServer(t, combtest.Options{})
-	seedWide(t, srv)
-	p := newPage(t, srv.URL)
-	p.do("open console", chromedp.Navigate(srv.URL+"/#/snapshots"))
-	p.wait("#snapshot-grid")
-	p.choose("#refresh", "0")
+	p := wideConsole(t)
 	p.do("record requests", chromedp.Evaluate[chromedp.Void](`(() => {
 		const n = (sel) => document.querySelectorAll(sel).length;
 		window.__asked = [];

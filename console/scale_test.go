@@ -37,6 +37,19 @@ func seedWide(t *testing.T, srv *combtest.Server) {
 	}
 }
 
+// wideConsole seeds the queue "wide" on a new server and opens the
+// console on a view that asks nothing of it, with refresh off.
+func wideConsole(t *testing.T) *page {
+	t.Helper()
+	srv := combtest.MustServer(t, combtest.Options{})
+	seedWide(t, srv)
+	p := newPage(t, srv.URL)
+	p.do("open console", chromedp.Navigate(srv.URL+"/#/snapshots"))
+	p.wait("#snapshot-grid")
+	p.choose("#refresh", "0")
+	return p
+}
+
 // seedScale makes scaleQueues queues of one message each, and a queue
 // "wide" of scalePartitions partitions on which the group "fleet" has a
 // cursor in every partition, half of them behind.
@@ -316,12 +329,7 @@ func TestConsoleStaysQuickAtTenThousandQueues(t *testing.T) {
 // the first rows are drawn, and the counts say more are coming, until the
 // rest arrive.
 func TestConsoleDrawsTheFirstRowsWhileTheRestCome(t *testing.T) {
-	srv := combtest.MustServer(t, combtest.Options{})
-	seedWide(t, srv)
-	p := newPage(t, srv.URL)
-	p.do("open console", chromedp.Navigate(srv.URL+"/#/snapshots"))
-	p.wait("#snapshot-grid")
-	p.choose("#refresh", "0")
+	p := wideConsole(t)
 	// Pages after the first (offset or after given) wait until __release().
 	p.do("hold later pages", chromedp.Evaluate[chromedp.Void](`(() => {
 		let release; const held = new Promise((r) => { release = r; });

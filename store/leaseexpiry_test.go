@@ -85,21 +85,7 @@ func TestLeasesExpiredBetweenReadsTheExpiredRange(t *testing.T) {
 	if refs, err := s.LeasesExpiredBetween(ctx, t0, t0.Add(time.Hour)); err != nil || len(refs) != 3 {
 		t.Errorf("within the hour: %v %v, want q0, q1, q2", refs, err)
 	}
-	rows, err := s.rdb.Query(`EXPLAIN QUERY PLAN `+leasesExpiredSQL, micros(t0), micros(t0.Add(time.Hour)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var steps []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		steps = append(steps, detail)
-	}
-	rows.Close()
-	plan := strings.Join(steps, "\n")
+	plan := strings.Join(queryPlan(t, s, leasesExpiredSQL, micros(t0), micros(t0.Add(time.Hour))), "\n")
 	if !strings.Contains(plan, "cursors_lease_expiry (lease_expires_at>? AND lease_expires_at<?)") {
 		t.Errorf("the expired range is not read through the index:\n%s", plan)
 	}
