@@ -21,14 +21,15 @@ func TestTheSoftMemoryLimitStaysAboveWhatTheCollectorMustKeep(t *testing.T) {
 		t.Errorf("small server: limit %d, GOGC %d; want the defaults %d, %d", limit, pct, defaultMemoryLimit, defaultGCPercent)
 	}
 	// Many parked pops: GOGC paces the collector, to a heap goal of
-	// live + (live + stacks), below the limit, which only backs it up.
+	// live + 2 × (live + stacks), leaving room for a wake's replies,
+	// below the limit, which only backs it up.
 	live, stacks := int64(60<<20), int64(80<<20)
 	limit, pct := gcSettingsFor(live, stacks)
-	if pct != 100 || limit < live+stacks+(live+stacks)*int64(pct)/100+(live+stacks)/2 {
+	if pct < 200 || limit < live+stacks+(live+stacks)*int64(pct)/100+(live+stacks)/2 {
 		t.Errorf("10,000 parked pops: limit %d, GOGC %d: the limit binds before the heap goal", limit, pct)
 	}
-	if limit > 4*(live+stacks) {
-		t.Errorf("10,000 parked pops: limit %d, more than 4 times the %d bytes kept", limit, live+stacks)
+	if limit > 5*(live+stacks) {
+		t.Errorf("10,000 parked pops: limit %d, more than 5 times the %d bytes kept", limit, live+stacks)
 	}
 
 	// Many goroutines parked on deep stacks, as long-polls are: the
