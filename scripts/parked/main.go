@@ -149,7 +149,13 @@ func run(bin string, n, rounds int, settle time.Duration, env []string, profile,
 	for i := range n {
 		go func() {
 			c := newConsumer(addr, i)
-			defer c.close()
+			// A consumer keeps its connection, as a real one pops again on
+			// it: closed as each was answered, the server handled those
+			// closes in the middle of the wake it was measured on.
+			defer func() {
+				<-ctx.Done()
+				c.close()
+			}()
 			for r := range rounds {
 				a, ack := c.popOnce(ctx, r+1, r+1 < rounds)
 				answers[r][i] = a
@@ -383,7 +389,7 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 		time.Sleep(500 * time.Millisecond)
 	}
 	if allocs != "" && last {
-		if err := fetchProfile("http://"+pprofAddr+"/debug/pprof/allocs?gc=1", allocs+".before"); err != nil {
+		if err := fetchAllocs(pprofAddr, allocs+".before"); err != nil {
 			return fmt.Errorf("allocation profile: %w", err)
 		}
 	}
@@ -408,7 +414,7 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 	rss2, _ := procRSS(pid)
 	faults2 := procFaults(pid)
 	if allocs != "" && last {
-		if err := fetchProfile("http://"+pprofAddr+"/debug/pprof/allocs?gc=1", allocs+".after"); err != nil {
+		if err := fetchAllocs(pprofAddr, allocs+".after"); err != nil {
 			return fmt.Errorf("allocation profile: %w", err)
 		}
 	}
@@ -466,6 +472,18 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 		}
 	}
 	return nil
+}
+
+// fetchAllocs writes the server's allocation profile to path. The runtime
+// publishes a cycle's allocations only once the next cycle has run, so
+// the profile is asked for twice, each time after a forced collection:
+// the second holds every allocation made before the first.
+func fetchAllocs(pprofAddr, path string) error {
+	url := "http://" + pprofAddr + "/debug/pprof/allocs?gc=1"
+	if err := fetchProfile(url, path); err != nil {
+		return err
+	}
+	return fetchProfile(url, path)
 }
 
 func fetchProfile(url, path string) error {
