@@ -77,3 +77,25 @@ func deep(n int, release chan struct{}) byte {
 	}
 	return deep(n-1, release) + pad[n%256]
 }
+
+func TestTheCollectorRunsOnceParkedPopsHaveGrownTheHeapAndItIsQuiet(t *testing.T) {
+	const mb = 1 << 20
+	cases := []struct {
+		name                        string
+		live, stacks, objects, prev int64
+		want                        bool
+	}{
+		// 2,000 pops parked since the last cycle (live 13 MB, stacks
+		// 3 MB then) and the heap at 40 MB, still a tick ago.
+		{"parked since the last cycle, quiet", 13 * mb, 4 * mb, 40 * mb, 40 * mb, true},
+		{"parked, still parking", 13 * mb, 4 * mb, 40 * mb, 36 * mb, false},
+		{"collected since they parked", 33 * mb, 8 * mb, 36 * mb, 36 * mb, false},
+		// A small server is paced by the soft limit, not by GOGC.
+		{"small server", 4 * mb, 1 * mb, 12 * mb, 12 * mb, false},
+	}
+	for _, c := range cases {
+		if got := collectWhileQuiet(c.live, c.stacks, c.objects, c.prev); got != c.want {
+			t.Errorf("%s: collect %v, want %v", c.name, got, c.want)
+		}
+	}
+}
