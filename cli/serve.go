@@ -82,10 +82,10 @@ func memoryLimitFor(live, stacks int64) int64 {
 // owns both. A small one keeps defaultGCPercent under the default limit.
 // One that keeps more than half of it (thousands of parked long-polls) is
 // paced by largeGCPercent, with the limit a backstop above the heap goal
-// that gives: where the limit paced
-// it, the collector ran as soon as the heap met a limit computed from the
-// live heap of the last cycle, which parking more pops had outgrown (at
-// 10,000 parked, a cycle in each wake), and, at the limit, every new span
+// that gives. Where the limit paced it, the collector ran as soon as the
+// heap met a limit computed from the live heap of the last cycle, which
+// parking more pops had outgrown (at 10,000 parked, a cycle in each
+// wake), and, at the limit, every new span
 // of a wake's replies first returned free pages to the system (madvise),
 // which the next span faulted back in: a sixth of the wake's CPU. GOGC's
 // goal is taken from each cycle's own live heap and stacks.
