@@ -6,7 +6,10 @@
 // server's CPU and RSS while they wait, pushes one message and reports how
 // long each pop took to answer after it, and the server's CPU meanwhile.
 //
-// It raises its open-file limit to fit N connections on each side.
+// It raises its open-file limit to fit N connections on each side. The
+// consumers are read by one goroutine from one epoll set (fleet.go), so
+// the client takes as little of the processors it shares with the server
+// as it can; "client CPU" is what it took.
 //
 //	go build -o /tmp/comb . && go run ./scripts/parked -bin /tmp/comb -n 2000
 //	go run ./scripts/parked -bin /tmp/comb -n 10000 -env GOMEMLIMIT=off
