@@ -144,8 +144,13 @@ const (
 	// quietGrowth is how much the heap may grow in one memoryFollowEvery
 	// and still be quiet: what a few requests a second allocate.
 	quietGrowth = 1 << 20
-	// quietCollectEvery bounds how often collectWhileQuiet collects.
-	quietCollectEvery = 10 * time.Second
+	// quietCollectEvery bounds how often collectWhileQuiet collects. Each
+	// time, the heap must also have grown by half of what is kept since
+	// the last cycle, so at most it collects as GOGC 50 would, and only
+	// while allocating less than quietGrowth a tick. Longer, a pause in a
+	// slow burst of parking pops spent the collection, and the rest of
+	// the burst parked after it.
+	quietCollectEvery = 2 * time.Second
 )
 
 // collectWhileQuiet reports whether a process paced by largeGCPercent
