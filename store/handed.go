@@ -12,7 +12,6 @@ package store
 
 import (
 	"errors"
-	"runtime"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
@@ -141,61 +140,4 @@ func (s *Store) nextHanded() *writeOp {
 		s.handed = nil
 	}
 	return s.handedOp(p)
-}
-
-// answerChunk is how many handed pops the answerer wakes before it
-// yields the processor.
-const answerChunk = 32
-
-// answerer wakes the pops whose claims a commit made, for the writer. A
-// commit of a wave makes up to a thousand of them runnable at once; woken
-// by the writer itself, they filled the run queues, the overflow going to
-// the scheduler's global queue, and the writer, which gives up its
-// processor in each commit's sync, came back behind all of them: the next
-// wave's claims waited for every reply of this one to be written, and a
-// wake took the writer's time plus the replies' instead of the larger of
-// the two. The answerer wakes them a few at a time and yields between,
-// so the queues stay short and the writer, back from its sync, claims the
-// next wave on one processor while the replies are written on the other.
-type answerer struct {
-	in   chan []handedAnswer
-	done chan struct{}
-}
-
-// handedAnswer is the outcome of one handed claim, for its pop.
-type handedAnswer struct {
-	done chan error
-	err  error
-}
-
-func startAnswerer() *answerer {
-	a := &answerer{in: make(chan []handedAnswer, 64), done: make(chan struct{})}
-	go a.run()
-	return a
-}
-
-func (a *answerer) run() {
-	defer close(a.done)
-	for batch := range a.in {
-		for i, h := range batch {
-			h.done <- h.err // buffered, sent once: never blocks
-			if (i+1)%answerChunk == 0 && i+1 < len(batch) {
-				runtime.Gosched()
-			}
-		}
-	}
-}
-
-// answer hands the outcomes of one commit's handed claims to the
-// answerer, in order.
-func (a *answerer) answer(batch []handedAnswer) {
-	if len(batch) > 0 {
-		a.in <- batch
-	}
-}
-
-// stop returns once every outcome handed over has been sent.
-func (a *answerer) stop() {
-	close(a.in)
-	<-a.done
 }

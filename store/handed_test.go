@@ -228,34 +228,3 @@ func openCountingCommits(t *testing.T) (*Store, <-chan int) {
 	t.Cleanup(func() { s.Close() })
 	return s, commits
 }
-
-func TestTheAnswererSendsEveryOutcomeBeforeItStops(t *testing.T) {
-	a := startAnswerer()
-	var batches [][]handedAnswer
-	for b := range 3 {
-		var batch []handedAnswer
-		for i := range 3*answerChunk + b {
-			var err error
-			if i%7 == 0 {
-				err = errLookAgain
-			}
-			batch = append(batch, handedAnswer{done: make(chan error, 1), err: err})
-		}
-		batches = append(batches, batch)
-		a.answer(batch)
-	}
-	a.answer(nil)
-	a.stop()
-	for b, batch := range batches {
-		for i, h := range batch {
-			select {
-			case err := <-h.done:
-				if err != h.err {
-					t.Errorf("batch %d, pop %d: got %v, want %v", b, i, err, h.err)
-				}
-			default:
-				t.Fatalf("batch %d, pop %d: not answered when stop returned", b, i)
-			}
-		}
-	}
-}

@@ -118,7 +118,6 @@ type Store struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	stopped  chan struct{} // closed when the writer goroutine has returned
-	answers  *answerer     // the writer's, for the pops it claimed for (handed.go)
 	closeMu  sync.Mutex
 	closed   bool
 	enc      segment.Encoder // writer goroutine only

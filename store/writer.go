@@ -83,8 +83,6 @@ func (s *Store) runWriter() {
 	var lg linger
 	defer lg.stop()
 	var ramp waveRamp
-	s.answers = startAnswerer()
-	defer s.answers.stop() // every handed pop answered before stopped closes
 	for {
 		// A claim handed to the writer (handed.go) needs no caller to
 		// come: the writer takes it as it takes a queued op.
@@ -295,7 +293,6 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 		s.handed = append(s.handed, s.watch.notify(notify)...)
 	}
-	var handed []handedAnswer
 	for i, op := range batch {
 		if reparked != nil && reparked[i] {
 			op.apply = nil
@@ -307,19 +304,12 @@ func (s *Store) commit(batch []*writeOp) {
 		op.apply = nil
 		// A full disk fails the write, not the writer: SQLite has rolled
 		// the transaction back, and the next commit starts clean.
-		var opErr error
 		if err != nil {
-			opErr = classify(err)
+			op.done <- classify(err)
 		} else {
-			opErr = classify(errs[i])
+			op.done <- classify(errs[i])
 		}
-		if op.parked != nil {
-			handed = append(handed, handedAnswer{op.done, opErr})
-			continue
-		}
-		op.done <- opErr
 	}
-	s.answers.answer(handed)
 }
 
 // runBatch applies batch in one transaction and commits it.
