@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux
 
 // Command parked measures how fast parked long-polls wake. It starts a
 // real `comb serve` on a fresh database, parks N long-poll pops (each in
@@ -6,7 +6,10 @@
 // server's CPU and RSS while they wait, pushes one message and reports how
 // long each pop took to answer after it, and the server's CPU meanwhile.
 //
-// It raises its open-file limit to fit N connections on each side.
+// It raises its open-file limit to fit N connections on each side. The
+// consumers are read by one goroutine from one epoll set (fleet.go), so
+// the client takes as little of the processors it shares with the server
+// as it can; "client CPU" is what it took.
 //
 //	go build -o /tmp/comb . && go run ./scripts/parked -bin /tmp/comb -n 2000
 //	go run ./scripts/parked -bin /tmp/comb -n 10000 -env GOMEMLIMIT=off
@@ -14,9 +17,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -138,36 +138,13 @@ func run(bin string, n, rounds int, settle time.Duration, env []string, profile,
 	// each consumer acknowledges what it got and pops again, so the later
 	// wakes are of consumers in their steady state: groups subscribed,
 	// cursor rows written, connections that have answered before.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	answers := make([][]answer, rounds)
-	woken := make([]sync.WaitGroup, rounds)
-	for r := range rounds {
-		answers[r] = make([]answer, n)
-		woken[r].Add(n)
+	f, err := newFleet(addr, n, rounds)
+	if err != nil {
+		return fmt.Errorf("park: %w", err)
 	}
-	for i := range n {
-		go func() {
-			c := newConsumer(addr, i)
-			defer c.close()
-			for r := range rounds {
-				a, ack := c.popOnce(ctx, r+1, r+1 < rounds)
-				answers[r][i] = a
-				woken[r].Done()
-				if ack == "" {
-					for l := r + 1; l < rounds; l++ {
-						woken[l].Done() // nothing to acknowledge: this consumer stops
-					}
-					return
-				}
-				if r+1 < rounds {
-					c.ack(ack)
-				}
-			}
-		}()
-	}
+	defer f.close()
 	for r := range rounds {
-		if err := wake(client, base, srv.Process.Pid, &gc, n, r+1, rounds, settle, pprofAddr, profile, allocs, answers[r], &woken[r]); err != nil {
+		if err := wake(client, base, srv.Process.Pid, &gc, n, r+1, rounds, settle, pprofAddr, profile, allocs, f.answers[r], &f.woken[r]); err != nil {
 			return err
 		}
 	}
@@ -180,170 +157,6 @@ type answer struct {
 	status int
 	got    bool
 	err    error
-}
-
-// consumer is one parked consumer's own connection, spoken to in plain
-// HTTP/1.1: net/http's client spent as much CPU answering the wake as the
-// server (its per-connection goroutines and buffers, most of them touched
-// for the first time by the reply), so the wake measured the client as
-// much as the server. Its buffer is touched before it parks.
-type consumer struct {
-	addr string
-	i    int
-	conn net.Conn
-	buf  []byte
-}
-
-func newConsumer(addr string, i int) *consumer {
-	c := &consumer{addr: addr, i: i, buf: make([]byte, 16<<10)}
-	for j := 0; j < len(c.buf); j += 512 {
-		c.buf[j] = 1
-	}
-	return c
-}
-
-func (c *consumer) close() {
-	if c.conn != nil {
-		c.conn.Close()
-	}
-}
-
-// roundTrip sends req on the consumer's connection (dialled if need be)
-// and reads the reply: status and body.
-func (c *consumer) roundTrip(ctx context.Context, req string) (int, []byte, error) {
-	if c.conn == nil {
-		conn, err := (&net.Dialer{Timeout: 30 * time.Second}).DialContext(ctx, "tcp", c.addr)
-		if err != nil {
-			return 0, nil, err
-		}
-		c.conn = conn
-	}
-	if _, err := io.WriteString(c.conn, req); err != nil {
-		c.close()
-		c.conn = nil
-		return 0, nil, err
-	}
-	status, body, err := readReply(c.conn, c.buf)
-	if err != nil {
-		c.close()
-		c.conn = nil
-	}
-	return status, body, err
-}
-
-// readReply reads one HTTP/1.1 reply into buf (grown if need be): its
-// status and its body, sized by Content-Length or chunked.
-func readReply(r io.Reader, buf []byte) (int, []byte, error) {
-	n, head := 0, -1
-	for head < 0 {
-		if n == len(buf) {
-			buf = append(buf, make([]byte, len(buf))...)
-		}
-		m, err := r.Read(buf[n:])
-		n += m
-		if err != nil && head < 0 && bytes.Index(buf[:n], []byte("\r\n\r\n")) < 0 {
-			return 0, nil, err
-		}
-		head = bytes.Index(buf[:n], []byte("\r\n\r\n"))
-	}
-	lines := strings.Split(string(buf[:head]), "\r\n")
-	f := strings.Fields(lines[0])
-	if len(f) < 2 {
-		return 0, nil, fmt.Errorf("bad status line %q", lines[0])
-	}
-	status, err := strconv.Atoi(f[1])
-	if err != nil {
-		return 0, nil, fmt.Errorf("bad status line %q", lines[0])
-	}
-	length, chunked := 0, false
-	for _, l := range lines[1:] {
-		k, v, _ := strings.Cut(l, ":")
-		switch strings.ToLower(k) {
-		case "content-length":
-			length, _ = strconv.Atoi(strings.TrimSpace(v))
-		case "transfer-encoding":
-			chunked = strings.Contains(strings.ToLower(v), "chunked")
-		}
-	}
-	rest := buf[head+4 : n]
-	more := func(want int) error {
-		for len(rest) < want {
-			if len(rest) == cap(rest) {
-				rest = append(rest[:len(rest):len(rest)], make([]byte, want)...)[:len(rest)]
-			}
-			m, err := r.Read(rest[len(rest):cap(rest)])
-			rest = rest[:len(rest)+m]
-			if err != nil && len(rest) < want {
-				return err
-			}
-		}
-		return nil
-	}
-	if !chunked {
-		if err := more(length); err != nil {
-			return 0, nil, err
-		}
-		return status, rest[:length], nil
-	}
-	var body []byte
-	for {
-		for bytes.Index(rest, []byte("\r\n")) < 0 {
-			if err := more(len(rest) + 1); err != nil {
-				return 0, nil, err
-			}
-		}
-		i := bytes.Index(rest, []byte("\r\n"))
-		size, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(string(rest[:i]), ";", 2)[0]), 16, 64)
-		if err != nil {
-			return 0, nil, fmt.Errorf("bad chunk size: %w", err)
-		}
-		if err := more(i + 2 + int(size) + 2); err != nil {
-			return 0, nil, err
-		}
-		body = append(body, rest[i+2:i+2+int(size)]...)
-		rest = rest[i+2+int(size)+2:]
-		if size == 0 {
-			return status, body, nil
-		}
-	}
-}
-
-// popOnce parks the consumer's pop of round and returns its answer, and,
-// if it is to acknowledge it (the reply is then decoded, after its time
-// is taken), the acknowledgment of what it got ("" if nothing).
-func (c *consumer) popOnce(ctx context.Context, round int, acks bool) (answer, string) {
-	req := fmt.Sprintf("GET /api/v1/pop/queue/parked?consumerGroup=g-%d&wait=true&timeout=120000&batch=1 HTTP/1.1\r\nHost: %s\r\n\r\n", c.i, c.addr)
-	status, body, err := c.roundTrip(ctx, req)
-	if err != nil {
-		return answer{at: time.Now(), err: err}, ""
-	}
-	a := answer{at: time.Now(), status: status, got: bytes.Contains(body, []byte(fmt.Sprintf(`"wake-%d"`, round)))}
-	var got struct {
-		LeaseID  string `json:"leaseId"`
-		Messages []struct {
-			TransactionID string `json:"transactionId"`
-			PartitionID   string `json:"partitionId"`
-		} `json:"messages"`
-	}
-	if !a.got {
-		return a, ""
-	}
-	if !acks {
-		return a, "-"
-	}
-	if status != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Messages) == 0 {
-		return a, ""
-	}
-	m := got.Messages[0]
-	ack, _ := json.Marshal(map[string]string{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
-		"leaseId": got.LeaseID, "status": "completed", "consumerGroup": fmt.Sprintf("g-%d", c.i)})
-	return a, string(ack)
-}
-
-// ack acknowledges what the consumer got, on its own connection.
-func (c *consumer) ack(body string) {
-	c.roundTrip(context.Background(), fmt.Sprintf("POST /api/v1/ack HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-		c.addr, len(body), body))
 }
 
 // wake waits until n pops are parked, measures the server while they wait,
@@ -383,7 +196,7 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 		time.Sleep(500 * time.Millisecond)
 	}
 	if allocs != "" && last {
-		if err := fetchProfile("http://"+pprofAddr+"/debug/pprof/allocs?gc=1", allocs+".before"); err != nil {
+		if err := fetchAllocs(pprofAddr, allocs+".before"); err != nil {
 			return fmt.Errorf("allocation profile: %w", err)
 		}
 	}
@@ -408,7 +221,7 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 	rss2, _ := procRSS(pid)
 	faults2 := procFaults(pid)
 	if allocs != "" && last {
-		if err := fetchProfile("http://"+pprofAddr+"/debug/pprof/allocs?gc=1", allocs+".after"); err != nil {
+		if err := fetchAllocs(pprofAddr, allocs+".after"); err != nil {
 			return fmt.Errorf("allocation profile: %w", err)
 		}
 	}
@@ -466,6 +279,20 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 		}
 	}
 	return nil
+}
+
+// fetchAllocs writes the server's allocation profile to path. The runtime
+// publishes a cycle's allocations only once the next cycle has run, so
+// the profile is asked for twice, each time after a forced collection
+// (which net/http/pprof runs for the heap profile only; it holds the
+// same allocation samples): the second holds every allocation made
+// before the first.
+func fetchAllocs(pprofAddr, path string) error {
+	url := "http://" + pprofAddr + "/debug/pprof/heap?gc=1"
+	if err := fetchProfile(url, path); err != nil {
+		return err
+	}
+	return fetchProfile(url, path)
 }
 
 func fetchProfile(url, path string) error {
