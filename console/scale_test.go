@@ -206,9 +206,10 @@ func TestConsoleStaysQuickAtTenThousandQueues(t *testing.T) {
 	}
 	keys := func(sel, text string) []float64 {
 		t.Helper()
-		// Typing starts on a settled page: nothing in flight and no rows
-		// still to come of the page drawn last (a page turn's).
+		// Typing starts on a settled page: nothing in flight, no rows still
+		// to come of the page drawn last (a page turn's), a frame painted.
 		p.until(`window.__inflight === 0 && !document.querySelector(".grid[data-rest]")`)
+		await[bool](p, `new Promise((r) => requestAnimationFrame(() => setTimeout(() => r(true))))`) // and painted
 		p.do("watch keys", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`window.__keys = []; window.__watchKeys(document.querySelector(%q))`, sel)))
 		p.do("type "+text, chromedp.Click(chromedp.CSS(sel)), chromedp.SendKeys(chromedp.CSS(sel), text))
 		p.until(fmt.Sprintf(`window.__keys.length === %d`, len(text)))

@@ -77,11 +77,16 @@ export function render(ctx, root, params) {
     } catch (err) { ctx.fail(err); }
   }
 
+  // The rates the rows show, to draw them again only when they moved: a
+  // view's first sample has none yet, and a page of rows drawn again is
+  // a page of layout.
+  const shownRates = () => g.rows.map((q) => `${fmtRate(rate(q, "in"))} ${fmtRate(rate(q, "out"))}`).join("\n");
   async function refresh() {
     try {
       await g.fetch();
+      const before = shownRates();
       await sampleQueues(g.rows.map((q) => q.name));
-      g.redraw();
+      if (shownRates() !== before) g.redraw();
     } catch (err) { ctx.fail(err); }
   }
   refresh();
