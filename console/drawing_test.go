@@ -153,3 +153,23 @@ func TestConsoleQueueFilterNarrowsWhatItHolds(t *testing.T) {
 		t.Fatalf("a wider filter was not asked of the broker: %q", got)
 	}
 }
+
+// TestConsoleQueuesRefreshDrawsRowsOnceWhenNoRateMoved refreshes the queues
+// view twice within the counters' sampling age: no rate can move, and the
+// page of rows is drawn once per refresh (the answer), not a second time
+// for the rates.
+func TestConsoleQueuesRefreshDrawsRowsOnceWhenNoRateMoved(t *testing.T) {
+	srv := combtest.MustServer(t, combtest.Options{})
+	srv.Push(map[string]any{"queue": "a", "transactionId": "t", "payload": 1}, map[string]any{"queue": "b", "transactionId": "t", "payload": 2})
+	p := newPage(t, srv.URL)
+	p.do("open console", chromedp.Navigate(srv.URL+"/#/queues"))
+	p.choose("#refresh", "0")
+	p.until(`document.querySelectorAll("#queue-list tbody tr[data-queue]").length === 2`)
+	refreshNow(p) // samples the counters: later refreshes within 5 s do not
+	p.do("count draws", chromedp.Evaluate[chromedp.Void](`window.__n = 0; document.addEventListener("comb:drawn", (e) => { if (e.target.id === "queue-list") window.__n++; })`))
+	refreshNow(p)
+	refreshNow(p)
+	if n := eval[int](p, `window.__n`); n != 2 {
+		t.Fatalf("two refreshes drew the queue list %d times, want 2", n)
+	}
+}
