@@ -174,23 +174,31 @@ export function grid(ctx, o) {
   // requests given up.) Where the grid holds every row of the last answer
   // and the filter only narrowed it, the page is worked out here
   // (o.match, the broker's own test) with no answer to wait for.
+  // The promise fetchPage returns settles once the newest page asked for
+  // is drawn, keys pressed meanwhile included: a refresh that finds a
+  // request in flight waits for the rows it brings.
   let held = null; // the params of the answer remote holds
-  async function fetchPage() {
-    if (busy) { again = true; return busy; }
+  let chain = null; // the fetch in flight, to its last draw
+  function fetchPage() {
+    if (busy) { again = true; return chain; }
+    chain = fetchOnce();
+    return chain;
+  }
+  async function fetchOnce() {
     const n = ++asked;
     const p = { q: q.trim(), sort: sortKey, dir, offset: page * pageSize, limit: pageSize };
     let r = narrowed(p);
     if (!r) {
       busy = load(p);
       try { r = await busy; } finally { busy = null; }
-      if (again) { again = false; held = p; remote = r; return fetchPage(); }
+      if (again) { again = false; held = p; remote = r; return fetchOnce(); }
     }
     if (n < drawn) return;
     drawn = n;
     remote = r;
     held = p;
     const pages = Math.max(1, Math.ceil(r.total / pageSize));
-    if (page > pages - 1 && r.total > 0) { page = pages - 1; save(); return fetchPage(); }
+    if (page > pages - 1 && r.total > 0) { page = pages - 1; save(); return fetchOnce(); }
     for (const th of heads) th.removeAttribute("aria-sort");
     const c = columns.find((x) => x.key === sortKey && x.sort);
     if (c) heads[columns.indexOf(c)].setAttribute("aria-sort", dir === "asc" ? "ascending" : "descending");
