@@ -3,7 +3,7 @@
 // and lag per partition.
 import { h, put, table, fmtNum, fmtTime, fmtOffset, groupText, confirmAction } from "./dom.js";
 import { getKept, lastSeen, get, del, seg, qs, painted } from "./api.js";
-import { grid } from "./grid.js";
+import { grid, asciiLower } from "./grid.js";
 import { seekDialog } from "./seek.js";
 import { rates, fmtRate, sampleQueues, QUEUES, GROUPS } from "./rates.js";
 
@@ -40,6 +40,8 @@ export function render(ctx, root, params) {
   const g = grid(ctx, {
     id: "queue-list", filterId: "queue-filter", what: "queues", label: "Filter queues", placeholder: "name, namespace or task",
     pageSize: PAGE, load,
+    // The broker's search: a substring of name, namespace and task.
+    match: (q, f) => asciiLower(`${q.name}\n${q.namespace || ""}\n${q.task || ""}`).includes(f),
     columns: [
       { label: "Queue", key: "name", sort: true },
       { label: "Namespace", key: "ns", sort: true },
@@ -75,11 +77,16 @@ export function render(ctx, root, params) {
     } catch (err) { ctx.fail(err); }
   }
 
+  // The rates the rows show, to draw them again only when they moved: a
+  // view's first sample has none yet, and a page of rows drawn again is
+  // a page of layout.
+  const shownRates = () => g.rows.map((q) => `${fmtRate(rate(q, "in"))} ${fmtRate(rate(q, "out"))}`).join("\n");
   async function refresh() {
     try {
       await g.fetch();
+      const before = shownRates();
       await sampleQueues(g.rows.map((q) => q.name));
-      g.redraw();
+      if (shownRates() !== before) g.redraw();
     } catch (err) { ctx.fail(err); }
   }
   refresh();

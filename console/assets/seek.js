@@ -102,7 +102,7 @@ function totals(r) {
 
 export function resultTable(ctx, r) {
   const g = grid(ctx, {
-    id: "seek-result", url: false, what: "partitions", label: "Filter partitions", placeholder: "partition", pageSize: 50, tableClass: "seek-result",
+    id: "seek-result", url: false, what: "partitions", label: "Filter partitions", placeholder: "partition", pageSize: 50, tableClass: "seek-result", split: false,
     columns: [{ label: "Partition", key: "partition", sort: (p) => p.partition }, { label: "From → to", num: true },
       { label: "Redeliver", key: "redeliver", num: true, sort: (p) => p.redeliver }, { label: "Skip", key: "skip", num: true, sort: (p) => p.skip },
       { label: "Overshoot bound", key: "overshoot", num: true, sort: (p) => p.overshootBound }, { label: "Clamped", key: "clamped", sort: (p) => (p.clamped ? 1 : 0) },
