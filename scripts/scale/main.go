@@ -59,6 +59,7 @@ func main() {
 	flag.BoolVar(&firstPopSettle, "firstpop-settle", true, "time first pops once the background sums made at open are done (false: right after open, beside them)")
 	fpSkip := flag.String("firstpop-skip", "", "mode@size pairs -firstpop does not measure, comma-separated (timestamp@1000000)")
 	skipRoutes := flag.String("skip", "", "regular expression of listing paths not to measure (they are reported as such)")
+	listingsOnly := flag.Bool("listings-only", false, "time only the listings, from the open on, of databases measured before (their groups exist)")
 	flag.IntVar(&liveTotals, "live-totals", 0, "most partitions a queue's totals are summed for on every read (0: the broker's default; 2000000 sums every queue on every read, as before the background sums)")
 	flag.Parse()
 	if *skipRoutes != "" {
@@ -109,6 +110,24 @@ func main() {
 			rows = append(rows, r)
 		}
 		md.WriteString(table(firstPopCols, counts, rows))
+		fmt.Print(md.String())
+		if *out != "" {
+			if err := os.WriteFile(*out, []byte(md.String()), 0o644); err != nil {
+				fatal(err)
+			}
+		}
+		return
+	}
+	if *listingsOnly {
+		var rows [][]string
+		for _, c := range counts {
+			r, err := measureListings(ctx, filepath.Join(*dir, fmt.Sprintf("p%d.db", c)), max(*n/5, 3))
+			if err != nil {
+				fatal(err)
+			}
+			rows = append(rows, r)
+		}
+		md.WriteString(table(append([]string{"open (ms)"}, listingCols...), counts, rows))
 		fmt.Print(md.String())
 		if *out != "" {
 			if err := os.WriteFile(*out, []byte(md.String()), 0o644); err != nil {
@@ -573,7 +592,20 @@ func measurePartitions(ctx context.Context, path string, n, reps int) ([]string,
 	}
 	row = append(row, idle)
 
-	total := n + reps
+	cells, err := s.listings(path, n+reps, max(reps/5, 3), group)
+	if err != nil {
+		return nil, err
+	}
+	return append(row, cells...), s.stop()
+}
+
+// listingCols are the columns listings fills, in partitionCols.
+var listingCols = partitionCols[len(partitionCols)-14:]
+
+// listings times each listing route once (the first request) and then
+// reps times, on a queue of total partitions read through group's
+// cursors.
+func (s *server) listings(path string, total, reps int, group string) ([]string, error) {
 	// The position the last page of 100 starts after, read from the
 	// database: past an offset of 10,000 the routes answer 400 and point
 	// to after, so the position cannot be asked for with an offset.
@@ -598,6 +630,7 @@ func measurePartitions(ctx context.Context, path string, n, reps int) ([]string,
 		"/api/v1/status/queues/" + queue,
 		"/metrics/prometheus",
 	}
+	var row []string
 	for _, p := range pages {
 		if skip != nil && skip.MatchString(p) {
 			row = append(row, "not measured")
@@ -607,7 +640,7 @@ func measurePartitions(ctx context.Context, path string, n, reps int) ([]string,
 		if err != nil {
 			return nil, err
 		}
-		t, size, err := s.get(p, max(reps/5, 3), code)
+		t, size, err := s.get(p, reps, code)
 		if err != nil {
 			return nil, err
 		}
@@ -617,7 +650,35 @@ func measurePartitions(ctx context.Context, path string, n, reps int) ([]string,
 		}
 		row = append(row, cell)
 	}
-	return row, s.stop()
+	return row, nil
+}
+
+// measureListings opens a database measurePartitions used before (its
+// groups exist) and times only the listings, the first request of each
+// route right after the open included.
+func measureListings(ctx context.Context, path string, reps int) ([]string, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, err
+	}
+	var total int
+	err = db.QueryRow(`SELECT COUNT(*) FROM partitions WHERE queue_id = (SELECT id FROM queues WHERE name = ?)`,
+		queue).Scan(&total)
+	db.Close()
+	if err != nil {
+		return nil, fmt.Errorf("count partitions: %w", err)
+	}
+	s, err := serve(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	fmt.Fprintf(os.Stderr, "scale: %d partitions: open %s ms, listings only\n", total, ms(s.open))
+	row, err := s.listings(path, total, reps, "scale-g")
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{ms(s.open)}, row...), s.stop()
 }
 
 func kb(n int) string {
