@@ -469,14 +469,43 @@ func (s *server) idlePops(reps int) (string, error) {
 	}
 	seek := "— (group exists)"
 	if string(known) == "{}" {
+		// Pushes into another queue while the seek runs tell how long the
+		// seek holds the writer, which every write shares.
+		stop, done := make(chan struct{}), make(chan error, 1)
+		var during timing
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				code, body, d, err := s.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{
+					"queue": queue + "-beside", "partition": "p", "payload": map[string]any{"i": i}}}})
+				if err == nil && code != http.StatusCreated {
+					err = fmt.Errorf("push beside the seek: %d %s", code, truncate(body))
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+				during = append(during, d)
+			}
+		}()
 		code, body, d, err := s.do("POST", "/api/v1/consumer-groups/"+group+"/queues/"+queue+"/seek", map[string]any{"toEnd": true})
+		close(stop)
+		if perr := <-done; err == nil {
+			err = perr
+		}
 		if err != nil {
 			return "", err
 		}
 		if code != http.StatusOK {
 			return "", fmt.Errorf("seek: %d %s", code, truncate(body))
 		}
-		seek = ms(d)
+		worst := slices.Max(append(during, 0))
+		seek = fmt.Sprintf("%s; %d pushes to another queue meanwhile %s, slowest %s", ms(d), len(during), during, ms(worst))
 	}
 	path := "/api/v1/pop/queue/" + queue + "?batch=1&wait=false&subscriptionMode=all&consumerGroup=" + group
 	var t timing
