@@ -35,4 +35,8 @@ type PageInfo struct {
 	// Limit is the page size the listing chose when asked for none (a
 	// Page with Limit 0); 0 when it took the one asked for.
 	Limit int
+	// Unsummed is the number of queues a listing made from background
+	// sums left out because their first sum is not made yet (the lagging
+	// listing); 0 on the others.
+	Unsummed int
 }

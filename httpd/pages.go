@@ -61,6 +61,11 @@ func pageHeaders(w http.ResponseWriter, r *http.Request, p pageRequest, info com
 	if info.Total >= 0 {
 		w.Header().Set("X-Total-Count", strconv.FormatInt(info.Total, 10))
 	}
+	if info.Unsummed > 0 {
+		// Queues whose rows are to come once their first background sum
+		// is made (docs/wire.md).
+		w.Header().Set("X-Stats-Pending", strconv.Itoa(info.Unsummed))
+	}
 	if !info.More {
 		return
 	}

@@ -32,6 +32,11 @@ type claimSpan struct {
 // When every span it took met a damaged segment, the cursors moved past
 // them and it claims again, a few times at most.
 func (w *wtx) claim(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wake time.Time, err error) {
+	if w.s.seeks.moving(q.ID, req.Group) {
+		// A seek to the end is moving the group's cursors (seekend.go):
+		// nothing is due until it is done, and its end wakes the queue.
+		return nil, time.Time{}, nil
+	}
 	for range 4 {
 		res, wake, err = w.claimOnce(q, req)
 		if !errors.Is(err, errAgain) {

@@ -104,6 +104,10 @@ func (s *Store) LaggingPartitions(ctx context.Context, tenant string, minLag tim
 // the group die with its cursors. An unknown group or queue deletes
 // nothing. It returns the number of cursor rows removed.
 func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, deleteMetadata bool) (int64, error) {
+	// Not between two ops of a seek to the end (seekend.go), whose later
+	// ops would write cursors again.
+	s.seeks.serial.Lock()
+	defer s.seeks.serial.Unlock()
 	var n int64
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		const inScope = `(SELECT id FROM queues WHERE tenant = ?2 AND (?3 = '' OR name = ?3))`

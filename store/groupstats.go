@@ -71,16 +71,10 @@ type groupsEntry struct {
 	askedAt time.Time        // wall time of the last read
 }
 
-// sumQueueGroups makes q's figures in one pass. Byte columns are scanned
-// as RawBytes and copied only for the rows kept, so a million cursors do
-// not make two million strings.
-func sumQueueGroups(ctx context.Context, db querier, q *combtype.Queue, now int64) (*queueGroupStats, error) {
-	st, _, err := sumQueueGroupsRows(ctx, db, q, now)
-	return st, err
-}
-
-// sumQueueGroupsRows is sumQueueGroups, also telling the rows it read.
-func sumQueueGroupsRows(ctx context.Context, db querier, q *combtype.Queue, now int64) (*queueGroupStats, int64, error) {
+// sumQueueGroups makes q's figures in one pass, also telling the rows it
+// read. Byte columns are scanned as RawBytes and copied only for the rows
+// kept, so a million cursors do not make two million strings.
+func sumQueueGroups(ctx context.Context, db querier, q *combtype.Queue, now int64) (*queueGroupStats, int64, error) {
 	// A group's positions are its rows and the cursors its subscription
 	// implies (implied.go): every partition is paired with every group of
 	// the queue (a subscription or a row), and a pair with neither gives
@@ -237,10 +231,11 @@ type groupSnapshot struct {
 }
 
 // largeGroupStats returns the figures of those of queues that are above
-// the live limit, by queue id. A large queue read for the first time is
-// summed now when wait is set; otherwise it is left to the refresher, and
-// its snapshot has nil stats until the refresher has summed it.
-func (s *Store) largeGroupStats(ctx context.Context, db querier, queues []*combtype.Queue, wait bool) (map[int64]*groupSnapshot, error) {
+// the live limit, by queue id. A large queue is never summed here: one
+// read for the first time is left to the refresher, and its snapshot has
+// nil stats until the refresher has summed it (minutes at a million
+// cursors, which no request waits for).
+func (s *Store) largeGroupStats(ctx context.Context, queues []*combtype.Queue) (map[int64]*groupSnapshot, error) {
 	now := s.clock.Now()
 	out := map[int64]*groupSnapshot{}
 	var unknown []*combtype.Queue
@@ -256,12 +251,9 @@ func (s *Store) largeGroupStats(ctx context.Context, db querier, queues []*combt
 			continue
 		}
 		e.askedAt = time.Now()
-		switch {
-		case e.stats != nil:
+		if e.stats != nil {
 			out[q.ID] = &groupSnapshot{q: *q, stats: e.stats, age: max(now.Sub(e.at), 0)}
-		case wait:
-			unknown = append(unknown, q)
-		default:
+		} else {
 			out[q.ID] = &groupSnapshot{q: *q}
 		}
 	}
@@ -274,21 +266,10 @@ func (s *Store) largeGroupStats(ctx context.Context, db querier, queues []*combt
 		return nil, err
 	}
 	for _, q := range unknown {
-		if !large[q.ID] {
-			continue
-		}
-		if !wait {
+		if large[q.ID] {
 			s.rememberGroups(q, nil, now)
 			out[q.ID] = &groupSnapshot{q: *q}
-			continue
 		}
-		st, n, err := sumQueueGroupsRows(ctx, db, q, micros(now))
-		if err != nil {
-			return nil, err
-		}
-		s.stats.ReadSummedRows.Add(n)
-		s.rememberGroups(q, st, now)
-		out[q.ID] = &groupSnapshot{q: *q, stats: st}
 	}
 	return out, nil
 }
@@ -330,10 +311,11 @@ func (s *Store) refreshGroups(ctx context.Context) error {
 			}
 			continue
 		}
-		st, err := sumQueueGroups(ctx, s.r, q, micros(now))
+		st, n, err := sumQueueGroups(ctx, s.r, q, micros(now))
 		if err != nil {
 			return err
 		}
+		s.stats.ReadSummedRows.Add(n)
 		s.tot.mu.Lock()
 		if cur := s.tot.groups[q.ID]; cur != nil && cur.q.UUID == q.UUID {
 			cur.q, cur.stats, cur.at = *q, st, now
@@ -341,4 +323,42 @@ func (s *Store) refreshGroups(ctx context.Context) error {
 		s.tot.mu.Unlock()
 	}
 	return nil
+}
+
+// queueGroupNames lists the groups with a position on queue queueID, a
+// large queue whose figures are not summed yet, without reading its
+// partitions: its subscriptions, and the groups with cursor rows on it.
+// The latter are found by skipping through cursors_group from one group
+// name to the next, each group's rows looked at only within the queue's
+// range of partition ids, and only until one is on the queue: one
+// index seek per group where queues do not interleave, however many
+// partitions and cursors there are. (The two ends of the range are two
+// subqueries: MIN and MAX in one SELECT read the whole index range.)
+func queueGroupNames(ctx context.Context, db querier, queueID int64) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `WITH RECURSIVE
+		r(lo, hi) AS (SELECT (SELECT MIN(id) FROM partitions WHERE queue_id = ?1),
+			(SELECT MAX(id) FROM partitions WHERE queue_id = ?1)),
+		g(name) AS (SELECT (SELECT MIN(group_name) FROM cursors)
+			UNION ALL SELECT (SELECT MIN(group_name) FROM cursors WHERE group_name > g.name) FROM g
+			WHERE g.name IS NOT NULL)
+		SELECT group_name FROM subscriptions WHERE queue_id = ?1
+		UNION SELECT g.name FROM g, r WHERE g.name IS NOT NULL AND EXISTS (SELECT 1
+			FROM cursors c INDEXED BY cursors_group CROSS JOIN partitions p ON p.id = c.partition_id
+			WHERE c.group_name = g.name AND c.partition_id BETWEEN r.lo AND r.hi AND p.queue_id = ?1)`, queueID)
+	if err != nil {
+		return nil, fmt.Errorf("list groups of queue %d: %w", queueID, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return nil, fmt.Errorf("scan group of queue %d: %w", queueID, err)
+		}
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list groups of queue %d: %w", queueID, err)
+	}
+	return out, nil
 }

@@ -101,7 +101,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 	if err != nil {
 		return nil, err
 	}
-	large, err := s.largeGroupStats(ctx, s.r, queues, false)
+	large, err := s.largeGroupStats(ctx, queues)
 	if err != nil {
 		return nil, err
 	}

@@ -362,7 +362,9 @@ func (s *Store) GroupPage(ctx context.Context, tenant, group string, pg combtype
 // their lag; Total is the number of pairs. The pairs of a queue up to the
 // live limit are found from its cursors and each pair of the page is
 // summed for the reply; a larger queue's pairs and figures come from its
-// background sum (groupstats.go), with StatsAge.
+// background sum (groupstats.go), with StatsAge. Before that sum is made,
+// a larger queue's pairs are its subscriptions and the groups with cursor
+// rows on it, with zero figures and StatsAge NotSummed.
 func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page) ([]combtype.GroupSummary, combtype.PageInfo, error) {
 	return s.groupsPage(ctx, tenant, "", pg)
 }
@@ -389,7 +391,10 @@ func (s *Store) groupsPage(ctx context.Context, tenant, queue string, pg combtyp
 	if err != nil {
 		return nil, info, err
 	}
-	large, err := s.largeGroupStats(ctx, tx, queues, true)
+	// A large queue not summed yet is not summed here (minutes at a
+	// million cursors): its pairs are listed from the groups' own rows,
+	// with no figures yet, and the refresher makes the sum.
+	large, err := s.largeGroupStats(ctx, queues)
 	if err != nil {
 		return nil, info, err
 	}
@@ -406,6 +411,17 @@ func (s *Store) groupsPage(ctx context.Context, tenant, queue string, pg combtyp
 		snap := large[q.ID]
 		if snap == nil {
 			small, names[q.ID] = append(small, q.ID), q.Name
+			continue
+		}
+		if snap.stats == nil {
+			groups, err := queueGroupNames(ctx, tx, q.ID)
+			if err != nil {
+				return nil, info, err
+			}
+			for _, g := range groups {
+				pairs = append(pairs, pair{group: g, queue: q.Name, queueID: q.ID,
+					sum: &groupSum{GroupSummary: combtype.GroupSummary{Group: g, Queue: q.Name}}, age: combtype.NotSummed})
+			}
 			continue
 		}
 		for i := range snap.stats.groups {
@@ -482,7 +498,8 @@ func (s *Store) groupsPage(ctx context.Context, tenant, queue string, pg combtyp
 // oldest first. Finding the oldest rows of a queue up to the live limit
 // reads every cursor's lag; a larger queue's come from the oldest pending
 // cursors its background sum kept (groupstats.go), with StatsAge, unless
-// the page reaches past them.
+// the page reaches past them. A larger queue not summed yet has no rows
+// in the page, and PageInfo.Unsummed counts it.
 func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Duration, pg combtype.Page) ([]combtype.PartitionLag, combtype.PageInfo, error) {
 	info := combtype.PageInfo{Total: -1}
 	if pg.After != "" {
@@ -496,7 +513,10 @@ func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Dura
 	if err != nil {
 		return nil, info, err
 	}
-	large, err := s.largeGroupStats(ctx, s.r, queues, true)
+	// As in groupsPage, a large queue not summed yet is not summed here:
+	// its rows are left out of the page until the refresher has made its
+	// sum, and the page says how many queues it left out (Unsummed).
+	large, err := s.largeGroupStats(ctx, queues)
 	if err != nil {
 		return nil, info, err
 	}
@@ -506,6 +526,10 @@ func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Dura
 		snap := large[q.ID]
 		if snap == nil {
 			live = append(live, q.ID)
+			continue
+		}
+		if snap.stats == nil {
+			info.Unsummed++
 			continue
 		}
 		kept := snap.stats.lagging

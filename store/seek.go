@@ -108,9 +108,11 @@ func (r *SegmentRef) seg() *seek.Segment {
 
 // Seek moves one group's cursor on every partition of a queue, or on one
 // partition, to where seek.Place puts req.Target. All partitions move in one writer
-// operation: committed set, any lease dropped (so an ack carrying it fails
-// the lease check), retry and redelivery counters reset, a missing cursor
-// created; other groups are untouched, and parked pops of the queue wake.
+// operation (a seek to the end of a large queue: in several, with the
+// same meaning, seekend.go): committed set, any lease dropped (so an ack
+// carrying it fails the lease check), retry and redelivery counters
+// reset, a missing cursor created; other groups are untouched, and
+// parked pops of the queue wake.
 //
 // It returns ErrQueueNotFound when the queue is unknown to the tenant or has
 // no partitions, ErrPartitionNotFound when the named partition (or its
@@ -134,6 +136,11 @@ func (s *Store) Seek(ctx context.Context, tenant string, req combtype.SeekReques
 		res, _, err := resolveSeek(ctx, tx, micros(s.clock.Now()), tenant, &req)
 		return res, err
 	}
+	if req.Target.ToEnd && req.Partition == "" {
+		return s.seekToEnd(ctx, tenant, &req)
+	}
+	s.seeks.serial.Lock()
+	defer s.seeks.serial.Unlock()
 	var res *combtype.SeekResult
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		var err error
@@ -212,18 +219,28 @@ func resolveSeek(ctx context.Context, db querier, now int64, tenant string, req 
 
 // applySeek writes the resolved placements.
 func (w *wtx) applySeek(res *combtype.SeekResult, ids []int64, tenant string) error {
-	now := micros(w.now)
-	for i, ps := range res.Partitions {
-		if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
-			VALUES (?1, ?2, ?3, ?4)
-			ON CONFLICT (partition_id, group_name) DO UPDATE SET committed = excluded.committed,
-				lease_id = NULL, lease_from = NULL, lease_to = NULL, lease_expires_at = NULL,
-				retry_count = 0, redelivery_count = 0`, ids[i], res.Group, ps.To, now); err != nil {
-			return fmt.Errorf("move cursor of partition %q: %w", ps.Partition, err)
-		}
+	if err := w.moveCursors(res.Partitions, ids, res.Group); err != nil {
+		return err
 	}
 	// Parked pops of this queue look again now, so a backward seek starts
 	// redelivering on the next poll instead of at the pop's timeout.
 	w.touch(tenant, res.Queue)
+	return nil
+}
+
+// moveCursors sets group's cursor on each partition ids[i] to moves[i].To:
+// any lease dropped, retry and redelivery counters reset, a missing
+// cursor created.
+func (w *wtx) moveCursors(moves []combtype.PartitionSeek, ids []int64, group string) error {
+	now := micros(w.now)
+	for i, ps := range moves {
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
+			VALUES (?1, ?2, ?3, ?4)
+			ON CONFLICT (partition_id, group_name) DO UPDATE SET committed = excluded.committed,
+				lease_id = NULL, lease_from = NULL, lease_to = NULL, lease_expires_at = NULL,
+				retry_count = 0, redelivery_count = 0`, ids[i], group, ps.To, now); err != nil {
+			return fmt.Errorf("move cursor of partition %q: %w", ps.Partition, err)
+		}
+	}
 	return nil
 }

@@ -84,11 +84,15 @@ func TestSmallVerdictHoldsUntilTheQueueGrows(t *testing.T) {
 	if !kept(qb) {
 		t.Fatal("a queue that did not grow lost its verdict")
 	}
-	// Past the limit now: the next read finds it large and answers the
-	// pair from the background sum.
+	// Past the limit now: the next read finds it large and lists the pair
+	// as not summed yet; once the refresher has summed it, the pair comes
+	// from the background sum.
 	push("a", 3, 4)
 	if kept(qa) {
 		t.Fatal("a partition given did not drop the verdict")
+	}
+	if g := page(); !g.Summarized || g.StatsAge != combtype.NotSummed || g.Cursors != 0 {
+		t.Fatalf("a queue grown past the limit, first read = %+v, want the pair not summed yet", g)
 	}
 	if err := s.RefreshTotals(ctx); err != nil {
 		t.Fatal(err)

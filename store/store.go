@@ -151,6 +151,14 @@ type Store struct {
 	// journal in memory now (setUndo).
 	undoInMemory bool
 
+	// seeks are the seeks to the end of a queue under way (seekend.go);
+	// seekChunk, set only by tests, is the partitions one of their ops
+	// moves (0: seekChunkPartitions), and seekChunkDone runs after each
+	// op after the first.
+	seeks         seekMarks
+	seekChunk     int
+	seekChunkDone func()
+
 	// afterLocate, set only by tests, runs between locating acks and
 	// submitting them, where a write committed meanwhile would land.
 	afterLocate func()
@@ -196,9 +204,9 @@ type Stats struct {
 	// WaveClaims counts the claims applied fused with others of their
 	// queue (claimWaves) rather than each alone.
 	WaveClaims atomic.Int64
-	// ReadSummedRows counts the rows a request read to sum a large
-	// queue's consumer-group figures: only the first read of a queue
-	// does; later reads use the refresher's sums (groupstats.go).
+	// ReadSummedRows counts the rows read to sum large queues'
+	// consumer-group figures. Only the refresher makes those sums: no
+	// request waits for one (groupstats.go).
 	ReadSummedRows atomic.Int64
 }
 
@@ -346,6 +354,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	s.tot.prime = true
 	s.runRefresher()
 	s.tot.mu.Unlock()
+	if err := s.resumeSeeks(ctx); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
 	return s, nil
 }
 

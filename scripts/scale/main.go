@@ -59,6 +59,7 @@ func main() {
 	flag.BoolVar(&firstPopSettle, "firstpop-settle", true, "time first pops once the background sums made at open are done (false: right after open, beside them)")
 	fpSkip := flag.String("firstpop-skip", "", "mode@size pairs -firstpop does not measure, comma-separated (timestamp@1000000)")
 	skipRoutes := flag.String("skip", "", "regular expression of listing paths not to measure (they are reported as such)")
+	listingsOnly := flag.Bool("listings-only", false, "time only the listings, from the open on, of databases measured before (their groups exist)")
 	flag.IntVar(&liveTotals, "live-totals", 0, "most partitions a queue's totals are summed for on every read (0: the broker's default; 2000000 sums every queue on every read, as before the background sums)")
 	flag.Parse()
 	if *skipRoutes != "" {
@@ -109,6 +110,24 @@ func main() {
 			rows = append(rows, r)
 		}
 		md.WriteString(table(firstPopCols, counts, rows))
+		fmt.Print(md.String())
+		if *out != "" {
+			if err := os.WriteFile(*out, []byte(md.String()), 0o644); err != nil {
+				fatal(err)
+			}
+		}
+		return
+	}
+	if *listingsOnly {
+		var rows [][]string
+		for _, c := range counts {
+			r, err := measureListings(ctx, filepath.Join(*dir, fmt.Sprintf("p%d.db", c)), max(*n/5, 3))
+			if err != nil {
+				fatal(err)
+			}
+			rows = append(rows, r)
+		}
+		md.WriteString(table(append([]string{"open (ms)"}, listingCols...), counts, rows))
 		fmt.Print(md.String())
 		if *out != "" {
 			if err := os.WriteFile(*out, []byte(md.String()), 0o644); err != nil {
@@ -450,14 +469,43 @@ func (s *server) idlePops(reps int) (string, error) {
 	}
 	seek := "— (group exists)"
 	if string(known) == "{}" {
+		// Pushes into another queue while the seek runs tell how long the
+		// seek holds the writer, which every write shares.
+		stop, done := make(chan struct{}), make(chan error, 1)
+		var during timing
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				code, body, d, err := s.do("POST", "/api/v1/push", map[string]any{"items": []any{map[string]any{
+					"queue": queue + "-beside", "partition": "p", "payload": map[string]any{"i": i}}}})
+				if err == nil && code != http.StatusCreated {
+					err = fmt.Errorf("push beside the seek: %d %s", code, truncate(body))
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+				during = append(during, d)
+			}
+		}()
 		code, body, d, err := s.do("POST", "/api/v1/consumer-groups/"+group+"/queues/"+queue+"/seek", map[string]any{"toEnd": true})
+		close(stop)
+		if perr := <-done; err == nil {
+			err = perr
+		}
 		if err != nil {
 			return "", err
 		}
 		if code != http.StatusOK {
 			return "", fmt.Errorf("seek: %d %s", code, truncate(body))
 		}
-		seek = ms(d)
+		worst := slices.Max(append(during, 0))
+		seek = fmt.Sprintf("%s; %d pushes to another queue meanwhile %s, slowest %s", ms(d), len(during), during, ms(worst))
 	}
 	path := "/api/v1/pop/queue/" + queue + "?batch=1&wait=false&subscriptionMode=all&consumerGroup=" + group
 	var t timing
@@ -573,7 +621,20 @@ func measurePartitions(ctx context.Context, path string, n, reps int) ([]string,
 	}
 	row = append(row, idle)
 
-	total := n + reps
+	cells, err := s.listings(path, n+reps, max(reps/5, 3), group)
+	if err != nil {
+		return nil, err
+	}
+	return append(row, cells...), s.stop()
+}
+
+// listingCols are the columns listings fills, in partitionCols.
+var listingCols = partitionCols[len(partitionCols)-14:]
+
+// listings times each listing route once (the first request) and then
+// reps times, on a queue of total partitions read through group's
+// cursors.
+func (s *server) listings(path string, total, reps int, group string) ([]string, error) {
 	// The position the last page of 100 starts after, read from the
 	// database: past an offset of 10,000 the routes answer 400 and point
 	// to after, so the position cannot be asked for with an offset.
@@ -598,6 +659,7 @@ func measurePartitions(ctx context.Context, path string, n, reps int) ([]string,
 		"/api/v1/status/queues/" + queue,
 		"/metrics/prometheus",
 	}
+	var row []string
 	for _, p := range pages {
 		if skip != nil && skip.MatchString(p) {
 			row = append(row, "not measured")
@@ -607,7 +669,7 @@ func measurePartitions(ctx context.Context, path string, n, reps int) ([]string,
 		if err != nil {
 			return nil, err
 		}
-		t, size, err := s.get(p, max(reps/5, 3), code)
+		t, size, err := s.get(p, reps, code)
 		if err != nil {
 			return nil, err
 		}
@@ -617,7 +679,35 @@ func measurePartitions(ctx context.Context, path string, n, reps int) ([]string,
 		}
 		row = append(row, cell)
 	}
-	return row, s.stop()
+	return row, nil
+}
+
+// measureListings opens a database measurePartitions used before (its
+// groups exist) and times only the listings, the first request of each
+// route right after the open included.
+func measureListings(ctx context.Context, path string, reps int) ([]string, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, err
+	}
+	var total int
+	err = db.QueryRow(`SELECT COUNT(*) FROM partitions WHERE queue_id = (SELECT id FROM queues WHERE name = ?)`,
+		queue).Scan(&total)
+	db.Close()
+	if err != nil {
+		return nil, fmt.Errorf("count partitions: %w", err)
+	}
+	s, err := serve(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	fmt.Fprintf(os.Stderr, "scale: %d partitions: open %s ms, listings only\n", total, ms(s.open))
+	row, err := s.listings(path, total, reps, "scale-g")
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{ms(s.open)}, row...), s.stop()
 }
 
 func kb(n int) string {
