@@ -84,15 +84,7 @@ func TestLargeQueueGroupFiguresComeFromTheBackgroundSum(t *testing.T) {
 	// oldest rows the background sum keeps span both push times.
 	pushEach(t, st, "wide", "b", 3000)
 	pushEach(t, st, "tiny", "a", 3)
-	for _, pop := range []combtype.PopRequest{
-		{Queue: "wide", Group: "g", Batch: 1},
-		{Queue: "wide", Batch: 5, AutoAck: true},
-		{Queue: "tiny", Group: "g", Batch: 1, AutoAck: true},
-	} {
-		if _, err := st.Pop(ctx, "", pop); err != nil {
-			t.Fatal(err)
-		}
-	}
+	popGroupsAndQueueMode(t, st)
 	clk.Advance(time.Hour)
 	large := map[string]bool{"wide": true}
 
@@ -399,15 +391,7 @@ func TestTheFirstGroupsListingOfALargeQueueDoesNotWaitForItsSum(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, pop := range []combtype.PopRequest{
-		{Queue: "wide", Group: "g", Batch: 1},
-		{Queue: "wide", Batch: 5, AutoAck: true},
-		{Queue: "tiny", Group: "g", Batch: 1, AutoAck: true},
-	} {
-		if _, err := st.Pop(ctx, "", pop); err != nil {
-			t.Fatal(err)
-		}
-	}
+	popGroupsAndQueueMode(t, st)
 	pushEach(t, st, "wide", "b", 10)
 	clk.Advance(time.Hour)
 	live, err := st.Groups(ctx, "")
@@ -487,5 +471,21 @@ func TestTheFirstGroupsListingOfALargeQueueDoesNotWaitForItsSum(t *testing.T) {
 	lag, linfo, err = st.LaggingPage(ctx, "", 0, combtype.Page{Limit: 1000})
 	if err != nil || linfo.Unsummed != 0 || len(lag) != len(liveLag) {
 		t.Fatalf("lagging after the sum: %d rows of %d, %+v, %v", len(lag), len(liveLag), linfo, err)
+	}
+}
+
+// popGroupsAndQueueMode leaves wide with a lease of group g and a queue
+// mode read, and tiny with a read of g: the three kinds of pair the sums
+// must list.
+func popGroupsAndQueueMode(t *testing.T, st *store.Store) {
+	t.Helper()
+	for _, pop := range []combtype.PopRequest{
+		{Queue: "wide", Group: "g", Batch: 1},
+		{Queue: "wide", Batch: 5, AutoAck: true},
+		{Queue: "tiny", Group: "g", Batch: 1, AutoAck: true},
+	} {
+		if _, err := st.Pop(context.Background(), "", pop); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
