@@ -143,6 +143,9 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 			return fmt.Errorf("delete cursors: %w", err)
 		}
 		n += implied
+		if err := w.dropPendingSeeks(tenant, queue, group); err != nil {
+			return err
+		}
 		if deleteMetadata {
 			w.s.subs.forget()
 			if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE group_name = ?1 AND queue_id IN `+inScope,

@@ -222,6 +222,9 @@ func (w *wtx) applySeek(res *combtype.SeekResult, ids []int64, tenant string) er
 	if err := w.moveCursors(res.Partitions, ids, res.Group); err != nil {
 		return err
 	}
+	if err := w.dropPendingSeeks(tenant, res.Queue, res.Group); err != nil {
+		return err
+	}
 	// Parked pops of this queue look again now, so a backward seek starts
 	// redelivering on the next poll instead of at the pop's timeout.
 	w.touch(tenant, res.Queue)

@@ -41,6 +41,10 @@ import (
 //     opens again (resumeSeeks), before it serves anything, and its
 //     group claims nothing on the queue until then. The request's context
 //     does not cut a seek short once it has started.
+//   - A seek whose op fails while the store runs (a full disk) returns
+//     the error with the queue half moved; its progress stays in settings
+//     and is finished at the next open, unless a later seek or a delete of
+//     the group supersedes it (dropPendingSeeks).
 
 // seekChunkPartitions is how many partitions one op of a seek to the end
 // moves. At a million partitions, loaded (scripts/scale), pushes to
@@ -147,9 +151,8 @@ func (s *Store) seekToEnd(ctx context.Context, tenant string, req *combtype.Seek
 			}
 			return w.applySeek(res, ids, tenant)
 		}
-		p = &pendingSeek{Tenant: tenant, Queue: q.Name, UUID: q.UUID, ID: q.ID, Group: req.Group, Seq: w.s.segSeq}
-		if err := w.QueryRowContext(w.ctx, `SELECT MAX(id) FROM partitions WHERE queue_id = ?`, q.ID).Scan(&p.Max); err != nil {
-			return fmt.Errorf("read queue %q: %w", q.Name, err)
+		if p, err = w.beginSeek(tenant, q, req.Group); err != nil {
+			return err
 		}
 		res = &combtype.SeekResult{Queue: q.Name, Group: req.Group}
 		c, err = w.seekChunk(p)
@@ -173,6 +176,16 @@ func (s *Store) seekToEnd(ctx context.Context, tenant string, req *combtype.Seek
 		}
 	}
 	return res, nil
+}
+
+// beginSeek fixes the end of a chunked seek of q by group: the segment
+// sequence and the highest partition id now.
+func (w *wtx) beginSeek(tenant string, q *combtype.Queue, group string) (*pendingSeek, error) {
+	p := &pendingSeek{Tenant: tenant, Queue: q.Name, UUID: q.UUID, ID: q.ID, Group: group, Seq: w.s.segSeq}
+	if err := w.QueryRowContext(w.ctx, `SELECT MAX(id) FROM partitions WHERE queue_id = ?`, q.ID).Scan(&p.Max); err != nil {
+		return nil, fmt.Errorf("read queue %q: %w", q.Name, err)
+	}
+	return p, nil
 }
 
 // seekStep is what one op of a seek to the end did, taken up by its
@@ -314,37 +327,69 @@ func (w *wtx) seekChunk(p *pendingSeek) (seekStep, error) {
 	return out, nil
 }
 
-// resumeSeeks finishes the seeks to the end a previous run of the store
-// left in settings, before the store serves anything.
-func (s *Store) resumeSeeks(ctx context.Context) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT value FROM settings WHERE key >= ? AND key < ?`,
+// dropPendingSeeks forgets the unfinished seeks to the end of group on
+// tenant's queue (every queue of tenant when queue is "") that a later
+// seek or a delete of the group supersedes. Only a seek whose op failed
+// while the store ran leaves one behind (a stop in the middle is finished
+// at the next open, before anything is served), and that one would
+// otherwise be finished at the next open over what came after it.
+func (w *wtx) dropPendingSeeks(tenant, queue, group string) error {
+	pending, err := readPendingSeeks(w.ctx, w)
+	if err != nil {
+		return err
+	}
+	for _, p := range pending {
+		if p.Tenant != tenant || p.Group != group || (queue != "" && p.Queue != queue) {
+			continue
+		}
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM settings WHERE key = ?`, p.key()); err != nil {
+			return fmt.Errorf("drop the unfinished seek of %q on queue %q: %w", group, p.Queue, err)
+		}
+	}
+	return nil
+}
+
+// readPendingSeeks reads the seeks to the end left in settings.
+func readPendingSeeks(ctx context.Context, db querier) ([]*pendingSeek, error) {
+	rows, err := db.QueryContext(ctx, `SELECT value FROM settings WHERE key >= ? AND key < ?`,
 		seekSettingPrefix, seekSettingPrefix[:len(seekSettingPrefix)-1]+"0")
 	if err != nil {
-		return fmt.Errorf("read seeks in progress: %w", err)
+		return nil, fmt.Errorf("read seeks in progress: %w", err)
 	}
+	defer rows.Close()
 	var todo []*pendingSeek
 	for rows.Next() {
 		var v string
 		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return fmt.Errorf("scan seek in progress: %w", err)
+			return nil, fmt.Errorf("scan seek in progress: %w", err)
 		}
 		p := &pendingSeek{}
 		if err := json.Unmarshal([]byte(v), p); err != nil {
-			rows.Close()
-			return fmt.Errorf("decode seek in progress: %w", err)
+			return nil, fmt.Errorf("decode seek in progress: %w", err)
 		}
 		todo = append(todo, p)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read seeks in progress: %w", err)
+		return nil, fmt.Errorf("read seeks in progress: %w", err)
+	}
+	return todo, nil
+}
+
+// resumeSeeks finishes the seeks to the end a previous run of the store
+// left in settings, before the store serves anything. One that cannot be
+// finished now (a full disk) is logged and left for the next open: the
+// store still opens, so that retention and deletes can make room.
+func (s *Store) resumeSeeks(ctx context.Context) error {
+	todo, err := readPendingSeeks(ctx, s.r)
+	if err != nil {
+		return err
 	}
 	for _, p := range todo {
 		s.seeks.set(seekKey{p.ID, p.Group}, true)
 		s.log.Info("finishing a seek to the end cut short", "queue", p.Queue, "group", p.Group)
 		if err := s.finishSeek(ctx, p, nil); err != nil {
-			return err
+			s.log.Warn("a seek to the end cut short is left for the next start", "queue", p.Queue, "group", p.Group,
+				"err", err)
 		}
 	}
 	return nil

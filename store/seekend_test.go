@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -155,5 +156,84 @@ func TestASeekToTheEndCutShortIsFinishedAtOpen(t *testing.T) {
 	seekQueue(t, s, "after", 2)
 	if got := drain(t, s, "g"); fmt.Sprint(got) != "[after-0 after-1]" {
 		t.Fatalf("after the reopened seek, g got %v, want only what came after it", got)
+	}
+}
+
+// leaveUnfinishedSeek makes the first op of a chunked seek of g to the end
+// of q and stops there, as a seek whose next op failed to commit does:
+// its progress is in settings and its group is no longer held back.
+func leaveUnfinishedSeek(t *testing.T, s *Store) {
+	t.Helper()
+	var p *pendingSeek
+	err := s.submit(context.Background(), &writeOp{isolated: true, apply: func(w *wtx) error {
+		q, err := getQueue(w.ctx, w.tx, "", "q")
+		if err != nil {
+			return err
+		}
+		if p, err = w.beginSeek("", q, "g"); err != nil {
+			return err
+		}
+		_, err = w.seekChunk(p)
+		return err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.seeks.set(seekKey{p.ID, p.Group}, false)
+}
+
+// A seek or a delete of the group made after a seek to the end failed in
+// the middle supersedes it: the next open does not finish the old seek
+// over what came after it.
+func TestALaterSeekOrDeleteSupersedesAnUnfinishedSeek(t *testing.T) {
+	ctx := context.Background()
+	for _, later := range []string{"seek", "delete"} {
+		t.Run(later, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "comb.db")
+			s, err := Open(ctx, Options{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.seekChunk = 70
+			seekQueue(t, s, "before", 300)
+			leaveUnfinishedSeek(t, s)
+			switch later {
+			case "seek":
+				from := time.Unix(0, 0)
+				_, err = s.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "q", Target: combtype.SeekTarget{Time: &from}})
+			case "delete":
+				_, err = s.DeleteGroup(ctx, "", "g", "q", false)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			s, err = Open(ctx, Options{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var left int
+			if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM settings WHERE key LIKE 'seek-to-end/%'`).Scan(&left); err != nil || left != 0 {
+				t.Fatalf("seeks left in progress after open: %d %v", left, err)
+			}
+			var cursors int
+			if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM cursors WHERE group_name = 'g'`).Scan(&cursors); err != nil {
+				t.Fatal(err)
+			}
+			switch later {
+			case "seek":
+				if got := drain(t, s, "g"); len(got) != 300 {
+					t.Fatalf("after a seek to the start, g got %d messages, want all 300", len(got))
+				}
+			case "delete":
+				if cursors != 0 {
+					t.Fatalf("the deleted group has %d cursors after open", cursors)
+				}
+			}
+		})
 	}
 }
