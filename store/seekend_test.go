@@ -140,15 +140,7 @@ func TestASeekToTheEndCutShortIsFinishedAtOpen(t *testing.T) {
 		t.Fatal("a seek whose store closed in the middle answered success")
 	}
 
-	s, err = Open(ctx, Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var left int
-	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM settings WHERE key LIKE 'seek-to-end/%'`).Scan(&left); err != nil || left != 0 {
-		t.Fatalf("seeks left in progress after open: %d %v", left, err)
-	}
+	s = reopenWithNoSeekLeft(t, path)
 	var moved int
 	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM cursors WHERE group_name = 'g' AND committed = 0`).Scan(&moved); err != nil || moved != 300 {
 		t.Fatalf("cursors at the end: %d of 300, %v", moved, err)
@@ -211,15 +203,7 @@ func TestALaterSeekOrDeleteSupersedesAnUnfinishedSeek(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			s, err = Open(ctx, Options{Path: path})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			var left int
-			if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM settings WHERE key LIKE 'seek-to-end/%'`).Scan(&left); err != nil || left != 0 {
-				t.Fatalf("seeks left in progress after open: %d %v", left, err)
-			}
+			s = reopenWithNoSeekLeft(t, path)
 			var cursors int
 			if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM cursors WHERE group_name = 'g'`).Scan(&cursors); err != nil {
 				t.Fatal(err)
@@ -236,4 +220,21 @@ func TestALaterSeekOrDeleteSupersedesAnUnfinishedSeek(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reopenWithNoSeekLeft opens the store at path again (closed at the
+// test's end) and checks that the open left no seek to the end in
+// progress.
+func reopenWithNoSeekLeft(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var left int
+	if err := s.r.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM settings WHERE key LIKE 'seek-to-end/%'`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("seeks left in progress after open: %d %v", left, err)
+	}
+	return s
 }
