@@ -124,13 +124,7 @@ func TestASeekToTheEndInChunksKeepsItsMeaning(t *testing.T) {
 // published before the seek.
 func TestASeekToTheEndCutShortIsFinishedAtOpen(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "comb.db")
-	s, err := Open(ctx, Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.seekChunk = 70
-	seekQueue(t, s, "before", 300)
+	s, path := openSeekQueueOf300(t)
 	s.seekChunkDone = func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("close: %v", err)
@@ -181,14 +175,9 @@ func TestALaterSeekOrDeleteSupersedesAnUnfinishedSeek(t *testing.T) {
 	ctx := context.Background()
 	for _, later := range []string{"seek", "delete"} {
 		t.Run(later, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "comb.db")
-			s, err := Open(ctx, Options{Path: path})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.seekChunk = 70
-			seekQueue(t, s, "before", 300)
+			s, path := openSeekQueueOf300(t)
 			leaveUnfinishedSeek(t, s)
+			var err error
 			switch later {
 			case "seek":
 				from := time.Unix(0, 0)
@@ -237,4 +226,19 @@ func reopenWithNoSeekLeft(t *testing.T, path string) *Store {
 		t.Fatalf("seeks left in progress after open: %d %v", left, err)
 	}
 	return s
+}
+
+// openSeekQueueOf300 opens a store in a new file whose seeks to the end
+// move 70 partitions per op, with one message in each of 300 partitions
+// of queue q (before-0 ... before-299).
+func openSeekQueueOf300(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "comb.db")
+	s, err := Open(context.Background(), Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.seekChunk = 70
+	seekQueue(t, s, "before", 300)
+	return s, path
 }
