@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -573,15 +574,15 @@ func (w *wtx) waveSpans(due []*candidate, req *popReq) ([]claimSpan, []*candidat
 
 // waveLease is one cursor a wave leases.
 type waveLease struct {
-	Partition int64  `json:"p"`
-	Group     string `json:"g"`
-	Lease     string `json:"l"`
-	From      int64  `json:"f"`
-	To        int64  `json:"t"`
+	Partition int64
+	Group     string
+	Lease     string
+	From      int64
+	To        int64
 	// New: the cursor has no row yet; it is written at Committed, the
 	// position its subscription implies, with the lease.
-	New       bool  `json:"n"`
-	Committed int64 `json:"c"`
+	New       bool
+	Committed int64
 }
 
 // leaseWave writes the leases of a wave, as claimOnce writes each: a
@@ -590,41 +591,54 @@ type waveLease struct {
 // claim on a partition must write (materializeCursor, then the lease) are
 // inserted leased: one statement writes every cursor, where a row
 // inserted and then updated cost a statement per row and each row twice.
+//
+// The rows are bound as parameters of a VALUES list, a chunk of them per
+// statement: passed as one JSON array, SQLite turned each element into
+// text and parsed it again for every field it read, and that was more
+// than half of the wave's time in the writer (BenchmarkWakeManyGroups).
 func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
-	arg, err := json.Marshal(leases)
-	if err != nil {
-		return fmt.Errorf("encode leases: %w", err)
-	}
-	var fresh int
-	for i := range leases {
-		if leases[i].New {
-			fresh++
+	var fresh, old []waveLease
+	for _, l := range leases {
+		if l.New {
+			fresh = append(fresh, l)
+		} else {
+			old = append(old, l)
 		}
 	}
 	var n int64
-	if fresh > 0 {
+	for rows := range leaseChunks(fresh) {
 		// What materializeCursor and the update below together write: a
 		// new row has redelivered nothing, and consumed up to its
 		// implied position or, past deleted messages, the span's start.
+		args := make([]any, 0, 2+6*len(rows))
+		args = append(args, micros(w.now), expires)
+		for _, l := range rows {
+			args = append(args, l.Partition, l.Group, l.Lease, l.From, l.To, l.Committed)
+		}
 		res, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at,
 				lease_id, lease_from, lease_to, lease_expires_at)
-			SELECT j.value ->> 'p', j.value ->> 'g', MAX(j.value ->> 'c', (j.value ->> 'f') - 1), ?3,
-				j.value ->> 'l', j.value ->> 'f', j.value ->> 't', ?1
-			FROM json_each(?2) j WHERE j.value ->> 'n'`, expires, string(arg), micros(w.now))
+			SELECT column1, column2, MAX(column6, column4 - 1), ?, column3, column4, column5, ?
+			FROM (`+valuesList(len(rows), 6)+`) WHERE true`, args...)
 		if err != nil {
 			return fmt.Errorf("claim partitions: %w", err)
 		}
-		if n, err = res.RowsAffected(); err != nil {
+		m, err := res.RowsAffected()
+		if err != nil {
 			return fmt.Errorf("claim partitions: %w", err)
 		}
+		n += m
 	}
-	if fresh < len(leases) {
-		res, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = j.value ->> 'l', lease_from = j.value ->> 'f',
-			lease_to = j.value ->> 't', lease_expires_at = ?1, redelivery_count = redelivery_count + (lease_id IS NOT NULL),
-			committed = MAX(committed, (j.value ->> 'f') - 1)
-			FROM json_each(?2) j WHERE NOT (j.value ->> 'n') AND cursors.partition_id = j.value ->> 'p'
-				AND cursors.group_name = j.value ->> 'g'`,
-			expires, string(arg))
+	for rows := range leaseChunks(old) {
+		args := make([]any, 0, 1+5*len(rows))
+		args = append(args, expires)
+		for _, l := range rows {
+			args = append(args, l.Partition, l.Group, l.Lease, l.From, l.To)
+		}
+		res, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = v.column3, lease_from = v.column4,
+			lease_to = v.column5, lease_expires_at = ?, redelivery_count = redelivery_count + (lease_id IS NOT NULL),
+			committed = MAX(committed, v.column4 - 1)
+			FROM (`+valuesList(len(rows), 5)+`) AS v
+			WHERE cursors.partition_id = v.column1 AND cursors.group_name = v.column2`, args...)
 		if err != nil {
 			return fmt.Errorf("claim partitions: %w", err)
 		}
@@ -638,6 +652,37 @@ func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 		return fmt.Errorf("claim partitions: %d cursors leased, want %d", n, len(leases))
 	}
 	return nil
+}
+
+// maxLeaseChunk bounds the rows of one lease statement. Every size a wave
+// uses stays prepared in the writer's cache, and a statement holds a
+// slot for each of its parameters: 1,024 rows saved little over 256.
+const maxLeaseChunk = 256
+
+// leaseChunks yields leases in chunks of maxLeaseChunk rows and, for the
+// rest, of falling powers of two, so the statements of every wave are of
+// a few sizes and each is prepared once (the writer's statement cache is
+// keyed by the text).
+func leaseChunks(leases []waveLease) iter.Seq[[]waveLease] {
+	return func(yield func([]waveLease) bool) {
+		for size := maxLeaseChunk; len(leases) > 0; size /= 2 {
+			for len(leases) >= size {
+				if !yield(leases[:size]) {
+					return
+				}
+				leases = leases[size:]
+			}
+		}
+	}
+}
+
+// valuesList is a VALUES list of rows rows of cols parameters. They are
+// anonymous: the driver asks SQLite for the name of every parameter it
+// binds, and for numbered ones SQLite finds it by a walk of all the
+// statement's names, which made binding a chunk quadratic in its size.
+func valuesList(rows, cols int) string {
+	row := "(?" + strings.Repeat(",?", cols-1) + ")"
+	return "VALUES " + row + strings.Repeat(","+row, rows-1)
 }
 
 // waveWakes sets the wake time of the claims in idle, which found nothing
