@@ -41,7 +41,7 @@ import (
 const floorFlag = "-serve-floor"
 
 // floorModes are the floors -floor may name.
-var floorModes = []string{"nethttp", "raw"}
+func floorModes() []string { return []string{"nethttp", "raw"} }
 
 // comb serve's settings that a floor copies (cli/serve.go, httpd/serve.go,
 // httpd/server.go).
@@ -79,7 +79,7 @@ func startFloor(ctx context.Context, mode, dir, client string) (*combServer, err
 // after floorFlag: the mode, then its flags.
 func floorMain(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "floor: want a mode:", strings.Join(floorModes, ", "))
+		fmt.Fprintln(os.Stderr, "floor: want a mode:", strings.Join(floorModes(), ", "))
 		return 2
 	}
 	mode := args[0]
@@ -143,7 +143,7 @@ func serveFloor(ctx context.Context, mode string, ln net.Listener) error {
 		return f.serveRaw(ctx, ln)
 	}
 	ln.Close()
-	return fmt.Errorf("floor mode %q: want one of %s", mode, strings.Join(floorModes, ", "))
+	return fmt.Errorf("floor mode %q: want one of %s", mode, strings.Join(floorModes(), ", "))
 }
 
 // floor answers the routes; it is safe for concurrent use.
@@ -189,7 +189,11 @@ func (f *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		buf, err := readAll(http.MaxBytesReader(w, r.Body, combMaxBodyBytes), f.getBuf(size))
 		if err != nil {
 			f.putBuf(buf)
-			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+			status := http.StatusBadRequest
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				status = http.StatusRequestEntityTooLarge
+			}
+			http.Error(w, err.Error(), status)
 			return
 		}
 		body = buf

@@ -68,7 +68,7 @@ func keys(t *testing.T, data []byte) []string {
 }
 
 func TestFloorAnswersAsComb(t *testing.T) {
-	for _, mode := range floorModes {
+	for _, mode := range floorModes() {
 		for _, client := range []string{"std", "lean"} {
 			t.Run(mode+"/"+client, func(t *testing.T) {
 				c := startTestFloor(t, mode, client)

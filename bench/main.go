@@ -91,12 +91,12 @@ func main() {
 		"or lean (one connection per worker, one Write per request: less client CPU per request)")
 	flag.StringVar(&cfg.queenKit, "queen", "../../shared/queen", "Queen kit (run.sh) to run real Queen from; empty skips Queen")
 	floors := flag.String("floor", "", "comma-separated floor servers to run beside comb in every row ("+
-		strings.Join(floorModes, ", ")+"): this binary serving the routes without storing anything")
+		strings.Join(floorModes(), ", ")+"): this binary serving the routes without storing anything")
 	flag.Parse()
 	if *floors != "" {
 		for _, m := range strings.Split(*floors, ",") {
-			if m = strings.TrimSpace(m); !slices.Contains(floorModes, m) {
-				fmt.Fprintf(os.Stderr, "bench: -floor %q: want %s\n", m, strings.Join(floorModes, " or "))
+			if m = strings.TrimSpace(m); !slices.Contains(floorModes(), m) {
+				fmt.Fprintf(os.Stderr, "bench: -floor %q: want %s\n", m, strings.Join(floorModes(), " or "))
 				os.Exit(2)
 			}
 			cfg.floors = append(cfg.floors, m)
