@@ -66,30 +66,57 @@ func startComb(ctx context.Context, bin, dir, pprofAddr, client string) (*combSe
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	c := newHTTPTarget("comb", addr, client)
+	c.dir, c.db = dir, filepath.Join(dir, "comb.db")
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--db", c.db)
+	if pprofAddr != "" {
+		cmd.Args = append(cmd.Args, "--pprof", pprofAddr)
+	}
+	cmd.Env = append(os.Environ(), "COMB_LOG_LEVEL=error")
+	if err := c.startProcess(ctx, cmd); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// freeAddr is a loopback address no one listens on, for a server process
+// to bind.
+func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c := &combServer{dir: dir, db: filepath.Join(dir, "comb.db"), addr: addr, base: "http://" + addr, lean: client == "lean",
-		name: "comb", pushStatus: http.StatusCreated}
-	c.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", c.db)
-	if pprofAddr != "" {
-		c.cmd.Args = append(c.cmd.Args, "--pprof", pprofAddr)
-	}
-	c.cmd.Env = append(os.Environ(), "COMB_LOG_LEVEL=error")
-	logf, err := os.Create(filepath.Join(dir, "serve.log"))
-	if err != nil {
-		return nil, err
-	}
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start comb serve: %w", err)
-	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// newHTTPTarget is a server at addr that answers a push with 201, as comb
+// does, driven by the given -client.
+func newHTTPTarget(name, addr, client string) *combServer {
+	c := &combServer{addr: addr, base: "http://" + addr, lean: client == "lean", name: name, pushStatus: http.StatusCreated}
 	c.client = &http.Client{Transport: &http.Transport{
 		MaxIdleConns: 256, MaxIdleConnsPerHost: 256, DisableCompression: true,
 	}, Timeout: 60 * time.Second}
+	return c
+}
+
+// startProcess starts cmd, logging to c.dir, waits until it answers
+// /health, and reads its CPU time from /proc from then on.
+func (c *combServer) startProcess(ctx context.Context, cmd *exec.Cmd) error {
+	logf, err := os.Create(filepath.Join(c.dir, "serve.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close() // the child holds its own descriptor
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", c.name, err)
+	}
+	c.cmd = cmd
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		st, _, err := c.do(ctx, http.MethodGet, "/health", nil)
@@ -98,15 +125,15 @@ func startComb(ctx context.Context, bin, dir, pprofAddr, client string) (*combSe
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			c.stop()
-			return nil, fmt.Errorf("comb serve did not become healthy (see %s): %v", logf.Name(), err)
+			return fmt.Errorf("%s did not become healthy (see %s): %v", c.name, logf.Name(), err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond)
-	c.idleMB = procMB(c.cmd.Process.Pid, "VmRSS")
-	pid := c.cmd.Process.Pid
+	pid := cmd.Process.Pid
+	c.idleMB = procMB(pid, "VmRSS")
 	c.cpuSeconds = func() float64 { return procCPUSeconds(pid) }
-	return c, nil
+	return nil
 }
 
 // stop ends the process with SIGTERM, so it closes the database cleanly, and
@@ -127,7 +154,7 @@ func (c *combServer) stop() memStats {
 		_ = c.cmd.Process.Kill()
 		<-done
 	}
-	if c.stored > 0 {
+	if c.stored > 0 && c.db != "" {
 		var size int64
 		for _, suffix := range []string{"", "-wal"} {
 			if fi, err := os.Stat(c.db + suffix); err == nil {
@@ -339,7 +366,7 @@ func (c *combServer) popAck(ctx context.Context, cfg config, pl *payloads, parti
 	if err := c.prefill(ctx, pl, queue, prefill, partitions); err != nil {
 		return 0, fmt.Errorf("prefill: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "  comb prefilled %d messages; draining\n", prefill)
+	fmt.Fprintf(os.Stderr, "  %s prefilled %d messages; draining\n", c.name, prefill)
 	target := int64(prefill * groups)
 	var acked atomic.Int64
 	before := c.sample(ctx)

@@ -21,7 +21,16 @@
 // JetStream runs inside this process, so its CPU cannot be told apart from
 // its client's.
 //
+// With -floor, each row also runs a floor: this binary started again as a
+// server of the push, pop and ack routes that stores nothing (floor.go),
+// to show what this machine allows an HTTP server at all. The nethttp
+// floor is Go's net/http server configured as `comb serve` configures it;
+// the raw floor speaks HTTP/1.1 itself over each connection, so the two
+// differ by what net/http costs. Each floor is driven as comb is, and its
+// CPU per message read from /proc as comb's is.
+//
 //	cd bench && go run . -duration 5s -queen /path/to/shared/queen
+//	cd bench && go run . -only push1,push10,push100 -floor nethttp,raw -queen ""
 package main
 
 import (
@@ -31,6 +40,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,9 +65,13 @@ type config struct {
 	noJS       bool
 	client     string
 	queenKit   string
+	floors     []string
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == floorFlag {
+		os.Exit(floorMain(os.Args[2:]))
+	}
 	var cfg config
 	flag.StringVar(&cfg.repo, "repo", "..", "comb repository to build `comb serve` from")
 	flag.StringVar(&cfg.combBin, "comb", "", "use this comb binary instead of building one")
@@ -76,7 +90,18 @@ func main() {
 	flag.StringVar(&cfg.client, "client", "std", "HTTP client driving comb and Queen: std (Go's net/http, as Queen's Go SDK) "+
 		"or lean (one connection per worker, one Write per request: less client CPU per request)")
 	flag.StringVar(&cfg.queenKit, "queen", "../../shared/queen", "Queen kit (run.sh) to run real Queen from; empty skips Queen")
+	floors := flag.String("floor", "", "comma-separated floor servers to run beside comb in every row ("+
+		strings.Join(floorModes(), ", ")+"): this binary serving the routes without storing anything")
 	flag.Parse()
+	if *floors != "" {
+		for _, m := range strings.Split(*floors, ",") {
+			if m = strings.TrimSpace(m); !slices.Contains(floorModes(), m) {
+				fmt.Fprintf(os.Stderr, "bench: -floor %q: want %s\n", m, strings.Join(floorModes(), " or "))
+				os.Exit(2)
+			}
+			cfg.floors = append(cfg.floors, m)
+		}
+	}
 	if cfg.client != "lean" && cfg.client != "std" {
 		fmt.Fprintf(os.Stderr, "bench: -client %q: want lean or std\n", cfg.client)
 		os.Exit(2)
@@ -170,6 +195,7 @@ func run(ctx context.Context, cfg config) error {
 		comb, jsDefault, jsSync, queen float64
 		combCPU, queenCPU              float64 // server µs CPU per message
 		mem, queenMem                  memStats
+		floors                         []floorOutcome // in the order of cfg.floors
 	}
 	withQueen := cfg.queenKit != ""
 	if withQueen {
@@ -196,6 +222,19 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("comb %s: %w", r.label, err)
 		}
 		fmt.Fprintf(os.Stderr, "%-60s comb        %9.0f msg/s\n", r.label, o.comb)
+		for _, mode := range cfg.floors {
+			f, err := startFloor(ctx, mode, filepath.Join(dir, fmt.Sprintf("floor-%s-%d", mode, i)), cfg.client)
+			if err != nil {
+				return err
+			}
+			rate, err := r.comb(ctx, f)
+			f.stop()
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", f.name, r.label, err)
+			}
+			o.floors = append(o.floors, floorOutcome{rate: rate, cpu: f.cpuPerMsg})
+			fmt.Fprintf(os.Stderr, "%-60s %-11s %9.0f msg/s\n", r.label, f.name, rate)
+		}
 		if withQueen {
 			q, err := startQueen(ctx, cfg.queenKit, filepath.Join(dir, fmt.Sprintf("queen-%d", i)), cfg.client)
 			if err != nil {
@@ -234,8 +273,12 @@ func run(ctx context.Context, cfg config) error {
 
 	fmt.Printf("\ncomb vs NATS JetStream and Queen, same machine, same run; %d-byte JSON payload; %s per run\n\n", len(pl.at(0)), cfg.duration)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var floorHead strings.Builder
+	for _, m := range cfg.floors {
+		fmt.Fprintf(&floorHead, "floor %s msg/s\tfloor %s CPU µs/msg\t", m, m)
+	}
 	fmt.Fprintln(tw, "shape\tcomb msg/s\tJS default msg/s\tcomb/JS default\tJS fsync msg/s\tcomb/JS fsync\tQueen msg/s\tcomb/Queen\t"+
-		"comb CPU µs/msg\tQueen+PG CPU µs/msg\tcomb RSS idle/peak MB\tQueen+PG idle/peak MB\tcomb disk B/msg\t")
+		"comb CPU µs/msg\tQueen+PG CPU µs/msg\tcomb RSS idle/peak MB\tQueen+PG idle/peak MB\tcomb disk B/msg\t"+floorHead.String())
 	for i, r := range rows {
 		o := results[i]
 		disk := "-"
@@ -252,8 +295,12 @@ func run(ctx context.Context, cfg config) error {
 			qn = []string{fmt.Sprintf("%.0f", o.queen), fmt.Sprintf("%.2fx", ratio(o.comb, o.queen)),
 				fmt.Sprintf("%.0f", o.queenCPU), fmt.Sprintf("%.0f / %.0f", o.queenMem.idleMB, o.queenMem.peakMB)}
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%.1f / %.1f\t%s\t%s\t\n", r.label, o.comb, js[0], js[1], js[2], js[3],
-			qn[0], qn[1], o.combCPU, qn[2], o.mem.idleMB, o.mem.peakMB, qn[3], disk)
+		var fl strings.Builder
+		for _, f := range o.floors {
+			fmt.Fprintf(&fl, "%.0f\t%.1f\t", f.rate, f.cpu)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%.1f / %.1f\t%s\t%s\t%s\n", r.label, o.comb, js[0], js[1], js[2], js[3],
+			qn[0], qn[1], o.combCPU, qn[2], o.mem.idleMB, o.mem.peakMB, qn[3], disk, fl.String())
 	}
 	tw.Flush()
 	fmt.Println("\nQueen: the kit's unmodified Queen on PostgreSQL 15 with durable defaults; its CPU is Queen's process plus every PostgreSQL")
@@ -262,7 +309,17 @@ func run(ctx context.Context, cfg config) error {
 	fmt.Println("\nJS default: async publish, fsync every 2 min (JetStream's default); JS fsync: sync_always.")
 	fmt.Println("comb answers a push or an ack only after its commit is fsynced (synchronous=FULL); a pop that only leases is not synced.")
 	fmt.Printf("comb and Queen are driven by the %s HTTP client (-client).\n", cfg.client)
+	if len(cfg.floors) > 0 {
+		fmt.Println("\nfloor: this binary serving the same routes, storing nothing: it decodes each body and answers comb's status with a")
+		fmt.Println("reply of comb's shape; nethttp is Go's net/http server set up as comb serve sets it, raw hand-parsed HTTP/1.1 on")
+		fmt.Println("each connection. Driven by the same client as comb, its CPU read from /proc as comb's is.")
+	}
 	return nil
+}
+
+// floorOutcome is what a row measured of one floor.
+type floorOutcome struct {
+	rate, cpu float64 // msg/s, server µs CPU per message
 }
 
 func ratio(a, b float64) float64 {
