@@ -103,6 +103,11 @@ func serveFloor(ctx context.Context, mode string, ln net.Listener, pprofAddr str
 			psrv.Close()
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		paceFloorGC(ctx)
+	}()
 	// Parked pops answer at once when the server stops.
 	wg.Add(1)
 	go func() {
