@@ -11,8 +11,15 @@
 // the client takes as little of the processors it shares with the server
 // as it can; "client CPU" is what it took.
 //
+// With -floor MODE it starts, instead of comb, this same program again as
+// a server that answers the same requests the same way and does no broker
+// work (floor.go): the measurement of it is the floor this machine allows
+// for waking N parked HTTP requests, through Go's net/http (nethttp) or
+// plain connections (raw).
+//
 //	go build -o /tmp/comb . && go run ./scripts/parked -bin /tmp/comb -n 2000
 //	go run ./scripts/parked -bin /tmp/comb -n 10000 -env GOMEMLIMIT=off
+//	go run ./scripts/parked -floor nethttp -n 10000
 package main
 
 import (
@@ -40,7 +47,14 @@ func (e *envList) String() string     { return strings.Join(*e, ",") }
 func (e *envList) Set(v string) error { *e = append(*e, v); return nil }
 
 func main() {
-	bin := flag.String("bin", "", "comb binary to run (required)")
+	// The floor server is this program run again by -floor: its command
+	// line is not one a user types.
+	if len(os.Args) > 1 && os.Args[1] == "-serve-floor" {
+		serveFloorMain(os.Args[1:])
+		return
+	}
+	bin := flag.String("bin", "", "comb binary to run (this or -floor is required)")
+	floor := flag.String("floor", "", "instead of comb, run a server that does no broker work: nethttp (Go's net/http) or raw (plain connections)")
 	n := flag.Int("n", 2000, "parked long-polls")
 	settle := flag.Duration("settle", 5*time.Second, "how long to measure the server while the pops are parked")
 	profile := flag.String("cpuprofile", "", "write the server's CPU profile from the push to the last answer here (serves pprof on loopback)")
@@ -49,17 +63,21 @@ func main() {
 	var env envList
 	flag.Var(&env, "env", "NAME=VALUE for the server's environment (repeatable), e.g. GOMEMLIMIT=off")
 	flag.Parse()
-	if *bin == "" {
-		fmt.Fprintln(os.Stderr, "parked: -bin is required")
+	if (*bin == "") == (*floor == "") {
+		fmt.Fprintln(os.Stderr, "parked: one of -bin and -floor is required")
 		os.Exit(2)
 	}
-	if err := run(*bin, *n, *rounds, *settle, env, *profile, *allocs); err != nil {
+	if *floor != "" && !validFloor(*floor) {
+		fmt.Fprintf(os.Stderr, "parked: -floor %q: want nethttp or raw\n", *floor)
+		os.Exit(2)
+	}
+	if err := run(*bin, *floor, *n, *rounds, *settle, env, *profile, *allocs); err != nil {
 		fmt.Fprintln(os.Stderr, "parked:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, n, rounds int, settle time.Duration, env []string, profile, allocs string) error {
+func run(bin, floor string, n, rounds int, settle time.Duration, env []string, profile, allocs string) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return err
@@ -83,6 +101,13 @@ func run(bin string, n, rounds int, settle time.Duration, env []string, profile,
 	addr := ln.Addr().String()
 	ln.Close()
 	args := []string{"serve", "--addr", addr, "--db", filepath.Join(dir, "comb.db")}
+	pprofFlag := "--pprof"
+	if floor != "" {
+		if bin, err = os.Executable(); err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		args, pprofFlag = []string{"-serve-floor", floor, "-addr", addr}, "-pprof"
+	}
 	var pprofAddr string
 	if profile != "" || allocs != "" {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -91,7 +116,7 @@ func run(bin string, n, rounds int, settle time.Duration, env []string, profile,
 		}
 		pprofAddr = l.Addr().String()
 		l.Close()
-		args = append(args, "--pprof", pprofAddr)
+		args = append(args, pprofFlag, pprofAddr)
 	}
 	srv := exec.Command(bin, args...)
 	// The collector's own account of its CPU (GODEBUG=gctrace=1) is read
