@@ -360,11 +360,10 @@ func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string]*claimOp) error {
 	now := micros(w.now)
 	type sub struct {
-		Group string `json:"g"`
-		Mode  string `json:"m"`
-		From  *int64 `json:"f"`
-		// After: the registration point is recorded (a start from now).
-		After bool `json:"a"`
+		group, mode string
+		from        any // nil: from the oldest message
+		// after: the registration point is recorded (a start from now).
+		after bool
 	}
 	// A group known to be subscribed (subscribedSet: what a commit or a
 	// read showed, forgotten by every delete of subscriptions, which also
@@ -376,30 +375,31 @@ func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string
 		if w.s.subs.has(subKey{first[g].req.Tenant, q.Name, g}) {
 			continue
 		}
-		e := sub{Group: g, Mode: seek.ModeAll}
+		e := sub{group: g, mode: seek.ModeAll}
 		if first[g].req.Start.Mode == seek.ModeNew && g != combtype.QueueModeGroup {
-			e = sub{Group: g, Mode: seek.ModeNew, From: &now, After: true}
+			e = sub{group: g, mode: seek.ModeNew, from: now, after: true}
 		}
 		subs = append(subs, e)
 	}
-	if len(subs) == 0 {
-		return nil
-	}
-	arg, err := json.Marshal(subs)
-	if err != nil {
-		return fmt.Errorf("encode subscriptions: %w", err)
-	}
 	// The columns subscribe writes, from the same values: start_seq is the
 	// segment sequence now (this commit's pushes are flushed after every
-	// op), start_partition the highest partition id.
-	if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
-			after_partition, start_mode, start_from, start_seq, start_partition)
-		SELECT ?1, j.value ->> 'g', j.value ->> 'm', j.value ->> 'f', ?2,
-			CASE WHEN j.value ->> 'a' THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END,
-			j.value ->> 'm', j.value ->> 'f', ?4, (SELECT COALESCE(MAX(id), 0) FROM partitions)
-		FROM json_each(?3) j WHERE true
-		ON CONFLICT (queue_id, group_name) DO NOTHING`, q.ID, now, string(arg), w.s.segSeq); err != nil {
-		return fmt.Errorf("insert subscriptions: %w", err)
+	// op), start_partition the highest partition id. The rows are bound
+	// as leaseWave binds its own.
+	for rows := range waveChunks(subs) {
+		args := make([]any, 0, 3+4*len(rows))
+		args = append(args, q.ID, now, w.s.segSeq)
+		for _, e := range rows {
+			args = append(args, e.group, e.mode, e.from, e.after)
+		}
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
+				after_partition, start_mode, start_from, start_seq, start_partition)
+			SELECT ?, column1, column2, column3, ?,
+				CASE WHEN column4 THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END,
+				column2, column3, ?, (SELECT COALESCE(MAX(id), 0) FROM partitions)
+			FROM (`+valuesList(len(rows), 4)+`) WHERE true
+			ON CONFLICT (queue_id, group_name) DO NOTHING`, args...); err != nil {
+			return fmt.Errorf("insert subscriptions: %w", err)
+		}
 	}
 	return nil
 }
@@ -606,7 +606,7 @@ func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 		}
 	}
 	var n int64
-	for rows := range leaseChunks(fresh) {
+	for rows := range waveChunks(fresh) {
 		// What materializeCursor and the update below together write: a
 		// new row has redelivered nothing, and consumed up to its
 		// implied position or, past deleted messages, the span's start.
@@ -628,7 +628,7 @@ func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 		}
 		n += m
 	}
-	for rows := range leaseChunks(old) {
+	for rows := range waveChunks(old) {
 		args := make([]any, 0, 1+5*len(rows))
 		args = append(args, expires)
 		for _, l := range rows {
@@ -654,23 +654,23 @@ func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 	return nil
 }
 
-// maxLeaseChunk bounds the rows of one lease statement. Every size a wave
-// uses stays prepared in the writer's cache, and a statement holds a
+// maxWaveChunk bounds the rows of one statement of a wave. Every size a
+// wave uses stays prepared in the writer's cache, and a statement holds a
 // slot for each of its parameters: 1,024 rows saved little over 256.
-const maxLeaseChunk = 256
+const maxWaveChunk = 256
 
-// leaseChunks yields leases in chunks of maxLeaseChunk rows and, for the
-// rest, of falling powers of two, so the statements of every wave are of
-// a few sizes and each is prepared once (the writer's statement cache is
-// keyed by the text).
-func leaseChunks(leases []waveLease) iter.Seq[[]waveLease] {
-	return func(yield func([]waveLease) bool) {
-		for size := maxLeaseChunk; len(leases) > 0; size /= 2 {
-			for len(leases) >= size {
-				if !yield(leases[:size]) {
+// waveChunks yields rows in chunks of maxWaveChunk and, for the rest, of
+// falling powers of two, so the statements of every wave are of a few
+// sizes and each is prepared once (the writer's statement cache is keyed
+// by the text).
+func waveChunks[T any](rows []T) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		for size := maxWaveChunk; len(rows) > 0; size /= 2 {
+			for len(rows) >= size {
+				if !yield(rows[:size]) {
 					return
 				}
-				leases = leases[size:]
+				rows = rows[size:]
 			}
 		}
 	}
