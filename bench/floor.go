@@ -43,7 +43,7 @@ const floorFlag = "-serve-floor"
 // floorModes are the floors -floor may name.
 func floorModes() []string { return []string{"nethttp", "raw"} }
 
-// comb serve's settings that a floor copies (cli/serve.go, httpd/serve.go,
+// comb serve's settings that a floor copies (internal/gcpace, httpd/serve.go,
 // httpd/server.go).
 const (
 	combMemoryLimit       = 28 << 20
@@ -88,7 +88,7 @@ func floorMain(args []string) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	// As `comb serve` does unless GOMEMLIMIT or GOGC are set (tuneGC). The
+	// As `comb serve` does unless GOMEMLIMIT or GOGC are set (gcpace.Tune). The
 	// limit's following of the live heap only matters past half of it,
 	// which a floor, keeping nothing, never reaches.
 	if os.Getenv("GOMEMLIMIT") == "" {

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -92,29 +90,5 @@ func TestServeShutsDownCleanly(t *testing.T) {
 	res, err := b.Pop(context.Background(), combtype.PopRequest{Queue: "keep", Batch: 10})
 	if err != nil || len(res.Messages) != 1 || string(res.Messages[0].Payload) != `{"n":1}` {
 		t.Fatalf("after restart: %+v %v", res, err)
-	}
-}
-
-// The collector settings are process-wide, so this test restores them and
-// must not run in parallel with others that read them.
-func TestServeTunesTheCollectorUnlessTheEnvironmentDoes(t *testing.T) {
-	prevPct, prevLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64)
-	t.Cleanup(func() { debug.SetGCPercent(prevPct); debug.SetMemoryLimit(prevLimit) })
-
-	(&App{Getenv: func(string) string { return "" }}).tuneGC()
-	if got := debug.SetGCPercent(100); got != defaultGCPercent {
-		t.Errorf("GC percent = %d, want %d", got, defaultGCPercent)
-	}
-	if got := debug.SetMemoryLimit(math.MaxInt64); got != defaultMemoryLimit {
-		t.Errorf("memory limit = %d, want %d", got, defaultMemoryLimit)
-	}
-
-	env := map[string]string{"GOGC": "100", "GOMEMLIMIT": "1GiB"}
-	(&App{Getenv: func(k string) string { return env[k] }}).tuneGC()
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("GC percent with GOGC set = %d, want it left at 100", got)
-	}
-	if got := debug.SetMemoryLimit(math.MaxInt64); got != math.MaxInt64 {
-		t.Errorf("memory limit with GOMEMLIMIT set = %d, want it left alone", got)
 	}
 }

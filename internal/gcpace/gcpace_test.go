@@ -1,4 +1,4 @@
-package cli
+package gcpace
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestTheSoftMemoryLimitStaysAboveWhatTheCollectorMustKeep(t *testing.T) {
 	}
 
 	// Many goroutines parked on deep stacks, as long-polls are: the
-	// settings followMemoryLimit makes must clear their stacks with room
+	// settings Follow makes must clear their stacks with room
 	// to spare, whether it owns GOGC or not.
 	prevLimit, prevPct := debug.SetMemoryLimit(math.MaxInt64), debug.SetGCPercent(defaultGCPercent)
 	t.Cleanup(func() { debug.SetMemoryLimit(prevLimit); debug.SetGCPercent(prevPct) })
@@ -52,7 +52,7 @@ func TestTheSoftMemoryLimitStaysAboveWhatTheCollectorMustKeep(t *testing.T) {
 		debug.SetMemoryLimit(math.MaxInt64)
 		debug.SetGCPercent(defaultGCPercent)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*memoryFollowEvery)
-		followMemoryLimit(ctx, ownsPercent)
+		Follow(ctx, ownsPercent)
 		cancel()
 		s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
 		metrics.Read(s)
@@ -97,5 +97,29 @@ func TestTheCollectorRunsOnceParkedPopsHaveGrownTheHeapAndItIsQuiet(t *testing.T
 		if got := collectWhileQuiet(c.live, c.stacks, c.objects, c.prev); got != c.want {
 			t.Errorf("%s: collect %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// The collector settings are process-wide, so this test restores them and
+// must not run in parallel with others that read them.
+func TestTuneSetsTheCollectorUnlessTheEnvironmentDoes(t *testing.T) {
+	prevPct, prevLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetGCPercent(prevPct); debug.SetMemoryLimit(prevLimit) })
+
+	Tune(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("GC percent = %d, want %d", got, defaultGCPercent)
+	}
+	if got := debug.SetMemoryLimit(math.MaxInt64); got != defaultMemoryLimit {
+		t.Errorf("memory limit = %d, want %d", got, defaultMemoryLimit)
+	}
+
+	env := map[string]string{"GOGC": "100", "GOMEMLIMIT": "1GiB"}
+	Tune(func(k string) string { return env[k] })
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GC percent with GOGC set = %d, want it left at 100", got)
+	}
+	if got := debug.SetMemoryLimit(math.MaxInt64); got != math.MaxInt64 {
+		t.Errorf("memory limit with GOMEMLIMIT set = %d, want it left alone", got)
 	}
 }

@@ -1,0 +1,175 @@
+// Package gcpace paces the garbage collector of a long-running comb
+// server: a high GOGC under a soft memory limit for a small heap that
+// allocates with every request, and, once the process keeps more than
+// half that limit (thousands of parked long-polls), GOGC pacing with the
+// limit as a backstop and one collection while the heap is quiet. It is
+// comb serve's policy; scripts/parked runs its floor servers under it
+// too, so what they are compared on is their work, not their memory
+// settings.
+package gcpace
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// The collector's settings unless GOMEMLIMIT and GOGC are set.
+const (
+	defaultMemoryLimit = 28 << 20
+	defaultGCPercent   = 400
+	// memoryLimitHeadroom is how many times what the collector must keep
+	// (live heap and goroutine stacks) the soft limit is at least.
+	memoryLimitHeadroom = 2
+	// largeGCPercent paces the collector of a process that keeps more
+	// than half the default limit (thousands of parked long-polls): a
+	// cycle after twice as many new bytes as it keeps. One wake of
+	// every parked pop allocates about as much as the pops keep (10 KB
+	// against 12 KB each at 2,000), so at Go's default of 100 a cycle
+	// came in the middle of half the wakes, scanning every parked
+	// goroutine's stack while the replies waited: 0.27 s of CPU at
+	// 2,000 parked, 0.76 s at 10,000, as much as the rest of the wake.
+	largeGCPercent = 200
+	// memoryBackstop is how many times what the collector must keep the
+	// soft limit is while largeGCPercent paces it: above the heap goal
+	// (live + 2 × (live + stacks), at most 3 × what it keeps), so it
+	// only bounds what pacing alone would let through.
+	memoryBackstop = 4
+	// memoryFollowEvery is how often the soft limit follows them.
+	memoryFollowEvery = 250 * time.Millisecond
+)
+
+// Tune sets the collector for a broker whose live heap is a few MB while
+// every request allocates: with Go's default GOGC of 100 the heap is
+// collected each time it doubles, a few times a second under load. A
+// higher GOGC collects far less often, and the soft memory limit still
+// bounds the heap, so garbage from bursts of requests is collected before
+// the edge box's memory is. Measured with the bench module: server CPU per
+// message and the batch-100 push rate both improve (see the README's
+// performance section). GOGC and GOMEMLIMIT, as getenv reads them,
+// override these. It reports whether the caller owns the soft limit,
+// which Follow then keeps above what the collector must keep, and whether
+// it owns GOGC too.
+func Tune(getenv func(string) string) (ownsLimit, ownsPercent bool) {
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+		ownsLimit = true
+	}
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+		ownsPercent = true
+	}
+	return ownsLimit, ownsPercent
+}
+
+// memoryLimitFor is the soft limit for a process whose collector must keep
+// live bytes of heap and stacks bytes of goroutine stacks, when the caller
+// does not own GOGC. A fixed limit below that makes the collector run back to
+// back, each cycle scanning every stack again: 2,000 parked long-polls (a
+// goroutine each, plus its connection's) were enough for the collector to
+// take more CPU than the work, and to delay their wake-ups by seconds.
+// With the limit at least memoryLimitHeadroom times what is live, a cycle
+// comes after as many new bytes as it must scan, like Go's default GOGC
+// of 100, never back to back.
+func memoryLimitFor(live, stacks int64) int64 {
+	return max(defaultMemoryLimit, memoryLimitHeadroom*(live+stacks))
+}
+
+// gcSettingsFor is the soft limit and GOGC for such a process when the
+// caller owns both. A small one keeps defaultGCPercent under the default limit.
+// One that keeps more than half of it (thousands of parked long-polls) is
+// paced by largeGCPercent, with the limit a backstop above the heap goal
+// that gives. Where the limit paced it, the collector ran as soon as the
+// heap met a limit computed from the live heap of the last cycle, which
+// parking more pops had outgrown (at 10,000 parked, a cycle in each
+// wake), and, at the limit, every new span
+// of a wake's replies first returned free pages to the system (madvise),
+// which the next span faulted back in: a sixth of the wake's CPU. GOGC's
+// goal is taken from each cycle's own live heap and stacks.
+func gcSettingsFor(live, stacks int64) (limit int64, percent int) {
+	keep := live + stacks
+	if memoryLimitHeadroom*keep <= defaultMemoryLimit {
+		return defaultMemoryLimit, defaultGCPercent
+	}
+	return memoryBackstop * keep, largeGCPercent
+}
+
+// Follow moves the soft limit (and GOGC, if ownsPercent) with the live
+// heap and stacks until ctx ends. Call it only if Tune reported that the
+// caller owns the soft limit.
+func Follow(ctx context.Context, ownsPercent bool) {
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"}}
+	t := time.NewTicker(memoryFollowEvery)
+	defer t.Stop()
+	percent := defaultGCPercent
+	var objects int64
+	var collected time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		metrics.Read(samples)
+		var v [3]int64
+		for i, s := range samples {
+			if s.Value.Kind() == metrics.KindUint64 {
+				v[i] = int64(min(s.Value.Uint64(), math.MaxInt64/4))
+			}
+		}
+		if !ownsPercent {
+			debug.SetMemoryLimit(memoryLimitFor(v[0], v[1]))
+			continue
+		}
+		limit, p := gcSettingsFor(v[0], v[1])
+		if p != percent {
+			percent = p
+			debug.SetGCPercent(p)
+		}
+		debug.SetMemoryLimit(limit)
+		if collectWhileQuiet(v[0], v[1], v[2], objects) && time.Since(collected) >= quietCollectEvery {
+			runtime.GC()
+			collected = time.Now()
+			metrics.Read(samples[2:])
+			v[2] = int64(min(samples[2].Value.Uint64(), math.MaxInt64/4))
+		}
+		objects = v[2]
+	}
+}
+
+const (
+	// quietGrowth is how much the heap may grow in one memoryFollowEvery
+	// and still be quiet: what a few requests a second allocate.
+	quietGrowth = 1 << 20
+	// quietCollectEvery bounds how often collectWhileQuiet collects. Each
+	// time, the heap must also have grown by half of what is kept since
+	// the last cycle, so at most it collects as GOGC 50 would, and only
+	// while allocating less than quietGrowth a tick. Longer, a pause in a
+	// slow burst of parking pops spent the collection, and the rest of
+	// the burst parked after it.
+	quietCollectEvery = 2 * time.Second
+)
+
+// collectWhileQuiet reports whether a process paced by largeGCPercent
+// should collect now: its heap (objects bytes, prev a tick ago) has grown
+// by more than half of what the last cycle kept (live heap and stacks)
+// since that cycle, and stopped growing. That is what parking thousands
+// of long-polls does: each holds its connection's buffers and request,
+// live, but the heap goal was set by a cycle that ran before most of them
+// parked, so the one push that wakes them all met the goal in the middle
+// of its replies, and the collector scanned every parked stack while they
+// waited (0.2-0.8 s of CPU in a wake of 2,000 to 10,000). Collected while
+// they wait instead, the goal is taken from what they keep, and their
+// wake fits in the room GOGC leaves. A busy heap (growing faster than
+// quietGrowth a tick) is left to the pacer.
+func collectWhileQuiet(live, stacks, objects, prev int64) bool {
+	keep := live + stacks
+	if memoryLimitHeadroom*keep <= defaultMemoryLimit {
+		return false
+	}
+	return objects-live > keep/2 && objects-prev < quietGrowth
+}
