@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/seek"
 )
@@ -299,7 +297,7 @@ func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 			idle = append(idle, i)
 			continue
 		}
-		leaseID := uuid.NewString()
+		leaseID := newLeaseID()
 		msgs, kept, err := w.readSpans(q, c.req, spans, leaseID)
 		if err != nil {
 			return nil, err
