@@ -381,15 +381,15 @@ func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string
 	}
 	// The columns subscribe writes, from the same values: start_seq is the
 	// segment sequence now (this commit's pushes are flushed after every
-	// op), start_partition the highest partition id. The rows are bound
-	// as leaseWave binds its own.
+	// op), start_partition the highest partition id. The rows are bound,
+	// and the statement kept from a statement journal, as leaseWave does.
 	for rows := range waveChunks(subs) {
 		args := make([]any, 0, 3+4*len(rows))
 		args = append(args, q.ID, now, w.s.segSeq)
 		for _, e := range rows {
 			args = append(args, e.group, e.mode, e.from, e.after)
 		}
-		if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
+		if _, err := w.ExecContext(w.ctx, `INSERT OR FAIL INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
 				after_partition, start_mode, start_from, start_seq, start_partition)
 			SELECT ?, column1, column2, column3, ?,
 				CASE WHEN column4 THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END,
@@ -594,6 +594,14 @@ type waveLease struct {
 // statement: passed as one JSON array, SQLite turned each element into
 // text and parsed it again for every field it read, and that was more
 // than half of the wave's time in the writer (BenchmarkWakeManyGroups).
+//
+// The statements of a wave (these and subscribeWave's) call no SQL
+// function and FAIL rather than ABORT on a broken constraint. Either a
+// function call or ABORT makes SQLite open a statement journal around the
+// statement, into which it copies every page the statement changes that
+// existed before it: again for each statement, although the wave's
+// savepoint already holds them. A statement that fails part way leaves
+// nothing behind either way, as its wave rolls back whole.
 func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 	var fresh, old []waveLease
 	for _, l := range leases {
@@ -611,11 +619,11 @@ func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 		args := make([]any, 0, 2+6*len(rows))
 		args = append(args, micros(w.now), expires)
 		for _, l := range rows {
-			args = append(args, l.Partition, l.Group, l.Lease, l.From, l.To, l.Committed)
+			args = append(args, l.Partition, l.Group, l.Lease, l.From, l.To, max(l.Committed, l.From-1))
 		}
-		res, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at,
+		res, err := w.ExecContext(w.ctx, `INSERT OR FAIL INTO cursors (partition_id, group_name, committed, created_at,
 				lease_id, lease_from, lease_to, lease_expires_at)
-			SELECT column1, column2, MAX(column6, column4 - 1), ?, column3, column4, column5, ?
+			SELECT column1, column2, column6, ?, column3, column4, column5, ?
 			FROM (`+valuesList(len(rows), 6)+`) WHERE true`, args...)
 		if err != nil {
 			return fmt.Errorf("claim partitions: %w", err)
@@ -632,9 +640,9 @@ func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 		for _, l := range rows {
 			args = append(args, l.Partition, l.Group, l.Lease, l.From, l.To)
 		}
-		res, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = v.column3, lease_from = v.column4,
+		res, err := w.ExecContext(w.ctx, `UPDATE OR FAIL cursors SET lease_id = v.column3, lease_from = v.column4,
 			lease_to = v.column5, lease_expires_at = ?, redelivery_count = redelivery_count + (lease_id IS NOT NULL),
-			committed = MAX(committed, v.column4 - 1)
+			committed = CASE WHEN committed >= v.column4 - 1 THEN committed ELSE v.column4 - 1 END
 			FROM (`+valuesList(len(rows), 5)+`) AS v
 			WHERE cursors.partition_id = v.column1 AND cursors.group_name = v.column2`, args...)
 		if err != nil {
