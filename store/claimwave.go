@@ -116,8 +116,9 @@ const maxWavePartitions = 64
 // at once and no other write comes between them, so applying them by
 // queue rather than one after another is an order their callers could
 // have seen. A wave that fails rolls back alone and its claims are
-// applied one by one, as if it had not been tried.
-func (w *wtx) claimWaves(run []*writeOp, done []bool) error {
+// applied one by one, as if it had not been tried. fresh: nothing was
+// written yet in the writer's transaction (the run starts the batch).
+func (w *wtx) claimWaves(run []*writeOp, done []bool, fresh bool) error {
 	if w.s.noWaves {
 		return nil
 	}
@@ -153,10 +154,12 @@ func (w *wtx) claimWaves(run []*writeOp, done []bool) error {
 		for j, i := range wv.ops {
 			cs[j] = batch[i].claim
 		}
-		applied, err := w.applyWave(wv.q, cs)
+		applied, err := w.applyWave(wv.q, cs, fresh)
 		if err != nil {
 			return err
 		}
+		// A wave rolled back on a fresh transaction left it fresh.
+		fresh = fresh && !slices.Contains(applied, true)
 		for j, ok := range applied {
 			done[wv.ops[j]] = ok
 			if ok {
@@ -169,27 +172,59 @@ func (w *wtx) claimWaves(run []*writeOp, done []bool) error {
 
 // applyWave runs one wave in its own savepoint and reports which of cs it
 // applied. Only the savepoint's own statements failing is an error.
-func (w *wtx) applyWave(q *combtype.Queue, cs []*claimOp) ([]bool, error) {
+//
+// A wave that is the first write of its transaction (fresh) runs without
+// a savepoint, and one that fails rolls the whole transaction back and
+// begins it again: that undoes what rolling back to a savepoint would.
+// SQLite copies every page a savepoint changes, as it was before, into
+// the savepoint's journal, for a wake's wave a few hundred pages, each
+// allocated anew and often faulted in. A wake's claims start their
+// commits, which carry little else (the writer takes the claims it is
+// handed first: gather).
+func (w *wtx) applyWave(q *combtype.Queue, cs []*claimOp, fresh bool) ([]bool, error) {
 	staged := w.stagedMark()
-	if _, err := w.s.execControl(w.ctx, "SAVEPOINT wave"); err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
+	if !fresh {
+		if _, err := w.s.execControl(w.ctx, "SAVEPOINT wave"); err != nil {
+			return nil, fmt.Errorf("savepoint: %w", err)
+		}
 	}
 	out, werr := w.claimWave(q, cs)
 	if werr != nil {
-		if _, err := w.s.execControl(w.ctx, "ROLLBACK TO wave"); err != nil {
-			return nil, fmt.Errorf("rollback to savepoint: %w", err)
+		if err := w.undoWave(fresh); err != nil {
+			return nil, err
 		}
 		w.forgetResolved(staged)
 		w.s.log.Debug("claim wave rolled back; its claims are applied one by one", "queue", q.Name, "err", werr)
 	}
-	if _, err := w.s.execControl(w.ctx, "RELEASE wave"); err != nil {
-		return nil, fmt.Errorf("release savepoint: %w", err)
+	if !fresh {
+		if _, err := w.s.execControl(w.ctx, "RELEASE wave"); err != nil {
+			return nil, fmt.Errorf("release savepoint: %w", err)
+		}
 	}
 	if werr != nil {
 		return make([]bool, len(cs)), nil
 	}
 	out.finish(w, q)
 	return out.done, nil
+}
+
+// undoWave undoes what a failed wave wrote: back to its savepoint, or,
+// for a wave that began a fresh transaction, the transaction, begun again.
+func (w *wtx) undoWave(fresh bool) error {
+	if !fresh {
+		if _, err := w.s.execControl(w.ctx, "ROLLBACK TO wave"); err != nil {
+			return fmt.Errorf("rollback to savepoint: %w", err)
+		}
+		return nil
+	}
+	// SQLite may have rolled it back itself (a full disk: noTransaction).
+	if _, err := w.s.execControl(w.ctx, "ROLLBACK"); err != nil && !noTransaction(err) {
+		return fmt.Errorf("rollback wave: %w", err)
+	}
+	if _, err := w.s.execControl(w.ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("begin after wave: %w", err)
+	}
+	return nil
 }
 
 // waveOut is what a wave decided for each of its claims.
@@ -600,8 +635,9 @@ type waveLease struct {
 // function call or ABORT makes SQLite open a statement journal around the
 // statement, into which it copies every page the statement changes that
 // existed before it: again for each statement, although the wave's
-// savepoint already holds them. A statement that fails part way leaves
-// nothing behind either way, as its wave rolls back whole.
+// savepoint, or the transaction when the wave runs first in it
+// (applyWave), already holds them. A statement that fails part way
+// leaves nothing behind either way, as its wave rolls back whole.
 func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 	var fresh, old []waveLease
 	for _, l := range leases {
