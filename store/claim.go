@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/store/segment"
 )
@@ -140,7 +138,7 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 	}
 	leaseID := ""
 	if !req.AutoAck {
-		leaseID = uuid.NewString()
+		leaseID = newLeaseID()
 	}
 	msgs, spans, err := w.readSpans(q, req, spans, leaseID)
 	if err != nil {

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/seek"
 )
@@ -118,8 +116,9 @@ const maxWavePartitions = 64
 // at once and no other write comes between them, so applying them by
 // queue rather than one after another is an order their callers could
 // have seen. A wave that fails rolls back alone and its claims are
-// applied one by one, as if it had not been tried.
-func (w *wtx) claimWaves(run []*writeOp, done []bool) error {
+// applied one by one, as if it had not been tried. fresh: nothing was
+// written yet in the writer's transaction (the run starts the batch).
+func (w *wtx) claimWaves(run []*writeOp, done []bool, fresh bool) error {
 	if w.s.noWaves {
 		return nil
 	}
@@ -155,10 +154,12 @@ func (w *wtx) claimWaves(run []*writeOp, done []bool) error {
 		for j, i := range wv.ops {
 			cs[j] = batch[i].claim
 		}
-		applied, err := w.applyWave(wv.q, cs)
+		applied, err := w.applyWave(wv.q, cs, fresh)
 		if err != nil {
 			return err
 		}
+		// A wave rolled back on a fresh transaction left it fresh.
+		fresh = fresh && !slices.Contains(applied, true)
 		for j, ok := range applied {
 			done[wv.ops[j]] = ok
 			if ok {
@@ -171,27 +172,59 @@ func (w *wtx) claimWaves(run []*writeOp, done []bool) error {
 
 // applyWave runs one wave in its own savepoint and reports which of cs it
 // applied. Only the savepoint's own statements failing is an error.
-func (w *wtx) applyWave(q *combtype.Queue, cs []*claimOp) ([]bool, error) {
+//
+// A wave that is the first write of its transaction (fresh) runs without
+// a savepoint, and one that fails rolls the whole transaction back and
+// begins it again: that undoes what rolling back to a savepoint would.
+// SQLite copies every page a savepoint changes, as it was before, into
+// the savepoint's journal, for a wake's wave a few hundred pages, each
+// allocated anew and often faulted in. A wake's claims start their
+// commits, which carry little else (the writer takes the claims it is
+// handed first: gather).
+func (w *wtx) applyWave(q *combtype.Queue, cs []*claimOp, fresh bool) ([]bool, error) {
 	staged := w.stagedMark()
-	if _, err := w.s.execControl(w.ctx, "SAVEPOINT wave"); err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
+	if !fresh {
+		if _, err := w.s.execControl(w.ctx, "SAVEPOINT wave"); err != nil {
+			return nil, fmt.Errorf("savepoint: %w", err)
+		}
 	}
 	out, werr := w.claimWave(q, cs)
 	if werr != nil {
-		if _, err := w.s.execControl(w.ctx, "ROLLBACK TO wave"); err != nil {
-			return nil, fmt.Errorf("rollback to savepoint: %w", err)
+		if err := w.undoWave(fresh); err != nil {
+			return nil, err
 		}
 		w.forgetResolved(staged)
 		w.s.log.Debug("claim wave rolled back; its claims are applied one by one", "queue", q.Name, "err", werr)
 	}
-	if _, err := w.s.execControl(w.ctx, "RELEASE wave"); err != nil {
-		return nil, fmt.Errorf("release savepoint: %w", err)
+	if !fresh {
+		if _, err := w.s.execControl(w.ctx, "RELEASE wave"); err != nil {
+			return nil, fmt.Errorf("release savepoint: %w", err)
+		}
 	}
 	if werr != nil {
 		return make([]bool, len(cs)), nil
 	}
 	out.finish(w, q)
 	return out.done, nil
+}
+
+// undoWave undoes what a failed wave wrote: back to its savepoint, or,
+// for a wave that began a fresh transaction, the transaction, begun again.
+func (w *wtx) undoWave(fresh bool) error {
+	if !fresh {
+		if _, err := w.s.execControl(w.ctx, "ROLLBACK TO wave"); err != nil {
+			return fmt.Errorf("rollback to savepoint: %w", err)
+		}
+		return nil
+	}
+	// SQLite may have rolled it back itself (a full disk: noTransaction).
+	if _, err := w.s.execControl(w.ctx, "ROLLBACK"); err != nil && !noTransaction(err) {
+		return fmt.Errorf("rollback wave: %w", err)
+	}
+	if _, err := w.s.execControl(w.ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("begin after wave: %w", err)
+	}
+	return nil
 }
 
 // waveOut is what a wave decided for each of its claims.
@@ -299,7 +332,7 @@ func (w *wtx) claimWave(q *combtype.Queue, cs []*claimOp) (*waveOut, error) {
 			idle = append(idle, i)
 			continue
 		}
-		leaseID := uuid.NewString()
+		leaseID := newLeaseID()
 		msgs, kept, err := w.readSpans(q, c.req, spans, leaseID)
 		if err != nil {
 			return nil, err
@@ -383,15 +416,15 @@ func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string
 	}
 	// The columns subscribe writes, from the same values: start_seq is the
 	// segment sequence now (this commit's pushes are flushed after every
-	// op), start_partition the highest partition id. The rows are bound
-	// as leaseWave binds its own.
+	// op), start_partition the highest partition id. The rows are bound,
+	// and the statement kept from a statement journal, as leaseWave does.
 	for rows := range waveChunks(subs) {
 		args := make([]any, 0, 3+4*len(rows))
 		args = append(args, q.ID, now, w.s.segSeq)
 		for _, e := range rows {
 			args = append(args, e.group, e.mode, e.from, e.after)
 		}
-		if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
+		if _, err := w.ExecContext(w.ctx, `INSERT OR FAIL INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
 				after_partition, start_mode, start_from, start_seq, start_partition)
 			SELECT ?, column1, column2, column3, ?,
 				CASE WHEN column4 THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END,
@@ -596,6 +629,15 @@ type waveLease struct {
 // statement: passed as one JSON array, SQLite turned each element into
 // text and parsed it again for every field it read, and that was more
 // than half of the wave's time in the writer (BenchmarkWakeManyGroups).
+//
+// The statements of a wave (these and subscribeWave's) call no SQL
+// function and FAIL rather than ABORT on a broken constraint. Either a
+// function call or ABORT makes SQLite open a statement journal around the
+// statement, into which it copies every page the statement changes that
+// existed before it: again for each statement, although the wave's
+// savepoint, or the transaction when the wave runs first in it
+// (applyWave), already holds them. A statement that fails part way
+// leaves nothing behind either way, as its wave rolls back whole.
 func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 	var fresh, old []waveLease
 	for _, l := range leases {
@@ -613,11 +655,11 @@ func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 		args := make([]any, 0, 2+6*len(rows))
 		args = append(args, micros(w.now), expires)
 		for _, l := range rows {
-			args = append(args, l.Partition, l.Group, l.Lease, l.From, l.To, l.Committed)
+			args = append(args, l.Partition, l.Group, l.Lease, l.From, l.To, max(l.Committed, l.From-1))
 		}
-		res, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at,
+		res, err := w.ExecContext(w.ctx, `INSERT OR FAIL INTO cursors (partition_id, group_name, committed, created_at,
 				lease_id, lease_from, lease_to, lease_expires_at)
-			SELECT column1, column2, MAX(column6, column4 - 1), ?, column3, column4, column5, ?
+			SELECT column1, column2, column6, ?, column3, column4, column5, ?
 			FROM (`+valuesList(len(rows), 6)+`) WHERE true`, args...)
 		if err != nil {
 			return fmt.Errorf("claim partitions: %w", err)
@@ -634,9 +676,9 @@ func (w *wtx) leaseWave(leases []waveLease, expires int64) error {
 		for _, l := range rows {
 			args = append(args, l.Partition, l.Group, l.Lease, l.From, l.To)
 		}
-		res, err := w.ExecContext(w.ctx, `UPDATE cursors SET lease_id = v.column3, lease_from = v.column4,
+		res, err := w.ExecContext(w.ctx, `UPDATE OR FAIL cursors SET lease_id = v.column3, lease_from = v.column4,
 			lease_to = v.column5, lease_expires_at = ?, redelivery_count = redelivery_count + (lease_id IS NOT NULL),
-			committed = MAX(committed, v.column4 - 1)
+			committed = CASE WHEN committed >= v.column4 - 1 THEN committed ELSE v.column4 - 1 END
 			FROM (`+valuesList(len(rows), 5)+`) AS v
 			WHERE cursors.partition_id = v.column1 AND cursors.group_name = v.column2`, args...)
 		if err != nil {

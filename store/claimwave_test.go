@@ -1,15 +1,19 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/internal/clock"
 )
 
 // TestClaimsInOneCommitSeeAMessageDeletedBetweenThem: the claims of new
@@ -193,4 +197,102 @@ func TestWakeCommitsStartSmallAndGrow(t *testing.T) {
 			t.Fatalf("commits of %v ops, more than a batch holds", sizes)
 		}
 	}
+}
+
+// TestAWaveThatMeetsDamageRollsBackAlone: a wave that meets a damaged
+// segment is undone and its claims are applied one by one, each moving
+// past the damage; a push in the same commit is kept, whether it came
+// before the claims (the wave in a savepoint) or after them (the wave
+// first in its transaction, which it rolls back and begins again).
+func TestAWaveThatMeetsDamageRollsBackAlone(t *testing.T) {
+	for _, pushFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pushFirst=%v", pushFirst), func(t *testing.T) {
+			ctx := context.Background()
+			var logs lockedBuffer
+			s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"), Clock: clock.NewManual(t0),
+				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			lossPush(t, s, "q", "p", "a")
+			lossPush(t, s, "q", "p", "b")
+			writeSQL(t, s, `UPDATE segments SET checksum = checksum + 1 WHERE base_offset = 0`)
+
+			release := holdWriter(t, s)
+			var wg sync.WaitGroup
+			pushed := 0
+			push := func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "other", Payload: []byte("c")}}); err != nil {
+						t.Error(err)
+					}
+				}()
+				pushed++
+				waitPending(t, s, pushed)
+			}
+			if pushFirst {
+				push()
+			}
+			const groups = 4
+			got := make([][]string, groups)
+			for i := range groups {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res, err := s.PopWoken(ctx, "", combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g-%d", i), Batch: 10})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got[i] = payloads(res)
+				}()
+			}
+			waitPending(t, s, pushed+groups)
+			if !pushFirst {
+				push()
+			}
+			release()
+			wg.Wait()
+
+			for i, p := range got {
+				if !slices.Equal(p, []string{"b"}) {
+					t.Errorf("g-%d got %q, want the message past the damage", i, p)
+				}
+			}
+			if n := s.Stats().WaveClaims.Load(); n != 0 {
+				t.Errorf("%d claims applied in a wave that met damage", n)
+			}
+			if !strings.Contains(logs.String(), "claim wave rolled back") {
+				t.Errorf("no wave was tried: %s", logs.String())
+			}
+			if _, total, err := s.ListQuarantine(ctx, "", combtype.QuarantineFilter{}); err != nil || total != 1 {
+				t.Errorf("quarantined %d segments, %v; want 1", total, err)
+			}
+			res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "other", Group: "g", Batch: 10})
+			if err != nil || !slices.Equal(payloads(res), []string{"c"}) {
+				t.Errorf("the push committed with the claims: %v, %v", res, err)
+			}
+		})
+	}
+}
+
+// lockedBuffer is a log sink the writer and the test may use at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -43,3 +43,14 @@ func (p messageIDPrefix) at(offset int64) string {
 	copy(b[9:], off[1:])
 	return uuid.UUID(b).String()
 }
+
+// newLeaseID is the id of a lease a claim hands out: a UUIDv7, so the ids
+// of one commit sort next to each other and after every earlier one. Each
+// lease is an entry of cursors_lease, keyed by its id; with random (v4)
+// ids a wave of a thousand claims inserted into a thousand places of that
+// index, touching nearly every one of its pages, each of which the wave
+// journaled (its savepoint) and the commit wrote to the WAL. In time
+// order they land on the index's last few pages (BenchmarkWakeManyGroups;
+// bench/results/wake-claims-2026-12-02.md). The ids stay opaque to
+// clients (docs/wire.md) and keep 62 random bits.
+func newLeaseID() string { return newUUID() }

@@ -348,7 +348,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 		if i >= runEnd && op.claim != nil {
 			for runEnd = i; runEnd < len(batch) && batch[runEnd].claim != nil; runEnd++ {
 			}
-			if err := w.claimWaves(batch[i:runEnd], waved[i:runEnd]); err != nil {
+			if err := w.claimWaves(batch[i:runEnd], waved[i:runEnd], i == 0); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -28,7 +28,7 @@ func openTestStore(t *testing.T, c clock.Clock) *Store {
 
 // holdWriter parks the writer inside a commit until the returned func is
 // called, so that writes submitted meanwhile pile up and are fused.
-func holdWriter(t *testing.T, s *Store) (release func()) {
+func holdWriter(t testing.TB, s *Store) (release func()) {
 	t.Helper()
 	entered, gate := make(chan struct{}), make(chan struct{})
 	go s.submit(context.Background(), &writeOp{apply: func(w *wtx) error {
@@ -40,7 +40,7 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 	return func() { close(gate) }
 }
 
-func waitPending(t *testing.T, s *Store, n int) {
+func waitPending(t testing.TB, s *Store, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for len(s.ops) < n {
