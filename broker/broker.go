@@ -344,6 +344,10 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 			release()
 			return res, nil
 		}
+		if req.OnPark != nil {
+			req.OnPark()
+			req.OnPark = nil
+		}
 		if req.Queue != "" && !req.AutoAck {
 			// Parked for the writer to claim for, at the next change.
 			p := b.st.Park(b.tenant, req, changed, wait)

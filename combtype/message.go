@@ -91,6 +91,11 @@ type PopRequest struct {
 	// Wait parks the pop until something is deliverable or Timeout passes.
 	Wait    bool
 	Timeout time.Duration // 0 = answer at once; at most an hour
+	// OnPark, when set, is called once, just before the pop first waits:
+	// never for a pop that answers from its first look. A server uses it
+	// to take the connection of a long-poll out of its HTTP stack while
+	// it waits (httpd/parking.go).
+	OnPark func()
 }
 
 // Message is one delivered message.

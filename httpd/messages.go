@@ -290,9 +290,24 @@ func (s *Handler) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	// lost, since there was no lease to give back.
 	autoAck := req.AutoAck
 	req.AutoAck = false
-	res, err := s.tb(r).Pop(r.Context(), req)
+	ctx := r.Context()
+	var parked *parkedConn
+	if req.Wait && s.parking != nil {
+		// If it waits, it waits outside net/http (parking.go), which then
+		// no longer cancels the request's context when the client leaves:
+		// the watch of its connection does.
+		var left context.CancelFunc
+		ctx, left = context.WithCancel(ctx)
+		defer left()
+		req.OnPark = func() { parked = s.parking.take(w, r, left) }
+	}
+	res, err := s.tb(r).Pop(ctx, req)
+	if parked != nil {
+		defer parked.finish()
+		w = parked
+	}
 	if err != nil {
-		if r.Context().Err() != nil {
+		if ctx.Err() != nil {
 			return // the client left; nothing was claimed for it
 		}
 		s.fail(w, r, err)
@@ -302,7 +317,7 @@ func (s *Handler) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if r.Context().Err() != nil {
+	if ctx.Err() != nil {
 		// The client left while the claim committed: its lease goes back
 		// now instead of holding the partitions for leaseTime.
 		s.releaseUndelivered(r, res.LeaseID)

@@ -98,6 +98,8 @@ type Server struct {
 // NewServer returns a server of b's routes, configured by cfg.
 func NewServer(b *broker.Broker, cfg Config) *Server {
 	h := NewHandler(b, cfg)
+	const idle = 120 * time.Second
+	h.parking = newParking(idle)
 	return &Server{b: b, h: h, log: h.log, srv: &http.Server{
 		Handler: h,
 		// Headers must arrive promptly; a body may take minutes, as pushes
@@ -110,7 +112,7 @@ func NewServer(b *broker.Broker, cfg Config) *Server {
 		// server-wide deadline would cut those replies off. The pop handler
 		// answers by its own deadline instead.
 		WriteTimeout: 0,
-		IdleTimeout:  120 * time.Second,
+		IdleTimeout:  idle,
 		ErrorLog:     slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
 	}}
 }
@@ -125,6 +127,8 @@ func (s *Server) Handler() *Handler { return s.h }
 // leaves the broker open: close it once Serve has returned, so every write
 // a request handed it is committed before the file closes.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ln, unlisten := s.h.parking.listen(ln)
+	defer unlisten()
 	served := make(chan error, 1)
 	go func() { served <- s.srv.Serve(ln) }()
 	var err error
@@ -155,6 +159,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // ctx ends. It may be called while Serve runs, which then returns once the
 // requests in flight have finished, and more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.h.parking.closing.Store(true)
 	s.b.Drain()
-	return s.srv.Shutdown(ctx)
+	err := s.srv.Shutdown(ctx)
+	// Pops taken out of net/http (parking.go) are not among the requests
+	// it waits for.
+	return errors.Join(err, s.h.parking.shutdown(ctx))
 }

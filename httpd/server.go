@@ -81,6 +81,9 @@ type Handler struct {
 	origins    *originPolicy // who may call, checked before routing
 	replies    replyBuffers
 	bodies     *bodyGate // room for request bodies being read
+	// parking takes parked pops out of net/http (parking.go); nil for a
+	// handler that no Server serves, whose pops wait inside net/http.
+	parking *parking
 }
 
 // NewHandler returns the handler of every route: the API, the console and
