@@ -108,6 +108,34 @@ func (w *closeWatch) add(c net.Conn, sendToo bool, fn func(watchEvent)) (fd int3
 	return fd, nil
 }
 
+// rearm replaces the watch of fd, whose report has not come, with a new
+// one (fn, sendToo), in one call: a parked connection answered goes on to
+// wait for its next request. False if the old watch's report came first
+// (its fn is called or running); the descriptor is no longer watched.
+func (w *closeWatch) rearm(fd int32, sendToo bool, fn func(watchEvent)) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return false
+	}
+	if _, ok := w.byFD[fd]; !ok {
+		unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, int(fd), nil)
+		return false
+	}
+	w.gen++
+	w.byFD[fd] = watched{gen: w.gen, fn: fn}
+	ev := unix.EpollEvent{Events: unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: fd, Pad: w.gen}
+	if sendToo {
+		ev.Events |= unix.EPOLLIN
+	}
+	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_MOD, int(fd), &ev); err != nil {
+		delete(w.byFD, fd)
+		unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, int(fd), nil)
+		return false
+	}
+	return true
+}
+
 // remove stops watching fd. Once it returns, fn is not called any more
 // (it may have been called already, or be running now).
 func (w *closeWatch) remove(fd int32) {

@@ -18,12 +18,11 @@ const (
 	readable
 )
 
-func newCloseWatch() (*closeWatch, error) {
-	return nil, errors.New("closeWatch: not on this system")
-}
+var errNoWatch = errors.New("closeWatch: not on this system")
 
-func (*closeWatch) add(net.Conn, func()) (int32, error) {
-	return -1, errors.New("closeWatch: not on this system")
-}
-func (*closeWatch) remove(int32) {}
-func (*closeWatch) stop()        {}
+func newCloseWatch() (*closeWatch, error) { return nil, errNoWatch }
+
+func (*closeWatch) add(net.Conn, bool, func(watchEvent)) (int32, error) { return -1, errNoWatch }
+func (*closeWatch) rearm(int32, bool, func(watchEvent)) bool            { return false }
+func (*closeWatch) remove(int32)                                        {}
+func (*closeWatch) stop()                                               {}

@@ -306,12 +306,12 @@ func (pc *parkedConn) finish() {
 	if pc.rec != nil && pc.rec.status == 0 {
 		pc.rec.status = pc.status
 	}
-	if pc.watch != nil {
-		pc.watch.remove(pc.fd)
-	}
 	// Short of the length it announced (a handler that failed half way),
 	// the stream is out of step: the connection cannot carry another.
 	if !pc.keepAlive() || pc.length >= 0 && pc.written != pc.length || !pc.p.idle(pc) {
+		if pc.watch != nil {
+			pc.watch.remove(pc.fd)
+		}
 		pc.conn.Close()
 	}
 	pc.p.mu.Lock()
@@ -338,35 +338,37 @@ type idleConn struct {
 }
 
 // idle has pc's connection wait for its next request; false when it
-// cannot (closed by the caller then).
+// cannot (the caller stops its watch and closes it then).
 func (p *parking) idle(pc *parkedConn) bool {
 	if err := pc.conn.SetDeadline(time.Time{}); err != nil {
 		return false
 	}
-	if len(pc.pending) > 0 {
-		// Its next request is already here.
-		return pc.back.giveBack(&resumedConn{Conn: pc.conn, pending: pc.pending})
-	}
-	p.mu.Lock()
-	watch := p.watch
-	p.mu.Unlock()
-	if watch == nil {
+	if len(pc.pending) > 0 || pc.watch == nil {
+		// Its next request is already here, or nothing could watch for it.
+		if pc.watch != nil {
+			pc.watch.remove(pc.fd)
+			pc.watch = nil
+		}
+		if len(pc.pending) > 0 {
+			return pc.back.giveBack(&resumedConn{Conn: pc.conn, pending: pc.pending})
+		}
 		return pc.back.giveBack(pc.conn)
 	}
-	ic := &idleConn{p: p, back: pc.back, conn: pc.conn, watch: watch}
+	ic := &idleConn{p: p, back: pc.back, conn: pc.conn, watch: pc.watch, fd: pc.fd}
 	p.mu.Lock()
 	p.idleConns[ic] = struct{}{}
 	p.mu.Unlock()
 	// As net/http's IdleTimeout: a connection that sends nothing for so
 	// long is closed.
 	ic.timer = time.AfterFunc(p.idleFor, func() { ic.end(false) })
-	fd, err := watch.add(pc.conn, true, func(ev watchEvent) { ic.end(ev == readable) })
-	if err != nil {
+	// The watch of its hang-up becomes the watch of its next request,
+	// in one system call.
+	if !pc.watch.rearm(pc.fd, true, func(ev watchEvent) { ic.end(ev == readable) }) {
+		// It hung up first.
 		ic.timer.Stop()
 		p.forget(ic)
-		return pc.back.giveBack(pc.conn)
+		return false
 	}
-	ic.fd = fd
 	return true
 }
 
