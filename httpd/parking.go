@@ -35,7 +35,6 @@ type parking struct {
 	mu        sync.Mutex
 	watch     *closeWatch
 	serving   int                      // Serve calls running, which share watch
-	backs     map[string]*handback     // by listener address
 	answered  *sync.Cond               // signalled as held empties
 	held      map[*parkedConn]struct{} // taken and not yet answered
 	idleConns map[*idleConn]struct{}   // answered, waiting for a request
@@ -43,7 +42,7 @@ type parking struct {
 }
 
 func newParking(idle time.Duration) *parking {
-	p := &parking{idleFor: idle, backs: map[string]*handback{}, held: map[*parkedConn]struct{}{},
+	p := &parking{idleFor: idle, held: map[*parkedConn]struct{}{},
 		idleConns: map[*idleConn]struct{}{}}
 	p.answered = sync.NewCond(&p.mu)
 	return p
@@ -64,15 +63,10 @@ func (p *parking) listen(ln net.Listener) (net.Listener, func()) {
 	}
 	p.serving++
 	hb := newHandback(ln)
-	key := ln.Addr().String()
-	p.backs[key] = hb
 	return hb, func() {
 		hb.Close()
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.backs[key] == hb {
-			delete(p.backs, key)
-		}
 		p.serving--
 		if p.serving == 0 {
 			// Connections still held are no longer watched: their pops
@@ -86,6 +80,16 @@ func (p *parking) listen(ln net.Listener) (net.Listener, func()) {
 	}
 }
 
+// listenerKey holds, in a request's context, the listener its connection
+// was accepted from.
+type listenerKey struct{}
+
+// listenerContext is an http.Server's BaseContext: net/http calls it with
+// the listener each Serve call serves.
+func listenerContext(l net.Listener) context.Context {
+	return context.WithValue(context.Background(), listenerKey{}, l)
+}
+
 // take hijacks r's connection for a pop about to wait, and has gone
 // called if its peer hangs up meanwhile. It returns nil, and leaves the
 // request to net/http, where the connection cannot go back to net/http
@@ -94,12 +98,11 @@ func (p *parking) take(w http.ResponseWriter, r *http.Request, gone func()) *par
 	if !r.ProtoAtLeast(1, 1) || r.TLS != nil || r.Close || p.closing.Load() {
 		return nil
 	}
-	addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if addr == nil {
-		return nil
-	}
+	// The listener it came through, where it goes back (Server sets it as
+	// the base of every request's context: listenerContext).
+	hb, _ := r.Context().Value(listenerKey{}).(*handback)
 	p.mu.Lock()
-	hb, watch := p.backs[addr.String()], p.watch
+	watch := p.watch
 	p.mu.Unlock()
 	if hb == nil || watch == nil {
 		return nil

@@ -226,3 +226,36 @@ func TestAnAnsweredConnectionWaitsForItsNextRequestAsLongAsTheIdleTimeout(t *tes
 	}
 	combtest.CheckFor(t, 10*time.Second, idleConns(0))
 }
+
+// A connection goes back through the listener it came from, whatever
+// address it arrived on: here a wildcard listener, whose connections
+// carry the address they reached (127.0.0.1), not the listener's.
+func TestAPopThroughAWildcardListenerWaitsOutsideNetHTTP(t *testing.T) {
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httpd.NewServer(b, httpd.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", ln.Addr().(*net.TCPAddr).Port)
+	c := dialServer(t, base)
+	br := bufio.NewReader(c)
+	parkPop(t, b, srv, c, "g", "")
+	pushOne(t, base, "m")
+	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"transactionId":"m"`) {
+		t.Fatalf("pop: %d %s", resp.StatusCode, body)
+	}
+	io.WriteString(c, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	if resp, _ := readAnswer(t, br); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the next request on the connection: %d", resp.StatusCode)
+	}
+}

@@ -113,6 +113,7 @@ func NewServer(b *broker.Broker, cfg Config) *Server {
 		// answers by its own deadline instead.
 		WriteTimeout: 0,
 		IdleTimeout:  idle,
+		BaseContext:  listenerContext,
 		ErrorLog:     slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
 	}}
 }
