@@ -113,10 +113,11 @@ func (p *parking) take(w http.ResponseWriter, r *http.Request, gone func()) *par
 	}
 	pc := &parkedConn{p: p, back: hb, header: w.Header(), fd: -1}
 	pc.rec, _ = w.(*statusRecorder)
+	var unread []byte
 	if rc, ok := conn.(*resumedConn); ok {
-		// Taken again before its next request began: what it still
-		// holds comes first.
-		conn, pc.pending = rc.Conn, rc.pending
+		// Handed back with bytes of later requests, and not all of them
+		// read yet: they follow what net/http has read.
+		conn, unread = rc.Conn, rc.pending
 	}
 	pc.conn = conn
 	if n := brw.Reader.Buffered(); n > 0 {
@@ -124,6 +125,7 @@ func (p *parking) take(w http.ResponseWriter, r *http.Request, gone func()) *par
 		b, _ := brw.Reader.Peek(n)
 		pc.pending = append(pc.pending, b...)
 	}
+	pc.pending = append(pc.pending, unread...)
 	if fd, err := watch.add(conn, false, func(watchEvent) { pc.left.Store(true); gone() }); err == nil {
 		pc.fd = fd
 		pc.watch = watch
@@ -135,8 +137,8 @@ func (p *parking) take(w http.ResponseWriter, r *http.Request, gone func()) *par
 }
 
 // shutdown makes every later answer close its connection, and waits until
-// every connection taken has been answered, or ctx ends; then it closes
-// those still held, so their writes end, and those waiting for a request.
+// every connection taken has been answered, or ctx ends; then it ends the
+// writes of those still held, and closes those waiting for a request.
 func (p *parking) shutdown(ctx context.Context) error {
 	p.closing.Store(true)
 	stop := context.AfterFunc(ctx, func() {
@@ -153,7 +155,9 @@ func (p *parking) shutdown(ctx context.Context) error {
 	if len(p.held) > 0 {
 		err = ctx.Err()
 		for pc := range p.held {
-			pc.conn.Close()
+			// Its write fails at once; its handler closes it, after
+			// the watch of its descriptor ends.
+			pc.conn.SetDeadline(time.Unix(1, 0))
 		}
 	}
 	// Answered before the shutdown began and waiting for a request, as
