@@ -340,8 +340,10 @@ type idleConn struct {
 	conn  net.Conn
 	fd    int32
 	watch *closeWatch
-	timer *time.Timer
-	done  atomic.Bool // handed back or closed
+
+	mu    sync.Mutex
+	timer *time.Timer // the idle timeout, once watched
+	done  bool        // handed back or closed, or being
 }
 
 // idle has pc's connection wait for its next request; false when it
@@ -362,29 +364,41 @@ func (p *parking) idle(pc *parkedConn) bool {
 		return pc.back.giveBack(pc.conn)
 	}
 	ic := &idleConn{p: p, back: pc.back, conn: pc.conn, watch: pc.watch, fd: pc.fd}
+	// Held until it is watched, so that nothing (a report, the timer, a
+	// shutdown) ends it half set up.
+	ic.mu.Lock()
 	p.mu.Lock()
 	p.idleConns[ic] = struct{}{}
 	p.mu.Unlock()
-	// As net/http's IdleTimeout: a connection that sends nothing for so
-	// long is closed.
-	ic.timer = time.AfterFunc(p.idleFor, func() { ic.end(false) })
 	// The watch of its hang-up becomes the watch of its next request,
 	// in one system call.
-	if !pc.watch.rearm(pc.fd, true, func(ev watchEvent) { ic.end(ev == readable) }) {
-		// It hung up first.
-		ic.timer.Stop()
-		p.forget(ic)
-		return false
+	ok := pc.watch.rearm(pc.fd, true, func(ev watchEvent) { ic.end(ev == readable) })
+	if ok {
+		// As net/http's IdleTimeout: a connection that sends nothing for
+		// so long is closed.
+		ic.timer = time.AfterFunc(p.idleFor, func() { ic.end(false) })
+	} else {
+		ic.done = true // it hung up first
 	}
-	return true
+	ic.mu.Unlock()
+	if !ok {
+		p.forget(ic)
+	}
+	return ok
 }
 
-// end hands ic back to net/http (resume) or closes it, once.
+// end hands ic back to net/http (resume) or closes it, once. Its watch
+// ends first: the descriptor's number may be another connection's once
+// it is closed.
 func (ic *idleConn) end(resume bool) {
-	if !ic.done.CompareAndSwap(false, true) {
+	ic.mu.Lock()
+	if ic.done {
+		ic.mu.Unlock()
 		return
 	}
+	ic.done = true
 	ic.timer.Stop()
+	ic.mu.Unlock()
 	ic.watch.remove(ic.fd)
 	ic.p.forget(ic)
 	if !resume || !ic.back.giveBack(ic.conn) {
