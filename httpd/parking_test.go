@@ -236,16 +236,7 @@ func TestAPopThroughAWildcardListenerWaitsOutsideNetHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpd.NewServer(b, httpd.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	srv, cancel, served := serveOn(t, b, ln)
 	base := fmt.Sprintf("http://127.0.0.1:%d", ln.Addr().(*net.TCPAddr).Port)
 	c := dialServer(t, base)
 	br := bufio.NewReader(c)
@@ -257,5 +248,9 @@ func TestAPopThroughAWildcardListenerWaitsOutsideNetHTTP(t *testing.T) {
 	io.WriteString(c, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	if resp, _ := readAnswer(t, br); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the next request on the connection: %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
 	}
 }
