@@ -98,6 +98,11 @@ func (p *parking) take(w http.ResponseWriter, r *http.Request, gone func()) *par
 	if !r.ProtoAtLeast(1, 1) || r.TLS != nil || r.Close || p.closing.Load() {
 		return nil
 	}
+	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		// A body the pop does not read: net/http reads past it before the
+		// next request, where here it would be taken for that request.
+		return nil
+	}
 	// The listener it came through, where it goes back (Server sets it as
 	// the base of every request's context: listenerContext).
 	hb, _ := r.Context().Value(listenerKey{}).(*handback)
