@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net"
@@ -131,6 +132,13 @@ func (p *parking) take(w http.ResponseWriter, r *http.Request, gone func()) *par
 		pc.pending = append(pc.pending, b...)
 	}
 	pc.pending = append(pc.pending, unread...)
+	// net/http keeps the connection's buffers (8 KiB) until the handler
+	// returns, that is for the whole wait, though it uses them no more
+	// once the connection is hijacked, and a request with no body has no
+	// reader of them left. What they held is copied above: emptied, they
+	// halve what a parked pop keeps on the heap.
+	*brw.Reader = bufio.Reader{}
+	*brw.Writer = bufio.Writer{}
 	if fd, err := watch.add(conn, false, func(watchEvent) { pc.left.Store(true); gone() }); err == nil {
 		pc.fd = fd
 		pc.watch = watch
