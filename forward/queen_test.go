@@ -1,12 +1,10 @@
 package forward_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -26,32 +24,6 @@ import (
 // buffer, answering every item buffered; its replay of that request then
 // fails for ever.
 
-// queenCall sends a JSON request to Queen and returns the reply's status
-// and body.
-func queenCall(t *testing.T, method, target string, body any) (int, []byte) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, target, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
-
 // queenMessages pops everything of queue's partitions from Queen with a
 // new group that starts at the beginning, acking as it goes, and returns
 // the transactionIds in delivery order per partition. Each partition is
@@ -68,10 +40,12 @@ func queenMessages(t *testing.T, q *queentest.Queen, queue, group string, partit
 
 func queenDrainPartition(t *testing.T, q *queentest.Queen, queue, partition, group string, out map[string][]string) {
 	t.Helper()
-	popURL := q.URL + "/api/v1/pop/queue/" + url.PathEscape(queue) + "/partition/" + url.PathEscape(partition) + "?" +
+	queen := &combtest.Client{TB: t, URL: q.URL, HTTP: http.DefaultClient}
+	popPath := "/api/v1/pop/queue/" + url.PathEscape(queue) + "/partition/" + url.PathEscape(partition) + "?" +
 		url.Values{"batch": {"1000"}, "wait": {"false"}, "consumerGroup": {group}, "subscriptionMode": {"all"}}.Encode()
 	for empty := 0; empty < 2; {
-		status, body := queenCall(t, http.MethodGet, popURL, nil)
+		r := queen.Do(http.MethodGet, popPath, nil)
+		status, body := r.Status, r.Body
 		var reply struct {
 			Messages []struct {
 				TransactionID string `json:"transactionId"`
@@ -95,9 +69,9 @@ func queenDrainPartition(t *testing.T, q *queentest.Queen, queue, partition, gro
 			acks = append(acks, map[string]string{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
 				"leaseId": m.LeaseID, "status": "completed"})
 		}
-		if status, body := queenCall(t, http.MethodPost, q.URL+"/api/v1/ack/batch",
-			map[string]any{"acknowledgments": acks, "consumerGroup": group}); status != http.StatusOK {
-			t.Fatalf("ack on Queen: HTTP %d %s", status, body)
+		if r := queen.Do(http.MethodPost, "/api/v1/ack/batch",
+			map[string]any{"acknowledgments": acks, "consumerGroup": group}); r.Status != http.StatusOK {
+			t.Fatalf("ack on Queen: HTTP %d %s", r.Status, r.Body)
 		}
 	}
 }
@@ -245,9 +219,10 @@ func TestItemsARealQueenParksInMaintenanceAreAckedOnlyOnceItStoresThem(t *testin
 		t.Skip("starts a real Queen; skipped with -short")
 	}
 	q := queentest.Start(t)
+	queen := &combtest.Client{TB: t, URL: q.URL, HTTP: http.DefaultClient}
 	ctx := context.Background()
-	if status, body := queenCall(t, http.MethodPost, q.URL+"/api/v1/system/maintenance", map[string]bool{"enabled": true}); status != http.StatusOK {
-		t.Fatalf("maintenance on: HTTP %d %s", status, body)
+	if r := queen.Do(http.MethodPost, "/api/v1/system/maintenance", map[string]bool{"enabled": true}); r.Status != http.StatusOK {
+		t.Fatalf("maintenance on: HTTP %d %s", r.Status, r.Body)
 	}
 	b := combtest.MustOpenBroker(t, combtest.Options{})
 	for i := range 20 {
@@ -281,8 +256,8 @@ func TestItemsARealQueenParksInMaintenanceAreAckedOnlyOnceItStoresThem(t *testin
 	if st.Lag != 20 || st.Forwarded != 0 || st.DeadLettered != 0 {
 		t.Errorf("during maintenance: lag %d, forwarded %d, dead-lettered %d; want 20, 0, 0", st.Lag, st.Forwarded, st.DeadLettered)
 	}
-	if status, body := queenCall(t, http.MethodPost, q.URL+"/api/v1/system/maintenance", map[string]bool{"enabled": false}); status != http.StatusOK {
-		t.Fatalf("maintenance off: HTTP %d %s", status, body)
+	if r := queen.Do(http.MethodPost, "/api/v1/system/maintenance", map[string]bool{"enabled": false}); r.Status != http.StatusOK {
+		t.Fatalf("maintenance off: HTTP %d %s", r.Status, r.Body)
 	}
 	st = waitLag(t, r, "up", 0, 20)
 	if st.DeadLettered != 0 {

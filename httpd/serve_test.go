@@ -31,6 +31,14 @@ func serveInBackground(t *testing.T, b *broker.Broker, wrap func(net.Listener) n
 	if wrap != nil {
 		ln = wrap(ln)
 	}
+	srv, cancel, done = serveOn(t, b, ln)
+	return "http://" + ln.Addr().String(), srv, cancel, done
+}
+
+// serveOn serves b on ln until the returned cancel, or the test's end,
+// after which it waits for Serve to return; done has Serve's error.
+func serveOn(t *testing.T, b *broker.Broker, ln net.Listener) (srv *httpd.Server, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
 	srv = httpd.NewServer(b, httpd.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	served, finished := make(chan error, 1), make(chan struct{})
@@ -46,7 +54,7 @@ func serveInBackground(t *testing.T, b *broker.Broker, wrap func(net.Listener) n
 			t.Error("Serve did not return")
 		}
 	})
-	return "http://" + ln.Addr().String(), srv, cancel, served
+	return srv, cancel, served
 }
 
 // readSignal is a listener that tells when the server has read each of

@@ -2,12 +2,10 @@ package store_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
 
-	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/store"
 )
 
@@ -35,63 +33,16 @@ func BenchmarkWakeManyGroups(b *testing.B) {
 				}
 				defer st.Close()
 				st.SetClaimWaves(mode == "wave")
-				if _, err := st.Push(ctx, "", []combtype.PushItem{{Queue: "parked", Payload: payload100}}); err != nil {
-					b.Fatal(err)
-				}
-				names := func(round int) []string {
-					out := make([]string, groups)
-					for i := range out {
-						out[i] = fmt.Sprintf("g-%d", i)
-						if contact != "subscribed" {
-							out[i] = fmt.Sprintf("g-%d-%d", round, i)
-						}
-					}
-					return out
-				}
-				if contact == "subscribed" {
-					// Subscribed at the end: nothing due until the next push.
-					for _, g := range names(0) {
-						if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "parked", Group: g, SubscriptionMode: "new"}); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
+				rig := store.NewWakeRig(b, st, contact, groups, payload100)
 				var cpu, claims, writer, statements int64
-				round := 0
 				b.ResetTimer()
 				for b.Loop() {
-					round++
 					b.StopTimer()
-					gs := names(round)
-					if contact == "parked" {
-						for _, g := range gs {
-							if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "parked", Group: g, SubscriptionMode: "new"}); err != nil {
-								b.Fatal(err)
-							}
-						}
-					}
-					if _, err := st.Push(ctx, "", []combtype.PushItem{{Queue: "parked", Payload: payload100}}); err != nil {
-						b.Fatal(err)
-					}
-					results := make([]*combtype.PopResult, groups)
+					gs := rig.Next(b)
 					var start, ready sync.WaitGroup
 					start.Add(1)
-					var wg sync.WaitGroup
-					for i, g := range gs {
-						wg.Add(1)
-						ready.Add(1)
-						go func() {
-							defer wg.Done()
-							ready.Done()
-							start.Wait()
-							res, err := st.PopWoken(ctx, "", combtype.PopRequest{Queue: "parked", Group: g, Batch: 1})
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							results[i] = res
-						}()
-					}
+					ready.Add(len(gs))
+					results, wg := rig.PopAll(b, gs, func() { ready.Done(); start.Wait() })
 					ready.Wait()
 					cpu0, writer0, statements0 := processCPU(), st.Stats().CommitMicros.Load(), st.WriterStatements()
 					b.StartTimer()
@@ -102,22 +53,7 @@ func BenchmarkWakeManyGroups(b *testing.B) {
 					writer += st.Stats().CommitMicros.Load() - writer0
 					statements += st.WriterStatements() - statements0
 					claims += groups
-					var acks []combtype.AckItem
-					for i, res := range results {
-						if res == nil || len(res.Messages) != 1 {
-							b.Fatalf("%s: %v, want one message", gs[i], res)
-						}
-						m := res.Messages[0]
-						acks = append(acks, combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: res.LeaseID, Group: gs[i]})
-					}
-					if contact == "subscribed" {
-						// Done, so the next push is due for every group again.
-						for _, a := range acks {
-							if _, err := st.Ack(ctx, "", a.Group, []combtype.AckItem{a}); err != nil {
-								b.Fatal(err)
-							}
-						}
-					}
+					rig.Check(b, gs, results)
 					b.StartTimer()
 				}
 				b.ReportMetric(float64(cpu)/1e3/float64(claims), "cpu-µs/claim")

@@ -2,14 +2,10 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/comb-broker/comb/combtype"
 )
 
 // BenchmarkWakeHeld is BenchmarkWakeManyGroups/*/wave with its commits
@@ -37,58 +33,14 @@ func BenchmarkWakeHeld(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			payload := []byte(`{"n":1}`)
-			if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "parked", Payload: payload}}); err != nil {
-				b.Fatal(err)
-			}
-			names := func(round int) []string {
-				out := make([]string, groups)
-				for i := range out {
-					out[i] = fmt.Sprintf("g-%d", i)
-					if contact != "subscribed" {
-						out[i] = fmt.Sprintf("g-%d-%d", round, i)
-					}
-				}
-				return out
-			}
-			park := func(gs []string) {
-				for _, g := range gs {
-					if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "parked", Group: g, SubscriptionMode: "new"}); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			if contact == "subscribed" {
-				park(names(0))
-			}
+			rig := NewWakeRig(b, s, contact, groups, []byte(`{"n":1}`))
 			var writer, claims int64
-			round := 0
 			b.ResetTimer()
 			for b.Loop() {
-				round++
 				b.StopTimer()
-				gs := names(round)
-				if contact == "parked" {
-					park(gs)
-				}
-				if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "parked", Payload: payload}}); err != nil {
-					b.Fatal(err)
-				}
-				results := make([]*combtype.PopResult, groups)
+				gs := rig.Next(b)
 				release := holdWriter(b, s)
-				var wg sync.WaitGroup
-				for i, g := range gs {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						res, err := s.PopWoken(ctx, "", combtype.PopRequest{Queue: "parked", Group: g, Batch: 1})
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						results[i] = res
-					}()
-				}
+				results, wg := rig.PopAll(b, gs, func() {})
 				waitPending(b, s, groups)
 				writer0 := claimCommits.Load()
 				b.StartTimer()
@@ -97,21 +49,7 @@ func BenchmarkWakeHeld(b *testing.B) {
 				b.StopTimer()
 				writer += claimCommits.Load() - writer0
 				claims += groups
-				var acks []combtype.AckItem
-				for i, res := range results {
-					if res == nil || len(res.Messages) != 1 {
-						b.Fatalf("%s: %v, want one message", gs[i], res)
-					}
-					m := res.Messages[0]
-					acks = append(acks, combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: res.LeaseID, Group: gs[i]})
-				}
-				if contact == "subscribed" {
-					for _, a := range acks {
-						if _, err := s.Ack(ctx, "", a.Group, []combtype.AckItem{a}); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
+				rig.Check(b, gs, results)
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(writer)/float64(claims), "writer-µs/claim")

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/comb-broker/comb/internal/combtest"
 )
 
 // Tool returns the path of an external program the test needs. Where it is
@@ -154,42 +156,15 @@ func (p *Proc) Stop(t testing.TB) {
 	}
 }
 
-// Do sends a JSON request to url and returns the status and body.
-func Do(t testing.TB, method, url string, body any) (int, []byte) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read: %v", method, url, err)
-	}
-	return resp.StatusCode, b
-}
-
 // Drain pops everything left on queue with autoAck and returns the
 // transaction ids, failing the test on any reply but 200 and 204.
 func Drain(t testing.TB, base, queue string) []string {
 	t.Helper()
+	c := &combtest.Client{TB: t, URL: base, HTTP: http.DefaultClient}
 	var ids []string
 	for {
-		st, body := Do(t, "GET", fmt.Sprintf("%s/api/v1/pop/queue/%s?batch=100&wait=false&autoAck=true", base, queue), nil)
-		if st == http.StatusNoContent {
+		resp := c.Do(http.MethodGet, fmt.Sprintf("/api/v1/pop/queue/%s?batch=100&wait=false&autoAck=true", queue), nil)
+		if resp.Status == http.StatusNoContent {
 			return ids
 		}
 		var r struct {
@@ -197,8 +172,8 @@ func Drain(t testing.TB, base, queue string) []string {
 				TransactionID string `json:"transactionId"`
 			} `json:"messages"`
 		}
-		if st != http.StatusOK || json.Unmarshal(body, &r) != nil || len(r.Messages) == 0 {
-			t.Fatalf("drain %s: %d %s", queue, st, body)
+		if resp.Status != http.StatusOK || json.Unmarshal(resp.Body, &r) != nil || len(r.Messages) == 0 {
+			t.Fatalf("drain %s: %d %s", queue, resp.Status, resp.Body)
 		}
 		for _, m := range r.Messages {
 			ids = append(ids, m.TransactionID)
