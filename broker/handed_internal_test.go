@@ -43,7 +43,7 @@ func TestAClaimHandedToAPopThatLeftIsReleased(t *testing.T) {
 	// before it reads it.
 	req := combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, Wait: true, Timeout: time.Minute}
 	changed, stop := b.st.Watch(b.tenant, "q")
-	p := b.st.Park(b.tenant, req, changed, time.Minute)
+	p := b.st.Park(b.tenant, &req, changed, time.Minute)
 	if p == nil {
 		t.Fatal("not parked")
 	}

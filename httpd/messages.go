@@ -258,30 +258,13 @@ type popOut struct {
 // DefaultPopTimeout is the long-poll budget when a pop names none.
 const DefaultPopTimeout = 30 * time.Second
 
+// pop serves a pop. Its frame stays on the stack of the goroutine while
+// a long-poll waits, so reading the request and writing the reply are
+// done in functions of their own (see broker.Broker.Pop).
 func (s *Handler) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q := r.URL.Query()
-	req := combtype.PopRequest{
-
-		Queue:            ps.ByName("queue"),
-		Partition:        ps.ByName("partition"),
-		Namespace:        q.Get("namespace"),
-		Task:             q.Get("task"),
-		Group:            q.Get("consumerGroup"),
-		Batch:            queryInt(q, "batch", 1),
-		Partitions:       queryInt(q, "partitions", 1),
-		AutoAck:          queryBool(q, "autoAck"),
-		SubscriptionMode: q.Get("subscriptionMode"),
-		SubscriptionFrom: q.Get("subscriptionFrom"),
-		Wait:             queryBool(q, "wait"),
-	}
-	timeout := int64(queryInt(q, "timeout", int(DefaultPopTimeout/time.Millisecond)))
-	if err := broker.CheckPopTimeout(timeout); err != nil {
-		s.fail(w, r, err) // checked before it is turned into a Duration
-		return
-	}
-	req.Timeout = time.Duration(timeout) * time.Millisecond
-	if req.Queue == "" && req.Namespace == "" && req.Task == "" && strings.HasSuffix(r.URL.Path, "/pop") {
-		s.fail(w, r, &badRequest{"namespace or task is required"})
+	var req combtype.PopRequest
+	if err := readPopRequest(&req, r, ps); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	// An autoAck pop is claimed under a lease and acknowledged only once
@@ -302,10 +285,44 @@ func (s *Handler) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 		req.OnPark = func() { parked = s.parking.take(w, r, left) }
 	}
 	res, err := s.tb(r).Pop(ctx, req)
+	out := w
 	if parked != nil {
 		defer parked.finish()
-		w = parked
+		out = parked
 	}
+	s.replyPop(ctx, out, r, res, err, autoAck)
+}
+
+// readPopRequest reads a pop's request from its path and query.
+func readPopRequest(req *combtype.PopRequest, r *http.Request, ps httprouter.Params) error {
+	q := r.URL.Query()
+	*req = combtype.PopRequest{
+		Queue:            ps.ByName("queue"),
+		Partition:        ps.ByName("partition"),
+		Namespace:        q.Get("namespace"),
+		Task:             q.Get("task"),
+		Group:            q.Get("consumerGroup"),
+		Batch:            queryInt(q, "batch", 1),
+		Partitions:       queryInt(q, "partitions", 1),
+		AutoAck:          queryBool(q, "autoAck"),
+		SubscriptionMode: q.Get("subscriptionMode"),
+		SubscriptionFrom: q.Get("subscriptionFrom"),
+		Wait:             queryBool(q, "wait"),
+	}
+	timeout := int64(queryInt(q, "timeout", int(DefaultPopTimeout/time.Millisecond)))
+	if err := broker.CheckPopTimeout(timeout); err != nil {
+		return err // checked before it is turned into a Duration
+	}
+	req.Timeout = time.Duration(timeout) * time.Millisecond
+	if req.Queue == "" && req.Namespace == "" && req.Task == "" && strings.HasSuffix(r.URL.Path, "/pop") {
+		return &badRequest{"namespace or task is required"}
+	}
+	return nil
+}
+
+// replyPop answers a pop with what Pop returned; ctx is the one the pop
+// waited with.
+func (s *Handler) replyPop(ctx context.Context, w http.ResponseWriter, r *http.Request, res *combtype.PopResult, err error, autoAck bool) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return // the client left; nothing was claimed for it

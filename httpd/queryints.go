@@ -3,6 +3,7 @@ package httpd
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/julienschmidt/httprouter"
@@ -27,28 +28,37 @@ var intQueryParams = []struct {
 
 // checkIntQuery answers 400 naming the parameter when one of
 // intQueryParams is present but not an integer (or negative where a
-// count or position is meant); an empty value counts as absent.
+// count or position is meant); an empty value counts as absent. The check
+// runs in a function of its own: the wrapper's frame stays on the stack
+// of a parked pop while it waits (see broker.Broker.Pop).
 func (s *Handler) checkIntQuery(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if r.URL.RawQuery != "" {
-			q := r.URL.Query()
-			for _, p := range intQueryParams {
-				for _, v := range q[p.name] {
-					if v == "" {
-						continue
-					}
-					n, err := strconv.ParseInt(v, 10, 64)
-					switch {
-					case p.nonNegative && (err != nil || n < 0):
-						s.fail(w, r, &badRequest{fmt.Sprintf("%s must be a non-negative integer (got %q)", p.name, v)})
-						return
-					case err != nil:
-						s.fail(w, r, &badRequest{fmt.Sprintf("%s must be an integer (got %q)", p.name, v)})
-						return
-					}
-				}
+			if err := badIntQuery(r.URL.Query()); err != nil {
+				s.fail(w, r, err)
+				return
 			}
 		}
 		h(w, r, ps)
 	}
+}
+
+// badIntQuery is the refusal of the first malformed parameter of
+// intQueryParams in q, or nil.
+func badIntQuery(q url.Values) error {
+	for _, p := range intQueryParams {
+		for _, v := range q[p.name] {
+			if v == "" {
+				continue
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			switch {
+			case p.nonNegative && (err != nil || n < 0):
+				return &badRequest{fmt.Sprintf("%s must be a non-negative integer (got %q)", p.name, v)}
+			case err != nil:
+				return &badRequest{fmt.Sprintf("%s must be an integer (got %q)", p.name, v)}
+			}
+		}
+	}
+	return nil
 }

@@ -149,7 +149,7 @@ func TestClaimWaveIsEachClaimAlone(t *testing.T) {
 			defer stop()
 			parked := make([]*ParkedPop, len(wake))
 			for i, p := range wake {
-				if parked[i] = s.Park("", p.req, changed, time.Hour); parked[i] == nil {
+				if parked[i] = s.Park("", &p.req, changed, time.Hour); parked[i] == nil {
 					t.Fatalf("%s: not parked", p.name)
 				}
 			}

@@ -60,9 +60,11 @@ var errLookAgain = errors.New("look again")
 // parked, if it is closed already (the queue changed since the look).
 // The pop waits on Done; to stop waiting it calls Leave, and if that
 // reports the claim already taken, it must still wait on Done for the
-// claim's outcome and dispose of what it was handed.
-func (s *Store) Park(tenant string, r combtype.PopRequest, changed <-chan struct{}, wait time.Duration) *ParkedPop {
-	p := &ParkedPop{s: s, key: watchKey(tenant, r.Queue), req: s.popRequest(tenant, r), done: make(chan error, 1),
+// claim's outcome and dispose of what it was handed. Park keeps a copy of
+// *r; r is a pointer so that the caller's frame, which stays on the stack
+// while the pop waits, holds no copy of its own for the call.
+func (s *Store) Park(tenant string, r *combtype.PopRequest, changed <-chan struct{}, wait time.Duration) *ParkedPop {
+	p := &ParkedPop{s: s, key: watchKey(tenant, r.Queue), req: s.popRequest(tenant, *r), done: make(chan error, 1),
 		until: s.clock.Now().Add(wait)}
 	if !s.watch.park(p, changed) {
 		return nil

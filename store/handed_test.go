@@ -30,13 +30,13 @@ func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
 
 	// Outside the writer: told to look again, nothing claimed.
 	changed, stop := s.Watch("", "q")
-	p := s.Park("", combtype.PopRequest{Queue: "q", Group: "outside"}, changed, time.Minute)
+	p := s.Park("", &combtype.PopRequest{Queue: "q", Group: "outside"}, changed, time.Minute)
 	s.Notify("", "q")
 	stop()
 	if res, claimed, err := p.Result(<-p.Done()); claimed || res != nil || err != nil {
 		t.Fatalf("after a change outside the writer: %v, claimed %v, %v", res, claimed, err)
 	}
-	if s.Park("", combtype.PopRequest{Queue: "q", Group: "late"}, changed, time.Minute) != nil {
+	if s.Park("", &combtype.PopRequest{Queue: "q", Group: "late"}, changed, time.Minute) != nil {
 		t.Fatal("parked on a channel already closed")
 	}
 
@@ -45,7 +45,7 @@ func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
 	defer stop()
 	parked := make([]*ParkedPop, n)
 	for i := range parked {
-		if parked[i] = s.Park("", combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g-%d", i), Batch: 10}, changed, time.Minute); parked[i] == nil {
+		if parked[i] = s.Park("", &combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g-%d", i), Batch: 10}, changed, time.Minute); parked[i] == nil {
 			t.Fatalf("g-%d not parked", i)
 		}
 	}
@@ -102,7 +102,7 @@ func TestParkedPopsAreClaimedByTheWriter(t *testing.T) {
 	fresh := make([]*ParkedPop, 5)
 	for i := range fresh {
 		req := combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("new-%d", i), SubscriptionMode: "new"}
-		if fresh[i] = s.Park("", req, changed, time.Minute); fresh[i] == nil {
+		if fresh[i] = s.Park("", &req, changed, time.Minute); fresh[i] == nil {
 			t.Fatalf("new-%d not parked", i)
 		}
 	}
@@ -156,7 +156,7 @@ func TestAnAckTakesOnlyItsOwnGroupsParkedPops(t *testing.T) {
 	defer stop()
 	parked := map[string]*ParkedPop{}
 	for _, g := range []string{"a", "b", "c"} {
-		if parked[g] = s.Park("", combtype.PopRequest{Queue: "q", Group: g}, changed, time.Minute); parked[g] == nil {
+		if parked[g] = s.Park("", &combtype.PopRequest{Queue: "q", Group: g}, changed, time.Minute); parked[g] == nil {
 			t.Fatalf("%s not parked", g)
 		}
 	}
