@@ -189,17 +189,7 @@ func (s *Store) QueueSummaries(ctx context.Context, tenant string, f combtype.Qu
 // queueSummaries is QueueSummaries, summing a large queue not summed yet
 // now when wait is set (see totals).
 func (s *Store) queueSummaries(ctx context.Context, tenant string, f combtype.QueueFilter, wait bool) ([]*combtype.QueueStats, error) {
-	q := `SELECT ` + queueColumns + ` FROM queues WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
-		ORDER BY created_at DESC, id DESC`
-	args := []any{tenant, f.Namespace, f.Namespace, f.Task, f.Task}
-	if f.Limit > 0 {
-		q += ` LIMIT ? OFFSET ?`
-		args = append(args, f.Limit, max(f.Offset, 0))
-	} else if f.Offset > 0 {
-		q += ` LIMIT -1 OFFSET ?`
-		args = append(args, f.Offset)
-	}
-	queues, err := listQueues(ctx, s.r, q, args...)
+	queues, err := filteredQueues(ctx, s.r, tenant, f)
 	if err != nil {
 		return nil, err
 	}

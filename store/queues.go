@@ -253,6 +253,22 @@ func (s *Store) Configure(ctx context.Context, tenant string, req combtype.Confi
 	return q, p, nil
 }
 
+// filteredQueues lists the tenant's queues that f's namespace and task
+// match, newest first: one page of them when f has a limit or an offset.
+func filteredQueues(ctx context.Context, db querier, tenant string, f combtype.QueueFilter) ([]*combtype.Queue, error) {
+	q := `SELECT ` + queueColumns + ` FROM queues WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
+		ORDER BY created_at DESC, id DESC`
+	args := []any{tenant, f.Namespace, f.Namespace, f.Task, f.Task}
+	if f.Limit > 0 {
+		q += ` LIMIT ? OFFSET ?`
+		args = append(args, f.Limit, max(f.Offset, 0))
+	} else if f.Offset > 0 {
+		q += ` LIMIT -1 OFFSET ?`
+		args = append(args, f.Offset)
+	}
+	return listQueues(ctx, db, q, args...)
+}
+
 func listQueues(ctx context.Context, db querier, query string, args ...any) ([]*combtype.Queue, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {

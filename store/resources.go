@@ -63,17 +63,7 @@ func partitionCounts(p *combtype.Partition, cs []cursor, now int64) combtype.Mes
 // ListQueueStats returns the tenant's queues matching f, newest first,
 // with their counts.
 func (s *Store) ListQueueStats(ctx context.Context, tenant string, f combtype.QueueFilter) ([]*combtype.QueueStats, error) {
-	q := `SELECT ` + queueColumns + ` FROM queues WHERE tenant = ? AND (? = '' OR namespace = ?) AND (? = '' OR task = ?)
-		ORDER BY created_at DESC, id DESC`
-	args := []any{tenant, f.Namespace, f.Namespace, f.Task, f.Task}
-	if f.Limit > 0 {
-		q += ` LIMIT ? OFFSET ?`
-		args = append(args, f.Limit, max(f.Offset, 0))
-	} else if f.Offset > 0 {
-		q += ` LIMIT -1 OFFSET ?`
-		args = append(args, f.Offset)
-	}
-	queues, err := listQueues(ctx, s.rdb, q, args...)
+	queues, err := filteredQueues(ctx, s.rdb, tenant, f)
 	if err != nil {
 		return nil, err
 	}
