@@ -60,6 +60,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write the server's CPU profile from the push to the last answer here (serves pprof on loopback)")
 	rounds := flag.Int("rounds", 1, "wakes in a row: after each, every consumer acknowledges and parks again (profiles are of the last)")
 	allocs := flag.String("allocprofile", "", "write the server's allocation profiles before the push and after the last answer to F.before and F.after (compare with go tool pprof -base)")
+	memstats := flag.Bool("memstats", false, "after -settle, force two collections in the server and print its live heap and goroutine stacks while the pops are parked (what RSS holds beyond them is memory not yet returned to the system)")
 	var env envList
 	flag.Var(&env, "env", "NAME=VALUE for the server's environment (repeatable), e.g. GOMEMLIMIT=off")
 	flag.Parse()
@@ -71,13 +72,22 @@ func main() {
 		fmt.Fprintf(os.Stderr, "parked: -floor %q: want nethttp or raw\n", *floor)
 		os.Exit(2)
 	}
-	if err := run(*bin, *floor, *n, *rounds, *settle, env, *profile, *allocs); err != nil {
+	if err := run(*bin, *floor, *n, *rounds, *settle, env, probes{*profile, *allocs, *memstats}); err != nil {
 		fmt.Fprintln(os.Stderr, "parked:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, floor string, n, rounds int, settle time.Duration, env []string, profile, allocs string) error {
+// probes is what is read from the server through its pprof endpoint.
+type probes struct {
+	profile  string // CPU profile of the last wake
+	allocs   string // allocation profiles around the last wake
+	memstats bool   // live heap and stacks while parked
+}
+
+func (p probes) any() bool { return p.profile != "" || p.allocs != "" || p.memstats }
+
+func run(bin, floor string, n, rounds int, settle time.Duration, env []string, pr probes) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return err
@@ -109,7 +119,7 @@ func run(bin, floor string, n, rounds int, settle time.Duration, env []string, p
 		args, pprofFlag = []string{"-serve-floor", floor, "-addr", addr}, "-pprof"
 	}
 	var pprofAddr string
-	if profile != "" || allocs != "" {
+	if pr.any() {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
@@ -169,7 +179,7 @@ func run(bin, floor string, n, rounds int, settle time.Duration, env []string, p
 	}
 	defer f.close()
 	for r := range rounds {
-		if err := wake(client, base, srv.Process.Pid, &gc, n, r+1, rounds, settle, pprofAddr, profile, allocs, f.answers[r], &f.woken[r]); err != nil {
+		if err := wake(client, base, srv.Process.Pid, &gc, n, r+1, rounds, settle, pprofAddr, pr, f.answers[r], &f.woken[r]); err != nil {
 			return err
 		}
 	}
@@ -187,7 +197,7 @@ type answer struct {
 // wake waits until n pops are parked, measures the server while they wait,
 // pushes the message of round and reports how the pops woke.
 func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, rounds int, settle time.Duration,
-	pprofAddr, profile, allocs string, answers []answer, woken *sync.WaitGroup) error {
+	pprofAddr string, pr probes, answers []answer, woken *sync.WaitGroup) error {
 	parkStart := time.Now()
 	for {
 		p, err := parkedPops(client, base)
@@ -212,16 +222,21 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 	rss, _ := procRSS(pid)
 	fmt.Printf("while parked: server CPU %.2f s over %v (%.0f%% of a core), GC CPU %.2f s, RSS %.1f MiB\n",
 		(cpu1 - cpu0).Seconds(), settle, 100*(cpu1-cpu0).Seconds()/settle.Seconds(), (gc1 - gc0).Seconds(), float64(rss)/(1<<20))
+	if pr.memstats {
+		if err := printMemStats(pprofAddr, pid, n); err != nil {
+			return fmt.Errorf("memstats: %w", err)
+		}
+	}
 
 	// Profiles are of the last round.
 	last := round == rounds
 	profiled := make(chan error, 1)
-	if profile != "" && last {
-		go func() { profiled <- fetchProfile("http://"+pprofAddr+"/debug/pprof/profile?seconds=20", profile) }()
+	if pr.profile != "" && last {
+		go func() { profiled <- fetchProfile("http://"+pprofAddr+"/debug/pprof/profile?seconds=20", pr.profile) }()
 		time.Sleep(500 * time.Millisecond)
 	}
-	if allocs != "" && last {
-		if err := fetchAllocs(pprofAddr, allocs+".before"); err != nil {
+	if pr.allocs != "" && last {
+		if err := fetchAllocs(pprofAddr, pr.allocs+".before"); err != nil {
 			return fmt.Errorf("allocation profile: %w", err)
 		}
 	}
@@ -245,8 +260,8 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 	cpu2, _ := procCPU(pid)
 	rss2, _ := procRSS(pid)
 	faults2 := procFaults(pid)
-	if allocs != "" && last {
-		if err := fetchAllocs(pprofAddr, allocs+".after"); err != nil {
+	if pr.allocs != "" && last {
+		if err := fetchAllocs(pprofAddr, pr.allocs+".after"); err != nil {
 			return fmt.Errorf("allocation profile: %w", err)
 		}
 	}
@@ -298,7 +313,7 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 	// The client runs on the same cores: its share of the wall time is
 	// its own CPU over the same span.
 	fmt.Printf("after push: client CPU %.2f s until the last answer (this process)\n", (self2 - self1).Seconds())
-	if profile != "" && last {
+	if pr.profile != "" && last {
 		if err := <-profiled; err != nil {
 			return fmt.Errorf("profile: %w", err)
 		}
@@ -318,6 +333,46 @@ func fetchAllocs(pprofAddr, path string) error {
 		return err
 	}
 	return fetchProfile(url, path)
+}
+
+// printMemStats forces two collections in the server (net/http/pprof's
+// heap profile with gc=1; the second also finds the stacks the first
+// halved) and prints the live heap and the goroutine stacks it reports,
+// per parked pop as the whole divided by n.
+func printMemStats(pprofAddr string, pid, n int) error {
+	var heap, stack int64
+	for range 2 {
+		resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/heap?debug=1&gc=1")
+		if err != nil {
+			return err
+		}
+		heap, stack = -1, -1
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			// "# HeapAlloc = 123" and "# Stack = 456 / 456" (in use / from the system).
+			line := sc.Text()
+			if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+				heap, _ = strconv.ParseInt(v, 10, 64)
+			}
+			if v, ok := strings.CutPrefix(line, "# Stack = "); ok {
+				inUse, _, _ := strings.Cut(v, " ")
+				stack, _ = strconv.ParseInt(inUse, 10, 64)
+			}
+		}
+		err = sc.Err()
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if heap < 0 || stack < 0 {
+			return fmt.Errorf("no HeapAlloc or Stack line in the heap profile")
+		}
+	}
+	rss, _ := procRSS(pid)
+	fmt.Printf("after two collections: live heap %.1f MiB (%.1f KiB a pop), stacks %.1f MiB (%.1f KiB a pop), RSS %.1f MiB\n",
+		float64(heap)/(1<<20), float64(heap)/1024/float64(n), float64(stack)/(1<<20), float64(stack)/1024/float64(n), float64(rss)/(1<<20))
+	return nil
 }
 
 func fetchProfile(url, path string) error {
