@@ -236,7 +236,7 @@ func TestAPopThroughAWildcardListenerWaitsOutsideNetHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, cancel, served := serveOn(t, b, ln)
+	srv, cancel, served := serveOn(t, b, ln, httpd.Config{})
 	base := fmt.Sprintf("http://127.0.0.1:%d", ln.Addr().(*net.TCPAddr).Port)
 	c := dialServer(t, base)
 	br := bufio.NewReader(c)

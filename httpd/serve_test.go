@@ -31,15 +31,16 @@ func serveInBackground(t *testing.T, b *broker.Broker, wrap func(net.Listener) n
 	if wrap != nil {
 		ln = wrap(ln)
 	}
-	srv, cancel, done = serveOn(t, b, ln)
+	srv, cancel, done = serveOn(t, b, ln, httpd.Config{})
 	return "http://" + ln.Addr().String(), srv, cancel, done
 }
 
-// serveOn serves b on ln until the returned cancel, or the test's end,
-// after which it waits for Serve to return; done has Serve's error.
-func serveOn(t *testing.T, b *broker.Broker, ln net.Listener) (srv *httpd.Server, cancel context.CancelFunc, done <-chan error) {
+// serveOn serves b on ln with cfg until the returned cancel, or the
+// test's end, after which it waits for Serve to return; done has Serve's
+// error.
+func serveOn(t *testing.T, b *broker.Broker, ln net.Listener, cfg httpd.Config) (srv *httpd.Server, cancel context.CancelFunc, done <-chan error) {
 	t.Helper()
-	srv = httpd.NewServer(b, httpd.Config{})
+	srv = httpd.NewServer(b, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	served, finished := make(chan error, 1), make(chan struct{})
 	go func() {
