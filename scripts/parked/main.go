@@ -57,7 +57,8 @@ func main() {
 	floor := flag.String("floor", "", "instead of comb, run a server that does no broker work: nethttp (Go's net/http) or raw (plain connections)")
 	n := flag.Int("n", 2000, "parked long-polls")
 	settle := flag.Duration("settle", 5*time.Second, "how long to measure the server while the pops are parked")
-	profile := flag.String("cpuprofile", "", "write the server's CPU profile from the push to the last answer here (serves pprof on loopback)")
+	profile := flag.String("cpuprofile", "", "write the server's CPU profile of the last wake here: from half a second before the push, for -cpuprofile-seconds (serves pprof on loopback)")
+	profileSeconds := flag.Int("cpuprofile-seconds", 20, "how long -cpuprofile profiles; a short window leaves out what follows the wake (connections closing, collections)")
 	rounds := flag.Int("rounds", 1, "wakes in a row: after each, every consumer acknowledges and parks again (profiles are of the last)")
 	allocs := flag.String("allocprofile", "", "write the server's allocation profiles before the push and after the last answer to F.before and F.after (compare with go tool pprof -base)")
 	memstats := flag.Bool("memstats", false, "after -settle, force two collections in the server and print its live heap and goroutine stacks while the pops are parked (what RSS holds beyond them is memory not yet returned to the system)")
@@ -72,7 +73,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "parked: -floor %q: want nethttp or raw\n", *floor)
 		os.Exit(2)
 	}
-	if err := run(*bin, *floor, *n, *rounds, *settle, env, probes{*profile, *allocs, *memstats}); err != nil {
+	if err := run(*bin, *floor, *n, *rounds, *settle, env, probes{*profile, *profileSeconds, *allocs, *memstats}); err != nil {
 		fmt.Fprintln(os.Stderr, "parked:", err)
 		os.Exit(1)
 	}
@@ -81,6 +82,7 @@ func main() {
 // probes is what is read from the server through its pprof endpoint.
 type probes struct {
 	profile  string // CPU profile of the last wake
+	seconds  int    // its length
 	allocs   string // allocation profiles around the last wake
 	memstats bool   // live heap and stacks while parked
 }
@@ -232,7 +234,7 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 	last := round == rounds
 	profiled := make(chan error, 1)
 	if pr.profile != "" && last {
-		go func() { profiled <- fetchProfile("http://"+pprofAddr+"/debug/pprof/profile?seconds=20", pr.profile) }()
+		go func() { profiled <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, pr.seconds), pr.profile) }()
 		time.Sleep(500 * time.Millisecond)
 	}
 	if pr.allocs != "" && last {
