@@ -1,8 +1,10 @@
 // Package gcpace paces the garbage collector of a long-running comb
 // server: a high GOGC under a soft memory limit for a small heap that
-// allocates with every request, and, once the process keeps more than
-// half that limit (thousands of parked long-polls), GOGC pacing with the
-// limit as a backstop and one collection while the heap is quiet. It is
+// allocates with every request; once the process keeps more than half
+// that limit on thousands of goroutines (parked long-polls), GOGC pacing
+// with the limit as a backstop and one collection while the heap is
+// quiet; and when it keeps as much on fewer (large requests in flight), a
+// limit a little above what it keeps. It is
 // comb serve's policy; scripts/parked runs its floor servers under it
 // too, so what they are compared on is their work, not their memory
 // settings.
@@ -25,7 +27,8 @@ const (
 	// (live heap and goroutine stacks) the soft limit is at least.
 	memoryLimitHeadroom = 2
 	// largeGCPercent paces the collector of a process that keeps more
-	// than half the default limit (thousands of parked long-polls): a
+	// than half the default limit on thousands of goroutines (parked
+	// long-polls, parkedGoroutines): a
 	// cycle after twice as many new bytes as it keeps. One wake of
 	// every parked pop allocates about as much as the pops keep (10 KB
 	// against 12 KB each at 2,000), so at Go's default of 100 a cycle
@@ -40,6 +43,20 @@ const (
 	memoryBackstop = 4
 	// memoryFollowEvery is how often the soft limit follows them.
 	memoryFollowEvery = 250 * time.Millisecond
+	// parkedGoroutines is how many goroutines make a process one that
+	// parks long-polls by the thousand, which largeGCPercent paces.
+	// Fewer goroutines keeping much are large requests in flight (a
+	// push of 60 MB holds its body, and what it decoded, until it is
+	// committed): paced by largeGCPercent under the backstop, four such
+	// pushes took the process to 216-270 MB; they are paced by the soft
+	// limit instead, a little above what is kept.
+	parkedGoroutines = 1000
+	// parkedHold is how long a process stays paced as one that parks
+	// long-polls after it last was one: a wake of thousands answers them
+	// all within a second, their goroutines end as they are answered,
+	// and pacing that followed their count turned to the soft limit in
+	// the middle of the wake (at 10,000, a cycle of 0.9 s of CPU in it).
+	parkedHold = 10 * time.Second
 )
 
 // Tune sets the collector for a broker whose live heap is a few MB while
@@ -79,22 +96,40 @@ func memoryLimitFor(live, stacks int64) int64 {
 }
 
 // gcSettingsFor is the soft limit and GOGC for such a process when the
-// caller owns both. A small one keeps defaultGCPercent under the default limit.
-// One that keeps more than half of it (thousands of parked long-polls) is
-// paced by largeGCPercent, with the limit a backstop above the heap goal
-// that gives. Where the limit paced it, the collector ran as soon as the
+// caller owns both. A small one keeps defaultGCPercent under the default
+// limit. One that keeps more than half of it on thousands of goroutines
+// (parked long-polls, parkedPacing) is paced by largeGCPercent, with the limit a backstop above the heap goal
+// that gives. One that keeps as much on fewer goroutines (large requests
+// in flight) keeps defaultGCPercent under a limit half again what it
+// keeps, at least half the default limit above it: a cycle after that
+// much new heap, as GOGC 50 would, so its memory stays a little above its
+// live requests'. Where the limit paced it, the collector ran as soon as the
 // heap met a limit computed from the live heap of the last cycle, which
 // parking more pops had outgrown (at 10,000 parked, a cycle in each
 // wake), and, at the limit, every new span
 // of a wake's replies first returned free pages to the system (madvise),
 // which the next span faulted back in: a sixth of the wake's CPU. GOGC's
 // goal is taken from each cycle's own live heap and stacks.
-func gcSettingsFor(live, stacks int64) (limit int64, percent int) {
+func gcSettingsFor(live, stacks int64, parked bool) (limit int64, percent int) {
 	keep := live + stacks
-	if memoryLimitHeadroom*keep <= defaultMemoryLimit {
-		return defaultMemoryLimit, defaultGCPercent
+	if parked {
+		return memoryBackstop * keep, largeGCPercent
 	}
-	return memoryBackstop * keep, largeGCPercent
+	return max(defaultMemoryLimit, keep+max(defaultMemoryLimit/2, keep/2)), defaultGCPercent
+}
+
+// parkedPacing tells, tick by tick, whether the process is one that parks
+// long-polls by the thousand: it runs parkedGoroutines or more and keeps
+// more than half the default limit, or did so within parkedHold.
+type parkedPacing struct{ until time.Time }
+
+// parked reports it for a process that keeps live bytes of heap and
+// stacks bytes of stacks on goroutines goroutines at now.
+func (p *parkedPacing) parked(live, stacks, goroutines int64, now time.Time) bool {
+	if goroutines >= parkedGoroutines && memoryLimitHeadroom*(live+stacks) > defaultMemoryLimit {
+		p.until = now.Add(parkedHold)
+	}
+	return now.Before(p.until)
 }
 
 // Follow moves the soft limit (and GOGC, if ownsPercent) with the live
@@ -102,12 +137,13 @@ func gcSettingsFor(live, stacks int64) (limit int64, percent int) {
 // caller owns the soft limit.
 func Follow(ctx context.Context, ownsPercent bool) {
 	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"}}
+		{Name: "/sched/goroutines:goroutines"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	t := time.NewTicker(memoryFollowEvery)
 	defer t.Stop()
 	percent := defaultGCPercent
 	var objects int64
 	var collected time.Time
+	var pacing parkedPacing
 	for {
 		select {
 		case <-ctx.Done():
@@ -115,7 +151,7 @@ func Follow(ctx context.Context, ownsPercent bool) {
 		case <-t.C:
 		}
 		metrics.Read(samples)
-		var v [3]int64
+		var v [4]int64
 		for i, s := range samples {
 			if s.Value.Kind() == metrics.KindUint64 {
 				v[i] = int64(min(s.Value.Uint64(), math.MaxInt64/4))
@@ -125,19 +161,20 @@ func Follow(ctx context.Context, ownsPercent bool) {
 			debug.SetMemoryLimit(memoryLimitFor(v[0], v[1]))
 			continue
 		}
-		limit, p := gcSettingsFor(v[0], v[1])
+		parked := pacing.parked(v[0], v[1], v[2], time.Now())
+		limit, p := gcSettingsFor(v[0], v[1], parked)
 		if p != percent {
 			percent = p
 			debug.SetGCPercent(p)
 		}
 		debug.SetMemoryLimit(limit)
-		if collectWhileQuiet(v[0], v[1], v[2], objects) && time.Since(collected) >= quietCollectEvery {
+		if collectWhileQuiet(parked, v[0], v[1], v[3], objects) && time.Since(collected) >= quietCollectEvery {
 			runtime.GC()
 			collected = time.Now()
-			metrics.Read(samples[2:])
-			v[2] = int64(min(samples[2].Value.Uint64(), math.MaxInt64/4))
+			metrics.Read(samples[3:])
+			v[3] = int64(min(samples[3].Value.Uint64(), math.MaxInt64/4))
 		}
-		objects = v[2]
+		objects = v[3]
 	}
 }
 
@@ -166,10 +203,9 @@ const (
 // they wait instead, the goal is taken from what they keep, and their
 // wake fits in the room GOGC leaves. A busy heap (growing faster than
 // quietGrowth a tick) is left to the pacer.
-func collectWhileQuiet(live, stacks, objects, prev int64) bool {
-	keep := live + stacks
-	if memoryLimitHeadroom*keep <= defaultMemoryLimit {
+func collectWhileQuiet(parked bool, live, stacks, objects, prev int64) bool {
+	if !parked {
 		return false
 	}
-	return objects-live > keep/2 && objects-prev < quietGrowth
+	return objects-live > (live+stacks)/2 && objects-prev < quietGrowth
 }

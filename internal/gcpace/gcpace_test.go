@@ -8,6 +8,7 @@ import (
 	"runtime/metrics"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestTheSoftMemoryLimitStaysAboveWhatTheCollectorMustKeep(t *testing.T) {
@@ -17,19 +18,29 @@ func TestTheSoftMemoryLimitStaysAboveWhatTheCollectorMustKeep(t *testing.T) {
 	if got := memoryLimitFor(60<<20, 80<<20); got != 280<<20 {
 		t.Errorf("10,000 parked pops: limit %d, want %d", got, 280<<20)
 	}
-	if limit, pct := gcSettingsFor(3<<20, 1<<20); limit != defaultMemoryLimit || pct != defaultGCPercent {
+	if limit, pct := gcSettingsFor(3<<20, 1<<20, false); limit != defaultMemoryLimit || pct != defaultGCPercent {
 		t.Errorf("small server: limit %d, GOGC %d; want the defaults %d, %d", limit, pct, defaultMemoryLimit, defaultGCPercent)
 	}
 	// Many parked pops: GOGC paces the collector, to a heap goal of
 	// live + 2 × (live + stacks), leaving room for a wake's replies,
 	// below the limit, which only backs it up.
 	live, stacks := int64(60<<20), int64(80<<20)
-	limit, pct := gcSettingsFor(live, stacks)
+	limit, pct := gcSettingsFor(live, stacks, true)
 	if pct < 200 || limit < live+stacks+(live+stacks)*int64(pct)/100+(live+stacks)/2 {
 		t.Errorf("10,000 parked pops: limit %d, GOGC %d: the limit binds before the heap goal", limit, pct)
 	}
 	if limit > 5*(live+stacks) {
 		t.Errorf("10,000 parked pops: limit %d, more than 5 times the %d bytes kept", limit, live+stacks)
+	}
+	// Large requests on few goroutines (four pushes of 60 MB): the limit
+	// paces the collector, half again above what is kept, so memory
+	// follows the requests, and is at least half the default limit above
+	// it, so cycles never come back to back.
+	for _, keep := range []int64{20 << 20, 60 << 20, 240 << 20} {
+		limit, pct := gcSettingsFor(keep-(1<<20), 1<<20, false)
+		if pct != defaultGCPercent || limit < keep+defaultMemoryLimit/2 || limit > keep+max(defaultMemoryLimit/2, keep/2) {
+			t.Errorf("large requests keeping %d MB: limit %d MB, GOGC %d", keep>>20, limit>>20, pct)
+		}
 	}
 
 	// Many goroutines parked on deep stacks, as long-polls are: the
@@ -82,19 +93,21 @@ func TestTheCollectorRunsOnceParkedPopsHaveGrownTheHeapAndItIsQuiet(t *testing.T
 	const mb = 1 << 20
 	cases := []struct {
 		name                        string
+		parked                      bool
 		live, stacks, objects, prev int64
 		want                        bool
 	}{
 		// 2,000 pops parked since the last cycle (live 13 MB, stacks
 		// 3 MB then) and the heap at 40 MB, still a tick ago.
-		{"parked since the last cycle, quiet", 13 * mb, 4 * mb, 40 * mb, 40 * mb, true},
-		{"parked, still parking", 13 * mb, 4 * mb, 40 * mb, 36 * mb, false},
-		{"collected since they parked", 33 * mb, 8 * mb, 36 * mb, 36 * mb, false},
-		// A small server is paced by the soft limit, not by GOGC.
-		{"small server", 4 * mb, 1 * mb, 12 * mb, 12 * mb, false},
+		{"parked since the last cycle, quiet", true, 13 * mb, 4 * mb, 40 * mb, 40 * mb, true},
+		{"parked, still parking", true, 13 * mb, 4 * mb, 40 * mb, 36 * mb, false},
+		{"collected since they parked", true, 33 * mb, 8 * mb, 36 * mb, 36 * mb, false},
+		// Without parked pops the soft limit paces the collector, not GOGC.
+		{"large requests", false, 13 * mb, 4 * mb, 40 * mb, 40 * mb, false},
+		{"small server", false, 4 * mb, 1 * mb, 12 * mb, 12 * mb, false},
 	}
 	for _, c := range cases {
-		if got := collectWhileQuiet(c.live, c.stacks, c.objects, c.prev); got != c.want {
+		if got := collectWhileQuiet(c.parked, c.live, c.stacks, c.objects, c.prev); got != c.want {
 			t.Errorf("%s: collect %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -121,5 +134,35 @@ func TestTuneSetsTheCollectorUnlessTheEnvironmentDoes(t *testing.T) {
 	}
 	if got := debug.SetMemoryLimit(math.MaxInt64); got != math.MaxInt64 {
 		t.Errorf("memory limit with GOMEMLIMIT set = %d, want it left alone", got)
+	}
+}
+
+func TestPacingForParkedPopsNeedsThousandsOfGoroutinesAndOutlastsTheirWake(t *testing.T) {
+	const mb = 1 << 20
+	t0 := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	var p parkedPacing
+	steps := []struct {
+		after                    time.Duration
+		live, stacks, goroutines int64
+		want                     bool
+	}{
+		{0, 4 * mb, 1 * mb, 40, false},
+		// Four 60 MB pushes: much kept, on few goroutines.
+		{time.Second, 150 * mb, 1 * mb, 60, false},
+		// 10,000 parked pops.
+		{2 * time.Second, 73 * mb, 87 * mb, 10050, true},
+		// Their wake: answered, their goroutines end within a second,
+		// and the pacing stays for the rest of it.
+		{2*time.Second + 500*time.Millisecond, 73 * mb, 11 * mb, 400, true},
+		{2*time.Second + parkedHold - time.Millisecond, 73 * mb, 11 * mb, 60, true},
+		{2*time.Second + parkedHold, 73 * mb, 11 * mb, 60, false},
+		// Thousands of goroutines that keep little: the small server's pacing.
+		{30 * time.Second, 4 * mb, 8 * mb, 1500, false},
+	}
+	for i, s := range steps {
+		if got := p.parked(s.live, s.stacks, s.goroutines, t0.Add(s.after)); got != s.want {
+			t.Errorf("step %d (%v: live %d MB, stacks %d MB, %d goroutines): parked %v, want %v",
+				i, s.after, s.live/mb, s.stacks/mb, s.goroutines, got, s.want)
+		}
 	}
 }
