@@ -21,7 +21,12 @@ import (
 //     bounds memory, and it keeps large pushes from queueing up in the
 //     writer ahead of everyone else's small ones. The first bodyStep
 //     bytes of every body are outside the bound, so small requests (the
-//     usual push, ack or pop) are never held up by large ones;
+//     usual push, ack or pop) are never held up by large ones. A body of
+//     unknown length (chunked) takes its room as it arrives, so bodies
+//     that each hold part of the room could all wait for more, and none
+//     give any back: the one that began taking room first never waits,
+//     so one of them always goes on, and the room it frees lets the
+//     next;
 //   - a body must keep arriving: after a grace period it must average
 //     MinBodyRate bytes a second, or the read fails (408) and the
 //     connection closes, so a body trickled a byte at a time does not hold
@@ -61,25 +66,39 @@ var (
 
 // bodyGate counts the body bytes being held, and lets a request wait for
 // room. Any one request may take the whole room, so a single body up to
-// MaxBodyBytes is never refused for its own size.
+// MaxBodyBytes is never refused for its own size; and of the bodies that
+// take room step by step, the first to begin (the lowest ticket) may
+// take room past the bound, so that they cannot all wait on each other.
 type bodyGate struct {
 	max   int64
 	wait  time.Duration
 	mu    sync.Mutex
 	inUse int64
 	freed chan struct{} // closed and replaced whenever room is given back
+	next  uint64        // the last ticket handed out
+	// stepping holds the tickets of the bodies taking room step by
+	// step, until they are done.
+	stepping map[uint64]struct{}
 }
 
 func newBodyGate(max int64, wait time.Duration) *bodyGate {
-	return &bodyGate{max: max, wait: wait, freed: make(chan struct{})}
+	return &bodyGate{max: max, wait: wait, freed: make(chan struct{}), stepping: make(map[uint64]struct{})}
 }
 
 // acquire takes n bytes of room, waiting up to g.wait (or until ctx ends).
-func (g *bodyGate) acquire(ctx context.Context, n int64) error {
+// ticket is 0 for a body taking its room at once; a body taking it step
+// by step passes the same ticket every time, set by its first call, and
+// ends it with done.
+func (g *bodyGate) acquire(ctx context.Context, n int64, ticket *uint64) error {
 	var timer *time.Timer
 	for {
 		g.mu.Lock()
-		if g.inUse == 0 || g.inUse+n <= g.max {
+		if ticket != nil && *ticket == 0 {
+			g.next++
+			*ticket = g.next
+			g.stepping[*ticket] = struct{}{}
+		}
+		if g.inUse == 0 || g.inUse+n <= g.max || (ticket != nil && g.first(*ticket)) {
 			g.inUse += n
 			g.mu.Unlock()
 			if timer != nil {
@@ -103,12 +122,26 @@ func (g *bodyGate) acquire(ctx context.Context, n int64) error {
 	}
 }
 
-func (g *bodyGate) release(n int64) {
-	if n == 0 {
+// first reports whether ticket is the lowest of the bodies stepping. The
+// map holds one entry per body being read that has outgrown its first
+// step: a few hundred at most under the default bounds.
+func (g *bodyGate) first(ticket uint64) bool {
+	for t := range g.stepping {
+		if t < ticket {
+			return false
+		}
+	}
+	return true
+}
+
+// release gives n bytes of room back, and ends ticket (if not 0).
+func (g *bodyGate) release(n int64, ticket uint64) {
+	if n == 0 && ticket == 0 {
 		return
 	}
 	g.mu.Lock()
 	g.inUse -= n
+	delete(g.stepping, ticket)
 	close(g.freed)
 	g.freed = make(chan struct{})
 	g.mu.Unlock()
@@ -123,9 +156,10 @@ type boundedBody struct {
 	ctx     context.Context
 	gate    *bodyGate
 	ctl     *http.ResponseController
-	held    int64 // bytes it may read: room taken from gate, plus free
-	free    int64 // the part of held not taken from gate
-	whole   bool  // the declared length is held: no read can go past it
+	held    int64  // bytes it may read: room taken from gate, plus free
+	free    int64  // the part of held not taken from gate
+	whole   bool   // the declared length is held: no read can go past it
+	ticket  uint64 // its place among the bodies taking room step by step
 	read    int64
 	start   time.Time
 	grace   time.Duration
@@ -142,7 +176,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		// Room is taken a step at a time, as the body arrives; a read
 		// never goes past the room held.
 		if b.read >= b.held {
-			if err := b.gate.acquire(b.ctx, bodyStep); err != nil {
+			if err := b.gate.acquire(b.ctx, bodyStep, &b.ticket); err != nil {
 				b.err = err
 				shut(b.w, b.ctl)
 				return 0, err
@@ -199,8 +233,8 @@ func (b *boundedBody) Close() error { return b.rc.Close() }
 
 func (b *boundedBody) done() {
 	b.lift()
-	b.gate.release(b.held - b.free)
-	b.held, b.free = 0, 0
+	b.gate.release(b.held-b.free, b.ticket)
+	b.held, b.free, b.ticket = 0, 0, 0
 }
 
 // bindBody refuses a declared body over the limit, takes room for a
@@ -224,7 +258,7 @@ func (s *Handler) bindBody(w http.ResponseWriter, r *http.Request) (done func(),
 	if r.ContentLength > bodyStep {
 		// Known up front: taken at once (+1 for the read that sees EOF), so
 		// the body is read into one buffer of its size.
-		if err := s.bodies.acquire(r.Context(), r.ContentLength+1); err != nil {
+		if err := s.bodies.acquire(r.Context(), r.ContentLength+1, nil); err != nil {
 			shut(w, ctl)
 			s.fail(w, r, err)
 			return nil, false

@@ -170,3 +170,47 @@ func TestBodiesPastTheInFlightBoundWaitThenAreRefused(t *testing.T) {
 		t.Fatalf("second body, sent again: %d %.200s", r.Status, r.Body)
 	}
 }
+
+// Chunked bodies take their room as they arrive. Four that together need
+// more than the room, each holding part of it when the room runs out,
+// used to wait on each other until BodyWait, then were refused, though
+// any one of them alone fits: the first to begin now goes on, and the
+// others follow as room comes back.
+func TestChunkedBodiesThatOutgrowTheRoomTogetherAllGoThrough(t *testing.T) {
+	srv := combtest.MustServer(t, combtest.Options{HTTP: func(c *httpd.Config) {
+		c.MaxBodyBytes, c.MaxBodyBytesInFlight, c.BodyWait = 4<<20, 1<<20, 5*time.Second
+	}})
+	chunk := func(s string) string { return fmt.Sprintf("%x\r\n%s\r\n", len(s), s) }
+	const n = 4
+	var conns [n]net.Conn
+	var statuses [n]<-chan string
+	var bodies [n]string
+	for i := range n {
+		bodies[i] = fmt.Sprintf(`{"items":[{"queue":"q","transactionId":"big-%d","payload":"%s"}]}`, i, strings.Repeat("c", 600<<10))
+		conns[i], statuses[i] = rawPush(t, srv, -1)
+	}
+	// Each sends 400 KiB: 1.6 MiB in all against 1 MiB of room, so the
+	// room runs out with every body holding part of it.
+	for i := range n {
+		if _, err := io.WriteString(conns[i], chunk(bodies[i][:400<<10])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	for i := range n {
+		if _, err := io.WriteString(conns[i], chunk(bodies[i][400<<10:])+"0\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		if got := waitStatus(t, statuses[i], 10*time.Second); !strings.HasPrefix(got, "201") {
+			t.Errorf("chunked body %d: %s, want 201", i, got)
+		}
+	}
+	r := srv.Do("GET", "/api/v1/messages?queue=q&limit=10", "")
+	for i := range n {
+		if !strings.Contains(string(r.Body), fmt.Sprintf(`"big-%d"`, i)) {
+			t.Errorf("message big-%d is not stored: %d %.200s", i, r.Status, r.Body)
+		}
+	}
+}

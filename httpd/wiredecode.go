@@ -67,6 +67,9 @@ func (s *Handler) readWireBodyInto(w http.ResponseWriter, r *http.Request, buf [
 	} else {
 		buf = make([]byte, 0, size)
 	}
+	if r.ContentLength < 0 {
+		return readUnknownLength(body, buf)
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -80,6 +83,52 @@ func (s *Handler) readWireBodyInto(w http.ResponseWriter, r *http.Request, buf [
 			return buf, err
 		}
 	}
+}
+
+// unknownLengthBlock is the size of the blocks readUnknownLength reads.
+const unknownLengthBlock = 1 << 20
+
+// readUnknownLength reads a body of unknown length (chunked) into buf and
+// then blocks of unknownLengthBlock, and joins them once it has ended.
+// Grown by append, a body's last two copies were held at once when it
+// reached the limit (51 and 64 MiB at the default one); a body cut at
+// the limit is answered 413 from the error alone, so its blocks are
+// never joined.
+func readUnknownLength(body io.Reader, buf []byte) ([]byte, error) {
+	blocks := [][]byte{buf}
+	total := 0
+	for {
+		last := &blocks[len(blocks)-1]
+		if len(*last) == cap(*last) {
+			blocks = append(blocks, make([]byte, 0, unknownLengthBlock))
+			last = &blocks[len(blocks)-1]
+		}
+		n, err := body.Read((*last)[len(*last):cap(*last)])
+		*last = (*last)[:len(*last)+n]
+		total += n
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			return nil, err
+		case err == io.EOF:
+			return join(blocks, total), nil
+		case err != nil:
+			return join(blocks, total), err
+		}
+	}
+}
+
+// join returns the bytes of blocks, total in all, in one slice (the first
+// block itself when it holds them all).
+func join(blocks [][]byte, total int) []byte {
+	if len(blocks) == 1 {
+		return blocks[0]
+	}
+	out := make([]byte, 0, total)
+	for _, b := range blocks {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // unexpectedEnd is the error for a value that needs more bytes than buf
