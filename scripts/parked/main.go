@@ -234,7 +234,9 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 	last := round == rounds
 	profiled := make(chan error, 1)
 	if pr.profile != "" && last {
-		go func() { profiled <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, pr.seconds), pr.profile) }()
+		go func() {
+			profiled <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, pr.seconds), pr.profile)
+		}()
 		time.Sleep(500 * time.Millisecond)
 	}
 	if pr.allocs != "" && last {
