@@ -77,8 +77,10 @@ type bodyGate struct {
 	freed chan struct{} // closed and replaced whenever room is given back
 	next  uint64        // the last ticket handed out
 	// stepping holds the tickets of the bodies taking room step by
-	// step, until they are done.
+	// step, until they are done; order holds tickets in the order they
+	// were handed out, from the oldest that may still be live.
 	stepping map[uint64]struct{}
+	order    []uint64
 }
 
 func newBodyGate(max int64, wait time.Duration) *bodyGate {
@@ -97,6 +99,7 @@ func (g *bodyGate) acquire(ctx context.Context, n int64, ticket *uint64) error {
 			g.next++
 			*ticket = g.next
 			g.stepping[*ticket] = struct{}{}
+			g.order = append(g.order, *ticket)
 		}
 		if g.inUse == 0 || g.inUse+n <= g.max || (ticket != nil && g.first(*ticket)) {
 			g.inUse += n
@@ -122,16 +125,12 @@ func (g *bodyGate) acquire(ctx context.Context, n int64, ticket *uint64) error {
 	}
 }
 
-// first reports whether ticket is the lowest of the bodies stepping. The
-// map holds one entry per body being read that has outgrown its first
-// step: a few hundred at most under the default bounds.
+// first reports whether ticket is the oldest of the bodies stepping.
+// Every waiter asks again each time room comes back, and thousands of
+// chunked bodies may wait at once, so the answer costs no walk over them:
+// release keeps the oldest live ticket at the front of order.
 func (g *bodyGate) first(ticket uint64) bool {
-	for t := range g.stepping {
-		if t < ticket {
-			return false
-		}
-	}
-	return true
+	return len(g.order) > 0 && g.order[0] == ticket
 }
 
 // release gives n bytes of room back, and ends ticket (if not 0).
@@ -142,6 +141,15 @@ func (g *bodyGate) release(n int64, ticket uint64) {
 	g.mu.Lock()
 	g.inUse -= n
 	delete(g.stepping, ticket)
+	for len(g.order) > 0 {
+		if _, live := g.stepping[g.order[0]]; live {
+			break
+		}
+		g.order = g.order[1:]
+	}
+	if len(g.order) == 0 {
+		g.order = nil // the array of tickets long done goes too
+	}
 	close(g.freed)
 	g.freed = make(chan struct{})
 	g.mu.Unlock()
