@@ -1,8 +1,12 @@
 package httpd
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -52,4 +56,48 @@ func TestTheOldestSteppingBodyNeverWaitsForRoom(t *testing.T) {
 	if g.inUse != 0 || len(g.stepping) != 0 || len(g.order) != 0 {
 		t.Fatalf("all done: %d bytes in use, %d tickets live, %d in order", g.inUse, len(g.stepping), len(g.order))
 	}
+}
+
+// A body of unknown length comes back whole and in order, whatever the
+// sizes its reads return, and one past the limit comes back as the
+// limit's error alone.
+func TestABodyOfUnknownLengthIsReadWhole(t *testing.T) {
+	want := make([]byte, 3<<20+12345)
+	for i := range want {
+		want[i] = byte(i*7 + i/4096)
+	}
+	for _, size := range []int{0, 100, 5000, 3 << 20} {
+		got, err := readUnknownLength(&oddReader{b: want}, make([]byte, 0, 512))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("read of %d bytes: %d bytes back, err %v", len(want), len(got), err)
+		}
+		small := want[:size]
+		got, err = readUnknownLength(&oddReader{b: small}, make([]byte, 0, 512))
+		if err != nil || !bytes.Equal(got, small) {
+			t.Fatalf("read of %d bytes: %d bytes back, err %v", size, len(got), err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	got, err := readUnknownLength(http.MaxBytesReader(rec, io.NopCloser(&oddReader{b: want}), 1<<20), nil)
+	var tooBig *http.MaxBytesError
+	if !errors.As(err, &tooBig) || got != nil {
+		t.Fatalf("past the limit: %d bytes back, err %v", len(got), err)
+	}
+}
+
+// oddReader returns its bytes in reads of varying, odd sizes.
+type oddReader struct {
+	b []byte
+	n int
+}
+
+func (r *oddReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	r.n++
+	k := min(len(p), len(r.b), 1+(r.n*7919)%70000)
+	copy(p, r.b[:k])
+	r.b = r.b[k:]
+	return k, nil
 }

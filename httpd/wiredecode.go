@@ -85,11 +85,13 @@ func (s *Handler) readWireBodyInto(w http.ResponseWriter, r *http.Request, buf [
 	}
 }
 
-// unknownLengthBlock is the size of the blocks readUnknownLength reads.
+// unknownLengthBlock is the largest block readUnknownLength reads into.
 const unknownLengthBlock = 1 << 20
 
 // readUnknownLength reads a body of unknown length (chunked) into buf and
-// then blocks of unknownLengthBlock, and joins them once it has ended.
+// then blocks, each as large as what came before it (4 KiB at least,
+// unknownLengthBlock at most, so a small body takes little more than its
+// size), and joins them once it has ended.
 // Grown by append, a body's last two copies were held at once when it
 // reached the limit (51 and 64 MiB at the default one); a body cut at
 // the limit is answered 413 from the error alone, so its blocks are
@@ -100,7 +102,7 @@ func readUnknownLength(body io.Reader, buf []byte) ([]byte, error) {
 	for {
 		last := &blocks[len(blocks)-1]
 		if len(*last) == cap(*last) {
-			blocks = append(blocks, make([]byte, 0, unknownLengthBlock))
+			blocks = append(blocks, make([]byte, 0, min(max(total, 4<<10), unknownLengthBlock)))
 			last = &blocks[len(blocks)-1]
 		}
 		n, err := body.Read((*last)[len(*last):cap(*last)])
