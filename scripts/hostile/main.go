@@ -361,6 +361,65 @@ func cases() []hostileCase {
 		{"header-trickle", "request headers sent a byte a second", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return headerTrickle(ctx, base, cfg.hold)
 		}},
+		{"big-headers-x200", "200 connections each sending a header line of 1,000,000 bytes, then waiting", func(ctx context.Context, cfg *config, base string) (string, string) {
+			return bigHeaders(ctx, base, 200, 1_000_000)
+		}},
+	}
+}
+
+// bigHeaders opens n connections, sends on each a request whose one
+// header line is size bytes long, unfinished, and waits for the server
+// to answer or close each (or for 15 s). The status is what most of
+// them got.
+func bigHeaders(ctx context.Context, base string, n, size int) (string, string) {
+	host := strings.TrimPrefix(base, "http://")
+	req := []byte("GET /health HTTP/1.1\r\nHost: " + host + "\r\nX-Big: " + strings.Repeat("h", size))
+	got := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = bigHeader(ctx, host, req)
+		}()
+	}
+	wg.Wait()
+	count := map[string]int{}
+	for _, g := range got {
+		count[g]++
+	}
+	var most string
+	for g, c := range count {
+		if c > count[most] || (c == count[most] && g < most) {
+			most = g
+		}
+	}
+	return most, fmt.Sprintf("%v", count)
+}
+
+func bigHeader(ctx context.Context, host string, req []byte) string {
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		return "err"
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(15 * time.Second))
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			answered <- "closed"
+			return
+		}
+		resp.Body.Close()
+		answered <- strconv.Itoa(resp.StatusCode)
+	}()
+	conn.Write(req) // fails once the server has answered and closed
+	select {
+	case a := <-answered:
+		return a
+	case <-ctx.Done():
+		return "err"
 	}
 }
 
