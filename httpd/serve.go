@@ -95,6 +95,11 @@ type Server struct {
 	srv *http.Server
 }
 
+// MaxHeaderBytes bounds a request's line and headers on a Server: past
+// it (and the 4 KiB net/http reads beyond), net/http answers 431 and
+// closes the connection.
+const MaxHeaderBytes = 64 << 10
+
 // NewServer returns a server of b's routes, configured by cfg.
 func NewServer(b *broker.Broker, cfg Config) *Server {
 	h := NewHandler(b, cfg)
@@ -106,7 +111,12 @@ func NewServer(b *broker.Broker, cfg Config) *Server {
 		// of up to 64 MiB cross slow edge links. The read deadline is
 		// lifted once the body is read, so it never cuts a long-poll.
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       5 * time.Minute,
+		// net/http's default of 1 MB let 200 connections, each holding an
+		// unfinished header line of a megabyte, take the server to 362 MB
+		// until their header timeout; Queen's clients send a few hundred
+		// bytes, a bearer token a few KB.
+		MaxHeaderBytes: MaxHeaderBytes,
+		ReadTimeout:    5 * time.Minute,
 		// No write deadline, on purpose: a pop long-polls for as long as the
 		// client's timeout parameter asks (30 s by default, unbounded), and a
 		// server-wide deadline would cut those replies off. The pop handler

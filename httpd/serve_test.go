@@ -1,6 +1,7 @@
 package httpd_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -268,5 +269,43 @@ func TestListenRefusesAnOpenAddressWithoutAuthBeforeBinding(t *testing.T) {
 	_, err = httpd.Listen("192.0.2.10:0", httpd.Config{Auth: auth})
 	if err == nil || errors.Is(err, httpd.ErrInsecureBind) {
 		t.Errorf("Listen with auth on an address of no interface: %v, want the bind's own error", err)
+	}
+}
+
+// A request's headers are bounded: one past MaxHeaderBytes (and the 4 KiB
+// net/http reads past it) is answered 431 at once and its connection
+// closed, and one just under it is served.
+func TestHeadersPastTheBoundAreRefused(t *testing.T) {
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	base, _, _, _ := serveInBackground(t, b, nil)
+	host := strings.TrimPrefix(base, "http://")
+	for _, c := range []struct {
+		size int
+		want int
+	}{
+		{httpd.MaxHeaderBytes - 1024, http.StatusOK},
+		{httpd.MaxHeaderBytes + 8192, http.StatusRequestHeaderFieldsTooLarge},
+		// A megabyte, never finished: answered without waiting for the rest.
+		{1 << 20, http.StatusRequestHeaderFieldsTooLarge},
+	} {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := "GET /health HTTP/1.1\r\nHost: " + host + "\r\nX-Big: " + strings.Repeat("h", c.size)
+		if c.size < 1<<20 {
+			req += "\r\n\r\n"
+		}
+		go conn.Write([]byte(req)) // may fail once the server has answered and closed
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("header of %d bytes: %v", c.size, err)
+		}
+		resp.Body.Close()
+		conn.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("header of %d bytes: %d, want %d", c.size, resp.StatusCode, c.want)
+		}
 	}
 }
