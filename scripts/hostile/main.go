@@ -397,6 +397,22 @@ func bigHeaders(ctx context.Context, base string, n, size int) (string, string) 
 	return most, fmt.Sprintf("%v", count)
 }
 
+// statusOf reads the answer to the request being sent on conn and yields
+// its status, or "closed" when the connection ends without one.
+func statusOf(conn net.Conn) <-chan string {
+	status := make(chan string, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			status <- "closed"
+			return
+		}
+		resp.Body.Close()
+		status <- strconv.Itoa(resp.StatusCode)
+	}()
+	return status
+}
+
 func bigHeader(ctx context.Context, host string, req []byte) string {
 	conn, err := net.Dial("tcp", host)
 	if err != nil {
@@ -404,16 +420,7 @@ func bigHeader(ctx context.Context, host string, req []byte) string {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(15 * time.Second))
-	answered := make(chan string, 1)
-	go func() {
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			answered <- "closed"
-			return
-		}
-		resp.Body.Close()
-		answered <- strconv.Itoa(resp.StatusCode)
-	}()
+	answered := statusOf(conn)
 	conn.Write(req) // fails once the server has answered and closed
 	select {
 	case a := <-answered:
@@ -485,16 +492,7 @@ func rawBody(ctx context.Context, base string, size int64, chunked bool, gap tim
 	if _, err := io.WriteString(conn, hdr); err != nil {
 		return "err", err.Error()
 	}
-	answer := make(chan string, 1)
-	go func() {
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			answer <- "closed"
-			return
-		}
-		resp.Body.Close()
-		answer <- strconv.Itoa(resp.StatusCode)
-	}()
+	answer := statusOf(conn)
 	start := time.Now()
 	var deadline <-chan time.Time
 	if len(hold) > 0 && hold[0] > 0 {
