@@ -28,8 +28,8 @@ const (
 	memoryLimitHeadroom = 2
 	// largeGCPercent paces the collector of a process that keeps more
 	// than half the default limit on thousands of goroutines (parked
-	// long-polls, parkedGoroutines): a
-	// cycle after twice as many new bytes as it keeps. One wake of
+	// long-polls, parkedGoroutines): a cycle after twice as many new
+	// bytes as it keeps. One wake of
 	// every parked pop allocates about as much as the pops keep (10 KB
 	// against 12 KB each at 2,000), so at Go's default of 100 a cycle
 	// came in the middle of half the wakes, scanning every parked
@@ -97,19 +97,22 @@ func memoryLimitFor(live, stacks int64) int64 {
 
 // gcSettingsFor is the soft limit and GOGC for such a process when the
 // caller owns both. A small one keeps defaultGCPercent under the default
-// limit. One that keeps more than half of it on thousands of goroutines
-// (parked long-polls, parkedPacing) is paced by largeGCPercent, with the limit a backstop above the heap goal
-// that gives. One that keeps as much on fewer goroutines (large requests
-// in flight) keeps defaultGCPercent under a limit half again what it
-// keeps, at least half the default limit above it: a cycle after that
-// much new heap, as GOGC 50 would, so its memory stays a little above its
-// live requests'. Where the limit paced it, the collector ran as soon as the
-// heap met a limit computed from the live heap of the last cycle, which
-// parking more pops had outgrown (at 10,000 parked, a cycle in each
-// wake), and, at the limit, every new span
-// of a wake's replies first returned free pages to the system (madvise),
-// which the next span faulted back in: a sixth of the wake's CPU. GOGC's
-// goal is taken from each cycle's own live heap and stacks.
+// limit.
+//
+// One that keeps more than half of it on thousands of goroutines (parked,
+// see parkedPacing) is paced by largeGCPercent, with the limit a backstop
+// above the heap goal that gives. Where the limit paced it, the collector
+// ran as soon as the heap met a limit computed from the live heap of the
+// last cycle, which parking more pops had outgrown (at 10,000 parked, a
+// cycle in each wake), and, at the limit, every new span of a wake's
+// replies first returned free pages to the system (madvise), which the
+// next span faulted back in: a sixth of the wake's CPU. GOGC's goal is
+// taken from each cycle's own live heap and stacks.
+//
+// One that keeps as much on fewer goroutines (large requests in flight)
+// keeps defaultGCPercent under a limit half again what it keeps, at least
+// half the default limit above it: a cycle after that much new heap, as
+// GOGC 50 would, so its memory stays a little above its live requests'.
 func gcSettingsFor(live, stacks int64, parked bool) (limit int64, percent int) {
 	keep := live + stacks
 	if parked {
