@@ -36,7 +36,9 @@
 //   - A write refused for its input (combtype.ErrInvalid, *InputError,
 //     *RangeError) changed nothing. A write that found the disk or
 //     Options.MaxDBBytes full fails with combtype.ErrFull and changed
-//     nothing.
+//     nothing. A write that met another program's write transaction on
+//     the file for longer than Options.BusyTimeout fails with
+//     combtype.ErrFileBusy and changed nothing.
 //   - Listings and counts of names that do not exist (a queue, a group, a
 //     tenant) are empty or zero, not errors; a call that reads or changes
 //     one named record returns that record's not-found sentinel, as its
@@ -114,6 +116,11 @@ type Options struct {
 	// transactions accepted but not yet committed; past it they fail with
 	// combtype.ErrBusy. Default DefaultMaxPushBytesInFlight.
 	MaxPushBytesInFlight int64
+	// BusyTimeout is how long a write waits for another program's write
+	// transaction on the database file (a sqlite3 session or DB browser
+	// that began writing) before it fails with combtype.ErrFileBusy.
+	// Default store.DefaultBusyTimeout (10 s).
+	BusyTimeout time.Duration
 }
 
 // Broker is an open comb database, acting for one tenant. It is safe for
@@ -157,7 +164,8 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: clk,
 		MaxBatchOps: opts.MaxBatchOps, OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger,
 		MaxDBBytes: opts.MaxDBBytes, DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
-		LiveTotalsPartitions: opts.LiveTotalsPartitions, LiveSummaryPartitions: opts.LiveSummaryPartitions})
+		LiveTotalsPartitions: opts.LiveTotalsPartitions, LiveSummaryPartitions: opts.LiveSummaryPartitions,
+		BusyTimeout: opts.BusyTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}

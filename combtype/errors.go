@@ -23,6 +23,13 @@ var (
 	// writes that free space, keep working, and writes resume once space
 	// returns.
 	ErrFull = errors.New("database or disk is full")
+	// ErrFileBusy is returned by a write that waited its busy timeout
+	// (broker Options.BusyTimeout) for another program's write
+	// transaction on the database file to end: a sqlite3 session or a DB
+	// browser that began writing and has not committed. Nothing of it was
+	// written and it may be sent again; writes resume when that
+	// transaction ends.
+	ErrFileBusy = errors.New("database file is locked by another program's write transaction")
 
 	// Opening a database (Open, Check, BackupFile).
 

@@ -98,6 +98,12 @@ func errorStatus(err error) (status int, msg string) {
 		// Nothing of the request was stored; reads, pops and acks go on,
 		// and writes resume once space returns (retention, a larger cap).
 		return http.StatusInsufficientStorage, "Database is full (disk or --max-db-bytes): nothing was written; free space and retry"
+	case errors.Is(err, combtype.ErrFileBusy):
+		// Another program (a sqlite3 session, a DB browser) began a write
+		// transaction on the file and has not ended it. Queen's clients
+		// retry a 5xx and give up on a 4xx, and retrying is right: the
+		// write resumes once that transaction ends.
+		return http.StatusServiceUnavailable, "Database file is locked by another program's write transaction (a sqlite3 session or DB browser?): nothing was written; retry shortly"
 	case errors.Is(err, combtype.ErrClosed):
 		return http.StatusServiceUnavailable, "Server is shutting down"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -120,7 +126,7 @@ func (s *Handler) fail(w http.ResponseWriter, r *http.Request, err error, shapes
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if errors.Is(err, combtype.ErrBusy) || errors.Is(err, errBodiesBusy) {
+	if errors.Is(err, combtype.ErrBusy) || errors.Is(err, errBodiesBusy) || errors.Is(err, combtype.ErrFileBusy) {
 		w.Header().Set("Retry-After", "1")
 	}
 	for _, shape := range shapes {

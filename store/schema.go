@@ -130,15 +130,26 @@ func sqliteCode(err error) int {
 }
 
 const (
+	sqliteBusy   = 5  // SQLITE_BUSY
 	sqliteFull   = 13 // SQLITE_FULL
 	sqliteNotADB = 26 // SQLITE_NOTADB
 )
 
-// classify marks a write that failed for lack of space with ErrFull, so
-// callers can tell it from a bug and answer it as such.
+// isBusy reports whether err is SQLite giving up on a lock another
+// connection holds, after the busy timeout.
+func isBusy(err error) bool { return sqliteCode(err) == sqliteBusy }
+
+// classify marks a write that failed for lack of space with ErrFull, and
+// one that found the file locked by another program with ErrFileBusy, so
+// callers can tell them from a bug and answer them as such.
 func classify(err error) error {
-	if err == nil || errors.Is(err, combtype.ErrFull) || !isFull(err) {
+	switch {
+	case err == nil || errors.Is(err, combtype.ErrFull) || errors.Is(err, combtype.ErrFileBusy):
 		return err
+	case isFull(err):
+		return fmt.Errorf("%w: %w", combtype.ErrFull, err)
+	case isBusy(err):
+		return fmt.Errorf("%w: %w", combtype.ErrFileBusy, err)
 	}
-	return fmt.Errorf("%w: %w", combtype.ErrFull, err)
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,10 @@ const (
 	DefaultMaxBatchOps = 1024
 	// DefaultMaxBatchBytes bounds the payload bytes fused into one commit.
 	DefaultMaxBatchBytes = 32 << 20
+	// DefaultBusyTimeout is how long a commit waits for another program's
+	// write transaction on the file before its writes fail with
+	// combtype.ErrFileBusy.
+	DefaultBusyTimeout = 10 * time.Second
 )
 
 // Page cache per connection, as SQLite's negative KiB. Each of the five
@@ -89,6 +94,11 @@ type Options struct {
 	// read; above it they come from a sum made in the background
 	// (totals.go). Default DefaultLiveSummaryPartitions.
 	LiveSummaryPartitions int
+	// BusyTimeout is how long a commit waits for another program's write
+	// transaction on the file (a sqlite3 session, a DB browser) to end;
+	// past it the commit's writes fail with combtype.ErrFileBusy, having
+	// written nothing. Default DefaultBusyTimeout.
+	BusyTimeout time.Duration
 }
 
 // Store is the database. All writes go through one goroutine that fuses
@@ -172,7 +182,10 @@ type Store struct {
 	disk        diskReserve
 	pageSize    int64
 	busyTimeout int64
-	walPath     string
+	// fileBusy is set while commits find another program's write
+	// transaction on the file (writer goroutine only).
+	fileBusy bool
+	walPath  string
 	// dedupJSON writes every commit's dedup rows as a JSON array, as
 	// before small ones went as bound values (benchmarks compare).
 	dedupJSON bool
@@ -223,6 +236,10 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if opts.MaxDBBytes < 0 {
 		return nil, fmt.Errorf("open store: %w: max db bytes %d", combtype.ErrInvalid, opts.MaxDBBytes)
 	}
+	if opts.BusyTimeout < 0 {
+		return nil, fmt.Errorf("open store: %w: busy timeout %v", combtype.ErrInvalid, opts.BusyTimeout)
+	}
+	busyMillis := strconv.FormatInt(cmp.Or(opts.BusyTimeout, DefaultBusyTimeout).Milliseconds(), 10)
 	// The lock comes first: it opens the file (creating it owner-only from
 	// the first byte) on a descriptor held until Close, and nothing after
 	// opens the file other than through SQLite's connections, whose locks a
@@ -234,6 +251,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	defer func() {
 		if err != nil {
 			lock.release()
+			// Another program's write transaction on the file (SQLite's
+			// locks are not comb's) fails the open after the busy timeout.
+			err = classify(err)
 		}
 	}()
 	if err := checkHeader(lock, opts.Path); err != nil {
@@ -282,7 +302,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	// The writer's connection sets nothing that writes before the schema
 	// is checked: switching to WAL, or auto_vacuum, must not happen to a
 	// file that is not comb's.
-	s.wdb, err = sql.Open("sqlite", base+"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(0)"+
+	s.wdb, err = sql.Open("sqlite", base+"?_pragma=busy_timeout("+busyMillis+")&_pragma=foreign_keys(0)"+
 		"&_pragma=cache_size("+writerCacheKiB+")&_pragma=synchronous("+syncLevel+")")
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)

@@ -270,7 +270,8 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 		errs, notify, err = s.runBatch(batch)
 	}
-	if err != nil && len(batch) > 1 {
+	s.noteFileBusy(err)
+	if err != nil && len(batch) > 1 && !isBusy(err) {
 		// Find the op that broke the batch by giving each its own commit.
 		for _, op := range batch {
 			s.commit([]*writeOp{op})
@@ -310,6 +311,23 @@ func (s *Store) commit(batch []*writeOp) {
 			op.done <- classify(errs[i])
 		}
 	}
+}
+
+// noteFileBusy logs when another program's write transaction begins to
+// keep the writer out of the file, and when it ends, once each: while it
+// lasts every commit waits out the busy timeout and fails whole, having
+// written nothing (there is no op to blame, so the batch is not split
+// into commits of one op, each of which would wait as long again).
+func (s *Store) noteFileBusy(err error) {
+	busy := err != nil && isBusy(err)
+	switch {
+	case busy && !s.fileBusy:
+		s.log.Warn("another program holds a write transaction on the database file (a sqlite3 session or DB browser that has not committed?); writes are refused until it ends",
+			"path", s.path, "err", err)
+	case !busy && s.fileBusy && err == nil:
+		s.log.Info("the other program's write transaction on the database file ended; writes go on", "path", s.path)
+	}
+	s.fileBusy = busy || (s.fileBusy && err != nil)
 }
 
 // runBatch applies batch in one transaction and commits it.

@@ -36,9 +36,10 @@ func SQLite3Exec(tb testing.TB, path, sql string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// SQLite3Reader is a sqlite3 session that holds a read transaction on a
-// database, as litestream or a user's open shell does.
-type SQLite3Reader struct {
+// SQLite3Session is a sqlite3 session holding a transaction on a
+// database: a read one, as litestream or a user's open shell holds, or a
+// write one, as a DB browser editing a table holds.
+type SQLite3Session struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	done  chan struct{}
@@ -47,7 +48,22 @@ type SQLite3Reader struct {
 // StartSQLite3Reader starts sqlite3 on path, begins a transaction and reads
 // in it, and returns once the read has answered, so the session holds its
 // snapshot until Close. It is closed at cleanup too.
-func StartSQLite3Reader(tb testing.TB, path string) *SQLite3Reader {
+func StartSQLite3Reader(tb testing.TB, path string) *SQLite3Session {
+	tb.Helper()
+	return startSQLite3(tb, path, "BEGIN")
+}
+
+// StartSQLite3Writer starts sqlite3 on path and begins a write transaction
+// (BEGIN IMMEDIATE), and returns once it holds the file's write lock,
+// which it keeps until Close ends the session and the transaction with it,
+// nothing written. It is closed at cleanup too.
+func StartSQLite3Writer(tb testing.TB, path string) *SQLite3Session {
+	tb.Helper()
+	return startSQLite3(tb, path, "BEGIN IMMEDIATE")
+}
+
+// startSQLite3 starts a session that runs begin and then reads.
+func startSQLite3(tb testing.TB, path, begin string) *SQLite3Session {
 	tb.Helper()
 	cmd := exec.Command(SQLite3(tb), path)
 	stdin, err := cmd.StdinPipe()
@@ -62,7 +78,7 @@ func StartSQLite3Reader(tb testing.TB, path string) *SQLite3Reader {
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start sqlite3: %v", err)
 	}
-	r := &SQLite3Reader{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	r := &SQLite3Session{cmd: cmd, stdin: stdin, done: make(chan struct{})}
 	tb.Cleanup(r.Close)
 	lines := make(chan string, 16)
 	go func() {
@@ -76,22 +92,23 @@ func StartSQLite3Reader(tb testing.TB, path string) *SQLite3Reader {
 		}
 		cmd.Wait()
 	}()
-	io.WriteString(stdin, "BEGIN; SELECT 'reading', count(*) FROM sqlite_schema;\n")
+	// Waiting as a user's shell would not, for a commit of comb's to end.
+	io.WriteString(stdin, ".timeout 10000\n"+begin+"; SELECT 'reading', count(*) FROM sqlite_schema;\n")
 	select {
 	case line := <-lines:
 		if !strings.HasPrefix(line, "reading|") {
-			tb.Fatalf("sqlite3 reader: %s", line)
+			tb.Fatalf("sqlite3 %s: %s", begin, line)
 		}
 	case <-r.done:
-		tb.Fatal("sqlite3 reader exited before reading")
+		tb.Fatalf("sqlite3 %s: exited before reading", begin)
 	case <-time.After(30 * time.Second):
-		tb.Fatal("sqlite3 reader did not answer in 30 s")
+		tb.Fatalf("sqlite3 %s: no answer in 30 s", begin)
 	}
 	return r
 }
 
 // Close ends the session's transaction and the session.
-func (r *SQLite3Reader) Close() {
+func (r *SQLite3Session) Close() {
 	r.stdin.Close()
 	select {
 	case <-r.done:
