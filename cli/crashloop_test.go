@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,8 +36,9 @@ var crashCycles = flag.Int("crash.cycles", 0,
 //
 // Every second cycle is an "outside" cycle: beside the load, outside
 // SQLite connections (the sqlite3 shell, and comb check's own in another
-// process) open, read and close the file, and online backups run, at
-// random points until the kill. The server's WAL must stay in place
+// process) open, read and close the file, a sqlite3 session holds a write
+// transaction for up to 300 ms and rolls it back, and online backups run,
+// at random points until the kill. The server's WAL must stay in place
 // through them; losing its locks to one of them would let the shell delete
 // it, and every push answered after that would be lost at the kill.
 func TestKillNineUnderMixedLoadLosesNothing(t *testing.T) {
@@ -191,9 +194,9 @@ func TestKillNineUnderMixedLoadLosesNothing(t *testing.T) {
 			t.Fatalf("kill server: %v", err)
 		}
 		<-srv.exited
-		t.Logf("cycle %d: %d pushes answered so far, all delivered to verify: %v; acked g1 %d g2 %d, autoAck g3 %d; outside: %d sqlite3 sessions, %d checks, %d online backups",
+		t.Logf("cycle %d: %d pushes answered so far, all delivered to verify: %v; acked g1 %d g2 %d, autoAck g3 %d; outside: %d sqlite3 sessions, %d write transactions held, %d checks, %d online backups",
 			cycle, len(confirmed), missing == 0, len(consumed["g1"]), len(consumed["g2"]), len(consumed["g3"]),
-			neighbours.sessions, neighbours.checks, neighbours.backups)
+			neighbours.sessions, neighbours.holds, neighbours.checks, neighbours.backups)
 		if t.Failed() {
 			return
 		}
@@ -269,9 +272,9 @@ func crashMixedConsumer(ctx context.Context, client *http.Client, base, queue st
 
 // crashOutsideLog is what the outside connections of one cycle did.
 type crashOutsideLog struct {
-	mu                        sync.Mutex
-	sessions, checks, backups int
-	errs                      []string
+	mu                               sync.Mutex
+	sessions, holds, checks, backups int
+	errs                             []string
 }
 
 func (l *crashOutsideLog) add(n *int, err string) {
@@ -284,10 +287,40 @@ func (l *crashOutsideLog) add(n *int, err string) {
 	*n++
 }
 
+// crashHoldWrite runs a sqlite3 session that begins a write transaction,
+// holds the file's write lock for hold and rolls it back.
+func crashHoldWrite(ctx context.Context, sqlite3, db string, hold time.Duration) error {
+	cmd := exec.CommandContext(ctx, sqlite3, db)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("sqlite3: %w", err)
+	}
+	// .timeout: the session waits for a commit of the server's to end, as
+	// the server waits for it.
+	io.WriteString(stdin, ".timeout 10000\nBEGIN IMMEDIATE;\nselect 'holding';\n")
+	select {
+	case <-ctx.Done():
+	case <-time.After(hold):
+	}
+	io.WriteString(stdin, "ROLLBACK;\n")
+	stdin.Close()
+	if err := cmd.Wait(); err != nil || strings.Contains(out.String(), "Error") {
+		return fmt.Errorf("sqlite3 write transaction: %v: %s", err, out.String())
+	}
+	return nil
+}
+
 // crashOutside does, at random points until ctx ends, what users do beside
 // a running server, each in a loop of its own: a sqlite3 session that
-// opens the file, reads and closes it; comb check, a SQLite connection in
-// another process; an online backup. After each, the server's WAL must
+// opens the file, reads and closes it; a sqlite3 session that holds a
+// write transaction a moment, shorter than the server's busy timeout, and
+// rolls it back (the server's writes wait for it, none is refused); comb
+// check, a SQLite connection in another process; an online backup. After each, the server's WAL must
 // still be in the directory. What the kill interrupts is not an error.
 func crashOutside(ctx context.Context, client *http.Client, base, bin, sqlite3, db string, rec *crashOutsideLog) {
 	pause := func() bool {
@@ -318,6 +351,17 @@ func crashOutside(ctx context.Context, client *http.Client, base, bin, sqlite3, 
 					continue
 				}
 				rec.add(&rec.sessions, walThere("a sqlite3 session"))
+			}
+		})
+		wg.Go(func() {
+			for pause() {
+				if err := crashHoldWrite(ctx, sqlite3, db, time.Duration(rand.IntN(300))*time.Millisecond); err != nil {
+					if ctx.Err() == nil {
+						rec.add(nil, err.Error())
+					}
+					continue
+				}
+				rec.add(&rec.holds, walThere("a sqlite3 write transaction"))
 			}
 		})
 	}
