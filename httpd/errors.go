@@ -104,6 +104,10 @@ func errorStatus(err error) (status int, msg string) {
 		// retry a 5xx and give up on a 4xx, and retrying is right: the
 		// write resumes once that transaction ends.
 		return http.StatusServiceUnavailable, "Database file is locked by another program's write transaction (a sqlite3 session or DB browser?): nothing was written; retry shortly"
+	case errors.Is(err, combtype.ErrDamaged):
+		// Still the server's failure, and logged as one; the message says
+		// where to look rather than "Internal server error".
+		return http.StatusInternalServerError, "Database file is damaged (SQLite: database disk image is malformed): nothing was written; the server's operator should run comb check and restore from a backup"
 	case errors.Is(err, combtype.ErrClosed):
 		return http.StatusServiceUnavailable, "Server is shutting down"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -2,16 +2,21 @@ package httpd_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/combtest"
 )
 
@@ -95,5 +100,42 @@ func TestAnOutsideWriteTransactionIsAnswered503AndHoldsNothingBack(t *testing.T)
 	}
 	if !got["after"] || len(got) != 6 {
 		t.Errorf("stored %v, want the 5 before and the one after, none refused", got)
+	}
+}
+
+// TestAWriteThatMeetsADamagedPageSaysSo: a page of the file damaged under
+// the dedup keys makes SQLite refuse every push that looks them up. The
+// answer is still the server's failure (500, logged), but it names the
+// cause and what the operator does about it instead of "Internal server
+// error", and nothing of the push is stored.
+func TestAWriteThatMeetsADamagedPageSaysSo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "comb.db")
+	b := combtest.OpenBrokerAt(t, path, combtest.Options{})
+	items := make([]combtype.PushItem, 2000)
+	for i := range items {
+		items[i] = combtype.PushItem{Queue: "q", TxnID: fmt.Sprintf("m%d", i), Payload: []byte(`{}`)}
+	}
+	if _, err := b.Push(context.Background(), items); err != nil {
+		t.Fatal(err)
+	}
+	combtest.CloseBroker(t, b)
+	combtest.DamagePage(t, path, "txids")
+
+	b = combtest.OpenBrokerAt(t, path, combtest.Options{})
+	ts := httptest.NewServer(httpd.NewHandler(b, httpd.Config{}))
+	defer func() {
+		ts.Close()
+		b.Close()
+	}()
+	c := &combtest.Client{TB: t, URL: ts.URL, HTTP: ts.Client()}
+	r := c.Do("POST", "/api/v1/push", map[string]any{"items": []map[string]any{{"queue": "q", "transactionId": "new", "payload": map[string]any{}}}})
+	var e struct{ Error string }
+	r.JSON(t, &e)
+	if r.Status != http.StatusInternalServerError || !strings.Contains(e.Error, "Database file is damaged") || !strings.Contains(e.Error, "comb check") {
+		t.Errorf("push onto a damaged page: %d %s", r.Status, r.Body)
+	}
+	got := c.Pop("/api/v1/pop/queue/q?batch=5000&consumerGroup=g").Messages
+	if len(got) != 2000 || got[len(got)-1].TransactionID != "m1999" {
+		t.Errorf("popped %d messages after the refused push, want the 2000 before it", len(got))
 	}
 }

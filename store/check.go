@@ -16,7 +16,8 @@ import (
 // owner is gone. It works on a file a running server has open, through
 // SQLite's connections only, and refuses one whose running server's WAL is
 // gone from the directory (ErrStale). An error means the check could not
-// run; what it found is in the report.
+// run; what it found is in the report, damage SQLite meets while reading
+// included: a step it stops is a finding, and the next steps still run.
 func Check(ctx context.Context, path string) (*combtype.CheckReport, error) {
 	return CheckProgress(ctx, path, nil)
 }
@@ -51,10 +52,23 @@ func CheckProgress(ctx context.Context, path string, fn func(combtype.Progress))
 	if fn == nil {
 		c.progress = func(combtype.Progress) {}
 	}
-	for _, step := range []func(context.Context, *sql.Tx, *combtype.CheckReport) error{c.integrity, c.segments, c.rows, checkQuarantine} {
-		if err := step(ctx, tx, rep); err != nil {
+	steps := []struct {
+		name string
+		run  func(context.Context, *sql.Tx, *combtype.CheckReport) error
+	}{{"integrity", c.integrity}, {"segments", c.segments}, {"rows", c.rows}, {"quarantine", checkQuarantine}}
+	for _, step := range steps {
+		err := step.run(ctx, tx, rep)
+		if err == nil {
+			continue
+		}
+		if !isMalformed(err) {
 			return nil, err
 		}
+		// A damaged page stops the statement that meets it: what the step
+		// found before stays in the report, and the damage is a finding,
+		// not a failure to check (the file is what needs a look).
+		rep.Findings = append(rep.Findings, combtype.Finding{Check: step.name,
+			Detail: "SQLite stopped reading, the rest of this check was not made: " + sqliteMessage(err)})
 	}
 	return rep, nil
 }

@@ -227,3 +227,40 @@ func TestCloseBesideAnOutsideReaderDoesNotWaitForIt(t *testing.T) {
 		t.Fatalf("check after the reopen: %v %+v", err, rep)
 	}
 }
+
+// TestCheckReportsADamagedPageAsFindings: bytes of a page of the file
+// overwritten (a bad sector, a copy cut short, a tool writing where it
+// should not) make SQLite stop the statements that read it. comb check
+// must say what SQLite found and which of its checks could not finish, as
+// findings (exit 1), and still run the others. Before, the first stopped
+// statement ended the check with an error and nothing it had found.
+func TestCheckReportsADamagedPageAsFindings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "comb.db")
+	st := openLogged(t, path, nil)
+	for i := range 20 {
+		pushN(t, st, "b"+strconv.Itoa(i)+"-", 100)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The dedup keys' tree holds 2,000 keys: its root is an interior page.
+	combtest.DamagePage(t, path, "txids")
+
+	rep, err := store.Check(context.Background(), path)
+	if err != nil {
+		t.Fatalf("check of a damaged page: %v, want findings", err)
+	}
+	var integrity, stopped int
+	for _, f := range rep.Findings {
+		t.Logf("%s: %s", f.Check, f.Detail)
+		if f.Check == "integrity" {
+			integrity++
+		}
+		if strings.Contains(f.Detail, "SQLite stopped reading") {
+			stopped++
+		}
+	}
+	if integrity == 0 || stopped == 0 {
+		t.Errorf("findings %+v: want SQLite's integrity lines and the checks it stopped", rep.Findings)
+	}
+}

@@ -130,22 +130,43 @@ func sqliteCode(err error) int {
 }
 
 const (
-	sqliteBusy   = 5  // SQLITE_BUSY
-	sqliteFull   = 13 // SQLITE_FULL
-	sqliteNotADB = 26 // SQLITE_NOTADB
+	sqliteBusy    = 5  // SQLITE_BUSY
+	sqliteCorrupt = 11 // SQLITE_CORRUPT
+	sqliteFull    = 13 // SQLITE_FULL
+	sqliteNotADB  = 26 // SQLITE_NOTADB
 )
+
+// sqliteMessage is SQLite's own words in err, without the context
+// wrapped around them.
+func sqliteMessage(err error) string {
+	var se interface {
+		error
+		Code() int
+	}
+	if errors.As(err, &se) {
+		return se.Error()
+	}
+	return err.Error()
+}
+
+// isMalformed reports whether err is SQLite finding a page of the file
+// damaged ("database disk image is malformed").
+func isMalformed(err error) bool { return sqliteCode(err) == sqliteCorrupt }
 
 // isBusy reports whether err is SQLite giving up on a lock another
 // connection holds, after the busy timeout.
 func isBusy(err error) bool { return sqliteCode(err) == sqliteBusy }
 
-// classify marks a write that failed for lack of space with ErrFull, and
-// one that found the file locked by another program with ErrFileBusy, so
-// callers can tell them from a bug and answer them as such.
+// classify marks a write that failed for lack of space with ErrFull, one
+// that found the file locked by another program with ErrFileBusy and one
+// that met a damaged page with ErrDamaged, so callers can tell them from
+// a bug and answer them as such.
 func classify(err error) error {
 	switch {
-	case err == nil || errors.Is(err, combtype.ErrFull) || errors.Is(err, combtype.ErrFileBusy):
+	case err == nil || errors.Is(err, combtype.ErrFull) || errors.Is(err, combtype.ErrFileBusy) || errors.Is(err, combtype.ErrDamaged):
 		return err
+	case isMalformed(err):
+		return fmt.Errorf("%w: %w", combtype.ErrDamaged, err)
 	case isFull(err):
 		return fmt.Errorf("%w: %w", combtype.ErrFull, err)
 	case isBusy(err):

@@ -2,6 +2,7 @@ package combtest
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -115,5 +116,44 @@ func (r *SQLite3Session) Close() {
 	case <-time.After(10 * time.Second):
 		r.cmd.Process.Kill()
 		<-r.done
+	}
+}
+
+// DamagePage overwrites the cells of the root page of the table or index
+// name in the closed database at path, as a bad sector or a program
+// writing into the file would: SQLite then stops, "database disk image is
+// malformed", every statement that reads through that page. The root must
+// be an interior page (a tree of more than one page), whose damage no
+// statement reading the tree can miss.
+func DamagePage(tb testing.TB, path, name string) {
+	tb.Helper()
+	var root, pageSize int64
+	db := ReadDB(tb, path)
+	if err := db.QueryRow(`SELECT rootpage FROM sqlite_schema WHERE name = ?`, name).Scan(&root); err != nil {
+		tb.Fatalf("root page of %s: %v", name, err)
+	}
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+		tb.Fatal(err)
+	}
+	db.Close()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, pageSize)
+	if _, err := f.ReadAt(page, (root-1)*pageSize); err != nil {
+		tb.Fatal(err)
+	}
+	if page[0] != 0x02 && page[0] != 0x05 { // interior index, interior table
+		tb.Fatalf("the root page of %s is a leaf (type %#x): the tree is too small to damage", name, page[0])
+	}
+	// The cells: from the start of the content area to the page's end.
+	content := int64(page[5])<<8 | int64(page[6])
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0x7f}, int(pageSize-content)), (root-1)*pageSize+content); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
 	}
 }
