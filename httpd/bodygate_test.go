@@ -67,21 +67,52 @@ func TestABodyOfUnknownLengthIsReadWhole(t *testing.T) {
 		want[i] = byte(i*7 + i/4096)
 	}
 	for _, size := range []int{0, 100, 5000, 3 << 20} {
-		got, err := readUnknownLength(&oddReader{b: want}, make([]byte, 0, 512))
+		got, err := readUnknownLength(&oddReader{b: want}, make([]byte, 0, 512), nil)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("read of %d bytes: %d bytes back, err %v", len(want), len(got), err)
 		}
 		small := want[:size]
-		got, err = readUnknownLength(&oddReader{b: small}, make([]byte, 0, 512))
+		got, err = readUnknownLength(&oddReader{b: small}, make([]byte, 0, 512), nil)
 		if err != nil || !bytes.Equal(got, small) {
 			t.Fatalf("read of %d bytes: %d bytes back, err %v", size, len(got), err)
 		}
 	}
 	rec := httptest.NewRecorder()
-	got, err := readUnknownLength(http.MaxBytesReader(rec, io.NopCloser(&oddReader{b: want}), 1<<20), nil)
+	got, err := readUnknownLength(http.MaxBytesReader(rec, io.NopCloser(&oddReader{b: want}), 1<<20), nil, nil)
 	var tooBig *http.MaxBytesError
 	if !errors.As(err, &tooBig) || got != nil {
 		t.Fatalf("past the limit: %d bytes back, err %v", len(got), err)
+	}
+}
+
+// The blocks one chunked body was read into go to the next: what the
+// first came back as (a copy, joined) is not written over, and a body
+// cut at the limit gives its blocks back too.
+func TestBlocksOfABodyReadGoToTheNextWithoutSharingItsBytes(t *testing.T) {
+	var pool bodyBlocks
+	bodies := make([][]byte, 4)
+	got := make([][]byte, 4)
+	for i := range bodies {
+		bodies[i] = bytes.Repeat([]byte{byte('a' + i)}, 3<<20+i*1000)
+		if i == 2 {
+			// Past the limit: 413 from the error, its blocks kept.
+			rec := httptest.NewRecorder()
+			_, err := readUnknownLength(http.MaxBytesReader(rec, io.NopCloser(&oddReader{b: bodies[i]}), 2<<20), nil, &pool)
+			var tooBig *http.MaxBytesError
+			if !errors.As(err, &tooBig) {
+				t.Fatalf("body %d past the limit: err %v", i, err)
+			}
+			continue
+		}
+		var err error
+		if got[i], err = readUnknownLength(&oddReader{b: bodies[i]}, make([]byte, 0, 512), &pool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range bodies {
+		if i != 2 && !bytes.Equal(got[i], bodies[i]) {
+			t.Errorf("body %d changed after the next bodies were read", i)
+		}
 	}
 }
 

@@ -80,7 +80,8 @@ type Handler struct {
 	stats      *httpStats    // request counters and metrics registry
 	origins    *originPolicy // who may call, checked before routing
 	replies    replyBuffers
-	bodies     *bodyGate // room for request bodies being read
+	bodies     *bodyGate  // room for request bodies being read
+	blocks     bodyBlocks // blocks of chunked bodies, reused
 	// parking takes parked pops out of net/http (parking.go); nil for a
 	// handler that no Server serves, whose pops wait inside net/http.
 	parking *parking
