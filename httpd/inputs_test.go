@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -199,5 +200,67 @@ func TestAStoredPayloadThatIsNotJSONDoesNotFailItsPop(t *testing.T) {
 	if p.Status != http.StatusOK || len(p.Messages) != 2 || string(p.Messages[0].Data) != `"hello not json"` ||
 		string(p.Messages[1].Data) != `{"n":2}` {
 		t.Fatalf("pop = %d %+v", p.Status, p.Messages)
+	}
+}
+
+// TestACycleIsBoundedInStateOpsAndKeyLength: a stream cycle holds at most
+// broker.MaxCycleStateOps state ops, each key at most
+// broker.MaxStateKeyBytes bytes (what Queen's primary key on it stores
+// whatever the bytes; the queendiff test checks Queen refuses past it),
+// without NUL. Past a bound the cycle is refused whole, as Queen's
+// failures are (200, success false, the rule named), over HTTP and
+// through broker.StreamCycle, and nothing is written. Before, a cycle of
+// 1,000,000 ops held the writer 15 s and the server at 346 MB, and keys
+// of a megabyte were stored.
+func TestACycleIsBoundedInStateOpsAndKeyLength(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	qid := register(t, s.Client, "bounds", "src", "", streamsHash("bounds"), false)["query_id"].(string)
+	const shard = "6f1c2d3e-4b5a-4c6d-8e7f-901a2b3c4d5e"
+	cycle := func(ops []map[string]any) map[string]any {
+		t.Helper()
+		r := s.Do("POST", "/streams/v1/cycle", map[string]any{"query_id": qid, "partition_id": shard, "state_ops": ops})
+		if r.Status != http.StatusOK {
+			t.Fatalf("cycle: %d %.300s", r.Status, r.Body)
+		}
+		return r.Map(t)
+	}
+	upsert := func(key string) map[string]any {
+		return map[string]any{"type": "upsert", "key": key, "value": map[string]any{}}
+	}
+
+	many := make([]map[string]any, broker.MaxCycleStateOps+1)
+	goOps := make([]combtype.StateOp, len(many))
+	for i := range many {
+		many[i] = upsert(fmt.Sprintf("k%d", i))
+		goOps[i] = combtype.StateOp{Type: combtype.StateUpsert, Key: fmt.Sprintf("k%d", i), Value: []byte("{}")}
+	}
+	wantMany := "a cycle holds at most 100000 state_ops (got more than 100000); commit them in several cycles"
+	if got := cycle(many); got["success"] != false || got["error"] != wantMany {
+		t.Errorf("HTTP, one op past the bound: %v\nwant error %q", got, wantMany)
+	}
+	res, err := s.Broker.StreamCycle(context.Background(), combtype.CycleRequest{QueryID: qid, PartitionID: shard, StateOps: goOps})
+	if err != nil || res.Err == nil || res.Err.Error() != wantMany {
+		t.Errorf("broker.StreamCycle, one op past the bound: %v %v\nwant %q", err, res.Err, wantMany)
+	}
+
+	atBound := strings.Repeat("é", broker.MaxStateKeyBytes/2) // 2,660 bytes
+	for key, want := range map[string]string{
+		atBound + "x":  "state_ops[1].key is 2661 bytes long; at most 2660 are accepted",
+		"nul\x00inkey": `state_ops[1].key holds a NUL character (\u0000)`,
+	} {
+		if got := cycle([]map[string]any{upsert("fine"), upsert(key)}); got["success"] != false || got["error"] != want {
+			t.Errorf("HTTP, key of %d bytes: %v\nwant error %q", len(key), got, want)
+		}
+	}
+	if rows := stateRows(t, s.Client, map[string]any{"query_id": qid, "partition_id": shard}); len(rows) != 0 {
+		t.Errorf("refused cycles wrote %d state rows", len(rows))
+	}
+
+	// At the bounds it goes through.
+	if got := cycle(append(many[:broker.MaxCycleStateOps-1], upsert(atBound))); got["success"] != true {
+		t.Errorf("a cycle of %d ops, one key of %d bytes: %v", broker.MaxCycleStateOps, len(atBound), got)
+	}
+	if rows := stateRows(t, s.Client, map[string]any{"query_id": qid, "partition_id": shard}); len(rows) != broker.MaxCycleStateOps {
+		t.Errorf("%d state rows after the cycle at the bound, want %d", len(rows), broker.MaxCycleStateOps)
 	}
 }

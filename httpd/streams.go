@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/combtype"
 )
 
@@ -225,6 +226,13 @@ func (s *Handler) streamCycle(w http.ResponseWriter, r *http.Request, _ httprout
 		"push_results": pushResultsJSON(res.Pushes), "ack_result": ack})
 }
 
+// stateOpIn is a cycle's state op as sent.
+type stateOpIn struct {
+	Type  json.RawMessage `json:"type"`
+	Key   json.RawMessage `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
 // cycleRequest decodes everything of a cycle but its ids. A non-empty msg
 // is the failure to answer; nothing is written then.
 func cycleRequest(in map[string]json.RawMessage, sub string) (req combtype.CycleRequest, msg string) {
@@ -234,14 +242,23 @@ func cycleRequest(in map[string]json.RawMessage, sub string) (req combtype.Cycle
 	}
 	req.Group = group
 
-	var ops []struct {
-		Type  json.RawMessage `json:"type"`
-		Key   json.RawMessage `json:"key"`
-		Value json.RawMessage `json:"value"`
-	}
+	var ops []stateOpIn
 	if raw := bytes.TrimSpace(in["state_ops"]); len(raw) > 0 && string(raw) != "null" {
-		if raw[0] != '[' || json.Unmarshal(raw, &ops) != nil {
+		if raw[0] != '[' {
 			return req, "state_ops must be an array of objects"
+		}
+		// One op at a time, so that a cycle past the bound is refused
+		// before the rest of it is decoded.
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.Token() // the '[' above
+		for dec.More() {
+			if len(ops) == broker.MaxCycleStateOps {
+				return req, broker.TooManyStateOps(len(ops) + 1).Error()
+			}
+			ops = append(ops, stateOpIn{})
+			if dec.Decode(&ops[len(ops)-1]) != nil {
+				return req, "state_ops must be an array of objects"
+			}
 		}
 	}
 	req.StateOps = make([]combtype.StateOp, len(ops))

@@ -214,6 +214,28 @@ var sequences = []sequence{
 		get("queue-unknown", "/api/v1/status/queues/{q}-none"),
 		get("queue-messages", "/api/v1/status/queues/{q}/messages"),
 	}},
+	// A state key as long as Queen's primary key on it stores whatever its
+	// bytes, and one past it (broker.MaxStateKeyBytes).
+	{"stream-keys", []step{
+		post("register", "/streams/v1/queries", `{"name":"{q}","source_queue":"{q}","config_hash":"h1","reset":false}`, "qid=query_id"),
+		post("key-at-bound", "/streams/v1/cycle", stateKeyCycle(2660)),
+		post("key-past-bound", "/streams/v1/cycle", stateKeyCycle(2700)),
+	}},
+}
+
+// stateKeyCycle is a cycle body upserting one key of n letters that do not
+// compress (PostgreSQL would store a longer key that does).
+func stateKeyCycle(n int) string {
+	key := make([]byte, n)
+	x := uint32(2463534242)
+	for i := range key {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		key[i] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[x%52]
+	}
+	return `{"query_id":"{qid}","partition_id":"6f1c2d3e-4b5a-4c6d-8e7f-901a2b3c4d5e","state_ops":[{"type":"upsert","key":"` +
+		string(key) + `","value":{}}]}`
 }
 
 // side is one broker under test and the values saved from its replies.
@@ -322,6 +344,8 @@ var routes = []string{
 	"GET /api/v1/status/queues/:queue",
 	"GET /api/v1/status/queues/:queue/messages",
 	"POST /api/v1/stats/refresh",
+	"POST /streams/v1/queries",
+	"POST /streams/v1/cycle",
 }
 
 // route names the route a step calls, from routes; "" if none.
@@ -650,6 +674,12 @@ var documented = []known{
 		"a failed ack that dead-letters the last message of a batch ends the batch, so comb releases the lease"},
 	{"POST /api/v1/ack $[].queueName: queen string, comb null", "an ack of an unknown message names no queue in comb"},
 	{"POST /api/v1/ack $[].partitionName: queen string, comb null", "as queueName"},
+	{"POST /streams/v1/cycle $.error: queen \"index row size*",
+		"a state key past what Queen's primary key holds: comb refuses it by its length, Queen by PostgreSQL's index error"},
+	{"POST /streams/v1/cycle $.queueName: only queen",
+		"a cycle PostgreSQL failed: Queen's body carries queueName, which its own refusals (a stale lease) do not; comb's refusals are all of STREAMS.md's shape"},
+	{"POST /streams/v1/cycle $.queueName: queen null, comb string",
+		"comb names the registered source queue before it exists; Queen only an existing one (no SDK reads it)"},
 	{"POST /api/v1/transaction $.results: queen 1 items, comb 0",
 		"a failed transaction: Queen lists the step results up to the failing one, comb none; both name the failure in error"},
 }
