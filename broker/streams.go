@@ -23,6 +23,15 @@ func (b *Broker) StreamState(ctx context.Context, shard combtype.StateShard, f c
 	return b.st.StreamState(ctx, b.tenant, shard.QueryID, shard.PartitionID, f)
 }
 
+// StreamStateEach is StreamState a row at a time, in the same order and
+// from one read snapshot, so that a large shard is never held whole: fn
+// gets each row, whose Value is valid only until fn returns, and the read
+// stops at fn's first error, which it returns. The snapshot is held until
+// it returns, so fn should not wait on anything slow.
+func (b *Broker) StreamStateEach(ctx context.Context, shard combtype.StateShard, f combtype.StateFilter, fn func(combtype.StateRow) error) error {
+	return b.st.StreamStateEach(ctx, b.tenant, shard.QueryID, shard.PartitionID, f, fn)
+}
+
 // StreamCycle commits one step of a streaming query all or nothing: its
 // state writes, sink pushes and source ack. A refused cycle is reported in
 // the result's Err with nothing written. Its pushes go straight to the

@@ -1,10 +1,12 @@
 package httpd
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -129,12 +131,6 @@ func (s *Handler) shardOf(w http.ResponseWriter, r *http.Request, in map[string]
 	return queryID, partitionID, true
 }
 
-type stateRowOut struct {
-	Key       string          `json:"key"`
-	Value     json.RawMessage `json:"value"`
-	UpdatedAt string          `json:"updated_at"`
-}
-
 func (s *Handler) streamStateGet(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	in, ok := s.readObject(w, r)
 	if !ok {
@@ -169,16 +165,93 @@ func (s *Handler) streamStateGet(w http.ResponseWriter, r *http.Request, _ httpr
 			f.RipeAtOrBefore = &v
 		}
 	}
-	rows, err := s.tb(r).StreamState(r.Context(), combtype.StateShard{QueryID: queryID, PartitionID: partitionID}, f)
+	// The rows are written as they are read: a shard of 66 MB took the
+	// server to 324 MB when its rows, their reply and the reply's copies
+	// were held at once. The reply is what writeJSON made of them, byte
+	// for byte (stateRowsWriter).
+	cw := &countingWriter{w: w}
+	out := stateRowsWriter{w: bufio.NewWriterSize(cw, 64<<10)}
+	w.Header().Set("Content-Type", "application/json")
+	out.begin()
+	err := s.tb(r).StreamStateEach(r.Context(), combtype.StateShard{QueryID: queryID, PartitionID: partitionID}, f, out.row)
+	if err == nil {
+		err = out.end()
+	}
 	if err != nil {
-		s.fail(w, r, err, failed(http.StatusInternalServerError))
-		return
+		if cw.n == 0 {
+			// Nothing reached the client: answer the failure as such.
+			w.Header().Del("Content-Type")
+			s.fail(w, r, err, failed(http.StatusInternalServerError))
+			return
+		}
+		// A reply cut short must not read as a whole one.
+		s.log.Error("state read failed mid-reply", "err", err)
+		panic(http.ErrAbortHandler)
 	}
-	out := make([]stateRowOut, len(rows))
-	for i, row := range rows {
-		out[i] = stateRowOut{Key: row.Key, Value: row.Value, UpdatedAt: fmtMilli(row.UpdatedAt)}
+}
+
+// stateRowsWriter writes a state/get reply's rows as json.Marshal wrote
+// them from a slice of structs (staterows_test.go keeps that encoding):
+// keys and updated_at escaped as it escapes strings, values compacted and
+// HTML-escaped as it writes a json.RawMessage.
+type stateRowsWriter struct {
+	w       *bufio.Writer
+	buf     []byte       // what is not yet handed to w, reused
+	compact bytes.Buffer // a value compacted, reused
+	escaped bytes.Buffer // and escaped, reused
+	n       int          // rows written
+}
+
+// begin starts the reply; json.Marshal wrote a map's keys sorted.
+func (o *stateRowsWriter) begin() { o.buf = append(o.buf, `{"rows":[`...) }
+
+// end ends the reply and writes out what is buffered.
+func (o *stateRowsWriter) end() error {
+	o.buf = append(o.buf, `],"success":true}`...)
+	if err := o.flush(); err != nil {
+		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "rows": out})
+	return o.w.Flush()
+}
+
+func (o *stateRowsWriter) row(row combtype.StateRow) error {
+	if o.n > 0 {
+		o.buf = append(o.buf, ',')
+	}
+	o.n++
+	o.buf = append(o.buf, `{"key":`...)
+	o.buf = appendString(o.buf, row.Key)
+	o.buf = append(o.buf, `,"value":`...)
+	o.compact.Reset()
+	if err := json.Compact(&o.compact, row.Value); err != nil {
+		return fmt.Errorf("encode state value of %q: %w", row.Key, err)
+	}
+	o.escaped.Reset()
+	json.HTMLEscape(&o.escaped, o.compact.Bytes())
+	o.buf = append(o.buf, o.escaped.Bytes()...)
+	o.buf = append(o.buf, `,"updated_at":`...)
+	o.buf = appendString(o.buf, fmtMilli(row.UpdatedAt))
+	o.buf = append(o.buf, '}')
+	return o.flush()
+}
+
+// flush hands what is buffered to w.
+func (o *stateRowsWriter) flush() error {
+	_, err := o.w.Write(o.buf)
+	o.buf = o.buf[:0]
+	return err
+}
+
+// countingWriter counts the bytes that reached w.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 type cycleAckOut struct {

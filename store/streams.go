@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,23 @@ func (w *wtx) streamQueryByName(tenant, name string) (*combtype.StreamQuery, err
 // StreamState reads the shard (queryID, partitionID) of tenant's query in
 // byte order of key. An unknown query or shard reads as empty.
 func (s *Store) StreamState(ctx context.Context, tenant, queryID, partitionID string, f combtype.StateFilter) ([]combtype.StateRow, error) {
+	out := []combtype.StateRow{}
+	err := s.StreamStateEach(ctx, tenant, queryID, partitionID, f, func(r combtype.StateRow) error {
+		r.Value = slices.Clone(r.Value)
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// StreamStateEach is StreamState a row at a time, from one read snapshot,
+// for a reply written as it is read: a shard's rows are not held at once.
+// A row's Value is valid only until fn returns. It stops at fn's first
+// error and returns it.
+func (s *Store) StreamStateEach(ctx context.Context, tenant, queryID, partitionID string, f combtype.StateFilter, fn func(combtype.StateRow) error) error {
 	var keys any // NULL = no key filter
 	if len(f.Keys) > 0 {
 		keys = jsonStrings(f.Keys)
@@ -107,31 +125,32 @@ func (s *Store) StreamState(ctx context.Context, tenant, queryID, partitionID st
 		AND (?6 IS NULL OR s.window_end <= ?6)
 		ORDER BY s.key`, queryID, partitionID, f.Prefix, tenant, keys, ripe)
 	if err != nil {
-		return nil, fmt.Errorf("read stream state: %w", err)
+		return fmt.Errorf("read stream state: %w", err)
 	}
 	defer rows.Close()
-	out := []combtype.StateRow{}
 	var newest int64
 	for rows.Next() {
 		var r combtype.StateRow
-		var value string
+		var value sql.RawBytes // the driver's bytes, valid until Next
 		var updated int64
 		if err := rows.Scan(&r.Key, &value, &updated); err != nil {
-			return nil, fmt.Errorf("scan stream state: %w", err)
+			return fmt.Errorf("scan stream state: %w", err)
 		}
 		if !strings.HasPrefix(r.Key, f.Prefix) {
 			break
 		}
-		r.Value, r.UpdatedAt = []byte(value), fromMicros(updated)
+		r.Value, r.UpdatedAt = value, fromMicros(updated)
 		newest = max(newest, updated)
-		out = append(out, r)
+		if err := fn(r); err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	// Taken after the read: a value written later than this was not in it.
 	s.reads.served(shardKey{queryID, partitionID}, max(micros(s.clock.Now()), newest))
-	return out, nil
+	return nil
 }
 
 // shardKey names a state shard.
