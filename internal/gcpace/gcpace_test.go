@@ -33,12 +33,12 @@ func TestTheSoftMemoryLimitStaysAboveWhatTheCollectorMustKeep(t *testing.T) {
 		t.Errorf("10,000 parked pops: limit %d, more than 5 times the %d bytes kept", limit, live+stacks)
 	}
 	// Large requests on few goroutines (four pushes of 60 MB): the limit
-	// paces the collector, half again above what is kept, so memory
+	// paces the collector, a quarter again above what is kept, so memory
 	// follows the requests, and is at least half the default limit above
 	// it, so cycles never come back to back.
 	for _, keep := range []int64{20 << 20, 60 << 20, 240 << 20} {
 		limit, pct := gcSettingsFor(keep-(1<<20), 1<<20, false)
-		if pct != defaultGCPercent || limit < keep+defaultMemoryLimit/2 || limit > keep+max(defaultMemoryLimit/2, keep/2) {
+		if pct != defaultGCPercent || limit < keep+defaultMemoryLimit/2 || limit > keep+max(defaultMemoryLimit/2, keep/4) {
 			t.Errorf("large requests keeping %d MB: limit %d MB, GOGC %d", keep>>20, limit>>20, pct)
 		}
 	}
