@@ -17,6 +17,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -364,7 +365,79 @@ func cases() []hostileCase {
 		{"big-headers-x200", "200 connections each sending a header line of 1,000,000 bytes, then waiting", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return bigHeaders(ctx, base, 200, 1_000_000)
 		}},
+		{"stream-62MB", "a stream cycle of 99,000 state ops of 600 bytes (62 MB), then a state/get of the whole shard", func(ctx context.Context, cfg *config, base string) (string, string) {
+			return streamShard(ctx, base, 99_000, 580)
+		}},
+		{"stream-ops-1M", "a stream cycle of 1,000,000 state ops (past the bound); a 1 MB state key", func(ctx context.Context, cfg *config, base string) (string, string) {
+			qid, st, body := registerQuery(ctx, base)
+			if qid == "" {
+				return st, body
+			}
+			st1, body1 := post(ctx, base+"/streams/v1/cycle", cycleBody(qid, 1_000_000, 0))
+			st2, body2 := post(ctx, base+"/streams/v1/cycle", []byte(`{"query_id":"`+qid+`","partition_id":"`+hostileShard+
+				`","state_ops":[{"type":"upsert","key":"`+strings.Repeat("k", 1<<20)+`","value":{}}]}`))
+			return st1 + "," + st2, truncate(body1, 60) + " | " + truncate(body2, 60)
+		}},
 	}
+}
+
+// hostileShard is the state shard the stream cases write.
+const hostileShard = "6f1c2d3e-4b5a-4c6d-8e7f-901a2b3c4d5e"
+
+// registerQuery registers a streaming query and returns its id.
+func registerQuery(ctx context.Context, base string) (qid, status, body string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/streams/v1/queries",
+		strings.NewReader(`{"name":"hostile","source_queue":"src","config_hash":"h","reset":false}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", "err", err.Error()
+	}
+	defer resp.Body.Close()
+	var reg struct {
+		QueryID string `json:"query_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&reg); err != nil || reg.QueryID == "" {
+		return "", strconv.Itoa(resp.StatusCode), fmt.Sprintf("register: %v", err)
+	}
+	return reg.QueryID, "", ""
+}
+
+// cycleBody is a cycle of n upserts of values padded to pad bytes.
+func cycleBody(qid string, n, pad int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"query_id":"` + qid + `","partition_id":"` + hostileShard + `","state_ops":[`)
+	p := strings.Repeat("p", pad)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":"upsert","key":"k%d","value":{"v":%d,"pad":%q}}`, i, i, p)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// streamShard writes n state rows in one cycle and reads the shard back
+// whole; the detail gives both sizes.
+func streamShard(ctx context.Context, base string, n, pad int) (string, string) {
+	qid, st, body := registerQuery(ctx, base)
+	if qid == "" {
+		return st, body
+	}
+	cycle := cycleBody(qid, n, pad)
+	st1, body1 := post(ctx, base+"/streams/v1/cycle", cycle)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/streams/v1/state/get",
+		strings.NewReader(`{"query_id":"`+qid+`","partition_id":"`+hostileShard+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st1 + ",err", err.Error()
+	}
+	defer resp.Body.Close()
+	got, err := io.Copy(io.Discard, resp.Body)
+	return st1 + "," + strconv.Itoa(resp.StatusCode), fmt.Sprintf("cycle of %d MB: %s | state/get %d MB %v",
+		len(cycle)>>20, truncate(body1, 50), got>>20, err)
 }
 
 // bigHeaders opens n connections, sends on each a request whose one
