@@ -186,6 +186,11 @@ type Store struct {
 	// transaction on the file (writer goroutine only).
 	fileBusy bool
 	walPath  string
+	// statsCheckedAt is when the writer last looked for planner
+	// statistics, statsFailing whether that look failed (planstats.go;
+	// writer goroutine only).
+	statsCheckedAt time.Time
+	statsFailing   bool
 	// dedupJSON writes every commit's dedup rows as a JSON array, as
 	// before small ones went as bound values (benchmarks compare).
 	dedupJSON bool
@@ -362,6 +367,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if s.segSeq, err = segmentSeq(ctx, s.wconn); err != nil {
 		return nil, err
 	}
+	s.checkPlannerStats(time.Now())
 	s.wstmts, s.rstmts = newStmtCache(s.wconn), newStmtCache(s.rdb)
 	s.r = readDB{s.rstmts}
 	s.ops = make(chan *writeOp, s.maxOps)

@@ -91,9 +91,15 @@ func (s *Store) runWriter() {
 			select {
 			case first = <-s.ops:
 			case <-idle.C:
-				if again := s.idleWork(); again > 0 {
-					idle.Reset(again)
+				// Planner statistics are looked for while idle too: the
+				// readers plan with them whether or not anything is
+				// written.
+				s.checkPlannerStats(time.Now())
+				again := s.idleWork()
+				if again <= 0 || again > statsCheckEvery {
+					again = statsCheckEvery
 				}
+				idle.Reset(again)
 				continue
 			case <-s.ctx.Done():
 				// Commit what callers already handed over, then stop.
@@ -122,6 +128,7 @@ func (s *Store) runWriter() {
 		// ones, and through them their requests' bodies (a 64 MiB push),
 		// until later ops took their places.
 		clear(batch)
+		s.checkPlannerStats(time.Now())
 		idle.Reset(walIdleAfter)
 	}
 }
