@@ -89,6 +89,11 @@ type Options struct {
 	// background and replies carry statsAge. Default
 	// store.DefaultLiveTotalsPartitions.
 	LiveTotalsPartitions int
+	// LiveGroupPositions is the most positions (partitions times groups)
+	// a queue may have for its totals and group figures to be summed on
+	// every read, however few its partitions; above it they are summed in
+	// the background too. Default store.DefaultLiveGroupPositions.
+	LiveGroupPositions int
 	// LiveSummaryPartitions is the most partitions a tenant may have for
 	// the status and overview figures (StatsSummary) to be summed on every
 	// read; above it they are summed in the background and replies carry
@@ -164,8 +169,9 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: clk,
 		MaxBatchOps: opts.MaxBatchOps, OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger,
 		MaxDBBytes: opts.MaxDBBytes, DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
-		LiveTotalsPartitions: opts.LiveTotalsPartitions, LiveSummaryPartitions: opts.LiveSummaryPartitions,
-		BusyTimeout: opts.BusyTimeout})
+		LiveTotalsPartitions: opts.LiveTotalsPartitions, LiveGroupPositions: opts.LiveGroupPositions,
+		LiveSummaryPartitions: opts.LiveSummaryPartitions,
+		BusyTimeout:           opts.BusyTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("open broker: %w", err)
 	}

@@ -434,6 +434,9 @@ func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string
 			return fmt.Errorf("insert subscriptions: %w", err)
 		}
 	}
+	if len(subs) > 0 {
+		w.s.groupJoined(q.ID)
+	}
 	return nil
 }
 

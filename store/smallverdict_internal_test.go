@@ -109,6 +109,79 @@ func TestSmallVerdictHoldsUntilTheQueueGrows(t *testing.T) {
 	}
 }
 
+// A queue of few partitions with many groups is large by its positions
+// (partitions times groups): a group subscribing drops its small verdict,
+// and once past the limit its group figures come from the background sum
+// like those of a queue of many partitions.
+func TestManyGroupsMakeAQueueOfFewPartitionsLarge(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"), LiveGroupPositions: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var items []combtype.PushItem
+	for _, p := range []string{"p0", "p1"} {
+		items = append(items, combtype.PushItem{Queue: "a", Partition: p, TxnID: "t", Payload: []byte(`1`)})
+	}
+	if _, err := s.Push(ctx, "", items); err != nil {
+		t.Fatal(err)
+	}
+	pop := func(group string) {
+		t.Helper()
+		if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "a", Group: group, Batch: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queues, err := queueKeys(ctx, s.r, "", "a")
+	if err != nil || len(queues) != 1 {
+		t.Fatalf("queues: %v %v", queues, err)
+	}
+	q := queues[0]
+	kept := func() bool {
+		s.tot.grewMu.Lock()
+		defer s.tot.grewMu.Unlock()
+		return s.tot.small[q.ID] == q.UUID
+	}
+	page := func() []combtype.GroupSummary {
+		t.Helper()
+		g, _, err := s.GroupsPage(ctx, "", combtype.Page{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	pop("g1")
+	pop("g2") // 2 partitions x 2 groups: within 5
+	if g := page(); len(g) != 2 || g[0].Summarized || g[1].Summarized {
+		t.Fatalf("within the positions limit: %+v, want live figures", g)
+	}
+	if !kept() {
+		t.Fatal("the small verdict was not kept")
+	}
+	pop("g3") // 6 positions
+	if kept() {
+		t.Fatal("a group subscribing did not drop the verdict")
+	}
+	if g := page(); len(g) != 3 || !g[0].Summarized || g[0].StatsAge != combtype.NotSummed {
+		t.Fatalf("past the positions limit, first read: %+v, want pairs not summed yet", g)
+	}
+	if err := s.RefreshTotals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	live, err := s.Groups(ctx, "")
+	if err != nil || len(live) != 3 {
+		t.Fatalf("groups: %+v %v", live, err)
+	}
+	got := page()
+	for i := range live {
+		if !got[i].Summarized || got[i].StatsAge == combtype.NotSummed || got[i].Cursors != live[i].Cursors ||
+			got[i].TotalLag != live[i].TotalLag {
+			t.Fatalf("after the background sum: %+v, want the live figures %+v", got[i], live[i])
+		}
+	}
+}
+
 // The queue keys the group listings read are kept until the writer adds
 // or removes a queue: a queue made or deleted after a listing is in, or
 // out of, the next; and a read racing the commit that changed the queues

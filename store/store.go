@@ -89,6 +89,12 @@ type Options struct {
 	// made in the background (totals.go). Default
 	// DefaultLiveTotalsPartitions.
 	LiveTotalsPartitions int
+	// LiveGroupPositions is the most positions (partitions times the
+	// groups on the queue) a queue within LiveTotalsPartitions may have
+	// for its totals and group figures to be summed on every read; above
+	// it they come from the background sum too. Default
+	// DefaultLiveGroupPositions.
+	LiveGroupPositions int
 	// LiveSummaryPartitions is the most partitions a tenant may have for
 	// its Summary (the status and overview figures) to be summed on every
 	// read; above it they come from a sum made in the background
@@ -149,6 +155,8 @@ type Store struct {
 	tot     totalsCache
 	// liveTotals is Options.LiveTotalsPartitions.
 	liveTotals int
+	// livePositions is Options.LiveGroupPositions.
+	livePositions int
 	// liveSummary is Options.LiveSummaryPartitions.
 	liveSummary int
 	onCommit    func(ops int, d time.Duration) // nil = none
@@ -270,18 +278,19 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s := &Store{
-		crypt:       crypt,
-		lock:        lock,
-		path:        opts.Path,
-		onCommit:    opts.OnCommit,
-		log:         cmp.Or(opts.Logger, slog.Default()),
-		clock:       cmp.Or[clock.Clock](opts.Clock, clock.Real{}),
-		defaultSub:  cmp.Or(opts.DefaultSubscriptionMode, seek.ModeAll),
-		maxOps:      cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
-		maxBytes:    cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
-		stopped:     make(chan struct{}),
-		liveTotals:  cmp.Or(opts.LiveTotalsPartitions, DefaultLiveTotalsPartitions),
-		liveSummary: cmp.Or(opts.LiveSummaryPartitions, DefaultLiveSummaryPartitions),
+		crypt:         crypt,
+		lock:          lock,
+		path:          opts.Path,
+		onCommit:      opts.OnCommit,
+		log:           cmp.Or(opts.Logger, slog.Default()),
+		clock:         cmp.Or[clock.Clock](opts.Clock, clock.Real{}),
+		defaultSub:    cmp.Or(opts.DefaultSubscriptionMode, seek.ModeAll),
+		maxOps:        cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
+		maxBytes:      cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
+		stopped:       make(chan struct{}),
+		liveTotals:    cmp.Or(opts.LiveTotalsPartitions, DefaultLiveTotalsPartitions),
+		livePositions: cmp.Or(opts.LiveGroupPositions, DefaultLiveGroupPositions),
+		liveSummary:   cmp.Or(opts.LiveSummaryPartitions, DefaultLiveSummaryPartitions),
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()

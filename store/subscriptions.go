@@ -71,6 +71,7 @@ func (w *wtx) subscribe(q *combtype.Queue, group string, sub seek.Subscription) 
 		w.s.segSeq); err != nil {
 		return fmt.Errorf("insert subscription: %w", err)
 	}
+	w.s.groupJoined(q.ID)
 	return nil
 }
 

@@ -32,6 +32,17 @@ import (
 // every read.
 const DefaultLiveTotalsPartitions = 10000
 
+// A queue of few partitions can still be costly to sum: the group figures
+// read every (partition, group) position, and the totals every cursor. Ten
+// partitions with 10,000 groups took 250-570 ms for a page of 100 groups
+// and 1.9-3.7 s for the queue's resources (bench/results/scale-groups-
+// 2026-12-01.md). So a queue is large too when its partitions times its
+// groups pass DefaultLiveGroupPositions.
+
+// DefaultLiveGroupPositions is where a queue's figures stop being summed
+// on every read by the count of its positions.
+const DefaultLiveGroupPositions = 10000
+
 // Tenant summaries (Summary) follow the same rule one level up. The
 // status and overview routes speak of a whole tenant: every queue's
 // totals, every cursor's lag. Up to LiveSummaryPartitions partitions in
@@ -167,13 +178,17 @@ func (s *Store) totals(ctx context.Context, db querier, tenant string, queues []
 }
 
 // largeQueues tells which of queues have more than the live limit of
-// partitions, reading at most that many index entries per queue.
+// partitions, or of positions (partitions times groups), reading at most
+// that many index entries of each kind per queue.
 //
-// A queue found within the limit stays so until the writer gives it a
-// partition (grown), so that verdict is kept and the queue is not sized
-// again: at 10,000 queues sizing them all was a third of the groups
-// listing's time. Partitions only go away otherwise, which keeps a small
-// queue small. The sizing reads with s.r, its own snapshot, begun after
+// A queue found within the limits stays so until the writer gives it a
+// partition or a group subscribes to it (grown, groupJoined), so that
+// verdict is kept and the queue is not sized again: at 10,000 queues
+// sizing them all was a third of the groups listing's time. Partitions
+// and groups only go away otherwise, which keeps a small queue small. A
+// verdict that misses a group (one that only seeks, with no subscription)
+// costs time, not correctness: the queue is summed on every read, as a
+// small one is. The sizing reads with s.r, its own snapshot, begun after
 // the count of commits is taken, so a verdict is kept only when every
 // partition the queue was given had been committed by then: the writer
 // marks a queue before its commit, and a read racing that commit may not
@@ -192,19 +207,32 @@ func (s *Store) largeQueues(ctx context.Context, queues []*combtype.Queue) (map[
 		return out, nil
 	}
 	commits := s.stats.Commits.Load()
-	rows, err := s.r.QueryContext(ctx, `SELECT j.value, (SELECT COUNT(*) FROM (SELECT 1 FROM partitions
-			WHERE queue_id = j.value LIMIT ?2)) FROM json_each(?1) j`, jsonInts(ids), s.liveTotals+1)
+	// Per queue: its partitions, subscriptions and cursor rows, each
+	// counted up to a bound.
+	rows, err := s.r.QueryContext(ctx, `SELECT j.value,
+			(SELECT COUNT(*) FROM (SELECT 1 FROM partitions WHERE queue_id = j.value LIMIT ?2)),
+			(SELECT COUNT(*) FROM (SELECT 1 FROM subscriptions WHERE queue_id = j.value LIMIT ?3)),
+			(SELECT COUNT(*) FROM (SELECT 1 FROM partitions p INDEXED BY partitions_queue_id
+				JOIN cursors c ON c.partition_id = p.id WHERE p.queue_id = j.value LIMIT ?3))
+		FROM json_each(?1) j`, jsonInts(ids), s.liveTotals+1, s.livePositions+1)
 	if err != nil {
 		return nil, fmt.Errorf("size queues: %w", err)
 	}
 	defer rows.Close()
 	var small []int64
 	for rows.Next() {
-		var id, n int64
-		if err := rows.Scan(&id, &n); err != nil {
+		var id, parts, subs, cursors int64
+		if err := rows.Scan(&id, &parts, &subs, &cursors); err != nil {
 			return nil, fmt.Errorf("size queues: %w", err)
 		}
-		if n > int64(s.liveTotals) {
+		// The groups are at least the subscribed ones, and at least the
+		// rows over the partitions (a group has one row a partition at
+		// most): positions are parts times the larger of the two.
+		groups := subs
+		if parts > 0 {
+			groups = max(subs, (cursors+parts-1)/parts)
+		}
+		if parts > int64(s.liveTotals) || parts*groups > int64(s.livePositions) {
 			out[id] = true
 		} else {
 			small = append(small, id)
@@ -602,11 +630,28 @@ func (s *Store) grown(q *combtype.Queue) {
 		c.grew = map[string]struct{}{}
 	}
 	c.grew[q.Tenant] = struct{}{}
-	delete(c.small, q.ID)
+	s.forgetSmall(q.ID)
+}
+
+// groupJoined notes that a group subscribed to queue queueID, in the
+// commit after the commits counted so far: the queue's positions grew, so
+// its "small" verdict is dropped (largeQueues). The writer calls it before
+// that commit.
+func (s *Store) groupJoined(queueID int64) {
+	s.tot.grewMu.Lock()
+	defer s.tot.grewMu.Unlock()
+	s.forgetSmall(queueID)
+}
+
+// forgetSmall drops the "small" verdict of queue queueID and keeps when it
+// changed; grewMu is held.
+func (s *Store) forgetSmall(queueID int64) {
+	c := &s.tot
+	delete(c.small, queueID)
 	if c.grewAt == nil || len(c.grewAt) >= maxGrewAt {
 		c.grewAt, c.grewFloor = map[int64]int64{}, s.stats.Commits.Load()
 	}
-	c.grewAt[q.ID] = s.stats.Commits.Load()
+	c.grewAt[queueID] = s.stats.Commits.Load()
 }
 
 // sumGrownTenants sums ahead the Summary of each tenant that was given
