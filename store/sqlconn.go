@@ -57,16 +57,22 @@ func (c damageConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, markDamage(err)
 	}
-	return &damageConn{conn: conn}, nil
+	sc, ok := conn.(sqliteConn)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("sqlite driver connection %T lacks an interface database/sql uses", conn)
+	}
+	return &damageConn{conn: sc}, nil
 }
 
 // damageConn forwards every optional interface the driver's connections
 // implement (sqlite.NewConnector lists them): hiding one would make
 // database/sql fall back to its context-free paths.
-type damageConn struct{ conn driver.Conn }
+type damageConn struct{ conn sqliteConn }
 
-// The driver's connections implement these; a type assertion that fails
-// is a driver change to notice at once, not a fallback to take quietly.
+// sqliteConn is what the driver's connections implement; Connect refuses
+// one that does not, a driver change to notice at once rather than a
+// fallback to take quietly.
 type sqliteConn interface {
 	driver.Conn
 	driver.ConnBeginTx
@@ -78,8 +84,6 @@ type sqliteConn interface {
 	driver.Validator
 }
 
-func (c *damageConn) inner() sqliteConn { return c.conn.(sqliteConn) }
-
 // Unwrap lets the driver's own helpers (sqlite.Limit) see the connection.
 func (c *damageConn) Unwrap() driver.Conn { return c.conn }
 
@@ -90,11 +94,16 @@ func (c *damageConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *damageConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	st, err := c.inner().PrepareContext(ctx, query)
+	st, err := c.conn.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, markDamage(err)
 	}
-	return &damageStmt{st: st}, nil
+	ss, ok := st.(sqliteStmt)
+	if !ok {
+		st.Close()
+		return nil, fmt.Errorf("sqlite driver statement %T lacks an interface database/sql uses", st)
+	}
+	return &damageStmt{st: ss}, nil
 }
 
 func (c *damageConn) Begin() (driver.Tx, error) {
@@ -102,7 +111,7 @@ func (c *damageConn) Begin() (driver.Tx, error) {
 }
 
 func (c *damageConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	tx, err := c.inner().BeginTx(ctx, opts)
+	tx, err := c.conn.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, markDamage(err)
 	}
@@ -110,25 +119,25 @@ func (c *damageConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 }
 
 func (c *damageConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	res, err := c.inner().ExecContext(ctx, query, args)
+	res, err := c.conn.ExecContext(ctx, query, args)
 	return res, markDamage(err)
 }
 
 func (c *damageConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	rows, err := c.inner().QueryContext(ctx, query, args)
+	rows, err := c.conn.QueryContext(ctx, query, args)
 	if err != nil {
 		return nil, markDamage(err)
 	}
 	return damageRows{rows}, nil
 }
 
-func (c *damageConn) Ping(ctx context.Context) error { return markDamage(c.inner().Ping(ctx)) }
+func (c *damageConn) Ping(ctx context.Context) error { return markDamage(c.conn.Ping(ctx)) }
 
-func (c *damageConn) ResetSession(ctx context.Context) error { return c.inner().ResetSession(ctx) }
+func (c *damageConn) ResetSession(ctx context.Context) error { return c.conn.ResetSession(ctx) }
 
-func (c *damageConn) IsValid() bool { return c.inner().IsValid() }
+func (c *damageConn) IsValid() bool { return c.conn.IsValid() }
 
-type damageStmt struct{ st driver.Stmt }
+type damageStmt struct{ st sqliteStmt }
 
 type sqliteStmt interface {
 	driver.Stmt
@@ -153,12 +162,12 @@ func (s *damageStmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s *damageStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	res, err := s.st.(sqliteStmt).ExecContext(ctx, args)
+	res, err := s.st.ExecContext(ctx, args)
 	return res, markDamage(err)
 }
 
 func (s *damageStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	rows, err := s.st.(sqliteStmt).QueryContext(ctx, args)
+	rows, err := s.st.QueryContext(ctx, args)
 	if err != nil {
 		return nil, markDamage(err)
 	}
