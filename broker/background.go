@@ -3,9 +3,11 @@ package broker
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/retention"
 )
 
@@ -21,10 +23,17 @@ func (b *Broker) startBackground(ctx context.Context, opts Options) error {
 	}
 	if !b.st.Encrypting() {
 		var n int
-		if err := b.st.ReadDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM queues WHERE encryption_enabled = 1`).Scan(&n); err != nil {
+		err := b.st.ReadDB().QueryRowContext(ctx, `SELECT COUNT(*) FROM queues WHERE encryption_enabled = 1`).Scan(&n)
+		switch {
+		case errors.Is(err, combtype.ErrDamaged):
+			// The count only chooses a warning: a damaged page under the
+			// queues must not keep the server from serving what is not
+			// under it. Each path that reads through it says so itself.
+			log.Error("could not count the queues with encryptionEnabled: the database file is damaged; run comb check",
+				"err", err)
+		case err != nil:
 			return fmt.Errorf("count encrypted queues: %w", err)
-		}
-		if n > 0 {
+		case n > 0:
 			log.Warn("queues have encryptionEnabled but no encryption key is set: their new messages are stored in clear",
 				"queues", n)
 		}

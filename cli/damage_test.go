@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/comb-broker/comb/internal/combtest"
 )
 
 // flipSegmentByte changes one byte in the middle of the stored segment of
@@ -165,4 +167,17 @@ func TestNoPathAnswers5xxForADamagedSegment(t *testing.T) {
 			t.Errorf("quarantine = %+v, want the segment of offsets 5-9 once", list)
 		}
 	})
+}
+
+// TestServeOverADamagedStartPageSaysWhatToDo: the pages every start reads
+// (the schema version, the settings) cannot be served around; comb serve
+// then refuses to start, and must say the file is damaged and what to do,
+// as a running server's reply to damage does, not only SQLite's words.
+func TestServeOverADamagedStartPageSaysWhatToDo(t *testing.T) {
+	path := makeDB(t)
+	combtest.DamageLastLeaf(t, path, "settings")
+	code, _, stderr := runMain(t, nil, "serve", "--db", path, "--addr", "127.0.0.1:0")
+	if code == 0 || !strings.Contains(stderr, "database file is damaged") || !strings.Contains(stderr, "run comb check") {
+		t.Errorf("serve over a damaged settings page: exit %d, stderr %q", code, stderr)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/gcpace"
 	"github.com/comb-broker/comb/internal/sdnotify"
@@ -177,6 +178,11 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 		RetentionInterval: ret.interval, SnapshotSweepInterval: ret.snapshots, EncryptionKey: ret.key, Logger: log})
 	if err != nil {
 		ln.Close()
+		if errors.Is(err, combtype.ErrDamaged) {
+			// The pages every start reads (schema, settings) are damaged:
+			// say what to do, as a running server's reply to it does.
+			return fmt.Errorf("%w: run comb check on the file and restore it from a backup (docs/operations.md)", err)
+		}
 		return err
 	}
 	fwd, err := fwdCfg.start(ctx, b, specs, log)

@@ -30,11 +30,13 @@ var (
 	// written and it may be sent again; writes resume when that
 	// transaction ends.
 	ErrFileBusy = errors.New("database file is locked by another program's write transaction")
-	// ErrDamaged is returned by a write that met a damaged page of the
-	// database file (SQLite: "database disk image is malformed"): a bad
-	// sector, a copy cut short, another program writing into the file.
-	// Nothing of it was written. comb check names the damage; the file
-	// needs a restore from a backup (docs/operations.md).
+	// ErrDamaged is returned by a read or write that met a damaged page of
+	// the database file (SQLite: "database disk image is malformed", or a
+	// header that is no longer a database's): a bad sector, a copy cut
+	// short, another program writing into the file. Nothing of a write was
+	// written. What does not read through the damage keeps working; comb
+	// check names the damage, and the file needs a restore from a backup
+	// (docs/operations.md).
 	ErrDamaged = errors.New("database file is damaged")
 
 	// Opening a database (Open, Check, BackupFile).

@@ -111,6 +111,13 @@ func NewHandler(b *broker.Broker, cfg Config) *Handler {
 		s.fail(w, r, errNoRoute)
 	})
 	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		if v == http.ErrAbortHandler {
+			// A handler cutting a reply it has begun (state/get's rows):
+			// net/http must close the connection, so the client sees a
+			// reply cut short; answering it here appended an error body to
+			// the rows and ended the reply as if whole.
+			panic(v)
+		}
 		s.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", v)
 		s.fail(w, r, fmt.Errorf("panic: %v", v))
 	}

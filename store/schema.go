@@ -158,14 +158,16 @@ func isMalformed(err error) bool { return sqliteCode(err) == sqliteCorrupt }
 func isBusy(err error) bool { return sqliteCode(err) == sqliteBusy }
 
 // classify marks a write that failed for lack of space with ErrFull, one
-// that found the file locked by another program with ErrFileBusy and one
-// that met a damaged page with ErrDamaged, so callers can tell them from
-// a bug and answer them as such.
+// that found the file locked by another program with ErrFileBusy, and a
+// read or write that met a damaged page with ErrDamaged, so callers can
+// tell them from a bug and answer them as such. The server's own connections
+// mark damage as they return it (openSQLite); this marks it on the paths
+// that open a connection of their own.
 func classify(err error) error {
 	switch {
 	case err == nil || errors.Is(err, combtype.ErrFull) || errors.Is(err, combtype.ErrFileBusy) || errors.Is(err, combtype.ErrDamaged):
 		return err
-	case isMalformed(err):
+	case isDamage(err):
 		return fmt.Errorf("%w: %w", combtype.ErrDamaged, err)
 	case isFull(err):
 		return fmt.Errorf("%w: %w", combtype.ErrFull, err)

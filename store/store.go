@@ -316,8 +316,8 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	// The writer's connection sets nothing that writes before the schema
 	// is checked: switching to WAL, or auto_vacuum, must not happen to a
 	// file that is not comb's.
-	s.wdb, err = sql.Open("sqlite", base+"?_pragma=busy_timeout("+busyMillis+")&_pragma=foreign_keys(0)"+
-		"&_pragma=cache_size("+writerCacheKiB+")&_pragma=synchronous("+syncLevel+")")
+	s.wdb, err = openSQLite(base + "?_pragma=busy_timeout(" + busyMillis + ")&_pragma=foreign_keys(0)" +
+		"&_pragma=cache_size(" + writerCacheKiB + ")&_pragma=synchronous(" + syncLevel + ")")
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
@@ -352,7 +352,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("apply migrations: %w", err)
 	}
 
-	s.rdb, err = sql.Open("sqlite", base+"?"+pragmas+"&_pragma=cache_size("+readerCacheKiB+")&_pragma=query_only(1)")
+	s.rdb, err = openSQLite(base + "?" + pragmas + "&_pragma=cache_size(" + readerCacheKiB + ")&_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("open readers: %w", err)
 	}

@@ -157,3 +157,35 @@ func DamagePage(tb testing.TB, path, name string) {
 		tb.Fatal(err)
 	}
 }
+
+// DamageLastLeaf makes the last leaf page, in key order, of the table or
+// index name in the closed database at path unreadable: its page type is
+// zeroed, which SQLite refuses as soon as it loads the page. A statement
+// scanning the tree in order reads every leaf before it and then stops,
+// "database disk image is malformed": damage met in the middle of a scan.
+func DamageLastLeaf(tb testing.TB, path, name string) {
+	tb.Helper()
+	var page, pageSize int64
+	db := ReadDB(tb, path)
+	// dbstat's path names a page by the child indexes from the root, fixed
+	// width: in text order the pages are in key order.
+	if err := db.QueryRow(`SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY path DESC LIMIT 1`,
+		name).Scan(&page); err != nil {
+		tb.Fatalf("last leaf of %s: %v", name, err)
+	}
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+		tb.Fatal(err)
+	}
+	db.Close()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte{0}, (page-1)*pageSize); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
