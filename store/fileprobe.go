@@ -13,6 +13,7 @@ package store
 // waiter may stop waiting at any moment.
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/comb-broker/comb/combtype"
@@ -123,4 +124,42 @@ func (s *Store) stopProbes() {
 	f.closed = true
 	f.mu.Unlock()
 	s.endProbe(nil, combtype.ErrClosed)
+}
+
+// errLockHeld answers a long-poll's claim the writer did not try: the last
+// commit found the file locked by another program, and the pop waits on
+// probes instead.
+var errLockHeld = fmt.Errorf("%w: not tried while another program holds the file's write lock", combtype.ErrFileBusy)
+
+// spareWaiters answers at once, with errLockHeld, the claims of long-poll
+// pops in batch while the last commit found the file locked by another
+// program, and returns the rest. Queued behind the commit that met the
+// lock, such a claim would wait the busy timeout again in the next, past
+// its pop's own timeout; answered, the pop waits on probes, holding
+// nothing, and can answer at its timeout. A pop that does not wait is
+// tried as before, and answered 503 after the busy timeout. Only the
+// writer calls it.
+func (s *Store) spareWaiters(batch []*writeOp) []*writeOp {
+	if !s.fileBusy {
+		return batch
+	}
+	waiters := 0
+	for _, op := range batch {
+		if op.claim != nil && op.claim.req.Wait {
+			waiters++
+		}
+	}
+	if waiters == 0 {
+		return batch
+	}
+	kept := make([]*writeOp, 0, len(batch)-waiters)
+	for _, op := range batch {
+		if op.claim != nil && op.claim.req.Wait {
+			op.apply = nil
+			op.done <- errLockHeld
+			continue
+		}
+		kept = append(kept, op)
+	}
+	return kept
 }

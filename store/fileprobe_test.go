@@ -86,3 +86,42 @@ func TestAProbeTellsWhetherAnotherProgramHoldsTheWriteLock(t *testing.T) {
 	}
 	combtest.CheckInvariants(t, path)
 }
+
+// TestALongPollsClaimIsNotTriedWhileTheLockIsKnownHeld: once a commit has
+// found the file locked by another program, the writer answers the
+// claims of long-poll pops (Wait) without trying them: tried, each would
+// wait the busy timeout again inside a commit, past its pop's own
+// timeout, where untried its pop waits on probes and can answer at its
+// timeout. A pop that does not wait is tried as before. Once a probe
+// has taken the lock, the long-poll's claim is made as usual.
+func TestALongPollsClaimIsNotTriedWhileTheLockIsKnownHeld(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "comb.db")
+	s, err := store.Open(ctx, store.Options{Path: path, BusyTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "m", Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	session := combtest.StartSQLite3Writer(t, path)
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "during", Payload: []byte(`{}`)}}); !errors.Is(err, combtype.ErrFileBusy) {
+		t.Fatalf("a push under the lock: %v, want ErrFileBusy", err)
+	}
+	waiting := combtype.PopRequest{Queue: "q", Group: "g", Wait: true, Timeout: time.Minute}
+	if _, err := s.Pop(ctx, "", waiting); !errors.Is(err, store.ErrLockHeld) {
+		t.Errorf("a long-poll's claim while the lock is known held: %v, want it answered untried", err)
+	}
+	if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "k"}); !errors.Is(err, combtype.ErrFileBusy) || errors.Is(err, store.ErrLockHeld) {
+		t.Errorf("a pop without wait under the lock: %v, want ErrFileBusy after trying", err)
+	}
+	session.Close()
+	if err := awaitProbe(t, s.ProbeFile()); err != nil {
+		t.Fatalf("the probe after the session ended: %v", err)
+	}
+	res, err := s.Pop(ctx, "", waiting)
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].TxnID != "m" {
+		t.Errorf("the long-poll's claim after the lock: %+v %v, want m", res, err)
+	}
+}

@@ -121,7 +121,7 @@ func (s *Store) runWriter() {
 		s.gather(&batch, ramp.claims())
 		s.lingerFor(&lg, &batch)
 		start := time.Now()
-		if admitted := s.admit(batch); len(admitted) > 0 {
+		if admitted := s.admit(s.spareWaiters(batch)); len(admitted) > 0 {
 			s.commit(admitted)
 		}
 		lg.expect(batch, len(s.ops), time.Since(start))
