@@ -38,7 +38,8 @@
 //     Options.MaxDBBytes full fails with combtype.ErrFull and changed
 //     nothing. A write that met another program's write transaction on
 //     the file for longer than Options.BusyTimeout fails with
-//     combtype.ErrFileBusy and changed nothing.
+//     combtype.ErrFileBusy and changed nothing (a Pop with Wait waits it
+//     out instead, within its timeout).
 //   - Listings and counts of names that do not exist (a queue, a group, a
 //     tenant) are empty or zero, not errors; a call that reads or changes
 //     one named record returns that record's not-found sentinel, as its
@@ -53,6 +54,7 @@ package broker
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -318,7 +320,10 @@ func (b *Broker) LeaseRelease(ctx context.Context, leaseID string) (int64, error
 // Pop delivers up to req.Batch messages under a lease (or, with AutoAck,
 // consumed at once). With Wait it parks until a push, a released or
 // expired lease or a seek makes something deliverable, the timeout passes,
-// or ctx ends; it never polls the database in a loop. An unknown queue is
+// or ctx ends; it never polls the database in a loop. With Wait, another
+// program's write transaction on the file is waited out within the
+// timeout rather than failing with combtype.ErrFileBusy: the pop is
+// answered once it ends, or empty at the timeout. An unknown queue is
 // nothing to deliver, not an error. A Timeout outside [0, MaxPopTimeout]
 // is refused with a *RangeError.
 func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.PopResult, error) {
@@ -339,9 +344,25 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 		if b.maint.popOn() {
 			return pausedPop(req.Group), nil // pop maintenance: nothing, at once
 		}
+		if req.Wait && b.st.FileBusy() {
+			// Another program holds the file's write lock: a claim would
+			// only wait it out inside a commit (store/fileprobe.go).
+			if res, err := b.outwaitLock(ctx, &req, deadline); res != nil || err != nil {
+				return res, err
+			}
+			woken = false
+		}
 		// Watch before looking, so a change in between is not missed.
 		changed, release := b.watch(req.Queue)
 		res, err := b.look(ctx, &req, woken)
+		if req.Wait && fileBusy(err) {
+			// The claim met the lock and wrote nothing; a long-poll has
+			// its own timeout to wait it out in, as it waits out an empty
+			// queue.
+			release()
+			woken = false
+			continue
+		}
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
 			release()
 			b.metrics.countPop(b.tenant, res, req.AutoAck)
@@ -371,6 +392,10 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 			}
 			got, again, err := b.parkHanded(ctx, p, wait)
 			release()
+			if fileBusy(err) {
+				woken = false
+				continue // the claim made for it met the lock, as above
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -392,12 +417,76 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 		}
 		if time.Until(deadline) <= 0 {
 			// One last look: the wake may have come right at the deadline.
-			res, err := b.look(ctx, &req, false)
-			b.metrics.countPop(b.tenant, res, req.AutoAck)
-			return res, err
+			return b.lastLook(ctx, &req)
 		}
 		woken = true
 	}
+}
+
+// lastLook is the look of a long-poll pop at its deadline. Not into the
+// lock of another program: its time is up, and it is answered as a
+// long-poll that got nothing (outwaitLock says why).
+func (b *Broker) lastLook(ctx context.Context, req *combtype.PopRequest) (*combtype.PopResult, error) {
+	if b.st.FileBusy() {
+		return emptyPop(req), nil
+	}
+	res, err := b.look(ctx, req, false)
+	if fileBusy(err) {
+		return emptyPop(req), nil
+	}
+	b.metrics.countPop(b.tenant, res, req.AutoAck)
+	return res, err
+}
+
+// fileBusy reports whether a look failed on another program's write lock.
+func fileBusy(err error) bool { return err != nil && errors.Is(err, combtype.ErrFileBusy) }
+
+// outwaitLock waits, for a long-poll pop, until the writer can take the
+// file's write lock again (nil, nil: look again), or until the pop must
+// answer empty (its result): its deadline passed, its caller left, the
+// broker is draining or pop maintenance began. The pop waits parked,
+// holding nothing: each of
+// the writer's attempts at the lock is a commit of nothing shared by every
+// pop waiting (store.Store.ProbeFile), so the pop can stop at its deadline
+// with no claim in flight. Its deadline passing is answered 204, as any
+// long-poll that got nothing: Queen's clients long-poll again at once on
+// a 204, where a 503 counts as a failed attempt (docs/operations.md).
+func (b *Broker) outwaitLock(ctx context.Context, req *combtype.PopRequest, deadline time.Time) (*combtype.PopResult, error) {
+	wait := time.Until(deadline)
+	if wait <= 0 {
+		return emptyPop(req), nil
+	}
+	if req.OnPark != nil {
+		req.OnPark()
+		req.OnPark = nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	b.parked.Add(1)
+	defer b.parked.Add(-1)
+	for {
+		probe := b.st.ProbeFile()
+		select {
+		case <-probe.Done():
+			switch err := probe.Err(); {
+			case errors.Is(err, combtype.ErrFileBusy):
+				continue // still held: the next attempt
+			case errors.Is(err, combtype.ErrClosed):
+				return nil, err
+			}
+			return nil, nil
+		case <-timer.C:
+		case <-ctx.Done():
+		case <-b.draining:
+		case <-b.maint.popPaused():
+		}
+		return emptyPop(req), nil
+	}
+}
+
+// emptyPop is the answer of a pop that got nothing.
+func emptyPop(req *combtype.PopRequest) *combtype.PopResult {
+	return &combtype.PopResult{Group: cmp.Or(req.Group, combtype.QueueModeGroup)}
 }
 
 // checkPopRequest refuses a Pop's timeout out of range and its malformed

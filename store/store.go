@@ -148,6 +148,12 @@ type Store struct {
 	rows    rowCache        // writer goroutine only
 	crypt   *segment.Cipher // nil without an encryption key
 	watch   watchers
+	// probes are the writer's attempts at the write lock for callers
+	// waiting out another program's, and fileBusyNow the writer's
+	// fileBusy for them (fileprobe.go).
+	probes      fileProbes
+	fileBusyNow atomic.Bool
+
 	turn    turns // round robin over partitions, per (queue, group)
 	subs    subscribedSet
 	noWaves bool // claims are never fused (tests and benchmarks compare)
@@ -294,6 +300,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()
+	s.probes.init()
 	defer func() {
 		if err != nil {
 			if s.wconn != nil {

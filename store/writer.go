@@ -42,8 +42,11 @@ type writeOp struct {
 	claim *claimOp
 	// parked is the parked pop a handed claim is made for (handed.go).
 	parked *ParkedPop
-	bytes  int
-	done   chan error
+	// probe is set on the commit of nothing that tries the file's write
+	// lock for the callers waiting out another program's (fileprobe.go).
+	probe *FileProbe
+	bytes int
+	done  chan error
 }
 
 // submit hands op to the writer and waits for its committed outcome. The wait
@@ -75,6 +78,7 @@ func (s *Store) submit(ctx context.Context, op *writeOp) error {
 
 func (s *Store) runWriter() {
 	defer close(s.stopped)
+	defer s.stopProbes()
 	batch := make([]*writeOp, 0, s.maxOps)
 	// idle fires once the writer has had nothing to do for a while after a
 	// commit: the time to shrink the WAL, or to make room on a full disk.
@@ -90,6 +94,10 @@ func (s *Store) runWriter() {
 		if first == nil {
 			select {
 			case first = <-s.ops:
+			case <-s.probes.ask:
+				if first = s.probeOp(); first == nil {
+					continue // a commit since it was asked answered it
+				}
 			case <-idle.C:
 				// Planner statistics are looked for while idle too: the
 				// readers plan with them whether or not anything is
@@ -119,7 +127,7 @@ func (s *Store) runWriter() {
 		s.gather(&batch, ramp.claims())
 		s.lingerFor(&lg, &batch)
 		start := time.Now()
-		if admitted := s.admit(batch); len(admitted) > 0 {
+		if admitted := s.admit(s.spareWaiters(batch)); len(admitted) > 0 {
 			s.commit(admitted)
 		}
 		lg.expect(batch, len(s.ops), time.Since(start))
@@ -278,6 +286,9 @@ func (s *Store) commit(batch []*writeOp) {
 		errs, notify, err = s.runBatch(batch)
 	}
 	s.noteFileBusy(err)
+	if err == nil || isBusy(err) || len(batch) == 1 {
+		s.probed(batch, err)
+	}
 	if err != nil && len(batch) > 1 && !isBusy(err) {
 		// Find the op that broke the batch by giving each its own commit.
 		for _, op := range batch {
@@ -335,6 +346,7 @@ func (s *Store) noteFileBusy(err error) {
 		s.log.Info("the other program's write transaction on the database file ended; writes go on", "path", s.path)
 	}
 	s.fileBusy = busy || (s.fileBusy && err != nil)
+	s.fileBusyNow.Store(s.fileBusy)
 }
 
 // runBatch applies batch in one transaction and commits it.
