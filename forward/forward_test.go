@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -439,24 +438,6 @@ func TestAPatternForwarderForwardsEveryMatchingQueueUnderItsOwnName(t *testing.T
 	}
 }
 
-// lockedBuffer is a log sink the runner's goroutines share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestAForwarderReportsHowFarBehindItIsAndLogsItsRecovery(t *testing.T) {
 	up := combtest.MustServer(t, combtest.Options{})
 	target, err := url.Parse(up.URL)
@@ -481,8 +462,8 @@ func TestAForwarderReportsHowFarBehindItIsAndLogsItsRecovery(t *testing.T) {
 		push(t, b, combtype.PushItem{Queue: "q", TxnID: fmt.Sprintf("m%d", i), Payload: []byte(`1`)})
 	}
 	clk.Advance(90 * time.Second)
-	var logs lockedBuffer
-	r := startRunner(t, b, forward.Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	var logs combtest.Logs
+	r := startRunner(t, b, forward.Options{Clock: clk, Logger: logs.Logger()})
 	ctx := context.Background()
 	if _, err := r.Create(ctx, &combtype.Forwarder{Name: "up", Queue: "q", UpstreamURL: link.URL}); err != nil {
 		t.Fatal(err)

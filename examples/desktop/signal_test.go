@@ -29,7 +29,7 @@ func TestSIGTERMClosesTheDatabaseCleanly(t *testing.T) {
 	}
 	db := filepath.Join(dir, "events.db")
 	cmd := exec.Command(bin, "-db", db)
-	var stdout, stderr syncBuffer
+	var stdout, stderr combtest.Logs
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

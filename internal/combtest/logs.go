@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Logs is a log sink that the code under test writes from its own
+// Logs is a log or output sink that the code under test writes from its own
 // goroutines while the test reads it.
 type Logs struct {
 	mu  sync.Mutex

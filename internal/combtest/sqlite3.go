@@ -127,35 +127,13 @@ func (r *SQLite3Session) Close() {
 // statement reading the tree can miss.
 func DamagePage(tb testing.TB, path, name string) {
 	tb.Helper()
-	var root, pageSize int64
-	db := ReadDB(tb, path)
-	if err := db.QueryRow(`SELECT rootpage FROM sqlite_schema WHERE name = ?`, name).Scan(&root); err != nil {
-		tb.Fatalf("root page of %s: %v", name, err)
-	}
-	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
-		tb.Fatal(err)
-	}
-	db.Close()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	page := make([]byte, pageSize)
-	if _, err := f.ReadAt(page, (root-1)*pageSize); err != nil {
-		tb.Fatal(err)
-	}
-	if page[0] != 0x02 && page[0] != 0x05 { // interior index, interior table
-		tb.Fatalf("the root page of %s is a leaf (type %#x): the tree is too small to damage", name, page[0])
+	page := readPage(tb, path, `SELECT rootpage FROM sqlite_schema WHERE name = ?`, name)
+	if page.b[0] != 0x02 && page.b[0] != 0x05 { // interior index, interior table
+		tb.Fatalf("the root page of %s is a leaf (type %#x): the tree is too small to damage", name, page.b[0])
 	}
 	// The cells: from the start of the content area to the page's end.
-	content := int64(page[5])<<8 | int64(page[6])
-	if _, err := f.WriteAt(bytes.Repeat([]byte{0x7f}, int(pageSize-content)), (root-1)*pageSize+content); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
+	content := int(page.b[5])<<8 | int(page.b[6])
+	page.overwrite(tb, content, bytes.Repeat([]byte{0x7f}, len(page.b)-content))
 }
 
 // DamageLastLeaf makes the last leaf page, in key order, of the table or
@@ -165,24 +143,53 @@ func DamagePage(tb testing.TB, path, name string) {
 // "database disk image is malformed": damage met in the middle of a scan.
 func DamageLastLeaf(tb testing.TB, path, name string) {
 	tb.Helper()
-	var page, pageSize int64
-	db := ReadDB(tb, path)
 	// dbstat's path names a page by the child indexes from the root, fixed
 	// width: in text order the pages are in key order.
-	if err := db.QueryRow(`SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY path DESC LIMIT 1`,
-		name).Scan(&page); err != nil {
-		tb.Fatalf("last leaf of %s: %v", name, err)
+	page := readPage(tb, path, `SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY path DESC LIMIT 1`, name)
+	page.overwrite(tb, 0, []byte{0})
+}
+
+// filePage is one page of a closed database file, as read by readPage.
+type filePage struct {
+	path string
+	off  int64 // of the page in the file
+	b    []byte
+}
+
+// readPage reads the page whose number the query (one argument, name)
+// finds in the closed database at path.
+func readPage(tb testing.TB, path, query, name string) filePage {
+	tb.Helper()
+	var no, size int64
+	db := ReadDB(tb, path)
+	if err := db.QueryRow(query, name).Scan(&no); err != nil {
+		tb.Fatalf("page of %s: %v", name, err)
 	}
-	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&size); err != nil {
 		tb.Fatal(err)
 	}
 	db.Close()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	p := filePage{path: path, off: (no - 1) * size, b: make([]byte, size)}
+	f, err := os.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.WriteAt([]byte{0}, (page-1)*pageSize); err != nil {
+	if _, err := f.ReadAt(p.b, p.off); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// overwrite writes b at offset at of the page, in the file.
+func (p filePage) overwrite(tb testing.TB, at int, b []byte) {
+	tb.Helper()
+	f, err := os.OpenFile(p.path, os.O_RDWR, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, p.off+int64(at)); err != nil {
 		tb.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
