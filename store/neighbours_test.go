@@ -313,3 +313,58 @@ func TestPlannerStatisticsAnotherProgramWroteAreDropped(t *testing.T) {
 		t.Fatalf("check: %v %+v", err, rep)
 	}
 }
+
+// TestAutoVacuumSwitchedOffByAnotherProgramIsLogged: a VACUUM another
+// program runs can switch the file's auto_vacuum off, beside a running
+// server or not; retention and a full disk's recovery then cannot give
+// pages back to the file system (vacuum.go). The writer says so once,
+// with the way back, whether it finds it at open or while it runs.
+func TestAutoVacuumSwitchedOffByAnotherProgramIsLogged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "comb.db")
+	const warning = "does not give freed pages back to the file system"
+	var logs combtest.Logs
+	st := openLogged(t, path, logs.Logger())
+	pushN(t, st, "a", 10)
+	combtest.SQLite3Exec(t, path, "PRAGMA busy_timeout = 10000; PRAGMA auto_vacuum = NONE; VACUUM;")
+	if got := combtest.SQLite3Exec(t, path, "PRAGMA auto_vacuum"); got != "0" {
+		t.Fatalf("auto_vacuum after the outside VACUUM = %s, want 0; the test proves nothing", got)
+	}
+	// The writer looks once a second; ten times that is a stall.
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		if !strings.Contains(logs.String(), warning) {
+			return errors.New("no warning yet")
+		}
+		return nil
+	})
+	pushN(t, st, "b", 10)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), warning); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
+	}
+
+	var again combtest.Logs
+	st = openLogged(t, path, again.Logger())
+	if !strings.Contains(again.String(), warning) || !strings.Contains(again.String(), "auto_vacuum=INCREMENTAL; VACUUM") {
+		t.Errorf("no warning with the way back at open:\n%s", again.String())
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The way back the warning gives, then a quiet open.
+	combtest.SQLite3Exec(t, path, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
+	var fixed combtest.Logs
+	st = openLogged(t, path, fixed.Logger())
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(fixed.String(), warning) {
+		t.Errorf("warning after the file was made INCREMENTAL again:\n%s", fixed.String())
+	}
+	rep, err := store.Check(context.Background(), path)
+	if err != nil || len(rep.Findings) > 0 || rep.Frames != 20 {
+		t.Fatalf("check: %v %+v", err, rep)
+	}
+}

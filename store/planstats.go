@@ -80,18 +80,21 @@ func (s *Store) dropPlannerStats(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// checkPlannerStats runs dropPlannerStats on the writer goroutine if
-// statsCheckEvery has passed since the last look. A failure (another
-// program holding the write lock) is logged once and left for the next
-// look.
-func (s *Store) checkPlannerStats(now time.Time) {
+// lookOutside runs, on the writer goroutine, what the writer checks of
+// the changes other programs make to the file (dropPlannerStats,
+// checkAutoVacuum) if statsCheckEvery has passed since the last look. A
+// failure to drop statistics (another program holding the write lock) is
+// logged once and left for the next look.
+func (s *Store) lookOutside(now time.Time) {
 	if now.Sub(s.statsCheckedAt) < statsCheckEvery {
 		return
 	}
 	s.statsCheckedAt = now
-	_, err := s.dropPlannerStats(context.Background())
+	ctx := context.Background()
+	_, err := s.dropPlannerStats(ctx)
 	if err != nil && !s.statsFailing {
 		s.log.Warn("planner statistics another program wrote are left for the next look", "err", err)
 	}
 	s.statsFailing = err != nil
+	s.checkAutoVacuum(ctx)
 }

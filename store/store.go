@@ -205,6 +205,9 @@ type Store struct {
 	// writer goroutine only).
 	statsCheckedAt time.Time
 	statsFailing   bool
+	// vacuumOff is set while the file's auto_vacuum is not INCREMENTAL,
+	// once the writer has said so (vacuum.go; writer goroutine only).
+	vacuumOff bool
 	// dedupJSON writes every commit's dedup rows as a JSON array, as
 	// before small ones went as bound values (benchmarks compare).
 	dedupJSON bool
@@ -383,7 +386,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if s.segSeq, err = segmentSeq(ctx, s.wconn); err != nil {
 		return nil, err
 	}
-	s.checkPlannerStats(time.Now())
+	s.lookOutside(time.Now())
 	s.wstmts, s.rstmts = newStmtCache(s.wconn), newStmtCache(s.rdb)
 	s.r = readDB{s.rstmts}
 	s.ops = make(chan *writeOp, s.maxOps)

@@ -102,7 +102,7 @@ func (s *Store) runWriter() {
 				// Planner statistics are looked for while idle too: the
 				// readers plan with them whether or not anything is
 				// written.
-				s.checkPlannerStats(time.Now())
+				s.lookOutside(time.Now())
 				again := s.idleWork()
 				if again <= 0 || again > statsCheckEvery {
 					again = statsCheckEvery
@@ -136,7 +136,7 @@ func (s *Store) runWriter() {
 		// ones, and through them their requests' bodies (a 64 MiB push),
 		// until later ops took their places.
 		clear(batch)
-		s.checkPlannerStats(time.Now())
+		s.lookOutside(time.Now())
 		idle.Reset(walIdleAfter)
 	}
 }
