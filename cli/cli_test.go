@@ -13,7 +13,6 @@ import (
 	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/authtest"
 	"github.com/comb-broker/comb/internal/combtest"
-	"github.com/comb-broker/comb/internal/sidecartest"
 	"github.com/spf13/cobra"
 )
 
@@ -283,7 +282,7 @@ func serveLogs(t *testing.T, env map[string]string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errOut sidecartest.Output
+	var errOut combtest.Logs
 	ready := make(chan string, 1)
 	m := &App{Stdout: &bytes.Buffer{}, Stderr: &errOut, Getenv: func(k string) string { return env[k] },
 		Ready: func(a string) { ready <- a }}

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/comb-broker/comb/internal/sidecartest"
+	"github.com/comb-broker/comb/internal/combtest"
 )
 
 // TestARealFullFilesystemAnswers507AndWritesResumeWhenSpaceReturns runs
@@ -147,7 +147,7 @@ type fullDisk struct {
 	dir    string
 	db     string
 	base   string
-	stderr *sidecartest.Output
+	stderr *combtest.Logs
 	cancel context.CancelFunc
 	done   chan error
 	rnd    *rand.Rand
@@ -184,7 +184,7 @@ func startOnTmpfs(t *testing.T, size string, args ...string) *fullDisk {
 // startServeIn serves comb.db in dir until the test ends.
 func startServeIn(t *testing.T, dir string, args ...string) *fullDisk {
 	t.Helper()
-	d := &fullDisk{t: t, dir: dir, db: filepath.Join(dir, "comb.db"), stderr: &sidecartest.Output{}, done: make(chan error, 1),
+	d := &fullDisk{t: t, dir: dir, db: filepath.Join(dir, "comb.db"), stderr: &combtest.Logs{}, done: make(chan error, 1),
 		rnd: rand.New(rand.NewPCG(5, 6))}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/comb-broker/comb/internal/sidecartest"
+	"github.com/comb-broker/comb/internal/combtest"
 )
 
 // TestPromtoolChecksTheMetrics runs comb serve with a queue, a consumer
@@ -29,7 +29,7 @@ func TestPromtoolChecksTheMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan string, 1)
-	var logs sidecartest.Output
+	var logs combtest.Logs
 	m := &App{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" }, Ready: func(a string) { ready <- a }}
 	done := make(chan error, 1)
 	go func() {

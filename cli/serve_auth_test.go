@@ -13,15 +13,15 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/comb-broker/comb/internal/authtest"
-	"github.com/comb-broker/comb/internal/sidecartest"
+	"github.com/comb-broker/comb/internal/combtest"
 )
 
 // serveForTest runs `comb serve args...` with env until the test ends and
 // returns its base URL and log.
-func serveForTest(t *testing.T, env map[string]string, args ...string) (string, *sidecartest.Output) {
+func serveForTest(t *testing.T, env map[string]string, args ...string) (string, *combtest.Logs) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &sidecartest.Output{}
+	logs := &combtest.Logs{}
 	ready := make(chan string, 1)
 	m := &App{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }, Ready: func(a string) { ready <- a }}
 	done := make(chan error, 1)
@@ -45,7 +45,7 @@ func serveForTest(t *testing.T, env map[string]string, args ...string) (string, 
 }
 
 func runServe(env map[string]string, args ...string) (string, error) {
-	logs := &sidecartest.Output{}
+	logs := &combtest.Logs{}
 	m := &App{Stdout: logs, Stderr: logs, Getenv: func(k string) string { return env[k] }}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

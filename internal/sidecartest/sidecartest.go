@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -62,7 +61,7 @@ type Ready struct {
 type Proc struct {
 	Ready   Ready
 	cmd     *exec.Cmd
-	stderr  *Output
+	stderr  *combtest.Logs
 	exited  chan struct{} // closed once comb has exited and waitErr is set
 	waitErr error
 }
@@ -71,7 +70,7 @@ type Proc struct {
 // process is killed when the test ends, if it is still running.
 func Start(t testing.TB, bin string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{cmd: exec.Command(bin, args...), stderr: &Output{}, exited: make(chan struct{})}
+	p := &Proc{cmd: exec.Command(bin, args...), stderr: &combtest.Logs{}, exited: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -179,24 +178,6 @@ func Drain(t testing.TB, base, queue string) []string {
 			ids = append(ids, m.TransactionID)
 		}
 	}
-}
-
-// Output collects a process's output while the test reads it.
-type Output struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (o *Output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.Write(p)
-}
-
-func (o *Output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
 }
 
 // Parent is what a program that ran comb as its child reported on stdout
