@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -276,5 +277,59 @@ func TestAnAckAfterCloseIsRefusedAsClosed(t *testing.T) {
 	}
 	if _, err := s.Transaction(ctx, "", []combtype.TxOp{{Type: "ack", Ack: combtype.AckItem{TxnID: "a", PartitionID: uuid}}}); !errors.Is(err, combtype.ErrClosed) {
 		t.Fatalf("transaction after close = %v", err)
+	}
+}
+
+// A push that wakes many groups hands out a lease of one message to each,
+// and each group's ack comes back at once: every one of them is located
+// from memory, not only the last few hundred leases. What is kept stays
+// bounded by messages, the oldest leases forgotten first.
+func TestTheLeasesOfAWideWakeAreAllLocatedFromMemory(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "only", Payload: []byte("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	const groups = 400 // more leases than were ever kept by count (256)
+	leases := make([]string, groups)
+	var part string
+	for i := range groups {
+		res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g%d", i), Batch: 1})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("pop of g%d = %+v, %v", i, res, err)
+		}
+		leases[i], part = res.LeaseID, res.Messages[0].PartitionID
+	}
+	for i, l := range leases {
+		got := map[string]int64{}
+		s.leased.find(l, part, map[string]bool{"only": true}, got)
+		if off, ok := got["only"]; !ok || off != 0 {
+			t.Fatalf("lease of g%d: found %v in memory, want only at 0", i, got)
+		}
+	}
+
+	var r recentLeases
+	msgs := make([]combtype.Message, 1000)
+	for i := range msgs {
+		msgs[i] = combtype.Message{PartitionID: "p", TxnID: fmt.Sprint(i), Offset: int64(i)}
+	}
+	for i := range 2 * maxRecentFrames / len(msgs) {
+		r.put(fmt.Sprint("lease-", i), msgs)
+	}
+	if r.frames > maxRecentFrames || len(r.byID)*len(msgs) != r.frames {
+		t.Fatalf("kept %d frames in %d leases, bound %d", r.frames, len(r.byID), maxRecentFrames)
+	}
+	got := map[string]int64{}
+	r.find("lease-0", "p", map[string]bool{"0": true}, got)
+	if len(got) != 0 {
+		t.Errorf("the oldest lease is still kept past the bound: %v", got)
+	}
+	r.find(fmt.Sprint("lease-", 2*maxRecentFrames/len(msgs)-1), "p", map[string]bool{"999": true}, got)
+	if got["999"] != 999 {
+		t.Errorf("the newest lease is not kept: %v", got)
+	}
+	r.put("too-long", make([]combtype.Message, maxRecentFrames+1))
+	if _, ok := r.byID["too-long"]; ok || r.frames > maxRecentFrames {
+		t.Errorf("a lease longer than the bound was kept (%d frames)", r.frames)
 	}
 }

@@ -15,8 +15,11 @@ import "github.com/comb-broker/comb/combtype"
 type recentLeases struct {
 	mu   sync.Mutex
 	byID map[string][]leasedFrame
-	ring []string // lease ids in the order they were put, oldest replaced first
-	next int
+	// order holds the lease ids in the order they were put, oldest first
+	// from head; frames counts what byID holds.
+	order  []string
+	head   int
+	frames int
 	// parts holds the partition and queue rows acks were located in, by
 	// tenant and partition uuid, so that an ack of a batch does not read
 	// them again on its way to the writer. They may be stale: locate uses
@@ -42,11 +45,22 @@ type leasedFrame struct {
 	offset    int64
 }
 
-// recentLeaseCap bounds what is remembered: a batch of 100 costs a few KB
-// (the strings are the ones the pop answered with).
-const recentLeaseCap = 256
+// maxRecentFrames bounds what is remembered by messages, not by leases:
+// a wake of 10,000 parked pops hands out 10,000 leases of one message each,
+// whose acks come back within the second, and a claim of a full batch
+// (combtype.MaxPopBatch) is one lease of 10,000. Bounded by leases (256
+// were kept), the acks of such a wake missed all but the last 256 and
+// each read its lease's cursor and segments again (leasedOffsets): a
+// third of the server's CPU in the wake of 10,000 consumers that ack and
+// pop again. A frame costs about 40 bytes besides its transactionId,
+// which the pop's answer allocated: under 4 MB for the ids of the
+// longest (docs/limits.md) at the bound.
+const maxRecentFrames = 1 << 15
 
 func (r *recentLeases) put(lease string, msgs []combtype.Message) {
+	if len(msgs) == 0 || len(msgs) > maxRecentFrames {
+		return // nothing to find, or more than is kept: located by reading
+	}
 	frames := make([]leasedFrame, len(msgs))
 	for i := range msgs {
 		frames[i] = leasedFrame{partition: msgs[i].PartitionID, txn: msgs[i].TxnID, offset: msgs[i].Offset}
@@ -54,15 +68,29 @@ func (r *recentLeases) put(lease string, msgs []combtype.Message) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byID == nil {
-		r.byID = make(map[string][]leasedFrame, recentLeaseCap)
-		r.ring = make([]string, recentLeaseCap)
+		r.byID = map[string][]leasedFrame{}
 	}
-	if old := r.ring[r.next]; old != "" {
-		delete(r.byID, old)
+	if old, ok := r.byID[lease]; ok {
+		r.frames -= len(old) // a lease id is not handed out twice; kept whole if it were
 	}
-	r.ring[r.next] = lease
-	r.next = (r.next + 1) % len(r.ring)
 	r.byID[lease] = frames
+	r.frames += len(frames)
+	r.order = append(r.order, lease)
+	for r.frames > maxRecentFrames {
+		old := r.order[r.head]
+		r.order[r.head] = ""
+		r.head++
+		if f, ok := r.byID[old]; ok {
+			r.frames -= len(f)
+			delete(r.byID, old)
+		}
+	}
+	// The queue's slice is moved down once its dropped head is most of it,
+	// so that it holds about as many ids as are remembered.
+	if r.head > 1024 && r.head > len(r.order)/2 {
+		r.order = append(r.order[:0:0], r.order[r.head:]...)
+		r.head = 0
+	}
 }
 
 // find adds to found the offset of every id in want that lease delivered
