@@ -57,9 +57,10 @@ func main() {
 	floor := flag.String("floor", "", "instead of comb, run a server that does no broker work: nethttp (Go's net/http) or raw (plain connections)")
 	n := flag.Int("n", 2000, "parked long-polls")
 	settle := flag.Duration("settle", 5*time.Second, "how long to measure the server while the pops are parked")
-	profile := flag.String("cpuprofile", "", "write the server's CPU profile of the last wake here: from half a second before the push, for -cpuprofile-seconds (serves pprof on loopback)")
+	profile := flag.String("cpuprofile", "", "write the server's CPU profile of a wake (-profile-round) here: from half a second before the push, for -cpuprofile-seconds (serves pprof on loopback)")
 	profileSeconds := flag.Int("cpuprofile-seconds", 20, "how long -cpuprofile profiles; a short window leaves out what follows the wake (connections closing, collections)")
-	rounds := flag.Int("rounds", 1, "wakes in a row: after each, every consumer acknowledges and parks again (profiles are of the last)")
+	rounds := flag.Int("rounds", 1, "wakes in a row: after each, every consumer acknowledges and parks again")
+	profileRound := flag.Int("profile-round", 0, "the round whose wake -cpuprofile and -allocprofile profile (default the last); the first of several is the one whose consumers acknowledge and pop again while the others still wake")
 	allocs := flag.String("allocprofile", "", "write the server's allocation profiles before the push and after the last answer to F.before and F.after (compare with go tool pprof -base)")
 	memstats := flag.Bool("memstats", false, "after -settle, force two collections in the server and print its live heap and goroutine stacks while the pops are parked (what RSS holds beyond them is memory not yet returned to the system)")
 	var env envList
@@ -73,7 +74,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "parked: -floor %q: want nethttp or raw\n", *floor)
 		os.Exit(2)
 	}
-	if err := run(*bin, *floor, *n, *rounds, *settle, env, probes{*profile, *profileSeconds, *allocs, *memstats}); err != nil {
+	if *profileRound < 0 || *profileRound > *rounds {
+		fmt.Fprintf(os.Stderr, "parked: -profile-round %d: want 1 to -rounds (%d)\n", *profileRound, *rounds)
+		os.Exit(2)
+	}
+	if *profileRound == 0 {
+		*profileRound = *rounds
+	}
+	if err := run(*bin, *floor, *n, *rounds, *settle, env, probes{*profile, *profileSeconds, *allocs, *memstats, *profileRound}); err != nil {
 		fmt.Fprintln(os.Stderr, "parked:", err)
 		os.Exit(1)
 	}
@@ -81,10 +89,11 @@ func main() {
 
 // probes is what is read from the server through its pprof endpoint.
 type probes struct {
-	profile  string // CPU profile of the last wake
+	profile  string // CPU profile of round's wake
 	seconds  int    // its length
-	allocs   string // allocation profiles around the last wake
+	allocs   string // allocation profiles around round's wake
 	memstats bool   // live heap and stacks while parked
+	round    int    // the round profiled
 }
 
 func (p probes) any() bool { return p.profile != "" || p.allocs != "" || p.memstats }
@@ -230,16 +239,15 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 		}
 	}
 
-	// Profiles are of the last round.
-	last := round == rounds
+	this := round == pr.round // the round profiled
 	profiled := make(chan error, 1)
-	if pr.profile != "" && last {
+	if pr.profile != "" && this {
 		go func() {
 			profiled <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, pr.seconds), pr.profile)
 		}()
 		time.Sleep(500 * time.Millisecond)
 	}
-	if pr.allocs != "" && last {
+	if pr.allocs != "" && this {
 		if err := fetchAllocs(pprofAddr, pr.allocs+".before"); err != nil {
 			return fmt.Errorf("allocation profile: %w", err)
 		}
@@ -264,7 +272,7 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 	cpu2, _ := procCPU(pid)
 	rss2, _ := procRSS(pid)
 	faults2 := procFaults(pid)
-	if pr.allocs != "" && last {
+	if pr.allocs != "" && this {
 		if err := fetchAllocs(pprofAddr, pr.allocs+".after"); err != nil {
 			return fmt.Errorf("allocation profile: %w", err)
 		}
@@ -317,7 +325,7 @@ func wake(client *http.Client, base string, pid int, gc *gcTrace, n, round, roun
 	// The client runs on the same cores: its share of the wall time is
 	// its own CPU over the same span.
 	fmt.Printf("after push: client CPU %.2f s until the last answer (this process)\n", (self2 - self1).Seconds())
-	if pr.profile != "" && last {
+	if pr.profile != "" && this {
 		if err := <-profiled; err != nil {
 			return fmt.Errorf("profile: %w", err)
 		}
