@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
@@ -71,20 +72,142 @@ func (c *cursor) inLease(off, now int64) bool {
 		off >= c.leaseFrom.Int64 && off <= c.leaseTo.Int64
 }
 
-// statusCursor picks the cursor that decides a message's status: the
-// queue-mode cursor if there is one, else the least advanced named group.
-func statusCursor(cs []cursor) *cursor {
-	var pick *cursor
-	for i := range cs {
-		c := &cs[i]
-		if c.group == combtype.QueueModeGroup {
-			return c
+// partCursors is what the views need of one partition's cursors, its
+// rows and those its groups' subscriptions imply (implied.go), gathered
+// as they are read rather than kept: a queue of 10 partitions read by
+// 10,000 groups has 100,000 of them, and holding them all cost its detail
+// route 1 s.
+type partCursors struct {
+	qm    *cursor // the queue-mode group's
+	least *cursor // the least advanced named group's, the first of equals in read order
+	// bus is each named group's committed offset, in ascending order, when
+	// kept (the message views count the groups past a message).
+	bus   []int64
+	named int // named groups' cursors
+
+	totalConsumed, batches int64
+	lastConsumedAt         int64 // micros; 0 for none
+	live                   int   // cursors holding a live lease
+}
+
+// status is the cursor that decides a message's status: the queue-mode
+// cursor if there is one, else the least advanced named group's; nil for a
+// partition no group has met.
+func (pc *partCursors) status() *cursor {
+	if pc == nil {
+		return nil
+	}
+	if pc.qm != nil {
+		return pc.qm
+	}
+	return pc.least
+}
+
+// add counts c, read at now; keepBus keeps a named group's offset in bus.
+// Rows are added before the cursors subscriptions imply, so that the
+// least advanced is a row when one ties with an implied cursor.
+func (pc *partCursors) add(c *cursor, now int64, keepBus bool) {
+	pc.totalConsumed += c.totalConsumed
+	pc.batches += c.batches
+	if c.lastConsumedAt.Valid {
+		pc.lastConsumedAt = max(pc.lastConsumedAt, c.lastConsumedAt.Int64)
+	}
+	if c.live(now) {
+		pc.live++
+	}
+	if c.group == combtype.QueueModeGroup {
+		if pc.qm == nil {
+			cp := *c
+			pc.qm = &cp
 		}
-		if pick == nil || c.committed < pick.committed {
-			pick = c
+		return
+	}
+	pc.named++
+	if keepBus {
+		pc.bus = append(pc.bus, c.committed)
+	}
+	if pc.least == nil || c.committed < pc.least.committed {
+		cp := *c
+		pc.least = &cp
+	}
+}
+
+// addImplied counts what impliedLeasts summed for the partition: cursors
+// with no lease, added after every row.
+func (pc *partCursors) addImplied(il impliedLeast, partitionID int64) {
+	if il.qm > 0 && pc.qm == nil {
+		pc.qm = &cursor{partitionID: partitionID, group: combtype.QueueModeGroup, committed: il.qmCommitted, created: true}
+	}
+	if il.named == 0 {
+		return
+	}
+	pc.named += int(il.named)
+	if pc.least == nil || il.least < pc.least.committed {
+		// One of the groups at the least implied offset; which one does
+		// not show in any figure, as an implied cursor holds no lease.
+		pc.least = &cursor{partitionID: partitionID, committed: il.least, created: true}
+	}
+}
+
+// readPartCursors reads the cursors of the partitions pids at now into one
+// partCursors each (absent for a partition no group has met). keepBus
+// keeps each named group's offset (partCursors.bus); without it, the
+// cursors subscriptions imply are summed by SQLite (impliedLeasts) instead
+// of read one by one. each, if not nil, is called with every cursor read
+// (not kept): every row, and with keepBus every implied one.
+func readPartCursors(ctx context.Context, db querier, pids []int64, now int64, keepBus bool, each func(c *cursor)) (map[int64]*partCursors, error) {
+	out := map[int64]*partCursors{}
+	of := func(id int64) *partCursors {
+		pc := out[id]
+		if pc == nil {
+			pc = &partCursors{}
+			out[id] = pc
+		}
+		return pc
+	}
+	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
+		WHERE c.partition_id IN (SELECT value FROM json_each(?))`, jsonInts(pids))
+	if err != nil {
+		return nil, fmt.Errorf("read cursors: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		c, err := scanCursor(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan cursor: %w", err)
+		}
+		of(c.partitionID).add(&c, now, keepBus)
+		if each != nil {
+			each(&c)
 		}
 	}
-	return pick
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read cursors: %w", err)
+	}
+	rows.Close()
+	if keepBus {
+		err := eachImpliedCursor(ctx, db, pids, func(c *cursor) {
+			of(c.partitionID).add(c, now, true)
+			if each != nil {
+				each(c)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, pc := range out {
+			slices.Sort(pc.bus)
+		}
+		return out, nil
+	}
+	implied, err := impliedLeasts(ctx, db, pids)
+	if err != nil {
+		return nil, err
+	}
+	for id, il := range implied {
+		of(id).addImplied(il, id)
+	}
+	return out, nil
 }
 
 // loadCursor reads the cursor of (partitionID, group) for update. Without

@@ -40,18 +40,15 @@ type partitionView struct {
 	tomb bool // some tombstone names this partition
 	qm   *cursor
 	sc   *cursor // status cursor
-	bus  []cursor
+	bus  []int64 // each named group's committed offset, ascending
 }
 
-func newPartitionView(q *combtype.Queue, p *combtype.PartitionStats, cursors []cursor) *partitionView {
-	v := &partitionView{q: q, p: p, sc: statusCursor(cursors), dlq: p.Counts.DeadLetter > 0}
-	for i := range cursors {
-		c := &cursors[i]
-		if c.group == combtype.QueueModeGroup {
-			v.qm = c
-		} else {
-			v.bus = append(v.bus, *c)
-		}
+// newPartitionView is the view of p through pc, read with its bus kept
+// (nil for a partition no group has met).
+func newPartitionView(q *combtype.Queue, p *combtype.PartitionStats, pc *partCursors) *partitionView {
+	v := &partitionView{q: q, p: p, dlq: p.Counts.DeadLetter > 0}
+	if pc != nil {
+		v.qm, v.sc, v.bus = pc.qm, pc.status(), pc.bus
 	}
 	return v
 }
@@ -69,11 +66,8 @@ func (v *partitionView) status(off int64, dead bool, now int64) (status, queueSt
 		}
 		return combtype.MessagePending
 	}
-	for i := range v.bus {
-		if off <= v.bus[i].committed {
-			consumedBy++
-		}
-	}
+	// The groups whose committed offset is off or past it.
+	consumedBy = len(v.bus) - sort.Search(len(v.bus), func(i int) bool { return v.bus[i] >= off })
 	if v.qm != nil {
 		queueStatus = cursorStatus(v.qm)
 	}
@@ -323,7 +317,7 @@ func (s *Store) loadViews(ctx context.Context, queues []*combtype.Queue, ids []i
 		byID[q.ID] = q
 	}
 	parts = slices.DeleteFunc(parts, func(p *combtype.Partition) bool { return byID[p.QueueID] == nil })
-	stats, cursorsOf, err := s.statsOf(ctx, s.r, queues, parts, false)
+	stats, cursorsOf, err := s.statsOf(ctx, s.r, queues, parts, false, true)
 	if err != nil {
 		return err
 	}
@@ -478,20 +472,14 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 	if frame == nil {
 		return nil, combtype.ErrMessageNotFound // removed by retention since it was located
 	}
-	stats, cursorsOf, err := s.queueStats(ctx, s.r, []*combtype.Queue{q}, false)
+	// Every group's position on the partition is listed (d.Groups).
+	now := micros(s.clock.Now())
+	var cs []cursor
+	pc, err := readPartCursors(ctx, s.r, []int64{p.ID}, now, true, func(c *cursor) { cs = append(cs, *c) })
 	if err != nil {
 		return nil, err
 	}
-	var ps *combtype.PartitionStats
-	for i := range stats[0].Partitions {
-		if stats[0].Partitions[i].ID == p.ID {
-			ps = &stats[0].Partitions[i]
-		}
-	}
-	if ps == nil {
-		return nil, combtype.ErrMessageNotFound
-	}
-	v := newPartitionView(q, ps, cursorsOf[ps.ID])
+	v := newPartitionView(q, &combtype.PartitionStats{Partition: *p}, pc[p.ID])
 	var errText sql.NullString
 	var dlqRetry sql.NullInt64
 	err = s.r.QueryRowContext(ctx, `SELECT error_message, retry_count FROM dlq WHERE partition_uuid = ? AND offset = ?
@@ -499,7 +487,6 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("read dead letter: %w", err)
 	}
-	now := micros(s.clock.Now())
 	st, qst, consumed, lease := v.status(off, dlqRetry.Valid, now)
 	d.MessageInfo = combtype.MessageInfo{
 		ID: MessageID(p.UUID, off), TxnID: frame.TxnID, PartitionID: p.UUID, Partition: p.Name, Queue: q.Name,
@@ -517,7 +504,7 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 		d.RetryCount = v.sc.retry
 	}
 	d.Mode = combtype.ModeInfo{HasQueueMode: v.qm != nil, BusGroups: len(v.bus), Type: modeType(v.qm != nil, len(v.bus))}
-	for _, c := range cursorsOf[ps.ID] {
+	for _, c := range cs {
 		g := combtype.GroupPosition{Group: c.group, Consumed: off <= c.committed}
 		if c.inLease(off, now) {
 			g.LeaseExpiresAt = fromMicros(c.leaseExpires.Int64)

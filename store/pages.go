@@ -116,34 +116,14 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 		for i, p := range leased {
 			pids[i] = p.ID
 		}
-		cs, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
-			WHERE c.partition_id IN (SELECT value FROM json_each(?))`, jsonInts(pids))
-		if err != nil {
-			return nil, fmt.Errorf("read leased cursors: %w", err)
-		}
-		defer cs.Close()
-		cursorsOf := map[int64][]cursor{}
-		for cs.Next() {
-			c, err := scanCursor(cs)
-			if err != nil {
-				return nil, fmt.Errorf("scan leased cursor: %w", err)
-			}
-			cursorsOf[c.partitionID] = append(cursorsOf[c.partitionID], c)
-		}
-		if err := cs.Err(); err != nil {
-			return nil, fmt.Errorf("read leased cursors: %w", err)
-		}
 		// The status cursor may be one a subscription implies (implied.go).
-		implied, err := impliedCursors(ctx, db, pids)
+		cursorsOf, err := readPartCursors(ctx, db, pids, now, false, nil)
 		if err != nil {
-			return nil, err
-		}
-		for _, c := range implied {
-			cursorsOf[c.partitionID] = append(cursorsOf[c.partitionID], c)
+			return nil, fmt.Errorf("read leased cursors: %w", err)
 		}
 		for _, p := range leased {
 			if qs := out[p.QueueID]; qs != nil {
-				qs.Counts.Processing += partitionCounts(p, cursorsOf[p.ID], now).Processing
+				qs.Counts.Processing += partitionCounts(p, cursorsOf[p.ID].status(), now).Processing
 			}
 		}
 	}
@@ -250,7 +230,7 @@ func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg comb
 		parts = parts[:limit-1]
 		info.More, info.Next = true, strconv.FormatInt(parts[len(parts)-1].ID, 10)
 	}
-	stats, _, err := s.statsOf(ctx, tx, []*combtype.Queue{q}, parts, true)
+	stats, _, err := s.statsOf(ctx, tx, []*combtype.Queue{q}, parts, true, false)
 	if err != nil {
 		return nil, combtype.PageInfo{}, err
 	}

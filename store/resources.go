@@ -42,11 +42,11 @@ func addCounts(c *combtype.MessageCounts, o combtype.MessageCounts) {
 	c.DeadLetter += o.DeadLetter
 }
 
-// partitionCounts splits p's stored messages by the status cursor.
-func partitionCounts(p *combtype.Partition, cs []cursor, now int64) combtype.MessageCounts {
+// partitionCounts splits p's stored messages by c, its status cursor
+// (partCursors.status; nil when no group has met it).
+func partitionCounts(p *combtype.Partition, c *cursor, now int64) combtype.MessageCounts {
 	total := storedCount(p)
 	counts := combtype.MessageCounts{Total: total, Pending: total}
-	c := statusCursor(cs)
 	if c == nil || total == 0 {
 		return counts
 	}
@@ -67,8 +67,7 @@ func (s *Store) ListQueueStats(ctx context.Context, tenant string, f combtype.Qu
 	if err != nil {
 		return nil, err
 	}
-	stats, _, err := s.queueStats(ctx, s.rdb, queues, false)
-	return stats, err
+	return s.queueStats(ctx, s.rdb, queues, false)
 }
 
 // QueueStats returns one queue with its partitions' counts and segment
@@ -78,7 +77,7 @@ func (s *Store) QueueStats(ctx context.Context, tenant, name string) (*combtype.
 	if err != nil {
 		return nil, err
 	}
-	stats, _, err := s.queueStats(ctx, s.rdb, []*combtype.Queue{q}, true)
+	stats, err := s.queueStats(ctx, s.rdb, []*combtype.Queue{q}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +88,10 @@ func (s *Store) QueueStats(ctx context.Context, tenant, name string) (*combtype.
 // few set-based queries, and returns the cursors it read by partition id.
 // withTimes also reads each partition's oldest segment time (one index
 // seek per partition).
-func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Queue, withTimes bool) ([]*combtype.QueueStats, map[int64][]cursor, error) {
+func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Queue, withTimes bool) ([]*combtype.QueueStats, error) {
 	out := make([]*combtype.QueueStats, len(queues))
-	cursorsOf := map[int64][]cursor{}
 	if len(queues) == 0 {
-		return out, cursorsOf, nil
+		return out, nil
 	}
 	ids := make([]int64, len(queues))
 	for i, q := range queues {
@@ -102,16 +100,18 @@ func (s *Store) queueStats(ctx context.Context, db querier, queues []*combtype.Q
 	parts, err := queryPartitions(ctx, db, `SELECT `+partitionColumns+` FROM partitions
 		WHERE queue_id IN (SELECT value FROM json_each(?)) ORDER BY queue_id, id`, jsonInts(ids))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return s.statsOf(ctx, db, queues, parts, withTimes)
+	stats, _, err := s.statsOf(ctx, db, queues, parts, withTimes, false)
+	return stats, err
 }
 
 // statsOf is queueStats over the partitions parts of queues (all of them,
-// or a page): the counts summed into each queue are those of parts.
-func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queue, parts []*combtype.Partition, withTimes bool) ([]*combtype.QueueStats, map[int64][]cursor, error) {
+// or a page): the counts summed into each queue are those of parts. It
+// returns what it read of each partition's cursors; keepBus keeps each
+// named group's offset there (partCursors.bus).
+func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queue, parts []*combtype.Partition, withTimes, keepBus bool) ([]*combtype.QueueStats, map[int64]*partCursors, error) {
 	out := make([]*combtype.QueueStats, len(queues))
-	cursorsOf := map[int64][]cursor{}
 	byID := make(map[int64]*combtype.QueueStats, len(queues))
 	for i, q := range queues {
 		out[i] = &combtype.QueueStats{Queue: *q}
@@ -122,7 +122,6 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 		pids[i] = p.ID
 	}
 	pidx := make(map[int64]*combtype.PartitionStats, len(parts))
-	uuidIdx := make(map[string]*combtype.PartitionStats, len(parts))
 	for _, p := range parts {
 		qs := byID[p.QueueID]
 		qs.Partitions = append(qs.Partitions, combtype.PartitionStats{Partition: *p})
@@ -131,65 +130,52 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 		for i := range qs.Partitions {
 			ps := &qs.Partitions[i]
 			pidx[ps.ID] = ps
-			uuidIdx[ps.UUID] = ps
 		}
 	}
-	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
-		WHERE c.partition_id IN (SELECT value FROM json_each(?))`, jsonInts(pids))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read cursors: %w", err)
-	}
-	for rows.Next() {
-		c, err := scanCursor(rows)
-		if err != nil {
-			rows.Close()
-			return nil, nil, fmt.Errorf("scan cursor: %w", err)
+	now := micros(s.clock.Now())
+	// A queue's named groups are those with a row on its listed
+	// partitions and every group subscribed to it: a subscription implies
+	// a cursor on each partition where its group has no row.
+	groups := map[int64]map[string]bool{}
+	named := func(queueID int64, g string) {
+		if g == combtype.QueueModeGroup {
+			return
 		}
+		if groups[queueID] == nil {
+			groups[queueID] = map[string]bool{}
+		}
+		groups[queueID][g] = true
+	}
+	cursorsOf, err := readPartCursors(ctx, db, pids, now, keepBus, func(c *cursor) {
 		if ps := pidx[c.partitionID]; ps != nil {
-			cursorsOf[c.partitionID] = append(cursorsOf[c.partitionID], c)
+			named(ps.QueueID, c.group)
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("read cursors: %w", err)
-	}
-	implied, err := impliedCursors(ctx, db, pids)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, c := range implied {
-		if ps := pidx[c.partitionID]; ps != nil {
-			cursorsOf[c.partitionID] = append(cursorsOf[c.partitionID], c)
-		}
+	if err := subscribedGroups(ctx, db, out, named); err != nil {
+		return nil, nil, err
 	}
 	dead, err := dlqCountsByPartition(ctx, db, parts)
 	if err != nil {
 		return nil, nil, err
 	}
-	now := micros(s.clock.Now())
 	for _, qs := range out {
-		groups := map[string]bool{}
 		for i := range qs.Partitions {
 			ps := &qs.Partitions[i]
-			ps.Counts = partitionCounts(&ps.Partition, cursorsOf[ps.ID], now)
+			pc := cursorsOf[ps.ID]
+			sc := pc.status()
+			ps.Counts = partitionCounts(&ps.Partition, sc, now)
 			ps.Counts.DeadLetter = dead[ps.UUID]
-			for _, c := range cursorsOf[ps.ID] {
-				ps.TotalConsumed += c.totalConsumed
-				ps.BatchesConsumed += c.batches
-				if c.lastConsumedAt.Valid && c.lastConsumedAt.Int64 > micros(ps.LastConsumedAt) {
-					ps.LastConsumedAt = fromMicros(c.lastConsumedAt.Int64)
+			if pc != nil {
+				ps.TotalConsumed, ps.BatchesConsumed, ps.LiveLeases = pc.totalConsumed, pc.batches, pc.live
+				if pc.lastConsumedAt > 0 {
+					ps.LastConsumedAt = fromMicros(pc.lastConsumedAt)
 				}
-				if c.live(now) {
-					ps.LiveLeases++
-				}
-				if c.group == combtype.QueueModeGroup {
-					ps.HasQueueMode = true
-				} else {
-					ps.BusGroups++
-					groups[c.group] = true
-				}
+				ps.HasQueueMode, ps.BusGroups = pc.qm != nil, pc.named
 			}
-			if sc := statusCursor(cursorsOf[ps.ID]); sc != nil && sc.live(now) {
+			if sc != nil && sc.live(now) {
 				ps.LeaseExpiresAt = fromMicros(sc.leaseExpires.Int64)
 			}
 			if ps.LastOffset >= ps.LogStart {
@@ -198,7 +184,7 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 			addCounts(&qs.Counts, ps.Counts)
 			qs.HasQueueMode = qs.HasQueueMode || ps.HasQueueMode
 		}
-		qs.BusGroups = len(groups)
+		qs.BusGroups = len(groups[qs.ID])
 		qs.PartitionCount = len(qs.Partitions)
 	}
 	if withTimes {
@@ -233,6 +219,38 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 		}
 	}
 	return out, cursorsOf, nil
+}
+
+// subscribedGroups calls named with each group subscribed to a queue of
+// out that has partitions listed there.
+func subscribedGroups(ctx context.Context, db querier, out []*combtype.QueueStats, named func(queueID int64, group string)) error {
+	var ids []int64
+	for _, qs := range out {
+		if len(qs.Partitions) > 0 {
+			ids = append(ids, qs.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT queue_id, group_name FROM subscriptions
+		WHERE queue_id IN (SELECT value FROM json_each(?))`, jsonInts(ids))
+	if err != nil {
+		return fmt.Errorf("read subscriptions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var g string
+		if err := rows.Scan(&id, &g); err != nil {
+			return fmt.Errorf("scan subscription: %w", err)
+		}
+		named(id, g)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read subscriptions: %w", err)
+	}
+	return nil
 }
 
 // Overview summarises tenant's queues, messages and lag: the Overview of
