@@ -133,6 +133,32 @@ func TestCursorSummariesGiveWhatTheWholeListGives(t *testing.T) {
 			if qs.BusGroups != len(groups) {
 				t.Errorf("queue: %d named groups, the whole list has %d", qs.BusGroups, len(groups))
 			}
+			// The message views: how many named groups are past each
+			// message, of how many.
+			byUUID := map[string]int64{}
+			for _, ps := range qs.Partitions {
+				byUUID[ps.UUID] = ps.ID
+			}
+			msgs, _, err := s.ListMessages(ctx, "", combtype.MessageFilter{Queue: "q", Limit: 1000})
+			if err != nil || len(msgs) == 0 {
+				t.Fatalf("list messages = %d, %v", len(msgs), err)
+			}
+			for _, m := range msgs {
+				var past, named int
+				for _, c := range all[byUUID[m.PartitionID]] {
+					if c.group == combtype.QueueModeGroup {
+						continue
+					}
+					named++
+					if m.Offset <= c.committed {
+						past++
+					}
+				}
+				if m.ConsumedBy != past || m.TotalGroups != named {
+					t.Errorf("message %s/%d: consumed by %d of %d groups, the whole list gives %d of %d",
+						m.Partition, m.Offset, m.ConsumedBy, m.TotalGroups, past, named)
+				}
+			}
 		})
 	}
 }
