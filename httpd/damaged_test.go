@@ -165,6 +165,15 @@ func TestAReadThatMeetsADamagedPageSaysSo(t *testing.T) {
 					t.Errorf("%s %s through the damaged page: %d %.200s, want the named 500", rt.method, rt.path, r.Status, r.Body)
 				}
 			}
+			// Once a request has met the damage, the server says it is
+			// not healthy, and why, though the rest still answers.
+			r := c.Do("GET", "/health", nil)
+			var h struct{ Status, Database, Error string }
+			json.Unmarshal(r.Body, &h)
+			if r.Status != http.StatusServiceUnavailable || h.Status != "unhealthy" || h.Database != "damaged" ||
+				!strings.Contains(h.Error, "comb check") {
+				t.Errorf("/health after damage met: %d %s", r.Status, r.Body)
+			}
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/console"
 )
 
@@ -189,6 +190,14 @@ func (s *Handler) health(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	body := map[string]any{"status": "healthy", "database": "connected", "server": "comb", "worker_id": 0, "version": s.cfg.Version}
 	if err := s.b.Ping(r.Context()); err != nil {
 		body["status"], body["database"] = "unhealthy", "disconnected"
+		if errors.Is(err, combtype.ErrDamaged) {
+			// Still serving what is intact, so not "disconnected"; 503 so
+			// that a health check (comb healthcheck, a container's) shows
+			// it: the file stays damaged until it is restored.
+			body["database"] = "damaged"
+			body["error"] = "Database file is damaged: a request met a damaged page since the server started; " +
+				"the server's operator should run comb check and restore from a backup"
+		}
 		writeJSON(w, http.StatusServiceUnavailable, body)
 		return
 	}

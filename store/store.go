@@ -243,6 +243,9 @@ type Stats struct {
 	// consumer-group figures. Only the refresher makes those sums: no
 	// request waits for one (groupstats.go).
 	ReadSummedRows atomic.Int64
+	// Damaged counts the statements of the server's connections that met
+	// a damaged page of the file (sqlconn.go) since it opened.
+	Damaged atomic.Int64
 }
 
 // Open opens or creates the database at opts.Path, applies migrations and
@@ -326,8 +329,8 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	// The writer's connection sets nothing that writes before the schema
 	// is checked: switching to WAL, or auto_vacuum, must not happen to a
 	// file that is not comb's.
-	s.wdb, err = openSQLite(base + "?_pragma=busy_timeout(" + busyMillis + ")&_pragma=foreign_keys(0)" +
-		"&_pragma=cache_size(" + writerCacheKiB + ")&_pragma=synchronous(" + syncLevel + ")")
+	s.wdb, err = openSQLite(base+"?_pragma=busy_timeout("+busyMillis+")&_pragma=foreign_keys(0)"+
+		"&_pragma=cache_size("+writerCacheKiB+")&_pragma=synchronous("+syncLevel+")", &s.stats.Damaged)
 	if err != nil {
 		return nil, fmt.Errorf("open writer: %w", err)
 	}
@@ -362,7 +365,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("apply migrations: %w", err)
 	}
 
-	s.rdb, err = openSQLite(base + "?" + pragmas + "&_pragma=cache_size(" + readerCacheKiB + ")&_pragma=query_only(1)")
+	s.rdb, err = openSQLite(base+"?"+pragmas+"&_pragma=cache_size("+readerCacheKiB+")&_pragma=query_only(1)", &s.stats.Damaged)
 	if err != nil {
 		return nil, fmt.Errorf("open readers: %w", err)
 	}
@@ -482,6 +485,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	if err := s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 		return fmt.Errorf("ping: %w", err)
+	}
+	// A damaged page answers only the statements that read it, and the
+	// file stays damaged until it is restored: once one has met it, the
+	// server is not healthy, whatever else still answers.
+	if n := s.stats.Damaged.Load(); n > 0 {
+		return fmt.Errorf("ping: %w: %d statements met a damaged page since the server started", combtype.ErrDamaged, n)
 	}
 	return nil
 }
