@@ -220,6 +220,19 @@ func (b *Broker) Close() error {
 // error after Close).
 func (b *Broker) Ping(ctx context.Context) error { return b.st.Ping(ctx) }
 
+// Health is Ping, and whether the broker is fit to serve its file: an
+// error wrapping combtype.ErrReplaced once the file's path names another
+// file (Replaced), or combtype.ErrDamaged once a read or write has met a
+// damaged page of the file, though what does not read through it is
+// still served.
+func (b *Broker) Health(ctx context.Context) error { return b.st.Health(ctx) }
+
+// Replaced is closed once the database file's path no longer names the
+// file the broker opened (a backup restored over it, or removed while
+// served): every write then fails with combtype.ErrReplaced, and the
+// file now at the path is served by a broker opened anew.
+func (b *Broker) Replaced() <-chan struct{} { return b.st.Replaced() }
+
 // Parked is the number of pops, of every tenant, waiting for something to
 // deliver.
 func (b *Broker) Parked() int64 { return b.parked.Load() }

@@ -220,8 +220,30 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 		stopServing()
 	})
 	defer stopFirst()
+	// A file replaced under the server (a backup restored over its path,
+	// or removed) is served no more: the server stops, as on a signal,
+	// and exits non-zero, so that a service manager starts it again on
+	// the file now at the path (store/replaced.go).
+	replaced := make(chan struct{})
+	go func() {
+		defer close(replaced)
+		select {
+		case <-b.Replaced():
+			log.Error("stopping: the database file was replaced or removed while served; start comb again to serve the file now at the path", "db", c.db)
+			fwd.Stop()
+			stopServing()
+		case <-serveCtx.Done():
+		}
+	}()
 	err = srv.Serve(serveCtx, ln)
+	stopServing()
+	<-replaced
 	fwd.Stop() // also when Serve ended on its own, as the listener failed
+	select {
+	case <-b.Replaced():
+		err = errors.Join(err, fmt.Errorf("%w: %s", combtype.ErrReplaced, c.db))
+	default:
+	}
 	if cerr := b.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}

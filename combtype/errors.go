@@ -38,6 +38,12 @@ var (
 	// check names the damage, and the file needs a restore from a backup
 	// (docs/operations.md).
 	ErrDamaged = errors.New("database file is damaged")
+	// ErrReplaced is returned by every write once the database file's
+	// path no longer names the file the server opened: it was replaced
+	// (a backup restored with mv or cp over it) or removed while served.
+	// Nothing of the write was kept; the server writes nothing more and
+	// serves the file at the path once restarted (docs/operations.md).
+	ErrReplaced = errors.New("database file was replaced or removed while served")
 
 	// Opening a database (Open, Check, BackupFile).
 

@@ -188,8 +188,12 @@ type tenantKey struct{}
 
 func (s *Handler) health(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	body := map[string]any{"status": "healthy", "database": "connected", "server": "comb", "worker_id": 0, "version": s.cfg.Version}
-	if err := s.b.Ping(r.Context()); err != nil {
+	if err := s.b.Health(r.Context()); err != nil {
 		body["status"], body["database"] = "unhealthy", "disconnected"
+		if errors.Is(err, combtype.ErrReplaced) {
+			body["database"] = "replaced"
+			body["error"] = "Database file was replaced or removed while the server ran: restart the server to serve the file now at its path"
+		}
 		if errors.Is(err, combtype.ErrDamaged) {
 			// Still serving what is intact, so not "disconnected"; 503 so
 			// that a health check (comb healthcheck, a container's) shows

@@ -295,7 +295,7 @@ func (s *Handler) statusAnalytics(w http.ResponseWriter, r *http.Request, _ http
 }
 
 func (s *Handler) statusBuffers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	healthy := s.b.Ping(r.Context()) == nil
+	healthy := s.b.Health(r.Context()) == nil
 	m, err := s.b.Maintenance(r.Context())
 	if err != nil {
 		healthy = false

@@ -81,8 +81,9 @@ func (s *Store) dropPlannerStats(ctx context.Context) (bool, error) {
 }
 
 // lookOutside runs, on the writer goroutine, what the writer checks of
-// the changes other programs make to the file (dropPlannerStats,
-// checkAutoVacuum) if statsCheckEvery has passed since the last look. A
+// the changes other programs make to the file (pathReplaced,
+// dropPlannerStats, checkAutoVacuum) if statsCheckEvery has passed since
+// the last look. A
 // failure to drop statistics (another program holding the write lock) is
 // logged once and left for the next look.
 func (s *Store) lookOutside(now time.Time) {
@@ -90,6 +91,10 @@ func (s *Store) lookOutside(now time.Time) {
 		return
 	}
 	s.statsCheckedAt = now
+	if s.replaced.Load() || s.pathReplaced() {
+		s.noteReplaced() // and writes nothing to the file
+		return
+	}
 	ctx := context.Background()
 	_, err := s.dropPlannerStats(ctx)
 	if err != nil && !s.statsFailing {

@@ -205,6 +205,13 @@ type Store struct {
 	// writer goroutine only).
 	statsCheckedAt time.Time
 	statsFailing   bool
+	// replaced is set once the path no longer names the locked file;
+	// replacedCh is closed then, and walEmptied set once the WAL has been
+	// copied into the file (replaced.go; set on the writer goroutine).
+	replaced   atomic.Bool
+	replacedCh chan struct{}
+	walEmptied bool
+	noIdentity bool // the check is off (replaced.go)
 	// vacuumOff is set while the file's auto_vacuum is not INCREMENTAL,
 	// once the writer has said so (vacuum.go; writer goroutine only).
 	vacuumOff bool
@@ -300,12 +307,20 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		maxOps:        cmp.Or(opts.MaxBatchOps, DefaultMaxBatchOps),
 		maxBytes:      cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes),
 		stopped:       make(chan struct{}),
+		replacedCh:    make(chan struct{}),
 		liveTotals:    cmp.Or(opts.LiveTotalsPartitions, DefaultLiveTotalsPartitions),
 		livePositions: cmp.Or(opts.LiveGroupPositions, DefaultLiveGroupPositions),
 		liveSummary:   cmp.Or(opts.LiveSummaryPartitions, DefaultLiveSummaryPartitions),
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()
+	if s.pathReplaced() {
+		// The path and the descriptor disagree from the start: a file
+		// system without one identity for a file (replaced.go).
+		s.noIdentity = true
+		s.log.Warn("the file system does not show the database file as one file by path and by descriptor: a file replaced under the server will not be noticed",
+			"path", s.path)
+	}
 	s.probes.init()
 	defer func() {
 		if err != nil {
@@ -426,6 +441,11 @@ func (s *Store) Close() error {
 	if refresher != nil {
 		<-refresher
 	}
+	if s.replaced.Load() {
+		// The connections stay open until the process exits (replaced.go).
+		s.log.Info("closing: the database file was replaced; its connections are left to the process's exit", "path", s.path)
+		return s.closeDisk()
+	}
 	var errs []error
 	s.checkpointOnClose()
 	s.wstmts.close()
@@ -486,11 +506,24 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
-	// A damaged page answers only the statements that read it, and the
-	// file stays damaged until it is restored: once one has met it, the
-	// server is not healthy, whatever else still answers.
+	return nil
+}
+
+// Health is Ping, and whether the server is fit to serve the file: not
+// once its path names another file (combtype.ErrReplaced), nor once a
+// statement has met a damaged page (combtype.ErrDamaged). A damaged page
+// answers only the statements that read it, and the file stays damaged
+// until it is restored, so once one has met it the server is not
+// healthy, whatever else still answers.
+func (s *Store) Health(ctx context.Context) error {
+	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	if s.replaced.Load() {
+		return fmt.Errorf("health: %w: %s", combtype.ErrReplaced, s.path)
+	}
 	if n := s.stats.Damaged.Load(); n > 0 {
-		return fmt.Errorf("ping: %w: %d statements met a damaged page since the server started", combtype.ErrDamaged, n)
+		return fmt.Errorf("health: %w: %d statements met a damaged page since the server started", combtype.ErrDamaged, n)
 	}
 	return nil
 }

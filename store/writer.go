@@ -103,6 +103,10 @@ func (s *Store) runWriter() {
 				// readers plan with them whether or not anything is
 				// written.
 				s.lookOutside(time.Now())
+				if s.replaced.Load() {
+					idle.Reset(statsCheckEvery) // nothing to tidy in a file no longer served
+					continue
+				}
 				again := s.idleWork()
 				if again <= 0 || again > statsCheckEvery {
 					again = statsCheckEvery
@@ -275,6 +279,16 @@ func (s *Store) lingerFor(l *linger, batch *[]*writeOp) {
 }
 
 func (s *Store) commit(batch []*writeOp) {
+	if s.replaced.Load() {
+		// The path names another file now (replaced.go): nothing more is
+		// written to this one.
+		s.probed(batch, combtype.ErrReplaced)
+		for _, op := range batch {
+			op.apply = nil
+			op.done <- combtype.ErrReplaced
+		}
+		return
+	}
 	errs, notify, err := s.runBatch(batch)
 	if err != nil && isFull(err) && s.onFull(batch) {
 		// The disk filled and the reserve was just given back: what
@@ -284,6 +298,13 @@ func (s *Store) commit(batch []*writeOp) {
 			return
 		}
 		errs, notify, err = s.runBatch(batch)
+	}
+	if err == nil && s.pathReplaced() {
+		// Committed to a file the path no longer names: not kept, for
+		// whoever reads the path, so not answered as kept.
+		s.noteReplaced()
+		s.commit(batch)
+		return
 	}
 	s.noteFileBusy(err)
 	if err == nil || isBusy(err) || len(batch) == 1 {
