@@ -39,7 +39,7 @@ func (s *Store) pathReplaced() bool {
 	if s.noIdentity {
 		return false
 	}
-	fi, err := os.Stat(s.path)
+	fi, err := os.Stat(s.absPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true
 	}

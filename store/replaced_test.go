@@ -142,3 +142,25 @@ func TestAFileReplacedWhileIdleIsFoundWithinSeconds(t *testing.T) {
 		t.Errorf("health: %v, want ErrReplaced", err)
 	}
 }
+
+// A program embedding the store that changes its working directory after
+// opening a file by a relative path still has the same file: the path is
+// the one it named at open.
+func TestARelativePathStaysTheFileAfterTheWorkingDirectoryChanges(t *testing.T) {
+	ctx := context.Background()
+	t.Chdir(t.TempDir())
+	s, err := Open(ctx, Options{Path: "comb.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t.Chdir(t.TempDir())
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte("1")}}); err != nil {
+		t.Fatalf("push after a change of directory: %v", err)
+	}
+	select {
+	case <-s.Replaced():
+		t.Fatal("the file is taken for replaced")
+	default:
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,7 +212,8 @@ type Store struct {
 	replaced   atomic.Bool
 	replacedCh chan struct{}
 	walEmptied bool
-	noIdentity bool // the check is off (replaced.go)
+	noIdentity bool   // the check is off (replaced.go)
+	absPath    string // path made absolute at open: the one checked
 	// vacuumOff is set while the file's auto_vacuum is not INCREMENTAL,
 	// once the writer has said so (vacuum.go; writer goroutine only).
 	vacuumOff bool
@@ -314,6 +316,12 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()
+	// Checked as the path named the file at open, whatever directory a
+	// program embedding the store changes to later.
+	s.absPath = s.path
+	if abs, err := filepath.Abs(s.path); err == nil {
+		s.absPath = abs
+	}
 	if s.pathReplaced() {
 		// The path and the descriptor disagree from the start: a file
 		// system without one identity for a file (replaced.go).
