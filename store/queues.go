@@ -243,6 +243,9 @@ func (s *Store) Configure(ctx context.Context, tenant string, req combtype.Confi
 				return fmt.Errorf("update queue %q: %w", req.Queue, err)
 			}
 			q.Namespace, q.Task, q.Options = req.Namespace, req.Task, req.Options
+			// A shorter delay, window or retry delay makes held-back
+			// messages due now: the pops parked on the queue look again.
+			w.touch(tenant, req.Queue)
 		}
 		p, err = w.partition(q, combtype.DefaultPartition, true)
 		return err
