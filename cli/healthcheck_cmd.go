@@ -13,9 +13,10 @@ import (
 )
 
 const healthcheckLong = `Asks a running server's GET /health and exits 0 when it answers 200 (the
-database answers), 1 when it answers otherwise, 3 when it does not answer.
-Meant for container health checks and monitoring scripts; it needs no
-token.`
+database answers, no request has met a damaged page of it, and its path
+still names the file the server opened), 1 when it answers otherwise, 3
+when it does not answer. Meant for container health checks and
+monitoring scripts; it needs no token.`
 
 // healthcheckCmd is "comb healthcheck".
 func (m *App) healthcheckCmd() *cobra.Command {
