@@ -22,7 +22,7 @@ var errNoWatch = errors.New("closeWatch: not on this system")
 
 func newCloseWatch() (*closeWatch, error) { return nil, errNoWatch }
 
-func (*closeWatch) add(net.Conn, bool, func(watchEvent)) (int32, error) { return -1, errNoWatch }
-func (*closeWatch) rearm(int32, bool, func(watchEvent)) bool            { return false }
-func (*closeWatch) remove(int32)                                        {}
-func (*closeWatch) stop()                                               {}
+func (*closeWatch) add(net.Conn, func(watchEvent)) (int32, error) { return -1, errNoWatch }
+func (*closeWatch) swap(int32, func(watchEvent)) bool             { return false }
+func (*closeWatch) remove(int32)                                  {}
+func (*closeWatch) stop()                                         {}

@@ -139,7 +139,16 @@ func (p *parking) take(w http.ResponseWriter, r *http.Request, gone func()) *par
 	// halve what a parked pop keeps on the heap.
 	*brw.Reader = bufio.Reader{}
 	*brw.Writer = bufio.Writer{}
-	if fd, err := watch.add(conn, false, func(watchEvent) { pc.left.Store(true); gone() }); err == nil {
+	// Watched for bytes too, so that once answered it waits for its next
+	// request under the same watch (idle). Bytes alone while it waits are
+	// a request sent ahead of the answer: the watch ends with them (one
+	// shot), and they are read after the answer, by net/http.
+	if fd, err := watch.add(conn, func(ev watchEvent) {
+		if ev&hungUp != 0 {
+			pc.left.Store(true)
+			gone()
+		}
+	}); err == nil {
 		pc.fd = fd
 		pc.watch = watch
 	}
@@ -383,21 +392,28 @@ func (p *parking) idle(pc *parkedConn) bool {
 	p.mu.Lock()
 	p.idleConns[ic] = struct{}{}
 	p.mu.Unlock()
-	// The watch of its hang-up becomes the watch of its next request,
-	// in one system call.
-	ok := pc.watch.rearm(pc.fd, true, func(ev watchEvent) { ic.end(ev == readable) })
+	// The watch of its wait goes on as the watch of its next request.
+	ok := pc.watch.swap(pc.fd, func(ev watchEvent) { ic.end(ev&readable != 0) })
 	if ok {
 		// As net/http's IdleTimeout: a connection that sends nothing for
 		// so long is closed.
 		ic.timer = time.AfterFunc(p.idleFor, func() { ic.end(false) })
 	} else {
-		ic.done = true // it hung up first
+		ic.done = true
 	}
 	ic.mu.Unlock()
-	if !ok {
-		p.forget(ic)
+	if ok {
+		return true
 	}
-	return ok
+	p.forget(ic)
+	// The watch reported while the pop waited: a hang-up, or a request
+	// sent ahead, which net/http reads now.
+	if pc.left.Load() {
+		return false
+	}
+	pc.watch.remove(pc.fd)
+	pc.watch = nil
+	return pc.back.giveBack(pc.conn)
 }
 
 // end hands ic back to net/http (resume) or closes it, once. Its watch

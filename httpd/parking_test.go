@@ -151,6 +151,30 @@ func TestARequestSentBehindAParkedPopIsAnsweredAfterIt(t *testing.T) {
 	}
 }
 
+func TestARequestSentWhileAPopIsParkedIsAnsweredAfterIt(t *testing.T) {
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	base, srv, _, _ := serveInBackground(t, b, nil)
+	c := dialServer(t, base)
+	br := bufio.NewReader(c)
+	parkPop(t, b, srv, c, "g", "")
+	// Bytes on a parked connection that are not a hang-up: the pop waits
+	// on for its message, and they are the connection's next request.
+	if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // for the watch to see them; the pop must still wait after
+	if p := b.Parked(); p != 1 {
+		t.Fatalf("%d pops parked after the client sent its next request; want 1", p)
+	}
+	pushOne(t, base, "m")
+	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"transactionId":"m"`) {
+		t.Fatalf("pop: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"healthy"`) {
+		t.Fatalf("the request sent while it waited: %d %s", resp.StatusCode, body)
+	}
+}
+
 func TestShutdownAnswersAParkedPopAndClosesItsConnection(t *testing.T) {
 	b := combtest.MustOpenBroker(t, combtest.Options{})
 	base, srv, cancel, done := serveInBackground(t, b, nil)
