@@ -39,8 +39,9 @@ var (
 	// (docs/operations.md).
 	ErrDamaged = errors.New("database file is damaged")
 	// ErrReplaced is returned by every write once the database file's
-	// path no longer names the file the server opened: it was replaced
-	// (a backup restored with mv or cp over it) or removed while served.
+	// path no longer names the file the server opened, or the file was
+	// overwritten: replaced (a backup moved over it), removed, or written
+	// over in place (a backup copied onto it) while served.
 	// Nothing of the write was kept; the server writes nothing more and
 	// serves the file at the path once restarted (docs/operations.md).
 	ErrReplaced = errors.New("database file was replaced or removed while served")

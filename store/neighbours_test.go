@@ -368,3 +368,42 @@ func TestAutoVacuumSwitchedOffByAnotherProgramIsLogged(t *testing.T) {
 		t.Fatalf("check: %v %+v", err, rep)
 	}
 }
+
+// TestCheckpointsOfAnotherProgramAreNotTakenForAnOverwrite: the writer
+// reads the file's header after every commit to notice a backup copied
+// over the file in place (replaced.go). Another program's checkpoints
+// (litestream makes them, so does a sqlite3 session) write the header
+// too, as SQLite does, and must never be taken for one: the server would
+// stop and set its WAL aside.
+func TestCheckpointsOfAnotherProgramAreNotTakenForAnOverwrite(t *testing.T) {
+	combtest.SQLite3(t)
+	path := filepath.Join(t.TempDir(), "comb.db")
+	st := openLogged(t, path, nil)
+	defer st.Close()
+	head := func() string {
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) < 100 {
+			t.Fatalf("read the header: %v", err)
+		}
+		return string(b[24:28])
+	}
+	first := head()
+	for round := range 30 {
+		// Enough for the queue's pages, and page 1 with them, to grow.
+		for i := range 5 {
+			pushN(t, st, strconv.Itoa(round)+"-"+strconv.Itoa(i)+"-", 200)
+		}
+		combtest.SQLite3Exec(t, path, ".timeout 5000\nPRAGMA wal_checkpoint(TRUNCATE);")
+		select {
+		case <-st.Replaced():
+			t.Fatalf("round %d: a checkpoint of another program was taken for an overwrite", round)
+		default:
+		}
+	}
+	if head() == first {
+		t.Fatalf("the file's change counter never moved: the test wrote no header")
+	}
+	if got := combtest.SQLite3Exec(t, path, "select sum(frame_count) from segments"); got != "30000" {
+		t.Fatalf("an outside reader sees %s messages of the 30000 pushed", got)
+	}
+}

@@ -91,7 +91,7 @@ func (s *Store) lookOutside(now time.Time) {
 		return
 	}
 	s.statsCheckedAt = now
-	if s.replaced.Load() || s.pathReplaced() {
+	if s.replaced.Load() || s.fileReplaced() {
 		s.noteReplaced() // and writes nothing to the file
 		return
 	}

@@ -2,16 +2,20 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"time"
 )
 
 // A file replaced under the server.
 //
 // The server writes through descriptors it opened, so when the path it
-// was given comes to name another file (a backup restored with mv or cp
-// over it while the server runs) or none (rm), its writes go on into a
+// was given comes to name another file (a backup moved over it while the
+// server runs; cp over it writes into the same file, below) or none (rm), its writes go on into a
 // file no name leads to, and are lost to the one the path names. Worse,
 // the WAL and shared-memory files beside the path are still this
 // process's: the next process to open the path replays this one's WAL
@@ -46,6 +50,132 @@ func (s *Store) pathReplaced() bool {
 	return err == nil && !os.SameFile(s.lock.id, fi)
 }
 
+// A file overwritten in place.
+//
+// A backup copied over the path (cp backup.db comb.db, cat > comb.db)
+// writes into the very file the server serves, so the path still names
+// it. Every page SQLite then reads from the file is the backup's, and
+// every one it reads from its WAL is the server's: the two make no
+// database (by hand: a restore so under a running server, 50 more pushes
+// answered 201, then kill -9, and comb check found the file malformed).
+//
+// Such a copy is told by the file's header, which the writer reads
+// through its lock's descriptor (never closed while the file is served;
+// lock.go) along with the path check. SQLite writes the header only as
+// a checkpoint copies page 1 out of the WAL, with a change counter (bytes
+// 24-27) that the commit which wrote that page raised from the counter it
+// read: so in the file it never decreases. A copy made by comb backup
+// or sqlite3's .backup has a counter of 1, below any file comb has
+// served (2 once it is in WAL mode); a copy in progress is shorter than a
+// header or of another page size. A reading that says so is read again
+// (a checkpoint of another program may be writing page 1 at the moment),
+// and the file is taken for overwritten only if the second reading says
+// so too. A byte copy of the file made while it was served and copied
+// back before the counter moved on is not told apart; docs/operations.md
+// says to stop the server before a restore.
+//
+// Then the server writes nothing more, as for a replaced file, and its
+// WAL must not reach the copy: the next process would replay it into the
+// copy's pages. It is moved aside (a rename opens and closes nothing of
+// the file's), to walPath+".overwritten-" and the time, for whoever wants
+// the writes it held.
+
+// fileHead is what the writer follows of the database file's header.
+type fileHead struct {
+	known    bool // read at open; false turns the check off
+	pageSize uint32
+	counter  uint32
+}
+
+// sqliteMagic begins every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// headerSize is the length of a SQLite database file's header.
+const headerSize = 100
+
+// readHead reads the file's header through the lock's descriptor: ok
+// false when the file is shorter than a header, err when it cannot be
+// read.
+func (s *Store) readHead() (pageSize, counter uint32, magic, ok bool, err error) {
+	var b [headerSize]byte
+	n, err := s.lock.f.ReadAt(b[:], 0)
+	if n < len(b) {
+		if errors.Is(err, io.EOF) {
+			return 0, 0, false, false, nil
+		}
+		return 0, 0, false, false, fmt.Errorf("read the header of %s: %w", s.path, err)
+	}
+	pageSize = uint32(binary.BigEndian.Uint16(b[16:18]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	return pageSize, binary.BigEndian.Uint32(b[24:28]), string(b[:16]) == sqliteMagic, true, nil
+}
+
+// initHead takes the header as it is at open.
+func (s *Store) initHead() {
+	pageSize, counter, magic, ok, err := s.readHead()
+	if err != nil || !magic || !ok {
+		s.log.Warn("the database file's header could not be read: a backup copied over the file while comb serves it will not be noticed",
+			"path", s.path, "err", err)
+		return
+	}
+	s.head = fileHead{known: true, pageSize: pageSize, counter: counter}
+}
+
+// overwrittenAgain is how long the writer waits to read a header that
+// says the file was overwritten a second time.
+const overwrittenAgain = 20 * time.Millisecond
+
+// overwritten reports whether the file was overwritten in place, as its
+// header tells (above). Writer goroutine only.
+func (s *Store) overwritten() bool {
+	if !s.head.known {
+		return false
+	}
+	for try := 0; ; try++ {
+		pageSize, counter, magic, ok, err := s.readHead()
+		if err != nil {
+			return false // not a reading of the header at all
+		}
+		if ok && magic && pageSize == s.head.pageSize && counter >= s.head.counter {
+			s.head.counter = counter
+			return false
+		}
+		if try == 1 {
+			return true
+		}
+		time.Sleep(overwrittenAgain)
+	}
+}
+
+// setWALAside moves the WAL of a file overwritten in place out of the
+// way of the next process to open the path (above).
+func (s *Store) setWALAside() {
+	aside := fmt.Sprintf("%s.overwritten-%s", s.walPath, time.Now().UTC().Format("20060102T150405Z"))
+	if err := os.Rename(s.walPath, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.Error("overwritten file: its WAL could not be moved aside; remove it before comb opens the file again, or the next start replays it into the copy",
+			"wal", s.walPath, "err", err)
+		return
+	}
+	s.log.Warn("overwritten file: this process's WAL is moved aside, so that the next start does not replay it into the copy",
+		"wal", aside)
+}
+
+// fileReplaced reports whether the file the store serves is no longer
+// the one at its path (pathReplaced) or was overwritten in place
+// (overwritten, which sets inPlace). Writer goroutine only.
+func (s *Store) fileReplaced() bool {
+	if s.pathReplaced() {
+		return true
+	}
+	if s.overwritten() {
+		s.inPlace = true
+		return true
+	}
+	return false
+}
+
 // noteReplaced is the writer's turn from serving the file to refusing
 // writes, once the path no longer names it; later calls retry emptying
 // the WAL if a reader of the file kept it from finishing. Writer
@@ -54,8 +184,16 @@ func (s *Store) noteReplaced() {
 	if !s.replaced.Load() {
 		s.replaced.Store(true)
 		close(s.replacedCh)
-		s.log.Error("the database file was replaced or removed while comb served it: comb writes nothing more and answers writes 503; restart comb to serve the file now at the path",
+		how := "replaced or removed"
+		if s.inPlace {
+			how = "overwritten (a copy written over it)"
+		}
+		s.log.Error("the database file was "+how+" while comb served it: comb writes nothing more and answers writes 503; restart comb to serve the file now at the path",
 			"path", s.path)
+		if s.inPlace {
+			s.setWALAside()
+			s.walEmptied = true // nothing of it may reach the copy
+		}
 	}
 	if s.walEmptied {
 		return

@@ -214,6 +214,10 @@ type Store struct {
 	walEmptied bool
 	noIdentity bool   // the check is off (replaced.go)
 	absPath    string // path made absolute at open: the one checked
+	// head is the file's header as the writer last read it, inPlace set
+	// once it told the file overwritten (replaced.go).
+	head    fileHead
+	inPlace bool
 	// vacuumOff is set while the file's auto_vacuum is not INCREMENTAL,
 	// once the writer has said so (vacuum.go; writer goroutine only).
 	vacuumOff bool
@@ -412,6 +416,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if s.segSeq, err = segmentSeq(ctx, s.wconn); err != nil {
 		return nil, err
 	}
+	s.initHead()
 	s.lookOutside(time.Now())
 	s.wstmts, s.rstmts = newStmtCache(s.wconn), newStmtCache(s.rdb)
 	s.r = readDB{s.rstmts}

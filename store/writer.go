@@ -299,7 +299,7 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 		errs, notify, err = s.runBatch(batch)
 	}
-	if err == nil && s.pathReplaced() {
+	if err == nil && s.fileReplaced() {
 		// Committed to a file the path no longer names: not kept, for
 		// whoever reads the path, so not answered as kept.
 		s.noteReplaced()
