@@ -1181,10 +1181,13 @@ export interface components {
         Health: {
             /** @enum {string} */
             status: "healthy" | "unhealthy";
+            /** @description connected; when unhealthy, disconnected (the database does not answer), damaged (a request met a damaged page of the file) or replaced (the file at the path is no longer the one served) */
             database: string;
             server: string;
             worker_id?: number;
             version: string;
+            /** @description when damaged or replaced: what happened and what the operator should do */
+            error?: string;
         };
         QueueOptions: {
             leaseTime?: number;
