@@ -63,6 +63,7 @@ func main() {
 	profileRound := flag.Int("profile-round", 0, "the round whose wake -cpuprofile and -allocprofile profile (default the last); the first of several is the one whose consumers acknowledge and pop again while the others still wake")
 	allocs := flag.String("allocprofile", "", "write the server's allocation profiles before the push and after the last answer to F.before and F.after (compare with go tool pprof -base)")
 	memstats := flag.Bool("memstats", false, "after -settle, force two collections in the server and print its live heap and goroutine stacks while the pops are parked (what RSS holds beyond them is memory not yet returned to the system)")
+	queueFirst := flag.Bool("queue-first", false, "create the queue (POST /api/v1/configure) before the pops park, so that each parking pop subscribes its group; without it the first push creates the queue and its wake subscribes every group")
 	var env envList
 	flag.Var(&env, "env", "NAME=VALUE for the server's environment (repeatable), e.g. GOMEMLIMIT=off")
 	flag.Parse()
@@ -81,7 +82,7 @@ func main() {
 	if *profileRound == 0 {
 		*profileRound = *rounds
 	}
-	if err := run(*bin, *floor, *n, *rounds, *settle, env, probes{*profile, *profileSeconds, *allocs, *memstats, *profileRound}); err != nil {
+	if err := run(*bin, *floor, *n, *rounds, *settle, env, probes{*profile, *profileSeconds, *allocs, *memstats, *profileRound}, *queueFirst); err != nil {
 		fmt.Fprintln(os.Stderr, "parked:", err)
 		os.Exit(1)
 	}
@@ -98,7 +99,7 @@ type probes struct {
 
 func (p probes) any() bool { return p.profile != "" || p.allocs != "" || p.memstats }
 
-func run(bin, floor string, n, rounds int, settle time.Duration, env []string, pr probes) error {
+func run(bin, floor string, n, rounds int, settle time.Duration, env []string, pr probes, queueFirst bool) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return err
@@ -177,6 +178,17 @@ func run(bin, floor string, n, rounds int, settle time.Duration, env []string, p
 		}
 		if time.Since(start) > 30*time.Second {
 			return errors.New("server did not start")
+		}
+	}
+
+	if queueFirst && floor == "" {
+		resp, err := client.Post(base+"/api/v1/configure", "application/json", strings.NewReader(`{"queue":"parked"}`))
+		if err != nil {
+			return fmt.Errorf("create the queue: %w", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("create the queue: %s", resp.Status)
 		}
 	}
 
