@@ -46,7 +46,10 @@ func (b *Broker) QueueStats(ctx context.Context, name string) (*combtype.QueueSt
 }
 
 // QueueList lists the tenant's queues matching f (Namespace, Task, Limit,
-// Offset), newest first, with their counts; empty when none match.
+// Offset), newest first, with their totals (PartitionCount, Counts,
+// Evicted) but not their partitions; empty when none match. A queue above
+// Options.LiveTotalsPartitions answers from a sum made in the background
+// (Summarized, StatsAge), as in QueuePage.
 func (b *Broker) QueueList(ctx context.Context, f combtype.QueueFilter) ([]*combtype.QueueStats, error) {
 	return b.st.ListQueueStats(ctx, b.tenant, f)
 }

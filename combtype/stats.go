@@ -64,6 +64,10 @@ type QueueStats struct {
 	// Counts are the partitions' counts summed (all of them, even when
 	// Partitions holds a page).
 	Counts MessageCounts
+	// Evicted is how many messages retention has removed from the
+	// queue's partitions (the offsets below each one's log start),
+	// summed as Counts are.
+	Evicted int64
 	// HasQueueMode is set when any partition has a queue-mode cursor.
 	HasQueueMode bool
 	BusGroups    int // distinct named groups with a cursor on the queue

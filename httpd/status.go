@@ -1,7 +1,6 @@
 package httpd
 
 import (
-	"errors"
 	"net/http"
 	"runtime"
 	"time"
@@ -386,17 +385,13 @@ func (s *Handler) analytics(w http.ResponseWriter, r *http.Request, ps httproute
 		writeJSON(w, http.StatusOK, map[string]any{"replicas": []map[string]any{{"workerId": 0, "parkedPops": s.b.Parked()}}})
 	case "retention":
 		// queue keeps the answer to one queue, as its view shows it; an
-		// unknown one lists nothing.
+		// unknown one lists nothing. The queues' totals, not their
+		// partitions: reading each partition took 1.5-2.2 s a request at
+		// 100,000 partitions.
 		var stats []*combtype.QueueStats
 		var err error
 		if name := r.URL.Query().Get("queue"); name != "" {
-			var qs *combtype.QueueStats
-			qs, err = s.tb(r).QueueStats(ctx, name)
-			if err == nil {
-				stats = append(stats, qs)
-			} else if errors.Is(err, combtype.ErrQueueNotFound) {
-				err = nil
-			}
+			stats, _, err = s.tb(r).QueuePage(ctx, combtype.QueueFilter{Name: name, Limit: 1})
 		} else {
 			stats, err = s.tb(r).QueueList(ctx, combtype.QueueFilter{})
 		}
@@ -406,19 +401,19 @@ func (s *Handler) analytics(w http.ResponseWriter, r *http.Request, ps httproute
 		}
 		out := make([]map[string]any, len(stats))
 		for i, qs := range stats {
-			var evicted int64
-			for _, p := range qs.Partitions {
-				evicted += p.LogStart // offsets below log_start are gone
-			}
 			o := qs.Options
 			out[i] = map[string]any{"queue": qs.Name, "retentionEnabled": o.RetentionEnabled,
 				"retentionSeconds": o.RetentionSeconds, "completedRetentionSeconds": o.CompletedRetentionSeconds,
-				"maxWaitTimeSeconds": o.MaxWaitTimeSeconds, "stored": qs.Counts.Total, "evicted": evicted,
+				"maxWaitTimeSeconds": o.MaxWaitTimeSeconds, "stored": qs.Counts.Total, "evicted": qs.Evicted,
 				// The rest of the queue's configuration, as its status shows it,
 				// so a view of one queue needs no list of its partitions.
 				"namespace": qs.Namespace, "task": qs.Task, "createdAt": fmtMilli(qs.CreatedAt), "priority": o.Priority,
 				"config": map[string]any{"leaseTime": o.LeaseTime, "retryLimit": o.RetryLimit, "retryDelay": o.RetryDelay,
 					"ttl": o.TTL, "maxQueueSize": o.MaxSize, "deadLetterQueue": o.DeadLetterQueue}}
+			if age := statsAge(qs); age != nil {
+				// A large queue's stored and evicted, from the background sum.
+				out[i]["statsAge"] = *age
+			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"queues": out})
 	case "postgres-stats":

@@ -597,3 +597,33 @@ func TestExpiredSnapshotsAreDeletedAtMostHourly(t *testing.T) {
 		t.Fatalf("sweep an hour after the last snapshot sweep deleted %d snapshots, want 1", st.Snapshots)
 	}
 }
+
+// What retention removed is counted the same by every view of a queue:
+// the listing's totals (QueueList, QueuePage, which the status and
+// retention analytics answer from) and the queue detail (QueueStats).
+func TestEveryViewOfAQueueCountsWhatRetentionEvicted(t *testing.T) {
+	f := newFixture(t)
+	f.configure("q", retained(60))
+	f.push("q", "p1", "a", 3) // p1 0-2 at t0
+	f.push("q", "p2", "b", 4) // p2 0-3 at t0
+	f.clock.Advance(30 * time.Second)
+	f.push("q", "p1", "c", 2) // p1 3-4 at t0+30s
+	f.clock.Set(t0.Add(90 * time.Second))
+	f.sweep()
+	want := f.logStart("q", "p1") + f.logStart("q", "p2")
+	if want != 7 {
+		t.Fatalf("log starts sum to %d, want 7 (3 of p1, 4 of p2)", want)
+	}
+	list, err := f.b.QueueList(f.ctx, combtype.QueueFilter{})
+	if err != nil || len(list) != 1 || list[0].Evicted != want || list[0].Counts.Total != 2 || list[0].PartitionCount != 3 {
+		t.Fatalf("QueueList: %v %+v (3 partitions: Default, made by configure, p1, p2)", err, list)
+	}
+	page, _, err := f.b.QueuePage(f.ctx, combtype.QueueFilter{Name: "q", Limit: 1})
+	if err != nil || len(page) != 1 || page[0].Evicted != want {
+		t.Fatalf("QueuePage: %v %+v", err, page)
+	}
+	qs, err := f.b.QueueStats(f.ctx, "q")
+	if err != nil || qs.Evicted != want || qs.Counts.Total != 2 {
+		t.Fatalf("QueueStats: %v %+v", err, qs)
+	}
+}

@@ -81,7 +81,7 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 	}
 	idList := jsonInts(ids)
 	rows, err := db.QueryContext(ctx, `SELECT queue_id, COUNT(*), SUM(stored),
-		SUM(CASE WHEN committed IS NULL THEN 0 ELSE MIN(MAX(committed - log_start + 1, 0), stored) END)
+		SUM(CASE WHEN committed IS NULL THEN 0 ELSE MIN(MAX(committed - log_start + 1, 0), stored) END), SUM(log_start)
 		FROM (SELECT p.queue_id, p.log_start, `+storedExpr+` AS stored,
 			COALESCE(`+groupCommittedExpr("?2")+`, `+leastCommittedExpr+`) AS committed
 			FROM partitions p WHERE p.queue_id IN (SELECT value FROM json_each(?1)))
@@ -91,13 +91,13 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, n int64
+		var id, n, evicted int64
 		var c combtype.MessageCounts
-		if err := rows.Scan(&id, &n, &c.Total, &c.Completed); err != nil {
+		if err := rows.Scan(&id, &n, &c.Total, &c.Completed, &evicted); err != nil {
 			return nil, fmt.Errorf("scan queue counts: %w", err)
 		}
 		if qs := out[id]; qs != nil {
-			qs.PartitionCount, qs.Counts = int(n), c
+			qs.PartitionCount, qs.Counts, qs.Evicted = int(n), c, evicted
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -240,7 +240,7 @@ func (s *Store) QueueStatsPage(ctx context.Context, tenant, name string, pg comb
 	}
 	qs := stats[0]
 	t := totals[q.ID]
-	qs.Counts, qs.PartitionCount, qs.Summarized, qs.StatsAge = t.Counts, t.PartitionCount, t.Summarized, t.StatsAge
+	qs.Counts, qs.PartitionCount, qs.Evicted, qs.Summarized, qs.StatsAge = t.Counts, t.PartitionCount, t.Evicted, t.Summarized, t.StatsAge
 	info.Total = int64(qs.PartitionCount)
 	if t.StatsAge < 0 {
 		info.Total = -1 // not counted yet

@@ -107,7 +107,7 @@ func TestDeleteQueueResumesAfterCrash(t *testing.T) {
 		t.Fatalf("push after detach = %+v, %v", res, err)
 	}
 	stats, err := st.ListQueueStats(ctx, "", combtype.QueueFilter{})
-	if err != nil || len(stats) != 1 || stats[0].Counts.Total != 1 || len(stats[0].Partitions) != 1 {
+	if err != nil || len(stats) != 1 || stats[0].Counts.Total != 1 || stats[0].PartitionCount != 1 {
 		t.Fatalf("queues after detach = %+v, %v", stats, err)
 	}
 	if c := rowCounts(t, st); c["segments"] != 13 {

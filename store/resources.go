@@ -60,14 +60,15 @@ func partitionCounts(p *combtype.Partition, c *cursor, now int64) combtype.Messa
 	return counts
 }
 
-// ListQueueStats returns the tenant's queues matching f, newest first,
-// with their counts.
+// ListQueueStats returns the tenant's queues matching f (Namespace, Task,
+// Limit, Offset), newest first, with their totals as QueuePage gives
+// them: not their partitions.
 func (s *Store) ListQueueStats(ctx context.Context, tenant string, f combtype.QueueFilter) ([]*combtype.QueueStats, error) {
-	queues, err := filteredQueues(ctx, s.rdb, tenant, f)
-	if err != nil {
-		return nil, err
-	}
-	return s.queueStats(ctx, s.rdb, queues, false)
+	// The queues' totals, not their partitions: reading every partition
+	// of every queue took 1.6 s a request at 100,000 partitions.
+	stats, _, err := s.QueuePage(ctx, tenant, combtype.QueueFilter{Namespace: f.Namespace, Task: f.Task,
+		Limit: f.Limit, Offset: f.Offset})
+	return stats, err
 }
 
 // QueueStats returns one queue with its partitions' counts and segment
@@ -182,6 +183,7 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 				ps.Newest = fromMicros(ps.LastSegmentAt)
 			}
 			addCounts(&qs.Counts, ps.Counts)
+			qs.Evicted += ps.LogStart // offsets below log_start are gone
 			qs.HasQueueMode = qs.HasQueueMode || ps.HasQueueMode
 		}
 		qs.BusGroups = len(groups[qs.ID])
