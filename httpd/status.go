@@ -340,15 +340,27 @@ func (s *Handler) analytics(w http.ResponseWriter, r *http.Request, ps httproute
 			"messages": st.Frames, "avgCommitMs": avg, "parkedPops": s.b.Parked(),
 			"pendingWrites": st.PendingWrites}}})
 	case "queue-lag":
-		groups, err := s.tb(r).GroupList(ctx)
+		// A page of the (group, queue) pairs, as /consumer-groups pages
+		// them (docs/wire.md, "Pages"): the whole list took 0.36-0.49 s at
+		// 10,000 groups, and grows with them.
+		pg, err := readPage(r, false)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
+		groups, info, err := s.tb(r).GroupListPage(ctx, pg.Page)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		pageHeaders(w, r, pg, info)
 		out := make([]map[string]any, len(groups))
 		for i, g := range groups {
 			out[i] = map[string]any{"queue": g.Queue, "consumerGroup": g.Group, "offsetLag": g.TotalLag,
 				"timeLagSeconds": int64(g.MaxTimeLag / time.Second), "partitionsWithLag": g.PartitionsWithLag}
+			if age := ageSeconds(g.Summarized, g.StatsAge); age != nil {
+				out[i]["statsAge"] = *age
+			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"groups": out})
 	case "queue-ops":

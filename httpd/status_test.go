@@ -199,3 +199,30 @@ func TestStatusBuffersAnalyticsAndRefresh(t *testing.T) {
 		t.Errorf("refresh = %d %s", r.Status, r.Body)
 	}
 }
+
+// The lag analytics are a page of the (group, queue) pairs, as the
+// consumer-group listing pages them: the whole list grew with the groups.
+func TestQueueLagAnalyticsArePaged(t *testing.T) {
+	s, _ := opServer(t)
+	s.Push(opItem("x", "", "1", 1))
+	for _, g := range []string{"g1", "g2", "g3"} {
+		s.Pop("/api/v1/pop/queue/x?consumerGroup=" + g)
+	}
+	names := func(path string) []string {
+		var out []string
+		for _, g := range opGet(t, s, path)["groups"].([]any) {
+			out = append(out, g.(map[string]any)["consumerGroup"].(string))
+		}
+		return out
+	}
+	if got := names("/api/v1/analytics/queue-lag"); fmt.Sprint(got) != "[g1 g2 g3]" {
+		t.Errorf("whole = %v", got)
+	}
+	if got := names("/api/v1/analytics/queue-lag?limit=2"); fmt.Sprint(got) != "[g1 g2]" {
+		t.Errorf("first page = %v", got)
+	}
+	if got := names("/api/v1/analytics/queue-lag?limit=2&offset=2"); fmt.Sprint(got) != "[g3]" {
+		t.Errorf("second page = %v", got)
+	}
+	opWantError(t, s.Do("GET", "/api/v1/analytics/queue-lag?limit=0", nil), http.StatusBadRequest, "limit must be between 1 and 1000")
+}

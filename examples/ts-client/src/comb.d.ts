@@ -3651,6 +3651,10 @@ export interface operations {
     getApiV1AnalyticsKind: {
         parameters: {
             query?: {
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+                offset?: components["parameters"]["PageOffset"];
                 /** @description queue-ops: the queues to list (repeatable), every queue without it; retention: the one queue to list */
                 queue?: string[];
             };
