@@ -201,8 +201,9 @@ func TestStatusBuffersAnalyticsAndRefresh(t *testing.T) {
 }
 
 // The lag analytics are a page of the (group, queue) pairs, as the
-// consumer-group listing pages them: the whole list grew with the groups.
-func TestQueueLagAnalyticsArePaged(t *testing.T) {
+// consumer-group listing pages them, and the retention analytics a page
+// of the queues: the whole lists grew with the groups and the queues.
+func TestListingAnalyticsArePaged(t *testing.T) {
 	s, _ := opServer(t)
 	s.Push(opItem("x", "", "1", 1))
 	for _, g := range []string{"g1", "g2", "g3"} {
@@ -225,4 +226,24 @@ func TestQueueLagAnalyticsArePaged(t *testing.T) {
 		t.Errorf("second page = %v", got)
 	}
 	opWantError(t, s.Do("GET", "/api/v1/analytics/queue-lag?limit=0", nil), http.StatusBadRequest, "limit must be between 1 and 1000")
+
+	s.Push(opItem("y", "", "1", 1))
+	s.Push(opItem("z", "", "1", 1))
+	queues := func(path string) []string {
+		var out []string
+		for _, q := range opGet(t, s, path)["queues"].([]any) {
+			out = append(out, q.(map[string]any)["queue"].(string))
+		}
+		return out
+	}
+	if got := queues("/api/v1/analytics/retention"); fmt.Sprint(got) != "[z y x]" {
+		t.Errorf("retention, whole = %v", got)
+	}
+	if got := queues("/api/v1/analytics/retention?limit=2"); fmt.Sprint(got) != "[z y]" {
+		t.Errorf("retention, first page = %v", got)
+	}
+	if got := queues("/api/v1/analytics/retention?limit=2&offset=2"); fmt.Sprint(got) != "[x]" {
+		t.Errorf("retention, second page = %v", got)
+	}
+	opWantError(t, s.Do("GET", "/api/v1/analytics/retention?limit=1001", nil), http.StatusBadRequest, "limit must be between 1 and 1000")
 }
