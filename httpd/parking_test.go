@@ -65,6 +65,20 @@ func pushOne(t *testing.T, base, txn string) {
 	}
 }
 
+// popThenHealth pushes the message "m" that the parked pop on br's
+// connection waits for, and reads its answer, then the answer to the
+// GET /health sent behind it.
+func popThenHealth(t *testing.T, base string, br *bufio.Reader) {
+	t.Helper()
+	pushOne(t, base, "m")
+	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"transactionId":"m"`) {
+		t.Fatalf("pop: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"healthy"`) {
+		t.Fatalf("the request behind it: %d %s", resp.StatusCode, body)
+	}
+}
+
 func readAnswer(t *testing.T, br *bufio.Reader) (*http.Response, string) {
 	t.Helper()
 	resp, err := http.ReadResponse(br, nil)
@@ -136,42 +150,31 @@ func TestAParkedPopWhoseClientLeftHoldsNoLease(t *testing.T) {
 	}
 }
 
+// A request a client sends on a parked pop's connection, with the pop or
+// while it waits, is answered after the pop's answer. Bytes that come
+// while it waits are not a hang-up: the pop waits on for its message.
 func TestARequestSentBehindAParkedPopIsAnsweredAfterIt(t *testing.T) {
-	b := combtest.MustOpenBroker(t, combtest.Options{})
-	base, srv, _, _ := serveInBackground(t, b, nil)
-	c := dialServer(t, base)
-	br := bufio.NewReader(c)
-	parkPop(t, b, srv, c, "g", "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-	pushOne(t, base, "m")
-	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"transactionId":"m"`) {
-		t.Fatalf("pop: %d %s", resp.StatusCode, body)
-	}
-	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"healthy"`) {
-		t.Fatalf("the request behind it: %d %s", resp.StatusCode, body)
-	}
-}
-
-func TestARequestSentWhileAPopIsParkedIsAnsweredAfterIt(t *testing.T) {
-	b := combtest.MustOpenBroker(t, combtest.Options{})
-	base, srv, _, _ := serveInBackground(t, b, nil)
-	c := dialServer(t, base)
-	br := bufio.NewReader(c)
-	parkPop(t, b, srv, c, "g", "")
-	// Bytes on a parked connection that are not a hang-up: the pop waits
-	// on for its message, and they are the connection's next request.
-	if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond) // for the watch to see them; the pop must still wait after
-	if p := b.Parked(); p != 1 {
-		t.Fatalf("%d pops parked after the client sent its next request; want 1", p)
-	}
-	pushOne(t, base, "m")
-	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"transactionId":"m"`) {
-		t.Fatalf("pop: %d %s", resp.StatusCode, body)
-	}
-	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"healthy"`) {
-		t.Fatalf("the request sent while it waited: %d %s", resp.StatusCode, body)
+	const health = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+	for _, while := range []bool{false, true} {
+		t.Run(fmt.Sprintf("while parked=%v", while), func(t *testing.T) {
+			b := combtest.MustOpenBroker(t, combtest.Options{})
+			base, srv, _, _ := serveInBackground(t, b, nil)
+			c := dialServer(t, base)
+			br := bufio.NewReader(c)
+			if !while {
+				parkPop(t, b, srv, c, "g", health)
+			} else {
+				parkPop(t, b, srv, c, "g", "")
+				if _, err := io.WriteString(c, health); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(100 * time.Millisecond) // for the watch to see them; the pop must still wait after
+				if p := b.Parked(); p != 1 {
+					t.Fatalf("%d pops parked after the client sent its next request; want 1", p)
+				}
+			}
+			popThenHealth(t, base, br)
+		})
 	}
 }
 
@@ -300,11 +303,5 @@ func TestAPopWithABodyIsAnsweredAndTheRequestBehindItToo(t *testing.T) {
 	if n := srv.TakenPops(); n != 0 {
 		t.Errorf("%d pops with a body outside net/http, want 0", n)
 	}
-	pushOne(t, base, "m")
-	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"transactionId":"m"`) {
-		t.Fatalf("pop: %d %s", resp.StatusCode, body)
-	}
-	if resp, body := readAnswer(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"healthy"`) {
-		t.Fatalf("the request behind it: %d %s", resp.StatusCode, body)
-	}
+	popThenHealth(t, base, br)
 }

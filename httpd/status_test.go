@@ -209,41 +209,31 @@ func TestListingAnalyticsArePaged(t *testing.T) {
 	for _, g := range []string{"g1", "g2", "g3"} {
 		s.Pop("/api/v1/pop/queue/x?consumerGroup=" + g)
 	}
-	names := func(path string) []string {
-		var out []string
-		for _, g := range opGet(t, s, path)["groups"].([]any) {
-			out = append(out, g.(map[string]any)["consumerGroup"].(string))
-		}
-		return out
-	}
-	if got := names("/api/v1/analytics/queue-lag"); fmt.Sprint(got) != "[g1 g2 g3]" {
-		t.Errorf("whole = %v", got)
-	}
-	if got := names("/api/v1/analytics/queue-lag?limit=2"); fmt.Sprint(got) != "[g1 g2]" {
-		t.Errorf("first page = %v", got)
-	}
-	if got := names("/api/v1/analytics/queue-lag?limit=2&offset=2"); fmt.Sprint(got) != "[g3]" {
-		t.Errorf("second page = %v", got)
-	}
-	opWantError(t, s.Do("GET", "/api/v1/analytics/queue-lag?limit=0", nil), http.StatusBadRequest, "limit must be between 1 and 1000")
-
 	s.Push(opItem("y", "", "1", 1))
 	s.Push(opItem("z", "", "1", 1))
-	queues := func(path string) []string {
-		var out []string
-		for _, q := range opGet(t, s, path)["queues"].([]any) {
-			out = append(out, q.(map[string]any)["queue"].(string))
+	for _, c := range []struct {
+		path, list, name     string
+		whole, first, second string // as fmt prints the names
+	}{
+		{"/api/v1/analytics/queue-lag", "groups", "consumerGroup", "[g1 g2 g3]", "[g1 g2]", "[g3]"},
+		{"/api/v1/analytics/retention", "queues", "queue", "[z y x]", "[z y]", "[x]"}, // newest first
+	} {
+		names := func(query string) string {
+			var out []string
+			for _, row := range opGet(t, s, c.path+query)[c.list].([]any) {
+				out = append(out, row.(map[string]any)[c.name].(string))
+			}
+			return fmt.Sprint(out)
 		}
-		return out
+		if got := names(""); got != c.whole {
+			t.Errorf("%s, whole = %v, want %v", c.path, got, c.whole)
+		}
+		if got := names("?limit=2"); got != c.first {
+			t.Errorf("%s, first page = %v, want %v", c.path, got, c.first)
+		}
+		if got := names("?limit=2&offset=2"); got != c.second {
+			t.Errorf("%s, second page = %v, want %v", c.path, got, c.second)
+		}
+		opWantError(t, s.Do("GET", c.path+"?limit=1001", nil), http.StatusBadRequest, "limit must be between 1 and 1000")
 	}
-	if got := queues("/api/v1/analytics/retention"); fmt.Sprint(got) != "[z y x]" {
-		t.Errorf("retention, whole = %v", got)
-	}
-	if got := queues("/api/v1/analytics/retention?limit=2"); fmt.Sprint(got) != "[z y]" {
-		t.Errorf("retention, first page = %v", got)
-	}
-	if got := queues("/api/v1/analytics/retention?limit=2&offset=2"); fmt.Sprint(got) != "[x]" {
-		t.Errorf("retention, second page = %v", got)
-	}
-	opWantError(t, s.Do("GET", "/api/v1/analytics/retention?limit=1001", nil), http.StatusBadRequest, "limit must be between 1 and 1000")
 }
