@@ -218,6 +218,8 @@ type Store struct {
 	// once it told the file overwritten (replaced.go).
 	head    fileHead
 	inPlace bool
+	// ingest keeps the passed minutes of the ingest series (ingestmemo.go).
+	ingest ingestMemo
 	// vacuumOff is set while the file's auto_vacuum is not INCREMENTAL,
 	// once the writer has said so (vacuum.go; writer goroutine only).
 	vacuumOff bool
