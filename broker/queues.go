@@ -98,6 +98,18 @@ func (b *Broker) StatsByTask(ctx context.Context) ([]combtype.GroupedStats, erro
 	return b.st.TaskStats(ctx, b.tenant)
 }
 
+// NamespacePage is the page pg of StatsByNamespace, by name (Limit 0: all
+// of it), and how many namespaces there are (PageInfo.Total).
+func (b *Broker) NamespacePage(ctx context.Context, pg combtype.Page) ([]combtype.GroupedStats, combtype.PageInfo, error) {
+	return b.st.NamespacePage(ctx, b.tenant, pg)
+}
+
+// TaskPage is the page pg of StatsByTask, by name (Limit 0: all of it),
+// and how many tasks there are (PageInfo.Total).
+func (b *Broker) TaskPage(ctx context.Context, pg combtype.Page) ([]combtype.GroupedStats, combtype.PageInfo, error) {
+	return b.st.TaskPage(ctx, b.tenant, pg)
+}
+
 // StatsIngest counts the messages committed per time bucket of f, every
 // bucket present; a series with no bucket or ending before it starts is
 // refused with combtype.ErrInvalid.

@@ -282,20 +282,35 @@ func groupedJSON(gs []combtype.GroupedStats, task bool) []groupedOut {
 	return out
 }
 
+// The namespace and task listings answer a page, by name (docs/wire.md,
+// "Pages"): each namespace is summed over its queues, and a queue's
+// namespace is its name unless configured.
 func (s *Handler) resourcesNamespaces(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	gs, err := s.tb(r).StatsByNamespace(r.Context())
+	pg, err := readPage(r, false)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	gs, info, err := s.tb(r).NamespacePage(r.Context(), pg.Page)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	pageHeaders(w, r, pg, info)
 	writeJSON(w, http.StatusOK, map[string]any{"namespaces": groupedJSON(gs, false)})
 }
 
 func (s *Handler) resourcesTasks(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	gs, err := s.tb(r).StatsByTask(r.Context())
+	pg, err := readPage(r, false)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	gs, info, err := s.tb(r).TaskPage(r.Context(), pg.Page)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	pageHeaders(w, r, pg, info)
 	writeJSON(w, http.StatusOK, map[string]any{"tasks": groupedJSON(gs, true)})
 }

@@ -201,9 +201,10 @@ func TestStatusBuffersAnalyticsAndRefresh(t *testing.T) {
 }
 
 // The lag analytics are a page of the (group, queue) pairs, as the
-// consumer-group listing pages them, and the retention analytics a page
-// of the queues: the whole lists grew with the groups and the queues.
-func TestListingAnalyticsArePaged(t *testing.T) {
+// consumer-group listing pages them, the retention analytics a page of
+// the queues and the namespace listing a page of the namespaces: the
+// whole lists grew with the groups and the queues.
+func TestTheDashboardListingsArePaged(t *testing.T) {
 	s, _ := opServer(t)
 	s.Push(opItem("x", "", "1", 1))
 	for _, g := range []string{"g1", "g2", "g3"} {
@@ -216,7 +217,8 @@ func TestListingAnalyticsArePaged(t *testing.T) {
 		whole, first, second string // as fmt prints the names
 	}{
 		{"/api/v1/analytics/queue-lag", "groups", "consumerGroup", "[g1 g2 g3]", "[g1 g2]", "[g3]"},
-		{"/api/v1/analytics/retention", "queues", "queue", "[z y x]", "[z y]", "[x]"}, // newest first
+		{"/api/v1/analytics/retention", "queues", "queue", "[z y x]", "[z y]", "[x]"},          // newest first
+		{"/api/v1/resources/namespaces", "namespaces", "namespace", "[x y z]", "[x y]", "[z]"}, // a queue's name unless configured
 	} {
 		names := func(query string) string {
 			var out []string

@@ -3331,7 +3331,12 @@ export interface operations {
     };
     getApiV1ResourcesNamespaces: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+                offset?: components["parameters"]["PageOffset"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3355,7 +3360,12 @@ export interface operations {
     };
     getApiV1ResourcesTasks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+                offset?: components["parameters"]["PageOffset"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
