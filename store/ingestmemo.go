@@ -104,7 +104,7 @@ func (s *Store) minuteSeries(ctx context.Context, tenant string, f combtype.Seri
 	if rest > to {
 		return nil
 	}
-	live, err := s.ingestByMinute(ctx, tenant, f, rest, to)
+	live, err := s.ingestCounts(ctx, tenant, f, rest, to, 0, microsPerMinute)
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (s *Store) fillMinutes(ctx context.Context, tenant string, f combtype.Serie
 // minuteCounts counts the messages committed in each of the minutes
 // [lo, hi).
 func (s *Store) minuteCounts(ctx context.Context, tenant string, f combtype.SeriesFilter, lo, hi int64) ([]int64, error) {
-	by, err := s.ingestByMinute(ctx, tenant, f, lo*microsPerMinute, hi*microsPerMinute-1)
+	by, err := s.ingestCounts(ctx, tenant, f, lo*microsPerMinute, hi*microsPerMinute-1, 0, microsPerMinute)
 	if err != nil {
 		return nil, err
 	}
@@ -160,29 +160,30 @@ func (s *Store) minuteCounts(ctx context.Context, tenant string, f combtype.Seri
 	return out, nil
 }
 
-// ingestByMinute counts the messages of f's queues committed in [from, to]
-// (µs), by minute since the epoch: one range of the segments_time index.
-func (s *Store) ingestByMinute(ctx context.Context, tenant string, f combtype.SeriesFilter, from, to int64) (map[int64]int64, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT s.created_at / ?2, SUM(s.frame_count)
+// ingestCounts counts the messages of f's queues committed in [from, to]
+// (µs), by (created_at - origin) / unit: one range of the segments_time
+// index.
+func (s *Store) ingestCounts(ctx context.Context, tenant string, f combtype.SeriesFilter, from, to, origin, unit int64) (map[int64]int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT (s.created_at - ?8) / ?2, SUM(s.frame_count)
 		FROM segments s INDEXED BY segments_time
 		WHERE s.created_at >= ?1 AND s.created_at <= ?3 AND s.partition_id IN (SELECT p.id FROM partitions p
 			WHERE p.last_segment_at >= ?1 AND p.queue_id IN (SELECT id FROM queues WHERE tenant = ?4
 				AND (?5 = '' OR name = ?5) AND (?6 = '' OR namespace = ?6) AND (?7 = '' OR task = ?7)))
-		GROUP BY 1`, from, microsPerMinute, to, tenant, f.Queue, f.Namespace, f.Task)
+		GROUP BY 1`, from, unit, to, tenant, f.Queue, f.Namespace, f.Task, origin)
 	if err != nil {
-		return nil, fmt.Errorf("count messages per minute: %w", err)
+		return nil, fmt.Errorf("count messages per bucket: %w", err)
 	}
 	defer rows.Close()
 	out := map[int64]int64{}
 	for rows.Next() {
-		var m, n int64
-		if err := rows.Scan(&m, &n); err != nil {
-			return nil, fmt.Errorf("scan minute: %w", err)
+		var i, n int64
+		if err := rows.Scan(&i, &n); err != nil {
+			return nil, fmt.Errorf("scan bucket: %w", err)
 		}
-		out[m] += n
+		out[i] += n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count messages per minute: %w", err)
+		return nil, fmt.Errorf("count messages per bucket: %w", err)
 	}
 	return out, nil
 }

@@ -64,27 +64,14 @@ func (s *Store) IngestSeries(ctx context.Context, tenant string, f combtype.Seri
 		}
 		return out, nil
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT (s.created_at - ?1) / ?2, SUM(s.frame_count)
-		FROM segments s INDEXED BY segments_time
-		WHERE s.created_at >= ?1 AND s.created_at <= ?3 AND s.partition_id IN (SELECT p.id FROM partitions p
-			WHERE p.last_segment_at >= ?1 AND p.queue_id IN (SELECT id FROM queues WHERE tenant = ?4
-				AND (?5 = '' OR name = ?5) AND (?6 = '' OR namespace = ?6) AND (?7 = '' OR task = ?7)))
-		GROUP BY 1`, from, bucket, to, tenant, f.Queue, f.Namespace, f.Task)
+	by, err := s.ingestCounts(ctx, tenant, f, from, to, from, bucket)
 	if err != nil {
-		return nil, fmt.Errorf("count messages per bucket: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var i, count int64
-		if err := rows.Scan(&i, &count); err != nil {
-			return nil, fmt.Errorf("scan bucket: %w", err)
-		}
+	for i, count := range by {
 		if i >= 0 && i < n {
 			out[i].Messages += count
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count messages per bucket: %w", err)
 	}
 	return out, nil
 }
