@@ -15,13 +15,13 @@ import (
 //
 // The server writes through descriptors it opened, so when the path it
 // was given comes to name another file (a backup moved over it while the
-// server runs; cp over it writes into the same file, below) or none (rm), its writes go on into a
-// file no name leads to, and are lost to the one the path names. Worse,
-// the WAL and shared-memory files beside the path are still this
-// process's: the next process to open the path replays this one's WAL
-// into a file it was never part of (by hand: a restore under a running
-// server, then kill -9, and comb check found 98 findings in the file at
-// the path).
+// server runs; cp over it writes into the same file, below) or none
+// (rm), its writes go on into a file no name leads to, and are lost to
+// the one the path names. Worse, the WAL and shared-memory files beside
+// the path are still this process's: the next process to open the path
+// replays this one's WAL into a file it was never part of (by hand: a
+// restore under a running server, then kill -9, and comb check found 98
+// findings in the file at the path).
 //
 // So the writer checks, after every commit (one stat of the path) and
 // once a second while idle, that the path still names the file it
