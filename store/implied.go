@@ -172,7 +172,94 @@ type impliedLeast struct {
 	least, qmCommitted int64
 }
 
+// impliedFloorExpr holds for a subscription s that implies p's floor
+// (log_start - 1) on p, where impliedExpr takes one of its branches that
+// give the floor: a start at the oldest message, a partition made after
+// the registration. False where it cannot tell at once (a start from new
+// messages or a time, a NULL), never where the floor is not implied.
+// Nothing implies less than the floor.
+const impliedFloorExpr = `((s.start_seq IS NOT NULL AND p.id <= s.start_partition
+		AND COALESCE(s.start_mode, '') NOT IN ('new', 'timestamp'))
+	OR ((s.start_seq IS NULL OR p.id > s.start_partition) AND (s.from_time IS NULL OR s.after_partition < p.id)))`
+
+// impliedLeasts sums the implied cursors of pids. Where a partition's
+// subscriptions are many, working each one's position out cost a probe
+// and the position rule a pair: 90,000 pairs, about 90 ms, at 10,000
+// groups on 10 partitions. So the groups are counted (subscriptions less
+// those with a row on the partition), and a partition where any group
+// without a row is at the floor has the floor for its least, which one
+// probe finds when most groups start at the oldest message; only the
+// others are worked out pair by pair (impliedLeastsByPair).
 func impliedLeasts(ctx context.Context, db querier, pids []int64) (map[int64]impliedLeast, error) {
+	rows, err := db.QueryContext(ctx, `SELECT p.id, p.log_start,
+			(SELECT COUNT(*) FROM subscriptions s WHERE s.queue_id = p.queue_id AND s.group_name != ?2)
+			- (SELECT COUNT(*) FROM cursors c JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = c.group_name
+				WHERE c.partition_id = p.id AND c.group_name != ?2),
+			EXISTS (SELECT 1 FROM subscriptions s WHERE s.queue_id = p.queue_id AND s.group_name != ?2 AND `+impliedFloorExpr+`
+				AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = s.group_name))
+		FROM partitions p WHERE p.id IN (SELECT value FROM json_each(?1))`, jsonInts(pids), combtype.QueueModeGroup)
+	if err != nil {
+		return nil, fmt.Errorf("count implied cursors: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]impliedLeast{}
+	var rest []int64
+	for rows.Next() {
+		var pid, logStart, named int64
+		var floor bool
+		if err := rows.Scan(&pid, &logStart, &named, &floor); err != nil {
+			return nil, fmt.Errorf("scan implied cursors: %w", err)
+		}
+		switch {
+		case named > 0 && !floor:
+			rest = append(rest, pid)
+		case named > 0:
+			out[pid] = impliedLeast{named: named, least: logStart - 1}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count implied cursors: %w", err)
+	}
+	rows.Close()
+	// The queue-mode group's, one row at most a partition.
+	rows, err = db.QueryContext(ctx, `SELECT p.id, `+impliedExpr+`
+		FROM partitions p JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?2
+		WHERE p.id IN (SELECT value FROM json_each(?1))
+			AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = s.group_name)`,
+		jsonInts(pids), combtype.QueueModeGroup)
+	if err != nil {
+		return nil, fmt.Errorf("read the implied queue-mode cursors: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid, v int64
+		if err := rows.Scan(&pid, &v); err != nil {
+			return nil, fmt.Errorf("scan implied cursors: %w", err)
+		}
+		il := out[pid]
+		il.qm, il.qmCommitted = 1, v
+		out[pid] = il
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the implied queue-mode cursors: %w", err)
+	}
+	rows.Close()
+	if len(rest) == 0 {
+		return out, nil
+	}
+	byPair, err := impliedLeastsByPair(ctx, db, rest)
+	if err != nil {
+		return nil, err
+	}
+	for pid, il := range byPair {
+		out[pid] = il
+	}
+	return out, nil
+}
+
+// impliedLeastsByPair is impliedLeasts worked out for every pair of
+// partition and subscription without a row.
+func impliedLeastsByPair(ctx context.Context, db querier, pids []int64) (map[int64]impliedLeast, error) {
 	rows, err := db.QueryContext(ctx, `SELECT pid, SUM(NOT qm), SUM(qm),
 			COALESCE(MIN(CASE WHEN qm THEN NULL ELSE v END), 0), COALESCE(MIN(CASE WHEN qm THEN v END), 0)
 		FROM (SELECT p.id AS pid, s.group_name = ?2 AS qm, `+impliedExpr+` AS v
