@@ -149,13 +149,28 @@ func (pc *partCursors) addImplied(il impliedLeast, partitionID int64) {
 	}
 }
 
+// cursorRead is what readPartCursors keeps of the cursors subscriptions
+// imply where a group has no row.
+type cursorRead int
+
+const (
+	// impliedSummed sums them by SQLite (impliedLeasts): their least and
+	// their number, no bus.
+	impliedSummed cursorRead = iota
+	// impliedInBus keeps each named group's offset in bus; those at the
+	// floor are counted (impliedFloorCounts), not read a row each.
+	impliedInBus
+	// impliedEach is impliedInBus read a cursor each, every one of them
+	// passed to each.
+	impliedEach
+)
+
 // readPartCursors reads the cursors of the partitions pids at now into one
-// partCursors each (absent for a partition no group has met). keepBus
-// keeps each named group's offset (partCursors.bus); without it, the
-// cursors subscriptions imply are summed by SQLite (impliedLeasts) instead
-// of read one by one. each, if not nil, is called with every cursor read
-// (not kept): every row, and with keepBus every implied one.
-func readPartCursors(ctx context.Context, db querier, pids []int64, now int64, keepBus bool, each func(c *cursor)) (map[int64]*partCursors, error) {
+// partCursors each (absent for a partition no group has met), keeping of
+// the implied ones what how says. each, if not nil, is called with every
+// row, and with impliedEach with every implied cursor too; it must not
+// keep c.
+func readPartCursors(ctx context.Context, db querier, pids []int64, now int64, how cursorRead, each func(c *cursor)) (map[int64]*partCursors, error) {
 	out := map[int64]*partCursors{}
 	of := func(id int64) *partCursors {
 		pc := out[id]
@@ -165,6 +180,7 @@ func readPartCursors(ctx context.Context, db querier, pids []int64, now int64, k
 		}
 		return pc
 	}
+	keepBus := how != impliedSummed
 	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
 		WHERE c.partition_id IN (SELECT value FROM json_each(?))`, jsonInts(pids))
 	if err != nil {
@@ -185,27 +201,49 @@ func readPartCursors(ctx context.Context, db querier, pids []int64, now int64, k
 		return nil, fmt.Errorf("read cursors: %w", err)
 	}
 	rows.Close()
-	if keepBus {
-		err := eachImpliedCursor(ctx, db, pids, func(c *cursor) {
-			of(c.partitionID).add(c, now, true)
-			if each != nil {
-				each(c)
-			}
-		})
+	if !keepBus {
+		implied, err := impliedLeasts(ctx, db, pids)
 		if err != nil {
 			return nil, err
 		}
-		for _, pc := range out {
-			slices.Sort(pc.bus)
+		for id, il := range implied {
+			of(id).addImplied(il, id)
 		}
 		return out, nil
 	}
-	implied, err := impliedLeasts(ctx, db, pids)
+	read := eachImpliedCursor
+	if how == impliedInBus {
+		read = eachImpliedAboveFloor
+	}
+	err = read(ctx, db, pids, func(c *cursor) {
+		of(c.partitionID).add(c, now, true)
+		if each != nil && how == impliedEach {
+			each(c)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	for id, il := range implied {
-		of(id).addImplied(il, id)
+	if how == impliedInBus {
+		// A queue read by 10,000 groups that start at the oldest message
+		// has about as many of these on each partition they have not
+		// claimed yet: counted by SQLite and added here, not read a row
+		// each.
+		floors, err := impliedFloorCounts(ctx, db, pids)
+		if err != nil {
+			return nil, err
+		}
+		for id, f := range floors {
+			pc := of(id)
+			pc.bus = slices.Grow(pc.bus, int(f.n))
+			for range f.n {
+				pc.bus = append(pc.bus, f.floor)
+			}
+			pc.addImplied(impliedLeast{named: f.n, least: f.floor}, id)
+		}
+	}
+	for _, pc := range out {
+		slices.Sort(pc.bus)
 	}
 	return out, nil
 }

@@ -140,11 +140,30 @@ func lagOfCommitted(committed string) string {
 // the partitions pids, where the group has no row, as a cursor not yet in
 // the table (created); fn must not keep c.
 func eachImpliedCursor(ctx context.Context, db querier, pids []int64, fn func(c *cursor)) error {
-	rows, err := db.QueryContext(ctx, `SELECT p.id, s.group_name, `+impliedExpr+`
+	return eachImpliedCursorOf(ctx, db, `SELECT p.id, s.group_name, `+impliedExpr+`
 		FROM partitions p JOIN subscriptions s ON s.queue_id = p.queue_id
-		WHERE p.id IN (SELECT value FROM json_each(?))
+		WHERE p.id IN (SELECT value FROM json_each(?1))
 			AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = s.group_name)`,
-		jsonInts(pids))
+		pids, fn)
+}
+
+// eachImpliedAboveFloor is eachImpliedCursor less the named groups'
+// cursors that impliedFloorCounts counts, left out before they meet a
+// partition: a queue of 10 partitions read by 10,000 groups that start at
+// the oldest message is 100,000 pairs otherwise.
+func eachImpliedAboveFloor(ctx context.Context, db querier, pids []int64, fn func(c *cursor)) error {
+	return eachImpliedCursorOf(ctx, db, `WITH others AS MATERIALIZED (SELECT * FROM subscriptions s
+			WHERE queue_id IN (SELECT queue_id FROM partitions WHERE id IN (SELECT value FROM json_each(?1)))
+				AND (group_name = ?2 OR NOT `+floorEverywhereExpr+`))
+		SELECT p.id, s.group_name, `+impliedExpr+`
+		FROM partitions p JOIN others s ON s.queue_id = p.queue_id
+		WHERE p.id IN (SELECT value FROM json_each(?1))
+			AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = s.group_name)`,
+		pids, fn, combtype.QueueModeGroup)
+}
+
+func eachImpliedCursorOf(ctx context.Context, db querier, query string, pids []int64, fn func(c *cursor), args ...any) error {
+	rows, err := db.QueryContext(ctx, query, append([]any{jsonInts(pids)}, args...)...)
 	if err != nil {
 		return fmt.Errorf("read implied cursors: %w", err)
 	}
@@ -160,6 +179,49 @@ func eachImpliedCursor(ctx context.Context, db querier, pids []int64, fn func(c 
 		return fmt.Errorf("read implied cursors: %w", err)
 	}
 	return nil
+}
+
+// floorImplied is, per partition of pids, how many named groups without
+// a row there are at its floor by floorEverywhereExpr (counted, not read
+// a row each), with the floor; eachImpliedAboveFloor reads every other
+// implied cursor, the queue-mode group's included. Together they are
+// every implied cursor.
+type floorImplied struct{ n, floor int64 }
+
+// impliedFloorCounts counts the implied cursors at the floor everywhere
+// of pids: the subscriptions of each queue that floorEverywhereExpr holds
+// for, counted once a queue, less those whose group has a row on the
+// partition (the rows read first, each subscription found by its key:
+// the other way round probes cursors once a group).
+func impliedFloorCounts(ctx context.Context, db querier, pids []int64) (map[int64]floorImplied, error) {
+	rows, err := db.QueryContext(ctx, `WITH everywhere AS MATERIALIZED (SELECT queue_id, COUNT(*) AS n FROM subscriptions s
+				WHERE queue_id IN (SELECT queue_id FROM partitions WHERE id IN (SELECT value FROM json_each(?1)))
+					AND group_name != ?2 AND `+floorEverywhereExpr+`
+				GROUP BY queue_id)
+		SELECT p.id, p.log_start - 1, e.n - (SELECT COUNT(*) FROM cursors c
+				CROSS JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = c.group_name
+				WHERE c.partition_id = p.id AND c.group_name != ?2 AND `+floorEverywhereExpr+`)
+		FROM partitions p JOIN everywhere e ON e.queue_id = p.queue_id
+		WHERE p.id IN (SELECT value FROM json_each(?1))`, jsonInts(pids), combtype.QueueModeGroup)
+	if err != nil {
+		return nil, fmt.Errorf("count implied cursors at the floor: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]floorImplied{}
+	for rows.Next() {
+		var pid int64
+		var f floorImplied
+		if err := rows.Scan(&pid, &f.floor, &f.n); err != nil {
+			return nil, fmt.Errorf("scan implied cursors at the floor: %w", err)
+		}
+		if f.n > 0 {
+			out[pid] = f
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count implied cursors at the floor: %w", err)
+	}
+	return out, nil
 }
 
 // impliedLeast is, per partition of pids, what the cursors subscriptions
@@ -181,6 +243,12 @@ type impliedLeast struct {
 const impliedFloorExpr = `((s.start_seq IS NOT NULL AND p.id <= s.start_partition
 		AND COALESCE(s.start_mode, '') NOT IN ('new', 'timestamp'))
 	OR ((s.start_seq IS NULL OR p.id > s.start_partition) AND (s.from_time IS NULL OR s.after_partition < p.id)))`
+
+// floorEverywhereExpr holds for a subscription s that implies the floor
+// on every partition of its queue, told from s alone: one that neither
+// started from new messages or a time (impliedExpr's first branch) nor
+// has a time for partitions met later (its second and third).
+const floorEverywhereExpr = `(COALESCE(s.start_mode, '') NOT IN ('new', 'timestamp') AND s.from_time IS NULL)`
 
 // impliedLeasts sums the implied cursors of pids. Where a partition's
 // subscriptions are many, working each one's position out cost a probe

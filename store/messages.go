@@ -346,8 +346,8 @@ func (s *Store) messagesMode(ctx context.Context, qidList, partition string, ids
 	if small {
 		rows, err = s.r.QueryContext(ctx, `SELECT group_name FROM cursors
 			WHERE partition_id IN (SELECT value FROM json_each(?1))
-			UNION SELECT s.group_name FROM subscriptions s JOIN partitions p ON p.queue_id = s.queue_id
-			WHERE p.id IN (SELECT value FROM json_each(?1))`, jsonInts(ids))
+			UNION SELECT s.group_name FROM subscriptions s
+			WHERE s.queue_id IN (SELECT queue_id FROM partitions WHERE id IN (SELECT value FROM json_each(?1)))`, jsonInts(ids))
 	} else {
 		rows, err = s.r.QueryContext(ctx, `WITH RECURSIVE g(name) AS (
 				SELECT MIN(group_name) FROM cursors
@@ -475,7 +475,7 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 	// Every group's position on the partition is listed (d.Groups).
 	now := micros(s.clock.Now())
 	var cs []cursor
-	pc, err := readPartCursors(ctx, s.r, []int64{p.ID}, now, true, func(c *cursor) { cs = append(cs, *c) })
+	pc, err := readPartCursors(ctx, s.r, []int64{p.ID}, now, impliedEach, func(c *cursor) { cs = append(cs, *c) })
 	if err != nil {
 		return nil, err
 	}

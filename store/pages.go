@@ -117,7 +117,7 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 			pids[i] = p.ID
 		}
 		// The status cursor may be one a subscription implies (implied.go).
-		cursorsOf, err := readPartCursors(ctx, db, pids, now, false, nil)
+		cursorsOf, err := readPartCursors(ctx, db, pids, now, impliedSummed, nil)
 		if err != nil {
 			return nil, fmt.Errorf("read leased cursors: %w", err)
 		}

@@ -39,11 +39,18 @@ func TestCursorSummariesGiveWhatTheWholeListGives(t *testing.T) {
 			// subscription implies it on each: only some runs have it.
 			queueMode := seed%3 == 0
 			for step := range 60 {
-				switch rnd.IntN(5) {
+				switch rnd.IntN(6) {
 				case 0:
 					push()
 				case 1:
 					clk.Advance(time.Duration(rnd.IntN(90)) * time.Second) // some leases expire
+				case 2:
+					// A group moved to a time: partitions it meets later
+					// start there, not at their oldest message.
+					at := clk.Now().Add(time.Duration(rnd.IntN(130)-10) * time.Minute)
+					if _, err := s.UpdateSubscription(ctx, "", fmt.Sprintf("g%d", rnd.IntN(8)), at); err != nil {
+						t.Fatalf("step %d: update subscription: %v", step, err)
+					}
 				default:
 					g := fmt.Sprintf("g%d", rnd.IntN(8))
 					if queueMode && rnd.IntN(4) == 0 {
@@ -65,6 +72,11 @@ func TestCursorSummariesGiveWhatTheWholeListGives(t *testing.T) {
 						}
 					}
 				}
+			}
+			// A partition made after every group subscribed: none has a
+			// row there, the queue-mode group included.
+			if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: "late", Payload: []byte("1")}}); err != nil {
+				t.Fatal(err)
 			}
 			qs, err := s.QueueStats(ctx, "", "q")
 			if err != nil {
@@ -145,18 +157,33 @@ func TestCursorSummariesGiveWhatTheWholeListGives(t *testing.T) {
 			}
 			for _, m := range msgs {
 				var past, named int
-				for _, c := range all[byUUID[m.PartitionID]] {
+				var least, qm *cursor
+				cs := all[byUUID[m.PartitionID]]
+				for i, c := range cs {
 					if c.group == combtype.QueueModeGroup {
+						qm = &cs[i]
 						continue
 					}
 					named++
 					if m.Offset <= c.committed {
 						past++
 					}
+					if least == nil || c.committed < least.committed {
+						least = &cs[i]
+					}
 				}
 				if m.ConsumedBy != past || m.TotalGroups != named {
 					t.Errorf("message %s/%d: consumed by %d of %d groups, the whole list gives %d of %d",
 						m.Partition, m.Offset, m.ConsumedBy, m.TotalGroups, past, named)
+				}
+				// Its status is the one the whole list's status cursor gives.
+				v := &partitionView{qm: qm, sc: least}
+				if qm != nil {
+					v.sc = qm
+				}
+				if st, qst, _, _ := v.status(m.Offset, false, now); m.Status != st || m.QueueStatus != qst {
+					t.Errorf("message %s/%d: status %q queue status %q, the whole list gives %q %q",
+						m.Partition, m.Offset, m.Status, m.QueueStatus, st, qst)
 				}
 			}
 		})

@@ -147,7 +147,13 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 		}
 		groups[queueID][g] = true
 	}
-	cursorsOf, err := readPartCursors(ctx, db, pids, now, keepBus, func(c *cursor) {
+	// The rows are enough here: a group with only implied cursors is
+	// subscribed, and subscribedGroups names it.
+	how := impliedSummed
+	if keepBus {
+		how = impliedInBus
+	}
+	cursorsOf, err := readPartCursors(ctx, db, pids, now, how, func(c *cursor) {
 		if ps := pidx[c.partitionID]; ps != nil {
 			named(ps.QueueID, c.group)
 		}
