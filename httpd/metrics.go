@@ -168,29 +168,53 @@ func (s *Handler) metricsJSON(w http.ResponseWriter, r *http.Request, _ httprout
 // metricsPrometheus answers the text exposition format 0.0.4 whatever the
 // Accept header says: SDKs send Accept: application/json and want text.
 func (s *Handler) metricsPrometheus(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	visible, anyTenant := func(string) bool { return true }, true
+	var tenant *string
+	if s.cfg.Auth != nil {
+		tenant = s.scrapeTenant(r)
+		visible, anyTenant = func(t string) bool { return tenant != nil && t == *tenant }, tenant != nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	direct := s.directFamilies(ctx, visible, anyTenant)
 	families, err := s.stats.reg.Gather()
 	if err != nil {
-		// Gather still returns what it could collect; a failed store read
+		// Gather still returns what it could collect; a failed read
 		// leaves its families out rather than the whole answer.
 		s.log.Warn("metrics gather", "err", err)
 	}
 	if s.cfg.Auth != nil {
-		families = tenantSeries(families, s.scrapeTenant(r))
+		families = tenantSeries(families, tenant)
 	}
+	// Both lists are sorted by name: merged, the families come in the
+	// order the registry alone gave them.
 	var buf bytes.Buffer
+	size := 64 << 10
+	for _, f := range direct {
+		size += len(f.text)
+	}
+	buf.Grow(size)
 	for _, mf := range families {
+		for len(direct) > 0 && direct[0].name < mf.GetName() {
+			buf.Write(direct[0].text)
+			direct = direct[1:]
+		}
 		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
 			s.fail(w, r, fmt.Errorf("encode metrics: %w", err))
 			return
 		}
+	}
+	for _, f := range direct {
+		buf.Write(f.text)
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	w.Write(buf.Bytes())
 }
 
-// promCollector reads the broker's counters and the store's arithmetic at
-// scrape time; nothing is kept between scrapes.
+// promCollector reads the broker's server-wide counters at scrape time;
+// the queue and group series and the store's reads are directFamilies'
+// (queueseries.go). Nothing is kept between scrapes.
 //
 // Every name starts with comb_: Queen's own dashboard reads Queen's JSON
 // /metrics (kept as Queen shapes it), not these names, so none of them is
@@ -202,13 +226,10 @@ func (s *Handler) metricsPrometheus(w http.ResponseWriter, r *http.Request, _ ht
 type promCollector struct {
 	s                                 *Handler
 	pushed, popped, acked, dlq        *prometheus.Desc
-	qPushed, qPopped, qAcked, qDLQ    *prometheus.Desc
-	depth, stored, groupLag, statsAge *prometheus.Desc
 	commitOps, commitSeconds          *prometheus.Desc
-	dbSize, walSize, pendingWrites    *prometheus.Desc
+	pendingWrites                     *prometheus.Desc
 	readerInUse, readerOpen           *prometheus.Desc
 	requests, parked                  *prometheus.Desc
-	scrapeErrors                      *prometheus.Desc
 	quarantined, evicted, lazyCommits *prometheus.Desc
 }
 
@@ -219,34 +240,18 @@ func newPromCollector(s *Handler) *promCollector {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &promCollector{
-		s:       s,
-		pushed:  d("comb_messages_pushed_total", "Messages appended to the log by the whole server (duplicates excluded)."),
-		popped:  d("comb_messages_popped_total", "Messages delivered by pops, whole server."),
-		acked:   d("comb_messages_acked_total", "Messages completed by acks (autoAck pops included), whole server."),
-		dlq:     d("comb_messages_dead_lettered_total", "Messages dead-lettered, whole server."),
-		qPushed: d("comb_queue_messages_pushed_total", "Messages appended to the queue's log (duplicates excluded).", "tenant", "queue"),
-		qPopped: d("comb_queue_messages_popped_total", "Messages of the queue delivered by pops.", "tenant", "queue"),
-		qAcked:  d("comb_queue_messages_acked_total", "Messages of the queue completed by acks (autoAck pops included).", "tenant", "queue"),
-		qDLQ:    d("comb_queue_messages_dead_lettered_total", "Messages of the queue dead-lettered.", "tenant", "queue"),
-		depth: d("comb_queue_depth", "Messages stored and not completed by the queue-mode cursor, else by the least advanced group.",
-			"tenant", "queue"),
-		stored: d("comb_queue_stored_messages", "Messages stored (last_offset - log_start + 1, summed over partitions).",
-			"tenant", "queue"),
-		groupLag: d("comb_consumer_group_lag", "Messages a consumer group has not completed, summed over partitions.",
-			"tenant", "queue", "consumer_group"),
-		statsAge: d("comb_queue_stats_age_seconds",
-			"Age of the background sum the queue's depth, stored and group lag series come from; only for queues too large to sum on every scrape.",
-			"tenant", "queue"),
+		s:             s,
+		pushed:        d("comb_messages_pushed_total", "Messages appended to the log by the whole server (duplicates excluded)."),
+		popped:        d("comb_messages_popped_total", "Messages delivered by pops, whole server."),
+		acked:         d("comb_messages_acked_total", "Messages completed by acks (autoAck pops included), whole server."),
+		dlq:           d("comb_messages_dead_lettered_total", "Messages dead-lettered, whole server."),
 		commitOps:     d("comb_commit_batch_size", "Writes fused into one commit."),
 		commitSeconds: d("comb_commit_duration_seconds", "Time from begin to commit, durable unless lazy (comb_commits_unsynced_total)."),
-		dbSize:        d("comb_database_size_bytes", "Database file plus write-ahead log, in bytes."),
-		walSize:       d("comb_database_wal_size_bytes", "Write-ahead log, in bytes."),
 		pendingWrites: d("comb_database_pending_writes", "Writes queued for the single writer."),
 		readerInUse:   d("comb_database_readers_in_use", "Reader pool connections in use."),
 		readerOpen:    d("comb_database_readers_open", "Reader pool connections open."),
 		requests:      d("comb_http_requests_total", "HTTP requests answered, by status class.", "code"),
 		parked:        d("comb_parked_pops", "Long-poll pops waiting for messages."),
-		scrapeErrors:  d("comb_scrape_errors", "Store reads that failed during this scrape."),
 		quarantined: d("comb_segments_quarantined_total",
 			"Segments put aside because they failed their checksum or did not decode (docs/limits.md)."),
 		evicted: d("comb_frames_evicted_unconsumed_total",
@@ -257,9 +262,8 @@ func newPromCollector(s *Handler) *promCollector {
 }
 
 func (c *promCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.pushed, c.popped, c.acked, c.dlq, c.qPushed, c.qPopped, c.qAcked, c.qDLQ,
-		c.depth, c.stored, c.groupLag, c.statsAge, c.commitOps, c.commitSeconds, c.dbSize, c.walSize, c.pendingWrites,
-		c.readerInUse, c.readerOpen, c.requests, c.parked, c.scrapeErrors, c.quarantined, c.evicted, c.lazyCommits} {
+	for _, d := range []*prometheus.Desc{c.pushed, c.popped, c.acked, c.dlq, c.commitOps, c.commitSeconds, c.pendingWrites,
+		c.readerInUse, c.readerOpen, c.requests, c.parked, c.quarantined, c.evicted, c.lazyCommits} {
 		ch <- d
 	}
 }
@@ -277,12 +281,6 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.popped, m.Popped.Load())
 	counter(c.acked, m.Acked.Load())
 	counter(c.dlq, m.DeadLettered.Load())
-	for k, q := range m.Queues() {
-		counter(c.qPushed, q.Pushed.Load(), k.Tenant, k.Queue)
-		counter(c.qPopped, q.Popped.Load(), k.Tenant, k.Queue)
-		counter(c.qAcked, q.Acked.Load(), k.Tenant, k.Queue)
-		counter(c.qDLQ, q.DeadLettered.Load(), k.Tenant, k.Queue)
-	}
 	histogram := func(d *prometheus.Desc, h *broker.Histogram) {
 		n, sum, buckets := h.Snapshot()
 		ch <- prometheus.MustNewConstHistogram(d, n, sum, buckets)
@@ -293,33 +291,7 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.quarantined, es.Quarantined)
 	counter(c.evicted, es.FramesEvicted)
 	counter(c.lazyCommits, es.LazyCommits)
-
-	errs := 0
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if depths, err := b.QueueDepths(ctx); err != nil {
-		c.s.log.Warn("metrics: queue depths", "err", err)
-		errs++
-	} else {
-		for _, d := range depths {
-			gauge(c.depth, float64(d.Depth), d.Tenant, d.Queue)
-			gauge(c.stored, float64(d.Stored), d.Tenant, d.Queue)
-			for g, lag := range d.GroupLag {
-				gauge(c.groupLag, float64(lag), d.Tenant, d.Queue, g)
-			}
-			if d.Summarized {
-				gauge(c.statsAge, d.StatsAge.Seconds(), d.Tenant, d.Queue)
-			}
-		}
-	}
-	if file, wal, err := b.DatabaseSize(); err != nil {
-		c.s.log.Warn("metrics: database size", "err", err)
-		errs++
-	} else {
-		gauge(c.dbSize, float64(file+wal))
-		gauge(c.walSize, float64(wal))
-	}
-	es = b.EngineStats() // after the queries above, as the scrape ends
+	// Read after the store's reads of directFamilies, as the scrape ends.
 	gauge(c.pendingWrites, float64(es.PendingWrites))
 	gauge(c.readerInUse, float64(es.Readers.InUse))
 	gauge(c.readerOpen, float64(es.Readers.Open))
@@ -327,7 +299,6 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 	for class := 1; class <= 5; class++ {
 		counter(c.requests, c.s.stats.byClass[class].Load(), strconv.Itoa(class)+"xx")
 	}
-	gauge(c.scrapeErrors, float64(errs))
 }
 
 // scrapeTenant is the tenant whose series a scrape may see when auth is on.
