@@ -542,16 +542,21 @@ func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Dura
 // name): scanning every column of 10,000 queues was most of the groups
 // listing's time.
 func queueKeys(ctx context.Context, db querier, tenant, name string) ([]*combtype.Queue, error) {
-	rows, err := db.QueryContext(ctx, `SELECT id, uuid, name FROM queues WHERE tenant = ?1 AND (?2 = '' OR name = ?2)`,
+	return listQueueKeys(ctx, db, `SELECT id, uuid, tenant, name FROM queues WHERE tenant = ?1 AND (?2 = '' OR name = ?2)`,
 		tenant, name)
+}
+
+// listQueueKeys is listQueues for a query of id, uuid, tenant and name.
+func listQueueKeys(ctx context.Context, db querier, query string, args ...any) ([]*combtype.Queue, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	defer rows.Close()
 	var out []*combtype.Queue
 	for rows.Next() {
-		q := &combtype.Queue{Tenant: tenant}
-		if err := rows.Scan(&q.ID, &q.UUID, &q.Name); err != nil {
+		q := &combtype.Queue{}
+		if err := rows.Scan(&q.ID, &q.UUID, &q.Tenant, &q.Name); err != nil {
 			return nil, fmt.Errorf("scan queue: %w", err)
 		}
 		out = append(out, q)
