@@ -188,24 +188,25 @@ func (s *Handler) metricsPrometheus(w http.ResponseWriter, r *http.Request, _ ht
 	}
 	// Both lists are sorted by name: merged, the families come in the
 	// order the registry alone gave them.
-	var buf bytes.Buffer
+	// Grown once to about its size: doubling up to 3.5 MB (10,000
+	// queues) copied it over and over.
 	size := 64 << 10
 	for _, f := range direct {
-		size += len(f.text)
+		size += f.n * (len(f.name) + 48)
 	}
-	buf.Grow(size)
+	buf := bytes.NewBuffer(make([]byte, 0, size))
 	for _, mf := range families {
 		for len(direct) > 0 && direct[0].name < mf.GetName() {
-			buf.Write(direct[0].text)
+			direct[0].writeTo(buf)
 			direct = direct[1:]
 		}
-		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
+		if _, err := expfmt.MetricFamilyToText(buf, mf); err != nil {
 			s.fail(w, r, fmt.Errorf("encode metrics: %w", err))
 			return
 		}
 	}
-	for _, f := range direct {
-		buf.Write(f.text)
+	for i := range direct {
+		direct[i].writeTo(buf)
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.WriteHeader(http.StatusOK)

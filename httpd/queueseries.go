@@ -21,10 +21,13 @@ import (
 // families and series in the same order, labels sorted by name, values
 // formatted alike.
 
-// textFamily is one family's text, HELP and TYPE lines included.
+// textFamily is one family, written when the scrape's text reaches its
+// name: the figures are read first, and each series goes straight into
+// the answer.
 type textFamily struct {
-	name string
-	text []byte
+	name, help, typ string
+	n               int                   // its series; a family of none is left out, as the registry does
+	write           func(f *familyWriter) // writes the n series
 }
 
 var (
@@ -32,24 +35,23 @@ var (
 	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 )
 
-// familyWriter writes one family's lines.
-type familyWriter struct {
-	buf  bytes.Buffer
-	name string
-	n    int
+// writeTo writes the family's HELP and TYPE lines and its series.
+func (t *textFamily) writeTo(buf *bytes.Buffer) {
+	if t.n == 0 {
+		return
+	}
+	buf.WriteString("# HELP " + t.name + " " + helpEscaper.Replace(t.help) + "\n# TYPE " + t.name + " " + t.typ + "\n")
+	t.write(&familyWriter{buf: buf, name: t.name})
 }
 
-// newFamily starts a family of about n series.
-func newFamily(name, help, typ string, n int) *familyWriter {
-	f := &familyWriter{name: name}
-	f.buf.Grow(len(name) + len(help) + 64 + n*(len(name)+48))
-	f.buf.WriteString("# HELP " + name + " " + helpEscaper.Replace(help) + "\n# TYPE " + name + " " + typ + "\n")
-	return f
+// familyWriter writes one family's series.
+type familyWriter struct {
+	buf  *bytes.Buffer
+	name string
 }
 
 // sample writes one series; labels are name, value pairs sorted by name.
 func (f *familyWriter) sample(v float64, labels ...string) {
-	f.n++
 	f.buf.WriteString(f.name)
 	for i := 0; i+1 < len(labels); i += 2 {
 		if i == 0 {
@@ -57,8 +59,9 @@ func (f *familyWriter) sample(v float64, labels ...string) {
 		} else {
 			f.buf.WriteByte(',')
 		}
-		f.buf.WriteString(labels[i] + `="`)
-		labelEscaper.WriteString(&f.buf, labels[i+1])
+		f.buf.WriteString(labels[i])
+		f.buf.WriteString(`="`)
+		labelEscaper.WriteString(f.buf, labels[i+1])
 		f.buf.WriteByte('"')
 	}
 	if len(labels) > 0 {
@@ -69,40 +72,27 @@ func (f *familyWriter) sample(v float64, labels ...string) {
 	f.buf.WriteByte('\n')
 }
 
-// done is the family, or nothing when it has no series (the registry
-// leaves those out too).
-func (f *familyWriter) done(out []textFamily) []textFamily {
-	if f.n == 0 {
-		return out
-	}
-	return append(out, textFamily{name: f.name, text: f.buf.Bytes()})
-}
-
 // directFamilies reads what is written without the registry: the queue
 // and group series of the tenants visible says the scrape may see, the
 // database's size, and the number of those reads that failed. They come
 // sorted by name.
 func (s *Handler) directFamilies(ctx context.Context, visible func(tenant string) bool, anyTenant bool) []textFamily {
-	b := s.b
 	var out []textFamily
 	errs := 0
 	if anyTenant {
 		out = s.queueFamilies(ctx, visible, &errs)
 	}
-	size := newFamily("comb_database_size_bytes", "Database file plus write-ahead log, in bytes.", "gauge", 1)
-	wal := newFamily("comb_database_wal_size_bytes", "Write-ahead log, in bytes.", "gauge", 1)
-	if file, w, err := b.DatabaseSize(); err != nil {
+	one := func(name, help string, v float64) textFamily {
+		return textFamily{name: name, help: help, typ: "gauge", n: 1, write: func(f *familyWriter) { f.sample(v) }}
+	}
+	if file, wal, err := s.b.DatabaseSize(); err != nil {
 		s.log.Warn("metrics: database size", "err", err)
 		errs++
 	} else {
-		size.sample(float64(file + w))
-		wal.sample(float64(w))
+		out = append(out, one("comb_database_size_bytes", "Database file plus write-ahead log, in bytes.", float64(file+wal)),
+			one("comb_database_wal_size_bytes", "Write-ahead log, in bytes.", float64(wal)))
 	}
-	out = size.done(out)
-	out = wal.done(out)
-	scrapeErrors := newFamily("comb_scrape_errors", "Store reads that failed during this scrape.", "gauge", 1)
-	scrapeErrors.sample(float64(errs))
-	out = scrapeErrors.done(out)
+	out = append(out, one("comb_scrape_errors", "Store reads that failed during this scrape.", float64(errs)))
 	slices.SortFunc(out, func(a, b textFamily) int { return strings.Compare(a.name, b.name) })
 	return out
 }
@@ -122,25 +112,22 @@ func (s *Handler) queueFamilies(ctx context.Context, visible func(tenant string)
 		}
 	}
 	slices.SortFunc(keys, func(a, b broker.QueueKey) int { return byQueue(a.Queue, a.Tenant, b.Queue, b.Tenant) })
-	for _, c := range []struct {
-		name, help string
-		v          func(q *broker.QueueCounters) int64
-	}{
-		{"comb_queue_messages_pushed_total", "Messages appended to the queue's log (duplicates excluded).",
-			func(q *broker.QueueCounters) int64 { return q.Pushed.Load() }},
-		{"comb_queue_messages_popped_total", "Messages of the queue delivered by pops.",
-			func(q *broker.QueueCounters) int64 { return q.Popped.Load() }},
-		{"comb_queue_messages_acked_total", "Messages of the queue completed by acks (autoAck pops included).",
-			func(q *broker.QueueCounters) int64 { return q.Acked.Load() }},
-		{"comb_queue_messages_dead_lettered_total", "Messages of the queue dead-lettered.",
-			func(q *broker.QueueCounters) int64 { return q.DeadLettered.Load() }},
-	} {
-		f := newFamily(c.name, c.help, "counter", len(keys))
-		for _, k := range keys {
-			f.sample(float64(c.v(counters[k])), "queue", k.Queue, "tenant", k.Tenant)
-		}
-		out = f.done(out)
+	counter := func(name, help string, v func(q *broker.QueueCounters) int64) textFamily {
+		return textFamily{name: name, help: help, typ: "counter", n: len(keys), write: func(f *familyWriter) {
+			for _, k := range keys {
+				f.sample(float64(v(counters[k])), "queue", k.Queue, "tenant", k.Tenant)
+			}
+		}}
 	}
+	out = append(out,
+		counter("comb_queue_messages_pushed_total", "Messages appended to the queue's log (duplicates excluded).",
+			func(q *broker.QueueCounters) int64 { return q.Pushed.Load() }),
+		counter("comb_queue_messages_popped_total", "Messages of the queue delivered by pops.",
+			func(q *broker.QueueCounters) int64 { return q.Popped.Load() }),
+		counter("comb_queue_messages_acked_total", "Messages of the queue completed by acks (autoAck pops included).",
+			func(q *broker.QueueCounters) int64 { return q.Acked.Load() }),
+		counter("comb_queue_messages_dead_lettered_total", "Messages of the queue dead-lettered.",
+			func(q *broker.QueueCounters) int64 { return q.DeadLettered.Load() }))
 
 	depths, err := s.b.QueueDepths(ctx)
 	if err != nil {
@@ -150,24 +137,16 @@ func (s *Handler) queueFamilies(ctx context.Context, visible func(tenant string)
 	}
 	depths = slices.DeleteFunc(depths, func(d combtype.QueueDepth) bool { return !visible(d.Tenant) })
 	slices.SortFunc(depths, func(a, b combtype.QueueDepth) int { return byQueue(a.Queue, a.Tenant, b.Queue, b.Tenant) })
-	depth := newFamily("comb_queue_depth",
-		"Messages stored and not completed by the queue-mode cursor, else by the least advanced group.", "gauge", len(depths))
-	stored := newFamily("comb_queue_stored_messages",
-		"Messages stored (last_offset - log_start + 1, summed over partitions).", "gauge", len(depths))
-	age := newFamily("comb_queue_stats_age_seconds",
-		"Age of the background sum the queue's depth, stored and group lag series come from; only for queues too large to sum on every scrape.",
-		"gauge", 0)
 	type lag struct {
 		group string
 		d     *combtype.QueueDepth
 	}
 	var lags []lag
+	summarized := 0
 	for i := range depths {
 		d := &depths[i]
-		depth.sample(float64(d.Depth), "queue", d.Queue, "tenant", d.Tenant)
-		stored.sample(float64(d.Stored), "queue", d.Queue, "tenant", d.Tenant)
 		if d.Summarized {
-			age.sample(d.StatsAge.Seconds(), "queue", d.Queue, "tenant", d.Tenant)
+			summarized++
 		}
 		for g := range d.GroupLag {
 			lags = append(lags, lag{g, d})
@@ -176,13 +155,33 @@ func (s *Handler) queueFamilies(ctx context.Context, visible func(tenant string)
 	slices.SortFunc(lags, func(a, b lag) int {
 		return cmp.Or(strings.Compare(a.group, b.group), byQueue(a.d.Queue, a.d.Tenant, b.d.Queue, b.d.Tenant))
 	})
-	groupLag := newFamily("comb_consumer_group_lag", "Messages a consumer group has not completed, summed over partitions.", "gauge", len(lags))
-	for _, l := range lags {
-		groupLag.sample(float64(l.d.GroupLag[l.group]), "consumer_group", l.group, "queue", l.d.Queue, "tenant", l.d.Tenant)
+	gauge := func(name, help string, n int, each func(f *familyWriter, d *combtype.QueueDepth)) textFamily {
+		return textFamily{name: name, help: help, typ: "gauge", n: n, write: func(f *familyWriter) {
+			for i := range depths {
+				each(f, &depths[i])
+			}
+		}}
 	}
-	out = depth.done(out)
-	out = stored.done(out)
-	out = age.done(out)
-	out = groupLag.done(out)
-	return out
+	return append(out,
+		gauge("comb_queue_depth", "Messages stored and not completed by the queue-mode cursor, else by the least advanced group.",
+			len(depths), func(f *familyWriter, d *combtype.QueueDepth) {
+				f.sample(float64(d.Depth), "queue", d.Queue, "tenant", d.Tenant)
+			}),
+		gauge("comb_queue_stored_messages", "Messages stored (last_offset - log_start + 1, summed over partitions).",
+			len(depths), func(f *familyWriter, d *combtype.QueueDepth) {
+				f.sample(float64(d.Stored), "queue", d.Queue, "tenant", d.Tenant)
+			}),
+		gauge("comb_queue_stats_age_seconds",
+			"Age of the background sum the queue's depth, stored and group lag series come from; only for queues too large to sum on every scrape.",
+			summarized, func(f *familyWriter, d *combtype.QueueDepth) {
+				if d.Summarized {
+					f.sample(d.StatsAge.Seconds(), "queue", d.Queue, "tenant", d.Tenant)
+				}
+			}),
+		textFamily{name: "comb_consumer_group_lag", help: "Messages a consumer group has not completed, summed over partitions.",
+			typ: "gauge", n: len(lags), write: func(f *familyWriter) {
+				for _, l := range lags {
+					f.sample(float64(l.d.GroupLag[l.group]), "consumer_group", l.group, "queue", l.d.Queue, "tenant", l.d.Tenant)
+				}
+			}})
 }

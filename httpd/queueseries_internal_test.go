@@ -46,7 +46,11 @@ newline in its help.`, "gauge", []series{
 		}},
 		{"comb_scrape_errors", "Errors.", "gauge", []series{{2, nil}}},
 	} {
-		f := newFamily(c.name, c.help, c.typ, len(c.series))
+		tf := textFamily{name: c.name, help: c.help, typ: c.typ, n: len(c.series), write: func(f *familyWriter) {
+			for _, s := range c.series {
+				f.sample(s.v, s.labels...)
+			}
+		}}
 		mf := &dto.MetricFamily{}
 		var names []string
 		for i := 0; len(c.series) > 0 && i+1 < len(c.series[0].labels); i += 2 {
@@ -58,7 +62,6 @@ newline in its help.`, "gauge", []series{
 			valueType = prometheus.CounterValue
 		}
 		for _, s := range c.series {
-			f.sample(s.v, s.labels...)
 			var values []string
 			for i := 1; i < len(s.labels); i += 2 {
 				values = append(values, s.labels[i])
@@ -80,12 +83,15 @@ newline in its help.`, "gauge", []series{
 		if _, err := expfmt.MetricFamilyToText(&want, mf); err != nil {
 			t.Fatal(err)
 		}
-		got := f.done(nil)
-		if len(got) != 1 || got[0].name != c.name || !bytes.Equal(got[0].text, want.Bytes()) {
-			t.Errorf("%s by hand:\n%s\nthe registry's text:\n%s", c.name, got[0].text, want.Bytes())
+		var got bytes.Buffer
+		tf.writeTo(&got)
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("%s by hand:\n%s\nthe registry's text:\n%s", c.name, got.Bytes(), want.Bytes())
 		}
 	}
-	if got := newFamily("comb_empty", "None.", "gauge", 0).done(nil); len(got) != 0 {
-		t.Errorf("a family without series = %q, want it left out as the registry does", got)
+	var got bytes.Buffer
+	empty := textFamily{name: "comb_empty", help: "None.", typ: "gauge", write: func(f *familyWriter) { t.Error("a family without series was written") }}
+	if empty.writeTo(&got); got.Len() != 0 {
+		t.Errorf("a family without series = %q, want it left out as the registry does", got.String())
 	}
 }
