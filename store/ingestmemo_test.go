@@ -100,3 +100,68 @@ func TestTheIngestSeriesKeepsThePassedMinutes(t *testing.T) {
 		t.Fatalf("%d minutes kept, want 4", len(e.counts))
 	}
 }
+
+// A tenant's series counts its own queues' messages only: read without
+// asking each segment's partition when no other tenant's partition (a
+// queue being deleted included) was written in the range, and asking it
+// when one was.
+func TestATenantsSeriesCountsItsOwnMessagesOnly(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(t0)
+	s := openTestStore(t, clk)
+	push := func(tenant, queue string, count int) {
+		t.Helper()
+		items := make([]combtype.PushItem, count)
+		for i := range items {
+			items[i] = combtype.PushItem{Queue: queue, Payload: []byte(`1`)}
+		}
+		if _, err := s.Push(ctx, tenant, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Ranges that do not start on a minute are read from the segments on
+	// every request.
+	series := func(tenant string, from time.Time) string {
+		t.Helper()
+		points, err := s.IngestSeries(ctx, tenant, combtype.SeriesFilter{From: from, To: clk.Now(), Bucket: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, p := range points {
+			out = append(out, p.Messages)
+		}
+		return fmt.Sprint(out)
+	}
+	clk.Set(t0.Add(10 * time.Second))
+	push("other", "a", 100) // minute 0, another tenant
+	clk.Set(t0.Add(70 * time.Second))
+	push("", "a", 3) // minute 1
+	push("", "b", 4)
+	clk.Set(t0.Add(130 * time.Second))
+	push("", "a", 5) // minute 2
+
+	// The other tenant wrote in the range, and last wrote before it.
+	if got := series("", t0.Add(time.Second)); got != "[0 7 5]" {
+		t.Errorf("tenant '' from 1 s = %s, want [0 7 5]", got)
+	}
+	if got := series("", t0.Add(61*time.Second)); got != "[7 5]" {
+		t.Errorf("tenant '' from 61 s = %s, want [7 5]", got)
+	}
+	if got := series("other", t0.Add(time.Second)); got != "[100 0 0]" {
+		t.Errorf("tenant other = %s, want [100 0 0]", got)
+	}
+	// Queue b detached and not yet emptied: its segments are still in the
+	// file, under a tenant no request names.
+	if _, err := s.detachQueue(ctx, "", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := series("", t0.Add(61*time.Second)); got != "[3 5]" {
+		t.Errorf("tenant '' after b was detached = %s, want [3 5]", got)
+	}
+	// The other tenant writes in the range's last minute.
+	push("other", "a", 50)
+	if got := series("", t0.Add(61*time.Second)); got != "[3 5]" {
+		t.Errorf("tenant '' from 61 s, the other tenant writing = %s, want [3 5]", got)
+	}
+}
