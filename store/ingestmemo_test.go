@@ -33,15 +33,7 @@ func TestTheIngestSeriesKeepsThePassedMinutes(t *testing.T) {
 	}
 	series := func(f combtype.SeriesFilter) string {
 		t.Helper()
-		points, err := s.IngestSeries(ctx, "", f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []int64
-		for _, p := range points {
-			out = append(out, p.Messages)
-		}
-		return fmt.Sprint(out)
+		return seriesOf(t, s, "", f)
 	}
 	minutes := func(to time.Time) string {
 		return series(combtype.SeriesFilter{From: t0, To: to, Bucket: time.Minute})
@@ -123,15 +115,7 @@ func TestATenantsSeriesCountsItsOwnMessagesOnly(t *testing.T) {
 	// every request.
 	series := func(tenant string, from time.Time) string {
 		t.Helper()
-		points, err := s.IngestSeries(ctx, tenant, combtype.SeriesFilter{From: from, To: clk.Now(), Bucket: time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []int64
-		for _, p := range points {
-			out = append(out, p.Messages)
-		}
-		return fmt.Sprint(out)
+		return seriesOf(t, s, tenant, combtype.SeriesFilter{From: from, To: clk.Now(), Bucket: time.Minute})
 	}
 	clk.Set(t0.Add(10 * time.Second))
 	push("other", "a", 100) // minute 0, another tenant
@@ -164,4 +148,18 @@ func TestATenantsSeriesCountsItsOwnMessagesOnly(t *testing.T) {
 	if got := series("", t0.Add(61*time.Second)); got != "[3 5]" {
 		t.Errorf("tenant '' from 61 s, the other tenant writing = %s, want [3 5]", got)
 	}
+}
+
+// seriesOf is tenant's ingest series for f, its counts printed.
+func seriesOf(t *testing.T, s *Store, tenant string, f combtype.SeriesFilter) string {
+	t.Helper()
+	points, err := s.IngestSeries(context.Background(), tenant, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, p := range points {
+		out = append(out, p.Messages)
+	}
+	return fmt.Sprint(out)
 }
