@@ -65,3 +65,44 @@ func BenchmarkPushHTTP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScrapeTenThousandQueues scrapes /metrics/prometheus of a server
+// whose 10,000 queues were each pushed to once since it started: six
+// series a queue, 60,000 in all.
+func BenchmarkScrapeTenThousandQueues(b *testing.B) {
+	s := combtest.MustServer(b, combtest.Options{})
+	for i := 0; i < 10000; i += 1000 {
+		var body bytes.Buffer
+		body.WriteString(`{"items":[`)
+		for j := i; j < i+1000; j++ {
+			if j > i {
+				body.WriteByte(',')
+			}
+			fmt.Fprintf(&body, `{"queue":"q%05d","payload":1}`, j)
+		}
+		body.WriteString(`]}`)
+		resp, err := s.HTTP.Client().Post(s.URL+"/api/v1/push", "application/json", &body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			b.Fatalf("push: %d", resp.StatusCode)
+		}
+	}
+	b.ResetTimer()
+	var size int64
+	for range b.N {
+		resp, err := s.HTTP.Client().Get(s.URL + "/metrics/prometheus")
+		if err != nil {
+			b.Fatal(err)
+		}
+		size, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("scrape: %d", resp.StatusCode)
+		}
+	}
+	b.ReportMetric(float64(size), "bytes/scrape")
+}
