@@ -87,7 +87,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 	get := func(tenant, name string) *combtype.QueueDepth {
 		d := by[key{tenant, name}]
 		if d == nil {
-			d = &combtype.QueueDepth{Tenant: tenant, Queue: name, GroupLag: map[string]int64{}}
+			d = &combtype.QueueDepth{Tenant: tenant, Queue: name}
 			by[key{tenant, name}] = d
 		}
 		return d
@@ -112,6 +112,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 		case snap.stats != nil:
 			d := get(q.Tenant, q.Name)
 			d.Stored, d.Depth, d.Summarized, d.StatsAge = snap.stats.stored, snap.stats.depth, true, snap.age
+			d.GroupLag = make(map[string]int64, len(snap.stats.groups))
 			for _, g := range snap.stats.groups {
 				d.GroupLag[g.Group] = g.TotalLag
 			}
@@ -120,10 +121,16 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 	ids := jsonInts(small)
 	// A group's positions are its rows and what its subscriptions imply
 	// (implied.go); the most lag over the groups is the least committed's.
-	rows, err := s.r.QueryContext(ctx, `SELECT q.tenant, q.name, SUM(`+storedExpr+`), SUM(COALESCE(
-			`+lagOfCommitted(groupCommittedExpr("?2"))+`,
-			`+lagOfCommitted(leastCommittedExpr)+`,
-			`+storedExpr+`))
+	// A partition of a queue no group reads has nothing but its stored
+	// messages to count: two probes tell, where the positions take four
+	// (at 10,000 queues most have no group).
+	rows, err := s.r.QueryContext(ctx, `SELECT q.tenant, q.name, SUM(`+storedExpr+`), SUM(CASE
+			WHEN NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.queue_id = q.id)
+				AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id) THEN `+storedExpr+`
+			ELSE COALESCE(
+				`+lagOfCommitted(groupCommittedExpr("?2"))+`,
+				`+lagOfCommitted(leastCommittedExpr)+`,
+				`+storedExpr+`) END)
 		FROM queues q JOIN partitions p ON p.queue_id = q.id
 		WHERE q.id IN (SELECT value FROM json_each(?1))
 		GROUP BY q.id`, ids, combtype.QueueModeGroup)
@@ -158,7 +165,11 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 			rows.Close()
 			return nil, fmt.Errorf("scan group lag: %w", err)
 		}
-		get(tenant, name).GroupLag[group] = lag
+		d := get(tenant, name)
+		if d.GroupLag == nil {
+			d.GroupLag = map[string]int64{}
+		}
+		d.GroupLag[group] = lag
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
