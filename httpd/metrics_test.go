@@ -201,3 +201,35 @@ func TestMetricsPrometheus(t *testing.T) {
 		}
 	}
 }
+
+// A queue no group reads has its stored messages for its depth, and no
+// lag series; beside it, a queue a group has read keeps its figures.
+func TestMetricsOfAQueueNobodyReads(t *testing.T) {
+	s, _ := opServer(t)
+	s.Push(opItem("idle", "", "1", 1), opItem("idle", "", "2", 2), opItem("idle", "p2", "3", 3), opItem("read", "", "4", 4),
+		opItem("read", "", "5", 5))
+	if p := s.Pop("/api/v1/pop/queue/read?consumerGroup=g&autoAck=true"); len(p.Messages) != 1 {
+		t.Fatalf("pop = %+v", p)
+	}
+	f := scrape(t, s)
+	for _, c := range []struct {
+		name, queue string
+		want        float64
+	}{
+		{"comb_queue_depth", "idle", 3},
+		{"comb_queue_stored_messages", "idle", 3},
+		{"comb_queue_depth", "read", 1},
+		{"comb_queue_stored_messages", "read", 2},
+	} {
+		if got := sample(t, f, c.name, map[string]string{"queue": c.queue}).GetGauge().GetValue(); got != c.want {
+			t.Errorf("%s{queue=%q} = %v, want %v", c.name, c.queue, got, c.want)
+		}
+	}
+	for _, m := range f["comb_consumer_group_lag"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "queue" && l.GetValue() == "idle" {
+				t.Errorf("a lag series for the queue nobody reads: %v", m)
+			}
+		}
+	}
+}
