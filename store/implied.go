@@ -31,15 +31,34 @@ import (
 //     retained, or from a time when from_time is set and the partition is
 //     not past after_partition.
 
-// headAtStartExpr is p's last offset when s registered, -1 when it had no
-// segment then (or retention removed all of those). A partition not
-// written since (its newest segment's id, last_segment_id, at most
-// start_seq) is where it was; otherwise the unique (partition_id,
-// base_offset) index is walked backwards from the end over the segments
-// committed since, reading the ids in the index itself.
-const headAtStartExpr = `(CASE WHEN p.last_segment_id <= s.start_seq THEN p.last_offset ELSE
+// headAtSeqExpr is p's last offset when the segment sequence was seq, -1
+// when it had no segment then (or retention removed all of those): the end
+// of its newest segment whose id is at most seq. A partition not written
+// since (its newest segment's id, last_segment_id, at most seq) is where it
+// was. Otherwise segment ids grow with base_offset within a partition, so
+// that segment is the first with an id at most seq walking back from the
+// first mark written after seq (a segment holding a multiple of 64,
+// segments_partition_mark, migrations/00018; the partition's end when none
+// is): a walk over at most 63 segments, where from the newest segment it
+// was one over every segment written since. The mark's rule is the index's
+// WHERE, which the planner must see to use it.
+func headAtSeqExpr(seq string) string {
+	return `(CASE WHEN p.last_segment_id <= ` + seq + ` THEN p.last_offset ELSE
 	COALESCE((SELECT h.base_offset + h.frame_count - 1 FROM segments h
-		WHERE h.partition_id = p.id AND h.id <= s.start_seq ORDER BY h.base_offset DESC LIMIT 1), -1) END)`
+		WHERE h.partition_id = p.id AND h.id <= ` + seq + ` AND h.base_offset < COALESCE(
+			(SELECT m.base_offset FROM segments m INDEXED BY segments_partition_mark
+				WHERE m.partition_id = p.id AND m.id > ` + seq + ` AND ` + segmentMarkExpr + `
+				ORDER BY m.id LIMIT 1), p.last_offset + 1)
+		ORDER BY h.base_offset DESC LIMIT 1), -1) END)`
+}
+
+// segmentMarkExpr is the WHERE of segments_partition_mark for alias m: the
+// segment holds an offset that is a multiple of 64.
+const segmentMarkExpr = `(m.base_offset + 63) / 64 * 64 < m.base_offset + m.frame_count`
+
+// headAtStartExpr is p's last offset when s registered (headAtSeqExpr of
+// its start_seq).
+var headAtStartExpr = headAtSeqExpr("s.start_seq")
 
 // placeTimeExpr is seek.Place's time branch on p for the time column t:
 // just below the first retained segment committed at or after t (never

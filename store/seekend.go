@@ -231,9 +231,7 @@ func (s *Store) finishSeek(ctx context.Context, p *pendingSeek, res *combtype.Se
 // segment sequence then; -1 when it had none or retention removed it).
 var seekChunkQuery = `SELECT p.id, p.uuid, p.name, p.log_start,
 	CASE WHEN c.committed IS NOT NULL OR s.group_name IS NOT NULL THEN ` + committedExpr + ` END,
-	(CASE WHEN p.last_segment_id <= ?3 THEN p.last_offset ELSE
-		COALESCE((SELECT h.base_offset + h.frame_count - 1 FROM segments h
-			WHERE h.partition_id = p.id AND h.id <= ?3 ORDER BY h.base_offset DESC LIMIT 1), -1) END)
+	` + headAtSeqExpr("?3") + `
 	FROM partitions p
 	LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
 	LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1
