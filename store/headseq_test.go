@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/internal/clock"
 )
 
 // newGroupsBehindWrites opens a store with a queue of 10 partitions, one
@@ -18,13 +20,26 @@ import (
 // to every partition segments times over.
 func newGroupsBehindWrites(tb testing.TB, groups, segments int) *Store {
 	tb.Helper()
+	return groupsBetweenWrites(tb, groups, 1, segments, "new")
+}
+
+// groupsBetweenWrites opens a store with a queue of 10 partitions, writes
+// one segment to each before times over, an hour apart from what follows,
+// subscribes groups consumer groups with mode ("new", or "timestamp" from
+// half an hour after the first writes) that claim nothing (no cursor
+// rows), and writes one segment to each partition after times over.
+func groupsBetweenWrites(tb testing.TB, groups, before, after int, mode string) *Store {
+	tb.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, Options{Path: filepath.Join(tb.TempDir(), "comb.db")})
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewManual(start)
+	s, err := Open(ctx, Options{Path: filepath.Join(tb.TempDir(), "comb.db"), Clock: clk})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { s.Close() })
 	round := func(r int) {
+		clk.Advance(time.Millisecond)
 		items := make([]combtype.PushItem, 0, 10)
 		for p := range 10 {
 			items = append(items, combtype.PushItem{Queue: "q", Partition: fmt.Sprintf("p%d", p),
@@ -34,15 +49,22 @@ func newGroupsBehindWrites(tb testing.TB, groups, segments int) *Store {
 			tb.Fatal(err)
 		}
 	}
-	round(-1)
+	for r := range before {
+		round(r - before)
+	}
+	clk.Advance(time.Hour)
+	from := ""
+	if mode == "timestamp" {
+		from = start.Add(30 * time.Minute).Format(time.RFC3339)
+	}
 	for g := range groups {
 		res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g%05d", g), Batch: 1,
-			SubscriptionMode: "new"})
+			SubscriptionMode: mode, SubscriptionFrom: from})
 		if err != nil || (res != nil && len(res.Messages) > 0) {
 			tb.Fatal(err, res)
 		}
 	}
-	for r := range segments {
+	for r := range after {
 		round(r)
 	}
 	return s
@@ -52,8 +74,9 @@ func newGroupsBehindWrites(tb testing.TB, groups, segments int) *Store {
 // cursor row on at the partition's head when it subscribed. Found by
 // walking back from the newest segment, that head cost every segment
 // written since, for every such group and partition, in every listing,
-// status and lag read, and in the claims. The walk must start at the
-// first mark past the registration.
+// status and lag read, and in the claims; and where a group starting from
+// a time starts, every segment before that time. Each walk must start at
+// the nearest mark.
 func TestTheHeadAtSubscriptionWalksFromAMark(t *testing.T) {
 	s := newGroupsBehindWrites(t, 3, 20)
 	ctx := context.Background()
@@ -75,21 +98,25 @@ func TestTheHeadAtSubscriptionWalksFromAMark(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	// Each twice: the head for a start from new messages and for one from
+	// a time; the place of a time for a start from it and for partitions
+	// met later.
 	want := map[string]int{
-		"SEARCH h USING INDEX segments_partition_offset (partition_id=? AND base_offset<?)": 0,
-		"SEARCH m USING INDEX segments_partition_mark (partition_id=? AND id>?)":            0,
+		"SEARCH h USING INDEX segments_partition_offset (partition_id=? AND base_offset<?)":   2,
+		"SEARCH m USING INDEX segments_partition_mark (partition_id=? AND id>?)":              2,
+		"SEARCH l USING INDEX segments_partition_offset (partition_id=? AND base_offset>?)":   2,
+		"SEARCH m USING INDEX segments_partition_mark_time (partition_id=? AND created_at<?)": 2,
 	}
 	for _, d := range plan {
 		if _, ok := want[d]; ok {
-			want[d]++
-		} else if strings.Contains(d, " h ") || strings.Contains(d, " m ") {
+			want[d]--
+		} else if strings.Contains(d, " h ") || strings.Contains(d, " m ") || strings.Contains(d, " l ") {
 			t.Errorf("unexpected read of segments: %q", d)
 		}
 	}
 	for d, n := range want {
-		// Once for a start from new messages, once from a time.
-		if n != 2 {
-			t.Errorf("%q: %d times in the plan, want 2:\n%s", d, n, strings.Join(plan, "\n"))
+		if n != 0 {
+			t.Errorf("%q: %d times more or less in the plan than wanted:\n%s", d, n, strings.Join(plan, "\n"))
 		}
 	}
 
@@ -113,19 +140,29 @@ func TestTheHeadAtSubscriptionWalksFromAMark(t *testing.T) {
 	}
 }
 
-// headAtSeqExpr gives what its definition gives, the end of the newest
-// segment with an id at most seq, for every seq: on partitions written in
-// segments of 1 to 150 messages, interleaved, some cut by retention and
-// some with a segment set aside (a hole), as a damaged one is.
-func TestHeadAtSeqIsTheNewestSegmentAtOrBeforeIt(t *testing.T) {
+// searchedSegments builds a file of four partitions written in segments
+// of 1 to 150 messages, interleaved, by a clock that stands still, steps
+// on and steps back; then cuts two by retention and sets a segment of two
+// aside (a hole), as a damaged one is. It returns a plain connection to
+// it.
+func searchedSegments(t *testing.T) *sql.DB {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "comb.db")
-	s, err := Open(ctx, Options{Path: path})
+	clk := clock.NewManual(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	s, err := Open(ctx, Options{Path: path, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for c := range 400 {
+		switch rng.IntN(4) {
+		case 0: // stands still
+		case 1:
+			clk.Advance(-time.Duration(rng.IntN(1000)) * time.Millisecond)
+		default:
+			clk.Advance(time.Duration(rng.IntN(1000)) * time.Millisecond)
+		}
 		var items []combtype.PushItem
 		for p := range 4 {
 			if rng.IntN(3) == 0 {
@@ -154,7 +191,7 @@ func TestHeadAtSeqIsTheNewestSegmentAtOrBeforeIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	// Retention on p1 and p3; a hole in p2 and at the end of p3.
 	for _, q := range []string{
 		`DELETE FROM segments WHERE partition_id = (SELECT id FROM partitions WHERE name = 'p1') AND base_offset < 900`,
@@ -170,46 +207,73 @@ func TestHeadAtSeqIsTheNewestSegmentAtOrBeforeIt(t *testing.T) {
 			t.Fatal(q, err)
 		}
 	}
-	var maxID int64
-	if err := db.QueryRowContext(ctx, `SELECT MAX(id) FROM segments`).Scan(&maxID); err != nil {
+	var marked, segments int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FILTER (WHERE `+segmentMarkExpr+`), COUNT(*) FROM segments m`).
+		Scan(&marked, &segments); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.QueryContext(ctx, `WITH RECURSIVE seq(v) AS (SELECT 0 UNION ALL SELECT v + 1 FROM seq WHERE v <= ?1)
-		SELECT p.name, seq.v, `+headAtSeqExpr("seq.v")+`,
-			CASE WHEN p.last_segment_id <= seq.v THEN p.last_offset ELSE
-			COALESCE((SELECT d.base_offset + d.frame_count - 1 FROM segments d
-				WHERE d.partition_id = p.id AND d.id <= seq.v ORDER BY d.base_offset DESC LIMIT 1), -1) END
-		FROM partitions p, seq`, maxID)
+	if marked == 0 || marked == segments {
+		t.Fatalf("%d of %d segments are marks: the data does not test the walks", marked, segments)
+	}
+	return db
+}
+
+// compareSearches runs query, whose rows are a partition's name, the
+// value searched for, what the expression under test gives and what its
+// definition gives, and fails on every row where the two differ.
+func compareSearches(t *testing.T, db *sql.DB, query string, args ...any) {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	n, marked := 0, 0
+	n := 0
 	for rows.Next() {
 		var name string
-		var seq, got, want int64
-		if err := rows.Scan(&name, &seq, &got, &want); err != nil {
+		var v, got, want int64
+		if err := rows.Scan(&name, &v, &got, &want); err != nil {
 			t.Fatal(err)
 		}
 		n++
 		if got != want {
-			t.Errorf("%s at seq %d: head %d, want %d", name, seq, got, want)
+			t.Errorf("%s at %d: %d, want %d", name, v, got, want)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM segments m WHERE `+segmentMarkExpr).Scan(&marked); err != nil {
-		t.Fatal(err)
+	if n < 1000 {
+		t.Fatalf("%d values compared", n)
 	}
-	var segments int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM segments`).Scan(&segments); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d heads compared; %d of %d segments are marks", n, marked, segments)
-	if n < 4*int(maxID) || marked == 0 || marked == segments {
-		t.Fatalf("%d heads, %d of %d segments marks: the data does not test the walk", n, marked, segments)
-	}
+	t.Logf("%d values compared", n)
+}
+
+// headAtSeqExpr gives what its definition gives, the end of the newest
+// segment with an id at most seq, for every seq.
+func TestHeadAtSeqIsTheNewestSegmentAtOrBeforeIt(t *testing.T) {
+	db := searchedSegments(t)
+	compareSearches(t, db, `WITH RECURSIVE seq(v) AS (SELECT 0 UNION ALL SELECT v + 1 FROM seq
+			WHERE v <= (SELECT MAX(id) FROM segments))
+		SELECT p.name, seq.v, `+headAtSeqExpr("seq.v")+`,
+			CASE WHEN p.last_segment_id <= seq.v THEN p.last_offset ELSE
+			COALESCE((SELECT d.base_offset + d.frame_count - 1 FROM segments d
+				WHERE d.partition_id = p.id AND d.id <= seq.v ORDER BY d.base_offset DESC LIMIT 1), -1) END
+		FROM partitions p, seq`)
+}
+
+// placeTimeExpr gives what its definition gives, just below the first
+// segment committed at or after t, for every commit time and the
+// microseconds on either side of it.
+func TestPlaceTimeIsTheFirstSegmentAtOrAfterIt(t *testing.T) {
+	db := searchedSegments(t)
+	compareSearches(t, db, `WITH ts(v) AS (SELECT DISTINCT created_at + d FROM segments, (SELECT -1 AS d UNION ALL SELECT 0 UNION ALL SELECT 1))
+		SELECT p.name, ts.v, `+placeTimeExpr("ts.v")+`,
+			CASE WHEN p.last_segment_at < ts.v THEN p.last_offset ELSE COALESCE(
+				(SELECT MAX(d.base_offset - 1, p.log_start - 1) FROM segments d
+					WHERE d.partition_id = p.id AND d.created_at >= ts.v ORDER BY d.base_offset LIMIT 1),
+				p.last_offset) END
+		FROM partitions p, ts`)
 }
 
 // BenchmarkListMessagesNewGroupsBehindWrites reads a page of that queue
@@ -218,15 +282,30 @@ func TestHeadAtSeqIsTheNewestSegmentAtOrBeforeIt(t *testing.T) {
 func BenchmarkListMessagesNewGroupsBehindWrites(b *testing.B) {
 	for _, segments := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("segments=%d", segments), func(b *testing.B) {
-			s := newGroupsBehindWrites(b, 1000, segments)
-			ctx := context.Background()
-			b.ResetTimer()
-			for range b.N {
-				msgs, mi, err := s.ListMessages(ctx, "", combtype.MessageFilter{Queue: "q", Limit: 100})
-				if err != nil || len(msgs) != 100 || mi.BusGroups != 1000 {
-					b.Fatal(err, len(msgs), mi)
-				}
-			}
+			benchListing(b, newGroupsBehindWrites(b, 1000, segments), 1000)
 		})
+	}
+}
+
+// BenchmarkListMessagesTimeGroupsAfterHistory reads a page of a queue
+// whose 1,000 groups start from a time with 100 and 1,000 segments a
+// partition before it, and 10 after: the cost must not follow the
+// history.
+func BenchmarkListMessagesTimeGroupsAfterHistory(b *testing.B) {
+	for _, before := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("before=%d", before), func(b *testing.B) {
+			benchListing(b, groupsBetweenWrites(b, 1000, before, 10, "timestamp"), 1000)
+		})
+	}
+}
+
+func benchListing(b *testing.B, s *Store, groups int) {
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		msgs, mi, err := s.ListMessages(ctx, "", combtype.MessageFilter{Queue: "q", Limit: 100})
+		if err != nil || len(msgs) != 100 || mi.BusGroups != groups {
+			b.Fatal(err, len(msgs), mi)
+		}
 	}
 }

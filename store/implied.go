@@ -62,11 +62,20 @@ var headAtStartExpr = headAtSeqExpr("s.start_seq")
 
 // placeTimeExpr is seek.Place's time branch on p for the time column t:
 // just below the first retained segment committed at or after t (never
-// below the floor), or the last offset when none is that recent.
+// below the floor), or the last offset when none is that recent. created_at
+// never decreases with base_offset within a partition, so that segment is
+// the first committed at or after t walking on from the last mark committed
+// before t (segments_partition_mark_time, migrations/00018; the partition's
+// start when none is): at most 63 segments, where from the partition's
+// start the walk read every segment older than t.
 func placeTimeExpr(t string) string {
 	return `(CASE WHEN p.last_segment_at < ` + t + ` THEN p.last_offset ELSE COALESCE(
 		(SELECT MAX(l.base_offset - 1, p.log_start - 1) FROM segments l INDEXED BY segments_partition_offset
-			WHERE l.partition_id = p.id AND l.created_at >= ` + t + ` ORDER BY l.base_offset LIMIT 1),
+			WHERE l.partition_id = p.id AND l.created_at >= ` + t + ` AND l.base_offset >= COALESCE(
+				(SELECT m.base_offset FROM segments m INDEXED BY segments_partition_mark_time
+					WHERE m.partition_id = p.id AND m.created_at < ` + t + ` AND ` + segmentMarkExpr + `
+					ORDER BY m.created_at DESC LIMIT 1), 0)
+			ORDER BY l.base_offset LIMIT 1),
 		p.last_offset) END)`
 }
 
