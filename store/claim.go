@@ -2,7 +2,6 @@ package store
 
 import (
 	"cmp"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -366,12 +365,26 @@ func (w *wtx) visibleUpTo(p *combtype.Partition, from, cutoff int64) (int64, int
 	}
 	visible = from - 1
 	var at int64
-	if err := w.QueryRowContext(w.ctx, `SELECT created_at FROM segments WHERE partition_id = ? AND base_offset + frame_count > ?
-		ORDER BY base_offset LIMIT 1`, p.ID, from).Scan(&at); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := w.QueryRowContext(w.ctx, segmentHoldingQuery, p.ID, from).Scan(&at); err != nil {
 		return 0, 0, fmt.Errorf("find next segment: %w", err)
 	}
 	return visible, at, nil
 }
+
+// segmentHoldingQuery reads the commit time of the first segment of
+// partition ?1 that ends at or after offset ?2: the one holding it, else
+// the next (past a hole a damaged segment left); 0 when there is none.
+// Segments do not overlap, so that is the one with the largest
+// base_offset up to ?2 if it reaches ?2, else the first past it: two
+// seeks, where a test of each segment's end read every segment before ?2,
+// the partition's whole retained history, on every pop of a delayed queue
+// with nothing yet visible.
+const segmentHoldingQuery = `SELECT COALESCE(
+	(SELECT created_at FROM (SELECT created_at, base_offset, frame_count FROM segments
+		WHERE partition_id = ?1 AND base_offset <= ?2 ORDER BY base_offset DESC LIMIT 1)
+		WHERE base_offset + frame_count > ?2),
+	(SELECT created_at FROM segments WHERE partition_id = ?1 AND base_offset > ?2 ORDER BY base_offset LIMIT 1),
+	0)`
 
 // maxTombstoneScan bounds how many tombstones one claim reads for a
 // partition; a longer run of deleted messages is skipped over several pops.

@@ -276,6 +276,19 @@ func TestPlaceTimeIsTheFirstSegmentAtOrAfterIt(t *testing.T) {
 		FROM partitions p, ts`)
 }
 
+// segmentHoldingQuery reads what its definition reads, the commit time of
+// the first segment ending at or after an offset, for every offset.
+func TestSegmentHoldingIsTheFirstEndingAtOrAfterIt(t *testing.T) {
+	db := searchedSegments(t)
+	compareSearches(t, db, `WITH RECURSIVE o(v) AS (SELECT -1 UNION ALL SELECT v + 1 FROM o
+			WHERE v <= (SELECT MAX(last_offset) FROM partitions))
+		SELECT p.name, o.v,
+			(`+strings.ReplaceAll(strings.ReplaceAll(segmentHoldingQuery, "?1", "p.id"), "?2", "o.v")+`),
+			COALESCE((SELECT created_at FROM segments WHERE partition_id = p.id AND base_offset + frame_count > o.v
+				ORDER BY base_offset LIMIT 1), 0)
+		FROM partitions p, o`)
+}
+
 // BenchmarkListMessagesNewGroupsBehindWrites reads a page of that queue
 // with 1,000 such groups, 100 and 1,000 segments a partition after they
 // subscribed: the cost must not follow the segments.
@@ -307,5 +320,61 @@ func benchListing(b *testing.B, s *Store, groups int) {
 		if err != nil || len(msgs) != 100 || mi.BusGroups != groups {
 			b.Fatal(err, len(msgs), mi)
 		}
+	}
+}
+
+// BenchmarkPopDelayedBehindHistory pops a delayed queue whose one group
+// has consumed 100 and 1,000 segments of history and waits for a message
+// not yet visible: the cost must not follow the history.
+func BenchmarkPopDelayedBehindHistory(b *testing.B) {
+	for _, history := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("history=%d", history), func(b *testing.B) {
+			ctx := context.Background()
+			clk := clock.NewManual(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+			s, err := Open(ctx, Options{Path: filepath.Join(b.TempDir(), "comb.db"), Clock: clk})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			opts := combtype.DefaultQueueOptions()
+			opts.DelayedProcessing = 60
+			if _, _, err := s.Configure(ctx, "", combtype.ConfigureRequest{Queue: "d", Options: opts}); err != nil {
+				b.Fatal(err)
+			}
+			push := func(id string) {
+				clk.Advance(time.Millisecond)
+				if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "d", Partition: "p0", TxnID: id, Payload: []byte(`1`)}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range history {
+				push(fmt.Sprintf("h%d", i))
+			}
+			clk.Advance(2 * time.Minute)
+			pop := func() int {
+				res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "d", Group: "g", Batch: 10000, AutoAck: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res == nil {
+					return 0
+				}
+				return len(res.Messages)
+			}
+			for got := 0; got < history; {
+				n := pop()
+				if n == 0 {
+					b.Fatalf("%d of %d consumed", got, history)
+				}
+				got += n
+			}
+			push("later")
+			b.ResetTimer()
+			for range b.N {
+				if n := pop(); n != 0 {
+					b.Fatalf("%d messages popped before their delay", n)
+				}
+			}
+		})
 	}
 }
