@@ -80,24 +80,8 @@ func groupsBetweenWrites(tb testing.TB, groups, before, after int, mode string) 
 func TestTheHeadAtSubscriptionWalksFromAMark(t *testing.T) {
 	s := newGroupsBehindWrites(t, 3, 20)
 	ctx := context.Background()
-	rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT p.id, s.group_name, `+impliedExpr+`
+	plan := queryPlan(t, s, `SELECT p.id, s.group_name, `+impliedExpr+`
 		FROM partitions p JOIN subscriptions s ON s.queue_id = p.queue_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
 	// Each twice: the head for a start from new messages and for one from
 	// a time; the place of a time for a start from it and for partitions
 	// met later.
