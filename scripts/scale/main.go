@@ -52,6 +52,8 @@ func main() {
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "combscale"), "where the databases are built and kept")
 	sizes := flag.String("sizes", "100,10000,100000,1000000", "partition counts, comma-separated")
 	groups := flag.Int("groups", 10000, "consumer groups on one queue for the groups table (0 skips it)")
+	groupsMode := flag.String("groups-mode", "all", "subscription mode of the groups table's groups: all or new")
+	groupsWrites := flag.Int("groups-writes", 0, "segments written to each partition of the groups table's queue after its groups subscribed: a group with no cursor row on a partition is read at the partition's head when it subscribed (new) or at its floor (all)")
 	n := flag.Int("n", 50, "requests per measurement")
 	out := flag.String("out", "", "also write the markdown tables here")
 	buildOnly := flag.Bool("build-only", false, "build the databases and stop")
@@ -68,6 +70,16 @@ func main() {
 			fatal(err)
 		}
 		skip = re
+	}
+	if *groupsMode != "all" && *groupsMode != "new" {
+		fatal(fmt.Errorf("-groups-mode %q: want all or new", *groupsMode))
+	}
+	if *groupsWrites < 0 {
+		fatal(fmt.Errorf("-groups-writes %d: want 0 or more", *groupsWrites))
+	}
+	gdb := filepath.Join(*dir, fmt.Sprintf("g%d.db", *groups))
+	if *groupsMode != "all" || *groupsWrites > 0 {
+		gdb = filepath.Join(*dir, fmt.Sprintf("g%d-%s-w%d.db", *groups, *groupsMode, *groupsWrites))
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		fatal(err)
@@ -89,7 +101,7 @@ func main() {
 		}
 	}
 	if *groups > 0 {
-		if err := buildGroups(ctx, filepath.Join(*dir, fmt.Sprintf("g%d.db", *groups)), *groups); err != nil {
+		if err := buildGroups(ctx, gdb, *groups, *groupsMode, *groupsWrites); err != nil {
 			fatal(err)
 		}
 	}
@@ -148,7 +160,7 @@ func main() {
 		md.WriteString(table(partitionCols, counts, rows))
 	}
 	if *groups > 0 {
-		g, err := measureGroups(ctx, filepath.Join(*dir, fmt.Sprintf("g%d.db", *groups)), *groups, *n)
+		g, err := measureGroups(ctx, gdb, *groups, *n)
 		if err != nil {
 			fatal(err)
 		}
@@ -209,8 +221,10 @@ func buildPartitions(ctx context.Context, path string, n int) error {
 }
 
 // buildGroups makes a database with one queue of 10 partitions, 10
-// messages each, and n consumer groups that have each popped once.
-func buildGroups(ctx context.Context, path string, n int) error {
+// messages each, and n consumer groups subscribed with mode that have
+// each popped once, and then writes one segment to each partition writes
+// times over.
+func buildGroups(ctx context.Context, path string, n int, mode string, writes int) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
@@ -232,9 +246,20 @@ func buildGroups(ctx context.Context, path string, n int) error {
 		return err
 	}
 	for g := range n {
-		if _, err := b.Pop(ctx, combtype.PopRequest{Queue: queue, Group: groupName(g), Batch: 1, AutoAck: true}); err != nil {
+		if _, err := b.Pop(ctx, combtype.PopRequest{Queue: queue, Group: groupName(g), Batch: 1, AutoAck: true,
+			SubscriptionMode: mode}); err != nil {
 			b.Close()
 			return fmt.Errorf("build %s: pop: %w", path, err)
+		}
+	}
+	for range writes {
+		round := make([]combtype.PushItem, 10)
+		for p := range round {
+			round[p] = combtype.PushItem{Queue: queue, Partition: fmt.Sprintf("p%d", p), Payload: []byte(`{"g":2}`)}
+		}
+		if _, err := b.Push(ctx, round); err != nil {
+			b.Close()
+			return fmt.Errorf("build %s: push: %w", path, err)
 		}
 	}
 	if err := b.Close(); err != nil {
@@ -809,6 +834,8 @@ func measureGroups(ctx context.Context, path string, groups, reps int) (string, 
 		"/api/v1/consumer-groups/" + groupName(groups/2),
 		"/api/v1/consumer-groups/lagging?minLagSeconds=0&limit=100",
 		"/api/v1/resources/queues/" + queue,
+		"/api/v1/messages?queue=" + queue + "&limit=100",
+		"/api/v1/status",
 	}
 	for _, p := range listings {
 		t, size, err := s.get(p, max(reps/5, 3), http.StatusOK)
