@@ -177,8 +177,8 @@ func (s *Store) QueueNames(ctx context.Context, tenant string) ([]string, error)
 // GroupCommitted returns group's committed offset on each partition of
 // tenant's queues it has a cursor on, by partition uuid.
 func (s *Store) GroupCommitted(ctx context.Context, tenant, group string) (map[string]int64, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT p.uuid, `+committedExpr+` FROM `+groupPositionsFrom+`
-		AND q.tenant = ?1 AND gq.g = ?2`, tenant, group)
+	rows, err := s.r.QueryContext(ctx, `SELECT p.uuid, `+committedExpr+` FROM `+groupPositionsIn(tenantQueues("?1"), "?2"),
+		tenant, group)
 	if err != nil {
 		return nil, fmt.Errorf("read cursors of %q: %w", group, err)
 	}

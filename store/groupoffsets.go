@@ -12,7 +12,7 @@ import (
 // see what a dry-run seek (a write route) would otherwise tell them.
 func (s *Store) GroupOffsets(ctx context.Context, tenant, group string) (map[string]combtype.CursorOffsets, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT p.uuid, `+committedExpr+`, p.last_offset, p.log_start
-		FROM `+groupPositionsFrom+` AND q.tenant = ?1 AND gq.g = ?2`, tenant, group)
+		FROM `+groupPositionsIn(tenantQueues("?1"), "?2"), tenant, group)
 	if err != nil {
 		return nil, fmt.Errorf("read group offsets: %w", err)
 	}

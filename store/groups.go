@@ -17,7 +17,7 @@ func (s *Store) Groups(ctx context.Context, tenant string) ([]combtype.GroupSumm
 		COALESCE(MIN(oldest), 0), SUM(total_consumed)
 		FROM (SELECT gq.g AS group_name, q.name AS queue_name, `+groupLagExpr+` AS lag, `+groupOldestExpr+` AS oldest,
 				COALESCE(c.total_consumed, 0) AS total_consumed
-			FROM `+groupPositionsFrom+` AND q.tenant = ?)
+			FROM `+groupPositionsIn(tenantQueues("?1"), "")+`)
 		GROUP BY group_name, queue_name ORDER BY group_name, queue_name`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
@@ -47,11 +47,14 @@ func (s *Store) QueueGroupsPage(ctx context.Context, tenant, queue string, pg co
 	return s.groupsPage(ctx, tenant, queue, pg)
 }
 
-// partitionLagQuery reads every position of tenant's groups, rows or
-// implied (implied.go); the caller adds conditions over its aliases.
-var partitionLagQuery = `SELECT gq.g AS group_name, q.name, p.name, p.uuid, c.lease_id, c.lease_expires_at, c.last_consumed_at,
+// partitionLagQuery reads every position, rows or implied (implied.go),
+// of the groups and queues groupPositionsIn(queues, group) reads; the
+// caller adds conditions over its aliases.
+func partitionLagQuery(queues, group string) string {
+	return `SELECT gq.g AS group_name, q.name, p.name, p.uuid, c.lease_id, c.lease_expires_at, c.last_consumed_at,
 	COALESCE(c.total_consumed, 0), ` + groupLagExpr + ` AS lag, ` + groupOldestExpr + ` AS oldest
-	FROM ` + groupPositionsFrom + ` AND q.tenant = ?1`
+	FROM ` + groupPositionsIn(queues, group)
+}
 
 func (s *Store) queryPartitionLags(ctx context.Context, query string, args ...any) ([]combtype.PartitionLag, error) {
 	now := micros(s.clock.Now())
@@ -86,7 +89,7 @@ func (s *Store) queryPartitionLags(ctx context.Context, query string, args ...an
 // Group returns every cursor of one group, ordered by queue then partition
 // creation. A group with no cursors has none.
 func (s *Store) Group(ctx context.Context, tenant, group string) ([]combtype.PartitionLag, error) {
-	return s.queryPartitionLags(ctx, partitionLagQuery+` AND gq.g = ?2 ORDER BY q.name, p.id`, tenant, group)
+	return s.queryPartitionLags(ctx, partitionLagQuery(tenantQueues("?1"), "?2")+` ORDER BY q.name, p.id`, tenant, group)
 }
 
 // LaggingPartitions returns the cursors whose oldest unconsumed segment is
@@ -94,7 +97,7 @@ func (s *Store) Group(ctx context.Context, tenant, group string) ([]combtype.Par
 // oldest segment and is not listed.
 func (s *Store) LaggingPartitions(ctx context.Context, tenant string, minLag time.Duration) ([]combtype.PartitionLag, error) {
 	cutoff := addMicros(micros(s.clock.Now()), -minLag.Microseconds())
-	return s.queryPartitionLags(ctx, `SELECT * FROM (`+partitionLagQuery+`) WHERE oldest < ?2 ORDER BY oldest, 1, 2, 3`,
+	return s.queryPartitionLags(ctx, `SELECT * FROM (`+partitionLagQuery(tenantQueues("?1"), "")+`) WHERE oldest < ?2 ORDER BY oldest, 1, 2, 3`,
 		tenant, cutoff)
 }
 
@@ -115,8 +118,8 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 		// (implied.go): what the cursor rows were when a subscription
 		// seeded one on every partition.
 		var implied int64
-		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM `+groupPositionsFrom+`
-			AND c.committed IS NULL AND gq.g = ?1 AND q.tenant = ?2 AND (?3 = '' OR q.name = ?3)`,
+		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM `+groupPositionsIn(inScope, "?1")+`
+			AND c.committed IS NULL`,
 			group, tenant, queue).Scan(&implied); err != nil {
 			return fmt.Errorf("count implied cursors: %w", err)
 		}

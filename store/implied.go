@@ -113,20 +113,49 @@ var (
 		WHERE o.partition_id = p.id AND o.base_offset <= ` + groupNextExpr + ` ORDER BY o.base_offset DESC LIMIT 1) END`
 )
 
-// groupPositionsFrom is every position of a group on a partition, for the
+// groupPositionsIn is every position of a group on a partition, for the
 // readers that list them: each (group, queue) pair that has a subscription
 // or a cursor row gives one position on each partition of the queue that
 // has a row or that the subscription implies a cursor on (all of them,
 // when there is one). Aliases: gq (columns g, the group name, and qid), q,
 // p, c (LEFT JOINed cursor) and s (LEFT JOINed subscription). With
 // seeding, these were exactly the cursor rows.
-const groupPositionsFrom = `(SELECT group_name AS g, queue_id AS qid FROM subscriptions
-		UNION SELECT DISTINCT c.group_name, p.queue_id FROM cursors c JOIN partitions p ON p.id = c.partition_id) gq
-	JOIN queues q ON q.id = gq.qid
-	JOIN partitions p ON p.queue_id = gq.qid
+//
+// Only the pairs of the queues whose id is in queues (an SQL list or
+// subquery, such as (SELECT id FROM queues WHERE tenant = ?1)) are read,
+// and, unless group is "", of the group that is group (an SQL value, such
+// as ?2). The pairs come from a UNION, and SQLite does not push a
+// condition written outside a UNION into it: given outside, the pairs of
+// every queue of the file were found first, through every cursor row, and
+// a lag page of a queue of ten partitions beside a queue of a million took
+// 0.2-0.8 s (bench/results/scoped-pairs-2026-12-03.md).
+func groupPositionsIn(queues, group string) string {
+	subs := `SELECT group_name AS g, queue_id AS qid FROM subscriptions WHERE queue_id IN ` + queues
+	rows := `SELECT DISTINCT c.group_name, p.queue_id FROM partitions p INDEXED BY partitions_queue_id
+			JOIN cursors c ON c.partition_id = p.id WHERE p.queue_id IN ` + queues
+	if group != "" {
+		subs += ` AND group_name = ` + group
+		// A group's rows through cursors_group: as many as it has, where
+		// the queues' partitions may be many more.
+		rows = `SELECT DISTINCT c.group_name, p.queue_id FROM cursors c INDEXED BY cursors_group
+			JOIN partitions p ON p.id = c.partition_id WHERE c.group_name = ` + group + ` AND p.queue_id IN ` + queues
+	}
+	// The pairs lead, and each brings its queue's partitions: led by a
+	// condition on q (a tenant), SQLite walked every partition of the
+	// tenant's queues and asked for the pairs of each.
+	return `(` + subs + ` UNION ` + rows + `) gq
+	CROSS JOIN queues q ON q.id = gq.qid
+	CROSS JOIN partitions p ON p.queue_id = gq.qid
 	LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = gq.g
 	LEFT JOIN subscriptions s ON s.queue_id = gq.qid AND s.group_name = gq.g
 	WHERE (c.committed IS NOT NULL OR s.group_name IS NOT NULL)`
+}
+
+// tenantQueues is the subquery of the ids of the queues of the tenant
+// given by the SQL value tenant, for groupPositionsIn.
+func tenantQueues(tenant string) string {
+	return `(SELECT id FROM queues WHERE tenant = ` + tenant + `)`
+}
 
 // segmentSeq is where the numbering of segments resumes at open: past
 // every segment id and every registered start_seq. Segment ids are

@@ -199,7 +199,7 @@ var (
 )
 
 // sumLag summarises the offset and time lag of every position of the
-// tenant's groups (groupPositionsFrom) at now, reading only the positions
+// tenant's groups (groupPositionsIn) at now, reading only the positions
 // that may lag. The rest are counted, not listed:
 //
 //   - a cursor row with nothing pending, and an implied position on a

@@ -22,7 +22,7 @@ import (
 func enumeratedLag(t testing.TB, s *Store, tenant string, now time.Time) (offsets, ages lagSummer) {
 	t.Helper()
 	rows, err := s.r.QueryContext(context.Background(), `SELECT `+groupLagExpr+`, `+groupOldestExpr+`
-		FROM `+groupPositionsFrom+` AND q.tenant = ?`, tenant)
+		FROM `+groupPositionsIn(tenantQueues("?1"), ""), tenant)
 	if err != nil {
 		t.Fatal(err)
 	}

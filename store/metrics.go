@@ -153,7 +153,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 	}
 	rows, err = s.r.QueryContext(ctx, `SELECT q.tenant, q.name, gq.g,
 			SUM(`+groupLagExpr+`)
-		FROM `+groupPositionsFrom+` AND q.id IN (SELECT value FROM json_each(?1))
+		FROM `+groupPositionsIn(`(SELECT value FROM json_each(?1))`, "")+`
 		GROUP BY q.id, gq.g`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read group lag: %w", err)

@@ -515,8 +515,7 @@ func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Dura
 		}
 	}
 	if len(live) > 0 {
-		lags, err := s.queryPartitionLags(ctx, `SELECT * FROM (`+partitionLagQuery+` AND q.id IN (SELECT value FROM json_each(?4)))
-			WHERE oldest < ?2 ORDER BY oldest, 1, 2, 3 LIMIT ?3`, tenant, cutoff, need, jsonInts(live))
+		lags, err := s.queryPartitionLags(ctx, laggingLiveQuery, tenant, cutoff, need, jsonInts(live))
 		if err != nil {
 			return nil, info, err
 		}
@@ -536,6 +535,11 @@ func (s *Store) LaggingPage(ctx context.Context, tenant string, minLag time.Dura
 	}
 	return out, info, nil
 }
+
+// laggingLiveQuery is the oldest ?3 positions of tenant ?1 older than ?2
+// on the queues of ?4, a JSON array of ids, for LaggingPage.
+var laggingLiveQuery = `SELECT * FROM (` + partitionLagQuery(`(SELECT value FROM json_each(?4))`, "") + `
+	AND q.tenant = ?1) WHERE oldest < ?2 ORDER BY oldest, 1, 2, 3 LIMIT ?3`
 
 // queueKeys lists tenant's queues, or its queue named name when name is
 // not "", with what the group listings read of them (id, uuid, tenant,
