@@ -14,10 +14,11 @@ import (
 // whose group "side" holds a lease, beside a queue of wide partitions with
 // a cursor row of group "fleet" on each: the lagging page (the wide queue
 // is summed in the background, the small one read live), the side group's
-// page and the metrics' depths. None of them is about the wide queue's
-// cursors, so none may grow with them; each read every cursor row of the
+// page, the metrics' depths, and deleting a group of the small queue from
+// every queue. None of them is about the wide queue's cursors, so none may
+// grow with them; each read every cursor row or every partition of the
 // file (the pairs found outside their UNION, the group page's walk started
-// at the first partition).
+// at the first partition, the delete listed every partition).
 func BenchmarkBesideAWideQueue(b *testing.B) {
 	for _, wide := range []int{1000, 100000} {
 		b.Run(fmt.Sprintf("partitions=%d", wide), func(b *testing.B) {
@@ -36,6 +37,18 @@ func BenchmarkBesideAWideQueue(b *testing.B) {
 					l, _, _, err := s.GroupPage(ctx, "", "side", combtype.Page{Limit: 100})
 					if err != nil || len(l) != 1 {
 						b.Fatal(err, len(l))
+					}
+				}
+			})
+			b.Run("delete", func(b *testing.B) {
+				// A group made on the small queue (one pop), then deleted
+				// from every queue.
+				for range b.N {
+					if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "small", Group: "gone", Batch: 1}); err != nil {
+						b.Fatal(err)
+					}
+					if n, err := s.DeleteGroup(ctx, "", "gone", "", true); err != nil || n != 1 {
+						b.Fatal(err, n)
 					}
 				}
 			})

@@ -101,6 +101,26 @@ func (s *Store) LaggingPartitions(ctx context.Context, tenant string, minLag tim
 		tenant, cutoff)
 }
 
+// deleteGroupCursors is the statement that deletes group ?1's cursor rows
+// on the queues of groupDeleteScope, returning each one's queue name.
+// The rows of one queue are found through its partitions; those of every
+// queue of a tenant (allQueues) through the group's own rows, which are
+// what is deleted: through the tenant's partitions, a group with one row
+// beside a queue of a million partitions took 0.9 s of the writer.
+func deleteGroupCursors(allQueues bool) string {
+	where := `partition_id IN (SELECT id FROM partitions WHERE queue_id IN ` + groupDeleteScope + `)`
+	if allQueues {
+		where = `(SELECT q.tenant FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = partition_id) = ?2
+			AND ?3 = ''`
+	}
+	return `DELETE FROM cursors WHERE group_name = ?1 AND ` + where + `
+		RETURNING (SELECT q.name FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = partition_id)`
+}
+
+// groupDeleteScope is the queues DeleteGroup acts on: tenant ?2's queue
+// ?3, or all of them when ?3 is "".
+const groupDeleteScope = `(SELECT id FROM queues WHERE tenant = ?2 AND (?3 = '' OR name = ?3))`
+
 // DeleteGroup removes group's cursors on every queue of tenant, or on one
 // queue when queue is not "", and with deleteMetadata its subscription
 // records too, so the group starts afresh at its next pop. Leases held by
@@ -113,19 +133,16 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 	defer s.seeks.serial.Unlock()
 	var n int64
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		const inScope = `(SELECT id FROM queues WHERE tenant = ?2 AND (?3 = '' OR name = ?3))`
 		// The count is of the group's positions, rows and implied
 		// (implied.go): what the cursor rows were when a subscription
 		// seeded one on every partition.
 		var implied int64
-		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM `+groupPositionsIn(inScope, "?1")+`
+		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM `+groupPositionsIn(groupDeleteScope, "?1")+`
 			AND c.committed IS NULL`,
 			group, tenant, queue).Scan(&implied); err != nil {
 			return fmt.Errorf("count implied cursors: %w", err)
 		}
-		rows, err := w.QueryContext(w.ctx, `DELETE FROM cursors WHERE group_name = ?1
-			AND partition_id IN (SELECT id FROM partitions WHERE queue_id IN `+inScope+`)
-			RETURNING (SELECT q.name FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.id = partition_id)`,
+		rows, err := w.QueryContext(w.ctx, deleteGroupCursors(queue == ""),
 			group, tenant, queue)
 		if err != nil {
 			return fmt.Errorf("delete cursors: %w", err)
@@ -151,7 +168,7 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 		}
 		if deleteMetadata {
 			w.s.subs.forget()
-			if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE group_name = ?1 AND queue_id IN `+inScope,
+			if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE group_name = ?1 AND queue_id IN `+groupDeleteScope,
 				group, tenant, queue); err != nil {
 				return fmt.Errorf("delete subscriptions: %w", err)
 			}
