@@ -127,7 +127,7 @@ var (
 // as ?2). The pairs come from a UNION, and SQLite does not push a
 // condition written outside a UNION into it: given outside, the pairs of
 // every queue of the file were found first, through every cursor row, and
-// a lag page of a queue of ten partitions beside a queue of a million took
+// a lag page of a one-partition queue beside a queue of a million took
 // 0.2-0.8 s (bench/results/scoped-pairs-2026-12-03.md).
 func groupPositionsIn(queues, group string) string {
 	subs := `SELECT group_name AS g, queue_id AS qid FROM subscriptions WHERE queue_id IN ` + queues
