@@ -266,22 +266,37 @@ func TestTimestampGroupsLagReadsOnlyWhatWasWrittenFromTheirTime(t *testing.T) {
 // queryPlan is the steps of SQLite's plan for query, one a line.
 func queryPlan(t *testing.T, s *Store, query string, args ...any) []string {
 	t.Helper()
+	var plan []string
+	for _, step := range planSteps(t, s, query, args...) {
+		plan = append(plan, step.detail)
+	}
+	return plan
+}
+
+// planStep is a row of EXPLAIN QUERY PLAN: parent 0 is an outermost step.
+type planStep struct {
+	id, parent int
+	detail     string
+}
+
+func planSteps(t *testing.T, s *Store, query string, args ...any) []planStep {
+	t.Helper()
 	rows, err := s.rdb.Query(`EXPLAIN QUERY PLAN `+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var plan []string
+	var steps []planStep
 	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+		var step planStep
+		var unused int
+		if err := rows.Scan(&step.id, &step.parent, &unused, &step.detail); err != nil {
 			t.Fatal(err)
 		}
-		plan = append(plan, detail)
+		steps = append(steps, step)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return plan
+	return steps
 }

@@ -41,24 +41,11 @@ func TestPositionsOfSomeQueuesReadOnlyTheirRows(t *testing.T) {
 // topLevelPlan is the outermost steps of query's plan, in order.
 func topLevelPlan(t *testing.T, s *Store, query string, args ...any) []string {
 	t.Helper()
-	rows, err := s.rdb.Query(`EXPLAIN QUERY PLAN `+query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var top []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
+	for _, step := range planSteps(t, s, query, args...) {
+		if step.parent == 0 {
+			top = append(top, step.detail)
 		}
-		if parent == 0 {
-			top = append(top, detail)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return top
 }
