@@ -81,13 +81,50 @@ func placeTimeExpr(t string) string {
 
 // impliedExpr is the committed value a missing cursor of s's group on p is
 // read as (seek.Implied, and the seeding of partitions met later).
-var impliedExpr = `(CASE
+var impliedExpr = impliedExprAt(headAtStartExpr)
+
+// impliedExprAt is impliedExpr with head, an SQL value, as p's last offset
+// when s registered (headAtStartExpr): for a reader that works the heads
+// out once per partition and start_seq (headsAt), not once per group.
+func impliedExprAt(head string) string {
+	return `(CASE
 	WHEN s.start_seq IS NOT NULL AND p.id <= s.start_partition THEN (CASE s.start_mode
-		WHEN 'new' THEN MAX(` + headAtStartExpr + `, p.log_start - 1)
-		WHEN 'timestamp' THEN MAX(MIN(` + placeTimeExpr("s.start_from") + `, ` + headAtStartExpr + `), p.log_start - 1)
+		WHEN 'new' THEN MAX(` + head + `, p.log_start - 1)
+		WHEN 'timestamp' THEN MAX(MIN(` + placeTimeExpr("s.start_from") + `, ` + head + `), p.log_start - 1)
 		ELSE p.log_start - 1 END)
 	WHEN s.from_time IS NULL OR s.after_partition < p.id THEN p.log_start - 1
 	ELSE ` + placeTimeExpr("s.from_time") + ` END)`
+}
+
+// headsAt is a CTE, heads(pid, seq, head), of the head of each partition
+// p of from (an SQL FROM item naming it p) that parts holds for (an SQL
+// condition on p and r.seq) at each start_seq (r.seq) of the
+// subscriptions subs holds for (an SQL condition on s) that start from
+// new messages or a time. Groups that subscribe while nothing is written
+// share a start_seq, and each one's head was walked to (headAtStartExpr)
+// once per group: at 10,000 groups subscribed to new messages on 10
+// partitions written since, 100,000 walks, most of a status read's or a
+// queue detail's time (bench/results/heads-once-2026-12-03.md). A
+// subscription's own from_time and start_from are its own: only the head
+// is shared. Only the start_seqs two or more subscriptions share are
+// worked out first: a group with a start_seq of its own walks to its
+// heads beside its pairs, as before (sharedHead). Made for every
+// start_seq, the heads of 1,000 groups each registered apart cost 40%
+// more than the walks they replaced; made for the shared ones, 5-9%
+// (BenchmarkListMessagesNewGroupsApartBehindWrites).
+func headsAt(from, parts, subs string) string {
+	return `heads(pid, seq, head) AS MATERIALIZED (SELECT p.id, r.seq, ` + headAtSeqExpr("r.seq") + `
+		FROM (SELECT s.queue_id AS qid, s.start_seq AS seq FROM subscriptions s
+				WHERE ` + subs + ` AND s.start_seq IS NOT NULL AND s.start_mode IN ('new', 'timestamp')
+				GROUP BY 1, 2 HAVING COUNT(*) > 1) r
+			CROSS JOIN ` + from + ` ON p.queue_id = r.qid AND ` + parts + `)`
+}
+
+// sharedHead is p's head when s registered, from the heads of headsAt
+// LEFT JOINed as hs on (p.id, s.start_seq), else walked to
+// (headAtStartExpr). A head is never NULL (-1 for none), and COALESCE
+// reads its second argument only when the first is NULL.
+var sharedHead = `COALESCE(hs.head, ` + headAtStartExpr + `)`
 
 // mayBePendingExpr is false for a missing cursor that cannot have
 // anything pending past the position its subscription implies, told from
@@ -193,15 +230,38 @@ func lagOfCommitted(committed string) string {
 	return `MAX(p.last_offset - MAX(` + committed + ` + 1, p.log_start) + 1, 0)`
 }
 
+// pidsHeads is headsAt for the partitions of the JSON array ?1 of ids.
+var pidsHeads = headsAt(`partitions p`, `p.id IN (SELECT value FROM json_each(?1))`,
+	`s.queue_id IN (SELECT queue_id FROM partitions WHERE id IN (SELECT value FROM json_each(?1)))`)
+
+// impliedOfPids is the FROM and WHERE of the cursors the subscriptions of
+// subs (a table of subscriptions' columns) imply on the partitions of the
+// JSON array ?1 of ids, where the group has no row: aliases p and s, and
+// hs, the heads of pidsHeads, for impliedExprAt(sharedHead).
+func impliedOfPids(subs string) string {
+	return ` FROM partitions p JOIN ` + subs + ` s ON s.queue_id = p.queue_id
+			LEFT JOIN heads hs ON hs.pid = p.id AND hs.seq = s.start_seq
+		WHERE p.id IN (SELECT value FROM json_each(?1))
+			AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = s.group_name)`
+}
+
+// impliedCursorsQuery is every implied cursor of the partitions ?1
+// (eachImpliedCursor).
+var impliedCursorsQuery = `WITH ` + pidsHeads + `
+	SELECT p.id, s.group_name, ` + impliedExprAt(sharedHead) + impliedOfPids("subscriptions")
+
+// impliedAboveFloorQuery is impliedCursorsQuery less the named groups
+// (not ?2) that imply the floor everywhere (eachImpliedAboveFloor).
+var impliedAboveFloorQuery = `WITH others AS MATERIALIZED (SELECT * FROM subscriptions s
+		WHERE queue_id IN (SELECT queue_id FROM partitions WHERE id IN (SELECT value FROM json_each(?1)))
+			AND (group_name = ?2 OR NOT ` + floorEverywhereExpr + `)), ` + pidsHeads + `
+	SELECT p.id, s.group_name, ` + impliedExprAt(sharedHead) + impliedOfPids("others")
+
 // eachImpliedCursor calls fn with each cursor that subscriptions imply on
 // the partitions pids, where the group has no row, as a cursor not yet in
 // the table (created); fn must not keep c.
 func eachImpliedCursor(ctx context.Context, db querier, pids []int64, fn func(c *cursor)) error {
-	return eachImpliedCursorOf(ctx, db, `SELECT p.id, s.group_name, `+impliedExpr+`
-		FROM partitions p JOIN subscriptions s ON s.queue_id = p.queue_id
-		WHERE p.id IN (SELECT value FROM json_each(?1))
-			AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = s.group_name)`,
-		pids, fn)
+	return eachImpliedCursorOf(ctx, db, impliedCursorsQuery, pids, fn)
 }
 
 // eachImpliedAboveFloor is eachImpliedCursor less the named groups'
@@ -209,14 +269,7 @@ func eachImpliedCursor(ctx context.Context, db querier, pids []int64, fn func(c 
 // partition: a queue of 10 partitions read by 10,000 groups that start at
 // the oldest message is 100,000 pairs otherwise.
 func eachImpliedAboveFloor(ctx context.Context, db querier, pids []int64, fn func(c *cursor)) error {
-	return eachImpliedCursorOf(ctx, db, `WITH others AS MATERIALIZED (SELECT * FROM subscriptions s
-			WHERE queue_id IN (SELECT queue_id FROM partitions WHERE id IN (SELECT value FROM json_each(?1)))
-				AND (group_name = ?2 OR NOT `+floorEverywhereExpr+`))
-		SELECT p.id, s.group_name, `+impliedExpr+`
-		FROM partitions p JOIN others s ON s.queue_id = p.queue_id
-		WHERE p.id IN (SELECT value FROM json_each(?1))
-			AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = s.group_name)`,
-		pids, fn, combtype.QueueModeGroup)
+	return eachImpliedCursorOf(ctx, db, impliedAboveFloorQuery, pids, fn, combtype.QueueModeGroup)
 }
 
 func eachImpliedCursorOf(ctx context.Context, db querier, query string, pids []int64, fn func(c *cursor), args ...any) error {
@@ -419,14 +472,16 @@ func impliedLeasts(ctx context.Context, db querier, pids []int64) (map[int64]imp
 
 // impliedLeastsByPair is impliedLeasts worked out for every pair of
 // partition and subscription without a row.
+// impliedLeastsQuery sums the implied cursors of the partitions ?1, the
+// queue-mode group ?2's apart (impliedLeastsByPair).
+var impliedLeastsQuery = `WITH ` + pidsHeads + `
+	SELECT pid, SUM(NOT qm), SUM(qm),
+		COALESCE(MIN(CASE WHEN qm THEN NULL ELSE v END), 0), COALESCE(MIN(CASE WHEN qm THEN v END), 0)
+	FROM (SELECT p.id AS pid, s.group_name = ?2 AS qm, ` + impliedExprAt(sharedHead) + ` AS v` + impliedOfPids("subscriptions") + `)
+	GROUP BY pid`
+
 func impliedLeastsByPair(ctx context.Context, db querier, pids []int64) (map[int64]impliedLeast, error) {
-	rows, err := db.QueryContext(ctx, `SELECT pid, SUM(NOT qm), SUM(qm),
-			COALESCE(MIN(CASE WHEN qm THEN NULL ELSE v END), 0), COALESCE(MIN(CASE WHEN qm THEN v END), 0)
-		FROM (SELECT p.id AS pid, s.group_name = ?2 AS qm, `+impliedExpr+` AS v
-			FROM partitions p JOIN subscriptions s ON s.queue_id = p.queue_id
-			WHERE p.id IN (SELECT value FROM json_each(?1))
-				AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = s.group_name))
-		GROUP BY pid`, jsonInts(pids), combtype.QueueModeGroup)
+	rows, err := db.QueryContext(ctx, impliedLeastsQuery, jsonInts(pids), combtype.QueueModeGroup)
 	if err != nil {
 		return nil, fmt.Errorf("sum implied cursors: %w", err)
 	}

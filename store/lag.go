@@ -185,16 +185,11 @@ const (
 		WHERE o.partition_id = p.id AND o.base_offset <= p.log_start ORDER BY o.base_offset DESC LIMIT 1) END`
 )
 
+// lagOfNext and oldestOfNext are lagExpr and oldestExpr over the columns
+// of impliedColumnsAt.
 var (
-	// impliedColumns are, for the implied position of s on p, p's id (i),
-	// last offset (l) and the first offset the position wants (n): the
-	// subscription's rule is worked out once per position, not once per
-	// figure. lagOfNext and oldestOfNext are lagExpr and oldestExpr over
-	// them; the OFFSET keeps SQLite from flattening the subquery, which
-	// would copy the rule into each figure again.
-	impliedColumns = `p.id AS i, p.last_offset AS l, MAX(` + impliedExpr + ` + 1, p.log_start) AS n`
-	lagOfNext      = `MAX(l - n + 1, 0)`
-	oldestOfNext   = `CASE WHEN l >= n THEN (SELECT o.created_at FROM segments o
+	lagOfNext    = `MAX(l - n + 1, 0)`
+	oldestOfNext = `CASE WHEN l >= n THEN (SELECT o.created_at FROM segments o
 		WHERE o.partition_id = i AND o.base_offset <= n ORDER BY o.base_offset DESC LIMIT 1) END`
 )
 
@@ -334,18 +329,25 @@ func (s *Store) sumLag(ctx context.Context, tenant string, now time.Time) (offse
 // timestamp ones on partitions last written from its time until then
 // (partitions_queue_last_segment_at: the partitions written from the time
 // on, not every partition that existed then), and those a from_time
-// places past the start region.
-var impliedLagQuery = `SELECT ` + lagOfNext + `, ` + oldestOfNext + ` FROM (SELECT ` + impliedColumns + `
+// places past the start region. A partition's head at a registration is
+// worked out once per start_seq (headsAt) where it was written since; in
+// the second part it was not, so the head is its last offset
+// (headAtSeqExpr), and the third is past the start region, where the rule
+// takes no head.
+var impliedLagQuery = `WITH ` + headsAt(`partitions p INDEXED BY partitions_queue_last_segment`, `p.last_segment_id > r.seq`,
+	`s.queue_id IN `+tenantQueues("?1")) + `
+	SELECT ` + lagOfNext + `, ` + oldestOfNext + ` FROM (SELECT ` + impliedColumnsAt(sharedHead) + `
 		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
 			CROSS JOIN partitions p INDEXED BY partitions_queue_last_segment ON p.queue_id = s.queue_id AND p.last_segment_id > s.start_seq
-		` + impliedFrom + ` AND s.start_seq IS NOT NULL AND p.id <= s.start_partition AND s.start_mode IN ('new', 'timestamp')
-		UNION ALL SELECT ` + impliedColumns + `
+		` + impliedJoin + ` LEFT JOIN heads hs ON hs.pid = p.id AND hs.seq = s.start_seq
+		` + impliedWhere + ` AND s.start_seq IS NOT NULL AND p.id <= s.start_partition AND s.start_mode IN ('new', 'timestamp')
+		UNION ALL SELECT ` + impliedColumnsAt("p.last_offset") + `
 		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
 			CROSS JOIN partitions p INDEXED BY partitions_queue_last_segment_at ON p.queue_id = s.queue_id
 				AND p.last_segment_at >= s.start_from
 		` + impliedFrom + ` AND s.start_seq IS NOT NULL AND s.start_mode = 'timestamp'
 			AND p.id <= s.start_partition AND p.last_segment_id <= s.start_seq
-		UNION ALL SELECT ` + impliedColumns + `
+		UNION ALL SELECT ` + impliedColumnsAt("NULL") + `
 		FROM subscriptions s JOIN queues q ON q.id = s.queue_id
 			CROSS JOIN partitions p INDEXED BY partitions_queue_id ON p.queue_id = s.queue_id
 				AND p.id > (CASE WHEN s.start_seq IS NOT NULL AND s.start_partition IS NOT NULL THEN s.start_partition ELSE -1 END)
@@ -355,8 +357,21 @@ var impliedLagQuery = `SELECT ` + lagOfNext + `, ` + oldestOfNext + ` FROM (SELE
 
 // impliedFrom is where impliedLagQuery's positions come from: s's
 // implied position on p, p storing something.
-const impliedFrom = ` LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = s.group_name
-		WHERE q.tenant = ?1 AND c.partition_id IS NULL AND p.last_offset >= p.log_start`
+const (
+	impliedFrom  = impliedJoin + impliedWhere
+	impliedJoin  = ` LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = s.group_name`
+	impliedWhere = ` WHERE q.tenant = ?1 AND c.partition_id IS NULL AND p.last_offset >= p.log_start`
+)
+
+// impliedColumnsAt are, for the implied position of s on p, p's id (i),
+// last offset (l) and the first offset the position wants (n), with head
+// as p's head when s registered (impliedExprAt): the subscription's rule
+// is worked out once per position, not once per figure. The OFFSET of
+// impliedLagQuery keeps SQLite from flattening the subquery, which would
+// copy the rule into each figure again.
+func impliedColumnsAt(head string) string {
+	return `p.id AS i, p.last_offset AS l, MAX(` + impliedExprAt(head) + ` + 1, p.log_start) AS n`
+}
 
 // idSpan is the partition ids from lo to hi, both included.
 type idSpan struct{ lo, hi int64 }
