@@ -221,9 +221,19 @@ func groupCommittedExpr(group string) string {
 
 // leastCommittedExpr is the least committed offset on p over every group
 // with a position on it, rows and implied; NULL when none has.
+// A query that reads it defines heads (headsAt) for p: queuesHeads or
+// one of its own.
 var leastCommittedExpr = `(SELECT MIN(v) FROM (SELECT c.committed AS v FROM cursors c WHERE c.partition_id = p.id
-	UNION ALL SELECT ` + impliedExpr + ` FROM subscriptions s WHERE s.queue_id = p.queue_id
+	UNION ALL SELECT ` + impliedExprAt(sharedHead) + ` FROM subscriptions s
+		LEFT JOIN heads hs ON hs.pid = p.id AND hs.seq = s.start_seq
+		WHERE s.queue_id = p.queue_id
 		AND NOT EXISTS (SELECT 1 FROM cursors x WHERE x.partition_id = p.id AND x.group_name = s.group_name)))`
+
+// queuesHeads is headsAt for the partitions of the queues of the JSON
+// array ?1 of ids, written since the start_seq (the others are at their
+// last offset, which headAtStartExpr tells without a walk).
+var queuesHeads = headsAt(`partitions p INDEXED BY partitions_queue_last_segment`, `p.last_segment_id > r.seq`,
+	`s.queue_id IN (SELECT value FROM json_each(?1))`)
 
 // lagOfCommitted is lagExpr for the committed offset expression committed.
 func lagOfCommitted(committed string) string {

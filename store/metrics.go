@@ -124,7 +124,8 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 	// A partition of a queue no group reads has nothing but its stored
 	// messages to count: two probes tell, where the positions take four
 	// (at 10,000 queues most have no group).
-	rows, err := s.r.QueryContext(ctx, `SELECT q.tenant, q.name, SUM(`+storedExpr+`), SUM(CASE
+	rows, err := s.r.QueryContext(ctx, `WITH `+queuesHeads+`
+		SELECT q.tenant, q.name, SUM(`+storedExpr+`), SUM(CASE
 			WHEN NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.queue_id = q.id)
 				AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id) THEN `+storedExpr+`
 			ELSE COALESCE(

@@ -80,7 +80,8 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 		byName[q.Name] = out[q.ID]
 	}
 	idList := jsonInts(ids)
-	rows, err := db.QueryContext(ctx, `SELECT queue_id, COUNT(*), SUM(stored),
+	rows, err := db.QueryContext(ctx, `WITH `+queuesHeads+`
+		SELECT queue_id, COUNT(*), SUM(stored),
 		SUM(CASE WHEN committed IS NULL THEN 0 ELSE MIN(MAX(committed - log_start + 1, 0), stored) END), SUM(log_start)
 		FROM (SELECT p.queue_id, p.log_start, `+storedExpr+` AS stored,
 			COALESCE(`+groupCommittedExpr("?2")+`, `+leastCommittedExpr+`) AS committed

@@ -417,8 +417,9 @@ func (w *wtx) snapshotPin(partitionID, now int64) (int64, error) {
 // (implied.go); a partition nobody consumes has nothing completed.
 func (w *wtx) consumedByAll(queueID int64, p *combtype.Partition) (int64, error) {
 	var low sql.NullInt64
-	if err := w.QueryRowContext(w.ctx, `SELECT `+leastCommittedExpr+` FROM partitions p WHERE p.id = ?1`,
-		p.ID).Scan(&low); err != nil {
+	if err := w.QueryRowContext(w.ctx, `WITH `+headsAt(`partitions p`, `p.id = ?1`, `s.queue_id = ?2`)+`
+		SELECT `+leastCommittedExpr+` FROM partitions p WHERE p.id = ?1`,
+		p.ID, queueID).Scan(&low); err != nil {
 		return 0, fmt.Errorf("find consumed floor: %w", err)
 	}
 	if !low.Valid {
