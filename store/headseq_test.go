@@ -292,11 +292,7 @@ func BenchmarkListMessagesNewGroupsBehindWrites(b *testing.B) {
 func BenchmarkListMessagesNewGroupsApartBehindWrites(b *testing.B) {
 	ctx := context.Background()
 	clk := clock.NewManual(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	s, err := Open(ctx, Options{Path: filepath.Join(b.TempDir(), "comb.db"), Clock: clk})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
+	s := openTestStore(b, clk)
 	push := func(p int, id string) {
 		clk.Advance(time.Millisecond)
 		if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: fmt.Sprintf("p%d", p), TxnID: id,
@@ -354,11 +350,7 @@ func BenchmarkPopDelayedBehindHistory(b *testing.B) {
 		b.Run(fmt.Sprintf("history=%d", history), func(b *testing.B) {
 			ctx := context.Background()
 			clk := clock.NewManual(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-			s, err := Open(ctx, Options{Path: filepath.Join(b.TempDir(), "comb.db"), Clock: clk})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { s.Close() })
+			s := openTestStore(b, clk)
 			opts := combtype.DefaultQueueOptions()
 			opts.DelayedProcessing = 60
 			if _, _, err := s.Configure(ctx, "", combtype.ConfigureRequest{Queue: "d", Options: opts}); err != nil {

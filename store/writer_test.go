@@ -12,15 +12,15 @@ import (
 	"github.com/comb-broker/comb/internal/clock"
 )
 
-func openTestStore(t *testing.T, c clock.Clock) *Store {
-	t.Helper()
-	s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "comb.db"), Clock: c})
+func openTestStore(tb testing.TB, c clock.Clock) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), Options{Path: filepath.Join(tb.TempDir(), "comb.db"), Clock: c})
 	if err != nil {
-		t.Fatalf("open: %v", err)
+		tb.Fatalf("open: %v", err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := s.Close(); err != nil {
-			t.Errorf("close: %v", err)
+			tb.Errorf("close: %v", err)
 		}
 	})
 	return s
