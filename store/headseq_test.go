@@ -33,11 +33,7 @@ func groupsBetweenWrites(tb testing.TB, groups, before, after int, mode string) 
 	ctx := context.Background()
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	clk := clock.NewManual(start)
-	s, err := Open(ctx, Options{Path: filepath.Join(tb.TempDir(), "comb.db"), Clock: clk})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
+	s := openTestStore(tb, clk)
 	round := func(r int) {
 		clk.Advance(time.Millisecond)
 		items := make([]combtype.PushItem, 0, 10)
