@@ -418,23 +418,19 @@ func (s *Store) notSummed(ctx context.Context, tenant string) (*combtype.Summary
 }
 
 // firstSum sums the Summary of tenant, a large one, and keeps it for the
-// refresher to renew; a sum already kept or under way is used instead.
-func (s *Store) firstSum(ctx context.Context, tenant string) (*combtype.Summary, error) {
+// refresher to renew, unless one is kept or under way already, or, when
+// ahead (sumGrownTenants), the tenant was summed ahead since it crossed
+// the limit. Its callers are the refresher's rounds, which do not read
+// the sum: one that waited for another's sum and then read it counted as
+// a read, and a read after the sum was forgotten asked for it again
+// (TestGrowingPastTheLimitSumsAhead, when a test's RefreshTotals ran
+// beside the refresher's first round). All of it is decided under the
+// lock that starts the sum.
+func (s *Store) firstSum(ctx context.Context, tenant string, ahead bool) error {
 	s.tot.mu.Lock()
-	if e := s.tot.tenants[tenant]; e != nil { // summed meanwhile
+	if s.tot.tenants[tenant] != nil || s.tot.summing[tenant] != nil || (ahead && s.tot.crossed[tenant]) {
 		s.tot.mu.Unlock()
-		return s.Summary(ctx, tenant)
-	}
-	// The first read of a large tenant sums it; reads that come meanwhile
-	// wait for that sum rather than make their own.
-	if wait := s.tot.summing[tenant]; wait != nil {
-		s.tot.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		return s.Summary(ctx, tenant)
+		return nil
 	}
 	if s.tot.summing == nil {
 		s.tot.summing = map[string]chan struct{}{}
@@ -448,7 +444,7 @@ func (s *Store) firstSum(ctx context.Context, tenant string) (*combtype.Summary,
 	delete(s.tot.summing, tenant)
 	close(done)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sum.Summarized = true
 	if s.tot.tenants == nil {
@@ -460,8 +456,7 @@ func (s *Store) firstSum(ctx context.Context, tenant string) (*combtype.Summary,
 	}
 	s.tot.crossed[tenant] = true
 	s.runRefresher()
-	out := *sum
-	return &out, nil
+	return nil
 }
 
 // primeSummaries sums the Summary of every tenant with more partitions
@@ -472,7 +467,7 @@ func (s *Store) primeSummaries(ctx context.Context) error {
 		return err
 	}
 	for _, t := range tenants {
-		if _, err := s.firstSum(ctx, t); err != nil {
+		if err := s.firstSum(ctx, t, false); err != nil {
 			return err
 		}
 	}
@@ -611,7 +606,7 @@ func (s *Store) refreshTenants(ctx context.Context) error {
 	s.tot.unsummed = nil
 	s.tot.mu.Unlock()
 	for _, t := range unsummed {
-		if _, err := s.firstSum(ctx, t); err != nil {
+		if err := s.firstSum(ctx, t, false); err != nil {
 			return err
 		}
 	}
@@ -690,7 +685,7 @@ func (s *Store) sumGrownTenants(ctx context.Context) error {
 		if !large {
 			continue
 		}
-		if _, err := s.firstSum(ctx, t); err != nil {
+		if err := s.firstSum(ctx, t, true); err != nil {
 			return err
 		}
 	}
