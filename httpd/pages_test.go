@@ -392,7 +392,7 @@ func TestLargeQueueTotalsComeFromTheBackgroundSum(t *testing.T) {
 		t.Fatalf("first read: totals %v statsAge %v total count %q, want none summed yet (-1) and no count",
 			got, first["statsAge"], hdr.Get("X-Total-Count"))
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(backgroundSumWait); ; time.Sleep(20 * time.Millisecond) {
 		got := opGet(t, s, "/api/v1/resources/queues/big?limit=2")
 		totals, want := opCounts(t, "totals", got["totals"]), partitionsSum()
 		if got["statsAge"] == 0.0 && fmt.Sprint(totals) == fmt.Sprint(want) {
@@ -429,7 +429,7 @@ func TestLargeQueueTotalsComeFromTheBackgroundSum(t *testing.T) {
 		}
 	}
 	// The refresher sums again within about a second.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(backgroundSumWait)
 	for {
 		got := opGet(t, s, "/api/v1/resources/queues/big?limit=2")
 		totals, want := opCounts(t, "totals", got["totals"]), partitionsSum()
@@ -505,7 +505,7 @@ func TestLargeQueueGroupListingsComeFromTheBackgroundSum(t *testing.T) {
 	if w := got["wide"]; w.StatsAge == nil || (*w.StatsAge == -1) != (w.Members == 0) {
 		t.Fatalf("g on wide, first listing: %+v, want statsAge -1 and no figures, or a sum", w)
 	}
-	for deadline := time.Now().Add(20 * time.Second); *got["wide"].StatsAge == -1; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(backgroundSumWait); *got["wide"].StatsAge == -1; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("wide's group figures not summed in the background")
 		}
@@ -537,7 +537,7 @@ func TestLargeQueueGroupListingsComeFromTheBackgroundSum(t *testing.T) {
 	// The status view of a queue: one bounded page, totals over every
 	// partition, with their age, once the refresher has summed them (a
 	// read before says none are summed yet: statsAge -1).
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(backgroundSumWait); ; time.Sleep(20 * time.Millisecond) {
 		if got := opGet(t, s, "/api/v1/resources/queues/wide?limit=1"); got["statsAge"] != -1.0 {
 			break
 		}
@@ -586,7 +586,7 @@ func TestLargeQueueGroupListingsComeFromTheBackgroundSum(t *testing.T) {
 			acked++
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(backgroundSumWait)
 	for {
 		w := groups()["wide"]
 		metrics := string(s.Do("GET", "/metrics/prometheus", nil).Body)
