@@ -187,10 +187,14 @@ func checkSegments(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport, d
 		return fmt.Errorf("check: segments: %w", err)
 	}
 	defer rows.Close()
+	// One segment's bytes at a time, held no longer than the row: RawBytes
+	// is the driver's copy itself, and scratch is decompressed into again
+	// and again (segment.Verify), so what the walk keeps is one segment.
+	var scratch []byte
 	for rows.Next() {
 		var id, pid, base, count, createdAt, checksum int64
 		var codec, rawSize int
-		var data []byte
+		var data sql.RawBytes
 		if err := rows.Scan(&id, &pid, &base, &count, &createdAt, &codec, &rawSize, &checksum, &data); err != nil {
 			return fmt.Errorf("check: segments: %w", err)
 		}
@@ -204,8 +208,9 @@ func checkSegments(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport, d
 				Detail: fmt.Sprintf("segment of partition id %d, which does not exist", pid)})
 			continue
 		}
-		if _, err := decodeSegment(codec, rawSize, uint32(checksum), data, int(count)); err != nil {
-			rep.Findings = append(rep.Findings, p.finding("checksum", base, last, "%v", err))
+		var bad error
+		if scratch, bad = verifySegment(codec, rawSize, uint32(checksum), data, int(count), scratch); bad != nil {
+			rep.Findings = append(rep.Findings, p.finding("checksum", base, last, "%v", bad))
 		}
 		w := walked[pid]
 		if w == nil {

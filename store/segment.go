@@ -16,6 +16,14 @@ func decodeSegment(codec, rawSize int, checksum uint32, data []byte, want int) (
 	return frames, fromCodec(err)
 }
 
+// verifySegment checks a stored segment of want frames as decodeSegment
+// does and unpacks nothing, decompressing into buf (segment.Verify); it
+// returns the buffer for the next call.
+func verifySegment(codec, rawSize int, checksum uint32, data []byte, want int, buf []byte) ([]byte, error) {
+	buf, err := segment.Verify(segment.Encoded{Codec: codec, RawSize: rawSize, Checksum: checksum, Data: data}, want, buf)
+	return buf, fromCodec(err)
+}
+
 // fromCodec makes an error of the segment codec match the store's own
 // sentinel as well: ErrCorrupt or ErrNoEncryptionKey.
 func fromCodec(err error) error {

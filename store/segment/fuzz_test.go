@@ -3,6 +3,7 @@ package segment_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -30,7 +31,7 @@ func seedSegments(f *testing.F) []segment.Encoded {
 
 // FuzzDecode feeds stored columns as a damaged database could hold them:
 // decoding never panics, and either fails with ErrCorrupt or yields
-// exactly the frame count asked for, which TxnIDs agrees with.
+// exactly the frame count asked for, which TxnIDs and Verify agree with.
 func FuzzDecode(f *testing.F) {
 	for _, seg := range seedSegments(f) {
 		f.Add(seg.Codec, seg.RawSize, seg.Checksum, seg.Data, 3)
@@ -56,6 +57,16 @@ func FuzzDecode(f *testing.F) {
 			for i := range ids {
 				if err == nil && ids[i] != frames[i].TxnID {
 					t.Fatalf("TxnIDs[%d] = %q, Decode %q", i, ids[i], frames[i].TxnID)
+				}
+			}
+			// Verify says what Decode says, word for word, whatever the
+			// buffer it is handed held before.
+			buf := bytes.Repeat([]byte{0xa5}, 64)
+			for range 2 {
+				var vErr error
+				buf, vErr = segment.Verify(seg, want, buf)
+				if fmt.Sprint(vErr) != fmt.Sprint(err) {
+					t.Fatalf("Decode err %v, Verify err %v", err, vErr)
 				}
 			}
 		}
