@@ -11,6 +11,7 @@ import (
 	"github.com/comb-broker/comb/combtype"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/internal/gcpace"
 	"github.com/spf13/cobra"
 )
 
@@ -56,6 +57,7 @@ func (m *App) backup(ctx context.Context, cl *apiClient, dbPath, out string, ver
 	if _, err := os.Lstat(out); err == nil {
 		return fmt.Errorf("backup: %s already exists", out)
 	}
+	defer gcpace.Streaming(m.Getenv)()
 	p := startProgress(showProgress, m.Stderr, "backup", m.progressInterval())
 	defer func() { p.end(err == nil || errors.As(err, new(*exitError))) }()
 	if dbPath != "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/internal/gcpace"
 	"github.com/spf13/cobra"
 )
 
@@ -45,6 +46,7 @@ func (m *App) checkCmd() *cobra.Command {
 }
 
 func (m *App) check(ctx context.Context, dbPath string, asJSON, showProgress bool) error {
+	defer gcpace.Streaming(m.Getenv)()
 	p := startProgress(showProgress, m.Stderr, "check", m.progressInterval())
 	rep, err := broker.CheckProgress(ctx, dbPath, p.fn())
 	p.end(err == nil)

@@ -137,6 +137,30 @@ func TestTuneSetsTheCollectorUnlessTheEnvironmentDoes(t *testing.T) {
 	}
 }
 
+func TestStreamingPacesTheCollectorUntilItIsPutBack(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+
+	restore := Streaming(func(string) string { return "" })
+	if got := debug.SetGCPercent(streamingGCPercent); got != streamingGCPercent {
+		t.Errorf("GC percent while streaming = %d, want %d", got, streamingGCPercent)
+	}
+	restore()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GC percent put back = %d, want 100", got)
+	}
+
+	debug.SetGCPercent(300)
+	restore = Streaming(func(k string) string { return map[string]string{"GOGC": "300"}[k] })
+	if got := debug.SetGCPercent(300); got != 300 {
+		t.Errorf("GC percent with GOGC set = %d, want it left at 300", got)
+	}
+	restore()
+	if got := debug.SetGCPercent(100); got != 300 {
+		t.Errorf("GC percent after a streaming command under GOGC = %d, want 300", got)
+	}
+}
+
 func TestPacingForParkedPopsNeedsThousandsOfGoroutinesAndOutlastsTheirWake(t *testing.T) {
 	const mb = 1 << 20
 	t0 := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
