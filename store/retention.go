@@ -532,14 +532,18 @@ func (w *wtx) evictedKeys(partitionID, from, to int64, txns bool) (keys, ids str
 	}
 	defer rows.Close()
 	kbuf, tbuf := []byte{'['}, []byte{'['}
+	// A segment's bytes are held no longer than its row: RawBytes is the
+	// driver's copy itself, and scratch is decompressed into again and
+	// again (segment.TxnIDsInto).
+	var scratch []byte
 	for rows.Next() {
 		var count, sum int64
 		var codec, rawSize int
-		var data []byte
+		var data sql.RawBytes
 		if err := rows.Scan(&count, &codec, &rawSize, &sum, &data); err != nil {
 			return "", "", fmt.Errorf("scan evicted segment: %w", err)
 		}
-		err := segment.TxnIDs(segment.Encoded{Codec: codec, RawSize: rawSize, Checksum: uint32(sum), Data: data}, int(count),
+		scratch, err = segment.TxnIDsInto(segment.Encoded{Codec: codec, RawSize: rawSize, Checksum: uint32(sum), Data: data}, int(count), scratch,
 			func(_ int, txn []byte) {
 				if len(kbuf) > 1 {
 					kbuf = append(kbuf, ',')

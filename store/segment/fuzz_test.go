@@ -59,14 +59,20 @@ func FuzzDecode(f *testing.F) {
 					t.Fatalf("TxnIDs[%d] = %q, Decode %q", i, ids[i], frames[i].TxnID)
 				}
 			}
-			// Verify says what Decode says, word for word, whatever the
-			// buffer it is handed held before.
+			// Verify says what Decode says, word for word, and
+			// TxnIDsInto what TxnIDs says, whatever the buffer they are
+			// handed held before.
 			buf := bytes.Repeat([]byte{0xa5}, 64)
 			for range 2 {
 				var vErr error
 				buf, vErr = segment.Verify(seg, want, buf)
 				if fmt.Sprint(vErr) != fmt.Sprint(err) {
 					t.Fatalf("Decode err %v, Verify err %v", err, vErr)
+				}
+				var into []string
+				buf, vErr = segment.TxnIDsInto(seg, want, buf, func(_ int, txn []byte) { into = append(into, string(txn)) })
+				if fmt.Sprint(vErr) != fmt.Sprint(idErr) || (vErr == nil && !slices.Equal(into, ids)) {
+					t.Fatalf("TxnIDs err %v ids %q, TxnIDsInto err %v ids %q", idErr, ids, vErr, into)
 				}
 			}
 		}

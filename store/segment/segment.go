@@ -224,24 +224,36 @@ func Verify(s Encoded, want int, buf []byte) ([]byte, error) {
 // frame's index and transactionId, without copying or opening payloads:
 // what the dedup check reads. txn is only valid during the call.
 func TxnIDs(s Encoded, want int, fn func(i int, txn []byte)) error {
-	raw, err := Bytes(s)
+	_, err := TxnIDsInto(s, want, nil, fn)
+	return err
+}
+
+// TxnIDsInto is TxnIDs decompressing into buf when it is large enough; it
+// returns the buffer it used, for the next call, as Verify does. A
+// retention sweep reads the transactionIds of every segment it removes,
+// in the writer.
+func TxnIDsInto(s Encoded, want int, buf []byte, fn func(i int, txn []byte)) ([]byte, error) {
+	raw, err := bytesInto(s, buf)
 	if err != nil {
-		return err
+		return buf, err
+	}
+	if s.Codec == LZ4 {
+		buf = raw[:0]
 	}
 	if want < 0 {
-		return fmt.Errorf("%w: frame count %d", ErrCorrupt, want)
+		return buf, fmt.Errorf("%w: frame count %d", ErrCorrupt, want)
 	}
 	for i := 0; i < want; i++ {
 		var txn []byte
 		if txn, raw, err = nextFrameTxnID(raw); err != nil {
-			return fmt.Errorf("%w: frame %d", err, i)
+			return buf, fmt.Errorf("%w: frame %d", err, i)
 		}
 		fn(i, txn)
 	}
 	if len(raw) > 0 {
-		return fmt.Errorf("%w: more than %d frames", ErrCorrupt, want)
+		return buf, fmt.Errorf("%w: more than %d frames", ErrCorrupt, want)
 	}
-	return nil
+	return buf, nil
 }
 
 // nextFrameTxnID returns the transactionId of the frame raw starts with,

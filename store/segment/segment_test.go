@@ -164,11 +164,12 @@ func TestEncodeScratchMatchesEncode(t *testing.T) {
 	}
 }
 
-// Verify, handed back the buffer it returned, checks segment after segment
-// without allocating: comb check reads every segment of a file through
-// it, and a new buffer for each held its heap at two or three times what
-// it kept.
-func TestVerifyReusesItsBuffer(t *testing.T) {
+// Verify and TxnIDsInto, handed back the buffer they returned, read
+// segment after segment without allocating: comb check reads every
+// segment of a file through Verify, a retention sweep every segment it
+// removes through TxnIDsInto, and a new buffer for each held the check's
+// heap at two or three times what it kept.
+func TestVerifyAndTxnIDsReuseTheirBuffer(t *testing.T) {
 	var e segment.Encoder
 	frames := slices.Repeat([]segment.Frame{{TxnID: "0198f0f8-0000-7000-8000-000000000000", TraceID: "t",
 		Payload: []byte(`{"pad":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`)}}, 200)
@@ -196,5 +197,19 @@ func TestVerifyReusesItsBuffer(t *testing.T) {
 	}
 	if _, err := segment.Verify(seg, len(frames)-1, buf); !errors.Is(err, segment.ErrCorrupt) {
 		t.Fatalf("one frame fewer than stored: %v, want ErrCorrupt", err)
+	}
+
+	n := 0
+	count := func(int, []byte) { n++ }
+	allocs = testing.AllocsPerRun(20, func() {
+		if buf, err = segment.TxnIDsInto(seg, len(frames), buf, count); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("TxnIDsInto with its own buffer back allocated %.0f times", allocs)
+	}
+	if n != 21*len(frames) {
+		t.Fatalf("TxnIDsInto called fn %d times in 21 runs of %d frames", n, len(frames))
 	}
 }
