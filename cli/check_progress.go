@@ -38,21 +38,33 @@ func (m *App) progressInterval() time.Duration {
 }
 
 // progress prints how far a check or backup has come: the newest state,
-// at most once per tick, and a last line when it ends. Updates come from
-// the work's goroutines; lines go out from the ticker's.
+// at most once per tick, every phase at least once (a phase that began
+// and ended between two ticks with its last state, at the next tick or
+// at the end), and a last line when it ends. A phase that came and went
+// unseen was missing from the output of a small file, where a whole
+// phase takes less than a tick. Updates come from the work's goroutines;
+// lines go out from the ticker's.
 type progress struct {
 	w    io.Writer
 	what string // "check", "backup"
 	now  func() time.Time
 
-	mu         sync.Mutex
-	start      time.Time
-	cur        combtype.Progress
-	seen       bool
-	phaseStart time.Time
-	phaseDone  int64 // Done when the phase was first seen, for the rate
-	stop       chan struct{}
-	wg         sync.WaitGroup
+	mu      sync.Mutex
+	start   time.Time
+	cur     phaseState
+	seen    bool
+	pending []phaseState // phases that ended before a tick printed them
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// phaseState is where one phase has come.
+type phaseState struct {
+	pr      combtype.Progress
+	start   time.Time // when the phase was first seen
+	last    time.Time // when it was last updated
+	done0   int64     // Done when it was first seen, for the rate
+	printed bool
 }
 
 // startProgress returns a progress that prints to w every interval until
@@ -88,10 +100,14 @@ func (p *progress) update(pr combtype.Progress) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.seen || pr.Phase != p.cur.Phase {
-		p.seen, p.phaseStart, p.phaseDone = true, p.now(), max(pr.Done, 0)
+	now := p.now()
+	if !p.seen || pr.Phase != p.cur.pr.Phase {
+		if p.seen && !p.cur.printed {
+			p.pending = append(p.pending, p.cur)
+		}
+		p.seen, p.cur = true, phaseState{start: now, done0: max(pr.Done, 0)}
 	}
-	p.cur = pr
+	p.cur.pr, p.cur.last = pr, now
 }
 
 // fn is update as a callback, or nil when p is off, so the work does no
@@ -114,24 +130,40 @@ func (p *progress) prefixed(prefix string) func(combtype.Progress) {
 	}
 }
 
-// tick prints the newest state.
+// tick prints the phases that ended unprinted, then the newest state.
 func (p *progress) tick() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.seen {
 		return
 	}
-	now := p.now()
-	line := p.what + ": " + p.cur.Phase
-	pr := p.cur
+	p.flush()
+	p.print(&p.cur, p.now())
+}
+
+// flush prints the phases that ended before a tick printed them, each as
+// it ended. Lock held.
+func (p *progress) flush() {
+	for i := range p.pending {
+		p.print(&p.pending[i], p.pending[i].last)
+	}
+	p.pending = p.pending[:0]
+}
+
+// print writes ps's line as at now: a phase that ended is printed as at
+// its last update. Lock held.
+func (p *progress) print(ps *phaseState, now time.Time) {
+	ps.printed = true
+	line := p.what + ": " + ps.pr.Phase
+	pr := ps.pr
 	if pr.Done >= 0 && pr.Total > 0 {
 		line += fmt.Sprintf(" %s of %s (%.0f%%)", amount(pr.Done, pr.Unit), amount(pr.Total, pr.Unit),
 			100*float64(pr.Done)/float64(pr.Total))
 		if pr.Unit != combtype.UnitBytes {
 			line += " " + pr.Unit
 		}
-		if el := now.Sub(p.phaseStart); el > 0 && pr.Done > p.phaseDone {
-			rate := float64(pr.Done-p.phaseDone) / el.Seconds()
+		if el := now.Sub(ps.start); el > 0 && pr.Done > ps.done0 {
+			rate := float64(pr.Done-ps.done0) / el.Seconds()
 			if pr.Unit == combtype.UnitBytes || rate >= 10 {
 				line += ", " + amount(int64(rate), pr.Unit) + "/s"
 			} else {
@@ -154,6 +186,12 @@ func (p *progress) end(ok bool) {
 	p.wg.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.seen {
+		p.flush()
+		if !p.cur.printed {
+			p.print(&p.cur, p.now())
+		}
+	}
 	word := "done"
 	if !ok {
 		word = "stopped"

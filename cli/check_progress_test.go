@@ -152,3 +152,32 @@ func TestProgressPrintsTheNewestStateWithRateAndETA(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// A phase that begins and ends between two ticks is printed, as it
+// ended, at the next tick, and one no tick printed before the end just
+// before the last line: a small file's check, whose phases each take less
+// than a tick, names every phase it went through.
+func TestProgressPrintsEveryPhaseAtLeastOnce(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	p := newProgress(&out, "check", func() time.Time { return now })
+	p.update(combtype.Progress{Phase: "integrity", Done: 0, Total: 4 << 20, Unit: combtype.UnitBytes})
+	now = now.Add(time.Second)
+	p.update(combtype.Progress{Phase: "integrity", Done: 4 << 20, Total: 4 << 20, Unit: combtype.UnitBytes})
+	p.update(combtype.Progress{Phase: "segments", Done: 0, Total: 300, Unit: combtype.UnitSegments})
+	now = now.Add(time.Second)
+	p.update(combtype.Progress{Phase: "segments", Done: 100, Total: 300, Unit: combtype.UnitSegments})
+	p.tick() // integrity ended unprinted
+	p.update(combtype.Progress{Phase: "segments", Done: 300, Total: 300, Unit: combtype.UnitSegments})
+	p.update(combtype.Progress{Phase: "rows", Done: 0, Total: 12, Unit: combtype.UnitChecks})
+	now = now.Add(time.Second)
+	p.update(combtype.Progress{Phase: "rows", Done: 12, Total: 12, Unit: combtype.UnitChecks})
+	p.end(true) // segments was printed, rows not
+	want := "check: integrity 4.0 MiB of 4.0 MiB (100%), 4.0 MiB/s, ETA 0s, 1s elapsed\n" +
+		"check: segments 100 of 300 (33%) segments, 100/s, ETA 2s, 2s elapsed\n" +
+		"check: rows 12 of 12 (100%) checks, 12/s, ETA 0s, 3s elapsed\n" +
+		"check: done in 3s\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
