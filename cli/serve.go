@@ -19,7 +19,7 @@ import (
 type serveConfig struct {
 	addr, db, sync, subMode string
 	maxBody, maxDB          int64
-	batchOps                int
+	batchOps, maxConns      int
 	pprof                   string
 	logLevel, logFormat     string
 	printConfig             bool
@@ -67,6 +67,8 @@ func (m *App) serveCmd() *cobra.Command {
 	m.setting(fs, "max-body-bytes", "")
 	fs.Int64Var(&c.maxDB, "max-db-bytes", 0, "cap on the database file in bytes (0 = the disk's size); writes past it get 507 until retention or deletes make room (env COMB_MAX_DB_BYTES)")
 	m.setting(fs, "max-db-bytes", "")
+	fs.IntVar(&c.maxConns, "max-conns", 0, "most connections held open at once, parked long-polls included; past it a new one gets 503 (0 = default: 16384, or the open-file limit less 128 where lower) (env COMB_MAX_CONNS)")
+	m.setting(fs, "max-conns", "")
 	fs.IntVar(&c.batchOps, "max-batch-ops", 0, "most writes fused into one commit (0 = default 1024; 1 turns group commit off, to measure it) (env COMB_MAX_BATCH_OPS)")
 	m.setting(fs, "max-batch-ops", "")
 	c.side = m.sidecarFlags(fs)
@@ -111,6 +113,9 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 	if c.maxBody <= 0 {
 		return usageErrorf("--max-body-bytes %d: want a positive number of bytes", c.maxBody)
 	}
+	if c.maxConns < 0 {
+		return usageErrorf("--max-conns %d: want 0 (the default) or a positive number of connections", c.maxConns)
+	}
 	if c.maxDB < 0 {
 		return usageErrorf("--max-db-bytes %d: want 0 (no cap) or a positive number of bytes", c.maxDB)
 	}
@@ -151,7 +156,7 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 		return err
 	}
 	httpCfg := httpd.Config{Version: version, Logger: log, Auth: auth, MaxBodyBytes: c.maxBody,
-		AllowInsecureBind: authCfg.allowInsecureBind}
+		MaxConns: c.maxConns, AllowInsecureBind: authCfg.allowInsecureBind}
 	if err := webCfg.config(&httpCfg); err != nil {
 		return err
 	}

@@ -231,6 +231,7 @@ type promCollector struct {
 	pendingWrites                     *prometheus.Desc
 	readerInUse, readerOpen           *prometheus.Desc
 	requests, parked                  *prometheus.Desc
+	conns, connsRefused               *prometheus.Desc
 	quarantined, evicted, lazyCommits *prometheus.Desc
 }
 
@@ -253,6 +254,9 @@ func newPromCollector(s *Handler) *promCollector {
 		readerOpen:    d("comb_database_readers_open", "Reader pool connections open."),
 		requests:      d("comb_http_requests_total", "HTTP requests answered, by status class.", "code"),
 		parked:        d("comb_parked_pops", "Long-poll pops waiting for messages."),
+		conns:         d("comb_http_connections", "Connections the server holds open, parked ones included."),
+		connsRefused: d("comb_http_connections_refused_total",
+			"Connections refused past the bound on open connections (serve --max-conns)."),
 		quarantined: d("comb_segments_quarantined_total",
 			"Segments put aside because they failed their checksum or did not decode (docs/limits.md)."),
 		evicted: d("comb_frames_evicted_unconsumed_total",
@@ -264,7 +268,7 @@ func newPromCollector(s *Handler) *promCollector {
 
 func (c *promCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.pushed, c.popped, c.acked, c.dlq, c.commitOps, c.commitSeconds, c.pendingWrites,
-		c.readerInUse, c.readerOpen, c.requests, c.parked, c.quarantined, c.evicted, c.lazyCommits} {
+		c.readerInUse, c.readerOpen, c.requests, c.parked, c.conns, c.connsRefused, c.quarantined, c.evicted, c.lazyCommits} {
 		ch <- d
 	}
 }
@@ -297,6 +301,12 @@ func (c *promCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.readerInUse, float64(es.Readers.InUse))
 	gauge(c.readerOpen, float64(es.Readers.Open))
 	gauge(c.parked, float64(b.Parked()))
+	var open, refused int64
+	if cc := c.s.conns; cc != nil {
+		open, refused = cc.open.Load(), cc.refused.Load()
+	}
+	gauge(c.conns, float64(open))
+	counter(c.connsRefused, refused)
 	for class := 1; class <= 5; class++ {
 		counter(c.requests, c.s.stats.byClass[class].Load(), strconv.Itoa(class)+"xx")
 	}

@@ -105,6 +105,7 @@ func NewServer(b *broker.Broker, cfg Config) *Server {
 	h := NewHandler(b, cfg)
 	const idle = 120 * time.Second
 	h.parking = newParking(idle)
+	h.conns = newConnCount(maxConns(cfg.MaxConns), h.log)
 	return &Server{b: b, h: h, log: h.log, srv: &http.Server{
 		Handler: h,
 		// Headers must arrive promptly; a body may take minutes, as pushes
@@ -138,7 +139,7 @@ func (s *Server) Handler() *Handler { return s.h }
 // leaves the broker open: close it once Serve has returned, so every write
 // a request handed it is committed before the file closes.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	ln, unlisten := s.h.parking.listen(ln)
+	ln, unlisten := s.h.parking.listen(s.h.conns.limit(ln))
 	defer unlisten()
 	served := make(chan error, 1)
 	go func() { served <- s.srv.Serve(ln) }()

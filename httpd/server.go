@@ -67,6 +67,11 @@ type Config struct {
 	// without a token, as admin of the default tenant: the socket's file
 	// mode (ListenUnix) already limits who can connect.
 	TrustUnixPeers bool
+	// MaxConns bounds the connections a Server holds at once, on all its
+	// listeners; past it a new one is answered 503 and closed
+	// (connlimit.go). Default DefaultMaxConns, or less where the process
+	// may not open that many files.
+	MaxConns int
 }
 
 // Handler is the HTTP adapter over a broker: an http.Handler of every
@@ -86,6 +91,9 @@ type Handler struct {
 	// parking takes parked pops out of net/http (parking.go); nil for a
 	// handler that no Server serves, whose pops wait inside net/http.
 	parking *parking
+	// conns counts the connections of the Server serving the handler,
+	// for its metrics; nil for a handler that no Server serves.
+	conns *connCount
 }
 
 // NewHandler returns the handler of every route: the API, the console and

@@ -61,6 +61,9 @@ type hostileCase struct {
 	name string
 	what string
 	run  func(ctx context.Context, cfg *config, base string) (status, detail string)
+	// serveArgs are the case's own arguments for comb serve, after
+	// -serve-args.
+	serveArgs []string
 }
 
 func main() {
@@ -140,9 +143,10 @@ type server struct {
 
 var servingAddr = regexp.MustCompile(`msg="comb serving" addr=(\S+)`)
 
-func startServer(cfg *config, name string) (*server, error) {
+func startServer(cfg *config, name string, extra []string) (*server, error) {
 	db := filepath.Join(cfg.dir, name+".db")
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--retention-interval", "0"}, cfg.extraArg...)
+	args = append(args, extra...)
 	cmd := exec.Command(cfg.comb, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -211,7 +215,7 @@ func (s *server) hwm() int64 {
 }
 
 func runCase(cfg *config, c hostileCase) (*outcome, error) {
-	s, err := startServer(cfg, c.name)
+	s, err := startServer(cfg, c.name, c.serveArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +279,7 @@ func cases() []hostileCase {
 		{"baseline", "no hostile input: the small pusher alone", func(ctx context.Context, cfg *config, base string) (string, string) {
 			time.Sleep(3 * time.Second)
 			return "-", ""
-		}},
+		}, nil},
 		{"items-1M", "one push of 1,000,000 tiny items (~28 MB)", func(ctx context.Context, cfg *config, base string) (string, string) {
 			var b bytes.Buffer
 			b.WriteString(`{"items":[`)
@@ -288,7 +292,7 @@ func cases() []hostileCase {
 			b.WriteString(`]}`)
 			st, body := post(ctx, base+"/api/v1/push", b.Bytes())
 			return st, fmt.Sprintf("%d MB body; %s", b.Len()>>20, body)
-		}},
+		}, nil},
 		{"items-max-x4", "four pushes at once of 10,000 items of 1 KiB", func(ctx context.Context, cfg *config, base string) (string, string) {
 			pad := strings.Repeat("x", 1000)
 			var b bytes.Buffer
@@ -304,13 +308,13 @@ func cases() []hostileCase {
 				st, body := post(ctx, base+"/api/v1/push", b.Bytes())
 				return st, body
 			})
-		}},
+		}, nil},
 		{"body-100MB-x4", "four pushes at once declaring a 100 MB Content-Length", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return parallel(4, func() (string, string) { return rawBody(ctx, base, int64(cfg.bodyMB)<<20, false, 0) })
-		}},
+		}, nil},
 		{"chunked-100MB-x4", "four chunked pushes at once of 100 MB each", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return parallel(4, func() (string, string) { return rawBody(ctx, base, int64(cfg.bodyMB)<<20, true, 0) })
-		}},
+		}, nil},
 		{"valid-60MB-x4", "four valid pushes at once of 60 items of 1 MB", func(ctx context.Context, cfg *config, base string) (string, string) {
 			pad := strings.Repeat("y", 1<<20)
 			var b bytes.Buffer
@@ -323,7 +327,7 @@ func cases() []hostileCase {
 			}
 			b.WriteString(`]}`)
 			return parallel(4, func() (string, string) { return post(ctx, base+"/api/v1/push", b.Bytes()) })
-		}},
+		}, nil},
 		{"long-names", "1 MB queue name, partition name, transactionId, consumer group; then a /metrics scrape", func(ctx context.Context, cfg *config, base string) (string, string) {
 			long := strings.Repeat("n", 1<<20)
 			var sts []string
@@ -343,7 +347,7 @@ func cases() []hostileCase {
 				resp.Body.Close()
 			}
 			return strings.Join(sts, ","), fmt.Sprintf("a Prometheus scrape is then %d bytes", size)
-		}},
+		}, nil},
 		{"nul-and-junk", "payloads with \\u0000, invalid JSON, a 100,000-deep nesting", func(ctx context.Context, cfg *config, base string) (string, string) {
 			var sts []string
 			for _, body := range []string{
@@ -355,19 +359,19 @@ func cases() []hostileCase {
 				sts = append(sts, st)
 			}
 			return strings.Join(sts, ","), ""
-		}},
+		}, nil},
 		{"body-trickle", "a push body of 1 KB sent a byte a second", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return rawBody(ctx, base, 1024, false, time.Second, cfg.hold)
-		}},
+		}, nil},
 		{"header-trickle", "request headers sent a byte a second", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return headerTrickle(ctx, base, cfg.hold)
-		}},
+		}, nil},
 		{"big-headers-x200", "200 connections each sending a header line of 1,000,000 bytes, then waiting", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return bigHeaders(ctx, base, 200, 1_000_000)
-		}},
+		}, nil},
 		{"stream-62MB", "a stream cycle of 99,000 state ops of 600 bytes (62 MB), then a state/get of the whole shard", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return streamShard(ctx, base, 99_000, 580)
-		}},
+		}, nil},
 		{"stream-ops-1M", "a stream cycle of 1,000,000 state ops (past the bound); a 1 MB state key", func(ctx context.Context, cfg *config, base string) (string, string) {
 			qid, st, body := registerQuery(ctx, base)
 			if qid == "" {
@@ -377,8 +381,49 @@ func cases() []hostileCase {
 			st2, body2 := post(ctx, base+"/streams/v1/cycle", []byte(`{"query_id":"`+qid+`","partition_id":"`+hostileShard+
 				`","state_ops":[{"type":"upsert","key":"`+strings.Repeat("k", 1<<20)+`","value":{}}]}`))
 			return st1 + "," + st2, truncate(body1, 60) + " | " + truncate(body2, 60)
-		}},
+		}, nil},
+		{"parked-5000", "5,000 connections each parking a long-poll pop, against --max-conns 2000", func(ctx context.Context, cfg *config, base string) (string, string) {
+			return parkedFlood(ctx, base, 5000, 5*time.Second)
+		}, []string{"--max-conns", "2000"}},
 	}
+}
+
+// parkedFlood opens n connections, each sending a pop that waits up to a
+// minute, holds them for hold, then closes them; it yields how each was
+// answered: "parked" for those still waiting at the end.
+func parkedFlood(ctx context.Context, base string, n int, hold time.Duration) (string, string) {
+	host := strings.TrimPrefix(base, "http://")
+	count := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	conns := make([]net.Conn, 0, n)
+	for i := range n {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			count["dial error"]++
+			continue
+		}
+		conns = append(conns, c)
+		fmt.Fprintf(c, "GET /api/v1/pop/queue/flood?consumerGroup=g%d&wait=true&timeout=60000 HTTP/1.1\r\nHost: %s\r\n\r\n", i, host)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := "parked"
+			select {
+			case st = <-statusOf(c):
+			case <-time.After(hold):
+			case <-ctx.Done():
+			}
+			mu.Lock()
+			count[st]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, c := range conns {
+		c.Close()
+	}
+	return fmt.Sprintf("%d parked", count["parked"]), fmt.Sprintf("%v", count)
 }
 
 // hostileShard is the state shard the stream cases write.
