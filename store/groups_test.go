@@ -135,3 +135,40 @@ func cursorCount(t *testing.T, st *store.Store, group string) int {
 	}
 	return n
 }
+
+// A group's delete counts its positions, rows and implied (a subscription
+// with no row on a partition), the same whether it names the queue or
+// deletes the group from every queue of the tenant.
+func TestGroupDeleteCountsRowsAndImpliedPositions(t *testing.T) {
+	ctx := context.Background()
+	for _, scope := range []string{"q", ""} {
+		st := combtest.MustOpenStore(t, combtest.Options{})
+		for _, p := range []string{"a", "b", "c", "d"} {
+			seekPush(t, st, "", "q", p, 2)
+		}
+		// popped: a row on the partition it popped, three implied.
+		if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "popped", Batch: 1}); err != nil {
+			t.Fatal(err)
+		}
+		// sought: a row on every partition.
+		if _, err := st.Seek(ctx, "", combtype.SeekRequest{Group: "sought", Queue: "q", Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
+			t.Fatal(err)
+		}
+		// subscribed: rows on no partition, four implied.
+		if _, err := st.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "subscribed", Batch: 1,
+			SubscriptionMode: "new"}); err != nil {
+			t.Fatal(err)
+		}
+		// Without its metadata the group keeps its subscription, and with
+		// it the positions it implies; with it, nothing is left.
+		for group, want := range map[string][3]int64{"popped": {4, 4, 0}, "sought": {4, 0, 0},
+			"subscribed": {4, 4, 0}, "stranger": {0, 0, 0}} {
+			for i, metadata := range []bool{false, true, true} {
+				n, err := st.DeleteGroup(ctx, "", group, scope, metadata)
+				if err != nil || n != want[i] {
+					t.Errorf("delete %d of %s from queue %q = %d, %v; want %d", i+1, group, scope, n, err, want[i])
+				}
+			}
+		}
+	}
+}

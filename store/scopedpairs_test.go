@@ -55,7 +55,7 @@ func topLevelPlan(t *testing.T, s *Store, query string, args ...any) []string {
 // beside a queue of a million partitions took 0.9 s of the writer.
 func TestDeletingAGroupEverywhereReadsItsOwnRows(t *testing.T) {
 	s := openTestStore(t, clock.NewManual(time.Unix(1e9, 0)))
-	plan := queryPlan(t, s, deleteGroupCursors(true), "g", "", "")
+	plan := queryPlan(t, s, deleteGroupCursors, "g", "", "")
 	for _, step := range plan {
 		if strings.Contains(step, "partitions_queue_id") || (strings.HasPrefix(step, "SCAN ") && !strings.HasPrefix(step, "SCAN json_each")) {
 			t.Errorf("the delete walks partitions (%s):\n%s", step, strings.Join(plan, "\n"))
