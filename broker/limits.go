@@ -316,6 +316,21 @@ func checkCycle(req combtype.CycleRequest) error {
 	return nil
 }
 
+// checkRegister checks what a streaming query's registration stores,
+// named as the wire names them. Real Queen refuses a name past its
+// B-tree's bound (as a state key) and stores a source queue, sink queue or
+// config hash of a megabyte; comb bounds the queues as queue names, since
+// no queue has a longer one, and the hash as the name, since a hash is
+// short.
+func checkRegister(req combtype.StreamRegisterRequest) error {
+	for _, f := range []struct{ field, v string }{{"name", req.Name}, {"config_hash", req.ConfigHash}} {
+		if why := stateKeyFault(f.v); why != "" {
+			return &InputError{Msg: f.field + why}
+		}
+	}
+	return checkNames("source_queue", req.SourceQueue, "sink_queue", req.SinkQueue)
+}
+
 // checkTrace checks what a trace stores: Queen keeps its group and worker
 // in VARCHAR(255) and its event type in VARCHAR(100); its data is JSON.
 func checkTrace(in combtype.TraceInput) error {

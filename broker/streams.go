@@ -13,7 +13,15 @@ import (
 // StreamRegister registers a streaming query by name. Registering it again
 // with the same config hash finds the stored query; with another hash it
 // reports a conflict, or with Reset deletes the query's state.
+//
+// The name and config hash are at most MaxStateKeyBytes bytes (Queen
+// keeps the name unique in a PostgreSQL B-tree, which refuses longer
+// ones), the queues at most MaxNameLength characters; a longer one is an
+// *InputError and nothing is written.
 func (b *Broker) StreamRegister(ctx context.Context, req combtype.StreamRegisterRequest) (combtype.StreamRegistration, error) {
+	if err := checkRegister(req); err != nil {
+		return combtype.StreamRegistration{}, err
+	}
 	return b.st.RegisterStreamQuery(ctx, b.tenant, req)
 }
 

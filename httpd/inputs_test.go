@@ -264,3 +264,49 @@ func TestACycleIsBoundedInStateOpsAndKeyLength(t *testing.T) {
 		t.Errorf("%d state rows after the cycle at the bound, want %d", len(rows), broker.MaxCycleStateOps)
 	}
 }
+
+// TestAQueryRegistrationIsBoundedInItsNamesAndHash: a streaming query's
+// name and config hash are at most broker.MaxStateKeyBytes bytes (Queen
+// keeps the name in a unique index, which refuses longer ones; the
+// queendiff test checks it), its queues at most broker.MaxNameLength
+// characters. Past a bound the registration is a 400 naming the field,
+// over HTTP and through broker.StreamRegister, and nothing is stored: the
+// same name registers afresh once it is within the bounds. Before, names,
+// queues and hashes of a megabyte were stored.
+func TestAQueryRegistrationIsBoundedInItsNamesAndHash(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	atBound := strings.Repeat("é", broker.MaxStateKeyBytes/2) // 2,660 bytes
+	longQueue := strings.Repeat("q", broker.MaxNameLength+1)
+	for _, c := range []struct {
+		name, source, sink, hash string
+		want                     string
+	}{
+		{atBound + "x", "src", "", "h", "name is 2661 bytes long; at most 2660 are accepted"},
+		{"bounded", "src", "", atBound + "x", "config_hash is 2661 bytes long; at most 2660 are accepted"},
+		{"bounded", longQueue, "", "h", "source_queue is 256 characters long; at most 255 are accepted"},
+		{"bounded", "src", longQueue, "h", "sink_queue is 256 characters long; at most 255 are accepted"},
+		{"nul\x00name", "src", "", "h", `name holds a NUL character (\u0000)`},
+	} {
+		body := map[string]any{"name": c.name, "source_queue": c.source, "config_hash": c.hash, "reset": false}
+		if c.sink != "" {
+			body["sink_queue"] = c.sink
+		}
+		r := s.Do("POST", "/streams/v1/queries", body)
+		if r.Status != http.StatusBadRequest || r.Map(t)["error"] != c.want {
+			t.Errorf("HTTP: %d %.200s\nwant 400 %q", r.Status, r.Body, c.want)
+		}
+		_, err := s.Broker.StreamRegister(context.Background(), combtype.StreamRegisterRequest{Name: c.name,
+			SourceQueue: c.source, SinkQueue: c.sink, ConfigHash: c.hash})
+		var in *broker.InputError
+		if !errors.As(err, &in) || in.Msg != c.want {
+			t.Errorf("broker.StreamRegister: %v\nwant %q", err, c.want)
+		}
+	}
+	// Nothing was stored: "bounded" is new, and at the bounds it goes through.
+	if got := register(t, s.Client, "bounded", strings.Repeat("q", broker.MaxNameLength), "", atBound, false); got["fresh"] != true {
+		t.Errorf("registration at the bounds: %v, want fresh", got)
+	}
+	if got := register(t, s.Client, atBound, "src", "", "h", false); got["fresh"] != true {
+		t.Errorf("a name at the bound: %v, want fresh", got)
+	}
+}

@@ -221,11 +221,31 @@ var sequences = []sequence{
 		post("key-at-bound", "/streams/v1/cycle", stateKeyCycle(2660)),
 		post("key-past-bound", "/streams/v1/cycle", stateKeyCycle(2700)),
 	}},
+	// A query's name as long as Queen's unique index on it holds, and one
+	// past it; a source queue and a config hash of a megabyte, which Queen
+	// stores and comb refuses (broker.StreamRegister).
+	{"stream-register-bounds", []step{
+		post("name-at-bound", "/streams/v1/queries", registerBody(incompressible(2660), "{q}", "h1")),
+		post("name-past-bound", "/streams/v1/queries", registerBody(incompressible(2700), "{q}", "h1")),
+		post("source-1MB", "/streams/v1/queries", registerBody("{q}-source", strings.Repeat("s", 1<<20), "h1")),
+		post("hash-1MB", "/streams/v1/queries", registerBody("{q}-hash", "{q}", strings.Repeat("h", 1<<20))),
+	}},
+}
+
+// registerBody is a registration of a streaming query.
+func registerBody(name, source, hash string) string {
+	return `{"name":"` + name + `","source_queue":"` + source + `","config_hash":"` + hash + `","reset":false}`
 }
 
 // stateKeyCycle is a cycle body upserting one key of n letters that do not
 // compress (PostgreSQL would store a longer key that does).
 func stateKeyCycle(n int) string {
+	return `{"query_id":"{qid}","partition_id":"6f1c2d3e-4b5a-4c6d-8e7f-901a2b3c4d5e","state_ops":[{"type":"upsert","key":"` +
+		incompressible(n) + `","value":{}}]}`
+}
+
+// incompressible is n letters that do not compress, the same every time.
+func incompressible(n int) string {
 	key := make([]byte, n)
 	x := uint32(2463534242)
 	for i := range key {
@@ -234,8 +254,7 @@ func stateKeyCycle(n int) string {
 		x ^= x << 5
 		key[i] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[x%52]
 	}
-	return `{"query_id":"{qid}","partition_id":"6f1c2d3e-4b5a-4c6d-8e7f-901a2b3c4d5e","state_ops":[{"type":"upsert","key":"` +
-		string(key) + `","value":{}}]}`
+	return string(key)
 }
 
 // side is one broker under test and the values saved from its replies.
@@ -680,6 +699,10 @@ var documented = []known{
 		"a cycle PostgreSQL failed: Queen's body carries queueName, which its own refusals (a stale lease) do not; comb's refusals are all of STREAMS.md's shape"},
 	{"POST /streams/v1/cycle $.queueName: queen null, comb string",
 		"comb names the registered source queue before it exists; Queen only an existing one (no SDK reads it)"},
+	{"POST /streams/v1/queries status: queen 200 object{error,success}, comb 400 object{error}",
+		"a query name past what Queen's unique index on it holds: comb refuses it by its length with a 400, Queen answers 200 with PostgreSQL's index error"},
+	{"POST /streams/v1/queries status: queen 200 object{config_hash,fresh,name,query_id,reset,success}, comb 400 object{error}",
+		"a source queue longer than any queue name, or a config hash past the name's bound: Queen stores a megabyte of either, comb refuses them"},
 	{"POST /api/v1/transaction $.results: queen 1 items, comb 0",
 		"a failed transaction: Queen lists the step results up to the failing one, comb none; both name the failure in error"},
 }
