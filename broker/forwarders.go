@@ -99,9 +99,25 @@ func NormalizeForwarder(f *combtype.Forwarder) error {
 			return bad("queue pattern %q: %v", f.Queue, err)
 		}
 	}
+	// What is stored is what the runner sends, and an upstream, comb or
+	// Queen, takes names of at most 255 characters and headers of a few
+	// kilobytes: a definition past either would fail every round.
+	if len(f.UpstreamURL) > combtype.ForwarderMaxUpstream {
+		return bad("upstream is %d bytes long; at most %d are accepted", len(f.UpstreamURL), combtype.ForwarderMaxUpstream)
+	}
+	if len(f.Token) > combtype.ForwarderMaxToken || strings.ContainsFunc(f.Token, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return bad("token must be at most %d bytes of printable ASCII without spaces", combtype.ForwarderMaxToken)
+	}
 	u, err := url.Parse(f.UpstreamURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return bad("upstream must be an http:// or https:// base URL, not %q", f.UpstreamURL)
+	}
+	if err := checkNames("queue", f.Queue, "upstreamQueue", f.UpstreamQueue, "consumerGroup", f.Group); err != nil {
+		return err
+	}
+	if f.Group == "" && len(combtype.ForwarderGroupPrefix+f.Name) > MaxNameLength {
+		return bad("name is %d characters long: its consumer group %s<name> would pass %d; give a name of at most %d characters, or a consumerGroup",
+			len(f.Name), combtype.ForwarderGroupPrefix, MaxNameLength, MaxNameLength-len(combtype.ForwarderGroupPrefix))
 	}
 	f.UpstreamURL = u.Scheme + "://" + u.Host + strings.TrimRight(u.Path, "/")
 	f.Batch = cmp.Or(f.Batch, combtype.ForwarderDefaultBatch)

@@ -51,4 +51,10 @@ const (
 	ForwarderNoIDPrefix = "none"
 	// ForwarderMaxIDPrefix bounds an IDPrefix, in bytes.
 	ForwarderMaxIDPrefix = 128
+	// ForwarderMaxUpstream bounds the upstream URL, in bytes.
+	ForwarderMaxUpstream = 2048
+	// ForwarderMaxToken bounds the upstream bearer token, in bytes: it is
+	// sent in a header, and real Queen answers 431 to a header line of
+	// 8,000 bytes.
+	ForwarderMaxToken = 4096
 )

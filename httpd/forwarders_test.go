@@ -130,6 +130,18 @@ func TestBadForwarderDefinitionsAre400AndStoreNothing(t *testing.T) {
 		map[string]any{"name": "n", "queue": "q", "upstream": "http://h", "direction": "both"},
 		map[string]any{"name": "n", "queue": "q", "upstream": "http://h", "batch": -1},
 		map[string]any{"name": "n", "queue": "q", "upstream": "http://h", "batch": "ten"},
+		// What an upstream could never take, and what would fail every
+		// round: names past 255 characters (a long name's default group
+		// too), a URL or token past their bounds, a token that is no
+		// header value.
+		map[string]any{"name": "n", "queue": strings.Repeat("q", 256), "upstream": "http://h"},
+		map[string]any{"name": "n", "queue": "q", "upstreamQueue": strings.Repeat("q", 256), "upstream": "http://h"},
+		map[string]any{"name": "n", "queue": "q", "consumerGroup": strings.Repeat("g", 256), "upstream": "http://h"},
+		map[string]any{"name": strings.Repeat("n", 243), "queue": "q", "upstream": "http://h"},
+		map[string]any{"name": "n", "queue": "q", "upstream": "http://h/" + strings.Repeat("p", 2048)},
+		map[string]any{"name": "n", "queue": "q", "upstream": "http://h", "token": strings.Repeat("t", 4097)},
+		map[string]any{"name": "n", "queue": "q", "upstream": "http://h", "token": "abc\r\nX-Injected:1"},
+		map[string]any{"name": "n", "queue": "q", "upstream": "http://h", "token": "two words"},
 	} {
 		if r := s.Do("POST", "/api/v1/forwarders", body); r.Status != http.StatusBadRequest || r.Map(t)["error"] == nil {
 			t.Errorf("POST %v: %d %s", body, r.Status, r.Body)
@@ -137,6 +149,17 @@ func TestBadForwarderDefinitionsAre400AndStoreNothing(t *testing.T) {
 	}
 	if r := s.Do("GET", "/api/v1/forwarders", nil); r.Status != http.StatusOK || string(r.Body) != `{"forwarders":[]}` {
 		t.Errorf("after refused creates: %d %s", r.Status, r.Body)
+	}
+	// At the bounds a definition is stored, and a long name with a group
+	// of its own is.
+	for _, body := range []map[string]any{
+		{"name": strings.Repeat("n", 242), "queue": strings.Repeat("q", 255), "upstreamQueue": strings.Repeat("u", 255),
+			"upstream": "http://h/" + strings.Repeat("p", 2048-len("http://h/")), "token": strings.Repeat("t", 4096)},
+		{"name": strings.Repeat("m", 255), "queue": "q", "consumerGroup": strings.Repeat("g", 255), "upstream": "http://h"},
+	} {
+		if r := s.Do("POST", "/api/v1/forwarders", body); r.Status != http.StatusCreated {
+			t.Errorf("POST at the bounds: %d %.300s", r.Status, r.Body)
+		}
 	}
 }
 
