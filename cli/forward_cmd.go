@@ -156,6 +156,13 @@ func (c *forwardConfig) check() ([]forwardSpec, error) {
 	if len(c.deviceID) >= combtype.ForwarderMaxIDPrefix {
 		return nil, usageErrorf("--device-id: at most %d bytes", combtype.ForwarderMaxIDPrefix-1)
 	}
+	// Refused before the database is opened, so a refused start leaves no
+	// file; start declares them again, with the runner's defaults.
+	for _, s := range specs {
+		if err := broker.NormalizeForwarder(s.forwarder()); err != nil {
+			return nil, usageErrorf("forwarder %q: %w", s.Name, err)
+		}
+	}
 	return specs, nil
 }
 

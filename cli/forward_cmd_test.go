@@ -116,6 +116,20 @@ func TestServeRefusesABadForwardFlagBeforeOpeningTheDatabase(t *testing.T) {
 			t.Errorf("--forward %q: %v", spec, err)
 		}
 	}
+	// Flags that parse into a definition no upstream could take are
+	// refused by the same rules as the route, before the file too.
+	long := strings.Repeat("n", 250)
+	for spec, want := range map[string]string{
+		"name=a,queue=q,upstream=ftp://h":                                     `forwarder "a": invalid request: upstream must be an http:// or https:// base URL`,
+		"name=" + long + ",queue=q,upstream=http://h":                         "its consumer group comb-forward.<name> would pass 255",
+		"name=a,queue=q,upstream=http://h,token=" + strings.Repeat("t", 4097): `forwarder "a": invalid request: token must be at most 4096 bytes`,
+	} {
+		m := &App{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: func(string) string { return "" }}
+		err := m.Run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--forward", spec})
+		if err == nil || !strings.Contains(err.Error(), want) || ExitCode(err) != 2 {
+			t.Errorf("--forward %.60q: %v (exit %d), want %q and exit 2", spec, err, ExitCode(err), want)
+		}
+	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Errorf("a refused start left a database: %v", err)
 	}
