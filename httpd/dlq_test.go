@@ -8,10 +8,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/internal/clock"
 	"github.com/comb-broker/comb/internal/combtest"
+	"github.com/comb-broker/comb/store"
 )
 
 func TestDLQListShapeAndOrder(t *testing.T) {
@@ -259,5 +262,63 @@ func TestDLQEncryptedQueue(t *testing.T) {
 	s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "secret"})
 	if p := s.Pop("/api/v1/pop/queue/secret"); len(p.Messages) != 1 || string(p.Messages[0].Data) != `{"card":"4111"}` {
 		t.Fatalf("redriven = %+v", p)
+	}
+}
+
+// A dead letter keeps at most store.MaxErrorBytes of its error, cut on a
+// character and marked, and a page of dead letters counts their errors in
+// its bound. Before, sixty failed acks with an error of a megabyte each
+// made a page of 63 MB.
+func TestDLQErrorsAreBoundedAndCountInThePage(t *testing.T) {
+	s, clk := opServer(t)
+	const n = 300 // errors of store.MaxErrorBytes past the page's bound
+	items := make([]map[string]any, n)
+	for i := range items {
+		items[i] = opItem("big", "", fmt.Sprintf("e%d", i), map[string]any{"i": i})
+	}
+	s.Push(items...)
+	big := strings.Repeat("é", 10_000) // 20,000 bytes, two a character
+	pop := s.Pop("/api/v1/pop/queue/big?batch=1000")
+	if pop.Status != http.StatusOK || len(pop.Messages) != n {
+		t.Fatalf("pop: %d, %d messages", pop.Status, len(pop.Messages))
+	}
+	for _, m := range pop.Messages {
+		clk.Advance(time.Millisecond)
+		r := s.Do("POST", "/api/v1/ack", map[string]any{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
+			"leaseId": m.LeaseID, "status": "dlq", "error": big})
+		if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"dlq":true`) {
+			t.Fatalf("dlq ack: %d %.200s", r.Status, r.Body)
+		}
+	}
+	r := s.Do("GET", "/api/v1/dlq?queue=big&limit=1000", nil)
+	var got dlqReply
+	r.JSON(t, &got)
+	if r.Status != http.StatusOK || got.Total != n || len(got.Messages) == 0 || len(got.Messages) == n {
+		t.Fatalf("page: %d, total %d, %d entries: want some of %d", r.Status, got.Total, len(got.Messages), n)
+	}
+	kept := 0 // what the bound counts: errors and payloads
+	for _, m := range got.Messages {
+		data, _ := json.Marshal(m["data"])
+		e, _ := m["errorMessage"].(string)
+		kept += len(e) + len(data)
+	}
+	if kept > store.MaxListBytes+store.MaxErrorBytes+100 || len(r.Body) > 2*store.MaxListBytes {
+		t.Errorf("a page of %d entries, %d bytes of errors and payloads (%d in all), past the bound of %d",
+			len(got.Messages), kept, len(r.Body), store.MaxListBytes)
+	}
+	e, _ := got.Messages[0]["errorMessage"].(string)
+	want := " [cut from 20000 bytes]"
+	if len(e) > store.MaxErrorBytes || !strings.HasSuffix(e, want) || !utf8.ValidString(e) ||
+		!strings.HasPrefix(big, strings.TrimSuffix(e, want)) {
+		t.Errorf("error kept: %d bytes, ends %q", len(e), e[max(0, len(e)-40):])
+	}
+	// Paging on reaches every entry.
+	seen := len(got.Messages)
+	for seen < n {
+		page := opDLQ(t, s, fmt.Sprintf("queue=big&limit=1000&offset=%d", seen))
+		if len(page.Messages) == 0 {
+			t.Fatalf("no entries past %d of %d", seen, n)
+		}
+		seen += len(page.Messages)
 	}
 }

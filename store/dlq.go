@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/store/segment"
@@ -45,9 +46,28 @@ func scanDLQ(r scanner) (combtype.DLQEntry, error) {
 	return e, err
 }
 
-// MaxListBytes bounds the payload bytes of one page of dead letters
-// (one entry at least).
+// MaxListBytes bounds the payload and error bytes of one page of dead
+// letters (one entry at least).
 const MaxListBytes = 4 << 20
+
+// MaxErrorBytes bounds the error text a dead letter keeps: a failed ack's
+// error, a stack trace often, is cut there. Sixty failed acks with an
+// error of a megabyte each made a page of dead letters of 63 MB.
+const MaxErrorBytes = 16 << 10
+
+// keptError is errText as a dead letter keeps it: whole up to
+// MaxErrorBytes, else cut on a character boundary and marked.
+func keptError(errText string) string {
+	if len(errText) <= MaxErrorBytes {
+		return errText
+	}
+	mark := fmt.Sprintf(" [cut from %d bytes]", len(errText))
+	cut := MaxErrorBytes - len(mark)
+	for cut > 0 && !utf8.RuneStart(errText[cut]) {
+		cut--
+	}
+	return errText[:cut] + mark
+}
 
 // ListDLQ returns one page of tenant's dead-lettered messages matching f,
 // newest failure first, and how many match in all.
@@ -80,7 +100,7 @@ func (s *Store) ListDLQ(ctx context.Context, tenant string, f combtype.DLQFilter
 		}
 		// A page is bounded by bytes as well as by count; the client
 		// pages on with the offset, as it does past the count.
-		if size += len(e.Payload); len(out) > 0 && size > MaxListBytes {
+		if size += len(e.Payload) + len(e.ErrorMessage); len(out) > 0 && size > MaxListBytes {
 			break
 		}
 		out = append(out, e)
@@ -234,7 +254,7 @@ func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error
 		group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?)`,
 		MessageID(loc.p.UUID, loc.offset), loc.q.Tenant, loc.q.Name, loc.p.Name, loc.p.UUID, group, frame.TxnID,
-		loc.offset, frame.TraceID, frame.ProducerSub, w.s.sealPayload(loc.q, frame.Payload), errText, retry, createdAt, micros(w.now))
+		loc.offset, frame.TraceID, frame.ProducerSub, w.s.sealPayload(loc.q, frame.Payload), keptError(errText), retry, createdAt, micros(w.now))
 	if err != nil {
 		return fmt.Errorf("insert dead letter: %w", err)
 	}
