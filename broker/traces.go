@@ -25,15 +25,16 @@ func (b *Broker) TraceRecord(ctx context.Context, in combtype.TraceInput) (strin
 	return b.st.RecordTrace(ctx, b.tenant, in)
 }
 
-// TraceList returns the traces of one message, oldest first; empty for an
-// unknown message.
+// TraceList returns the traces of one message, oldest first, as many as
+// 4 MiB of data hold (one at least); empty for an unknown message.
 func (b *Broker) TraceList(ctx context.Context, ref combtype.MessageRef) ([]combtype.Trace, error) {
 	return b.st.MessageTraces(ctx, b.tenant, ref.PartitionID, ref.TxnID)
 }
 
 // TraceListByName returns a page of the traces filed under name and their
 // total. A Limit <= 0 is DefaultTraceLimit, one above MaxTraceLimit is
-// MaxTraceLimit.
+// MaxTraceLimit; a page also ends once 4 MiB of data are in it (one trace
+// at least), and the caller pages on with Offset.
 func (b *Broker) TraceListByName(ctx context.Context, name string, p combtype.Page) ([]combtype.Trace, int64, error) {
 	limit := min(cmpOr(p.Limit, DefaultTraceLimit), MaxTraceLimit)
 	return b.st.TracesByName(ctx, b.tenant, name, limit, max(p.Offset, 0))

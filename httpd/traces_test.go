@@ -2,10 +2,13 @@ package httpd_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/comb-broker/comb/internal/combtest"
+	"github.com/comb-broker/comb/store"
 )
 
 func TestTracesRecordAndRead(t *testing.T) {
@@ -128,5 +131,57 @@ func TestTracesRecordAndRead(t *testing.T) {
 	}
 	if r := s.Do("GET", "/api/v1/traces/elsewhere", nil); r.Status != http.StatusNotFound {
 		t.Fatalf("unknown one-segment trace route: %d %s", r.Status, r.Body)
+	}
+}
+
+// Trace listings are bounded in bytes as well as in count: traces of 1 MB
+// of data each, sixty of them, were all in one reply of 63 MB. A page by
+// name holds what store.MaxListBytes holds (one trace at least) and pages
+// on with offset; a message's list holds its oldest that fit.
+func TestTraceListingsAreBoundedInBytes(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	out := s.Push(map[string]any{"queue": "orders", "payload": 1, "transactionId": "m1"})
+	pid := out[0]["partition_id"].(string)
+	const n = 12
+	pad := strings.Repeat("d", 1<<20)
+	for i := range n {
+		if r := s.Do("POST", "/api/v1/traces", map[string]any{"transactionId": "m1", "partitionId": pid,
+			"traceNames": []string{"big"}, "data": map[string]any{"i": i, "pad": pad}}); r.Status != http.StatusCreated {
+			t.Fatalf("record %d: %d %.200s", i, r.Status, r.Body)
+		}
+	}
+	type page struct {
+		Traces []struct {
+			Data struct{ I int } `json:"data"`
+		} `json:"traces"`
+		Count int `json:"count"`
+		Total int `json:"total"`
+	}
+	perPage := store.MaxListBytes/(1<<20) + 1 // the trace that passes the bound is left for the next page
+	seen := 0
+	for offset := 0; offset < n; {
+		r := s.Do("GET", fmt.Sprintf("/api/v1/traces/by-name/big?limit=100&offset=%d", offset), nil)
+		var p page
+		r.JSON(t, &p)
+		if r.Status != http.StatusOK || p.Total != n || p.Count != len(p.Traces) || len(p.Traces) == 0 ||
+			len(p.Traces) > perPage || len(r.Body) > store.MaxListBytes+2<<20 {
+			t.Fatalf("page at %d: %d, %d of %d traces, %d bytes", offset, r.Status, len(p.Traces), p.Total, len(r.Body))
+		}
+		for i, tr := range p.Traces {
+			if tr.Data.I != offset+i {
+				t.Fatalf("page at %d: trace %d is %d, want oldest first", offset, i, tr.Data.I)
+			}
+		}
+		offset += len(p.Traces)
+		seen = offset
+	}
+	if seen != n {
+		t.Fatalf("paged through %d of %d traces", seen, n)
+	}
+	r := s.Do("GET", "/api/v1/traces/"+pid+"/m1", nil)
+	var p page
+	r.JSON(t, &p)
+	if r.Status != http.StatusOK || len(p.Traces) == 0 || len(p.Traces) > perPage || p.Traces[0].Data.I != 0 {
+		t.Fatalf("a message's traces: %d, %d traces, %d bytes", r.Status, len(p.Traces), len(r.Body))
 	}
 }

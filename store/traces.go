@@ -77,6 +77,7 @@ func (s *Store) queryTraces(ctx context.Context, query string, args ...any) ([]c
 	}
 	defer rows.Close()
 	out := []combtype.Trace{}
+	size := 0
 	for rows.Next() {
 		var t combtype.Trace
 		var data, names string
@@ -84,6 +85,12 @@ func (s *Store) queryTraces(ctx context.Context, query string, args ...any) ([]c
 		if err := rows.Scan(&t.ID, &t.TxnID, &t.PartitionID, &t.Queue, &t.Partition, &t.Group, &t.EventType, &data,
 			&t.WorkerID, &created, &names); err != nil {
 			return nil, fmt.Errorf("scan trace: %w", err)
+		}
+		// A listing is bounded by bytes as well as by count, as a page of
+		// dead letters is: sixty traces of a megabyte each made a reply
+		// of 63 MB and took the server to 299 MB.
+		if size += len(data) + len(names); len(out) > 0 && size > MaxListBytes {
+			break
 		}
 		t.Data, t.CreatedAt = []byte(data), fromMicros(created)
 		if err := json.Unmarshal([]byte(names), &t.Names); err != nil {
@@ -94,7 +101,8 @@ func (s *Store) queryTraces(ctx context.Context, query string, args ...any) ([]c
 	return out, rows.Err()
 }
 
-// MessageTraces returns the traces of one message of tenant, oldest first.
+// MessageTraces returns the traces of one message of tenant, oldest first,
+// as many as MaxListBytes of data hold (one at least).
 func (s *Store) MessageTraces(ctx context.Context, tenant, partitionID, txnID string) ([]combtype.Trace, error) {
 	return s.queryTraces(ctx, `SELECT `+traceColumns+` FROM traces t`+traceJoins+`
 		WHERE t.partition_uuid = ? AND t.txn_id = ? AND t.tenant = ? ORDER BY t.created_at, t.id`,
@@ -102,7 +110,9 @@ func (s *Store) MessageTraces(ctx context.Context, tenant, partitionID, txnID st
 }
 
 // TracesByName returns a page of tenant's traces filed under name, oldest
-// first, and how many there are in all.
+// first, and how many there are in all. A page ends at limit traces or
+// once MaxListBytes of data are in it (one trace at least); the caller
+// pages on with offset.
 func (s *Store) TracesByName(ctx context.Context, tenant, name string, limit, offset int) ([]combtype.Trace, int64, error) {
 	var total int64
 	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM trace_names WHERE tenant = ? AND name = ?`,
