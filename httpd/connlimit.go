@@ -57,9 +57,8 @@ type connCount struct {
 	open    atomic.Int64
 	refused atomic.Int64
 
-	refusing chan struct{} // a slot per refusal being written
-	wg       sync.WaitGroup
-	lastLog  atomic.Int64 // unix nanos of the last refusal logged
+	refusing chan struct{} // a slot per refusal being written, on any listener
+	lastLog  atomic.Int64  // unix nanos of the last refusal logged
 	reply    []byte
 }
 
@@ -87,9 +86,14 @@ func newConnCount(max int64, log *slog.Logger) *connCount {
 // limit returns ln with its connections counted against c.
 func (c *connCount) limit(ln net.Listener) net.Listener { return &limitListener{Listener: ln, c: c} }
 
+// limitListener owns the refusals it begins: Close waits for them.
 type limitListener struct {
 	net.Listener
 	c *connCount
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup // refusals being written
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -102,20 +106,24 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return l.c.counted(conn), nil
 		}
 		l.c.open.Add(-1)
-		l.c.refuse(conn)
+		l.refuse(conn)
 	}
 }
 
 // Close closes the listener and waits for the refusals it has begun.
 func (l *limitListener) Close() error {
 	err := l.Listener.Close()
-	l.c.wg.Wait()
+	l.mu.Lock()
+	l.closed = true // no refusal begins after: Wait does not race an Add
+	l.mu.Unlock()
+	l.wg.Wait()
 	return err
 }
 
 // refuse answers conn 503 and closes it, or closes it at once when
-// maxRefusing refusals are being written already.
-func (c *connCount) refuse(conn net.Conn) {
+// maxRefusing refusals are being written already or l is closed.
+func (l *limitListener) refuse(conn net.Conn) {
+	c := l.c
 	c.refused.Add(1)
 	c.logRefusal()
 	select {
@@ -124,9 +132,17 @@ func (c *connCount) refuse(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	c.wg.Add(1)
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-c.refusing
+		conn.Close()
+		return
+	}
+	l.wg.Add(1)
+	l.mu.Unlock()
 	go func() {
-		defer c.wg.Done()
+		defer l.wg.Done()
 		defer func() { <-c.refusing }()
 		defer conn.Close()
 		conn.SetDeadline(time.Now().Add(refuseWithin))
