@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -40,6 +41,9 @@ func (b *Broker) DLQCount(ctx context.Context, f combtype.DLQCountFilter) (int64
 // answer is counted in Duplicates, not appended twice. An unknown queue is
 // combtype.ErrQueueNotFound; nothing matching is a result of zeros.
 func (b *Broker) DLQRedrive(ctx context.Context, req combtype.RedriveRequest) (*combtype.RedriveResult, error) {
+	if len(req.IDs) > combtype.MaxRedriveIDs {
+		return nil, TooManyRedriveIDs(len(req.IDs))
+	}
 	res, err := b.st.RedriveDLQ(ctx, b.tenant, req)
 	if err == nil {
 		b.metrics.pushed(b.tenant, res.Queue, int64(res.Redriven))
@@ -54,4 +58,11 @@ func (b *Broker) DLQRedrive(ctx context.Context, req combtype.RedriveRequest) (*
 // nothing matching (an unknown queue) is a result of zeros.
 func (b *Broker) DLQPurge(ctx context.Context, req combtype.PurgeRequest) (*combtype.PurgeResult, error) {
 	return b.st.PurgeDLQ(ctx, b.tenant, req)
+}
+
+// TooManyRedriveIDs is the refusal of a re-drive naming more than
+// combtype.MaxRedriveIDs ids; got may stop at combtype.MaxRedriveIDs+1.
+func TooManyRedriveIDs(got int) error {
+	return &InputError{Msg: fmt.Sprintf("a re-drive names at most %d ids (got more than %d); split them over several calls",
+		combtype.MaxRedriveIDs, min(got-1, combtype.MaxRedriveIDs))}
 }

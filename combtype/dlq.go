@@ -15,6 +15,9 @@ const (
 	DefaultRedriveLimit = 1000
 	// MaxRedriveLimit is the most messages one re-drive may take.
 	MaxRedriveLimit = 10000
+	// MaxRedriveIDs is the most message ids one re-drive may name: as
+	// many as it may take.
+	MaxRedriveIDs = MaxRedriveLimit
 )
 
 // DLQFilter selects dead-lettered messages. Empty strings and nil times

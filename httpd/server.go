@@ -28,8 +28,10 @@ const DefaultMaxBodyBytes = 64 << 20
 
 // Config configures the HTTP adapter.
 type Config struct {
-	// MaxBodyBytes bounds request bodies; a larger body is a 413, refused
-	// unread when its Content-Length says so. Default DefaultMaxBodyBytes.
+	// MaxBodyBytes bounds the bodies of the routes that carry messages,
+	// state or traces; a larger body is a 413, refused unread when its
+	// Content-Length says so. The other routes take at most 1 MiB, or
+	// MaxBodyBytes where lower (bodylimit.go). Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// MaxBodyBytesInFlight bounds the body bytes of all requests being read
 	// at once; a body that finds no room within BodyWait is a 503

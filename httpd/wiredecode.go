@@ -55,12 +55,13 @@ func (s *Handler) readWireBody(w http.ResponseWriter, r *http.Request) ([]byte, 
 // readWireBodyInto is readWireBody into buf's room when it has enough (a
 // pooled buffer).
 func (s *Handler) readWireBodyInto(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	limit := s.bodyLimit(r)
+	body := http.MaxBytesReader(w, r.Body, limit)
 	// Sized from Content-Length, so a body is read without growing: its
 	// room was taken before the handler ran (see bindBody), and a body
 	// declaring more than the limit never gets here.
 	size := int64(512)
-	if n := r.ContentLength; n > 0 && n <= s.cfg.MaxBodyBytes {
+	if n := r.ContentLength; n > 0 && n <= limit {
 		size = n + 1 // the extra byte lets the last read see EOF in place
 	}
 	if int64(cap(buf)) >= size {

@@ -222,13 +222,14 @@ var sequences = []sequence{
 		post("key-past-bound", "/streams/v1/cycle", stateKeyCycle(2700)),
 	}},
 	// A query's name as long as Queen's unique index on it holds, and one
-	// past it; a source queue and a config hash of a megabyte, which Queen
-	// stores and comb refuses (broker.StreamRegister).
+	// past it; a source queue longer than any queue name and a config hash
+	// past the name's bound, which Queen stores and comb refuses
+	// (broker.StreamRegister).
 	{"stream-register-bounds", []step{
 		post("name-at-bound", "/streams/v1/queries", registerBody(incompressible(2660), "{q}", "h1")),
 		post("name-past-bound", "/streams/v1/queries", registerBody(incompressible(2700), "{q}", "h1")),
-		post("source-1MB", "/streams/v1/queries", registerBody("{q}-source", strings.Repeat("s", 1<<20), "h1")),
-		post("hash-1MB", "/streams/v1/queries", registerBody("{q}-hash", "{q}", strings.Repeat("h", 1<<20))),
+		post("source-past-bound", "/streams/v1/queries", registerBody("{q}-source", strings.Repeat("s", 256), "h1")),
+		post("hash-past-bound", "/streams/v1/queries", registerBody("{q}-hash", "{q}", strings.Repeat("h", 2661))),
 	}},
 }
 
