@@ -63,7 +63,7 @@ func (m *App) serveCmd() *cobra.Command {
 	c.ret = m.retentionFlags(fs)
 	c.web = m.webFlags(fs)
 	c.fwd = m.forwardFlags(fs)
-	fs.Int64Var(&c.maxBody, "max-body-bytes", httpd.DefaultMaxBodyBytes, "largest request body of a push, ack, transaction, trace or stream cycle; larger ones get 413 (other routes take at most 1 MiB) (env COMB_MAX_BODY_BYTES)")
+	fs.Int64Var(&c.maxBody, "max-body-bytes", httpd.DefaultMaxBodyBytes, "largest request body of a push, ack, transaction or stream cycle; larger ones get 413 (other routes take at most 1 MiB) (env COMB_MAX_BODY_BYTES)")
 	m.setting(fs, "max-body-bytes", "")
 	fs.Int64Var(&c.maxDB, "max-db-bytes", 0, "cap on the database file in bytes (0 = the disk's size); writes past it get 507 until retention or deletes make room (env COMB_MAX_DB_BYTES)")
 	m.setting(fs, "max-db-bytes", "")

@@ -135,7 +135,8 @@ func TestTracesRecordAndRead(t *testing.T) {
 }
 
 // Trace listings are bounded in bytes as well as in count: traces of 1 MB
-// of data each, sixty of them, were all in one reply of 63 MB. A page by
+// of data each, sixty of them, were all in one reply of 63 MB (and ten
+// thousand such traces still would be). A page by
 // name holds what store.MaxListBytes holds (one trace at least) and pages
 // on with offset; a message's list holds its oldest that fit.
 func TestTraceListingsAreBoundedInBytes(t *testing.T) {
@@ -143,7 +144,8 @@ func TestTraceListingsAreBoundedInBytes(t *testing.T) {
 	out := s.Push(map[string]any{"queue": "orders", "payload": 1, "transactionId": "m1"})
 	pid := out[0]["partition_id"].(string)
 	const n = 12
-	pad := strings.Repeat("d", 1<<20)
+	const size = 1_000_000 // under the 1 MiB a trace's body may hold
+	pad := strings.Repeat("d", size)
 	for i := range n {
 		if r := s.Do("POST", "/api/v1/traces", map[string]any{"transactionId": "m1", "partitionId": pid,
 			"traceNames": []string{"big"}, "data": map[string]any{"i": i, "pad": pad}}); r.Status != http.StatusCreated {
@@ -157,7 +159,7 @@ func TestTraceListingsAreBoundedInBytes(t *testing.T) {
 		Count int `json:"count"`
 		Total int `json:"total"`
 	}
-	perPage := store.MaxListBytes/(1<<20) + 1 // the trace that passes the bound is left for the next page
+	perPage := store.MaxListBytes/size + 1 // the trace that passes the bound is left for the next page
 	seen := 0
 	for offset := 0; offset < n; {
 		r := s.Do("GET", fmt.Sprintf("/api/v1/traces/by-name/big?limit=100&offset=%d", offset), nil)
