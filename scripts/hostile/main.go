@@ -382,10 +382,57 @@ func cases() []hostileCase {
 				`","state_ops":[{"type":"upsert","key":"`+strings.Repeat("k", 1<<20)+`","value":{}}]}`))
 			return st1 + "," + st2, truncate(body1, 60) + " | " + truncate(body2, 60)
 		}, nil},
+		{"payload-63MB", "one push of one message whose payload is 63 MB of 1,500,000 small objects", func(ctx context.Context, cfg *config, base string) (string, string) {
+			return post(ctx, base+"/api/v1/push", smallObjects(`{"items":[{"queue":"h","payload":{"arr":[`, `]}}]}`, 1_500_000))
+		}, nil},
+		{"trace-63MB", "a trace whose data is 63 MB (past the 1 MiB a trace's body may hold)", func(ctx context.Context, cfg *config, base string) (string, string) {
+			resp, err := http.Post(base+"/api/v1/push", "application/json",
+				strings.NewReader(`{"items":[{"queue":"t","transactionId":"t1","payload":1}]}`))
+			if err != nil {
+				return "err", err.Error()
+			}
+			var pushed []struct {
+				PartitionID string `json:"partition_id"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&pushed)
+			resp.Body.Close()
+			if err != nil || len(pushed) != 1 {
+				return strconv.Itoa(resp.StatusCode), fmt.Sprintf("push before the trace: %v", err)
+			}
+			return post(ctx, base+"/api/v1/traces", smallObjects(`{"transactionId":"t1","partitionId":"`+pushed[0].PartitionID+
+				`","traceNames":["n"],"data":{"arr":[`, `]}}`, 1_500_000))
+		}, nil},
+		{"redrive-1M-ids", "a DLQ re-drive naming 1,000,000 message ids (40 MB)", func(ctx context.Context, cfg *config, base string) (string, string) {
+			var b bytes.Buffer
+			b.WriteString(`{"queue":"h","ids":[`)
+			for i := range 1_000_000 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `"%08x-0000-0000-0000-000000000000"`, i)
+			}
+			b.WriteString(`]}`)
+			return post(ctx, base+"/api/v1/dlq/redrive", b.Bytes())
+		}, nil},
 		{"parked-5000", "5,000 connections each parking a long-poll pop, against --max-conns 2000", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return parkedFlood(ctx, base, 5000, 5*time.Second)
 		}, []string{"--max-conns", "2000"}},
 	}
+}
+
+// smallObjects is prefix, n small JSON objects separated by commas, and
+// suffix.
+func smallObjects(prefix, suffix string, n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(prefix)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"k":%d,"v":"xxxxxxxxxxxxxxxxxxxx"}`, i)
+	}
+	b.WriteString(suffix)
+	return b.Bytes()
 }
 
 // parkedFlood opens n connections, each sending a pop that waits up to a
