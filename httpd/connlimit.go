@@ -191,10 +191,11 @@ func (c *connCount) logRefusal() {
 		"open", c.open.Load(), "max", c.max, "refused", c.refused.Load())
 }
 
-// counted wraps conn so that closing it gives its place back. The
-// wrappers of TCP and Unix connections embed them, so that what the
-// parking of pops uses of them, their descriptor (syscall.Conn) and
-// net.Buffers' writev, stays theirs.
+// counted wraps conn so that closing it gives its place back, and so
+// that net/http's replies to requests it cannot parse go out as JSON
+// (connerror.go). The wrappers of TCP and Unix connections embed them, so
+// that what the parking of pops uses of them, their descriptor
+// (syscall.Conn) and net.Buffers' writev, stays theirs.
 func (c *connCount) counted(conn net.Conn) net.Conn {
 	s := &slot{c: c}
 	switch conn := conn.(type) {
@@ -226,6 +227,8 @@ type countedTCP struct {
 	s *slot
 }
 
+func (c *countedTCP) Write(p []byte) (int, error) { return writeConn(c.TCPConn, p) }
+
 func (c *countedTCP) Close() error {
 	err := c.TCPConn.Close()
 	c.s.free()
@@ -236,6 +239,8 @@ type countedUnix struct {
 	*net.UnixConn
 	s *slot
 }
+
+func (c *countedUnix) Write(p []byte) (int, error) { return writeConn(c.UnixConn, p) }
 
 func (c *countedUnix) Close() error {
 	err := c.UnixConn.Close()
@@ -251,6 +256,8 @@ type countedRaw struct {
 
 func (c *countedRaw) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }
 
+func (c *countedRaw) Write(p []byte) (int, error) { return writeConn(c.Conn, p) }
+
 func (c *countedRaw) Close() error {
 	err := c.Conn.Close()
 	c.s.free()
@@ -261,6 +268,8 @@ type countedConn struct {
 	net.Conn
 	s *slot
 }
+
+func (c *countedConn) Write(p []byte) (int, error) { return writeConn(c.Conn, p) }
 
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
