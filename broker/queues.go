@@ -60,6 +60,14 @@ func (b *Broker) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error)
 	return b.st.QueueDepths(ctx)
 }
 
+// FirstQueueDepths is QueueDepths of the first n queues by name, then
+// tenant (all of them when n <= 0), and how many queues are past them:
+// a metrics scrape that writes series for a bounded number of queues
+// reads no more of them.
+func (b *Broker) FirstQueueDepths(ctx context.Context, n int) ([]combtype.QueueDepth, int, error) {
+	return b.st.FirstQueueDepths(ctx, n)
+}
+
 // StatsOverview summarises the tenant's queues, messages and lag.
 func (b *Broker) StatsOverview(ctx context.Context) (*combtype.Overview, error) {
 	return b.st.Overview(ctx, b.tenant)

@@ -20,6 +20,7 @@ type serveConfig struct {
 	addr, db, sync, subMode string
 	maxBody, maxDB          int64
 	batchOps, maxConns      int
+	metricsQueues           int
 	pprof                   string
 	logLevel, logFormat     string
 	printConfig             bool
@@ -69,6 +70,8 @@ func (m *App) serveCmd() *cobra.Command {
 	m.setting(fs, "max-db-bytes", "")
 	fs.IntVar(&c.maxConns, "max-conns", 0, "most connections held open at once, parked long-polls included; past it a new one gets 503 (0 = default: 16384, or the open-file limit less 128 where lower) (env COMB_MAX_CONNS)")
 	m.setting(fs, "max-conns", "")
+	fs.IntVar(&c.metricsQueues, "metrics-queues", 0, "most queues, and consumer-group lags, a Prometheus scrape writes series for: the first by name; gauges count the rest (0 = default 10000) (env COMB_METRICS_QUEUES)")
+	m.setting(fs, "metrics-queues", "")
 	fs.IntVar(&c.batchOps, "max-batch-ops", 0, "most writes fused into one commit (0 = default 1024; 1 turns group commit off, to measure it) (env COMB_MAX_BATCH_OPS)")
 	m.setting(fs, "max-batch-ops", "")
 	c.side = m.sidecarFlags(fs)
@@ -116,6 +119,9 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 	if c.maxConns < 0 {
 		return usageErrorf("--max-conns %d: want 0 (the default) or a positive number of connections", c.maxConns)
 	}
+	if c.metricsQueues < 0 {
+		return usageErrorf("--metrics-queues %d: want 0 (the default) or a positive number of queues", c.metricsQueues)
+	}
 	if c.maxDB < 0 {
 		return usageErrorf("--max-db-bytes %d: want 0 (no cap) or a positive number of bytes", c.maxDB)
 	}
@@ -156,7 +162,7 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 		return err
 	}
 	httpCfg := httpd.Config{Version: version, Logger: log, Auth: auth, MaxBodyBytes: c.maxBody,
-		MaxConns: c.maxConns, AllowInsecureBind: authCfg.allowInsecureBind}
+		MaxConns: c.maxConns, MetricsQueues: c.metricsQueues, AllowInsecureBind: authCfg.allowInsecureBind}
 	if err := webCfg.config(&httpCfg); err != nil {
 		return err
 	}

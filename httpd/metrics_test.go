@@ -2,7 +2,9 @@ package httpd_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/comb-broker/comb/httpd"
 	"github.com/comb-broker/comb/internal/combtest"
 )
 
@@ -230,6 +233,58 @@ func TestMetricsOfAQueueNobodyReads(t *testing.T) {
 			if l.GetName() == "queue" && l.GetValue() == "idle" {
 				t.Errorf("a lag series for the queue nobody reads: %v", m)
 			}
+		}
+	}
+}
+
+// A scrape writes per-queue series for at most Config.MetricsQueues
+// queues, the first by name, and as many group lags; two gauges count the
+// rest, and the server's totals still count every queue.
+func TestAScrapeWritesSeriesForABoundedNumberOfQueues(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{HTTP: func(c *httpd.Config) { c.MetricsQueues = 3 }})
+	var items []map[string]any
+	for i := range 5 {
+		items = append(items, opItem(fmt.Sprintf("q%d", i), "", fmt.Sprint(i), i))
+	}
+	s.Push(items...)
+	for _, g := range []string{"a", "b"} {
+		for i := range 3 {
+			if p := s.Pop(fmt.Sprintf("/api/v1/pop/queue/q%d?consumerGroup=%s", i, g)); len(p.Messages) != 1 {
+				t.Fatalf("pop q%d as %s = %+v", i, g, p)
+			}
+		}
+	}
+	f := scrape(t, s)
+	queues := func(family string) []string {
+		var out []string
+		for _, m := range f[family].GetMetric() {
+			var q, g string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "queue":
+					q = l.GetValue()
+				case "consumer_group":
+					g = l.GetValue()
+				}
+			}
+			out = append(out, strings.TrimPrefix(g+"/"+q, "/"))
+		}
+		return out
+	}
+	first := []string{"q0", "q1", "q2"}
+	for _, family := range []string{"comb_queue_messages_pushed_total", "comb_queue_depth", "comb_queue_stored_messages"} {
+		if got := queues(family); !slices.Equal(got, first) {
+			t.Errorf("%s: series of %v, want %v", family, got, first)
+		}
+	}
+	if got, want := queues("comb_consumer_group_lag"), []string{"a/q0", "a/q1", "a/q2"}; !slices.Equal(got, want) {
+		t.Errorf("lag series of %v, want %v", got, want)
+	}
+	for name, want := range map[string]float64{"comb_queue_series_omitted": 2, "comb_consumer_group_lag_omitted": 3,
+		"comb_messages_pushed_total": 5} {
+		ms := f[name].GetMetric()
+		if len(ms) != 1 || ms[0].GetGauge().GetValue()+ms[0].GetCounter().GetValue() != want {
+			t.Errorf("%s = %v, want %v", name, ms, want)
 		}
 	}
 }

@@ -112,6 +112,12 @@ func (s *Handler) queueFamilies(ctx context.Context, visible func(tenant string)
 		}
 	}
 	slices.SortFunc(keys, func(a, b broker.QueueKey) int { return byQueue(a.Queue, a.Tenant, b.Queue, b.Tenant) })
+	// A scrape writes the series of the first MetricsQueues queues, in
+	// that order, and as many group lags: the same ones from scrape to
+	// scrape, so no series comes and goes as depths change.
+	bound := s.cfg.MetricsQueues
+	omittedQueues := max(len(keys)-bound, 0)
+	keys = keys[:min(len(keys), bound)]
 	counter := func(name, help string, v func(q *broker.QueueCounters) int64) textFamily {
 		return textFamily{name: name, help: help, typ: "counter", n: len(keys), write: func(f *familyWriter) {
 			for _, k := range keys {
@@ -129,14 +135,24 @@ func (s *Handler) queueFamilies(ctx context.Context, visible func(tenant string)
 		counter("comb_queue_messages_dead_lettered_total", "Messages of the queue dead-lettered.",
 			func(q *broker.QueueCounters) int64 { return q.DeadLettered.Load() }))
 
-	depths, err := s.b.QueueDepths(ctx)
+	omitted := func(queues, lags int) []textFamily {
+		one := func(name, help string, v int) textFamily {
+			return textFamily{name: name, help: help, typ: "gauge", n: 1, write: func(f *familyWriter) { f.sample(float64(v)) }}
+		}
+		return []textFamily{
+			one("comb_queue_series_omitted", "Queues this scrape wrote no per-queue series for: past the first serve --metrics-queues, by name.", queues),
+			one("comb_consumer_group_lag_omitted", "Group lags this scrape left out: past the first serve --metrics-queues, by group and queue name.", lags)}
+	}
+
+	depths, rest, err := s.b.FirstQueueDepths(ctx, bound)
 	if err != nil {
 		s.log.Warn("metrics: queue depths", "err", err)
 		*errs++
-		return out
+		return append(out, omitted(omittedQueues, 0)...)
 	}
 	depths = slices.DeleteFunc(depths, func(d combtype.QueueDepth) bool { return !visible(d.Tenant) })
 	slices.SortFunc(depths, func(a, b combtype.QueueDepth) int { return byQueue(a.Queue, a.Tenant, b.Queue, b.Tenant) })
+	omittedQueues = max(omittedQueues, rest)
 	type lag struct {
 		group string
 		d     *combtype.QueueDepth
@@ -155,6 +171,9 @@ func (s *Handler) queueFamilies(ctx context.Context, visible func(tenant string)
 	slices.SortFunc(lags, func(a, b lag) int {
 		return cmp.Or(strings.Compare(a.group, b.group), byQueue(a.d.Queue, a.d.Tenant, b.d.Queue, b.d.Tenant))
 	})
+	omittedLags := max(len(lags)-bound, 0)
+	lags = lags[:min(len(lags), bound)]
+	out = append(out, omitted(omittedQueues, omittedLags)...)
 	gauge := func(name, help string, n int, each func(f *familyWriter, d *combtype.QueueDepth)) textFamily {
 		return textFamily{name: name, help: help, typ: "gauge", n: n, write: func(f *familyWriter) {
 			for i := range depths {

@@ -74,7 +74,17 @@ type Config struct {
 	// (connlimit.go). Default DefaultMaxConns, or less where the process
 	// may not open that many files.
 	MaxConns int
+	// MetricsQueues bounds the queues a Prometheus scrape writes series
+	// for, and the consumer-group lags: the first ones by name, and
+	// gauges count those left out. A client that creates queues without
+	// end made every scrape grow with them (200,000 queues: 71 MB, 3.5 s,
+	// the server at 315 MB). Default DefaultMetricsQueues.
+	MetricsQueues int
 }
+
+// DefaultMetricsQueues is Config.MetricsQueues's default: a scrape of
+// about 3.5 MB.
+const DefaultMetricsQueues = 10000
 
 // Handler is the HTTP adapter over a broker: an http.Handler of every
 // route. Server serves it.
@@ -107,6 +117,7 @@ func NewHandler(b *broker.Broker, cfg Config) *Handler {
 	cfg.MinBodyRate = cmp.Or(cfg.MinBodyRate, DefaultMinBodyRate)
 	cfg.BodyGrace = cmp.Or(cfg.BodyGrace, DefaultBodyGrace)
 	cfg.BodyWait = cmp.Or(cfg.BodyWait, DefaultBodyWait)
+	cfg.MetricsQueues = cmp.Or(cfg.MetricsQueues, DefaultMetricsQueues)
 	s := &Handler{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New(), origins: newOriginPolicy(cfg),
 		bodies: newBodyGate(cfg.MaxBodyBytesInFlight, cfg.BodyWait)}
 	s.router.RedirectTrailingSlash = false

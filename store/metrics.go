@@ -82,6 +82,15 @@ func (s *Store) IngestSeries(ctx context.Context, tenant string, f combtype.Seri
 // (groupstats.go), with StatsAge, and until the first one is made the
 // queue is left out.
 func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) {
+	depths, _, err := s.FirstQueueDepths(ctx, 0)
+	return depths, err
+}
+
+// FirstQueueDepths is QueueDepths of the first limit queues by name, then
+// tenant (all of them when limit <= 0), and how many queues are past
+// them: a scrape of a server with queues past counting reads no more than
+// it writes.
+func (s *Store) FirstQueueDepths(ctx context.Context, limit int) ([]combtype.QueueDepth, int, error) {
 	type key struct{ tenant, queue string }
 	by := map[key]*combtype.QueueDepth{}
 	get := func(tenant, name string) *combtype.QueueDepth {
@@ -95,13 +104,24 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 	lo, hi := detachedTenantPrefix, detachedTenantPrefix+"\xff"
 	// Only the keys: every column of 10,000 queues, scanned, was most of
 	// a scrape's store time.
-	queues, err := listQueueKeys(ctx, s.r, `SELECT id, uuid, tenant, name FROM queues WHERE NOT (tenant >= ?1 AND tenant < ?2)`, lo, hi)
+	if limit <= 0 {
+		limit = -1 // SQLite's "no limit"
+	}
+	queues, err := listQueueKeys(ctx, s.r, `SELECT id, uuid, tenant, name FROM queues WHERE NOT (tenant >= ?1 AND tenant < ?2)
+		ORDER BY name, tenant LIMIT ?3`, lo, hi, limit)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	rest := 0
+	if limit > 0 && len(queues) == limit {
+		if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM queues WHERE NOT (tenant >= ?1 AND tenant < ?2)`, lo, hi).Scan(&rest); err != nil {
+			return nil, 0, fmt.Errorf("count queues: %w", err)
+		}
+		rest -= len(queues)
 	}
 	large, err := s.largeGroupStats(ctx, queues)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var small []int64
 	for _, q := range queues {
@@ -136,35 +156,35 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 		WHERE q.id IN (SELECT value FROM json_each(?1))
 		GROUP BY q.id`, ids, combtype.QueueModeGroup)
 	if err != nil {
-		return nil, fmt.Errorf("read queue depths: %w", err)
+		return nil, 0, fmt.Errorf("read queue depths: %w", err)
 	}
 	for rows.Next() {
 		var tenant, name string
 		var stored, depth int64
 		if err := rows.Scan(&tenant, &name, &stored, &depth); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("scan queue depth: %w", err)
+			return nil, 0, fmt.Errorf("scan queue depth: %w", err)
 		}
 		d := get(tenant, name)
 		d.Stored, d.Depth = stored, depth
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read queue depths: %w", err)
+		return nil, 0, fmt.Errorf("read queue depths: %w", err)
 	}
 	rows, err = s.r.QueryContext(ctx, `SELECT q.tenant, q.name, gq.g,
 			SUM(`+groupLagExpr+`)
 		FROM `+groupPositionsIn(`(SELECT value FROM json_each(?1))`, "")+`
 		GROUP BY q.id, gq.g`, ids)
 	if err != nil {
-		return nil, fmt.Errorf("read group lag: %w", err)
+		return nil, 0, fmt.Errorf("read group lag: %w", err)
 	}
 	for rows.Next() {
 		var tenant, name, group string
 		var lag int64
 		if err := rows.Scan(&tenant, &name, &group, &lag); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("scan group lag: %w", err)
+			return nil, 0, fmt.Errorf("scan group lag: %w", err)
 		}
 		d := get(tenant, name)
 		if d.GroupLag == nil {
@@ -174,7 +194,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read group lag: %w", err)
+		return nil, 0, fmt.Errorf("read group lag: %w", err)
 	}
 	out := make([]combtype.QueueDepth, 0, len(by))
 	for _, d := range by {
@@ -183,7 +203,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]combtype.QueueDepth, error) 
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Tenant < out[j].Tenant || out[i].Tenant == out[j].Tenant && out[i].Queue < out[j].Queue
 	})
-	return out, nil
+	return out, rest, nil
 }
 
 // CountDLQ counts tenant's DLQ rows of the named queues (all queues when
