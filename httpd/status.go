@@ -173,7 +173,14 @@ func (s *Handler) status(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 }
 
 func (s *Handler) statusQueues(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	// Queen's page of 100 by default. A limit of 0, or past MaxPageLimit,
+	// is read as MaxPageLimit, leniently as the queue listing of resources
+	// reads it: unclamped, limit=0 listed every queue in one reply (200,000
+	// queues: 40 MB).
 	f := queueFilter(r, 100)
+	if f.Limit == 0 || f.Limit > combtype.MaxPageLimit {
+		f.Limit = combtype.MaxPageLimit
+	}
 	stats, err := s.tb(r).QueueList(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)

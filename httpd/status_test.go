@@ -239,3 +239,24 @@ func TestTheDashboardListingsArePaged(t *testing.T) {
 		opWantError(t, s.Do("GET", c.path+"?limit=1001", nil), http.StatusBadRequest, "limit must be between 1 and 1000")
 	}
 }
+
+// The status listing of queues answers Queen's page of 100 by default and
+// at most MaxPageLimit queues, whatever limit asks: a limit of 0 listed
+// every queue in one reply.
+func TestStatusQueuesAnswersABoundedPage(t *testing.T) {
+	s, _ := opServer(t)
+	var items []map[string]any
+	for i := range 1005 {
+		items = append(items, opItem(fmt.Sprintf("q%04d", i), "", "1", i))
+	}
+	s.Push(items...)
+	for _, c := range []struct {
+		query string
+		want  int
+	}{{"", 100}, {"?limit=3", 3}, {"?limit=0", 1000}, {"?limit=100000", 1000}, {"?limit=1000&offset=1000", 5}} {
+		got := opGet(t, s, "/api/v1/status/queues"+c.query)
+		if qs, _ := got["queues"].([]any); len(qs) != c.want {
+			t.Errorf("status/queues%s: %d queues, want %d", c.query, len(qs), c.want)
+		}
+	}
+}
