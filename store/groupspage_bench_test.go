@@ -77,3 +77,23 @@ func tenThousandQueues(b *testing.B, perPartition int) *Store {
 	}
 	return s
 }
+
+// BenchmarkGroupsPageOfAThousandPairs is the consumer-group listing whose
+// page holds 1,000 (group, queue) pairs, each summed for the reply: a
+// group on each of 1,000 of the 10,000 queues.
+func BenchmarkGroupsPageOfAThousandPairs(b *testing.B) {
+	ctx := context.Background()
+	s := tenThousandQueues(b, 1)
+	for i := range 1000 {
+		if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: fmt.Sprintf("q%05d", i), Group: "g", Batch: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		g, _, err := s.GroupsPage(ctx, "", combtype.Page{Limit: 1000})
+		if err != nil || len(g) != 1000 {
+			b.Fatal(err, len(g))
+		}
+	}
+}
