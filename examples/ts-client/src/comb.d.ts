@@ -3514,6 +3514,7 @@ export interface operations {
             query?: {
                 namespace?: string;
                 task?: string;
+                /** @description queues in the page, 100 by default; at most 1000 (more or 0: 1000) */
                 limit?: number;
                 offset?: number;
             };
