@@ -12,7 +12,8 @@ import (
 // answers it itself, in plain text, straight to the connection, and
 // closes it. 400 for a malformed request line or header, 431 past
 // MaxHeaderBytes, 501 for a Transfer-Encoding it does not know, 505 for a
-// protocol version it does not serve. Every other answer comb gives is a
+// protocol version it does not serve; and 417, with no body, to an Expect
+// other than 100-continue. Every other answer comb gives is a
 // JSON object with an error, and bad input is a 4xx, so a client (or a
 // count of 5xx answers) can tell a refused request from a broken server:
 // the connections comb serves rewrite those replies as JSON, each 5xx of
@@ -21,9 +22,10 @@ import (
 // The replies are told apart by their head: net/http writes them in one
 // write, with its own two headers straight after the status line, in an
 // order (Content-Type before Connection) that no reply through a
-// ResponseWriter has, since those are written sorted and with a Date. A
-// reply that does not match, from a net/http that writes them otherwise,
-// goes out as it was written.
+// ResponseWriter has, since those are written sorted and with a Date. The
+// 417 is the one status comb's handlers never answer. A reply that does
+// not match, from a net/http that writes them otherwise, goes out as it
+// was written.
 
 // parseErrorHeaders is what net/http writes between the status line of
 // such a reply and its text.
@@ -36,6 +38,11 @@ const maxStatusLine = 128
 // parseErrorReply returns p as JSON when p is net/http's reply to a
 // request it could not parse.
 func parseErrorReply(p []byte) ([]byte, bool) {
+	if bytes.HasPrefix(p, []byte(expectationFailed)) && bytes.HasSuffix(p, []byte("\r\n\r\n")) &&
+		len(p) <= maxStatusLine+len(expectationFailed) {
+		return jsonRefusal(http.StatusExpectationFailed,
+			"unsupported Expect header: send Expect: 100-continue, or no Expect"), true
+	}
 	rest, ok := bytes.CutPrefix(p, []byte("HTTP/1.1 "))
 	if !ok || len(rest) < 4 || rest[3] != ' ' {
 		return nil, false
@@ -69,6 +76,16 @@ func parseErrorReply(p []byte) ([]byte, bool) {
 	if code >= 500 {
 		code = http.StatusBadRequest // the request is what cannot be served
 	}
+	return jsonRefusal(code, msg), true
+}
+
+// expectationFailed begins net/http's answer to an Expect it does not
+// serve: a head without a body, which ends the write.
+const expectationFailed = "HTTP/1.1 417 Expectation Failed\r\n"
+
+// jsonRefusal is a whole reply of code with msg as its JSON error, that
+// closes the connection.
+func jsonRefusal(code int, msg string) []byte {
 	body, _ := json.Marshal(struct {
 		Error string `json:"error"`
 	}{msg})
@@ -80,7 +97,7 @@ func parseErrorReply(p []byte) ([]byte, bool) {
 	reply = append(reply, "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "...)
 	reply = strconv.AppendInt(reply, int64(len(body)), 10)
 	reply = append(reply, "\r\n\r\n"...)
-	return append(reply, body...), true
+	return append(reply, body...)
 }
 
 // writeConn writes p to w, net/http's replies to requests it could not

@@ -40,6 +40,8 @@ func TestRequestsNetHTTPCannotParseAreAnsweredInJSON(t *testing.T) {
 			http.StatusBadRequest, "invalid header name"},
 		{"bad escape in path", "GET /api/v1/resources/queues/%zz HTTP/1.1\r\nHost: " + host + "\r\n\r\n",
 			http.StatusBadRequest, "bad request"},
+		{"unknown expectation", "POST /api/v1/push HTTP/1.1\r\nHost: " + host + "\r\nExpect: 200-ok\r\nContent-Type: application/json\r\nContent-Length: 39\r\n\r\n" + push,
+			http.StatusExpectationFailed, "Expect"},
 		{"headers past the bound", "GET /health HTTP/1.1\r\nHost: " + host + "\r\nX-Big: " + strings.Repeat("h", 100<<10) + "\r\n\r\n",
 			http.StatusRequestHeaderFieldsTooLarge, "at most 64 KiB"},
 	} {
