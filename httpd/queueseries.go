@@ -72,6 +72,11 @@ func (f *familyWriter) sample(v float64, labels ...string) {
 	f.buf.WriteByte('\n')
 }
 
+// gaugeOf is a family of one unlabelled gauge.
+func gaugeOf(name, help string, v float64) textFamily {
+	return textFamily{name: name, help: help, typ: "gauge", n: 1, write: func(f *familyWriter) { f.sample(v) }}
+}
+
 // directFamilies reads what is written without the registry: the queue
 // and group series of the tenants visible says the scrape may see, the
 // database's size, and the number of those reads that failed. They come
@@ -82,17 +87,14 @@ func (s *Handler) directFamilies(ctx context.Context, visible func(tenant string
 	if anyTenant {
 		out = s.queueFamilies(ctx, visible, &errs)
 	}
-	one := func(name, help string, v float64) textFamily {
-		return textFamily{name: name, help: help, typ: "gauge", n: 1, write: func(f *familyWriter) { f.sample(v) }}
-	}
 	if file, wal, err := s.b.DatabaseSize(); err != nil {
 		s.log.Warn("metrics: database size", "err", err)
 		errs++
 	} else {
-		out = append(out, one("comb_database_size_bytes", "Database file plus write-ahead log, in bytes.", float64(file+wal)),
-			one("comb_database_wal_size_bytes", "Write-ahead log, in bytes.", float64(wal)))
+		out = append(out, gaugeOf("comb_database_size_bytes", "Database file plus write-ahead log, in bytes.", float64(file+wal)),
+			gaugeOf("comb_database_wal_size_bytes", "Write-ahead log, in bytes.", float64(wal)))
 	}
-	out = append(out, one("comb_scrape_errors", "Store reads that failed during this scrape.", float64(errs)))
+	out = append(out, gaugeOf("comb_scrape_errors", "Store reads that failed during this scrape.", float64(errs)))
 	slices.SortFunc(out, func(a, b textFamily) int { return strings.Compare(a.name, b.name) })
 	return out
 }
@@ -136,12 +138,9 @@ func (s *Handler) queueFamilies(ctx context.Context, visible func(tenant string)
 			func(q *broker.QueueCounters) int64 { return q.DeadLettered.Load() }))
 
 	omitted := func(queues, lags int) []textFamily {
-		one := func(name, help string, v int) textFamily {
-			return textFamily{name: name, help: help, typ: "gauge", n: 1, write: func(f *familyWriter) { f.sample(float64(v)) }}
-		}
 		return []textFamily{
-			one("comb_queue_series_omitted", "Queues this scrape wrote no per-queue series for: past the first serve --metrics-queues, by name.", queues),
-			one("comb_consumer_group_lag_omitted", "Group lags this scrape left out: past the first serve --metrics-queues, by group and queue name.", lags)}
+			gaugeOf("comb_queue_series_omitted", "Queues this scrape wrote no per-queue series for: past the first serve --metrics-queues, by name.", float64(queues)),
+			gaugeOf("comb_consumer_group_lag_omitted", "Group lags this scrape left out: past the first serve --metrics-queues, by group and queue name.", float64(lags))}
 	}
 
 	depths, rest, err := s.b.FirstQueueDepths(ctx, bound)
