@@ -113,6 +113,13 @@ type Options struct {
 	// MaxDBBytes caps the database file (0 = only the disk's size); a
 	// write past it fails with combtype.ErrFull.
 	MaxDBBytes int64
+	// MaxQueues bounds how many queues the database holds, every
+	// tenant's together (0 = no bound); a write that would create one
+	// more fails with combtype.ErrQueueLimit. comb serve sets
+	// DefaultMaxQueues. Each queue costs memory for as long as the broker
+	// runs (docs/limits.md), so a broker serving clients it does not
+	// trust should set it.
+	MaxQueues int
 	// EncryptionKey is the combtype.EncryptionKeySize-byte AES-256 key
 	// sealing the payloads of queues with encryptionEnabled (see
 	// ParseEncryptionKey). Nil stores them in clear.
@@ -170,7 +177,7 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	m := newMetrics(clk)
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: clk,
 		MaxBatchOps: opts.MaxBatchOps, OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger,
-		MaxDBBytes: opts.MaxDBBytes, DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
+		MaxDBBytes: opts.MaxDBBytes, MaxQueues: opts.MaxQueues, DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
 		LiveTotalsPartitions: opts.LiveTotalsPartitions, LiveGroupPositions: opts.LiveGroupPositions,
 		LiveSummaryPartitions: opts.LiveSummaryPartitions,
 		BusyTimeout:           opts.BusyTimeout})

@@ -97,6 +97,14 @@ func CheckPopTimeout(millis int64) error {
 // Bounds on what a client sends, checked by every entry point that stores
 // it, over HTTP and from Go alike (docs/limits.md lists them).
 const (
+	// DefaultMaxQueues is the bound on queues comb serve sets
+	// (Options.MaxQueues). Each queue is held in memory for as long as
+	// the server runs (its row in the tenant's summary, its counters):
+	// 0.7-1.1 KB of the live heap, up to 2 KB resident with the
+	// collector's headroom (docs/limits.md). 50,000 keep a server near
+	// the 128 MB docs/limits.md aims at; work that needs more keys than
+	// that spreads over partitions, as Queen's clients do, not queues.
+	DefaultMaxQueues = 50_000
 	// MaxPushItems bounds the items of one push; a larger push is refused
 	// whole, before anything is decoded past the bound.
 	MaxPushItems = 10_000

@@ -21,6 +21,7 @@ type serveConfig struct {
 	maxBody, maxDB          int64
 	batchOps, maxConns      int
 	metricsQueues           int
+	maxQueues               int
 	pprof                   string
 	logLevel, logFormat     string
 	printConfig             bool
@@ -68,6 +69,8 @@ func (m *App) serveCmd() *cobra.Command {
 	m.setting(fs, "max-body-bytes", "")
 	fs.Int64Var(&c.maxDB, "max-db-bytes", 0, "cap on the database file in bytes (0 = the disk's size); writes past it get 507 until retention or deletes make room (env COMB_MAX_DB_BYTES)")
 	m.setting(fs, "max-db-bytes", "")
+	fs.IntVar(&c.maxQueues, "max-queues", broker.DefaultMaxQueues, "most queues the database holds, every tenant's; a push or configure that would create one more gets 409 (0 = no limit) (env COMB_MAX_QUEUES)")
+	m.setting(fs, "max-queues", "")
 	fs.IntVar(&c.maxConns, "max-conns", 0, "most connections held open at once, parked long-polls included; past it a new one gets 503 (0 = default: 16384, or the open-file limit less 128 where lower) (env COMB_MAX_CONNS)")
 	m.setting(fs, "max-conns", "")
 	fs.IntVar(&c.metricsQueues, "metrics-queues", 0, "most queues, and consumer-group lags, a Prometheus scrape writes series for: the first by name; gauges count the rest (0 = default 10000) (env COMB_METRICS_QUEUES)")
@@ -121,6 +124,9 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 	}
 	if c.metricsQueues < 0 {
 		return usageErrorf("--metrics-queues %d: want 0 (the default) or a positive number of queues", c.metricsQueues)
+	}
+	if c.maxQueues < 0 {
+		return usageErrorf("--max-queues %d: want 0 (no limit) or a positive number of queues", c.maxQueues)
 	}
 	if c.maxDB < 0 {
 		return usageErrorf("--max-db-bytes %d: want 0 (no cap) or a positive number of bytes", c.maxDB)
@@ -185,7 +191,7 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 		}
 		defer stopPprof()
 	}
-	b, err := broker.Open(ctx, broker.Options{Path: c.db, Synchronous: c.sync, DefaultSubscriptionMode: c.subMode, MaxBatchOps: c.batchOps, MaxDBBytes: c.maxDB,
+	b, err := broker.Open(ctx, broker.Options{Path: c.db, Synchronous: c.sync, DefaultSubscriptionMode: c.subMode, MaxBatchOps: c.batchOps, MaxDBBytes: c.maxDB, MaxQueues: c.maxQueues,
 		RetentionInterval: ret.interval, SnapshotSweepInterval: ret.snapshots, EncryptionKey: ret.key, Logger: log})
 	if err != nil {
 		ln.Close()

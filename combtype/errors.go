@@ -23,6 +23,12 @@ var (
 	// writes that free space, keep working, and writes resume once space
 	// returns.
 	ErrFull = errors.New("database or disk is full")
+	// ErrQueueLimit is returned by a write that would create a queue
+	// (a push to a new queue, a configure, a stream's sink) while the
+	// database already holds Options.MaxQueues queues. Nothing of it was
+	// stored; writes to existing queues go on, and a queue delete makes
+	// room at once.
+	ErrQueueLimit = errors.New("queue limit reached")
 	// ErrFileBusy is returned by a write that waited its busy timeout
 	// (broker Options.BusyTimeout) for another program's write
 	// transaction on the database file to end: a sqlite3 session or a DB

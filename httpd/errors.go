@@ -98,6 +98,11 @@ func errorStatus(err error) (status int, msg string) {
 		// Nothing of the request was stored; reads, pops and acks go on,
 		// and writes resume once space returns (retention, a larger cap).
 		return http.StatusInsufficientStorage, "Database is full (disk or --max-db-bytes): nothing was written; free space and retry"
+	case errors.Is(err, combtype.ErrQueueLimit):
+		// Retrying does not help, so not a 5xx (Queen's clients retry
+		// those): the server's state, not the request, is in the way
+		// until a queue is deleted or the bound raised.
+		return http.StatusConflict, "Queue limit reached: the database holds as many queues as it may (comb serve --max-queues); nothing was written: delete a queue or raise the limit"
 	case errors.Is(err, combtype.ErrFileBusy):
 		// Another program (a sqlite3 session, a DB browser) began a write
 		// transaction on the file and has not ended it. Queen's clients

@@ -80,6 +80,7 @@ func (s *Store) detachQueue(ctx context.Context, tenant, name string) (bool, err
 		}
 		delete(w.queues, queueKey{tenant, name})
 		w.rowsChanged()
+		w.queueLeft()
 		if _, err := w.ExecContext(w.ctx, `UPDATE queues SET tenant = ?, name = ? WHERE id = ?`,
 			detachedTenantPrefix+q.UUID, q.UUID, q.ID); err != nil {
 			return fmt.Errorf("detach queue: %w", err)

@@ -164,6 +164,9 @@ func (w *wtx) queue(tenant, name string, create bool) (*combtype.Queue, error) {
 }
 
 func (w *wtx) insertQueue(q *combtype.Queue) (int64, error) {
+	if err := w.reserveQueue(); err != nil {
+		return 0, err
+	}
 	w.s.queuesChanged()
 	o := q.Options
 	res, err := w.ExecContext(w.ctx, `INSERT INTO queues (uuid, tenant, name, namespace, task, lease_time, retry_limit,

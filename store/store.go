@@ -75,6 +75,10 @@ type Options struct {
 	// size). A write that would pass it fails with ErrFull and stores
 	// nothing; reads, and writes that free space, keep working.
 	MaxDBBytes int64
+	// MaxQueues bounds how many queues the database holds, every tenant's
+	// together (0 = no bound). A write that would create one more fails
+	// with combtype.ErrQueueLimit and stores nothing.
+	MaxQueues int
 	// EncryptionKey is the AES-256 key (EncryptionKeySize bytes) that seals
 	// the payloads of queues with encryptionEnabled. Nil stores them in
 	// clear; frames sealed earlier then fail to read with ErrNoEncryptionKey.
@@ -143,6 +147,7 @@ type Store struct {
 	// subscription records the number it registered at (see segmentSeq).
 	segSeq  int64
 	keyCeil keyCeilings // writer goroutine only
+	queues  queueCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
 	recent  recentKeys  // writer goroutine only: narrows dedup lookups (push.go)
 	leased  recentLeases
 	reads   shardReads      // how fresh what stream state readers were served is, per shard
@@ -276,6 +281,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if opts.MaxDBBytes < 0 {
 		return nil, fmt.Errorf("open store: %w: max db bytes %d", combtype.ErrInvalid, opts.MaxDBBytes)
 	}
+	if opts.MaxQueues < 0 {
+		return nil, fmt.Errorf("open store: %w: max queues %d", combtype.ErrInvalid, opts.MaxQueues)
+	}
 	if opts.BusyTimeout < 0 {
 		return nil, fmt.Errorf("open store: %w: busy timeout %v", combtype.ErrInvalid, opts.BusyTimeout)
 	}
@@ -319,6 +327,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		liveTotals:    cmp.Or(opts.LiveTotalsPartitions, DefaultLiveTotalsPartitions),
 		livePositions: cmp.Or(opts.LiveGroupPositions, DefaultLiveGroupPositions),
 		liveSummary:   cmp.Or(opts.LiveSummaryPartitions, DefaultLiveSummaryPartitions),
+		queues:        queueCount{max: int64(opts.MaxQueues)},
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()

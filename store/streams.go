@@ -310,7 +310,7 @@ func (w *wtx) cycle(tenant string, req *combtype.CycleRequest, res *combtype.Cyc
 	// can fail, so a refused cycle never leaves items behind.
 	res.Pushes = make([]combtype.PushResult, len(req.Push))
 	if err := w.push(tenant, req.Push, res.Pushes, false); err != nil {
-		if errors.Is(err, combtype.ErrInvalid) {
+		if errors.Is(err, combtype.ErrInvalid) || errors.Is(err, combtype.ErrQueueLimit) {
 			return &cycleError{err}
 		}
 		return err

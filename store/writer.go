@@ -419,7 +419,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 			}
 			continue
 		}
-		staged := w.stagedMark()
+		staged, counted := w.stagedMark(), w.nqueues
 		if _, err := s.execControl(ctx, "SAVEPOINT op"); err != nil {
 			return nil, nil, fmt.Errorf("savepoint: %w", err)
 		}
@@ -429,6 +429,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 				return nil, nil, fmt.Errorf("rollback to savepoint: %w", err)
 			}
 			w.forgetResolved(staged)
+			w.nqueues = counted
 		}
 		if _, err := s.execControl(ctx, "RELEASE op"); err != nil {
 			return nil, nil, fmt.Errorf("release savepoint: %w", err)
@@ -453,6 +454,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 		s.onCommit(len(batch), time.Since(start))
 	}
 	s.rows.keep(w)
+	s.queues.commit(w.nqueues)
 	return errs, w.notifyKeys(), nil
 }
 
@@ -560,6 +562,8 @@ type wtx struct {
 	stale bool
 	// quarantined counts the damaged segments claims met in it.
 	quarantined int
+	// nqueues is the count of queues as this transaction sees it (queuelimit.go).
+	nqueues txQueues
 }
 
 type queueKey struct{ tenant, name string }
@@ -578,6 +582,7 @@ func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 		claimedDead: map[frameRange][]int64{},
 		byPart:      map[int64]*pendingPart{},
 		touched:     map[watchChange]struct{}{},
+		nqueues:     s.queues.begin(),
 	}
 }
 

@@ -1,0 +1,59 @@
+package httpd_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/comb-broker/comb/broker"
+	"github.com/comb-broker/comb/internal/combtest"
+)
+
+// A write that would create a queue past the broker's bound is a 409
+// with a JSON error (retrying does not help, so not a 5xx Queen's
+// clients retry), and nothing of it is stored.
+func TestAQueuePastTheBoundIsRefusedWith409(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{Broker: func(o *broker.Options) { o.MaxQueues = 2 }})
+	s.Push(map[string]any{"queue": "q1", "payload": 1}, map[string]any{"queue": "q2", "payload": 1})
+	const want = "Queue limit reached: the database holds as many queues as it may (comb serve --max-queues); nothing was written: delete a queue or raise the limit"
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/api/v1/push", `{"items":[{"queue":"q1","payload":2},{"queue":"q3","payload":2}]}`},
+		{"POST", "/api/v1/configure", `{"queue":"q3","options":{"leaseTime":30}}`},
+		{"POST", "/api/v1/transaction", `{"operations":[{"type":"push","items":[{"queue":"q1","payload":3},{"queue":"q3","payload":3}]}]}`},
+	} {
+		r := s.Do(c.method, c.path, c.body)
+		if r.Status != http.StatusConflict || r.Map(t)["error"] != want {
+			t.Errorf("%s %s: %d %s; want 409 %q", c.method, c.path, r.Status, r.Body, want)
+		}
+	}
+	r := s.Do("GET", "/api/v1/resources/queues/q3", nil)
+	if r.Status != http.StatusNotFound {
+		t.Errorf("q3 after the refusals: %d %s; want 404", r.Status, r.Body)
+	}
+	// q1 holds its first message only: the refused push and transaction
+	// stored none of theirs.
+	if got := s.Pop("/api/v1/pop/queue/q1?batch=10&autoAck=true"); len(got.Messages) != 1 || string(got.Messages[0].Data) != "1" {
+		t.Errorf("q1 after the refusals: %+v; want its one message", got)
+	}
+	s.Push(map[string]any{"queue": "q2", "payload": 4})
+	if r := s.Do("DELETE", "/api/v1/resources/queues/q2", nil); r.Status != http.StatusOK {
+		t.Fatalf("delete q2: %d %s", r.Status, r.Body)
+	}
+	s.Push(map[string]any{"queue": "q3", "payload": 5})
+
+	// A stream cycle whose sink push would create a queue fails whole, as
+	// any refused cycle does: 200, success false, the bound named, its
+	// state ops not applied.
+	q := register(t, s.Client, "limited", "q1", "", streamsHash("l"), false)
+	pid := newTxnID()
+	out := cycle(t, s.Client, map[string]any{"query_id": q["query_id"], "partition_id": pid,
+		"state_ops":  []any{map[string]any{"type": "upsert", "key": "k", "value": map[string]any{"n": 1}}},
+		"push_items": []any{map[string]any{"queue": "sink-new", "payload": 1}}})
+	if out["success"] != false || !strings.Contains(fmt.Sprint(out["error"]), "queue limit reached") {
+		t.Errorf("cycle pushing to a new queue past the bound: %v; want success false naming the limit", out)
+	}
+	if rows := stateRows(t, s.Client, shard(q["query_id"].(string), pid)); len(rows) != 0 {
+		t.Errorf("state after the refused cycle: %v; want none", rows)
+	}
+}
