@@ -33,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/comb-broker/comb/broker"
 )
 
 type config struct {
@@ -381,6 +383,34 @@ func cases() []hostileCase {
 			st2, body2 := post(ctx, base+"/streams/v1/cycle", []byte(`{"query_id":"`+qid+`","partition_id":"`+hostileShard+
 				`","state_ops":[{"type":"upsert","key":"`+strings.Repeat("k", 1<<20)+`","value":{}}]}`))
 			return st1 + "," + st2, truncate(body1, 60) + " | " + truncate(body2, 60)
+		}, nil},
+		{"queues-past-bound", "pushes of 100 items, each item to a queue of its own, until 1,000 queues past the default --max-queues are asked for; then the status, a scrape and the listings", func(ctx context.Context, cfg *config, base string) (string, string) {
+			answers := map[string]int{}
+			var refusal string
+			for p := range broker.DefaultMaxQueues/100 + 10 {
+				var b bytes.Buffer
+				b.WriteString(`{"items":[`)
+				for i := range 100 {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					fmt.Fprintf(&b, `{"queue":"q%04d-%03d","payload":1}`, p, i)
+				}
+				b.WriteString(`]}`)
+				st, body := post(ctx, base+"/api/v1/push", b.Bytes())
+				answers[st]++
+				if st != "201" && refusal == "" {
+					refusal = body
+				}
+			}
+			var reads []string
+			for _, path := range []string{"/api/v1/status", "/metrics/prometheus", "/api/v1/status/queues?limit=0",
+				"/api/v1/resources/queues", "/api/v1/consumer-groups"} {
+				start := time.Now()
+				st, _ := get(ctx, base+path)
+				reads = append(reads, fmt.Sprintf("%s %s %v", path, st, time.Since(start).Round(time.Millisecond)))
+			}
+			return fmt.Sprint(answers), refusal + " | " + strings.Join(reads, "; ")
 		}, nil},
 		{"payload-63MB", "one push of one message whose payload is 63 MB of 1,500,000 small objects", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return post(ctx, base+"/api/v1/push", smallObjects(`{"items":[{"queue":"h","payload":{"arr":[`, `]}}]}`, 1_500_000))
