@@ -120,6 +120,10 @@ type Options struct {
 	// runs (docs/limits.md), so a broker serving clients it does not
 	// trust should set it.
 	MaxQueues int
+	// MaxForwarders bounds how many forwarders the database holds, every
+	// tenant's together (0 = no bound); storing one more fails with
+	// combtype.ErrForwarderLimit. comb serve sets DefaultMaxForwarders.
+	MaxForwarders int
 	// EncryptionKey is the combtype.EncryptionKeySize-byte AES-256 key
 	// sealing the payloads of queues with encryptionEnabled (see
 	// ParseEncryptionKey). Nil stores them in clear.
@@ -177,7 +181,8 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	m := newMetrics(clk)
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: clk,
 		MaxBatchOps: opts.MaxBatchOps, OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger,
-		MaxDBBytes: opts.MaxDBBytes, MaxQueues: opts.MaxQueues, DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
+		MaxDBBytes: opts.MaxDBBytes, MaxQueues: opts.MaxQueues,
+		MaxForwarders: opts.MaxForwarders, DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
 		LiveTotalsPartitions: opts.LiveTotalsPartitions, LiveGroupPositions: opts.LiveGroupPositions,
 		LiveSummaryPartitions: opts.LiveSummaryPartitions,
 		BusyTimeout:           opts.BusyTimeout})

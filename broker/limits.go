@@ -105,6 +105,12 @@ const (
 	// the 128 MB docs/limits.md aims at; work that needs more keys than
 	// that spreads over partitions, as Queen's clients do, not queues.
 	DefaultMaxQueues = 50_000
+	// DefaultMaxForwarders is the bound on forwarders comb serve sets
+	// (Options.MaxForwarders). Each runs for as long as the server does,
+	// about 40 KB resident and its polls of the upstream: 1,000 hold a
+	// server near 75 MB, a forwarder for every queue a device is likely
+	// to have.
+	DefaultMaxForwarders = 1_000
 	// MaxPushItems bounds the items of one push; a larger push is refused
 	// whole, before anything is decoded past the bound.
 	MaxPushItems = 10_000

@@ -194,3 +194,44 @@ func TestMaxQueuesHoldsUnderConcurrentCreates(t *testing.T) {
 		t.Fatalf("base holds %d messages; want %d: one, and one per write that succeeded", n, 1+(len(got)-1)/2)
 	}
 }
+
+// MaxForwarders bounds the forwarders of every tenant together: storing
+// one more is refused with ErrForwarderLimit, a forwarder's definition
+// can still be replaced at the bound, and a delete makes room.
+func TestMaxForwardersRefusesTheForwarderOneTooMany(t *testing.T) {
+	ctx := context.Background()
+	b := combtest.MustOpenBroker(t, combtest.Options{Broker: func(o *broker.Options) { o.MaxForwarders = 2 }})
+	def := func(name string) *combtype.Forwarder {
+		return &combtype.Forwarder{Name: name, Queue: "q", UpstreamURL: "http://127.0.0.1:9"}
+	}
+	if err := b.Forwarders().Put(ctx, def("f1"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Tenant("t2").Forwarders().Put(ctx, def("f2"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Forwarders().Put(ctx, def("f3"), false); !errors.Is(err, combtype.ErrForwarderLimit) {
+		t.Fatalf("a third forwarder past 2: %v; want ErrForwarderLimit", err)
+	}
+	if err := b.Forwarders().Put(ctx, def("f3"), true); !errors.Is(err, combtype.ErrForwarderLimit) {
+		t.Fatalf("a third forwarder past 2, declared: %v; want ErrForwarderLimit", err)
+	}
+	replaced := def("f1")
+	replaced.Batch = 7
+	if err := b.Forwarders().Put(ctx, replaced, true); err != nil {
+		t.Fatalf("replacing a forwarder at the bound: %v", err)
+	}
+	if got, err := b.Forwarders().Get(ctx, "f1"); err != nil || got.Batch != 7 {
+		t.Fatalf("f1 after its replacement: %+v, %v; want batch 7", got, err)
+	}
+	if err := b.Tenant("t2").Forwarders().Delete(ctx, "f2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Forwarders().Put(ctx, def("f3"), false); err != nil {
+		t.Fatalf("a forwarder after a delete: %v", err)
+	}
+	all, err := b.Forwarders().ListAll(ctx)
+	if err != nil || len(all) != 2 {
+		t.Fatalf("forwarders: %d, %v; want 2", len(all), err)
+	}
+}

@@ -21,7 +21,7 @@ type serveConfig struct {
 	maxBody, maxDB          int64
 	batchOps, maxConns      int
 	metricsQueues           int
-	maxQueues               int
+	maxQueues, maxFwd       int
 	pprof                   string
 	logLevel, logFormat     string
 	printConfig             bool
@@ -71,6 +71,8 @@ func (m *App) serveCmd() *cobra.Command {
 	m.setting(fs, "max-db-bytes", "")
 	fs.IntVar(&c.maxQueues, "max-queues", broker.DefaultMaxQueues, "most queues the database holds, every tenant's; a push or configure that would create one more gets 409 (0 = no limit) (env COMB_MAX_QUEUES)")
 	m.setting(fs, "max-queues", "")
+	fs.IntVar(&c.maxFwd, "max-forwarders", broker.DefaultMaxForwarders, "most forwarders the database holds, every tenant's; creating one more gets 409 (0 = no limit) (env COMB_MAX_FORWARDERS)")
+	m.setting(fs, "max-forwarders", "")
 	fs.IntVar(&c.maxConns, "max-conns", 0, "most connections held open at once, parked long-polls included; past it a new one gets 503 (0 = default: 16384, or the open-file limit less 128 where lower) (env COMB_MAX_CONNS)")
 	m.setting(fs, "max-conns", "")
 	fs.IntVar(&c.metricsQueues, "metrics-queues", 0, "most queues, and consumer-group lags, a Prometheus scrape writes series for: the first by name; gauges count the rest (0 = default 10000) (env COMB_METRICS_QUEUES)")
@@ -127,6 +129,9 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 	}
 	if c.maxQueues < 0 {
 		return usageErrorf("--max-queues %d: want 0 (no limit) or a positive number of queues", c.maxQueues)
+	}
+	if c.maxFwd < 0 {
+		return usageErrorf("--max-forwarders %d: want 0 (no limit) or a positive number of forwarders", c.maxFwd)
 	}
 	if c.maxDB < 0 {
 		return usageErrorf("--max-db-bytes %d: want 0 (no cap) or a positive number of bytes", c.maxDB)
@@ -191,7 +196,7 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 		}
 		defer stopPprof()
 	}
-	b, err := broker.Open(ctx, broker.Options{Path: c.db, Synchronous: c.sync, DefaultSubscriptionMode: c.subMode, MaxBatchOps: c.batchOps, MaxDBBytes: c.maxDB, MaxQueues: c.maxQueues,
+	b, err := broker.Open(ctx, broker.Options{Path: c.db, Synchronous: c.sync, DefaultSubscriptionMode: c.subMode, MaxBatchOps: c.batchOps, MaxDBBytes: c.maxDB, MaxQueues: c.maxQueues, MaxForwarders: c.maxFwd,
 		RetentionInterval: ret.interval, SnapshotSweepInterval: ret.snapshots, EncryptionKey: ret.key, Logger: log})
 	if err != nil {
 		ln.Close()

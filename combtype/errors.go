@@ -29,6 +29,10 @@ var (
 	// stored; writes to existing queues go on, and a queue delete makes
 	// room at once.
 	ErrQueueLimit = errors.New("queue limit reached")
+	// ErrForwarderLimit is returned by the store of a new forwarder while
+	// the database already holds Options.MaxForwarders of them. Nothing
+	// was stored; a forwarder's delete makes room.
+	ErrForwarderLimit = errors.New("forwarder limit reached")
 	// ErrFileBusy is returned by a write that waited its busy timeout
 	// (broker Options.BusyTimeout) for another program's write
 	// transaction on the database file to end: a sqlite3 session or a DB

@@ -103,6 +103,8 @@ func errorStatus(err error) (status int, msg string) {
 		// those): the server's state, not the request, is in the way
 		// until a queue is deleted or the bound raised.
 		return http.StatusConflict, "Queue limit reached: the database holds as many queues as it may (comb serve --max-queues); nothing was written: delete a queue or raise the limit"
+	case errors.Is(err, combtype.ErrForwarderLimit):
+		return http.StatusConflict, "Forwarder limit reached: the database holds as many forwarders as it may (comb serve --max-forwarders); nothing was written: delete a forwarder or raise the limit"
 	case errors.Is(err, combtype.ErrFileBusy):
 		// Another program (a sqlite3 session, a DB browser) began a write
 		// transaction on the file and has not ended it. Queen's clients

@@ -14,13 +14,18 @@ import (
 	"github.com/comb-broker/comb/internal/combtest"
 )
 
-// forwarderServer is a server whose forwarder routes run a real runner.
-func forwarderServer(t *testing.T) *combtest.Server {
+// forwarderServer is a server whose forwarder routes run a real runner;
+// edit, if given, edits the broker's options.
+func forwarderServer(t *testing.T, edit ...func(*broker.Options)) *combtest.Server {
 	t.Helper()
 	var runner *forward.Runner
-	s := combtest.MustServer(t, combtest.Options{HTTP: func(c *httpd.Config) {
+	opts := combtest.Options{HTTP: func(c *httpd.Config) {
 		c.Forwarders = lazyRunner{&runner}
-	}})
+	}}
+	if len(edit) > 0 {
+		opts.Broker = edit[0]
+	}
+	s := combtest.MustServer(t, opts)
 	runner = forward.New(s.Broker, forward.Options{MaxBackoff: 10 * time.Millisecond, Poll: 100 * time.Millisecond})
 	if err := runner.Start(context.Background()); err != nil {
 		t.Fatal(err)

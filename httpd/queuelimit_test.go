@@ -57,3 +57,28 @@ func TestAQueuePastTheBoundIsRefusedWith409(t *testing.T) {
 		t.Errorf("state after the refused cycle: %v; want none", rows)
 	}
 }
+
+// Creating a forwarder past the broker's bound is a 409 with a JSON
+// error, and starts nothing.
+func TestAForwarderPastTheBoundIsRefusedWith409(t *testing.T) {
+	s := forwarderServer(t, func(o *broker.Options) { o.MaxForwarders = 1 })
+	create := func(name string) *combtest.Response {
+		return s.Do("POST", "/api/v1/forwarders", map[string]any{"name": name, "queue": "q", "upstream": "http://127.0.0.1:9"})
+	}
+	if r := create("f1"); r.Status != http.StatusCreated {
+		t.Fatalf("first forwarder: %d %s", r.Status, r.Body)
+	}
+	const want = "Forwarder limit reached: the database holds as many forwarders as it may (comb serve --max-forwarders); nothing was written: delete a forwarder or raise the limit"
+	if r := create("f2"); r.Status != http.StatusConflict || r.Map(t)["error"] != want {
+		t.Fatalf("second forwarder: %d %s; want 409 %q", r.Status, r.Body, want)
+	}
+	if r := s.Do("GET", "/api/v1/forwarders/f2", nil); r.Status != http.StatusNotFound {
+		t.Fatalf("f2 after its refusal: %d %s; want 404", r.Status, r.Body)
+	}
+	if r := s.Do("DELETE", "/api/v1/forwarders/f1", nil); r.Status != http.StatusOK {
+		t.Fatalf("delete f1: %d %s", r.Status, r.Body)
+	}
+	if r := create("f2"); r.Status != http.StatusCreated {
+		t.Fatalf("a forwarder after the delete: %d %s", r.Status, r.Body)
+	}
+}

@@ -35,6 +35,9 @@ func (s *Store) PutForwarder(ctx context.Context, f *combtype.Forwarder, replace
 		err := w.QueryRowContext(w.ctx, `SELECT 1 FROM forwarders WHERE tenant = ? AND name = ?`, f.Tenant, f.Name).Scan(&exists)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
+			if err := w.checkForwarderRoom(); err != nil {
+				return err
+			}
 			_, err = w.ExecContext(w.ctx, `INSERT INTO forwarders (tenant, name, direction, queue, upstream_url, upstream_queue,
 				token, group_name, batch, paused, id_prefix, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				f.Tenant, f.Name, f.Direction, f.Queue, f.UpstreamURL, f.UpstreamQueue, f.Token, f.Group, f.Batch, f.Paused,
@@ -284,4 +287,22 @@ func (s *Store) BacklogOldest(ctx context.Context, tenant, queue, group string) 
 		return time.Time{}, nil
 	}
 	return fromMicros(oldest.Int64), nil
+}
+
+// checkForwarderRoom refuses a new forwarder when the database holds
+// Options.MaxForwarders already. Each runs a worker for as long as the
+// server does (about 40 KB resident, and its polls): 5,000 created by a
+// client took a server to 235 MB.
+func (w *wtx) checkForwarderRoom() error {
+	if w.s.maxForwarders == 0 {
+		return nil
+	}
+	var n int
+	if err := w.QueryRowContext(w.ctx, `SELECT count(*) FROM forwarders`).Scan(&n); err != nil {
+		return fmt.Errorf("count forwarders: %w", err)
+	}
+	if n >= w.s.maxForwarders {
+		return fmt.Errorf("%w: the database holds %d forwarders, the most it may", combtype.ErrForwarderLimit, n)
+	}
+	return nil
 }

@@ -79,6 +79,10 @@ type Options struct {
 	// together (0 = no bound). A write that would create one more fails
 	// with combtype.ErrQueueLimit and stores nothing.
 	MaxQueues int
+	// MaxForwarders bounds how many forwarders the database holds, every
+	// tenant's together (0 = no bound). Storing one more fails with
+	// combtype.ErrForwarderLimit.
+	MaxForwarders int
 	// EncryptionKey is the AES-256 key (EncryptionKeySize bytes) that seals
 	// the payloads of queues with encryptionEnabled. Nil stores them in
 	// clear; frames sealed earlier then fail to read with ErrNoEncryptionKey.
@@ -148,12 +152,15 @@ type Store struct {
 	segSeq  int64
 	keyCeil keyCeilings // writer goroutine only
 	queues  queueCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
-	recent  recentKeys  // writer goroutine only: narrows dedup lookups (push.go)
-	leased  recentLeases
-	reads   shardReads      // how fresh what stream state readers were served is, per shard
-	rows    rowCache        // writer goroutine only
-	crypt   *segment.Cipher // nil without an encryption key
-	watch   watchers
+	// maxForwarders is Options.MaxForwarders: forwarders are few, so the
+	// store of a new one counts them.
+	maxForwarders int
+	recent        recentKeys // writer goroutine only: narrows dedup lookups (push.go)
+	leased        recentLeases
+	reads         shardReads      // how fresh what stream state readers were served is, per shard
+	rows          rowCache        // writer goroutine only
+	crypt         *segment.Cipher // nil without an encryption key
+	watch         watchers
 	// probes are the writer's attempts at the write lock for callers
 	// waiting out another program's, and fileBusyNow the writer's
 	// fileBusy for them (fileprobe.go).
@@ -281,8 +288,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if opts.MaxDBBytes < 0 {
 		return nil, fmt.Errorf("open store: %w: max db bytes %d", combtype.ErrInvalid, opts.MaxDBBytes)
 	}
-	if opts.MaxQueues < 0 {
-		return nil, fmt.Errorf("open store: %w: max queues %d", combtype.ErrInvalid, opts.MaxQueues)
+	if opts.MaxQueues < 0 || opts.MaxForwarders < 0 {
+		return nil, fmt.Errorf("open store: %w: max queues %d, max forwarders %d", combtype.ErrInvalid, opts.MaxQueues,
+			opts.MaxForwarders)
 	}
 	if opts.BusyTimeout < 0 {
 		return nil, fmt.Errorf("open store: %w: busy timeout %v", combtype.ErrInvalid, opts.BusyTimeout)
@@ -328,6 +336,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		livePositions: cmp.Or(opts.LiveGroupPositions, DefaultLiveGroupPositions),
 		liveSummary:   cmp.Or(opts.LiveSummaryPartitions, DefaultLiveSummaryPartitions),
 		queues:        queueCount{max: int64(opts.MaxQueues)},
+		maxForwarders: opts.MaxForwarders,
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()
