@@ -412,6 +412,26 @@ func cases() []hostileCase {
 			}
 			return fmt.Sprint(answers), refusal + " | " + strings.Join(reads, "; ")
 		}, nil},
+		{"forwarders-5000", "5,000 forwarders created, each to an upstream that refuses connections, then 20 s of them retrying, the listing and the status", func(ctx context.Context, cfg *config, base string) (string, string) {
+			answers := map[string]int{}
+			var refusal string
+			for i := range 5000 {
+				body := fmt.Sprintf(`{"name":"f%05d","queue":"q%d","upstream":"http://127.0.0.1:9"}`, i, i%10)
+				st, b := post(ctx, base+"/api/v1/forwarders", []byte(body))
+				answers[st]++
+				if st != "201" && refusal == "" {
+					refusal = b
+				}
+			}
+			time.Sleep(20 * time.Second)
+			var reads []string
+			for _, path := range []string{"/api/v1/forwarders", "/api/v1/status"} {
+				start := time.Now()
+				st, _ := get(ctx, base+path)
+				reads = append(reads, fmt.Sprintf("%s %s %v", path, st, time.Since(start).Round(time.Millisecond)))
+			}
+			return fmt.Sprint(answers), refusal + " | " + strings.Join(reads, "; ")
+		}, nil},
 		{"payload-63MB", "one push of one message whose payload is 63 MB of 1,500,000 small objects", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return post(ctx, base+"/api/v1/push", smallObjects(`{"items":[{"queue":"h","payload":{"arr":[`, `]}}]}`, 1_500_000))
 		}, nil},
