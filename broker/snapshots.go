@@ -32,6 +32,12 @@ func (b *Broker) SnapshotList(ctx context.Context, f combtype.SnapshotFilter) ([
 	return b.st.Snapshots(ctx, b.tenant, f.Group, f.Queue)
 }
 
+// SnapshotPage is the page pg of SnapshotList, by name (Limit 0: all of
+// them), and how many match (PageInfo.Total).
+func (b *Broker) SnapshotPage(ctx context.Context, f combtype.SnapshotFilter, pg combtype.Page) ([]combtype.Snapshot, combtype.PageInfo, error) {
+	return b.st.SnapshotPage(ctx, b.tenant, f.Group, f.Queue, pg)
+}
+
 // SnapshotUpdate changes a live snapshot's labels and/or expiry and
 // returns it as updated. An unknown or expired name is
 // combtype.ErrSnapshotNotFound, an expiry not in the future

@@ -180,7 +180,13 @@ func (s *Handler) createSnapshot(w http.ResponseWriter, r *http.Request, _ httpr
 
 func (s *Handler) listSnapshots(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	q := r.URL.Query()
-	list, err := s.tb(r).SnapshotList(r.Context(), combtype.SnapshotFilter{Group: q.Get("consumerGroup"), Queue: q.Get("queue")})
+	pg, err := readPage(r, false)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	list, info, err := s.tb(r).SnapshotPage(r.Context(), combtype.SnapshotFilter{Group: q.Get("consumerGroup"), Queue: q.Get("queue")},
+		pg.Page)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -189,6 +195,7 @@ func (s *Handler) listSnapshots(w http.ResponseWriter, r *http.Request, _ httpro
 	for i := range list {
 		out[i] = snapshotJSON(&list[i], false)
 	}
+	pageHeaders(w, r, pg, info)
 	writeJSON(w, http.StatusOK, map[string]any{"snapshots": out})
 }
 

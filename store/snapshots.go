@@ -150,22 +150,45 @@ func (s *Store) Snapshot(ctx context.Context, tenant, name string) (*combtype.Sn
 // Snapshots lists tenant's live snapshots by name, optionally only those of
 // one group and/or one queue, without their cursors.
 func (s *Store) Snapshots(ctx context.Context, tenant, group, queue string) ([]combtype.Snapshot, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+snapshotColumns+` FROM snapshots
-		WHERE tenant = ?1 AND expires_at > ?2 AND (?3 = '' OR group_name = ?3) AND (?4 = '' OR queue_name = ?4)
-		ORDER BY name`, tenant, micros(s.clock.Now()), group, queue)
+	out, _, err := s.SnapshotPage(ctx, tenant, group, queue, combtype.Page{})
+	return out, err
+}
+
+// liveSnapshots is the filter of Snapshots and SnapshotPage.
+const liveSnapshots = `FROM snapshots
+	WHERE tenant = ?1 AND expires_at > ?2 AND (?3 = '' OR group_name = ?3) AND (?4 = '' OR queue_name = ?4)`
+
+// SnapshotPage is the page pg of Snapshots (Limit 0: all of them), and
+// how many match. A client creating snapshots without end made the whole
+// listing grow with them: 30,000 were a reply of 10 MB.
+func (s *Store) SnapshotPage(ctx context.Context, tenant, group, queue string, pg combtype.Page) ([]combtype.Snapshot, combtype.PageInfo, error) {
+	info := combtype.PageInfo{Total: -1}
+	now := micros(s.clock.Now())
+	limit := pg.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite's "no limit"
+	} else if err := s.r.QueryRowContext(ctx, `SELECT count(*) `+liveSnapshots, tenant, now, group, queue).Scan(&info.Total); err != nil {
+		return nil, info, fmt.Errorf("count snapshots: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+snapshotColumns+` `+liveSnapshots+` ORDER BY name LIMIT ?5 OFFSET ?6`,
+		tenant, now, group, queue, limit, pg.Offset)
 	if err != nil {
-		return nil, fmt.Errorf("list snapshots: %w", err)
+		return nil, info, fmt.Errorf("list snapshots: %w", err)
 	}
 	defer rows.Close()
 	out := []combtype.Snapshot{}
 	for rows.Next() {
 		_, sn, err := scanSnapshot(rows)
 		if err != nil {
-			return nil, fmt.Errorf("scan snapshot: %w", err)
+			return nil, info, fmt.Errorf("scan snapshot: %w", err)
 		}
 		out = append(out, *sn)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, info, fmt.Errorf("list snapshots: %w", err)
+	}
+	info.More = info.Total >= 0 && int64(pg.Offset+len(out)) < info.Total
+	return out, info, nil
 }
 
 // UpdateSnapshot changes the labels and/or the expiry of a live snapshot.

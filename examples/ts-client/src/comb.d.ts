@@ -377,7 +377,7 @@ export interface paths {
         };
         /**
          * List snapshots.
-         * @description List snapshots. Access: read-only.
+         * @description List snapshots, by name, a page at a time (at most 1000; X-Total-Count and Link name the next). Access: read-only.
          */
         get: operations["getApiV1Snapshots"];
         put?: never;
@@ -2930,8 +2930,10 @@ export interface operations {
             query?: {
                 consumerGroup?: string;
                 queue?: string;
-                limit?: number;
-                offset?: number;
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+                offset?: components["parameters"]["PageOffset"];
             };
             header?: never;
             path?: never;
