@@ -403,14 +403,8 @@ func cases() []hostileCase {
 					refusal = body
 				}
 			}
-			var reads []string
-			for _, path := range []string{"/api/v1/status", "/metrics/prometheus", "/api/v1/status/queues?limit=0",
-				"/api/v1/resources/queues", "/api/v1/consumer-groups"} {
-				start := time.Now()
-				st, _ := get(ctx, base+path)
-				reads = append(reads, fmt.Sprintf("%s %s %v", path, st, time.Since(start).Round(time.Millisecond)))
-			}
-			return fmt.Sprint(answers), refusal + " | " + strings.Join(reads, "; ")
+			return fmt.Sprint(answers), refusal + " | " + timedGets(ctx, base, "/api/v1/status", "/metrics/prometheus",
+				"/api/v1/status/queues?limit=0", "/api/v1/resources/queues", "/api/v1/consumer-groups")
 		}, nil},
 		{"forwarders-5000", "5,000 forwarders created, each to an upstream that refuses connections, then 20 s of them retrying, the listing and the status", func(ctx context.Context, cfg *config, base string) (string, string) {
 			answers := map[string]int{}
@@ -424,13 +418,7 @@ func cases() []hostileCase {
 				}
 			}
 			time.Sleep(20 * time.Second)
-			var reads []string
-			for _, path := range []string{"/api/v1/forwarders", "/api/v1/status"} {
-				start := time.Now()
-				st, _ := get(ctx, base+path)
-				reads = append(reads, fmt.Sprintf("%s %s %v", path, st, time.Since(start).Round(time.Millisecond)))
-			}
-			return fmt.Sprint(answers), refusal + " | " + strings.Join(reads, "; ")
+			return fmt.Sprint(answers), refusal + " | " + timedGets(ctx, base, "/api/v1/forwarders", "/api/v1/status")
 		}, nil},
 		{"payload-63MB", "one push of one message whose payload is 63 MB of 1,500,000 small objects", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return post(ctx, base+"/api/v1/push", smallObjects(`{"items":[{"queue":"h","payload":{"arr":[`, `]}}]}`, 1_500_000))
@@ -678,6 +666,18 @@ func do(req *http.Request) (string, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return strconv.Itoa(resp.StatusCode), truncate(string(b), 120)
+}
+
+// timedGets GETs each path in turn and says what each answered and how
+// long it took.
+func timedGets(ctx context.Context, base string, paths ...string) string {
+	reads := make([]string, len(paths))
+	for i, path := range paths {
+		start := time.Now()
+		st, _ := get(ctx, base+path)
+		reads[i] = fmt.Sprintf("%s %s %v", path, st, time.Since(start).Round(time.Millisecond))
+	}
+	return strings.Join(reads, "; ")
 }
 
 func truncate(s string, n int) string {
