@@ -39,7 +39,10 @@
 //     nothing. A write that met another program's write transaction on
 //     the file for longer than Options.BusyTimeout fails with
 //     combtype.ErrFileBusy and changed nothing (a Pop with Wait waits it
-//     out instead, within its timeout).
+//     out instead, within its timeout). A write that would create a queue
+//     past Options.MaxQueues, or store a forwarder past
+//     Options.MaxForwarders, fails with combtype.ErrQueueLimit or
+//     combtype.ErrForwarderLimit and changed nothing.
 //   - Listings and counts of names that do not exist (a queue, a group, a
 //     tenant) are empty or zero, not errors; a call that reads or changes
 //     one named record returns that record's not-found sentinel, as its
