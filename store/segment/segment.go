@@ -99,6 +99,16 @@ func (e *Encoder) EncodeScratch(frames []Frame) (Encoded, error) {
 
 // encode is Encode into raw and dst, grown as needed, which it returns.
 func (e *Encoder) encode(frames []Frame, raw, dst []byte) (_ Encoded, _, _ []byte, _ error) {
+	compress := true
+	if len(frames) == 1 && len(frames[0].Payload) > inPlaceOver {
+		if seg, ok := e.encodeInPlace(&frames[0]); ok {
+			return seg, raw, dst, nil
+		}
+		// It does not compress to half: packed, it is stored raw, without
+		// a second try whose destination, as large as the frame, would be
+		// written through before lz4 gave up.
+		compress = false
+	}
 	size := 0
 	for i := range frames {
 		size += len(frames[i].TxnID) + len(frames[i].TraceID) + len(frames[i].ProducerSub) + len(frames[i].Payload) + 4*binary.MaxVarintLen32
@@ -110,6 +120,10 @@ func (e *Encoder) encode(frames []Frame, raw, dst []byte) (_ Encoded, _, _ []byt
 		raw = appendFrame(raw, &frames[i])
 	}
 	seg := Encoded{Codec: Raw, RawSize: len(raw), Data: raw}
+	if !compress {
+		seg.Checksum = Checksum(seg.Data)
+		return seg, raw, dst, nil
+	}
 	if bound := lz4.CompressBlockBound(len(raw)); cap(dst) < bound {
 		dst = make([]byte, bound)
 	} else {
@@ -124,6 +138,70 @@ func (e *Encoder) encode(frames []Frame, raw, dst []byte) (_ Encoded, _, _ []byt
 	}
 	seg.Checksum = Checksum(seg.Data)
 	return seg, raw, dst, nil
+}
+
+// inPlaceOver is the payload size past which a segment of one frame is
+// compressed from its payload where it lies (encodeInPlace).
+const inPlaceOver = maxScratch
+
+// encodeInPlace encodes a segment of the one frame f, a large one, without
+// packing it first. Packing copies the payload: a message as large as the
+// body limit was then held three times while it was stored (the request,
+// the packed frame, the compressed one), 164-177 MB for 63 MB. Instead the
+// payload is compressed where it lies, and the fields before it are put in
+// front of the block as literals: an lz4 block is sequences of literals
+// and back-references counted from the current position, so literals
+// added to its first sequence decode to those bytes followed by exactly
+// what the block decoded to before, and the result is the lz4 block of
+// the packed frame that Bytes reads. It reports false, having stored
+// nothing, when the payload does not compress to half its size; encode
+// then packs it and stores it raw.
+func (e *Encoder) encodeInPlace(f *Frame) (Encoded, bool) {
+	hdr := appendFrame(nil, &Frame{TxnID: f.TxnID, TraceID: f.TraceID, ProducerSub: f.ProducerSub})
+	hdr = hdr[:len(hdr)-1] // the empty payload's length, in place of which:
+	hdr = binary.AppendUvarint(hdr, uint64(len(f.Payload)))
+	// The first sequence grows by hdr and by at most len(hdr)/255+1 bytes
+	// of its literal length; the block is compressed after room for both.
+	room := len(hdr) + len(hdr)/255 + 2
+	dst := make([]byte, room+len(f.Payload)/2)
+	n, err := e.c.CompressBlock(f.Payload, dst[room:])
+	if err != nil || n == 0 {
+		return Encoded{}, false
+	}
+	block := dst[room : room+n]
+	// The first sequence: a token whose high nibble is its literal length,
+	// 15 meaning that bytes follow, each added, until one below 255.
+	token, lit, p := block[0], int(block[0]>>4), 1
+	if lit == 15 {
+		for {
+			if p >= len(block) {
+				return Encoded{}, false
+			}
+			b := block[p]
+			p++
+			lit += int(b)
+			if b != 255 {
+				break
+			}
+		}
+	}
+	lit += len(hdr)
+	prefix := []byte{byte(min(lit, 15))<<4 | token&0x0f}
+	if lit >= 15 {
+		rest := lit - 15
+		for ; rest >= 255; rest -= 255 {
+			prefix = append(prefix, 255)
+		}
+		prefix = append(prefix, byte(rest))
+	}
+	prefix = append(prefix, hdr...)
+	start := room + p - len(prefix)
+	if start < 0 {
+		return Encoded{}, false
+	}
+	copy(dst[start:], prefix)
+	data := dst[start : room+n]
+	return Encoded{Codec: LZ4, RawSize: len(hdr) + len(f.Payload), Checksum: Checksum(data), Data: data}, true
 }
 
 // Bytes verifies a stored segment and returns its packed frames.
