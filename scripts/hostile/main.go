@@ -17,11 +17,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -422,6 +425,15 @@ func cases() []hostileCase {
 		}, nil},
 		{"payload-63MB", "one push of one message whose payload is 63 MB of 1,500,000 small objects", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return post(ctx, base+"/api/v1/push", smallObjects(`{"items":[{"queue":"h","payload":{"arr":[`, `]}}]}`, 1_500_000))
+		}, nil},
+		{"binary-63MB", "one push of one message whose payload is a 63 MB string of random bytes in base64 (a photo, say), which does not compress", func(ctx context.Context, cfg *config, base string) (string, string) {
+			noise := make([]byte, 47<<20)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := 0; i < len(noise); i += 8 {
+				binary.LittleEndian.PutUint64(noise[i:], rng.Uint64())
+			}
+			body := `{"items":[{"queue":"h","payload":"` + base64.StdEncoding.EncodeToString(noise) + `"}]}`
+			return post(ctx, base+"/api/v1/push", []byte(body))
 		}, nil},
 		{"trace-63MB", "a trace whose data is 63 MB (past the 1 MiB a trace's body may hold)", func(ctx context.Context, cfg *config, base string) (string, string) {
 			resp, err := http.Post(base+"/api/v1/push", "application/json",
