@@ -120,6 +120,15 @@ func (e *Encoder) encode(frames []Frame, raw, dst []byte) (_ Encoded, _, _ []byt
 		raw = appendFrame(raw, &frames[i])
 	}
 	seg := Encoded{Codec: Raw, RawSize: len(raw), Data: raw}
+	if compress && len(raw) > inPlaceOver {
+		// A large segment is compressed only if a sample of it compresses
+		// to half: lz4 writes its destination, as large as the segment,
+		// through to the end before it finds that incompressible frames
+		// (binary in base64, sealed payloads) do not compress.
+		var probe [probeBytes / 2]byte
+		n, err := e.c.CompressBlock(raw[:probeBytes], probe[:])
+		compress = err == nil && n > 0
+	}
 	if !compress {
 		seg.Checksum = Checksum(seg.Data)
 		return seg, raw, dst, nil
@@ -141,8 +150,13 @@ func (e *Encoder) encode(frames []Frame, raw, dst []byte) (_ Encoded, _, _ []byt
 }
 
 // inPlaceOver is the payload size past which a segment of one frame is
-// compressed from its payload where it lies (encodeInPlace).
-const inPlaceOver = maxScratch
+// compressed from its payload where it lies (encodeInPlace), and past
+// which a packed segment is compressed only if its first probeBytes
+// compress to half.
+const (
+	inPlaceOver = maxScratch
+	probeBytes  = 64 << 10
+)
 
 // encodeInPlace encodes a segment of the one frame f, a large one, without
 // packing it first. Packing copies the payload: a message as large as the
