@@ -427,13 +427,22 @@ func cases() []hostileCase {
 			return post(ctx, base+"/api/v1/push", smallObjects(`{"items":[{"queue":"h","payload":{"arr":[`, `]}}]}`, 1_500_000))
 		}, nil},
 		{"binary-63MB", "one push of one message whose payload is a 63 MB string of random bytes in base64 (a photo, say), which does not compress", func(ctx context.Context, cfg *config, base string) (string, string) {
-			noise := make([]byte, 47<<20)
-			rng := rand.New(rand.NewPCG(1, 2))
-			for i := 0; i < len(noise); i += 8 {
-				binary.LittleEndian.PutUint64(noise[i:], rng.Uint64())
-			}
-			body := `{"items":[{"queue":"h","payload":"` + base64.StdEncoding.EncodeToString(noise) + `"}]}`
+			body := `{"items":[{"queue":"h","payload":"` + base64.StdEncoding.EncodeToString(noise(1, 47<<20)) + `"}]}`
 			return post(ctx, base+"/api/v1/push", []byte(body))
+		}, nil},
+		{"binary-60MB-x4", "four pushes at once of 60 items of 1 MB of random bytes in base64, which do not compress", func(ctx context.Context, cfg *config, base string) (string, string) {
+			return parallel(4, func() (string, string) {
+				var b bytes.Buffer
+				b.WriteString(`{"items":[`)
+				for i := range 60 {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					fmt.Fprintf(&b, `{"queue":"huge","payload":%q}`, base64.StdEncoding.EncodeToString(noise(uint64(i), 3<<18)))
+				}
+				b.WriteString(`]}`)
+				return post(ctx, base+"/api/v1/push", b.Bytes())
+			})
 		}, nil},
 		{"trace-63MB", "a trace whose data is 63 MB (past the 1 MiB a trace's body may hold)", func(ctx context.Context, cfg *config, base string) (string, string) {
 			resp, err := http.Post(base+"/api/v1/push", "application/json",
@@ -472,6 +481,16 @@ func cases() []hostileCase {
 
 // smallObjects is prefix, n small JSON objects separated by commas, and
 // suffix.
+// noise is n random bytes, the same for the same seed.
+func noise(seed uint64, n int) []byte {
+	b := make([]byte, n+8)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
+	}
+	return b[:n]
+}
+
 func smallObjects(prefix, suffix string, n int) []byte {
 	var b bytes.Buffer
 	b.WriteString(prefix)
