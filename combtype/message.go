@@ -79,6 +79,11 @@ type PopRequest struct {
 	// Partitions is the most partitions claimed under one lease; <= 0
 	// means 1.
 	Partitions int
+	// MaxBytes is the most payload bytes delivered; <= 0, or more than
+	// MaxPopBytes, means MaxPopBytes. The first message is delivered
+	// whatever its size. A server lowers it when many large replies are
+	// being written at once (httpd/replybound.go).
+	MaxBytes int64
 	// AutoAck consumes what is delivered at once, with no lease to ack.
 	AutoAck bool
 	// SubscriptionMode and SubscriptionFrom decide where a group starts on

@@ -125,6 +125,18 @@ func (g *bodyGate) acquire(ctx context.Context, n int64, ticket *uint64) error {
 	}
 }
 
+// takeHalf takes half the room that is free, up to n, without waiting,
+// and returns how much it took: of many takers at once, the first take
+// what they ask for while room is plenty, and the later ones less and
+// less, but none nothing while a byte is free.
+func (g *bodyGate) takeHalf(n int64) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := max(min(n, (g.max-g.inUse)/2), 0)
+	g.inUse += t
+	return t
+}
+
 // first reports whether ticket is the oldest of the bodies stepping.
 // Every waiter asks again each time room comes back, and thousands of
 // chunked bodies may wait at once, so the answer costs no walk over them:

@@ -62,6 +62,8 @@ func errorStatus(err error) (status int, msg string) {
 		return http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", tooBig.Limit)
 	case errors.Is(err, errBodiesBusy):
 		return http.StatusServiceUnavailable, "Too many request bodies being read, retry shortly"
+	case errors.Is(err, errRepliesBusy):
+		return http.StatusServiceUnavailable, "Too many pop replies being written, retry shortly"
 	case errors.Is(err, errBodyTooSlow):
 		return http.StatusRequestTimeout, "Request body arrived too slowly"
 	case errors.As(err, &syntax), errors.As(err, &typ), errors.Is(err, errBadBody):
@@ -139,7 +141,8 @@ func (s *Handler) fail(w http.ResponseWriter, r *http.Request, err error, shapes
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if errors.Is(err, combtype.ErrBusy) || errors.Is(err, errBodiesBusy) || errors.Is(err, combtype.ErrFileBusy) {
+	if errors.Is(err, combtype.ErrBusy) || errors.Is(err, errBodiesBusy) || errors.Is(err, errRepliesBusy) ||
+		errors.Is(err, combtype.ErrFileBusy) {
 		w.Header().Set("Retry-After", "1")
 	}
 	for _, shape := range shapes {

@@ -274,6 +274,7 @@ func (s *Handler) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 	autoAck := req.AutoAck
 	req.AutoAck = false
 	ctx := r.Context()
+	room := s.popRoom(&req)
 	var parked *parkedConn
 	if req.Wait && s.parking != nil {
 		// If it waits, it waits outside net/http (parking.go), which then
@@ -282,7 +283,12 @@ func (s *Handler) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 		var left context.CancelFunc
 		ctx, left = context.WithCancel(ctx)
 		defer left()
-		req.OnPark = func() { parked = s.parking.take(w, r, left) }
+		req.OnPark = func() {
+			room = s.parkRoom(room)
+			parked = s.parking.take(w, r, left)
+		}
+	} else if req.Wait {
+		req.OnPark = func() { room = s.parkRoom(room) }
 	}
 	res, err := s.tb(r).Pop(ctx, req)
 	out := w
@@ -290,7 +296,7 @@ func (s *Handler) pop(w http.ResponseWriter, r *http.Request, ps httprouter.Para
 		defer parked.finish()
 		out = parked
 	}
-	s.replyPop(ctx, out, r, res, err, autoAck)
+	s.replyPop(ctx, out, r, res, err, autoAck, room)
 }
 
 // readPopRequest reads a pop's request from its path and query.
@@ -322,7 +328,9 @@ func readPopRequest(req *combtype.PopRequest, r *http.Request, ps httprouter.Par
 
 // replyPop answers a pop with what Pop returned; ctx is the one the pop
 // waited with.
-func (s *Handler) replyPop(ctx context.Context, w http.ResponseWriter, r *http.Request, res *combtype.PopResult, err error, autoAck bool) {
+func (s *Handler) replyPop(ctx context.Context, w http.ResponseWriter, r *http.Request, res *combtype.PopResult, err error, autoAck bool,
+	room int64) {
+	defer func() { s.replyRoom.release(room, 0) }()
 	if err != nil {
 		if ctx.Err() != nil {
 			return // the client left; nothing was claimed for it
@@ -352,6 +360,13 @@ func (s *Handler) replyPop(ctx context.Context, w http.ResponseWriter, r *http.R
 	size := 256
 	for i := range res.Messages {
 		size += 400 + len(res.Messages[i].Payload)
+	}
+	if room, err = s.replyRoomFor(ctx, size, room); err != nil {
+		s.releaseUndelivered(r, leaseID)
+		if ctx.Err() == nil {
+			s.fail(w, r, err)
+		}
+		return
 	}
 	body := appendPop(s.replies.get(size), res)
 	setJSONHeaders(w, len(body))

@@ -46,6 +46,11 @@ type Config struct {
 	// BodyWait is how long a body waits for room under
 	// MaxBodyBytesInFlight before its 503. Default DefaultBodyWait.
 	BodyWait time.Duration
+	// MaxReplyBytesInFlight bounds the bytes of the pop replies being
+	// encoded and written at once (replies of up to 64 KiB are outside
+	// it); a reply that finds no room waits for it (replybound.go).
+	// Default DefaultMaxReplyBytesInFlight.
+	MaxReplyBytesInFlight int64
 	// Version is reported by /health.
 	Version string
 	// Logger receives server-side errors. Default slog.Default().
@@ -99,6 +104,7 @@ type Handler struct {
 	origins    *originPolicy // who may call, checked before routing
 	replies    replyBuffers
 	bodies     *bodyGate  // room for request bodies being read
+	replyRoom  *bodyGate  // room for large pop replies being written (replybound.go)
 	blocks     bodyBlocks // blocks of chunked bodies, reused
 	// parking takes parked pops out of net/http (parking.go); nil for a
 	// handler that no Server serves, whose pops wait inside net/http.
@@ -118,8 +124,9 @@ func NewHandler(b *broker.Broker, cfg Config) *Handler {
 	cfg.BodyGrace = cmp.Or(cfg.BodyGrace, DefaultBodyGrace)
 	cfg.BodyWait = cmp.Or(cfg.BodyWait, DefaultBodyWait)
 	cfg.MetricsQueues = cmp.Or(cfg.MetricsQueues, DefaultMetricsQueues)
+	cfg.MaxReplyBytesInFlight = cmp.Or(cfg.MaxReplyBytesInFlight, DefaultMaxReplyBytesInFlight)
 	s := &Handler{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New(), origins: newOriginPolicy(cfg),
-		bodies: newBodyGate(cfg.MaxBodyBytesInFlight, cfg.BodyWait)}
+		bodies: newBodyGate(cfg.MaxBodyBytesInFlight, cfg.BodyWait), replyRoom: newBodyGate(cfg.MaxReplyBytesInFlight, replyWait)}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.HandleMethodNotAllowed = false

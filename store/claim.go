@@ -182,7 +182,7 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 }
 
 // readSpans reads the messages of spans inside the claim, at most
-// MaxPopBytes of payload (always at least one message), and returns the
+// req.MaxBytes of payload (always at least one message), and returns the
 // spans cut to what was read. A segment that fails its checksum or does
 // not decode is put aside (see quarantine) and its span ends before it; a
 // span whose payloads cannot be decrypted is left unclaimed, and its error
@@ -195,6 +195,10 @@ func (w *wtx) readSpans(q *combtype.Queue, req *popReq, spans []claimSpan, lease
 	// Sized once: growing it by appends copied every message several times.
 	msgs := make([]combtype.Message, 0, min(n, int64(combtype.MaxPopBatch)))
 	var size int64
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 || maxBytes > combtype.MaxPopBytes {
+		maxBytes = combtype.MaxPopBytes
+	}
 	var sealedErr error
 	kept := spans[:0]
 	full := false
@@ -207,7 +211,7 @@ func (w *wtx) readSpans(q *combtype.Queue, req *popReq, spans []claimSpan, lease
 			if sp.deleted(off) {
 				return nil
 			}
-			if len(msgs) > 0 && size+int64(len(f.Payload)) > combtype.MaxPopBytes {
+			if len(msgs) > 0 && size+int64(len(f.Payload)) > maxBytes {
 				full = true
 				return errFull
 			}

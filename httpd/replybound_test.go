@@ -1,0 +1,78 @@
+package httpd_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/comb-broker/comb/httpd"
+	"github.com/comb-broker/comb/internal/combtest"
+)
+
+// replyBoundServer is a server whose large pop replies share 256 KiB of
+// room: a pop takes half the free room before its claim, so alone it
+// claims at most 64 KiB (outside the room) and 128 KiB.
+func replyBoundServer(t *testing.T) *combtest.Server {
+	return combtest.MustServer(t, combtest.Options{HTTP: func(c *httpd.Config) { c.MaxReplyBytesInFlight = 256 << 10 }})
+}
+
+func pushBig(s *combtest.Server, queue string, n, size int) {
+	items := make([]map[string]any, n)
+	for i := range items {
+		items[i] = map[string]any{"queue": queue, "payload": strings.Repeat("x", size)}
+	}
+	s.Push(items...)
+}
+
+// A pop claims no more than the room it took, the first message whatever
+// its size; with the default room the same pop takes its whole batch.
+func TestAPopClaimsWhatItsReplyHasRoomFor(t *testing.T) {
+	s := replyBoundServer(t)
+	pushBig(s, "q", 10, 100_000)
+	// 64 KiB + 128 KiB = 196,608 bytes: one message of 100,000, not two.
+	if got := s.Pop("/api/v1/pop/queue/q?batch=10&wait=false&autoAck=true"); len(got.Messages) != 1 {
+		t.Fatalf("pop under a room of 256 KiB: %d messages; want 1", len(got.Messages))
+	}
+	// A message larger than the whole room is still delivered.
+	pushBig(s, "big", 1, 400_000)
+	if got := s.Pop("/api/v1/pop/queue/big?batch=10&wait=false&autoAck=true"); len(got.Messages) != 1 {
+		t.Fatalf("a message past the room: %d messages; want 1", len(got.Messages))
+	}
+
+	d := combtest.MustServer(t, combtest.Options{})
+	pushBig(d, "q", 10, 100_000)
+	if got := d.Pop("/api/v1/pop/queue/q?batch=10&wait=false&autoAck=true"); len(got.Messages) != 10 {
+		t.Fatalf("pop under the default room: %d messages; want 10", len(got.Messages))
+	}
+}
+
+// Parked pops hold no room while they wait.
+func TestParkedPopsHoldNoReplyRoom(t *testing.T) {
+	s := replyBoundServer(t)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			resp, err := http.Get(s.URL + "/api/v1/pop/queue/idle?wait=true&timeout=1500")
+			if err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Broker.Parked() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pops parked; want 3", s.Broker.Parked())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Had the three kept the room they took (128 + 64 + 32 KiB), this pop
+	// would take 16 KiB and claim one message of 50,000 bytes; with the
+	// room free it takes 128 KiB, and claims three.
+	pushBig(s, "q", 10, 50_000)
+	if got := s.Pop("/api/v1/pop/queue/q?batch=10&wait=false&autoAck=true"); len(got.Messages) != 3 {
+		t.Fatalf("pop beside three parked: %d messages; want 3", len(got.Messages))
+	}
+	wg.Wait()
+}
