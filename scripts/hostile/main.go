@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/comb-broker/comb/broker"
@@ -473,14 +474,62 @@ func cases() []hostileCase {
 			b.WriteString(`]}`)
 			return post(ctx, base+"/api/v1/dlq/redrive", b.Bytes())
 		}, nil},
+		{"pops-4MiB-x100", "200 messages of 1 MB pushed, then 100 pops at once, each for a group of its own and a batch of 100 (4 MiB of payload each)", func(ctx context.Context, cfg *config, base string) (string, string) {
+			for p := range 10 {
+				var b bytes.Buffer
+				b.WriteString(`{"items":[`)
+				for i := range 20 {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					fmt.Fprintf(&b, `{"queue":"bq","partition":"p%d","payload":%q}`, i%4, strings.Repeat(string(rune('a'+p)), 1<<20))
+				}
+				b.WriteString(`]}`)
+				if st, body := post(ctx, base+"/api/v1/push", b.Bytes()); st != "201" {
+					return st, body
+				}
+			}
+			var n atomic.Int64
+			st, detail := parallel(100, func() (string, string) {
+				k := n.Add(1)
+				st, body := get(ctx, fmt.Sprintf("%s/api/v1/pop/queue/bq?batch=100&partitions=4&wait=false&consumerGroup=g%d", base, k))
+				return st, body
+			})
+			return summarize(st), detail
+		}, nil},
+		{"parked-3MB-x300", "300 long-polls parked, each for a group of its own, then one message of 3 MB that each of them is handed", func(ctx context.Context, cfg *config, base string) (string, string) {
+			post(ctx, base+"/api/v1/configure", []byte(`{"queue":"pq"}`))
+			var n atomic.Int64
+			done := make(chan [2]string, 1)
+			go func() {
+				st, detail := parallel(300, func() (string, string) {
+					k := n.Add(1)
+					return get(ctx, fmt.Sprintf("%s/api/v1/pop/queue/pq?wait=true&timeout=30000&subscriptionMode=new&consumerGroup=g%d", base, k))
+				})
+				done <- [2]string{st, detail}
+			}()
+			time.Sleep(3 * time.Second)
+			if st, body := post(ctx, base+"/api/v1/push", []byte(`{"items":[{"queue":"pq","payload":"`+strings.Repeat("y", 3<<20)+`"}]}`)); st != "201" {
+				return st, body
+			}
+			r := <-done
+			return summarize(r[0]), ""
+		}, nil},
 		{"parked-5000", "5,000 connections each parking a long-poll pop, against --max-conns 2000", func(ctx context.Context, cfg *config, base string) (string, string) {
 			return parkedFlood(ctx, base, 5000, 5*time.Second)
 		}, []string{"--max-conns", "2000"}},
 	}
 }
 
-// smallObjects is prefix, n small JSON objects separated by commas, and
-// suffix.
+// summarize counts the answers of a comma-separated list of statuses.
+func summarize(statuses string) string {
+	count := map[string]int{}
+	for _, st := range strings.Split(statuses, ",") {
+		count[st]++
+	}
+	return fmt.Sprint(count)
+}
+
 // noise is n random bytes, the same for the same seed.
 func noise(seed uint64, n int) []byte {
 	b := make([]byte, n+8)
@@ -491,6 +540,8 @@ func noise(seed uint64, n int) []byte {
 	return b[:n]
 }
 
+// smallObjects is prefix, n small JSON objects separated by commas, and
+// suffix.
 func smallObjects(prefix, suffix string, n int) []byte {
 	var b bytes.Buffer
 	b.WriteString(prefix)
