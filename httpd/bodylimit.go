@@ -92,6 +92,13 @@ func newBodyGate(max int64, wait time.Duration) *bodyGate {
 // by step passes the same ticket every time, set by its first call, and
 // ends it with done.
 func (g *bodyGate) acquire(ctx context.Context, n int64, ticket *uint64) error {
+	return g.grow(ctx, 0, n, ticket)
+}
+
+// grow is acquire for a holder of have bytes of room already, which it
+// keeps while it waits: it may take room past the bound when it is the
+// only holder, as any one body may take the whole room.
+func (g *bodyGate) grow(ctx context.Context, have, n int64, ticket *uint64) error {
 	var timer *time.Timer
 	for {
 		g.mu.Lock()
@@ -101,7 +108,7 @@ func (g *bodyGate) acquire(ctx context.Context, n int64, ticket *uint64) error {
 			g.stepping[*ticket] = struct{}{}
 			g.order = append(g.order, *ticket)
 		}
-		if g.inUse == 0 || g.inUse+n <= g.max || (ticket != nil && g.first(*ticket)) {
+		if g.inUse == have || g.inUse+n <= g.max || (ticket != nil && g.first(*ticket)) {
 			g.inUse += n
 			g.mu.Unlock()
 			if timer != nil {

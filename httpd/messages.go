@@ -330,7 +330,8 @@ func readPopRequest(req *combtype.PopRequest, r *http.Request, ps httprouter.Par
 // waited with.
 func (s *Handler) replyPop(ctx context.Context, w http.ResponseWriter, r *http.Request, res *combtype.PopResult, err error, autoAck bool,
 	room int64) {
-	defer func() { s.replyRoom.release(room, 0) }()
+	var ticket uint64
+	defer func() { s.replyRoom.release(room, ticket) }()
 	if err != nil {
 		if ctx.Err() != nil {
 			return // the client left; nothing was claimed for it
@@ -361,7 +362,7 @@ func (s *Handler) replyPop(ctx context.Context, w http.ResponseWriter, r *http.R
 	for i := range res.Messages {
 		size += 400 + len(res.Messages[i].Payload)
 	}
-	if room, err = s.replyRoomFor(ctx, size, room); err != nil {
+	if room, err = s.replyRoomFor(ctx, size, room, &ticket); err != nil {
 		s.releaseUndelivered(r, leaseID)
 		if ctx.Err() == nil {
 			s.fail(w, r, err)

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -102,8 +103,22 @@ func (s *Handler) listMessages(w http.ResponseWriter, r *http.Request, _ httprou
 }
 
 func (s *Handler) getMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	// One message may be as large as a push: its reply takes room as a
+	// pop's does (replybound.go), what a pop may deliver before the
+	// lookup and what the reply holds after it.
+	var ticket uint64
+	room, err := s.replyRoomFor(r.Context(), combtype.MaxPopBytes, 0, &ticket)
+	defer func() { s.replyRoom.release(room, ticket) }()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	d, err := s.tb(r).MessageGet(r.Context(), combtype.MessageRef{PartitionID: ps.ByName("partitionId"), TxnID: ps.ByName("transactionId")})
 	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if room, err = s.replyRoomFor(r.Context(), len(d.Payload)+4096, room, &ticket); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -115,20 +130,58 @@ func (s *Handler) getMessage(w http.ResponseWriter, r *http.Request, ps httprout
 		}
 		groups[i] = map[string]any{"name": g.Group, "consumed": g.Consumed, "leaseExpiresAt": optTime(g.LeaseExpiresAt)}
 	}
-	payload := storedJSON(d.Payload)
 	o := d.QueueOptions
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": d.ID, "transactionId": d.TxnID, "partitionId": d.PartitionID, "queuePath": d.Queue + "/" + d.Partition,
-		"queue": d.Queue, "partition": d.Partition, "namespace": d.Namespace, "task": d.Task, "status": d.Status,
-		"payload": payload, "isEncrypted": d.IsEncrypted, "traceId": nullString(d.TraceID),
-		"producerSub": nullString(d.ProducerSub), "createdAt": fmtMilli(d.CreatedAt),
-		"errorMessage": nullString(d.ErrorMessage), "retryCount": d.RetryCount, "leaseExpiresAt": optTime(d.LeaseExpiresAt),
-		"queueConfig": map[string]any{"leaseTime": o.LeaseTime, "retryLimit": o.RetryLimit, "retryDelay": o.RetryDelay,
-			"ttl": o.TTL, "priority": o.Priority},
+	// The keys encoding/json writes before "payload" (it sorts a map's),
+	// the payload, and the keys after it: the bytes writeJSON wrote of
+	// one map with all of them, but the payload, which may be as large
+	// as a push, is written from where it lies instead of copied into
+	// encoding/json's buffer, which grew to twice its size.
+	before, err := json.Marshal(map[string]any{
+		"id": d.ID, "partitionId": d.PartitionID, "partition": d.Partition, "namespace": d.Namespace,
+		"isEncrypted": d.IsEncrypted, "createdAt": fmtMilli(d.CreatedAt), "errorMessage": nullString(d.ErrorMessage),
+		"leaseExpiresAt": optTime(d.LeaseExpiresAt),
 		"mode": map[string]any{"hasQueueMode": d.Mode.HasQueueMode, "busGroupsCount": d.Mode.BusGroups,
 			"consumedByGroups": consumed, "type": d.Mode.Type},
 		"consumerGroups": groups,
 	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	after, err := json.Marshal(map[string]any{
+		"transactionId": d.TxnID, "queuePath": d.Queue + "/" + d.Partition, "queue": d.Queue, "task": d.Task,
+		"status": d.Status, "traceId": nullString(d.TraceID), "producerSub": nullString(d.ProducerSub),
+		"retryCount": d.RetryCount,
+		"queueConfig": map[string]any{"leaseTime": o.LeaseTime, "retryLimit": o.RetryLimit, "retryDelay": o.RetryDelay,
+			"ttl": o.TTL, "priority": o.Priority},
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	payload := payloadBytes(d.Payload)
+	const key = `,"payload":`
+	setJSONHeaders(w, len(before)-1+len(key)+len(payload)+1+len(after)-1)
+	w.WriteHeader(http.StatusOK)
+	w.Write(before[:len(before)-1])
+	w.Write([]byte(key))
+	w.Write(payload)
+	w.Write([]byte{','})
+	w.Write(after[1:])
+}
+
+// payloadBytes is what appendRaw appends of a stored payload, without a
+// copy when it is JSON already in the form json.Marshal gives.
+func payloadBytes(raw []byte) []byte {
+	for _, c := range raw {
+		if c <= ' ' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+			return appendRaw(nil, raw)
+		}
+	}
+	if len(raw) == 0 || !validValue(raw) {
+		return appendRaw(nil, raw)
+	}
+	return raw
 }
 
 func (s *Handler) deleteMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {

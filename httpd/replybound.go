@@ -60,9 +60,13 @@ func (s *Handler) parkRoom(room int64) int64 {
 
 // replyRoomFor makes the room held for a reply, room, what a reply of
 // size bytes needs: it gives back what is over, or waits for what is
-// missing. It returns the room now held, to give back once the reply is
-// written.
-func (s *Handler) replyRoomFor(ctx context.Context, size int, room int64) (int64, error) {
+// missing. It returns the room now held, to give back, with ticket, once
+// the reply is written (s.replyRoom.release). Replies waiting for more
+// room keep what they hold, so that it does not let in more claims whose
+// payloads would wait beside theirs; of those, the one that began waiting
+// first (the lowest ticket) may take room past the bound, so that they
+// cannot all wait on each other.
+func (s *Handler) replyRoomFor(ctx context.Context, size int, room int64, ticket *uint64) (int64, error) {
 	need := int64(0)
 	if size > bodyStep {
 		need = int64(size)
@@ -71,12 +75,11 @@ func (s *Handler) replyRoomFor(ctx context.Context, size int, room int64) (int64
 		s.replyRoom.release(room-need, 0)
 		return need, nil
 	}
-	// Given back first, and taken again whole: a reply larger than the
-	// room is admitted only when no other holds any (bodyGate), which its
-	// own room would otherwise prevent.
-	s.replyRoom.release(room, 0)
-	if err := s.replyRoom.acquire(ctx, need, nil); err != nil {
-		return 0, errRepliesBusy
+	// Kept while it waits for the rest: given back, it would let in
+	// another claim or lookup, whose decoded payload would then wait
+	// beside this one's.
+	if err := s.replyRoom.grow(ctx, room, need-room, ticket); err != nil {
+		return room, errRepliesBusy
 	}
 	return need, nil
 }

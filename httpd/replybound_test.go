@@ -1,6 +1,9 @@
 package httpd_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -75,4 +78,34 @@ func TestParkedPopsHoldNoReplyRoom(t *testing.T) {
 		t.Fatalf("pop beside three parked: %d messages; want 3", len(got.Messages))
 	}
 	wg.Wait()
+}
+
+// The one-message lookup writes its payload from where it lies; the reply
+// is, byte for byte, what encoding/json makes of it: keys sorted, the
+// payload compacted and its HTML characters escaped.
+func TestMessageLookupIsWhatEncodingJSONWrites(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	for i, payload := range []string{`{"a":1}`, `{"a": "x y",  "b":[1, 2]}`, `"<b>&amp;</b>"`, `"é\u2028"`, `[1,2,3]`, `null`,
+		`{"big":"` + strings.Repeat("z", 200_000) + `"}`} {
+		txn := fmt.Sprintf("m%d", i)
+		out := s.Push(map[string]any{"queue": "lk", "transactionId": txn, "payload": json.RawMessage(payload)})
+		r := s.Do("GET", fmt.Sprintf("/api/v1/messages/%s/%s", out[0]["partition_id"], txn), nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("%s: %d %s", payload, r.Status, r.Body)
+		}
+		var m map[string]any
+		r.JSON(t, &m)
+		again, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again, r.Body) {
+			t.Fatalf("%.40s: reply\n%.300s\nis not what encoding/json writes of it\n%.300s", payload, r.Body, again)
+		}
+		var want any
+		json.Unmarshal([]byte(payload), &want)
+		if fmt.Sprint(m["payload"]) != fmt.Sprint(want) {
+			t.Fatalf("%.40s: payload %.80v", payload, m["payload"])
+		}
+	}
 }
