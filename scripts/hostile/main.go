@@ -497,6 +497,21 @@ func cases() []hostileCase {
 			})
 			return summarize(st), detail
 		}, nil},
+		{"lookup-20MB-x30", "one message of 20 MB, then 30 lookups of it at once (GET /api/v1/messages/:partitionId/:transactionId)", func(ctx context.Context, cfg *config, base string) (string, string) {
+			resp, err := http.Post(base+"/api/v1/push", "application/json",
+				strings.NewReader(`{"items":[{"queue":"lq","transactionId":"big","payload":"`+strings.Repeat("z", 20<<20)+`"}]}`))
+			if err != nil {
+				return "err", err.Error()
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			m := regexp.MustCompile(`"partition_id":"([^"]+)"`).FindSubmatch(body)
+			if m == nil {
+				return resp.Status, truncate(string(body), 120)
+			}
+			st, _ := parallel(30, func() (string, string) { return get(ctx, base+"/api/v1/messages/"+string(m[1])+"/big") })
+			return summarize(st), ""
+		}, nil},
 		{"parked-3MB-x300", "300 long-polls parked, each for a group of its own, then one message of 3 MB that each of them is handed", func(ctx context.Context, cfg *config, base string) (string, string) {
 			post(ctx, base+"/api/v1/configure", []byte(`{"queue":"pq"}`))
 			var n atomic.Int64
