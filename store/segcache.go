@@ -2,6 +2,9 @@ package store
 
 import (
 	"fmt"
+	"maps"
+	"unsafe"
+	"weak"
 
 	"github.com/comb-broker/comb/store/segment"
 )
@@ -24,6 +27,9 @@ type segCache struct {
 	ring  []*cachedSegment // in the order they were put: next is the oldest
 	next  int
 	bytes int
+	// shared holds the segments too large to keep, for as long as
+	// something else keeps them (sharedSegment).
+	shared map[int64]sharedSegment
 	// decoded counts the segments claimScan read whole and decoded.
 	decoded int64
 }
@@ -93,6 +99,63 @@ func (c *segCache) forget() {
 	*c = segCache{decoded: c.decoded}
 }
 
+// A segment too large to keep (past a quarter of maxCachedSegmentBytes) is
+// decoded by every claim that reads it, and the messages of each claim
+// hold their copy until their reply is written: 30 pops at once, for
+// groups of their own, of one 20 MB message held 626-695 MB. Its packed
+// frames are kept weakly instead: while the messages of one claim still
+// hold them, the next claim unpacks its frames from the same bytes (they
+// were verified when decoded, and nothing writes into them), and once
+// nothing holds them the collector takes them as before.
+type sharedSegment struct {
+	meta cachedMeta
+	raw  weak.Pointer[byte] // the first byte of the packed frames
+	size int                // and their length
+}
+
+// maxSharedSegments bounds shared; the entries whose bytes are gone are
+// dropped first.
+const maxSharedSegments = 64
+
+// getShared returns the frames of a segment shared, if its bytes are
+// still held.
+func (c *segCache) getShared(m cachedMeta) []segment.Frame {
+	e, ok := c.shared[m.id]
+	if !ok || e.meta != m {
+		return nil
+	}
+	p := e.raw.Value()
+	if p == nil {
+		delete(c.shared, m.id)
+		return nil
+	}
+	// The weak pointer is to the first byte of the bytes decoded, which
+	// Value has just shown are still held whole.
+	frames, err := segment.Unpack(unsafe.Slice(p, e.size), int(m.count))
+	if err != nil {
+		delete(c.shared, m.id)
+		return nil
+	}
+	return frames
+}
+
+// putShared shares the packed frames raw of a segment too large to keep.
+func (c *segCache) putShared(m cachedMeta, raw []byte) {
+	if len(raw) == 0 {
+		return
+	}
+	if c.shared == nil {
+		c.shared = map[int64]sharedSegment{}
+	}
+	if len(c.shared) >= maxSharedSegments {
+		maps.DeleteFunc(c.shared, func(_ int64, e sharedSegment) bool { return e.raw.Value() == nil })
+		if len(c.shared) >= maxSharedSegments {
+			clear(c.shared)
+		}
+	}
+	c.shared[m.id] = sharedSegment{meta: m, raw: weak.Make(&raw[0]), size: len(raw)}
+}
+
 // claimScan is scanFrames for claims, through segCache: the rows of the
 // segments are read first without their data, and only a segment not
 // kept is read whole and decoded.
@@ -126,6 +189,9 @@ func (w *wtx) claimScan(partitionID, from, to int64, fn func(off, createdAt int6
 	for _, m := range metas {
 		frames := cache.get(m)
 		if frames == nil {
+			frames = cache.getShared(m)
+		}
+		if frames == nil {
 			var codec, rawSize int
 			var data []byte
 			if err := w.QueryRowContext(w.ctx, `SELECT codec, raw_size, data FROM segments WHERE id = ?`, m.id).
@@ -133,10 +199,15 @@ func (w *wtx) claimScan(partitionID, from, to int64, fn func(off, createdAt int6
 				return fmt.Errorf("read segment: %w", err)
 			}
 			cache.decoded++
-			if frames, err = decodeSegment(codec, rawSize, uint32(m.checksum), data, int(m.count)); err != nil {
+			var raw []byte
+			if frames, raw, err = decodeSegmentRaw(codec, rawSize, uint32(m.checksum), data, int(m.count)); err != nil {
 				return &segmentError{partitionID: partitionID, base: m.base, count: m.count, err: err}
 			}
-			cache.put(m, frames, rawSize)
+			if rawSize > maxCachedSegmentBytes/4 {
+				cache.putShared(m, raw)
+			} else {
+				cache.put(m, frames, rawSize)
+			}
 		}
 		for i := range frames {
 			off := m.base + int64(i)

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/comb-broker/comb/combtype"
@@ -79,5 +81,41 @@ func TestClaimsDecodeASegmentOnceAcrossPopsAndGroups(t *testing.T) {
 	popAck("b", 200, 100) // segment 1, kept since retention
 	if got := decoded() - base; got != 4 {
 		t.Fatalf("after retention, more pops: %d decoded in all; want 4", got)
+	}
+}
+
+// A segment too large to keep is decoded once while the messages of a
+// claim of it are still held, and its frames are shared by the next
+// claims; once nothing holds them, it is decoded again.
+func TestClaimsShareALargeSegmentWhileItsMessagesAreHeld(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	payload := `"` + strings.Repeat("z", 2*maxCachedSegmentBytes) + `"`
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(payload)}}); err != nil {
+		t.Fatal(err)
+	}
+	decoded := func() int64 { return s.rows.segs.decoded } // read after the writer answered
+	pop := func(group string) *combtype.PopResult {
+		t.Helper()
+		res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: group})
+		if err != nil || len(res.Messages) != 1 || string(res.Messages[0].Payload) != payload {
+			t.Fatalf("pop of %s: %v", group, err)
+		}
+		return res
+	}
+	base := decoded()
+	held := pop("g1")
+	pop("g2")
+	pop("g3")
+	if got := decoded() - base; got != 1 {
+		t.Fatalf("three groups' pops decoded the segment %d times while the first held it; want 1", got)
+	}
+	runtime.KeepAlive(held)
+	held = nil
+	runtime.GC()
+	runtime.GC()
+	pop("g4")
+	if got := decoded() - base; got != 2 {
+		t.Fatalf("after nothing held it: decoded %d times in all; want 2", got)
 	}
 }

@@ -12,8 +12,19 @@ import (
 // decodeSegment verifies and unpacks a stored segment into want frames;
 // its errors match ErrCorrupt.
 func decodeSegment(codec, rawSize int, checksum uint32, data []byte, want int) ([]segment.Frame, error) {
-	frames, err := segment.Decode(segment.Encoded{Codec: codec, RawSize: rawSize, Checksum: checksum, Data: data}, want)
-	return frames, fromCodec(err)
+	frames, _, err := decodeSegmentRaw(codec, rawSize, checksum, data, want)
+	return frames, err
+}
+
+// decodeSegmentRaw is decodeSegment, which also returns the packed frames
+// the frames' payloads are slices of.
+func decodeSegmentRaw(codec, rawSize int, checksum uint32, data []byte, want int) ([]segment.Frame, []byte, error) {
+	raw, err := segment.Bytes(segment.Encoded{Codec: codec, RawSize: rawSize, Checksum: checksum, Data: data})
+	if err != nil {
+		return nil, nil, fromCodec(err)
+	}
+	frames, err := segment.Unpack(raw, want)
+	return frames, raw, fromCodec(err)
 }
 
 // verifySegment checks a stored segment of want frames as decodeSegment

@@ -265,6 +265,13 @@ func Decode(s Encoded, want int) ([]Frame, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Unpack(raw, want)
+}
+
+// Unpack unpacks want frames from the packed frames Bytes returned; their
+// payloads are slices of raw.
+func Unpack(raw []byte, want int) ([]Frame, error) {
+	var err error
 	frames := make([]Frame, 0, min(max(want, 0), len(raw)/4+1))
 	for len(raw) > 0 {
 		var f Frame
