@@ -512,6 +512,16 @@ func cases() []hostileCase {
 			st, _ := parallel(30, func() (string, string) { return get(ctx, base+"/api/v1/messages/"+string(m[1])+"/big") })
 			return summarize(st), ""
 		}, nil},
+		{"pops-20MB-x30", "one message of 20 MB, then 30 pops at once, each for a group of its own", func(ctx context.Context, cfg *config, base string) (string, string) {
+			if st, body := post(ctx, base+"/api/v1/push", []byte(`{"items":[{"queue":"pq20","payload":"`+strings.Repeat("z", 20<<20)+`"}]}`)); st != "201" {
+				return st, body
+			}
+			var n atomic.Int64
+			st, _ := parallel(30, func() (string, string) {
+				return get(ctx, fmt.Sprintf("%s/api/v1/pop/queue/pq20?wait=false&consumerGroup=g%d", base, n.Add(1)))
+			})
+			return summarize(st), ""
+		}, nil},
 		{"parked-3MB-x300", "300 long-polls parked, each for a group of its own, then one message of 3 MB that each of them is handed", func(ctx context.Context, cfg *config, base string) (string, string) {
 			post(ctx, base+"/api/v1/configure", []byte(`{"queue":"pq"}`))
 			var n atomic.Int64
