@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"maps"
+	"sync"
 	"unsafe"
 	"weak"
 
@@ -27,9 +28,6 @@ type segCache struct {
 	ring  []*cachedSegment // in the order they were put: next is the oldest
 	next  int
 	bytes int
-	// shared holds the segments too large to keep, for as long as
-	// something else keeps them (sharedSegment).
-	shared map[int64]sharedSegment
 	// decoded counts the segments claimScan read whole and decoded.
 	decoded int64
 }
@@ -99,61 +97,76 @@ func (c *segCache) forget() {
 	*c = segCache{decoded: c.decoded}
 }
 
-// A segment too large to keep (past a quarter of maxCachedSegmentBytes) is
-// decoded by every claim that reads it, and the messages of each claim
-// hold their copy until their reply is written: 30 pops at once, for
-// groups of their own, of one 20 MB message held 626-695 MB. Its packed
-// frames are kept weakly instead: while the messages of one claim still
-// hold them, the next claim unpacks its frames from the same bytes (they
-// were verified when decoded, and nothing writes into them), and once
-// nothing holds them the collector takes them as before.
+// A segment too large to keep (past a quarter of maxCachedSegmentBytes) was
+// decoded by every claim and lookup that read it, and each held its copy
+// until its reply was written: 30 pops at once, for groups of their own,
+// of one 20 MB message held 615-678 MB, 30 lookups of it 250 MB. Its
+// packed frames are kept weakly instead (sharedSegs, the store's, used by
+// the writer and the readers alike): while one reader of them still
+// holds them, the next unpacks its frames from the same bytes (verified
+// when decoded, and never written), and once nothing holds them the
+// collector takes them as before. An entry is used only for the same
+// segment row: id, partition, base offset, frame count, time and
+// checksum.
+type sharedSegs struct {
+	mu sync.Mutex
+	m  map[int64]sharedSegment
+}
+
 type sharedSegment struct {
 	meta cachedMeta
 	raw  weak.Pointer[byte] // the first byte of the packed frames
 	size int                // and their length
 }
 
-// maxSharedSegments bounds shared; the entries whose bytes are gone are
-// dropped first.
+// maxSharedSegments bounds sharedSegs; the entries whose bytes are gone
+// are dropped first.
 const maxSharedSegments = 64
 
-// getShared returns the frames of a segment shared, if its bytes are
-// still held.
-func (c *segCache) getShared(m cachedMeta) []segment.Frame {
-	e, ok := c.shared[m.id]
-	if !ok || e.meta != m {
-		return nil
+// sharedFrom is the least packed size of a segment shared rather than
+// kept in segCache.
+const sharedFrom = maxCachedSegmentBytes / 4
+
+// get returns the frames of a segment shared, if its bytes are still held.
+func (c *sharedSegs) get(m cachedMeta) []segment.Frame {
+	c.mu.Lock()
+	e, ok := c.m[m.id]
+	var p *byte
+	if ok && e.meta == m {
+		if p = e.raw.Value(); p == nil {
+			delete(c.m, m.id)
+		}
 	}
-	p := e.raw.Value()
+	c.mu.Unlock()
 	if p == nil {
-		delete(c.shared, m.id)
 		return nil
 	}
 	// The weak pointer is to the first byte of the bytes decoded, which
 	// Value has just shown are still held whole.
 	frames, err := segment.Unpack(unsafe.Slice(p, e.size), int(m.count))
 	if err != nil {
-		delete(c.shared, m.id)
 		return nil
 	}
 	return frames
 }
 
-// putShared shares the packed frames raw of a segment too large to keep.
-func (c *segCache) putShared(m cachedMeta, raw []byte) {
+// put shares the packed frames raw of a segment too large to keep.
+func (c *sharedSegs) put(m cachedMeta, raw []byte) {
 	if len(raw) == 0 {
 		return
 	}
-	if c.shared == nil {
-		c.shared = map[int64]sharedSegment{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[int64]sharedSegment{}
 	}
-	if len(c.shared) >= maxSharedSegments {
-		maps.DeleteFunc(c.shared, func(_ int64, e sharedSegment) bool { return e.raw.Value() == nil })
-		if len(c.shared) >= maxSharedSegments {
-			clear(c.shared)
+	if len(c.m) >= maxSharedSegments {
+		maps.DeleteFunc(c.m, func(_ int64, e sharedSegment) bool { return e.raw.Value() == nil })
+		if len(c.m) >= maxSharedSegments {
+			clear(c.m)
 		}
 	}
-	c.shared[m.id] = sharedSegment{meta: m, raw: weak.Make(&raw[0]), size: len(raw)}
+	c.m[m.id] = sharedSegment{meta: m, raw: weak.Make(&raw[0]), size: len(raw)}
 }
 
 // claimScan is scanFrames for claims, through segCache: the rows of the
@@ -189,7 +202,7 @@ func (w *wtx) claimScan(partitionID, from, to int64, fn func(off, createdAt int6
 	for _, m := range metas {
 		frames := cache.get(m)
 		if frames == nil {
-			frames = cache.getShared(m)
+			frames = w.s.shared.get(m)
 		}
 		if frames == nil {
 			var codec, rawSize int
@@ -203,8 +216,8 @@ func (w *wtx) claimScan(partitionID, from, to int64, fn func(off, createdAt int6
 			if frames, raw, err = decodeSegmentRaw(codec, rawSize, uint32(m.checksum), data, int(m.count)); err != nil {
 				return &segmentError{partitionID: partitionID, base: m.base, count: m.count, err: err}
 			}
-			if rawSize > maxCachedSegmentBytes/4 {
-				cache.putShared(m, raw)
+			if rawSize > sharedFrom {
+				w.s.shared.put(m, raw)
 			} else {
 				cache.put(m, frames, rawSize)
 			}

@@ -119,3 +119,35 @@ func TestClaimsShareALargeSegmentWhileItsMessagesAreHeld(t *testing.T) {
 		t.Fatalf("after nothing held it: decoded %d times in all; want 2", got)
 	}
 }
+
+// Lookups of a message in a segment too large to keep share its decoded
+// bytes with whatever still holds them, as claims do: the second lookup's
+// payload is the first's, byte for byte in the same memory.
+func TestLookupsShareALargeSegmentWhileItIsHeld(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	payload := `"` + strings.Repeat("z", 2*maxCachedSegmentBytes) + `"`
+	out, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "big", Payload: []byte(payload)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func() *combtype.MessageDetail {
+		t.Helper()
+		d, err := s.GetMessage(ctx, "", out[0].PartitionID, "big")
+		if err != nil || string(d.Payload) != payload {
+			t.Fatalf("lookup: %v", err)
+		}
+		return d
+	}
+	first := get()
+	second := get()
+	if &first.Payload[0] != &second.Payload[0] {
+		t.Fatal("the second lookup decoded the segment again while the first held it")
+	}
+	// A claim shares them too.
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g"})
+	if err != nil || len(res.Messages) != 1 || &res.Messages[0].Payload[0] != &first.Payload[0] {
+		t.Fatalf("a claim while a lookup held the segment: %v", err)
+	}
+	runtime.KeepAlive(first)
+}

@@ -57,24 +57,57 @@ func (e *codecError) Unwrap() []error { return []error{e.err, e.is} }
 // scanFrames calls fn for every stored frame of partition in [from, to], in
 // offset order. Offsets that retention removed are skipped.
 func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, to int64, fn func(off, createdAt int64, f *segment.Frame) error) error {
-	rows, err := db.QueryContext(ctx, `SELECT base_offset, frame_count, created_at, codec, raw_size, checksum, data FROM segments
+	// A segment too large to keep is read only if no other reader holds
+	// it decoded (sharedSegs); its frames unpacked from shared bytes are
+	// this call's own, their payloads not to be written.
+	rows, err := db.QueryContext(ctx, `SELECT id, base_offset, frame_count, created_at, codec, raw_size, checksum,
+		CASE WHEN raw_size > ?4 THEN NULL ELSE data END FROM segments
 		WHERE partition_id = +?1 AND base_offset <= ?3 AND base_offset >= COALESCE(
 			(SELECT base_offset FROM segments WHERE partition_id = +?1 AND base_offset <= ?2 ORDER BY base_offset DESC LIMIT 1), 0)
-		ORDER BY base_offset`, partitionID, from, to)
+		ORDER BY base_offset`, partitionID, from, to, sharedFrom)
 	if err != nil {
 		return fmt.Errorf("read segments: %w", err)
 	}
-	defer rows.Close()
+	type stored struct {
+		m           cachedMeta
+		codec, size int
+		data        []byte
+	}
+	var segs []stored
 	for rows.Next() {
-		var base, count, createdAt, sum int64
-		var codec, rawSize int
-		var data []byte
-		if err := rows.Scan(&base, &count, &createdAt, &codec, &rawSize, &sum, &data); err != nil {
+		g := stored{m: cachedMeta{partitionID: partitionID}}
+		if err := rows.Scan(&g.m.id, &g.m.base, &g.m.count, &g.m.createdAt, &g.codec, &g.size, &g.m.checksum, &g.data); err != nil {
+			rows.Close()
 			return fmt.Errorf("scan segment: %w", err)
 		}
-		frames, err := decodeSegment(codec, rawSize, uint32(sum), data, int(count))
-		if err != nil {
-			return &segmentError{partitionID: partitionID, base: base, count: count, err: err}
+		segs = append(segs, g)
+	}
+	// Closed before a large segment's data is read on the same connection.
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("read segments: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read segments: %w", err)
+	}
+	for _, g := range segs {
+		base, count, createdAt := g.m.base, g.m.count, g.m.createdAt
+		var frames []segment.Frame
+		if g.size > sharedFrom {
+			frames = s.shared.get(g.m)
+		}
+		if frames == nil {
+			if g.size > sharedFrom {
+				if err := db.QueryRowContext(ctx, `SELECT data FROM segments WHERE id = ?`, g.m.id).Scan(&g.data); err != nil {
+					return fmt.Errorf("read segment: %w", err)
+				}
+			}
+			var raw []byte
+			if frames, raw, err = decodeSegmentRaw(g.codec, g.size, uint32(g.m.checksum), g.data, int(count)); err != nil {
+				return &segmentError{partitionID: partitionID, base: base, count: count, err: err}
+			}
+			if g.size > sharedFrom {
+				s.shared.put(g.m, raw)
+			}
 		}
 		for i := range frames {
 			off := base + int64(i)
@@ -90,7 +123,7 @@ func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, t
 			}
 		}
 	}
-	return rows.Err()
+	return nil
 }
 
 // segmentError is a stored segment that cannot be read.

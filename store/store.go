@@ -152,6 +152,7 @@ type Store struct {
 	segSeq  int64
 	keyCeil keyCeilings // writer goroutine only
 	queues  queueCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
+	shared  sharedSegs  // large segments' decoded bytes, while something holds them (segcache.go)
 	// maxForwarders is Options.MaxForwarders: forwarders are few, so the
 	// store of a new one counts them.
 	maxForwarders int
