@@ -84,16 +84,26 @@ func TestClaimsDecodeASegmentOnceAcrossPopsAndGroups(t *testing.T) {
 	}
 }
 
+// storeWithALargeSegment is a store holding one message, "big" in queue
+// q, in a segment too large for the writer's cache; it returns the
+// payload and the message's partition id.
+func storeWithALargeSegment(t *testing.T) (*Store, string, string) {
+	t.Helper()
+	s := openTestStore(t, clock.NewManual(t0))
+	payload := `"` + strings.Repeat("z", 2*maxCachedSegmentBytes) + `"`
+	out, err := s.Push(context.Background(), "", []combtype.PushItem{{Queue: "q", TxnID: "big", Payload: []byte(payload)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, payload, out[0].PartitionID
+}
+
 // A segment too large to keep is decoded once while the messages of a
 // claim of it are still held, and its frames are shared by the next
 // claims; once nothing holds them, it is decoded again.
 func TestClaimsShareALargeSegmentWhileItsMessagesAreHeld(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, clock.NewManual(t0))
-	payload := `"` + strings.Repeat("z", 2*maxCachedSegmentBytes) + `"`
-	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(payload)}}); err != nil {
-		t.Fatal(err)
-	}
+	s, payload, _ := storeWithALargeSegment(t)
 	decoded := func() int64 { return s.rows.segs.decoded } // read after the writer answered
 	pop := func(group string) *combtype.PopResult {
 		t.Helper()
@@ -125,15 +135,10 @@ func TestClaimsShareALargeSegmentWhileItsMessagesAreHeld(t *testing.T) {
 // payload is the first's, byte for byte in the same memory.
 func TestLookupsShareALargeSegmentWhileItIsHeld(t *testing.T) {
 	ctx := context.Background()
-	s := openTestStore(t, clock.NewManual(t0))
-	payload := `"` + strings.Repeat("z", 2*maxCachedSegmentBytes) + `"`
-	out, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "big", Payload: []byte(payload)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, payload, partitionID := storeWithALargeSegment(t)
 	get := func() *combtype.MessageDetail {
 		t.Helper()
-		d, err := s.GetMessage(ctx, "", out[0].PartitionID, "big")
+		d, err := s.GetMessage(ctx, "", partitionID, "big")
 		if err != nil || string(d.Payload) != payload {
 			t.Fatalf("lookup: %v", err)
 		}
