@@ -2,6 +2,8 @@ package broker
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -256,6 +258,35 @@ func checkPushItem(i int, it *combtype.PushItem) error {
 	if len(it.Payload) > 0 {
 		if why := checkPayload(it.Payload); why != "" {
 			return &InputError{Msg: fmt.Sprintf("items[%d].payload %s", i, why)}
+		}
+	}
+	return nil
+}
+
+// Bounds on a snapshot's labels, Pub/Sub's (whose snapshots comb's
+// follow): unbounded, 200 snapshots with a label of a megabyte each made
+// one page of their listing 200 MB, and the server 694 MB.
+const (
+	// MaxSnapshotLabels bounds the labels of one snapshot.
+	MaxSnapshotLabels = 64
+	// MaxLabelLength bounds a label's key and its value, in characters.
+	MaxLabelLength = 63
+)
+
+// checkLabels refuses labels past their bounds, or with an empty key.
+func checkLabels(labels map[string]string) error {
+	if len(labels) > MaxSnapshotLabels {
+		return &InputError{Msg: fmt.Sprintf("labels holds %d labels; at most %d are accepted", len(labels), MaxSnapshotLabels)}
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		switch n := utf8.RuneCountInString(k); {
+		case n == 0:
+			return &InputError{Msg: "a labels key is empty"}
+		case n > MaxLabelLength:
+			return &InputError{Msg: fmt.Sprintf("a labels key is %d characters long; at most %d are accepted", n, MaxLabelLength)}
+		}
+		if n := utf8.RuneCountInString(labels[k]); n > MaxLabelLength {
+			return &InputError{Msg: fmt.Sprintf("labels[%q] is %d characters long; at most %d are accepted", k, n, MaxLabelLength)}
 		}
 	}
 	return nil

@@ -17,6 +17,9 @@ func (b *Broker) SnapshotCreate(ctx context.Context, req combtype.CreateSnapshot
 	if err := checkNames("name", req.Name, "consumerGroup", req.Group, "queue", req.Queue); err != nil {
 		return nil, err
 	}
+	if err := checkLabels(req.Labels); err != nil {
+		return nil, err
+	}
 	return b.st.CreateSnapshot(ctx, b.tenant, req)
 }
 
@@ -43,6 +46,11 @@ func (b *Broker) SnapshotPage(ctx context.Context, f combtype.SnapshotFilter, pg
 // combtype.ErrSnapshotNotFound, an expiry not in the future
 // combtype.ErrInvalid; either changes nothing.
 func (b *Broker) SnapshotUpdate(ctx context.Context, name string, u combtype.SnapshotUpdate) (*combtype.Snapshot, error) {
+	if u.SetLabels {
+		if err := checkLabels(u.Labels); err != nil {
+			return nil, err
+		}
+	}
 	return b.st.UpdateSnapshot(ctx, b.tenant, name, u)
 }
 

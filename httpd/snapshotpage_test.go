@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -73,5 +74,56 @@ func TestSnapshotListingAnswersBoundedPages(t *testing.T) {
 	}
 	if all, err := s.Broker.SnapshotList(context.Background(), combtype.SnapshotFilter{}); err != nil || len(all) != n {
 		t.Fatalf("SnapshotList: %d, %v; want every snapshot", len(all), err)
+	}
+}
+
+// A snapshot's labels are bounded as Pub/Sub bounds them: 64 labels, keys
+// of 1 to 63 characters, values of at most 63. Past them, create and
+// update are a 400 naming the bound, and nothing changes.
+func TestSnapshotLabelsAreBounded(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	s.Push(map[string]any{"queue": "q", "payload": 1})
+	many := map[string]string{}
+	for i := range 65 {
+		many[fmt.Sprintf("k%02d", i)] = "v"
+	}
+	long := strings.Repeat("é", 64)
+	for _, c := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{many, "labels holds 65 labels; at most 64 are accepted"},
+		{map[string]string{long: "v"}, "a labels key is 64 characters long; at most 63 are accepted"},
+		{map[string]string{"k": long}, `labels["k"] is 64 characters long; at most 63 are accepted`},
+		{map[string]string{"": "v"}, "a labels key is empty"},
+	} {
+		r := s.Do("POST", "/api/v1/snapshots", map[string]any{"name": "s", "queue": "q", "labels": c.labels})
+		if r.Status != http.StatusBadRequest || r.Map(t)["error"] != c.want {
+			t.Errorf("create: %d %s; want 400 %q", r.Status, r.Body, c.want)
+		}
+	}
+	if r := s.Do("GET", "/api/v1/snapshots/s", nil); r.Status != http.StatusNotFound {
+		t.Fatalf("a refused snapshot exists: %d %s", r.Status, r.Body)
+	}
+	delete(many, "k64")
+	ok := map[string]string{strings.Repeat("é", 63): strings.Repeat("é", 63)}
+	for _, labels := range []map[string]string{many, ok} {
+		r := s.Do("POST", "/api/v1/snapshots", map[string]any{"name": "s", "queue": "q", "labels": labels})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("create within the bounds: %d %s", r.Status, r.Body)
+		}
+		s.Do("DELETE", "/api/v1/snapshots/s", nil)
+	}
+	s.Do("POST", "/api/v1/snapshots", map[string]any{"name": "s", "queue": "q", "labels": map[string]string{"a": "b"}})
+	r := s.Do("PUT", "/api/v1/snapshots/s", map[string]any{"labels": map[string]string{"k": long}})
+	if r.Status != http.StatusBadRequest {
+		t.Fatalf("update past the bound: %d %s", r.Status, r.Body)
+	}
+	var got struct {
+		Labels map[string]string `json:"labels"`
+	}
+	s.Do("GET", "/api/v1/snapshots/s", nil).JSON(t, &got)
+	if len(got.Labels) != 1 || got.Labels["a"] != "b" {
+		t.Fatalf("labels after a refused update: %v", got.Labels)
 	}
 }
