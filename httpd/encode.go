@@ -89,22 +89,38 @@ func appendNullString(buf []byte, s string) []byte {
 // is answered as a JSON string of its bytes rather than fail the reply,
 // which would fail every pop of its partition for ever.
 func appendRaw(buf []byte, raw []byte) []byte {
+	if marshalled(raw) {
+		return append(buf, raw...)
+	}
 	if len(raw) == 0 {
 		return append(buf, "null"...)
 	}
-	for _, c := range raw {
-		if c <= ' ' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
-			b, err := json.Marshal(json.RawMessage(raw))
-			if err != nil {
-				return appendString(buf, string(raw))
-			}
-			return append(buf, b...)
-		}
-	}
-	if !validValue(raw) {
+	b, err := json.Marshal(json.RawMessage(raw))
+	if err != nil {
 		return appendString(buf, string(raw))
 	}
-	return append(buf, raw...)
+	return append(buf, b...)
+}
+
+// marshalled reports whether raw is one JSON value already in the form
+// json.Marshal gives it: no whitespace, HTML characters or non-ASCII
+// bytes, and valid.
+func marshalled(raw []byte) bool {
+	for _, c := range raw {
+		if c <= ' ' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return len(raw) > 0 && validValue(raw)
+}
+
+// rawBytes is what appendRaw appends of raw, raw itself when it is
+// already in that form: a large payload is written from where it lies.
+func rawBytes(raw []byte) []byte {
+	if marshalled(raw) {
+		return raw
+	}
+	return appendRaw(nil, raw)
 }
 
 // validValue reports whether raw is exactly one JSON value.

@@ -159,7 +159,7 @@ func (s *Handler) getMessage(w http.ResponseWriter, r *http.Request, ps httprout
 		s.fail(w, r, err)
 		return
 	}
-	payload := payloadBytes(d.Payload)
+	payload := rawBytes(d.Payload)
 	const key = `,"payload":`
 	setJSONHeaders(w, len(before)-1+len(key)+len(payload)+1+len(after)-1)
 	w.WriteHeader(http.StatusOK)
@@ -168,20 +168,6 @@ func (s *Handler) getMessage(w http.ResponseWriter, r *http.Request, ps httprout
 	w.Write(payload)
 	w.Write([]byte{','})
 	w.Write(after[1:])
-}
-
-// payloadBytes is what appendRaw appends of a stored payload, without a
-// copy when it is JSON already in the form json.Marshal gives.
-func payloadBytes(raw []byte) []byte {
-	for _, c := range raw {
-		if c <= ' ' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
-			return appendRaw(nil, raw)
-		}
-	}
-	if len(raw) == 0 || !validValue(raw) {
-		return appendRaw(nil, raw)
-	}
-	return raw
 }
 
 func (s *Handler) deleteMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
