@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -147,7 +148,7 @@ func (s *Store) initDisk(ctx context.Context) error {
 	if err := s.wconn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&s.busyTimeout); err != nil {
 		return fmt.Errorf("read busy_timeout: %w", err)
 	}
-	s.walPath = walPath(s.path)
+	s.walPath = walPath(s.absPath)
 	r := &s.disk
 	r.path = reservePath(s.path)
 	walPages := int64(defaultWALPages)
@@ -164,7 +165,13 @@ func (s *Store) initDisk(ctx context.Context) error {
 	if r.size == 0 {
 		return nil
 	}
-	f, err := os.OpenFile(r.path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err := ownFile(r.path); err != nil {
+		s.log.Warn("disk reserve not taken: its path is not a file of its own; remove it and restart comb to have the headroom deletes and retention need on a full disk",
+			"reserve", r.path, "err", err)
+		r.size = 0
+		return nil
+	}
+	f, err := os.OpenFile(r.path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return fmt.Errorf("open disk reserve: %w", err)
 	}
@@ -172,6 +179,27 @@ func (s *Store) initDisk(ctx context.Context) error {
 	if err := r.take(); err != nil {
 		s.log.Warn("disk reserve not taken: writes that carry payloads are refused until there is room",
 			"reserve", r.path, "bytes", r.size, "err", err)
+	}
+	return nil
+}
+
+// ownFile reports why path, where the reserve is kept, is not a file of
+// its own, if it is not: the reserve is filled and emptied, so through a
+// symlink or a hard link it would fill or empty another file (the
+// database itself, by a link made by hand, and its locks with it: a
+// descriptor of the database closed drops them, lock.go). It is looked
+// at without opening it; a missing path is created as a file of its own.
+func ownFile(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file (%v)", path, fi.Mode().Type())
+	case fileLinks(fi) > 1:
+		return fmt.Errorf("%s has %d names (a hard link to another file)", path, fileLinks(fi))
 	}
 	return nil
 }

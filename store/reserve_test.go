@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -119,5 +121,83 @@ func TestFreeSpaceIsMeasuredOncePerIntervalWhileFarAboveTheFloor(t *testing.T) {
 	now.Add(int64(diskMeasureEvery))
 	if err := push(n); !errors.Is(err, combtype.ErrFull) {
 		t.Fatalf("a push below the floor: %v, want ErrFull", err)
+	}
+}
+
+// The reserve's path made a symlink or a hard link to another file by
+// hand: the reserve is filled and emptied, so through the link it would
+// fill or empty that file, the database itself when the link leads to it
+// (and closing the reserve would drop SQLite's locks on it). The store
+// takes no reserve then, says so, and leaves the file as it was. Before,
+// the file a symlink led to grew to the reserve's size.
+func TestAReserveThatIsNotAFileOfItsOwnIsNotTaken(t *testing.T) {
+	ctx := context.Background()
+	for _, how := range []string{"symlink", "hard link", "hard link to the database"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "comb.db")
+			other := filepath.Join(dir, "notes.txt")
+			if err := os.WriteFile(other, []byte("keep me"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			push := func(s *Store, n int) {
+				for i := range n {
+					if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(fmt.Sprint(i))}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			switch how {
+			case "symlink":
+				err := os.Symlink(other, path+".reserve")
+				if err != nil {
+					t.Fatal(err)
+				}
+			case "hard link":
+				if err := os.Link(other, path+".reserve"); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				s, err := Open(ctx, Options{Path: path})
+				if err != nil {
+					t.Fatal(err)
+				}
+				push(s, 5)
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Remove(path + ".reserve"); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Link(path, path+".reserve"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs strings.Builder
+			s, err := Open(ctx, Options{Path: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.disk.f != nil || s.disk.held {
+				t.Errorf("the store took a reserve through a %s", how)
+			}
+			if !strings.Contains(logs.String(), "disk reserve not taken") {
+				t.Errorf("nothing said of the reserve not taken:\n%s", logs.String())
+			}
+			push(s, 5)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if how != "hard link to the database" {
+				if b, err := os.ReadFile(other); err != nil || string(b) != "keep me" {
+					t.Errorf("the file the reserve led to holds %d bytes (%v), want it as it was", len(b), err)
+				}
+				return
+			}
+			if rep, err := Check(ctx, path); err != nil || len(rep.Findings) > 0 || rep.Frames != 10 {
+				t.Errorf("check of the database the reserve led to: %+v, %v; want 10 messages, clean", rep, err)
+			}
+		})
 	}
 }

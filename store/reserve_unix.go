@@ -5,6 +5,7 @@ package store
 import (
 	"errors"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,4 +29,16 @@ func allocate(f *os.File, size int64) error {
 		return err
 	}
 	return writeZeros(f, size)
+}
+
+// noFollow keeps an open of the reserve from following a symlink put in
+// its place since ownFile looked.
+const noFollow = unix.O_NOFOLLOW
+
+// fileLinks is how many names fi has.
+func fileLinks(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }

@@ -23,3 +23,11 @@ func diskSpace(dir string) (free, total int64, ok bool) {
 }
 
 func allocate(f *os.File, size int64) error { return writeZeros(f, size) }
+
+// noFollow: an open on Windows does not follow a symlink made without
+// administrator rights, and ownFile refuses one that is there.
+const noFollow = 0
+
+// fileLinks is how many names fi has, as far as Windows' file
+// information tells: hard links are rare there and not counted.
+func fileLinks(os.FileInfo) uint64 { return 1 }
