@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -162,15 +163,84 @@ func (s *Store) setWALAside() {
 		"wal", aside)
 }
 
+// The WAL and shared-memory files removed under the server.
+//
+// SQLite keeps the -wal and -shm files beside the database open for as
+// long as the process has a connection, and never unlinks them while it
+// does. Removed by hand or by a cleaner of temporary files, they live on
+// as files no name leads to: commits still go into the removed WAL and
+// are answered as kept, and a kill -9 then loses every one not yet
+// checkpointed (by hand: rm of the -wal, 100 pushes answered 201, kill
+// -9, 82 of them gone, comb check clean). A removed -shm is worse: the
+// next program to open the path builds a wal-index of its own, its locks
+// and the server's no longer meet, and two writers append to one WAL.
+//
+// So along with the path the writer checks that the -wal and -shm paths
+// still name the files it found there at open. Once one does not, it
+// copies its WAL into the database file (still the one at the path, so
+// nothing committed is lost with the removed WAL) and writes nothing
+// more, as for a replaced file: restarted, comb serves the file with a
+// WAL and wal-index of its own again.
+
+// sideFiles is what the writer found at the -wal and -shm paths at open.
+type sideFiles struct {
+	wal, shm os.FileInfo // nil: not there at open, not checked
+}
+
+// initSideFiles takes the -wal and -shm as they are at open.
+func (s *Store) initSideFiles() {
+	if s.noIdentity {
+		return
+	}
+	if fi, err := os.Stat(s.walPath); err == nil {
+		s.side.wal = fi
+	}
+	if fi, err := os.Stat(shmPath(s.absPath)); err == nil {
+		s.side.shm = fi
+	}
+}
+
+// shmPath is the shared-memory file of the database at path, beside the
+// file the path resolves to. Only ever stat'ed, never opened.
+func shmPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return path + "-shm"
+}
+
+// sideRemoved reports whether the -wal or -shm path no longer names the
+// file found there at open, and which.
+func (s *Store) sideRemoved() (string, bool) {
+	for _, f := range []struct {
+		path string
+		had  os.FileInfo
+	}{{s.walPath, s.side.wal}, {shmPath(s.absPath), s.side.shm}} {
+		if f.had == nil {
+			continue
+		}
+		fi, err := os.Stat(f.path)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && !os.SameFile(f.had, fi)) {
+			return f.path, true
+		}
+	}
+	return "", false
+}
+
 // fileReplaced reports whether the file the store serves is no longer
-// the one at its path (pathReplaced) or was overwritten in place
-// (overwritten, which sets inPlace). Writer goroutine only.
+// the one at its path (pathReplaced), was overwritten in place
+// (overwritten, which sets inPlace), or lost its -wal or -shm
+// (sideRemoved, which sets sideGone). Writer goroutine only.
 func (s *Store) fileReplaced() bool {
 	if s.pathReplaced() {
 		return true
 	}
 	if s.overwritten() {
 		s.inPlace = true
+		return true
+	}
+	if name, gone := s.sideRemoved(); gone {
+		s.sideGone = name
 		return true
 	}
 	return false
@@ -184,12 +254,17 @@ func (s *Store) noteReplaced() {
 	if !s.replaced.Load() {
 		s.replaced.Store(true)
 		close(s.replacedCh)
-		how := "replaced or removed"
-		if s.inPlace {
-			how = "overwritten (a copy written over it)"
+		switch {
+		case s.sideGone != "":
+			s.log.Error("the database file's "+filepath.Base(s.sideGone)+" was removed while comb served it: comb copies its WAL into the file, writes nothing more and answers writes 503; restart comb to serve the file with files of its own again",
+				"path", s.path, "removed", s.sideGone)
+		case s.inPlace:
+			s.log.Error("the database file was overwritten (a copy written over it) while comb served it: comb writes nothing more and answers writes 503; restart comb to serve the file now at the path",
+				"path", s.path)
+		default:
+			s.log.Error("the database file was replaced or removed while comb served it: comb writes nothing more and answers writes 503; restart comb to serve the file now at the path",
+				"path", s.path)
 		}
-		s.log.Error("the database file was "+how+" while comb served it: comb writes nothing more and answers writes 503; restart comb to serve the file now at the path",
-			"path", s.path)
 		if s.inPlace {
 			s.setWALAside()
 			s.walEmptied = true // nothing of it may reach the copy

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,5 +163,140 @@ func TestARelativePathStaysTheFileAfterTheWorkingDirectoryChanges(t *testing.T) 
 	case <-s.Replaced():
 		t.Fatal("the file is taken for replaced")
 	default:
+	}
+}
+
+// The -wal or -shm beside the file removed under the server (by hand, or
+// by a cleaner of temporary files): SQLite goes on with the files it has
+// open, no name leads to them, and what it commits to a removed WAL is
+// gone with the process. The commit that finds one gone is answered as
+// not kept and the store writes no more, as for a replaced file, but
+// first copies its WAL into the file at the path: what a kill -9 leaves
+// there (the file, and the -wal at the path if any) holds every write
+// answered before. Before, writes went on answered as kept, and the
+// file at the path held none of the last 20.
+func TestARemovedWALOrSharedMemoryStopsWritesAndLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, side := range []string{"-wal", "-shm"} {
+		t.Run(side, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "comb.db")
+			s, err := Open(ctx, Options{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			push := func(id string) error {
+				_, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: id, Payload: []byte(`"` + id + `"`)}})
+				return err
+			}
+			for i := range 20 {
+				if err := push(fmt.Sprint("kept-", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Remove(path + side); err != nil {
+				t.Fatal(err)
+			}
+			if err := push("after"); !errors.Is(err, combtype.ErrReplaced) {
+				t.Fatalf("push after %s was removed: %v, want ErrReplaced", side, err)
+			}
+			if err := push("later"); !errors.Is(err, combtype.ErrReplaced) {
+				t.Fatalf("a later push: %v, want ErrReplaced", err)
+			}
+			select {
+			case <-s.Replaced():
+			default:
+				t.Fatal("Replaced is not closed")
+			}
+			// What a kill -9 now leaves at the path.
+			crashed := filepath.Join(t.TempDir(), "comb.db")
+			copyFile(t, path, crashed)
+			if _, err := os.Stat(path + "-wal"); err == nil {
+				copyFile(t, path+"-wal", crashed+"-wal")
+			}
+			n, err := Open(ctx, Options{Path: crashed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Close()
+			msgs, _, err := n.ListMessages(ctx, "", combtype.MessageFilter{Queue: "q", Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := 0
+			for _, m := range msgs {
+				if strings.HasPrefix(m.TxnID, "kept-") {
+					kept++
+				}
+			}
+			if kept != 20 {
+				t.Errorf("the file at the path holds %d of the 20 writes answered as kept", kept)
+			}
+			if err := n.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if rep, err := Check(ctx, crashed); err != nil || len(rep.Findings) > 0 {
+				t.Errorf("check of what the path held: %+v, %v", rep, err)
+			}
+		})
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A file emptied (or removed) after a crash, its WAL left beside it: the
+// WAL holds the last writes of a database, and SQLite would take the
+// empty file for a new one and delete that WAL at its first read. Open
+// refuses instead and leaves the WAL where it is. Before, the store
+// opened empty and the WAL was gone.
+func TestAnEmptiedFileBesideItsWALIsRefused(t *testing.T) {
+	ctx := context.Background()
+	for _, how := range []string{"emptied", "removed"} {
+		t.Run(how, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "comb.db")
+			s, err := Open(ctx, Options{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for i := range 10 {
+				if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(fmt.Sprint(i))}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// What a kill -9 leaves, then the file emptied or removed.
+			crashed := filepath.Join(t.TempDir(), "comb.db")
+			copyFile(t, path+"-wal", crashed+"-wal")
+			if how == "emptied" {
+				if err := os.WriteFile(crashed, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wal, err := os.Stat(crashed + "-wal")
+			if err != nil || wal.Size() <= walHeaderSize {
+				t.Fatalf("the WAL to leave beside the file: %v, %v; the test proves nothing", wal, err)
+			}
+			n, err := Open(ctx, Options{Path: crashed})
+			if err == nil {
+				n.Close()
+				t.Fatal("opened an emptied file beside a WAL with frames")
+			}
+			if !errors.Is(err, combtype.ErrDamaged) || !strings.Contains(err.Error(), "WAL beside it") {
+				t.Errorf("open: %v, want ErrDamaged naming the WAL", err)
+			}
+			if fi, err := os.Stat(crashed + "-wal"); err != nil || fi.Size() != wal.Size() {
+				t.Errorf("the WAL after the refused open: %v, %v; want it as it was", fi, err)
+			}
+		})
 	}
 }

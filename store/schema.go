@@ -16,6 +16,9 @@ import (
 	"github.com/comb-broker/comb/migrations"
 )
 
+// walHeaderSize is the length of a WAL file's header; frames follow it.
+const walHeaderSize = 32
+
 // sqliteHeader opens every SQLite database file.
 var sqliteHeader = []byte("SQLite format 3\x00")
 
@@ -29,7 +32,16 @@ func checkHeader(l *dbLock, path string) error {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	if n == 0 {
-		return nil // a new, empty file
+		// A new, empty file, unless a WAL with frames lies beside it:
+		// then the file was emptied or removed after a crash (SQLite
+		// writes a database's header before its first WAL frame). SQLite
+		// would take it for new and delete that WAL at the first read,
+		// and with it the only trace of what the file held.
+		if fi, err := os.Stat(walPath(path)); err == nil && fi.Size() > walHeaderSize {
+			return fmt.Errorf("%w: %s is empty, but the WAL beside it holds %d bytes of a database's last writes: the file was emptied or removed while its WAL was left; restore it from a backup (docs/operations.md), or remove %s to start an empty database",
+				combtype.ErrDamaged, path, fi.Size(), walPath(path))
+		}
+		return nil
 	}
 	if !bytes.Equal(head[:n], sqliteHeader) {
 		return fmt.Errorf("%w: %s is not a SQLite database", combtype.ErrNotComb, path)

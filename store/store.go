@@ -231,6 +231,10 @@ type Store struct {
 	// once it told the file overwritten (replaced.go).
 	head    fileHead
 	inPlace bool
+	// side is the -wal and -shm found at open, sideGone the one found
+	// removed since (replaced.go).
+	side     sideFiles
+	sideGone string
 	// ingest keeps the passed minutes of the ingest series (ingestmemo.go).
 	ingest ingestMemo
 	// vacuumOff is set while the file's auto_vacuum is not INCREMENTAL,
@@ -438,6 +442,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, err
 	}
 	s.initHead()
+	s.initSideFiles()
 	s.lookOutside(time.Now())
 	s.wstmts, s.rstmts = newStmtCache(s.wconn), newStmtCache(s.rdb)
 	s.r = readDB{s.rstmts}
