@@ -48,6 +48,12 @@ var (
 	// check names the damage, and the file needs a restore from a backup
 	// (docs/operations.md).
 	ErrDamaged = errors.New("database file is damaged")
+	// ErrUnwritable is returned by a write the file system refused: a
+	// file system mounted or remounted read-only, a file made immutable
+	// or its permissions taken away while served, a disk error (SQLite:
+	// SQLITE_READONLY, SQLITE_IOERR). Nothing of the write was written;
+	// writes resume once the file can be written again.
+	ErrUnwritable = errors.New("database file cannot be written")
 	// ErrReplaced is returned by every write once the database file's
 	// path no longer names the file the server opened, or the file was
 	// overwritten: replaced (a backup moved over it), removed, or written

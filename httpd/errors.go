@@ -119,6 +119,11 @@ func errorStatus(err error) (status int, msg string) {
 		// Still the server's failure, and logged as one; the message says
 		// where to look rather than "Internal server error".
 		return http.StatusInternalServerError, "Database file is damaged (SQLite: database disk image is malformed): nothing was written; the server's operator should run comb check and restore from a backup"
+	case errors.Is(err, combtype.ErrUnwritable):
+		// The file system's refusal, not a fault of the request nor of
+		// comb's: a 503 that Queen's clients retry, which succeeds once
+		// the file can be written again.
+		return http.StatusServiceUnavailable, "Database file cannot be written (a read-only file system, an immutable file, its permissions, or a disk error): nothing was written; retry later, and the server's operator should check the disk and the file"
 	case errors.Is(err, combtype.ErrClosed):
 		return http.StatusServiceUnavailable, "Server is shutting down"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -142,7 +147,7 @@ func (s *Handler) fail(w http.ResponseWriter, r *http.Request, err error, shapes
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if errors.Is(err, combtype.ErrBusy) || errors.Is(err, errBodiesBusy) || errors.Is(err, errRepliesBusy) ||
-		errors.Is(err, combtype.ErrFileBusy) {
+		errors.Is(err, combtype.ErrFileBusy) || errors.Is(err, combtype.ErrUnwritable) {
 		w.Header().Set("Retry-After", "1")
 	}
 	for _, shape := range shapes {

@@ -222,6 +222,10 @@ func (s *Handler) health(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 			body["database"] = "replaced"
 			body["error"] = "Database file was replaced or removed while the server ran: restart the server to serve the file now at its path"
 		}
+		if errors.Is(err, combtype.ErrUnwritable) {
+			body["database"] = "unwritable"
+			body["error"] = "Database file cannot be written: the last commit failed (a read-only file system, an immutable file, its permissions, or a disk error)"
+		}
 		if errors.Is(err, combtype.ErrDamaged) {
 			// Still serving what is intact, so not "disconnected"; 503 so
 			// that a health check (comb healthcheck, a container's) shows

@@ -142,10 +142,12 @@ func sqliteCode(err error) int {
 }
 
 const (
-	sqliteBusy    = 5  // SQLITE_BUSY
-	sqliteCorrupt = 11 // SQLITE_CORRUPT
-	sqliteFull    = 13 // SQLITE_FULL
-	sqliteNotADB  = 26 // SQLITE_NOTADB
+	sqliteBusy     = 5  // SQLITE_BUSY
+	sqliteReadOnly = 8  // SQLITE_READONLY
+	sqliteIOErr    = 10 // SQLITE_IOERR
+	sqliteCorrupt  = 11 // SQLITE_CORRUPT
+	sqliteFull     = 13 // SQLITE_FULL
+	sqliteNotADB   = 26 // SQLITE_NOTADB
 )
 
 // sqliteMessage is SQLite's own words in err, without the context
@@ -169,6 +171,14 @@ func isMalformed(err error) bool { return sqliteCode(err) == sqliteCorrupt }
 // connection holds, after the busy timeout.
 func isBusy(err error) bool { return sqliteCode(err) == sqliteBusy }
 
+// isUnwritable reports whether err is the file system refusing SQLite's
+// reads or writes of the file (read-only, immutable, permissions taken
+// away, a disk error), not anything in the statement.
+func isUnwritable(err error) bool {
+	code := sqliteCode(err)
+	return code == sqliteReadOnly || code == sqliteIOErr
+}
+
 // classify marks a write that failed for lack of space with ErrFull, one
 // that found the file locked by another program with ErrFileBusy, and a
 // read or write that met a damaged page with ErrDamaged, so callers can
@@ -177,7 +187,8 @@ func isBusy(err error) bool { return sqliteCode(err) == sqliteBusy }
 // that open a connection of their own.
 func classify(err error) error {
 	switch {
-	case err == nil || errors.Is(err, combtype.ErrFull) || errors.Is(err, combtype.ErrFileBusy) || errors.Is(err, combtype.ErrDamaged):
+	case err == nil || errors.Is(err, combtype.ErrFull) || errors.Is(err, combtype.ErrFileBusy) || errors.Is(err, combtype.ErrDamaged) ||
+		errors.Is(err, combtype.ErrUnwritable):
 		return err
 	case isDamage(err):
 		return fmt.Errorf("%w: %w", combtype.ErrDamaged, err)
@@ -185,6 +196,8 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", combtype.ErrFull, err)
 	case isBusy(err):
 		return fmt.Errorf("%w: %w", combtype.ErrFileBusy, err)
+	case isUnwritable(err):
+		return fmt.Errorf("%w: %w", combtype.ErrUnwritable, err)
 	}
 	return err
 }

@@ -235,6 +235,9 @@ type Store struct {
 	// removed since (replaced.go).
 	side     sideFiles
 	sideGone string
+	// unwritable is set while commits fail because the file system
+	// refuses the file (writer.go, noteUnwritable).
+	unwritable atomic.Bool
 	// ingest keeps the passed minutes of the ingest series (ingestmemo.go).
 	ingest ingestMemo
 	// vacuumOff is set while the file's auto_vacuum is not INCREMENTAL,
@@ -550,7 +553,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Health is Ping, and whether the server is fit to serve the file: not
 // once its path names another file (combtype.ErrReplaced), nor once a
-// statement has met a damaged page (combtype.ErrDamaged). A damaged page
+// statement has met a damaged page (combtype.ErrDamaged), nor while its
+// commits fail because the file cannot be written (combtype.ErrUnwritable).
+// A damaged page
 // answers only the statements that read it, and the file stays damaged
 // until it is restored, so once one has met it the server is not
 // healthy, whatever else still answers.
@@ -563,6 +568,9 @@ func (s *Store) Health(ctx context.Context) error {
 	}
 	if n := s.stats.Damaged.Load(); n > 0 {
 		return fmt.Errorf("health: %w: %d statements met a damaged page since the server started", combtype.ErrDamaged, n)
+	}
+	if s.unwritable.Load() {
+		return fmt.Errorf("health: %w: the last commit failed: %s", combtype.ErrUnwritable, s.path)
 	}
 	return nil
 }

@@ -307,10 +307,11 @@ func (s *Store) commit(batch []*writeOp) {
 		return
 	}
 	s.noteFileBusy(err)
+	s.noteUnwritable(err)
 	if err == nil || isBusy(err) || len(batch) == 1 {
 		s.probed(batch, err)
 	}
-	if err != nil && len(batch) > 1 && !isBusy(err) {
+	if err != nil && len(batch) > 1 && !isBusy(err) && !isUnwritable(err) {
 		// Find the op that broke the batch by giving each its own commit.
 		for _, op := range batch {
 			s.commit([]*writeOp{op})
@@ -368,6 +369,23 @@ func (s *Store) noteFileBusy(err error) {
 	}
 	s.fileBusy = busy || (s.fileBusy && err != nil)
 	s.fileBusyNow.Store(s.fileBusy)
+}
+
+// noteUnwritable logs when commits begin to fail because the file system
+// refuses the file (read-only, immutable, a disk error) and when one
+// succeeds again, once each, and keeps Health unhealthy meanwhile. Such a
+// failure is no op's fault, so the batch is not split to find one.
+func (s *Store) noteUnwritable(err error) {
+	failing := err != nil && isUnwritable(err)
+	switch {
+	case failing && !s.unwritable.Load():
+		s.log.Warn("the database file cannot be written (a read-only file system, an immutable file, permissions taken away, a disk error?): writes are refused until it can",
+			"path", s.path, "err", err)
+		s.unwritable.Store(true)
+	case err == nil && s.unwritable.Load():
+		s.log.Info("the database file can be written again; writes go on", "path", s.path)
+		s.unwritable.Store(false)
+	}
 }
 
 // runBatch applies batch in one transaction and commits it.
