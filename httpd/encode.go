@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -95,6 +96,11 @@ func appendRaw(buf []byte, raw []byte) []byte {
 	if len(raw) == 0 {
 		return append(buf, "null"...)
 	}
+	if !utf8.Valid(raw) {
+		// JSON but for bytes that are not UTF-8 in a string: json.Marshal
+		// would copy them, and a reply that is not UTF-8 is not JSON.
+		return appendString(buf, string(raw))
+	}
 	b, err := json.Marshal(json.RawMessage(raw))
 	if err != nil {
 		return appendString(buf, string(raw))
@@ -140,7 +146,7 @@ func storedJSON(raw []byte) json.RawMessage {
 	if len(raw) == 0 {
 		return json.RawMessage("null")
 	}
-	if json.Valid(raw) {
+	if json.Valid(raw) && utf8.Valid(raw) {
 		return raw
 	}
 	return appendString(nil, string(raw))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -67,9 +68,15 @@ func TestReplyAppendersWriteWhatEncodingJSONWrites(t *testing.T) {
 // is answered as a JSON string of its bytes: the reply stays valid JSON,
 // and the other messages of the batch go out with it.
 func TestAPopOfAnInvalidStoredPayloadStillEncodes(t *testing.T) {
-	for _, bad := range []string{`{"a": nope}`, `hellonotjson`, `hello not json`, `{"a":1`, "\xff\xfe", `1 2`} {
+	// The last two are JSON but for bytes that are not UTF-8 in a string:
+	// a reply must be UTF-8 to be JSON (RFC 8259), whatever Go's decoder
+	// lets through.
+	for _, bad := range []string{`{"a": nope}`, `hellonotjson`, `hello not json`, `{"a":1`, "\xff\xfe", `1 2`, "{\"a\":\"\xff\"}", "\"\xc3(\""} {
 		res := &combtype.PopResult{Messages: []combtype.Message{{Payload: []byte(`{"ok":1}`)}, {Payload: []byte(bad)}}}
 		got := appendPop(nil, res)
+		if !utf8.Valid(got) {
+			t.Fatalf("payload %q: reply %q is not UTF-8", bad, got)
+		}
 		var out struct {
 			Messages []struct {
 				Data json.RawMessage `json:"data"`
