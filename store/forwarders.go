@@ -10,8 +10,16 @@ import (
 	"github.com/comb-broker/comb/combtype"
 )
 
-const forwarderColumns = `tenant, name, direction, queue, upstream_url, upstream_queue, token, group_name, batch,
-	paused, evicted, COALESCE(pending_ack, ''), id_prefix, created_at, updated_at`
+// forwarderColumns reads a forwarders row as scanForwarder scans it. The
+// table is the one of comb's not declared STRICT (00008), so a value set
+// by hand may be of any type: each is cast to its column's, as SQLite
+// casts (text that is not a number is 0), so that one row edited so does
+// not fail every listing and comb serve's start (by hand: batch = 'abc'
+// made comb serve exit at start, and four routes answer 500).
+const forwarderColumns = `CAST(tenant AS TEXT), CAST(name AS TEXT), CAST(direction AS TEXT), CAST(queue AS TEXT),
+	CAST(upstream_url AS TEXT), CAST(upstream_queue AS TEXT), CAST(token AS TEXT), CAST(group_name AS TEXT),
+	CAST(batch AS INTEGER), CAST(paused AS INTEGER) != 0, CAST(evicted AS INTEGER), CAST(COALESCE(pending_ack, '') AS TEXT),
+	CAST(id_prefix AS TEXT), CAST(created_at AS INTEGER), CAST(updated_at AS INTEGER)`
 
 func scanForwarder(r scanner) (*combtype.Forwarder, error) {
 	f := &combtype.Forwarder{}

@@ -407,3 +407,30 @@ func TestCheckpointsOfAnotherProgramAreNotTakenForAnOverwrite(t *testing.T) {
 		t.Fatalf("an outside reader sees %s messages of the 30000 pushed", got)
 	}
 }
+
+// The forwarders table is not STRICT, so a value set there by hand may
+// be of any type. A row edited so is read as SQLite casts it, so that it
+// neither fails every listing nor keeps comb serve from starting (batch
+// = 'abc' did both: "converting driver.Value type string to a int").
+func TestAForwarderRowEditedByHandIsStillRead(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	st := openLogged(t, path, nil)
+	defer st.Close()
+	f := &combtype.Forwarder{Name: "up", Direction: "push", Queue: "q", UpstreamURL: "http://127.0.0.1:1", Group: "g", Batch: 10}
+	if err := st.PutForwarder(ctx, f, false); err != nil {
+		t.Fatal(err)
+	}
+	combtest.SQLite3Exec(t, path, `PRAGMA busy_timeout = 10000; UPDATE forwarders SET batch = 'abc', paused = 'yes', evicted = x'00ff', created_at = 'then'`)
+	all, err := st.Forwarders(ctx)
+	if err != nil || len(all) != 1 {
+		t.Fatalf("listing after the edit: %v, %v", all, err)
+	}
+	one, err := st.Forwarder(ctx, "", "up")
+	if err != nil {
+		t.Fatalf("reading it after the edit: %v", err)
+	}
+	if one.Name != "up" || one.Batch != 0 || one.Queue != "q" {
+		t.Errorf("read as %+v, want its name and queue, and batch 'abc' as SQLite casts it (0, the default)", one)
+	}
+}
