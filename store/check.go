@@ -55,7 +55,7 @@ func CheckProgress(ctx context.Context, path string, fn func(combtype.Progress))
 	steps := []struct {
 		name string
 		run  func(context.Context, *sql.Tx, *combtype.CheckReport) error
-	}{{"integrity", c.integrity}, {"segments", c.segments}, {"rows", c.rows}, {"quarantine", checkQuarantine}}
+	}{{"integrity", c.integrity}, {"schema", checkSchemaDrift}, {"segments", c.segments}, {"rows", c.rows}, {"quarantine", checkQuarantine}}
 	for _, step := range steps {
 		err := step.run(ctx, tx, rep)
 		if err == nil {

@@ -434,3 +434,81 @@ func TestAForwarderRowEditedByHandIsStillRead(t *testing.T) {
 		t.Errorf("read as %+v, want its name and queue, and batch 'abc' as SQLite casts it (0, the default)", one)
 	}
 }
+
+// Another program changes the schema: an index dropped made every
+// statement planned with it fail ("no such index": pops, listings and the
+// status answered 500 while pushes were answered 201), a trigger added
+// runs inside comb's writes and can fail them, a column dropped fails
+// every statement that names it. comb check found such a file clean.
+// Now check names each change, and Open makes a dropped index again and
+// refuses what it cannot put back.
+func TestASchemaChangedByAnotherProgramIsFoundAndMended(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	st := openLogged(t, path, nil)
+	pushN(t, st, "a", 5)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	findings := func() []string {
+		t.Helper()
+		rep, err := store.Check(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range rep.Findings {
+			out = append(out, f.Check+": "+f.Detail)
+		}
+		return out
+	}
+	if f := findings(); len(f) != 0 {
+		t.Fatalf("findings before any change: %v", f)
+	}
+
+	combtest.SQLite3Exec(t, path, "DROP INDEX segments_partition_offset")
+	if f := findings(); len(f) != 1 || !strings.Contains(f[0], "schema: index segments_partition_offset is missing") {
+		t.Errorf("check after DROP INDEX: %v, want the index named", f)
+	}
+	var logs strings.Builder
+	st = openLogged(t, path, slog.New(slog.NewTextHandler(&logs, nil)))
+	if !strings.Contains(logs.String(), "made again") || !strings.Contains(logs.String(), "segments_partition_offset") {
+		t.Errorf("open said nothing of the index it made again:\n%s", logs.String())
+	}
+	if msgs, _, err := st.ListMessages(ctx, "", combtype.MessageFilter{Queue: "q", Limit: 10}); err != nil || len(msgs) != 5 {
+		t.Errorf("listing after the index was made again: %d messages, %v", len(msgs), err)
+	}
+	pushN(t, st, "b", 1)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if f := findings(); len(f) != 0 {
+		t.Errorf("findings once the index was made again: %v", f)
+	}
+
+	for _, c := range []struct{ change, undo, want string }{
+		{"CREATE TRIGGER audit BEFORE INSERT ON segments BEGIN SELECT RAISE(FAIL, 'no'); END", "DROP TRIGGER audit",
+			"trigger audit on segments is not comb's"},
+		{"ALTER TABLE partitions DROP COLUMN max_txn_key", "ALTER TABLE partitions ADD COLUMN max_txn_key INTEGER",
+			"table partitions has no column max_txn_key"},
+	} {
+		combtest.SQLite3Exec(t, path, c.change)
+		if f := findings(); len(f) != 1 || !strings.Contains(f[0], c.want) {
+			t.Errorf("check after %q: %v, want %q", c.change, f, c.want)
+		}
+		s, err := store.Open(ctx, store.Options{Path: path})
+		if err == nil {
+			s.Close()
+			t.Errorf("opened the file after %q", c.change)
+		} else if !errors.Is(err, combtype.ErrDamaged) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("open after %q: %v, want ErrDamaged naming %q", c.change, err, c.want)
+		}
+		combtest.SQLite3Exec(t, path, c.undo)
+	}
+	st = openLogged(t, path, nil)
+	pushN(t, st, "c", 1)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	combtest.CheckInvariants(t, path)
+}

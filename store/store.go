@@ -419,6 +419,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if _, err := provider.Up(ctx); err != nil {
 		return nil, fmt.Errorf("apply migrations: %w", err)
 	}
+	if err := s.mendSchema(ctx); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 
 	s.rdb, err = openSQLite(base+"?"+pragmas+"&_pragma=cache_size("+readerCacheKiB+")&_pragma=query_only(1)", &s.stats.Damaged)
 	if err != nil {
