@@ -56,7 +56,9 @@ func newDamagedFixture(t *testing.T) damagedFixture {
 	}
 	r.JSON(t, &reg)
 	f.queryID = reg.QueryID
-	ops := make([]map[string]any, 400)
+	// Past one page of a state read (store: statePageBytes, 1 MiB), so
+	// that damage in its last leaf is met after rows were written.
+	ops := make([]map[string]any, 7000)
 	for i := range ops {
 		ops[i] = map[string]any{"type": "upsert", "key": fmt.Sprintf("k%04d", i), "value": map[string]any{"v": strings.Repeat("y", 150)}}
 	}
@@ -179,8 +181,9 @@ func TestAReadThatMeetsADamagedPageSaysSo(t *testing.T) {
 }
 
 // TestAStateReplyMeetingADamagedPageEndsShort: state/get writes its rows
-// as it reads them, so damage met after rows reached the client can no
-// longer become a 500. The reply must then end short, the connection
+// a page at a time as it reads them, so damage met after rows reached
+// the client (the fixture's shard is more than a page) can no longer
+// become a 500. The reply must then end short, the connection
 // closed, so the client cannot take what it read for the whole state.
 // Before, the router's panic handler caught the abort and wrote
 // {"error":...} after the rows, ending a 200 as if it were whole.

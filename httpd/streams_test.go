@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -1083,5 +1084,54 @@ func TestACycleAcksOnlyInsideTheBatchItsLeaseCovers(t *testing.T) {
 	next := s.Pop("/api/v1/pop/queue/src?batch=2&wait=false&consumerGroup=" + group)
 	if len(next.Messages) != 2 || next.Messages[0].TransactionID != "s-2" {
 		t.Fatalf("after the batch the group got %+v, want s-2 and s-3", next.Messages)
+	}
+}
+
+// A client that asks for a large state shard and reads nothing holds no
+// reader connection while its reply waits: the rows are read a page at a
+// time, and each page's read is over before it is written. Before, four
+// such clients of a 16 MB shard took the four reader connections for as
+// long as they stayed, and every read of the server (/health, pops, the
+// message listing) waited on them.
+func TestAStateReadNobodyReadsHoldsNoReaderConnection(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	qid := register(t, s.Client, "big", "src", "", streamsHash("big"), false)["query_id"].(string)
+	pid := newTxnID()
+	value := map[string]any{"pad": strings.Repeat("x", 10_000)}
+	for c := range 16 {
+		ops := make([]any, 100)
+		for i := range ops {
+			ops[i] = map[string]any{"type": "upsert", "key": fmt.Sprintf("k%02d-%03d", c, i), "value": value}
+		}
+		if res := cycle(t, s.Client, map[string]any{"query_id": qid, "partition_id": pid, "state_ops": ops}); res["success"] != true {
+			t.Fatalf("cycle = %v", res)
+		}
+	}
+	body, err := json.Marshal(shard(qid, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(s.HTTP.URL, "http://")
+	for range 4 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.(*net.TCPConn).SetReadBuffer(4096)
+		fmt.Fprintf(conn, "POST /streams/v1/state/get HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			addr, len(body), body)
+	}
+	time.Sleep(500 * time.Millisecond) // the four replies under way, stalled
+	hc := &http.Client{Timeout: 5 * time.Second}
+	for _, path := range []string{"/health", "/api/v1/pop/queue/src?wait=false", "/api/v1/messages?queue=src"} {
+		resp, err := hc.Get(s.HTTP.URL + path)
+		if err != nil {
+			t.Fatalf("GET %s beside four stalled state reads: %v", path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 500 {
+			t.Errorf("GET %s beside four stalled state reads: %d", path, resp.StatusCode)
+		}
 	}
 }

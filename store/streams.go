@@ -102,10 +102,19 @@ func (s *Store) StreamState(ctx context.Context, tenant, queryID, partitionID st
 	return out, nil
 }
 
-// StreamStateEach is StreamState a row at a time, from one read snapshot,
-// for a reply written as it is read: a shard's rows are not held at once.
-// A row's Value is valid only until fn returns. It stops at fn's first
-// error and returns it.
+// StreamStateEach is StreamState a row at a time, for a reply written as
+// it is read: a shard's rows are not held at once. A row's Value is valid
+// only until fn returns. It stops at fn's first error and returns it.
+//
+// The rows are read a page at a time (statePageBytes), each page from a
+// read snapshot of its own, and fn is called with no read open: fn writes
+// to a client, and a client that does not read would otherwise keep one
+// of the few reader connections for as long as it pleased (four such
+// clients of a 12 MB shard stopped every read of the server, pops and
+// /health included, for as long as they stayed). A shard that fits one
+// page is read from one snapshot; a larger one is read in key order, so
+// a cycle writing it meanwhile (the SDKs run one at a time per shard) can
+// show in the pages after the write.
 func (s *Store) StreamStateEach(ctx context.Context, tenant, queryID, partitionID string, f combtype.StateFilter, fn func(combtype.StateRow) error) error {
 	var keys any // NULL = no key filter
 	if len(f.Keys) > 0 {
@@ -115,6 +124,41 @@ func (s *Store) StreamStateEach(ctx context.Context, tenant, queryID, partitionI
 	if f.RipeAtOrBefore != nil {
 		ripe = *f.RipeAtOrBefore
 	}
+	var newest int64
+	var page []combtype.StateRow
+	var after any // NULL: from the prefix on
+	for {
+		var more bool
+		var err error
+		page, more, err = s.statePage(ctx, page[:0], tenant, queryID, partitionID, f.Prefix, keys, ripe, after)
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			newest = max(newest, micros(r.UpdatedAt))
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if !more {
+			break
+		}
+		after = page[len(page)-1].Key
+	}
+	// Taken after the read: a value written later than this was not in it.
+	s.reads.served(shardKey{queryID, partitionID}, max(micros(s.clock.Now()), newest))
+	return nil
+}
+
+// statePageBytes is about how many bytes of values a page of a state read
+// holds: past it, the page ends with the row that crossed it.
+const statePageBytes = 1 << 20
+
+// statePage reads into page the rows of a state read after the key
+// after (NULL: from prefix on), up to statePageBytes, and reports whether
+// rows may follow. Its read is over when it returns.
+func (s *Store) statePage(ctx context.Context, page []combtype.StateRow, tenant, queryID, partitionID, prefix string,
+	keys, ripe, after any) ([]combtype.StateRow, bool, error) {
 	// The prefix is a lower bound in SQL, which the primary key serves;
 	// the scan stops at the first key past it, so wildcards and case
 	// folding never enter.
@@ -123,34 +167,29 @@ func (s *Store) StreamStateEach(ctx context.Context, tenant, queryID, partitionI
 		AND EXISTS (SELECT 1 FROM stream_queries q WHERE q.id = ?1 AND q.tenant = ?4)
 		AND (?5 IS NULL OR s.key IN (SELECT value FROM json_each(?5)))
 		AND (?6 IS NULL OR s.window_end <= ?6)
-		ORDER BY s.key`, queryID, partitionID, f.Prefix, tenant, keys, ripe)
+		AND (?7 IS NULL OR s.key > ?7)
+		ORDER BY s.key`, queryID, partitionID, prefix, tenant, keys, ripe, after)
 	if err != nil {
-		return fmt.Errorf("read stream state: %w", err)
+		return nil, false, fmt.Errorf("read stream state: %w", err)
 	}
 	defer rows.Close()
-	var newest int64
+	size := 0
 	for rows.Next() {
 		var r combtype.StateRow
-		var value sql.RawBytes // the driver's bytes, valid until Next
 		var updated int64
-		if err := rows.Scan(&r.Key, &value, &updated); err != nil {
-			return fmt.Errorf("scan stream state: %w", err)
+		if err := rows.Scan(&r.Key, &r.Value, &updated); err != nil {
+			return nil, false, fmt.Errorf("scan stream state: %w", err)
 		}
-		if !strings.HasPrefix(r.Key, f.Prefix) {
-			break
+		if !strings.HasPrefix(r.Key, prefix) {
+			return page, false, nil
 		}
-		r.Value, r.UpdatedAt = value, fromMicros(updated)
-		newest = max(newest, updated)
-		if err := fn(r); err != nil {
-			return err
+		r.UpdatedAt = fromMicros(updated)
+		page = append(page, r)
+		if size += len(r.Key) + len(r.Value); size >= statePageBytes {
+			return page, true, nil
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	// Taken after the read: a value written later than this was not in it.
-	s.reads.served(shardKey{queryID, partitionID}, max(micros(s.clock.Now()), newest))
-	return nil
+	return page, false, rows.Err()
 }
 
 // shardKey names a state shard.
