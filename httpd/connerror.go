@@ -3,9 +3,10 @@ package httpd
 import (
 	"bytes"
 	"encoding/json"
-	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // A request net/http cannot parse never reaches a handler: net/http
@@ -100,14 +101,15 @@ func jsonRefusal(code int, msg string) []byte {
 	return append(reply, body...)
 }
 
-// writeConn writes p to w, net/http's replies to requests it could not
-// parse as JSON (parseErrorReply).
-func writeConn(w io.Writer, p []byte) (int, error) {
+// writeConn writes p to conn, net/http's replies to requests it could
+// not parse as JSON (parseErrorReply), each write bounded by stall
+// (writeStalling).
+func writeConn(conn net.Conn, stall time.Duration, p []byte) (int, error) {
 	if reply, ok := parseErrorReply(p); ok {
-		if _, err := w.Write(reply); err != nil {
+		if _, err := writeStalling(conn, stall, reply); err != nil {
 			return 0, err
 		}
 		return len(p), nil
 	}
-	return w.Write(p)
+	return writeStalling(conn, stall, p)
 }

@@ -60,6 +60,9 @@ type connCount struct {
 	refusing chan struct{} // a slot per refusal being written, on any listener
 	lastLog  atomic.Int64  // unix nanos of the last refusal logged
 	reply    []byte
+	// stall is how long a write to a connection may take (writestall.go);
+	// 0 is no bound.
+	stall time.Duration
 }
 
 // maxConns resolves Config.MaxConns: 0 is the default, within the
@@ -75,12 +78,12 @@ func maxConns(configured int) int64 {
 	return n
 }
 
-func newConnCount(max int64, log *slog.Logger) *connCount {
+func newConnCount(max int64, stall time.Duration, log *slog.Logger) *connCount {
 	body := `{"error":"too many connections: this server holds at most ` + strconv.FormatInt(max, 10) +
 		` at once (serve --max-conns); try again later"}`
 	reply := "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" +
 		"Connection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
-	return &connCount{max: max, log: log, refusing: make(chan struct{}, maxRefusing), reply: []byte(reply)}
+	return &connCount{max: max, log: log, refusing: make(chan struct{}, maxRefusing), reply: []byte(reply), stall: stall}
 }
 
 // limit returns ln with its connections counted against c.
@@ -227,7 +230,7 @@ type countedTCP struct {
 	s *slot
 }
 
-func (c *countedTCP) Write(p []byte) (int, error) { return writeConn(c.TCPConn, p) }
+func (c *countedTCP) Write(p []byte) (int, error) { return writeConn(c.TCPConn, c.s.c.stall, p) }
 
 func (c *countedTCP) Close() error {
 	err := c.TCPConn.Close()
@@ -240,7 +243,7 @@ type countedUnix struct {
 	s *slot
 }
 
-func (c *countedUnix) Write(p []byte) (int, error) { return writeConn(c.UnixConn, p) }
+func (c *countedUnix) Write(p []byte) (int, error) { return writeConn(c.UnixConn, c.s.c.stall, p) }
 
 func (c *countedUnix) Close() error {
 	err := c.UnixConn.Close()
@@ -256,7 +259,7 @@ type countedRaw struct {
 
 func (c *countedRaw) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }
 
-func (c *countedRaw) Write(p []byte) (int, error) { return writeConn(c.Conn, p) }
+func (c *countedRaw) Write(p []byte) (int, error) { return writeConn(c.Conn, c.s.c.stall, p) }
 
 func (c *countedRaw) Close() error {
 	err := c.Conn.Close()
@@ -269,7 +272,7 @@ type countedConn struct {
 	s *slot
 }
 
-func (c *countedConn) Write(p []byte) (int, error) { return writeConn(c.Conn, p) }
+func (c *countedConn) Write(p []byte) (int, error) { return writeConn(c.Conn, c.s.c.stall, p) }
 
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()

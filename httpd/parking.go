@@ -32,6 +32,7 @@ import (
 // Shutdown waits for as net/http waits for the requests it still holds.
 type parking struct {
 	idleFor time.Duration // the server's IdleTimeout, for idleConns
+	stall   time.Duration // Config.WriteStall, for answers (writestall.go)
 
 	mu        sync.Mutex
 	watch     *closeWatch
@@ -42,8 +43,8 @@ type parking struct {
 	closing   atomic.Bool              // shutting down: answer, then close
 }
 
-func newParking(idle time.Duration) *parking {
-	p := &parking{idleFor: idle, held: map[*parkedConn]struct{}{},
+func newParking(idle, stall time.Duration) *parking {
+	p := &parking{idleFor: idle, stall: stall, held: map[*parkedConn]struct{}{},
 		idleConns: map[*idleConn]struct{}{}}
 	p.answered = sync.NewCond(&p.mu)
 	return p
@@ -126,6 +127,9 @@ func (p *parking) take(w http.ResponseWriter, r *http.Request, gone func()) *par
 		conn, unread = rc.Conn, rc.pending
 	}
 	pc.conn = conn
+	// The last write net/http made set a deadline (writestall.go) that
+	// would fail the answer's write if it came later.
+	conn.SetWriteDeadline(time.Time{})
 	if n := brw.Reader.Buffered(); n > 0 {
 		// A request the client sent ahead: it is the connection's next.
 		b, _ := brw.Reader.Peek(n)
@@ -249,20 +253,33 @@ func (pc *parkedConn) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// send writes the head, if not yet out, and b.
+// send writes the head, if not yet out, and b: each writeStallChunk of it
+// within the server's write stall, as net/http's writes are
+// (writestall.go). Not when closing: the deadline set to end the server's
+// held answers at once stays.
 func (pc *parkedConn) send(b []byte) (int, error) {
 	bufs := net.Buffers{}
 	if !pc.sent {
 		bufs = append(bufs, pc.head(int64(len(b))))
 		pc.sent = true
 	}
-	if len(b) > 0 {
-		bufs = append(bufs, b)
-	}
-	_, err := bufs.WriteTo(pc.conn)
-	if err != nil {
-		pc.err = err
-		return 0, err
+	stall := pc.p.stall > 0 && !pc.p.closing.Load()
+	rest := b
+	for first := true; first || len(rest) > 0; first = false {
+		n := len(rest)
+		if stall {
+			n = min(n, writeStallChunk)
+			pc.conn.SetWriteDeadline(time.Now().Add(pc.p.stall))
+		}
+		if n > 0 {
+			bufs = append(bufs, rest[:n])
+		}
+		rest = rest[n:]
+		if _, err := bufs.WriteTo(pc.conn); err != nil {
+			pc.err = err
+			return 0, err
+		}
+		bufs = bufs[:0]
 	}
 	pc.written += int64(len(b))
 	return len(b), nil

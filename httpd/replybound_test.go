@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -108,4 +110,47 @@ func TestMessageLookupIsWhatEncodingJSONWrites(t *testing.T) {
 			t.Fatalf("%.40s: payload %.80v", payload, m["payload"])
 		}
 	}
+}
+
+// A client that asks for a large reply and reads nothing is cut once it
+// has accepted nothing for Config.WriteStall, and its reply gives back the
+// room it held. Without the bound (WriteStall -1, as before it was
+// made), it held that room for as long as it kept the connection: the
+// second lookup of the same 6 MB message waited for room a minute and
+// was answered 503.
+func TestAReplyItsClientDoesNotReadIsCutAndGivesBackItsRoom(t *testing.T) {
+	// Served as comb serve serves (httpd.Server): the bound is on its
+	// connections.
+	cfg := httpd.Config{WriteStall: time.Second, MaxReplyBytesInFlight: 8 << 20}
+	ln, err := httpd.Listen("127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveOn(t, combtest.MustOpenBroker(t, combtest.Options{}), ln, cfg)
+	addr := ln.Addr().String()
+	s := &combtest.Client{TB: t, URL: "http://" + addr, HTTP: &http.Client{}}
+	out := s.Push(map[string]any{"queue": "big", "transactionId": "m", "payload": strings.Repeat("x", 6<<20)})
+	path := fmt.Sprintf("/api/v1/messages/%s/m", out[0]["partition_id"])
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.(*net.TCPConn).SetReadBuffer(4096)
+	fmt.Fprintf(idle, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+	time.Sleep(300 * time.Millisecond) // its reply under way, stalled
+
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Get(s.URL + path)
+	if err != nil {
+		t.Fatalf("a second lookup beside a client that reads nothing: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(body) < 6<<20 {
+		t.Fatalf("a second lookup beside a client that reads nothing: %d, %d bytes, %v after %v", resp.StatusCode, len(body), err, time.Since(start))
+	}
+	// What the client that read nothing receives after this is what the
+	// kernel had taken before the cut (at a pace its tiny window sets), so
+	// whether it was cut shows in the room, above, not in its reads.
 }

@@ -104,8 +104,8 @@ const MaxHeaderBytes = 64 << 10
 func NewServer(b *broker.Broker, cfg Config) *Server {
 	h := NewHandler(b, cfg)
 	const idle = 120 * time.Second
-	h.parking = newParking(idle)
-	h.conns = newConnCount(maxConns(cfg.MaxConns), h.log)
+	h.parking = newParking(idle, h.cfg.WriteStall)
+	h.conns = newConnCount(maxConns(cfg.MaxConns), h.cfg.WriteStall, h.log)
 	return &Server{b: b, h: h, log: h.log, srv: &http.Server{
 		Handler: h,
 		// Headers must arrive promptly; a body may take minutes, as pushes

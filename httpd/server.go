@@ -43,6 +43,12 @@ type Config struct {
 	// and DefaultBodyGrace.
 	MinBodyRate int64
 	BodyGrace   time.Duration
+	// WriteStall bounds how long a client may take to accept each
+	// writeStallChunk bytes of a reply (about 1 KiB a second at the
+	// default, DefaultWriteStall): past it the write fails and the
+	// connection closes, so that a client that reads nothing cannot keep
+	// a reply, its memory and what it holds for ever. Negative: no bound.
+	WriteStall time.Duration
 	// BodyWait is how long a body waits for room under
 	// MaxBodyBytesInFlight before its 503. Default DefaultBodyWait.
 	BodyWait time.Duration
@@ -122,6 +128,7 @@ func NewHandler(b *broker.Broker, cfg Config) *Handler {
 	cfg.MaxBodyBytesInFlight = cmp.Or(cfg.MaxBodyBytesInFlight, DefaultMaxBodyBytesInFlight)
 	cfg.MinBodyRate = cmp.Or(cfg.MinBodyRate, DefaultMinBodyRate)
 	cfg.BodyGrace = cmp.Or(cfg.BodyGrace, DefaultBodyGrace)
+	cfg.WriteStall = cmp.Or(cfg.WriteStall, DefaultWriteStall)
 	cfg.BodyWait = cmp.Or(cfg.BodyWait, DefaultBodyWait)
 	cfg.MetricsQueues = cmp.Or(cfg.MetricsQueues, DefaultMetricsQueues)
 	cfg.MaxReplyBytesInFlight = cmp.Or(cfg.MaxReplyBytesInFlight, DefaultMaxReplyBytesInFlight)
