@@ -85,3 +85,27 @@ func TestRequestsNetHTTPCannotParseAreAnsweredInJSON(t *testing.T) {
 		t.Errorf("a valid push after them: %d", resp.StatusCode)
 	}
 }
+
+// A method the console does not answer, on one of its paths, is refused
+// in JSON like every other refusal; before, in the console's plain text.
+func TestAConsolePathRefusesOtherMethodsInJSON(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	for _, c := range []struct{ method, path string }{{"POST", "/"}, {"TRACE", "/"}, {"POST", "/favicon.ico"}, {"DELETE", "/ui/"}} {
+		req, err := http.NewRequest(c.method, s.URL+c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := s.Client.HTTP.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Content-Type") != "application/json" || err != nil ||
+			body["error"] == nil || resp.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("%s %s: %d %q Allow %q, %v %v", c.method, c.path, resp.StatusCode, resp.Header.Get("Content-Type"),
+				resp.Header.Get("Allow"), body, err)
+		}
+	}
+}

@@ -141,6 +141,13 @@ func NewHandler(b *broker.Broker, cfg Config) *Handler {
 	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The console owns "/" and "/ui/": whatever no API route matched.
 		if console.Owns(r.URL.Path) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				// Answered by the console in plain text; every refusal
+				// of comb's routes is JSON.
+				w.Header().Set("Allow", "GET, HEAD")
+				writeError(w, http.StatusMethodNotAllowed, "Method "+r.Method+" not allowed: "+r.URL.Path+" is the console's, which answers GET and HEAD")
+				return
+			}
 			ui.ServeHTTP(w, r)
 			return
 		}
