@@ -84,15 +84,29 @@ func (u *upstream) do(ctx context.Context, method, path string, body any) (int, 
 		return 0, nil, &UpstreamError{Msg: err.Error()}
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	if resp.ContentLength > maxReplyBytes {
+		return 0, nil, &UpstreamError{Status: resp.StatusCode, Msg: fmt.Sprintf("reply of %d bytes, past the %d this forwarder reads", resp.ContentLength, maxReplyBytes)}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nil, ctx.Err()
 		}
 		return 0, nil, &UpstreamError{Msg: "read reply: " + err.Error()}
 	}
+	if len(b) > maxReplyBytes {
+		return 0, nil, &UpstreamError{Status: resp.StatusCode, Msg: fmt.Sprintf("reply past the %d bytes this forwarder reads", maxReplyBytes)}
+	}
 	return resp.StatusCode, b, nil
 }
+
+// maxReplyBytes bounds what a forwarder reads of one upstream reply: a
+// pull's batch of messages, at most as large as a push comb takes
+// (httpd.DefaultMaxBodyBytes). An upstream answering more (by mistake, or
+// a server that is not Queen) failed the forwarder only after the server
+// had read it whole, again at every retry: a 300 MB reply took comb to
+// 628-739 MB.
+const maxReplyBytes = 64 << 20
 
 // replyError turns an unexpected reply into an UpstreamError carrying the
 // upstream's own error text when it sent one.
