@@ -350,3 +350,42 @@ func TestDLQRedriveNamesABoundedNumberOfIDs(t *testing.T) {
 		t.Errorf("a re-drive at the bound: %d %.200s", r.Status, r.Body)
 	}
 }
+
+// A re-drive takes about 16 MiB of payload at a time, each message whole,
+// and leaves the rest for the next call (before, all of up to 10,000 at
+// once, held together in its commit); and the transactionIds it writes
+// stay within the 255 bytes every client's are held to (before, an id
+// near the bound came back 10 bytes past it, and longer at every round).
+func TestDLQRedriveIsBoundedInBytesAndInIDLength(t *testing.T) {
+	s, clk := opServer(t)
+	for i := range 20 {
+		s.Push(opItem("big", "", fmt.Sprintf("b%02d", i), strings.Repeat("x", 1_000_000)))
+	}
+	for opDLQ(t, s, "queue=big").Total < 20 {
+		opDeadLetter(t, s, clk, "big", "", "")
+	}
+	first := s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "big"}).Map(t)
+	if first["redriven"].(float64) >= 20 || first["redriven"].(float64) < 10 || first["remaining"].(float64) != 20-first["redriven"].(float64) {
+		t.Errorf("first re-drive of 20 MB = %v, want about 16 MB of it and the rest remaining", first)
+	}
+	second := s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "big"}).Map(t)
+	if first["redriven"].(float64)+second["redriven"].(float64) != 20 || second["remaining"] != 0.0 {
+		t.Errorf("second re-drive = %v after %v, want the rest", second, first)
+	}
+
+	long := strings.Repeat("t", 250)
+	s.Push(opItem("ids", "", long, map[string]any{"n": 1}))
+	for round := range 3 {
+		opDeadLetter(t, s, clk, "ids", "", "")
+		if res := s.Do("POST", "/api/v1/dlq/redrive", map[string]any{"queue": "ids"}).Map(t); res["redriven"] != 1.0 {
+			t.Fatalf("round %d: re-drive = %v", round, res)
+		}
+	}
+	pop := s.Pop("/api/v1/pop/queue/ids?batch=10")
+	if pop.Status != http.StatusOK || len(pop.Messages) != 1 {
+		t.Fatalf("pop after three re-drives = %+v", pop)
+	}
+	if id := pop.Messages[0].TransactionID; len(id) > 255 || !strings.HasPrefix(id, "sha256-") || !strings.Contains(id, ":redrive:") {
+		t.Errorf("after three re-drives of a 250-byte id: %q (%d bytes), want at most 255", id, len(id))
+	}
+}
