@@ -296,6 +296,12 @@ type partitionSeekOut struct {
 	Created        bool   `json:"created"`
 }
 
+// maxSeekPartitionsListed bounds the partitions a seek's reply lists,
+// in the order the seek took them; partitionsOmitted counts the rest,
+// which the seek moved all the same. A seek of a queue of 200,000
+// partitions answered 86.8 MB and took the server to 321 MB.
+const maxSeekPartitionsListed = 1000
+
 // seekBody is what both seek routes answer beyond their own fields: the
 // seed's seekToEnd and targetTimestamp (the parsed time, RFC 3339 with
 // milliseconds, UTC, on both routes), then comb's additions.
@@ -312,13 +318,17 @@ func seekBody(t combtype.SeekTarget, dryRun bool, res *combtype.SeekResult) map[
 		body["snapshot"] = res.Snapshot.Name
 		body["snapshotCreatedAt"] = fmtMilli(res.Snapshot.CreatedAt)
 	}
-	parts := make([]partitionSeekOut, len(res.Partitions))
-	for i, p := range res.Partitions {
+	listed := res.Partitions[:min(len(res.Partitions), maxSeekPartitionsListed)]
+	parts := make([]partitionSeekOut, len(listed))
+	for i, p := range listed {
 		parts[i] = partitionSeekOut{Partition: p.Partition, PartitionID: p.PartitionID, From: p.From, To: p.To,
 			Redeliver: p.Redeliver, Skip: p.Skip, OvershootBound: p.OvershootBound, Clamped: p.Clamped,
 			FramesEvicted: p.FramesEvicted, Created: p.Created}
 	}
 	body["partitions"] = parts
+	if omitted := len(res.Partitions) - len(listed); omitted > 0 {
+		body["partitionsOmitted"] = omitted
+	}
 	body["clamped"], body["framesEvicted"] = res.Clamped()
 	if dryRun {
 		body["dryRun"] = true
