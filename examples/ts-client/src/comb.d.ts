@@ -1466,6 +1466,8 @@ export interface components {
             framesEvicted: number;
             dryRun?: boolean;
             partitionsUpdated: number;
+            /** @description Partitions the seek moved past the 1,000 partitions lists. */
+            partitionsOmitted?: number;
         };
         PartitionSeekReply: {
             success: boolean;
