@@ -3,7 +3,10 @@ package httpd
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,6 +131,10 @@ func (s *Handler) createForwarder(w http.ResponseWriter, r *http.Request, _ http
 		s.fail(w, r, err)
 		return
 	}
+	if addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && upstreamIsHere(body.Upstream, addr) {
+		s.fail(w, r, &badRequest{"upstream " + body.Upstream + " is this server: a forwarder to itself forwards what it forwarded, without end"})
+		return
+	}
 	st, err := fw.Create(r.Context(), &combtype.Forwarder{Name: body.Name,
 		Direction: body.Direction, Queue: body.Queue, UpstreamURL: body.Upstream, UpstreamQueue: body.UpstreamQueue,
 		Token: body.Token, Group: body.ConsumerGroup, Batch: body.Batch, Paused: body.Paused, IDPrefix: body.IDPrefix})
@@ -218,4 +225,35 @@ func (c *forwarderCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(fwOldestAge, prometheus.GaugeValue, f.OldestUnforwardedAge.Seconds(), l...)
 		ch <- prometheus.MustNewConstMetric(fwDuplicates, prometheus.CounterValue, float64(f.Duplicates), l...)
 	}
+}
+
+// upstreamIsHere reports whether upstream names the server that took the
+// request on local: its port, on a loopback or unspecified address, the
+// address itself, or localhost. A forwarder made so pushed every message
+// back into its own queue, where it was forwarded again: 100 messages
+// were 350,800 and 36 MB of file after 30 s, without end, since each
+// round's transactionId was new (its prefix added again, then hashed).
+// An upstream reached by another name of this machine is not told apart.
+func upstreamIsHere(upstream string, local net.Addr) bool {
+	u, err := url.Parse(upstream)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	tcp, ok := local.(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if port != strconv.Itoa(tcp.Port) {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified() || ip.Equal(tcp.IP))
 }

@@ -2,7 +2,10 @@ package httpd_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +213,34 @@ func popAllHTTP(t *testing.T, s *combtest.Server, queue string) []combtest.PopMe
 			s.Ack(m, "completed", "check")
 		}
 		out = append(out, p.Messages...)
+	}
+}
+
+// A forwarder whose upstream is the server itself is refused: it pushed
+// every message back into its own queue, where it was forwarded again,
+// without end (100 messages were 350,800 after 30 s). Another port of
+// this machine is an upstream like any other.
+func TestAForwarderToTheServerItselfIsRefused(t *testing.T) {
+	s := forwarderServer(t)
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := u.Port()
+	for _, up := range []string{s.URL, "http://localhost:" + port, "http://127.0.0.1:" + port + "/", "http://0.0.0.0:" + port,
+		"http://[::1]:" + port} {
+		body := map[string]any{"name": "self", "queue": "q", "upstream": up}
+		if r := s.Do("POST", "/api/v1/forwarders", body); r.Status != http.StatusBadRequest ||
+			!strings.Contains(fmt.Sprint(r.Map(t)["error"]), "is this server") {
+			t.Errorf("POST with upstream %s: %d %s", up, r.Status, r.Body)
+		}
+	}
+	other, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"name": "elsewhere", "queue": "q", "upstream": fmt.Sprintf("http://127.0.0.1:%d", other+1), "paused": true}
+	if r := s.Do("POST", "/api/v1/forwarders", body); r.Status != http.StatusCreated {
+		t.Errorf("POST with another port: %d %s", r.Status, r.Body)
 	}
 }
