@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"time"
 )
 
 // A request net/http cannot parse never reaches a handler: net/http
@@ -101,15 +100,15 @@ func jsonRefusal(code int, msg string) []byte {
 	return append(reply, body...)
 }
 
-// writeConn writes p to conn, net/http's replies to requests it could
-// not parse as JSON (parseErrorReply), each write bounded by stall
-// (writeStalling).
-func writeConn(conn net.Conn, stall time.Duration, p []byte) (int, error) {
+// writeConn writes p to conn, the connection of slot s, net/http's
+// replies to requests it could not parse as JSON (parseErrorReply), each
+// write bounded by the server's stall (writeStalling).
+func writeConn(conn net.Conn, s *slot, p []byte) (int, error) {
 	if reply, ok := parseErrorReply(p); ok {
-		if _, err := writeStalling(conn, stall, reply); err != nil {
+		if _, err := writeStalling(conn, s.c.stall, &s.writeUntil, reply); err != nil {
 			return 0, err
 		}
 		return len(p), nil
 	}
-	return writeStalling(conn, stall, p)
+	return writeStalling(conn, s.c.stall, &s.writeUntil, p)
 }

@@ -217,6 +217,9 @@ func (c *connCount) counted(conn net.Conn) net.Conn {
 type slot struct {
 	c    *connCount
 	done atomic.Bool
+	// writeUntil is the write deadline the connection's writes set last
+	// (writeStalling); one goroutine writes at a time.
+	writeUntil time.Time
 }
 
 func (s *slot) free() {
@@ -230,7 +233,7 @@ type countedTCP struct {
 	s *slot
 }
 
-func (c *countedTCP) Write(p []byte) (int, error) { return writeConn(c.TCPConn, c.s.c.stall, p) }
+func (c *countedTCP) Write(p []byte) (int, error) { return writeConn(c.TCPConn, c.s, p) }
 
 func (c *countedTCP) Close() error {
 	err := c.TCPConn.Close()
@@ -243,7 +246,7 @@ type countedUnix struct {
 	s *slot
 }
 
-func (c *countedUnix) Write(p []byte) (int, error) { return writeConn(c.UnixConn, c.s.c.stall, p) }
+func (c *countedUnix) Write(p []byte) (int, error) { return writeConn(c.UnixConn, c.s, p) }
 
 func (c *countedUnix) Close() error {
 	err := c.UnixConn.Close()
@@ -259,7 +262,7 @@ type countedRaw struct {
 
 func (c *countedRaw) SyscallConn() (syscall.RawConn, error) { return c.sc.SyscallConn() }
 
-func (c *countedRaw) Write(p []byte) (int, error) { return writeConn(c.Conn, c.s.c.stall, p) }
+func (c *countedRaw) Write(p []byte) (int, error) { return writeConn(c.Conn, c.s, p) }
 
 func (c *countedRaw) Close() error {
 	err := c.Conn.Close()
@@ -272,7 +275,7 @@ type countedConn struct {
 	s *slot
 }
 
-func (c *countedConn) Write(p []byte) (int, error) { return writeConn(c.Conn, c.s.c.stall, p) }
+func (c *countedConn) Write(p []byte) (int, error) { return writeConn(c.Conn, c.s, p) }
 
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()

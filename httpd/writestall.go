@@ -17,9 +17,9 @@ import (
 // 1 GB), a scrape built whole.
 //
 // So each write to a connection is cut into writeStallChunk bytes, each
-// of which the client must accept within Config.WriteStall: at the
-// default, about 1 KiB a second, the rate bodies must arrive at
-// (DefaultMinBodyRate). Past it the write fails, the connection closes
+// of which the client must accept within Config.WriteStall (at least half
+// of it: writeStalling): at the default, about 1 KiB a second, the rate
+// bodies must arrive at (DefaultMinBodyRate). Past it the write fails, the connection closes
 // and the handler ends, giving back what it held.
 
 const (
@@ -30,16 +30,23 @@ const (
 )
 
 // writeStalling writes p to conn, each writeStallChunk of it within stall
-// (no bound if stall is not positive).
-func writeStalling(conn net.Conn, stall time.Duration, p []byte) (int, error) {
+// (no bound if stall is not positive). until is the deadline this
+// connection's writes set last: it is set again only once less than half
+// of stall is left of it, so that a connection answering small requests
+// one after another moves its deadline once in stall/2, not at every
+// reply (a chunk then has between stall/2 and stall).
+func writeStalling(conn net.Conn, stall time.Duration, until *time.Time, p []byte) (int, error) {
 	if stall <= 0 {
 		return conn.Write(p)
 	}
 	n := 0
 	for {
 		end := min(len(p), n+writeStallChunk)
-		if err := conn.SetWriteDeadline(time.Now().Add(stall)); err != nil {
-			return n, err
+		if now := time.Now(); until.Sub(now) < stall/2 {
+			*until = now.Add(stall)
+			if err := conn.SetWriteDeadline(*until); err != nil {
+				return n, err
+			}
 		}
 		m, err := conn.Write(p[n:end])
 		n += m
