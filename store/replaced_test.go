@@ -95,16 +95,7 @@ func TestAFileReplacedUnderTheServerIsWrittenNoMore(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer n.Close()
-			msgs, _, err := n.ListMessages(ctx, "", combtype.MessageFilter{Queue: "q", Limit: 100})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
-			for _, m := range msgs {
-				ids = append(ids, m.TxnID)
-			}
-			slices.Sort(ids)
-			if fmt.Sprint(ids) != "[new-0 new-1 new-2]" {
+			if ids := storedIDs(t, n); fmt.Sprint(ids) != "[new-0 new-1 new-2]" {
 				t.Errorf("the file at the path holds %v, want what was restored", ids)
 			}
 			if err := n.Close(); err != nil {
@@ -186,22 +177,18 @@ func TestARemovedWALOrSharedMemoryStopsWritesAndLosesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			push := func(id string) error {
-				_, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: id, Payload: []byte(`"` + id + `"`)}})
-				return err
-			}
 			for i := range 20 {
-				if err := push(fmt.Sprint("kept-", i)); err != nil {
+				if err := pushID(ctx, s, fmt.Sprint("kept-", i)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if err := os.Remove(path + side); err != nil {
 				t.Fatal(err)
 			}
-			if err := push("after"); !errors.Is(err, combtype.ErrReplaced) {
+			if err := pushID(ctx, s, "after"); !errors.Is(err, combtype.ErrReplaced) {
 				t.Fatalf("push after %s was removed: %v, want ErrReplaced", side, err)
 			}
-			if err := push("later"); !errors.Is(err, combtype.ErrReplaced) {
+			if err := pushID(ctx, s, "later"); !errors.Is(err, combtype.ErrReplaced) {
 				t.Fatalf("a later push: %v, want ErrReplaced", err)
 			}
 			select {
@@ -220,13 +207,9 @@ func TestARemovedWALOrSharedMemoryStopsWritesAndLosesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer n.Close()
-			msgs, _, err := n.ListMessages(ctx, "", combtype.MessageFilter{Queue: "q", Limit: 100})
-			if err != nil {
-				t.Fatal(err)
-			}
 			kept := 0
-			for _, m := range msgs {
-				if strings.HasPrefix(m.TxnID, "kept-") {
+			for _, id := range storedIDs(t, n) {
+				if strings.HasPrefix(id, "kept-") {
 					kept++
 				}
 			}
@@ -241,6 +224,27 @@ func TestARemovedWALOrSharedMemoryStopsWritesAndLosesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pushID pushes one message of transactionId id to queue "q" of s.
+func pushID(ctx context.Context, s *Store, id string) error {
+	_, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: id, Payload: []byte(`"` + id + `"`)}})
+	return err
+}
+
+// storedIDs is the transactionIds of queue "q"'s messages in s, sorted.
+func storedIDs(t *testing.T, s *Store) []string {
+	t.Helper()
+	msgs, _, err := s.ListMessages(context.Background(), "", combtype.MessageFilter{Queue: "q", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range msgs {
+		ids = append(ids, m.TxnID)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func copyFile(t *testing.T, from, to string) {

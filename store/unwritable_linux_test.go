@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/comb-broker/comb/combtype"
@@ -32,10 +31,7 @@ func TestAFileThatCannotBeWrittenFailsWritesAsUnwritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	push := func(id string) error {
-		_, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: id, Payload: []byte(`"` + id + `"`)}})
-		return err
-	}
+	push := func(id string) error { return pushID(ctx, s, id) }
 	for i := range 5 {
 		if err := push(fmt.Sprint("before-", i)); err != nil {
 			t.Fatal(err)
@@ -66,16 +62,7 @@ func TestAFileThatCannotBeWrittenFailsWritesAsUnwritable(t *testing.T) {
 	if err := s.Health(ctx); err != nil {
 		t.Errorf("health once the file can be written again: %v", err)
 	}
-	msgs, _, err := s.ListMessages(ctx, "", combtype.MessageFilter{Queue: "q", Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, m := range msgs {
-		ids = append(ids, m.TxnID)
-	}
-	slices.Sort(ids)
-	if fmt.Sprint(ids) != "[after before-0 before-1 before-2 before-3 before-4]" {
+	if ids := storedIDs(t, s); fmt.Sprint(ids) != "[after before-0 before-1 before-2 before-3 before-4]" {
 		t.Errorf("stored: %v, want the five before and the one after, none refused", ids)
 	}
 	if err := s.Close(); err != nil {
