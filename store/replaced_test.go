@@ -301,6 +301,15 @@ func TestAnEmptiedFileBesideItsWALIsRefused(t *testing.T) {
 			if fi, err := os.Stat(crashed + "-wal"); err != nil || fi.Size() != wal.Size() {
 				t.Errorf("the WAL after the refused open: %v, %v; want it as it was", fi, err)
 			}
+			if how == "removed" {
+				return // comb check of a missing file says it is missing
+			}
+			if _, err := Check(ctx, crashed); !errors.Is(err, combtype.ErrDamaged) || !strings.Contains(err.Error(), "WAL beside it") {
+				t.Errorf("check: %v, want ErrDamaged naming the WAL", err)
+			}
+			if fi, err := os.Stat(crashed + "-wal"); err != nil || fi.Size() != wal.Size() {
+				t.Errorf("the WAL after the refused check: %v, %v; want it as it was", fi, err)
+			}
 		})
 	}
 }

@@ -16,6 +16,13 @@ import (
 	"github.com/comb-broker/comb/migrations"
 )
 
+// emptiedFile refuses the empty database file at path beside a WAL of
+// walSize bytes (checkHeader).
+func emptiedFile(path string, walSize int64) error {
+	return fmt.Errorf("%w: %s is empty, but the WAL beside it holds %d bytes of a database's last writes: the file was emptied or removed while its WAL was left; restore it from a backup (docs/operations.md), or remove %s to start an empty database",
+		combtype.ErrDamaged, path, walSize, walPath(path))
+}
+
 // walHeaderSize is the length of a WAL file's header; frames follow it.
 const walHeaderSize = 32
 
@@ -38,8 +45,7 @@ func checkHeader(l *dbLock, path string) error {
 		// would take it for new and delete that WAL at the first read,
 		// and with it the only trace of what the file held.
 		if fi, err := os.Stat(walPath(path)); err == nil && fi.Size() > walHeaderSize {
-			return fmt.Errorf("%w: %s is empty, but the WAL beside it holds %d bytes of a database's last writes: the file was emptied or removed while its WAL was left; restore it from a backup (docs/operations.md), or remove %s to start an empty database",
-				combtype.ErrDamaged, path, fi.Size(), walPath(path))
+			return emptiedFile(path, fi.Size())
 		}
 		return nil
 	}
@@ -111,8 +117,14 @@ func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, e
 // locks of every connection of this process, a server's included, when one
 // of them closes; SQLite itself refuses a file that is not a database.
 func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
-	if _, err := os.Stat(path); err != nil {
+	fi, err := os.Stat(path)
+	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if wal, err := os.Stat(walPath(path)); err == nil && fi.Size() == 0 && wal.Size() > walHeaderSize {
+		// Before SQLite opens it: it would take the file for new and
+		// delete that WAL (checkHeader).
+		return nil, emptiedFile(path, wal.Size())
 	}
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+
 		"?mode=ro&_pragma=busy_timeout(10000)")
@@ -120,7 +132,14 @@ func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := checkSchema(ctx, db, path); err != nil {
+	version, err := checkSchema(ctx, db, path)
+	if err == nil && version == 0 {
+		// An empty file (or one with no table) is a new database to Open,
+		// but nothing to check or copy: said so, rather than "no such
+		// table: goose_db_version".
+		err = fmt.Errorf("%w: %s holds no comb schema (an empty file?)", combtype.ErrNotComb, path)
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
