@@ -296,6 +296,17 @@ type partitionSeekOut struct {
 	Created        bool   `json:"created"`
 }
 
+// seekTotals sums a seek over every partition it took, listed or not:
+// what the console's preview reads before any row.
+type seekTotals struct {
+	Partitions     int   `json:"partitions"`
+	Moving         int   `json:"moving"` // whose cursor the seek moves (from != to)
+	Redeliver      int64 `json:"redeliver"`
+	Skip           int64 `json:"skip"`
+	OvershootBound int64 `json:"overshootBound"`
+	Clamped        int   `json:"clamped"` // partitions clamped
+}
+
 // maxSeekPartitionsListed bounds the partitions a seek's reply lists,
 // in the order the seek took them; partitionsOmitted counts the rest,
 // which the seek moved all the same. A seek of a queue of 200,000
@@ -329,6 +340,19 @@ func seekBody(t combtype.SeekTarget, dryRun bool, res *combtype.SeekResult) map[
 	if omitted := len(res.Partitions) - len(listed); omitted > 0 {
 		body["partitionsOmitted"] = omitted
 	}
+	sum := seekTotals{Partitions: len(res.Partitions)}
+	for _, p := range res.Partitions {
+		if p.From != p.To {
+			sum.Moving++
+		}
+		if p.Clamped {
+			sum.Clamped++
+		}
+		sum.Redeliver += p.Redeliver
+		sum.Skip += p.Skip
+		sum.OvershootBound += p.OvershootBound
+	}
+	body["totals"] = sum
 	body["clamped"], body["framesEvicted"] = res.Clamped()
 	if dryRun {
 		body["dryRun"] = true

@@ -87,17 +87,17 @@ export function seekDialog(ctx, { group, queue, partition, mode = "end", snapsho
   });
 }
 
-// totals sums the preview over every partition, first, so the whole move
-// can be read before any row.
+// totals is the preview summed over every partition (the server's
+// totals: the reply lists at most 1,000), first, so the whole move can be
+// read before any row.
 function totals(r) {
-  const sum = (k) => r.partitions.reduce((n, p) => n + (Number(p[k]) || 0), 0);
-  const clamped = r.partitions.filter((p) => p.clamped).length;
-  const moved = r.partitions.filter((p) => p.from !== p.to).length;
+  const t = r.totals;
   return h("div", { id: "seek-totals", class: "totals" },
     h("strong", {}, "Preview (dry run, nothing moved): "),
-    `${fmtNum(r.partitions.length)} partition(s), ${fmtNum(moved)} would move; redeliver ${fmtNum(sum("redeliver"))}, skip ${fmtNum(sum("skip"))}, ` +
-    `overshoot bound ${fmtNum(sum("overshootBound"))}` +
-    (clamped || r.clamped ? `; clamped ${fmtNum(clamped)} partition(s), ${fmtNum(r.framesEvicted ?? sum("framesEvicted"))} frames evicted` : "; nothing clamped"));
+    `${fmtNum(t.partitions)} partition(s), ${fmtNum(t.moving)} would move; redeliver ${fmtNum(t.redeliver)}, skip ${fmtNum(t.skip)}, ` +
+    `overshoot bound ${fmtNum(t.overshootBound)}` +
+    (t.clamped || r.clamped ? `; clamped ${fmtNum(t.clamped)} partition(s), ${fmtNum(r.framesEvicted)} frames evicted` : "; nothing clamped") +
+    (r.partitionsOmitted ? `; the first ${fmtNum(r.partitions.length)} are listed below` : ""));
 }
 
 export function resultTable(ctx, r) {

@@ -1462,12 +1462,22 @@ export interface components {
             /** Format: date-time */
             snapshotCreatedAt?: string;
             partitions: components["schemas"]["PartitionSeek"][];
+            totals?: components["schemas"]["SeekTotals"];
             clamped: boolean;
             framesEvicted: number;
             dryRun?: boolean;
             partitionsUpdated: number;
             /** @description Partitions the seek moved past the 1,000 partitions lists. */
             partitionsOmitted?: number;
+        };
+        /** @description The seek summed over every partition it took, listed or not. */
+        SeekTotals: {
+            partitions: number;
+            moving: number;
+            redeliver: number;
+            skip: number;
+            overshootBound: number;
+            clamped: number;
         };
         PartitionSeekReply: {
             success: boolean;
@@ -1481,6 +1491,7 @@ export interface components {
             /** Format: date-time */
             snapshotCreatedAt?: string;
             partitions: components["schemas"]["PartitionSeek"][];
+            totals?: components["schemas"]["SeekTotals"];
             clamped: boolean;
             framesEvicted: number;
             dryRun?: boolean;
