@@ -1032,9 +1032,15 @@ func TestASeekReplyListsABoundedNumberOfPartitions(t *testing.T) {
 		Updated    int              `json:"partitionsUpdated"`
 		Omitted    int              `json:"partitionsOmitted"`
 		Partitions []map[string]any `json:"partitions"`
+		Totals     struct {
+			Partitions, Moving, Skip int
+		} `json:"totals"`
 	}
 	r.JSON(t, &res)
 	if res.Updated != 1005 || len(res.Partitions) != 1000 || res.Omitted != 5 {
 		t.Errorf("seek of 1,005 partitions: updated %d, listed %d, omitted %d; want 1005, 1000, 5", res.Updated, len(res.Partitions), res.Omitted)
+	}
+	if res.Totals.Partitions != 1005 || res.Totals.Moving != 1005 || res.Totals.Skip != 1005 {
+		t.Errorf("seek totals %+v, want all 1,005 partitions moving past their one message", res.Totals)
 	}
 }
