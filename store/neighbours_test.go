@@ -512,3 +512,24 @@ func TestASchemaChangedByAnotherProgramIsFoundAndMended(t *testing.T) {
 	}
 	combtest.CheckInvariants(t, path)
 }
+
+// A file another program holds exclusively when the store opens it is
+// refused as busy, what it is, not as "not a comb database".
+func TestAnOpenBesideAnExclusiveSessionSaysTheFileIsBusy(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	st := openLogged(t, path, nil)
+	pushN(t, st, "a", 1)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	combtest.StartSQLite3Exclusive(t, path)
+	s, err := store.Open(ctx, store.Options{Path: path, BusyTimeout: 100 * time.Millisecond})
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a file another program holds exclusively")
+	}
+	if !errors.Is(err, combtype.ErrFileBusy) || errors.Is(err, combtype.ErrNotComb) {
+		t.Errorf("open beside an exclusive session: %v, want ErrFileBusy and not ErrNotComb", err)
+	}
+}

@@ -88,7 +88,10 @@ func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, e
 		if sqliteCode(err) == sqliteNotADB {
 			return 0, fmt.Errorf("%w: %s is not a SQLite database", combtype.ErrNotComb, path)
 		}
-		return 0, fmt.Errorf("%w: %s: %w", combtype.ErrNotComb, path, err)
+		// Not the file's content: its directory or file read-only, another
+		// program's lock, damage. Said as what it is, not "not a comb
+		// database".
+		return 0, fmt.Errorf("read the schema of %s: %w", path, classify(err))
 	}
 	if tables == 0 {
 		return 0, nil

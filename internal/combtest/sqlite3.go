@@ -63,6 +63,15 @@ func StartSQLite3Writer(tb testing.TB, path string) *SQLite3Session {
 	return startSQLite3(tb, path, "BEGIN IMMEDIATE")
 }
 
+// StartSQLite3Exclusive starts sqlite3 on path in exclusive locking mode
+// and begins an exclusive transaction, and returns once it holds the file
+// so that no other connection can read it either. It is closed at cleanup
+// too.
+func StartSQLite3Exclusive(tb testing.TB, path string) *SQLite3Session {
+	tb.Helper()
+	return startSQLite3(tb, path, ".output /dev/null\nPRAGMA locking_mode=EXCLUSIVE;\n.output stdout\nBEGIN EXCLUSIVE")
+}
+
 // startSQLite3 starts a session that runs begin and then reads.
 func startSQLite3(tb testing.TB, path, begin string) *SQLite3Session {
 	tb.Helper()
