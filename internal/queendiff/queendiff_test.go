@@ -665,9 +665,11 @@ var documented = []known{
 	{"POST /api/v1/consumer-groups/:group/queues/:queue/seek $.partitions: only comb", "what the seek did to each partition (docs/snapshots.md)"},
 	{"POST /api/v1/consumer-groups/:group/queues/:queue/seek $.clamped: only comb", "whether the target lay before the retained data"},
 	{"POST /api/v1/consumer-groups/:group/queues/:queue/seek $.framesEvicted: only comb", "data retention had dropped"},
+	{"POST /api/v1/consumer-groups/:group/queues/:queue/seek $.totals: only comb", "the seek summed over every partition, listed or not"},
 	{"POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek $.partitions: only comb", "as on the queue seek"},
 	{"POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek $.clamped: only comb", "as on the queue seek"},
 	{"POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek $.framesEvicted: only comb", "as on the queue seek"},
+	{"POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek $.totals: only comb", "as on the queue seek"},
 	{"POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek $.seekToEnd: only comb", "as on the queue seek"},
 	{"POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek $.targetTimestamp: only comb", "as on the queue seek"},
 
