@@ -38,9 +38,7 @@ type schemaObject struct {
 
 // schemaOf reads q's schema: its tables, indexes and triggers (not
 // SQLite's own), and each table's columns.
-func schemaOf(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) (objects map[string]schemaObject, columns map[string][]string, err error) {
+func schemaOf(ctx context.Context, q querier) (objects map[string]schemaObject, columns map[string][]string, err error) {
 	rows, err := q.QueryContext(ctx, `SELECT type, name, tbl_name, COALESCE(sql, '') FROM sqlite_schema
 		WHERE type IN ('table', 'index', 'trigger') AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
 	if err != nil {
@@ -105,9 +103,7 @@ func combSchema(ctx context.Context) (map[string]schemaObject, map[string][]stri
 // schemaDrift is how the schema of q differs from comb's: missing are
 // comb's indexes q lacks (which can be made again from their sql),
 // broken the rest, each a sentence.
-func schemaDrift(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) (missing []schemaObject, broken []string, err error) {
+func schemaDrift(ctx context.Context, q querier) (missing []schemaObject, broken []string, err error) {
 	want, wantCols, err := combSchema(ctx)
 	if err != nil {
 		return nil, nil, err
