@@ -185,6 +185,7 @@ func (s *Store) setWALAside() {
 // sideFiles is what the writer found at the -wal and -shm paths at open.
 type sideFiles struct {
 	wal, shm os.FileInfo // nil: not there at open, not checked
+	shmPath  string      // resolved once, as walPath is: checked after every commit
 }
 
 // initSideFiles takes the -wal and -shm as they are at open.
@@ -192,10 +193,11 @@ func (s *Store) initSideFiles() {
 	if s.noIdentity {
 		return
 	}
+	s.side.shmPath = shmPath(s.absPath)
 	if fi, err := os.Stat(s.walPath); err == nil {
 		s.side.wal = fi
 	}
-	if fi, err := os.Stat(shmPath(s.absPath)); err == nil {
+	if fi, err := os.Stat(s.side.shmPath); err == nil {
 		s.side.shm = fi
 	}
 }
@@ -215,7 +217,7 @@ func (s *Store) sideRemoved() (string, bool) {
 	for _, f := range []struct {
 		path string
 		had  os.FileInfo
-	}{{s.walPath, s.side.wal}, {shmPath(s.absPath), s.side.shm}} {
+	}{{s.walPath, s.side.wal}, {s.side.shmPath, s.side.shm}} {
 		if f.had == nil {
 			continue
 		}
