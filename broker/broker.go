@@ -368,6 +368,10 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 	}
 	deadline := time.Now().Add(req.Timeout)
 	woken := false
+	var anyq *queuesLook // a pop of a namespace or task's
+	if req.Queue == "" {
+		anyq = &queuesLook{seq: -1}
+	}
 	for {
 		if b.maint.popOn() {
 			return pausedPop(req.Group), nil // pop maintenance: nothing, at once
@@ -381,8 +385,8 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 			woken = false
 		}
 		// Watch before looking, so a change in between is not missed.
-		changed, release := b.watch(req.Queue)
-		res, err := b.look(ctx, &req, woken)
+		changed, release := b.watch(req.Queue, anyq)
+		res, err := b.look(ctx, &req, woken, anyq)
 		if req.Wait && fileBusy(err) {
 			// The claim met the lock and wrote nothing; a long-poll has
 			// its own timeout to wait it out in, as it waits out an empty
@@ -458,7 +462,7 @@ func (b *Broker) lastLook(ctx context.Context, req *combtype.PopRequest) (*combt
 	if b.st.FileBusy() {
 		return emptyPop(req), nil
 	}
-	res, err := b.look(ctx, req, false)
+	res, err := b.look(ctx, req, false, nil)
 	if fileBusy(err) {
 		return emptyPop(req), nil
 	}
@@ -530,7 +534,10 @@ func checkPopRequest(req *combtype.PopRequest) error {
 // look is one look of a Pop for something to deliver. A woken pop goes
 // straight to the writer, where the claims of the pops one change woke
 // are made together.
-func (b *Broker) look(ctx context.Context, req *combtype.PopRequest, woken bool) (*combtype.PopResult, error) {
+func (b *Broker) look(ctx context.Context, req *combtype.PopRequest, woken bool, anyq *queuesLook) (*combtype.PopResult, error) {
+	if anyq != nil {
+		return anyq.look(ctx, b.st, b.tenant, req)
+	}
 	if woken {
 		return b.st.PopWoken(ctx, b.tenant, *req)
 	}
@@ -545,25 +552,30 @@ func (b *Broker) look(ctx context.Context, req *combtype.PopRequest, woken bool)
 // empty is released at once, without charging a retry, so the group's
 // next pop gets its messages instead of waiting out the lease.
 func (b *Broker) parkHanded(ctx context.Context, p *store.ParkedPop, wait time.Duration) (res *combtype.PopResult, again bool, err error) {
+	// No defer: each keeps a record in this frame, which stays on the
+	// stack while the pop is parked (see Pop).
 	timer := time.NewTimer(wait)
-	defer timer.Stop()
 	b.parked.Add(1)
-	defer b.parked.Add(-1)
 	var done error
-	left := false
+	left, timedOut := false, false
 	select {
 	case done = <-p.Done():
 	case <-timer.C:
-		if p.Leave() {
-			return nil, true, nil
-		}
-		done = <-p.Done() // the claim was taken as the time ran out
+		timedOut = true
 	case <-ctx.Done():
 		left = true
 	case <-b.draining:
 		left = true
 	case <-b.maint.popPaused():
 		left = true
+	}
+	timer.Stop()
+	b.parked.Add(-1)
+	if timedOut {
+		if p.Leave() {
+			return nil, true, nil
+		}
+		done = <-p.Done() // the claim was taken as the time ran out
 	}
 	if left {
 		if p.Leave() {
@@ -596,13 +608,68 @@ func (b *Broker) releaseHanded(ctx context.Context, leaseID string) {
 	}
 }
 
-// watch returns what a parked pop of queue (or, for "", of any queue) waits
-// on, and the release to call when it stops waiting.
-func (b *Broker) watch(queue string) (<-chan struct{}, func()) {
+// watch returns what a parked pop of queue (or, for "", of any queue,
+// looking with anyq) waits on, and the release to call when it stops
+// waiting.
+func (b *Broker) watch(queue string, anyq *queuesLook) (<-chan struct{}, func()) {
 	if queue == "" {
-		return b.st.WatchAny(), func() {}
+		return anyq.watch(b.st, b.tenant), func() {}
 	}
 	return b.st.Watch(b.tenant, queue)
+}
+
+// queuesLook is how a pop of a namespace or task looks, from one wait to
+// the next. Its first look, and one after a wait that ended without a
+// change (its time, or a time-based wake), reads every queue of its
+// namespace or task; one woken by a commit reads only the queues changed
+// since its last look began (store.WatchChanges), which are all that can
+// have become due since then, unless something held back by time (a
+// lease, a delay, a window) that its last look at every queue found is
+// due by now.
+type queuesLook struct {
+	// seq is the change the last look's watch began after (-1: none),
+	// and changed that watch's channel.
+	seq     int64
+	changed <-chan struct{}
+	// among is what the next look reads: nil for every queue.
+	among []string
+	// wake is when something held back by time, which the last look at
+	// every queue found, is due: a look at some queues keeps it.
+	wake time.Time
+}
+
+// watch begins this look's watch and decides what the look reads.
+func (l *queuesLook) watch(st *store.Store, tenant string) <-chan struct{} {
+	// Woken by a change, or not since the last look (its time, a
+	// time-based wake, another program's lock): then it reads everything.
+	since := int64(-1)
+	select {
+	case <-l.changed:
+		since = l.seq
+	default:
+	}
+	changed, seq, queues, all := st.WatchChanges(tenant, since)
+	l.seq, l.changed, l.among = seq, changed, nil
+	if !all && (l.wake.IsZero() || st.Now().Before(l.wake)) {
+		l.among = queues
+	}
+	return changed
+}
+
+// look reads what watch decided.
+func (l *queuesLook) look(ctx context.Context, st *store.Store, tenant string, req *combtype.PopRequest) (*combtype.PopResult, error) {
+	if l.among == nil {
+		res, err := st.Pop(ctx, tenant, *req)
+		if err == nil {
+			l.wake = res.WakeAt
+		}
+		return res, err
+	}
+	res, err := st.PopAmong(ctx, tenant, *req, l.among)
+	if err == nil && !l.wake.IsZero() && (res.WakeAt.IsZero() || l.wake.Before(res.WakeAt)) {
+		res.WakeAt = l.wake
+	}
+	return res, err
 }
 
 // park waits until changed closes or wait passes (true: look again), or

@@ -26,6 +26,10 @@ type EngineStats struct {
 	// FramesEvicted counts messages retention removed before a group that
 	// still needed them consumed them.
 	FramesEvicted int64
+	// QueueLooks counts the queues pops looked at for something to take:
+	// one a pop of a queue, as many as it reads a pop of a namespace or
+	// task.
+	QueueLooks int64
 	// Readers is the reader pool: its size, connections open, in use and idle.
 	Readers ReaderStats
 }
@@ -46,7 +50,8 @@ func (b *Broker) EngineStats() EngineStats {
 		LazyCommits: st.LazyCommits.Load(),
 		Segments:    st.Segments.Load(), Frames: st.Frames.Load(),
 		Quarantined: st.Quarantined.Load(), FramesEvicted: st.FramesEvicted.Load(),
-		Readers: ReaderStats{MaxOpen: pool.MaxOpenConnections, Open: pool.OpenConnections, InUse: pool.InUse, Idle: pool.Idle},
+		QueueLooks: st.QueueLooks.Load(),
+		Readers:    ReaderStats{MaxOpen: pool.MaxOpenConnections, Open: pool.OpenConnections, InUse: pool.InUse, Idle: pool.Idle},
 	}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -256,11 +257,43 @@ func (s *Store) popQueuePage(ctx context.Context, req *popReq, after queuePageKe
 		ORDER BY priority DESC, id LIMIT ?7`, req.Tenant, req.Namespace, req.Task, after.set, after.priority, after.id, popQueuePageSize)
 }
 
+// popQueuesAmong reads those of the queues named in names that are of
+// req's namespace or task, in the order popQueuePage reads them.
+func (s *Store) popQueuesAmong(ctx context.Context, req *popReq, names []string) ([]*combtype.Queue, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	arg, err := json.Marshal(names)
+	if err != nil {
+		return nil, fmt.Errorf("encode queue names: %w", err)
+	}
+	return listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues
+		WHERE tenant = ?1 AND name IN (SELECT value FROM json_each(?4))
+			AND (?2 = '' OR namespace = ?2) AND (?3 = '' OR task = ?3)
+		ORDER BY priority DESC, id`, req.Tenant, req.Namespace, req.Task, string(arg))
+}
+
 // Pop claims and reads up to r.Batch of tenant's messages without waiting;
 // r.Wait and r.Timeout are the broker's. Looking is done on a reader; only
 // a pop that has something to claim, or that is the group's first contact
 // with the queue, goes through the writer.
 func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (*combtype.PopResult, error) {
+	return s.pop(ctx, tenant, r, nil)
+}
+
+// PopAmong is Pop for a pop of a namespace or task that looks at only
+// those of its queues named in queues (what a QueuesWatch found changed
+// since it last looked at every queue), highest priority first.
+func (s *Store) PopAmong(ctx context.Context, tenant string, r combtype.PopRequest, queues []string) (*combtype.PopResult, error) {
+	if r.Queue != "" {
+		return nil, fmt.Errorf("pop among queues: a pop of queue %q", r.Queue)
+	}
+	return s.pop(ctx, tenant, r, queues)
+}
+
+// pop is Pop, of only the queues named in among for a pop of a namespace
+// or task if among is not nil.
+func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, among []string) (*combtype.PopResult, error) {
 	req := s.popRequest(tenant, r)
 	res := &combtype.PopResult{Group: req.Group}
 	gen := s.subs.generation()
@@ -275,12 +308,23 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 	// try pops from q, for a group subscribed to it or not (nil: looked
 	// up here); nil if it had nothing for the pop.
 	try := func(q *combtype.Queue, subscribedTo *bool) (*combtype.PopResult, error) {
+		s.stats.QueueLooks.Add(1)
 		var subscribed bool
 		if subscribedTo != nil {
 			subscribed = *subscribedTo
-		} else if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
-			q.ID, req.Group).Scan(&subscribed); err != nil {
-			return nil, fmt.Errorf("look up subscription: %w", err)
+		} else if k := (subKey{tenant, q.Name, req.Group}); s.subs.has(k) {
+			// What a namespace pop's earlier walks showed: the lookup was
+			// a statement for each queue of the namespace on every walk.
+			subscribed = true
+		} else {
+			gen := s.subs.generation()
+			if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
+				q.ID, req.Group).Scan(&subscribed); err != nil {
+				return nil, fmt.Errorf("look up subscription: %w", err)
+			}
+			if subscribed {
+				s.subs.add(k, gen)
+			}
 		}
 		if subscribed {
 			// A walk of the queue that found nothing due holds until a
@@ -353,6 +397,26 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 		}
 		return res, nil
 	}
+	// tryEach pops from the first of queues that has something for the
+	// pop; nil if none had.
+	tryEach := func(queues []*combtype.Queue) (*combtype.PopResult, error) {
+		for _, q := range queues {
+			if got, err := try(q, nil); got != nil || err != nil {
+				return got, err
+			}
+		}
+		return nil, nil
+	}
+	if among != nil {
+		queues, err := s.popQueuesAmong(ctx, &req, among)
+		if err != nil {
+			return nil, err
+		}
+		if got, err := tryEach(queues); got != nil || err != nil {
+			return got, err
+		}
+		return res, nil
+	}
 	// A namespace's or task's queues are read a page at a time, highest
 	// priority first, and the pop stops at the first that has messages:
 	// read whole, 20,000 queues were 7 MB for each such pop, and 100 of
@@ -362,11 +426,8 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 		if err != nil {
 			return nil, err
 		}
-		for _, q := range page {
-			got, err := try(q, nil)
-			if got != nil || err != nil {
-				return got, err
-			}
+		if got, err := tryEach(page); got != nil || err != nil {
+			return got, err
 		}
 		if len(page) < popQueuePageSize {
 			return res, nil

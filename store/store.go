@@ -281,6 +281,10 @@ type Stats struct {
 	// Damaged counts the statements of the server's connections that met
 	// a damaged page of the file (sqlconn.go) since it opened.
 	Damaged atomic.Int64
+	// QueueLooks counts the queues pops looked at for something to take:
+	// one for a pop of a queue, as many as it reads for a pop of a
+	// namespace or task.
+	QueueLooks atomic.Int64
 }
 
 // Open opens or creates the database at opts.Path, applies migrations and
