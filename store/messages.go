@@ -105,6 +105,13 @@ const (
 	deadLettersInRange = `SELECT DISTINCT offset FROM dlq WHERE partition_uuid = ? AND offset BETWEEN ? AND ? ORDER BY offset`
 )
 
+// credibleFrameCount reports whether a segment of size stored bytes can
+// hold count frames: each frame packs four length-prefixed fields, at
+// least four bytes, and LZ4 compresses at most 255 to 1.
+func credibleFrameCount(count, size int64) bool {
+	return count >= 1 && size >= 0 && count <= size*255/4+1
+}
+
 func containsOffset(sorted []int64, off int64) bool {
 	_, ok := slices.BinarySearch(sorted, off)
 	return ok
@@ -191,12 +198,12 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 	for len(out) < limit {
 		var rows *sql.Rows
 		if small {
-			rows, err = s.r.QueryContext(ctx, `SELECT id, partition_id, base_offset, frame_count, created_at
+			rows, err = s.r.QueryContext(ctx, `SELECT id, partition_id, base_offset, frame_count, created_at, length(data)
 			FROM segments INDEXED BY segments_partition_offset WHERE partition_id IN (SELECT value FROM json_each(?1)) AND created_at BETWEEN ?2 AND ?3
 				AND (created_at < ?4 OR (created_at = ?4 AND id < ?5))
 			ORDER BY created_at DESC, id DESC LIMIT ?6`, idList, from, to, lastAt, lastID, chunk)
 		} else {
-			rows, err = s.r.QueryContext(ctx, `SELECT s.id, s.partition_id, s.base_offset, s.frame_count, s.created_at
+			rows, err = s.r.QueryContext(ctx, `SELECT s.id, s.partition_id, s.base_offset, s.frame_count, s.created_at, length(s.data)
 			FROM segments s INDEXED BY segments_time CROSS JOIN partitions p ON p.id = s.partition_id
 			WHERE p.queue_id IN (SELECT value FROM json_each(?1)) AND (?7 = '' OR p.name = ?7)
 				AND s.created_at BETWEEN ?2 AND ?3
@@ -206,11 +213,11 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 		if err != nil {
 			return nil, combtype.ModeInfo{}, fmt.Errorf("list segments: %w", err)
 		}
-		type segRef struct{ id, partition, base, count, createdAt int64 }
+		type segRef struct{ id, partition, base, count, createdAt, size int64 }
 		var segs []segRef
 		for rows.Next() {
 			var r segRef
-			if err := rows.Scan(&r.id, &r.partition, &r.base, &r.count, &r.createdAt); err != nil {
+			if err := rows.Scan(&r.id, &r.partition, &r.base, &r.count, &r.createdAt, &r.size); err != nil {
 				rows.Close()
 				return nil, combtype.ModeInfo{}, fmt.Errorf("scan segment: %w", err)
 			}
@@ -234,6 +241,14 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 			v := views[sg.partition]
 			if v == nil {
 				continue // its queue was deleted since the walk began
+			}
+			if !credibleFrameCount(sg.count, sg.size) {
+				// The walk below takes the count at its word before
+				// decoding: one edited to 2^63 held the listing in it
+				// until the process ran out of memory.
+				damaged = append(damaged, &segmentError{partitionID: sg.partition, base: sg.base, count: sg.count,
+					err: fmt.Errorf("%w: %d frames recorded for %d stored bytes", combtype.ErrCorrupt, sg.count, sg.size)})
+				continue
 			}
 			first, last := sg.base, sg.base+sg.count-1
 			var tombs, dead []int64
