@@ -266,7 +266,7 @@ func (s *Store) ReleaseGroupLeases(ctx context.Context, tenant, group string) (i
 // its subscription implies (implied.go), else their first retained offset. An unknown queue has none.
 func (s *Store) Backlog(ctx context.Context, tenant, queue, group string) (int64, error) {
 	var n int64
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(`+groupLagExpr+`), 0)
+	err := s.r.QueryRowContext(ctx, `SELECT `+sumOf(groupLagExpr)+`
 		FROM partitions p JOIN queues q ON q.id = p.queue_id
 		LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
 		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1

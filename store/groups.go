@@ -13,8 +13,8 @@ import (
 // or implied by a subscription (implied.go), ordered by group then queue.
 func (s *Store) Groups(ctx context.Context, tenant string) ([]combtype.GroupSummary, error) {
 	now := micros(s.clock.Now())
-	rows, err := s.r.QueryContext(ctx, `SELECT group_name, queue_name, COUNT(*), SUM(lag > 0), SUM(lag),
-		COALESCE(MIN(oldest), 0), SUM(total_consumed)
+	rows, err := s.r.QueryContext(ctx, `SELECT group_name, queue_name, COUNT(*), SUM(lag > 0), `+sumOf("lag")+`,
+		COALESCE(MIN(oldest), 0), `+sumOf("total_consumed")+`
 		FROM (SELECT gq.g AS group_name, q.name AS queue_name, `+groupLagExpr+` AS lag, `+groupOldestExpr+` AS oldest,
 				COALESCE(c.total_consumed, 0) AS total_consumed
 			FROM `+groupPositionsIn(tenantQueues("?1"), "")+`)

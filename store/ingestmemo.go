@@ -186,7 +186,7 @@ func (s *Store) ingestCounts(ctx context.Context, tenant string, f combtype.Seri
 			return nil, fmt.Errorf("count messages per bucket: %w", err)
 		}
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT (s.created_at - ?8) / ?2, SUM(s.frame_count)
+	rows, err := s.r.QueryContext(ctx, `SELECT (s.created_at - ?8) / ?2, `+sumOf("s.frame_count")+`
 		FROM segments s INDEXED BY segments_time
 		WHERE s.created_at >= ?1 AND s.created_at <= ?3 AND (?9 OR s.partition_id IN (SELECT p.id FROM partitions p
 			WHERE p.last_segment_at >= ?1 AND p.queue_id IN (SELECT id FROM queues WHERE tenant = ?4

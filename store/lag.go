@@ -478,3 +478,12 @@ func (s *Store) sumStoredLag(ctx context.Context, tx *sql.Tx, qid int64, spans [
 	}
 	return total, nil
 }
+
+// sumOf is SUM(expr) for the figures listings and metrics add up, which
+// never fails: SUM stops its statement with "integer overflow" past
+// 2^63, which offsets or counts another program edited to extremes
+// reach, and then every listing that added them answered 500. TOTAL adds
+// in floating point, exactly up to 2^53, far beyond any count of
+// messages, and CAST brings the sum back to an integer, clamped to
+// int64's range. It is 0, not NULL, over no rows.
+func sumOf(expr string) string { return `CAST(TOTAL(` + expr + `) AS INTEGER)` }

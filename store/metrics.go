@@ -145,13 +145,13 @@ func (s *Store) FirstQueueDepths(ctx context.Context, limit int) ([]combtype.Que
 	// messages to count: two probes tell, where the positions take four
 	// (at 10,000 queues most have no group).
 	rows, err := s.r.QueryContext(ctx, `WITH `+queuesHeads+`
-		SELECT q.tenant, q.name, SUM(`+storedExpr+`), SUM(CASE
+		SELECT q.tenant, q.name, `+sumOf(storedExpr)+`, `+sumOf(`CASE
 			WHEN NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.queue_id = q.id)
 				AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id) THEN `+storedExpr+`
 			ELSE COALESCE(
 				`+lagOfCommitted(groupCommittedExpr("?2"))+`,
 				`+lagOfCommitted(leastCommittedExpr)+`,
-				`+storedExpr+`) END)
+				`+storedExpr+`) END`)+`
 		FROM queues q JOIN partitions p ON p.queue_id = q.id
 		WHERE q.id IN (SELECT value FROM json_each(?1))
 		GROUP BY q.id`, ids, combtype.QueueModeGroup)
@@ -173,7 +173,7 @@ func (s *Store) FirstQueueDepths(ctx context.Context, limit int) ([]combtype.Que
 		return nil, 0, fmt.Errorf("read queue depths: %w", err)
 	}
 	rows, err = s.r.QueryContext(ctx, `SELECT q.tenant, q.name, gq.g,
-			SUM(`+groupLagExpr+`)
+			`+sumOf(groupLagExpr)+`
 		FROM `+groupPositionsIn(`(SELECT value FROM json_each(?1))`, "")+`
 		GROUP BY q.id, gq.g`, ids)
 	if err != nil {

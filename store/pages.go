@@ -81,8 +81,8 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 	}
 	idList := jsonInts(ids)
 	rows, err := db.QueryContext(ctx, `WITH `+queuesHeads+`
-		SELECT queue_id, COUNT(*), SUM(stored),
-		SUM(CASE WHEN committed IS NULL THEN 0 ELSE MIN(MAX(committed - log_start + 1, 0), stored) END), SUM(log_start)
+		SELECT queue_id, COUNT(*), `+sumOf("stored")+`,
+		`+sumOf("CASE WHEN committed IS NULL THEN 0 ELSE MIN(MAX(committed - log_start + 1, 0), stored) END")+`, `+sumOf("log_start")+`
 		FROM (SELECT p.queue_id, p.log_start, `+storedExpr+` AS stored,
 			COALESCE(`+groupCommittedExpr("?2")+`, `+leastCommittedExpr+`) AS committed
 			FROM partitions p WHERE p.queue_id IN (SELECT value FROM json_each(?1)))
@@ -347,8 +347,8 @@ func (s *Store) GroupsPage(ctx context.Context, tenant string, pg combtype.Page)
 // groupPairSum sums one group's positions on one queue (?1 the group, ?2
 // the queue): its cursors, those with lag, the lag, the oldest unconsumed
 // message's time and what it consumed.
-var groupPairSum = `SELECT COUNT(*), COALESCE(SUM(lag > 0), 0), COALESCE(SUM(lag), 0),
-	COALESCE(MIN(oldest), 0), COALESCE(SUM(total_consumed), 0)
+var groupPairSum = `SELECT COUNT(*), COALESCE(SUM(lag > 0), 0), ` + sumOf("lag") + `,
+	COALESCE(MIN(oldest), 0), ` + sumOf("total_consumed") + `
 	FROM (SELECT ` + groupLagExpr + ` AS lag, ` + groupOldestExpr + ` AS oldest, COALESCE(c.total_consumed, 0) AS total_consumed
 		FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
 		LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?1

@@ -450,7 +450,7 @@ func asciiLower(s string) string {
 // the segments_time index, so it costs the segments of that last stretch.
 func (s *Store) ingestedSince(ctx context.Context, tenant string, since int64) (int64, error) {
 	var n int64
-	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(SUM(s.frame_count), 0) FROM segments s INDEXED BY segments_time
+	err := s.r.QueryRowContext(ctx, `SELECT `+sumOf("s.frame_count")+` FROM segments s INDEXED BY segments_time
 		WHERE s.created_at > ?1 AND s.partition_id IN (SELECT p.id FROM partitions p
 			WHERE p.last_segment_at > ?1 AND p.queue_id IN (SELECT id FROM queues WHERE tenant = ?2))`, since, tenant).Scan(&n)
 	if err != nil {

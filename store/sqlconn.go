@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync/atomic"
 
 	"modernc.org/sqlite"
@@ -200,5 +201,34 @@ type damageRows struct {
 	seen *atomic.Int64
 }
 
-func (r damageRows) Next(dest []driver.Value) error { return markDamage(r.seen, r.Rows.Next(dest)) }
-func (r damageRows) Close() error                   { return markDamage(r.seen, r.Rows.Close()) }
+func (r damageRows) Next(dest []driver.Value) error {
+	if err := r.Rows.Next(dest); err != nil {
+		return markDamage(r.seen, err)
+	}
+	clampOverflow(dest)
+	return nil
+}
+
+func (r damageRows) Close() error { return markDamage(r.seen, r.Rows.Close()) }
+
+// clampOverflow turns each value of dest that is a float beyond int64's
+// range into the nearest int64. comb's columns hold integers, but SQLite
+// computes an integer expression that overflows (an offset another
+// program set to 2^63-1, plus one) in floating point, and database/sql
+// then refuses to scan 9.2e+18 into an int64: every listing and pop that
+// read such an offset answered 500. No expression comb reads is a float
+// that large for any other reason.
+func clampOverflow(dest []driver.Value) {
+	for i, v := range dest {
+		f, ok := v.(float64)
+		if !ok {
+			continue
+		}
+		switch {
+		case f >= math.MaxInt64:
+			dest[i] = int64(math.MaxInt64)
+		case f <= math.MinInt64:
+			dest[i] = int64(math.MinInt64)
+		}
+	}
+}
