@@ -211,6 +211,33 @@ func segmentSeq(ctx context.Context, db interface {
 	return seq, nil
 }
 
+// idFloor is the least id a new queue and a new partition may take.
+type idFloor struct{ queue, partition int64 }
+
+// idFloors reads them: past the highest id that names a queue or a
+// partition anywhere in the file. SQLite gives a new row the highest id
+// of its table plus one, so a queue or partition row another program
+// deleted by hand, the newest, left rows that named it (partitions,
+// segments, cursors, subscriptions, which have no foreign keys) to the
+// next one created: its pushes met the old segments' offsets and were
+// answered 500, and a queue took over the deleted one's partitions and
+// messages. comb's own deletes remove those rows with theirs. Each
+// figure is the end of an index that leads with the id.
+func idFloors(ctx context.Context, db interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}) (idFloor, error) {
+	var f idFloor
+	if err := db.QueryRowContext(ctx, `SELECT
+		MAX(COALESCE((SELECT MAX(id) FROM queues), 0), COALESCE((SELECT MAX(queue_id) FROM partitions), 0),
+			COALESCE((SELECT MAX(queue_id) FROM subscriptions), 0)) + 1,
+		MAX(COALESCE((SELECT MAX(id) FROM partitions), 0), COALESCE((SELECT MAX(partition_id) FROM segments), 0),
+			COALESCE((SELECT MAX(partition_id) FROM cursors), 0), COALESCE((SELECT MAX(partition_id) FROM tombstones), 0)) + 1`).
+		Scan(&f.queue, &f.partition); err != nil {
+		return idFloor{}, fmt.Errorf("read id floors: %w", err)
+	}
+	return f, nil
+}
+
 // groupCommittedExpr is the committed offset on p of the group that the
 // SQL expression group names: its row's, else what its subscription
 // implies; NULL when it has neither.

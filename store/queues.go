@@ -169,18 +169,24 @@ func (w *wtx) insertQueue(q *combtype.Queue) (int64, error) {
 	}
 	w.s.queuesChanged()
 	o := q.Options
-	res, err := w.ExecContext(w.ctx, `INSERT INTO queues (uuid, tenant, name, namespace, task, lease_time, retry_limit,
+	res, err := w.ExecContext(w.ctx, `INSERT INTO queues (id, uuid, tenant, name, namespace, task, lease_time, retry_limit,
 		retry_delay, max_size, ttl, dead_letter_queue, dlq_after_max_retries, priority, delayed_processing, window_buffer,
 		retention_seconds, completed_retention_seconds, retention_enabled, encryption_enabled, max_wait_time_seconds,
-		max_bytes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		q.UUID, q.Tenant, q.Name, q.Namespace, q.Task, o.LeaseTime, o.RetryLimit, o.RetryDelay, o.MaxSize, o.TTL,
+		max_bytes, created_at) VALUES (MAX(?, (SELECT COALESCE(MAX(id), 0) + 1 FROM queues)),
+		?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		w.s.nextIDs.queue, q.UUID, q.Tenant, q.Name, q.Namespace, q.Task, o.LeaseTime, o.RetryLimit, o.RetryDelay, o.MaxSize, o.TTL,
 		o.DeadLetterQueue, o.DLQAfterMaxRetries, o.Priority, o.DelayedProcessing, o.WindowBuffer, o.RetentionSeconds,
 		o.CompletedRetentionSeconds, o.RetentionEnabled, o.EncryptionEnabled, o.MaxWaitTimeSeconds, o.MaxBytes,
 		micros(q.CreatedAt))
 	if err != nil {
 		return 0, fmt.Errorf("insert queue %q: %w", q.Name, err)
 	}
-	return res.LastInsertId()
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("insert queue %q: %w", q.Name, err)
+	}
+	w.s.nextIDs.queue = id + 1
+	return id, nil
 }
 
 // partition resolves a partition of q, creating it if create.
@@ -197,10 +203,12 @@ func (w *wtx) partition(q *combtype.Queue, name string, create bool) (*combtype.
 	if errors.Is(err, combtype.ErrPartitionNotFound) && create {
 		p = &combtype.Partition{UUID: newUUID(), QueueID: q.ID, Name: name, LastOffset: -1, CreatedAt: fromMicros(micros(w.now))}
 		var res sql.Result
-		res, err = w.ExecContext(w.ctx, `INSERT INTO partitions (uuid, queue_id, name, created_at) VALUES (?, ?, ?, ?)`,
-			p.UUID, q.ID, name, micros(p.CreatedAt))
+		res, err = w.ExecContext(w.ctx, `INSERT INTO partitions (id, uuid, queue_id, name, created_at)
+			VALUES (MAX(?, (SELECT COALESCE(MAX(id), 0) + 1 FROM partitions)), ?, ?, ?, ?)`,
+			w.s.nextIDs.partition, p.UUID, q.ID, name, micros(p.CreatedAt))
 		if err == nil {
 			p.ID, err = res.LastInsertId()
+			w.s.nextIDs.partition = p.ID + 1
 		}
 		if err != nil {
 			return nil, fmt.Errorf("insert partition %q: %w", name, err)

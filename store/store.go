@@ -149,7 +149,10 @@ type Store struct {
 	// segSeq is the highest segment id handed out (writer goroutine only):
 	// segments are numbered in commit order, store-wide, and a group's
 	// subscription records the number it registered at (see segmentSeq).
-	segSeq  int64
+	segSeq int64
+	// nextIDs are the least ids new queues and partitions may take
+	// (writer goroutine only; idFloors).
+	nextIDs idFloor
 	keyCeil keyCeilings // writer goroutine only
 	queues  queueCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
 	shared  sharedSegs  // large segments' decoded bytes, while something holds them (segcache.go)
@@ -449,6 +452,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, err
 	}
 	if s.segSeq, err = segmentSeq(ctx, s.wconn); err != nil {
+		return nil, err
+	}
+	if s.nextIDs, err = idFloors(ctx, s.wconn); err != nil {
 		return nil, err
 	}
 	s.initHead()
