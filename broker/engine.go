@@ -30,6 +30,10 @@ type EngineStats struct {
 	// one a pop of a queue, as many as it reads a pop of a namespace or
 	// task.
 	QueueLooks int64
+	// OutsideCommits counts the times the writer found that another
+	// program had committed to the database file, and read again the
+	// rows it keeps in memory.
+	OutsideCommits int64
 	// Readers is the reader pool: its size, connections open, in use and idle.
 	Readers ReaderStats
 }
@@ -50,8 +54,8 @@ func (b *Broker) EngineStats() EngineStats {
 		LazyCommits: st.LazyCommits.Load(),
 		Segments:    st.Segments.Load(), Frames: st.Frames.Load(),
 		Quarantined: st.Quarantined.Load(), FramesEvicted: st.FramesEvicted.Load(),
-		QueueLooks: st.QueueLooks.Load(),
-		Readers:    ReaderStats{MaxOpen: pool.MaxOpenConnections, Open: pool.OpenConnections, InUse: pool.InUse, Idle: pool.Idle},
+		QueueLooks: st.QueueLooks.Load(), OutsideCommits: st.OutsideCommits.Load(),
+		Readers: ReaderStats{MaxOpen: pool.MaxOpenConnections, Open: pool.OpenConnections, InUse: pool.InUse, Idle: pool.Idle},
 	}
 }
 

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -55,5 +56,65 @@ func TestARowDeletedByHandDoesNotLendItsIDToTheNextOne(t *testing.T) {
 				t.Errorf("queue c delivered %v, want its own c-1 and c-2", got)
 			}
 		})
+	}
+}
+
+// A queue row another program deletes while the server runs does not
+// swallow the pushes after it: the writer sees the other program's commit
+// and reads its rows again, so the next push makes the queue anew and its
+// messages are delivered. Before, every later push was answered and
+// written under the deleted queue's id, where no pop could reach it.
+func TestPushesAfterAQueueRowIsDeletedByHandAreDelivered(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "comb.db")
+	b := combtest.OpenBrokerAt(t, path, combtest.Options{})
+	defer b.Close()
+	var want []string
+	push := func(txn string) {
+		t.Helper()
+		if _, err := b.Push(ctx, []combtype.PushItem{{Queue: "q", TxnID: txn, Payload: []byte(`"` + txn + `"`)}}); err != nil {
+			t.Fatalf("push %s: %v", txn, err)
+		}
+		want = append(want, txn)
+	}
+	push("before")
+	// The server's own work is not another program's: a pop and its
+	// ack, a backup, a retention sweep.
+	res, err := b.Pop(ctx, combtype.PopRequest{Queue: "q", Group: "g", Batch: 10})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("pop = %+v, %v", res, err)
+	}
+	if _, err := b.Ack(ctx, []combtype.AckItem{{TxnID: res.Messages[0].TxnID, PartitionID: res.Messages[0].PartitionID,
+		LeaseID: res.LeaseID, Status: combtype.AckCompleted, Group: "g"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DatabaseBackup(ctx, filepath.Join(t.TempDir(), "backup.db")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.RetentionSweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	push("before-2")
+	if n := b.EngineStats().OutsideCommits; n != 0 {
+		t.Fatalf("the server's own work was taken for another program's commits %d times", n)
+	}
+	combtest.SQLite3Exec(t, path, `DELETE FROM queues WHERE name = 'q'`)
+	want = want[:0] // what the other program deleted is gone
+	for _, txn := range []string{"after-1", "after-2", "after-3"} {
+		push(txn)
+	}
+	res, err = b.Pop(ctx, combtype.PopRequest{Queue: "q", Batch: 10, AutoAck: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range res.Messages {
+		got = append(got, m.TxnID)
+	}
+	if n := b.EngineStats().OutsideCommits; n != 1 {
+		t.Errorf("the other program's commit was seen %d times, want 1", n)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("a pop after the queue row was deleted got %v, want the pushes answered since: %v", got, want)
 	}
 }

@@ -153,9 +153,14 @@ type Store struct {
 	// nextIDs are the least ids new queues and partitions may take
 	// (writer goroutine only; idFloors).
 	nextIDs idFloor
-	keyCeil keyCeilings // writer goroutine only
-	queues  queueCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
-	shared  sharedSegs  // large segments' decoded bytes, while something holds them (segcache.go)
+	// dataVersion is the writer connection's PRAGMA data_version when it
+	// last looked, and outsideLogged when another program's commits were
+	// last logged (writer goroutine only; outside.go).
+	dataVersion   int64
+	outsideLogged time.Time
+	keyCeil       keyCeilings // writer goroutine only
+	queues        queueCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
+	shared        sharedSegs  // large segments' decoded bytes, while something holds them (segcache.go)
 	// maxForwarders is Options.MaxForwarders: forwarders are few, so the
 	// store of a new one counts them.
 	maxForwarders int
@@ -284,6 +289,9 @@ type Stats struct {
 	// Damaged counts the statements of the server's connections that met
 	// a damaged page of the file (sqlconn.go) since it opened.
 	Damaged atomic.Int64
+	// OutsideCommits counts the times the writer found that another
+	// program had committed to the file since it last looked (outside.go).
+	OutsideCommits atomic.Int64
 	// QueueLooks counts the queues pops looked at for something to take:
 	// one for a pop of a queue, as many as it reads for a pop of a
 	// namespace or task.
@@ -455,6 +463,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, err
 	}
 	if s.nextIDs, err = idFloors(ctx, s.wconn); err != nil {
+		return nil, err
+	}
+	if err := s.readDataVersion(ctx); err != nil {
 		return nil, err
 	}
 	s.initHead()

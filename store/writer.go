@@ -414,6 +414,9 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 			}
 		}
 	}()
+	if err := s.noticeOutsideCommits(ctx); err != nil {
+		return nil, nil, err
+	}
 	w := newWtx(ctx, s, tx)
 	errs = make([]error, len(batch))
 	// Each run of claims is fused by queue as it comes (claimWaves);
