@@ -257,6 +257,50 @@ func (s *Store) popQueuePage(ctx context.Context, req *popReq, after queuePageKe
 		ORDER BY priority DESC, id LIMIT ?7`, req.Tenant, req.Namespace, req.Task, after.set, after.priority, after.id, popQueuePageSize)
 }
 
+// maxPrefilterPartitions is the most partitions of a queue mayHaveFor
+// reads; a queue with more is tried as it is, where the claim scan's own
+// shortcuts (dueSuspects, idle marks) keep a walk of it cheap.
+const maxPrefilterPartitions = 64
+
+// mayHaveFor tells which of queues, read for a pop of a namespace or
+// task, may have something for req's group, in one statement for all of
+// them: those the group has no subscription on (the pop subscribes it),
+// those with more than maxPrefilterPartitions partitions, and those with
+// a partition holding messages past the group's position, leased or not
+// (scanCandidates' partitions are among these). A pop of a namespace read
+// each queue with a statement or four of its own: 88 ms for 2,000 queues
+// with nothing for it (BenchmarkNamespaceWalk).
+func (s *Store) mayHaveFor(ctx context.Context, req *popReq, queues []*combtype.Queue) (map[int64]bool, error) {
+	ids := make([]int64, len(queues))
+	for i, q := range queues {
+		ids[i] = q.ID
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT j.value FROM json_each(?1) j
+		WHERE NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.queue_id = j.value AND s.group_name = ?2)
+			OR (SELECT COUNT(*) FROM (SELECT 1 FROM partitions p WHERE p.queue_id = j.value LIMIT ?3)) >= ?3
+			OR EXISTS (SELECT 1 FROM partitions p
+				LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?2
+				LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?2
+				WHERE p.queue_id = j.value AND `+mayBePendingExpr+` AND `+groupPendingExpr+`)`,
+		jsonInts(ids), req.Group, maxPrefilterPartitions+1)
+	if err != nil {
+		return nil, fmt.Errorf("find queues with messages for the group: %w", err)
+	}
+	defer rows.Close()
+	may := make(map[int64]bool, len(queues))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("find queues with messages for the group: %w", err)
+		}
+		may[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find queues with messages for the group: %w", err)
+	}
+	return may, nil
+}
+
 // popQueuesAmong reads those of the queues named in names that are of
 // req's namespace or task, in the order popQueuePage reads them.
 func (s *Store) popQueuesAmong(ctx context.Context, req *popReq, names []string) ([]*combtype.Queue, error) {
@@ -398,9 +442,18 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 		return res, nil
 	}
 	// tryEach pops from the first of queues that has something for the
-	// pop; nil if none had.
+	// pop; nil if none had. It tries only those that may have something
+	// for the group (mayHaveFor); the others it would try find nothing
+	// pending, and no lease over it that could wake the pop.
 	tryEach := func(queues []*combtype.Queue) (*combtype.PopResult, error) {
+		may, err := s.mayHaveFor(ctx, &req, queues)
+		if err != nil {
+			return nil, err
+		}
 		for _, q := range queues {
+			if !may[q.ID] {
+				continue
+			}
 			if got, err := try(q, nil); got != nil || err != nil {
 				return got, err
 			}
