@@ -326,8 +326,8 @@ func (s *Store) Pop(ctx context.Context, tenant string, r combtype.PopRequest) (
 }
 
 // PopAmong is Pop for a pop of a namespace or task that looks at only
-// those of its queues named in queues (what a QueuesWatch found changed
-// since it last looked at every queue), highest priority first.
+// those of its queues named in queues (what WatchChanges found changed
+// since its last look), highest priority first.
 func (s *Store) PopAmong(ctx context.Context, tenant string, r combtype.PopRequest, queues []string) (*combtype.PopResult, error) {
 	if r.Queue != "" {
 		return nil, fmt.Errorf("pop among queues: a pop of queue %q", r.Queue)
