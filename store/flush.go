@@ -96,6 +96,12 @@ func (w *wtx) flush() error {
 		if len(pp.frames) == 0 {
 			continue
 		}
+		if pp.part.LastOffset > math.MaxInt64-int64(len(pp.frames)) {
+			// Only a last_offset another program wrote gets here; past it
+			// the offsets wrapped negative and the insert answered 500.
+			return fmt.Errorf("%w: partition %q of queue %q has no offsets left (last_offset %d)",
+				combtype.ErrInvalid, pp.part.Name, pp.queue.Name, pp.part.LastOffset)
+		}
 		createdAt := max(micros(w.now), pp.part.LastSegmentAt)
 		if err := w.insertSegments(pp, createdAt); err != nil {
 			return err

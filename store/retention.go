@@ -491,6 +491,13 @@ func (w *wtx) dropKeys(p *combtype.Partition, segs []segMeta) error {
 // past them.
 func (w *wtx) dropSegments(p *combtype.Partition, last segMeta) error {
 	newStart := last.base + last.count
+	if last.count-1 > p.LastOffset-last.base || newStart < last.base {
+		// A frame_count another program wrote past the partition's end
+		// (or past int64's): the log ends where the partition does, as
+		// the CHECK on log_start requires, which refused the update and
+		// answered the queue delete 500.
+		newStart = p.LastOffset + 1
+	}
 	if _, err := w.ExecContext(w.ctx, `DELETE FROM tombstones WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
 		return fmt.Errorf("delete evicted tombstones: %w", err)
 	}

@@ -208,6 +208,12 @@ func scanTxnIDs(ctx context.Context, db querier, partitionID, from, to int64, fn
 // fewer or more frames than its row says is damaged: what it holds cannot
 // be matched to offsets. Its errors match ErrCorrupt.
 func segmentTxnIDs(codec, rawSize int, checksum uint32, data []byte, count int64) ([][]byte, error) {
+	if !credibleFrameCount(count, int64(len(data))) {
+		// Sized by it, the slice below took the writer down: a frame
+		// count edited to 2^63-1 panicked the push of a transactionId
+		// stored in that partition (makeslice: cap out of range).
+		return nil, fromCodec(fmt.Errorf("%w: %d frames recorded for %d stored bytes", segment.ErrCorrupt, count, len(data)))
+	}
 	ids := make([][]byte, 0, count)
 	err := segment.TxnIDs(segment.Encoded{Codec: codec, RawSize: rawSize, Checksum: checksum, Data: data}, int(count),
 		func(_ int, txn []byte) { ids = append(ids, txn) })
