@@ -34,6 +34,10 @@ type EngineStats struct {
 	// program had committed to the database file, and read again the
 	// rows it keeps in memory.
 	OutsideCommits int64
+	// WriterPanics counts the writer's commits that panicked and were
+	// rolled back, their ops answered with an error; any is a fault of
+	// comb's worth a report, with the stack the log holds.
+	WriterPanics int64
 	// Readers is the reader pool: its size, connections open, in use and idle.
 	Readers ReaderStats
 }
@@ -55,7 +59,8 @@ func (b *Broker) EngineStats() EngineStats {
 		Segments:    st.Segments.Load(), Frames: st.Frames.Load(),
 		Quarantined: st.Quarantined.Load(), FramesEvicted: st.FramesEvicted.Load(),
 		QueueLooks: st.QueueLooks.Load(), OutsideCommits: st.OutsideCommits.Load(),
-		Readers: ReaderStats{MaxOpen: pool.MaxOpenConnections, Open: pool.OpenConnections, InUse: pool.InUse, Idle: pool.Idle},
+		WriterPanics: st.WriterPanics.Load(),
+		Readers:      ReaderStats{MaxOpen: pool.MaxOpenConnections, Open: pool.OpenConnections, InUse: pool.InUse, Idle: pool.Idle},
 	}
 }
 

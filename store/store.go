@@ -292,6 +292,9 @@ type Stats struct {
 	// OutsideCommits counts the times the writer found that another
 	// program had committed to the file since it last looked (outside.go).
 	OutsideCommits atomic.Int64
+	// WriterPanics counts the writer's commits that panicked and were
+	// rolled back (writer.go); any is a fault of comb's worth a report.
+	WriterPanics atomic.Int64
 	// QueueLooks counts the queues pops looked at for something to take:
 	// one for a pop of a queue, as many as it reads for a pop of a
 	// namespace or task.
@@ -408,7 +411,8 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	s.wdb.SetMaxIdleConns(1)
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
-	if _, err := checkSchema(ctx, s.wdb, opts.Path); err != nil {
+	version, mendRows, err := checkSchema(ctx, s.wdb, opts.Path)
+	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	// auto_vacuum must come first: it only takes effect on a file that has
@@ -426,6 +430,13 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("open store: journal_mode is %q, want wal", mode)
 	}
 
+	if mendRows {
+		if err := mendVersionRows(ctx, s.wdb, version); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		s.log.Warn("goose_db_version's rows did not say the version the schema is at (changed by another program?); written again",
+			"version", version)
+	}
 	goose.SetLogger(goose.NopLogger())
 	provider, err := goose.NewProvider(goose.DialectSQLite3, s.wdb, migrations.FS)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -389,6 +390,9 @@ func (s *Store) noteUnwritable(err error) {
 }
 
 // runBatch applies batch in one transaction and commits it.
+// errWriterPanic is the error of a commit that panicked (runBatch).
+var errWriterPanic = errors.New("writer fault")
+
 func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, err error) {
 	// Settled when the transaction has ended and before any caller is
 	// answered: a caller that goes on at once must find the set as its
@@ -407,6 +411,17 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 		return nil, nil, fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
+		if r := recover(); r != nil {
+			// A fault in comb's own code for one op (a value another
+			// program wrote that nothing expected: a slice sized by an
+			// edited frame count panicked here) is that commit's failure,
+			// not the process's: rolled back like any failed commit, its
+			// ops retried alone, the culprit answered with an error and
+			// every other client served on.
+			s.stats.WriterPanics.Add(1)
+			s.log.Error("the writer's commit panicked; rolled back", "panic", r, "stack", string(debug.Stack()))
+			errs, notify, err = nil, nil, fmt.Errorf("%w: the commit panicked: %v", errWriterPanic, r)
+		}
 		if err != nil {
 			s.rows.forget()
 			if _, rerr := s.execControl(ctx, "ROLLBACK"); rerr != nil && !noTransaction(rerr) {
