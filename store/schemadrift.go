@@ -26,8 +26,9 @@ import (
 // So the schema a file has is compared with the one the migrations make
 // (applied to an empty database in memory): comb check reports each
 // difference that changes what comb's statements do, and Open puts back
-// a missing index (it holds nothing but what its table holds) and
-// refuses what it cannot put back itself. Indexes, columns, tables and
+// a missing index (it holds nothing but what its table holds) or trigger
+// of comb's (it holds nothing at all) and refuses what it cannot put back
+// itself. Indexes, columns, tables and
 // views another program adds are left alone: comb's statements name what
 // they read, and those change nothing they do.
 
@@ -101,7 +102,7 @@ func combSchema(ctx context.Context) (map[string]schemaObject, map[string][]stri
 }
 
 // schemaDrift is how the schema of q differs from comb's: missing are
-// comb's indexes q lacks (which can be made again from their sql),
+// comb's indexes and triggers q lacks (which can be made again from their sql),
 // broken the rest, each a sentence.
 func schemaDrift(ctx context.Context, q querier) (missing []schemaObject, broken []string, err error) {
 	want, wantCols, err := combSchema(ctx)
@@ -113,11 +114,13 @@ func schemaDrift(ctx context.Context, q querier) (missing []schemaObject, broken
 		return nil, nil, err
 	}
 	for key, o := range want {
-		if _, ok := have[key]; ok {
+		if _, ok := have[key]; ok || key == "table goose_db_version" {
+			// goose's table is read for the version (versionrows.go),
+			// which says what is wrong with it.
 			continue
 		}
 		switch {
-		case o.kind == "index" && o.sql != "":
+		case (o.kind == "index" || o.kind == "trigger") && o.sql != "":
 			if _, ok := have["table "+o.table]; ok {
 				missing = append(missing, o)
 				continue
@@ -161,9 +164,9 @@ func (s *Store) mendSchema(ctx context.Context) error {
 	}
 	for _, o := range missing {
 		if _, err := s.wdb.ExecContext(ctx, o.sql); err != nil {
-			return fmt.Errorf("make index %s again: %w", o.name, err)
+			return fmt.Errorf("make %s %s again: %w", o.kind, o.name, err)
 		}
-		s.log.Warn("an index of comb's was missing from the database file (dropped by another program?) and is made again", "index", o.name, "table", o.table)
+		s.log.Warn("an "+o.kind+" of comb's was missing from the database file (dropped by another program?) and is made again", o.kind, o.name, "table", o.table)
 	}
 	return nil
 }
@@ -176,7 +179,7 @@ func checkSchemaDrift(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport
 	}
 	for _, o := range missing {
 		rep.Findings = append(rep.Findings, combtype.Finding{Check: "schema",
-			Detail: fmt.Sprintf("index %s is missing (comb serve makes it again when it starts)", o.name)})
+			Detail: fmt.Sprintf("%s %s is missing (comb serve makes it again when it starts)", o.kind, o.name)})
 	}
 	for _, b := range broken {
 		rep.Findings = append(rep.Findings, combtype.Finding{Check: "schema", Detail: b})
