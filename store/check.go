@@ -44,9 +44,18 @@ func CheckProgress(ctx context.Context, path string, fn func(combtype.Progress))
 	}
 	defer tx.Rollback()
 	rep := &combtype.CheckReport{}
-	if err := tx.QueryRowContext(ctx,
-		`SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&rep.SchemaVersion); err != nil {
+	latest, err := latestMigration()
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	version, mend, err := schemaVersion(ctx, tx, latest)
+	if err != nil {
 		return nil, fmt.Errorf("check: schema version: %w", err)
+	}
+	rep.SchemaVersion = version
+	if mend {
+		rep.Findings = append(rep.Findings, combtype.Finding{Check: "schema", Detail: fmt.Sprintf(
+			"goose_db_version's rows do not say the schema's version, %d (comb serve writes them again when it starts)", version)})
 	}
 	c := &checker{progress: fn, on: fn != nil}
 	if fn == nil {

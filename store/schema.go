@@ -79,38 +79,39 @@ func latestMigration() (int64, error) {
 // checkSchema refuses a database that holds tables but none of comb's
 // schema bookkeeping (someone else's file), and one whose schema is newer
 // than this binary knows: applying migrations to either would change a file
-// comb cannot read correctly.
-func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, err error) {
+// comb cannot read correctly. version is the schema's (versionrows.go), and
+// mend says goose's rows claim otherwise and Open must write them again.
+func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, mend bool, err error) {
 	var tables, goose int
 	if err := db.QueryRowContext(ctx,
 		`SELECT COUNT(*), COUNT(*) FILTER (WHERE name = 'goose_db_version') FROM sqlite_schema WHERE type = 'table'`).
 		Scan(&tables, &goose); err != nil {
 		if sqliteCode(err) == sqliteNotADB {
-			return 0, fmt.Errorf("%w: %s is not a SQLite database", combtype.ErrNotComb, path)
+			return 0, false, fmt.Errorf("%w: %s is not a SQLite database", combtype.ErrNotComb, path)
 		}
 		// Not the file's content: its directory or file read-only, another
 		// program's lock, damage. Said as what it is, not "not a comb
 		// database".
-		return 0, fmt.Errorf("read the schema of %s: %w", path, classify(err))
+		return 0, false, fmt.Errorf("read the schema of %s: %w", path, classify(err))
 	}
 	if tables == 0 {
-		return 0, nil
-	}
-	if goose == 0 {
-		return 0, fmt.Errorf("%w: %s holds tables but no comb schema", combtype.ErrNotComb, path)
-	}
-	if err := db.QueryRowContext(ctx,
-		`SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&version); err != nil {
-		return 0, fmt.Errorf("read schema version of %s: %w", path, err)
+		return 0, false, nil
 	}
 	latest, err := latestMigration()
 	if err != nil {
-		return 0, err
+		return 0, false, err
+	}
+	version, mend, err = schemaVersion(ctx, db, latest)
+	if err != nil {
+		return 0, false, fmt.Errorf("read schema version of %s: %w", path, classify(err))
+	}
+	if goose == 0 && !mend {
+		return 0, false, fmt.Errorf("%w: %s holds tables but no comb schema", combtype.ErrNotComb, path)
 	}
 	if version > latest {
-		return version, fmt.Errorf("%w: %s has schema version %d, this comb knows up to %d", combtype.ErrSchemaTooNew, path, version, latest)
+		return version, false, fmt.Errorf("%w: %s has schema version %d, this comb knows up to %d", combtype.ErrSchemaTooNew, path, version, latest)
 	}
-	return version, nil
+	return version, mend, nil
 }
 
 // openReadOnly opens path for reading only (mode=ro, which unlike
@@ -135,7 +136,7 @@ func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	version, err := checkSchema(ctx, db, path)
+	version, _, err := checkSchema(ctx, db, path)
 	if err == nil && version == 0 {
 		// An empty file (or one with no table) is a new database to Open,
 		// but nothing to check or copy: said so, rather than "no such
