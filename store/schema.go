@@ -29,6 +29,39 @@ const walHeaderSize = 32
 // sqliteHeader opens every SQLite database file.
 var sqliteHeader = []byte("SQLite format 3\x00")
 
+// checkSideFiles refuses a -wal or -shm path beside the database at path
+// that names something other than a file (a directory, a socket, a
+// device): SQLite cannot open the database at all then, and said
+// "unable to open database file", "attempt to write a readonly
+// database", or, for a -wal directory beside a new file, was taken for a
+// WAL of 4,096 bytes (emptiedFile). Nothing SQLite made is ever there.
+func checkSideFiles(path string) error {
+	for _, side := range []string{walPath(path), path + "-shm"} {
+		fi, err := os.Stat(side)
+		if err != nil || fi.Mode().IsRegular() {
+			continue // absent is what SQLite expects; it says why else
+		}
+		return fmt.Errorf("%s is a %s, not a file SQLite made: no database can be opened beside it; move it away",
+			side, fileKind(fi.Mode()))
+	}
+	return nil
+}
+
+// fileKind names what a mode that is not a regular file's is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
 // checkHeader refuses a non-empty file that is not a SQLite database, before
 // any connection could write to it. It reads through the lock's descriptor:
 // opening and closing another would drop SQLite's locks (see lock.go).
@@ -121,6 +154,9 @@ func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, m
 // locks of every connection of this process, a server's included, when one
 // of them closes; SQLite itself refuses a file that is not a database.
 func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
+	if err := checkSideFiles(path); err != nil {
+		return nil, err
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)

@@ -338,6 +338,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 			err = classify(err)
 		}
 	}()
+	if err := checkSideFiles(opts.Path); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	if err := checkHeader(lock, opts.Path); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
