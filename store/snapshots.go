@@ -125,6 +125,13 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 		if err != nil {
 			return fmt.Errorf("insert snapshot: %w", err)
 		}
+		// A snapshot row another program deleted leaves its cursors, and
+		// SQLite gives the next snapshot that row's id: they would be
+		// taken into it (and one of the same partition failed the insert
+		// below, UNIQUE, 500). A new id owns no cursors yet.
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id = ?`, id); err != nil {
+			return fmt.Errorf("clear cursors of a deleted snapshot: %w", err)
+		}
 		if _, err := w.ExecContext(w.ctx, `INSERT INTO snapshot_cursors (snapshot_id, partition_uuid, partition_name, committed)
 			SELECT ?1, p.uuid, p.name, `+committedExpr+`
 			FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?2

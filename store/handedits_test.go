@@ -57,3 +57,34 @@ func TestLastOffsetSetBackByHandIsRefused(t *testing.T) {
 		t.Errorf("delete queue: %v", err)
 	}
 }
+
+// A snapshot row deleted by hand left its cursors, and SQLite gave the
+// next snapshot that row's id: the new snapshot failed (UNIQUE
+// snapshot_cursors, 500), or, on other partitions, took the stale
+// cursors in. A new snapshot holds only the cursors it captured.
+func TestASnapshotRowDeletedByHandLendsNoCursorsToTheNext(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	st := openLogged(t, path, nil)
+	defer st.Close()
+	for _, q := range []string{"q", "r"} {
+		if _, err := st.Push(ctx, "", []combtype.PushItem{{Queue: q, Partition: "p1", Payload: []byte(`1`)},
+			{Queue: q, Partition: "p2", Payload: []byte(`2`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "s1", Group: "g", Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	combtest.SQLite3Exec(t, path, `PRAGMA busy_timeout = 10000; DELETE FROM snapshots`)
+	for _, c := range []struct{ name, queue string }{{"s2", "r"}, {"s3", "q"}} {
+		snap, err := st.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: c.name, Group: "g", Queue: c.queue})
+		if err != nil {
+			t.Fatalf("snapshot %s of %s after the last one's row was deleted: %v", c.name, c.queue, err)
+		}
+		if got, err := st.Snapshot(ctx, "", c.name); err != nil || len(got.Cursors) != 2 || len(snap.Cursors) != 2 {
+			t.Errorf("snapshot %s of %s: %v, %v; want its queue's 2 partitions", c.name, c.queue, got, err)
+		}
+		combtest.SQLite3Exec(t, path, `PRAGMA busy_timeout = 10000; DELETE FROM snapshots`)
+	}
+}
