@@ -25,36 +25,38 @@ import (
 // when the rows are not as goose writes them, or claim less than the
 // schema shows, the version whose schema the file has is the one that
 // counts. Open writes the rows again to say so; a read-only open just
-// uses it. A file whose rows claim a version newer than this binary is
-// still refused (ErrSchemaTooNew): a newer comb's additions may be
-// invisible to this one's comparison.
+// uses it. A file whose rows claim a version newer than this binary, and
+// every version it knows besides, is still refused (ErrSchemaTooNew): a
+// newer comb's additions may be invisible to this one's comparison.
 
 // versionRows reads what goose's rows claim: the highest version applied,
 // and whether they are as goose writes them (versions 0 to that one, each
 // once and applied). exists is false when the table is gone.
-func versionRows(ctx context.Context, q querier) (claim int64, wellFormed, exists bool, err error) {
+func versionRows(ctx context.Context, q querier, latest int64) (claim int64, wellFormed, allKnown, exists bool, err error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'goose_db_version'`).
 		Scan(&n); err != nil {
-		return 0, false, false, fmt.Errorf("read schema version: %w", err)
+		return 0, false, false, false, fmt.Errorf("read schema version: %w", err)
 	}
 	if n == 0 {
-		return 0, false, false, nil
+		return 0, false, false, false, nil
 	}
 	// goose's table is not STRICT: a version edited to text or a blob
 	// is neither claimed nor well formed.
-	var rows, distinct, applied int64
+	var rows, distinct, applied, known int64
 	var lo, hi sql.NullInt64
 	if err := q.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(DISTINCT version_id),
 		COUNT(*) FILTER (WHERE typeof(version_id) = 'integer' AND is_applied IS 1),
+		COUNT(DISTINCT version_id) FILTER (WHERE typeof(version_id) = 'integer' AND is_applied IS 1
+			AND version_id BETWEEN 0 AND ?),
 		MIN(version_id) FILTER (WHERE typeof(version_id) = 'integer'),
 		MAX(version_id) FILTER (WHERE typeof(version_id) = 'integer'),
 		COALESCE(MAX(version_id) FILTER (WHERE typeof(version_id) = 'integer' AND is_applied IS 1), 0)
-		FROM goose_db_version`).Scan(&rows, &distinct, &applied, &lo, &hi, &claim); err != nil {
-		return 0, false, true, fmt.Errorf("read schema version: %w", err)
+		FROM goose_db_version`, latest).Scan(&rows, &distinct, &applied, &known, &lo, &hi, &claim); err != nil {
+		return 0, false, false, true, fmt.Errorf("read schema version: %w", err)
 	}
 	wellFormed = rows > 0 && rows == distinct && rows == applied && lo.Int64 == 0 && hi.Int64 == rows-1
-	return claim, wellFormed, true, nil
+	return claim, wellFormed, known == latest+1, true, nil
 }
 
 // schemaShape is a schema as compared for its version: objects by kind
@@ -185,13 +187,14 @@ func sameShape(s schemaShape, have map[string]bool, haveCols map[string][]string
 // whether goose's rows must be written again to say so (see above).
 // A file with no table is version 0 and needs nothing.
 func schemaVersion(ctx context.Context, q querier, latest int64) (version int64, mend bool, err error) {
-	claim, wellFormed, _, err := versionRows(ctx, q)
+	claim, wellFormed, allKnown, _, err := versionRows(ctx, q, latest)
 	if err != nil {
 		return 0, false, err
 	}
-	if claim > latest || (wellFormed && claim == latest) {
-		// A claim past this binary is refused whatever the rows' shape:
-		// a newer comb's additions may be invisible to the comparison.
+	if (claim > latest && allKnown) || (wellFormed && claim == latest) {
+		// A claim past this binary, beside rows of every version it
+		// knows, is a newer comb's file, refused by the caller: that
+		// comb's additions may be invisible to the comparison.
 		return claim, false, nil
 	}
 	v, err := versionBySchema(ctx, q)
@@ -215,7 +218,7 @@ func mendVersionRows(ctx context.Context, db *sql.DB, v int64) error {
 		return fmt.Errorf("write schema version rows: %w", err)
 	}
 	defer tx.Rollback()
-	_, _, exists, err := versionRows(ctx, tx)
+	_, _, _, exists, err := versionRows(ctx, tx, v)
 	if err != nil {
 		return err
 	}

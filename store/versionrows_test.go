@@ -32,6 +32,7 @@ func TestVersionRowsEditedByHandAreReadFromTheSchema(t *testing.T) {
 		`DROP TABLE goose_db_version`,
 		`UPDATE goose_db_version SET version_id = 'x' WHERE version_id = 2`,
 		`UPDATE goose_db_version SET is_applied = 'yes'`,
+		`UPDATE goose_db_version SET version_id = 1000000`,
 	} {
 		t.Run(edit, func(t *testing.T) {
 			dir := t.TempDir()
@@ -77,8 +78,8 @@ func TestVersionRowsEditedByHandAreReadFromTheSchema(t *testing.T) {
 	}
 }
 
-// Rows that claim a version past this binary's are still a newer comb's
-// file: refused, not written down.
+// Rows that claim a version past this binary's beside every version it
+// knows are still a newer comb's file: refused, not written down.
 func TestWellFormedRowsOfANewerVersionAreStillRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	st := openLogged(t, path, nil)
