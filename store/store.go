@@ -405,6 +405,15 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	// The writer's connection sets nothing that writes before the schema
 	// is checked: switching to WAL, or auto_vacuum, must not happen to a
 	// file that is not comb's.
+	// Before SQLite's recovery reads the WAL and drops what follows a
+	// damaged frame (waldamage.go).
+	if kept, scan, err := keepDamagedWAL(opts.Path, time.Now()); err != nil {
+		s.log.Warn("could not read the WAL before opening the database", "path", opts.Path, "err", err)
+	} else if kept != "" {
+		s.log.Error("the WAL is damaged: SQLite's recovery keeps the commits before the damage and drops those after it, writes that had been answered; the WAL as found is kept for recovery by hand (docs/operations.md)",
+			"path", opts.Path, "damagedFrame", scan.badFrame, "atByte", scan.droppedAt,
+			"commitsKept", scan.kept, "commitsDropped", scan.dropped, "copy", kept)
+	}
 	s.wdb, err = openSQLite(base+"?_pragma=busy_timeout("+busyMillis+")&_pragma=foreign_keys(0)"+
 		"&_pragma=cache_size("+writerCacheKiB+")&_pragma=synchronous("+syncLevel+")", &s.stats.Damaged)
 	if err != nil {
