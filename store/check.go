@@ -31,6 +31,15 @@ func CheckProgress(ctx context.Context, path string, fn func(combtype.Progress))
 	if err := checkNotStale(path); err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
+	// A WAL left by a crash is read as recovery will read it, before the
+	// connection below replays it (waldamage.go); a server's WAL is still
+	// being written, and its damage, if any, was found when it started.
+	var wal walScan
+	if inUse, err := servedBy(path); err == nil && !inUse {
+		if wal, err = scanWAL(walPath(path)); err != nil {
+			return nil, fmt.Errorf("check: %w", err)
+		}
+	}
 	db, err := openReadOnly(ctx, path)
 	if err != nil {
 		return nil, err
@@ -56,6 +65,11 @@ func CheckProgress(ctx context.Context, path string, fn func(combtype.Progress))
 	if mend {
 		rep.Findings = append(rep.Findings, combtype.Finding{Check: "schema", Detail: fmt.Sprintf(
 			"goose_db_version's rows do not say the schema's version, %d (comb serve writes them again when it starts)", version)})
+	}
+	if wal.dropped > 0 {
+		rep.Findings = append(rep.Findings, combtype.Finding{Check: "wal", Detail: fmt.Sprintf(
+			"the WAL is damaged at frame %d (byte %d): SQLite's recovery keeps the %d commits before it and drops the %d after it that still verify; comb serve keeps a copy of the WAL when it starts (docs/operations.md, The WAL)",
+			wal.badFrame, wal.droppedAt, wal.kept, wal.dropped)})
 	}
 	c := &checker{progress: fn, on: fn != nil}
 	if fn == nil {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/comb-broker/comb/internal/combtest"
+	"github.com/comb-broker/comb/store"
 )
 
 // A WAL damaged in the middle lost, at the next open, every commit after
@@ -56,6 +58,13 @@ func TestADamagedWALIsKeptBeforeRecoveryDropsItsCommits(t *testing.T) {
 			wal = c.damage(wal, frames)
 			if err := os.WriteFile(path+"-wal", wal, 0o600); err != nil {
 				t.Fatal(err)
+			}
+			rep, err := store.Check(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if found := len(rep.Findings) == 1 && rep.Findings[0].Check == "wal"; found != c.dropped || len(rep.Findings) > 1 {
+				t.Errorf("check of the crash image: %v; want a wal finding: %v", rep.Findings, c.dropped)
 			}
 			var logs bytes.Buffer
 			st = openLogged(t, path, slog.New(slog.NewTextHandler(&logs, nil)))
