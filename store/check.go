@@ -34,6 +34,9 @@ func CheckProgress(ctx context.Context, path string, fn func(combtype.Progress))
 	// A WAL left by a crash is read as recovery will read it, before the
 	// connection below replays it (waldamage.go); a server's WAL is still
 	// being written, and its damage, if any, was found when it started.
+	if err := checkSideFiles(path); err != nil {
+		return nil, err
+	}
 	var wal walScan
 	if inUse, err := servedBy(path); err == nil && !inUse {
 		if wal, err = scanWAL(walPath(path)); err != nil {

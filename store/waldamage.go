@@ -51,6 +51,11 @@ type walScan struct {
 // that was being started), is reported as holding nothing.
 func scanWAL(walFile string) (walScan, error) {
 	scan := walScan{badFrame: -1}
+	if fi, err := os.Stat(walFile); err != nil || !fi.Mode().IsRegular() {
+		// Absent, or not a file (checkSideFiles names it): opened, a
+		// named pipe would block until something wrote to it.
+		return scan, nil
+	}
 	f, err := os.Open(walFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return scan, nil
