@@ -36,7 +36,7 @@ func BackupFile(ctx context.Context, src, dst string) error {
 // read from outside it (dst's size), from a watcher goroutine that stops
 // before it returns. fn must return at once.
 func BackupFileProgress(ctx context.Context, src, dst string, fn func(combtype.Progress)) error {
-	if err := checkNotStale(src); err != nil {
+	if _, err := checkNotStale(src); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	db, err := openReadOnly(ctx, src)
@@ -75,20 +75,21 @@ func BackupFileProgress(ctx context.Context, src, dst string, fn func(combtype.P
 // as of the WAL's last checkpoint, and the server's writes since are only
 // in a WAL that nothing else can open. It must run before the caller opens
 // a connection of its own to path (see servedBy).
-func checkNotStale(path string) error {
-	inUse, err := servedBy(path)
+// It reports whether a comb serves the file.
+func checkNotStale(path string) (inUse bool, err error) {
+	inUse, err = servedBy(path)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
+		return false, fmt.Errorf("open %s: %w", path, err)
 	}
 	if !inUse {
-		return nil
+		return false, nil
 	}
 	if _, err := os.Lstat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %s is served by a running comb but its -wal file is gone from the directory, "+
+		return true, fmt.Errorf("%w: %s is served by a running comb but its -wal file is gone from the directory, "+
 			"so the file lacks the server's recent writes; stop the server with SIGTERM (not kill -9), "+
 			"which writes them into the file, then try again", combtype.ErrStale, path)
 	}
-	return nil
+	return true, nil
 }
 
 // vacuumInto calls copied, if not nil, once VACUUM INTO has returned.

@@ -28,7 +28,8 @@ func Check(ctx context.Context, path string) (*combtype.CheckReport, error) {
 // checks exactly as Check does; a non-nil one adds two reads (the page
 // and segment counts) to the same snapshot and changes nothing found.
 func CheckProgress(ctx context.Context, path string, fn func(combtype.Progress)) (*combtype.CheckReport, error) {
-	if err := checkNotStale(path); err != nil {
+	inUse, err := checkNotStale(path)
+	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
 	// A WAL left by a crash is read as recovery will read it, before the
@@ -38,7 +39,7 @@ func CheckProgress(ctx context.Context, path string, fn func(combtype.Progress))
 		return nil, err
 	}
 	var wal walScan
-	if inUse, err := servedBy(path); err == nil && !inUse {
+	if !inUse {
 		if wal, err = scanWAL(walPath(path)); err != nil {
 			return nil, fmt.Errorf("check: %w", err)
 		}
