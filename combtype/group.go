@@ -97,6 +97,10 @@ type SeekRequest struct {
 	Target SeekTarget
 	// DryRun resolves every placement and changes nothing.
 	DryRun bool
+	// List, when above 0, is the most partitions the result lists;
+	// SeekResult.Totals counts every one. A seek of a large queue then
+	// holds a chunk of its partitions at a time, not all of them.
+	List int
 }
 
 // SeekTarget is where a seek moves a cursor. Exactly one field is set.
@@ -168,25 +172,47 @@ type PartitionSeek struct {
 
 // SeekResult is the outcome of a seek, one entry per partition in creation order.
 type SeekResult struct {
-	Queue      string          // the queue sought
-	Group      string          // the group moved; QueueModeGroup when none was named
-	Partitions []PartitionSeek // every partition touched, in creation order
-	// Snapshot is the snapshot applied, when the request named one.
+	Queue string // the queue sought
+	Group string // the group moved; QueueModeGroup when none was named
+	// Partitions are the partitions touched, in creation order: every one,
+	// or the first SeekRequest.List of them.
+	Partitions []PartitionSeek
+	// Totals sums the seek over every partition touched, listed or not.
+	Totals SeekTotals
+	// Snapshot is the snapshot applied, when the request named one; its
+	// Cursors are not read.
 	Snapshot *Snapshot
+}
+
+// SeekTotals sums a seek over the partitions it touched.
+type SeekTotals struct {
+	Partitions int64 // touched
+	Moving     int64 // whose committed value changed (From != To)
+	Clamped    int64 // clamped to the retention watermark
+	// Redeliver, Skip, OvershootBound and FramesEvicted are the sums of
+	// the partitions' fields.
+	Redeliver, Skip, OvershootBound, FramesEvicted int64
+}
+
+// Add counts p in t.
+func (t *SeekTotals) Add(p PartitionSeek) {
+	t.Partitions++
+	if p.From != p.To {
+		t.Moving++
+	}
+	if p.Clamped {
+		t.Clamped++
+		t.FramesEvicted += p.FramesEvicted
+	}
+	t.Redeliver += p.Redeliver
+	t.Skip += p.Skip
+	t.OvershootBound += p.OvershootBound
 }
 
 // Clamped reports whether any partition was clamped, and how many frames
 // the clamping could not give back in total.
 func (r *SeekResult) Clamped() (bool, int64) {
-	var any bool
-	var n int64
-	for _, p := range r.Partitions {
-		if p.Clamped {
-			any = true
-			n += p.FramesEvicted
-		}
-	}
-	return any, n
+	return r.Totals.Clamped > 0, r.Totals.FramesEvicted
 }
 
 // GroupDeleteRequest removes a consumer group's cursors.

@@ -299,12 +299,12 @@ type partitionSeekOut struct {
 // seekTotals sums a seek over every partition it took, listed or not:
 // what the console's preview reads before any row.
 type seekTotals struct {
-	Partitions     int   `json:"partitions"`
-	Moving         int   `json:"moving"` // whose cursor the seek moves (from != to)
+	Partitions     int64 `json:"partitions"`
+	Moving         int64 `json:"moving"` // whose cursor the seek moves (from != to)
 	Redeliver      int64 `json:"redeliver"`
 	Skip           int64 `json:"skip"`
 	OvershootBound int64 `json:"overshootBound"`
-	Clamped        int   `json:"clamped"` // partitions clamped
+	Clamped        int64 `json:"clamped"` // partitions clamped
 }
 
 // maxSeekPartitionsListed bounds the partitions a seek's reply lists,
@@ -337,22 +337,12 @@ func seekBody(t combtype.SeekTarget, dryRun bool, res *combtype.SeekResult) map[
 			FramesEvicted: p.FramesEvicted, Created: p.Created}
 	}
 	body["partitions"] = parts
-	if omitted := len(res.Partitions) - len(listed); omitted > 0 {
+	if omitted := res.Totals.Partitions - int64(len(listed)); omitted > 0 {
 		body["partitionsOmitted"] = omitted
 	}
-	sum := seekTotals{Partitions: len(res.Partitions)}
-	for _, p := range res.Partitions {
-		if p.From != p.To {
-			sum.Moving++
-		}
-		if p.Clamped {
-			sum.Clamped++
-		}
-		sum.Redeliver += p.Redeliver
-		sum.Skip += p.Skip
-		sum.OvershootBound += p.OvershootBound
-	}
-	body["totals"] = sum
+	sum := res.Totals
+	body["totals"] = seekTotals{Partitions: sum.Partitions, Moving: sum.Moving, Redeliver: sum.Redeliver, Skip: sum.Skip,
+		OvershootBound: sum.OvershootBound, Clamped: sum.Clamped}
 	body["clamped"], body["framesEvicted"] = res.Clamped()
 	if dryRun {
 		body["dryRun"] = true
@@ -368,7 +358,7 @@ func (s *Handler) seekQueue(w http.ResponseWriter, r *http.Request, ps httproute
 		return
 	}
 	res, err := s.tb(r).GroupSeek(r.Context(), combtype.SeekRequest{Group: group, Queue: queue,
-		Target: t, DryRun: dryRun})
+		Target: t, DryRun: dryRun, List: maxSeekPartitionsListed})
 	if err != nil {
 		// Failing loudly: a misdirected seek must not look like it worked.
 		s.fail(w, r, err, func(err error, _ int, _ string) any {
@@ -381,7 +371,7 @@ func (s *Handler) seekQueue(w http.ResponseWriter, r *http.Request, ps httproute
 		return
 	}
 	body := seekBody(t, dryRun, res)
-	body["partitionsUpdated"] = len(res.Partitions)
+	body["partitionsUpdated"] = res.Totals.Partitions
 	if dryRun {
 		body["partitionsUpdated"] = 0
 	}

@@ -107,12 +107,11 @@ func (r *SegmentRef) seg() *seek.Segment {
 }
 
 // Seek moves one group's cursor on every partition of a queue, or on one
-// partition, to where seek.Place puts req.Target. All partitions move in one writer
-// operation (a seek to the end of a large queue: in several, with the
-// same meaning, seekend.go): committed set, any lease dropped (so an ack
-// carrying it fails the lease check), retry and redelivery counters
-// reset, a missing cursor created; other groups are untouched, and
-// parked pops of the queue wake.
+// partition, to where seek.Place puts req.Target: committed set, any lease
+// dropped (so an ack carrying it fails the lease check), retry and
+// redelivery counters reset, a missing cursor created; other groups are
+// untouched, and parked pops of the queue wake. A large queue is moved in
+// several writer ops with the meaning of one (seekqueue.go).
 //
 // It returns ErrQueueNotFound when the queue is unknown to the tenant or has
 // no partitions, ErrPartitionNotFound when the named partition (or its
@@ -126,6 +125,9 @@ func (s *Store) Seek(ctx context.Context, tenant string, req combtype.SeekReques
 	if req.Group == "" {
 		req.Group = combtype.QueueModeGroup
 	}
+	if req.Partition == "" {
+		return s.seekQueue(ctx, tenant, &req)
+	}
 	if req.DryRun {
 		// A consistent read is enough: nothing is written.
 		tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -136,20 +138,17 @@ func (s *Store) Seek(ctx context.Context, tenant string, req combtype.SeekReques
 		res, _, err := resolveSeek(ctx, tx, micros(s.clock.Now()), tenant, &req)
 		return res, err
 	}
-	if req.Target.ToEnd && req.Partition == "" {
-		return s.seekToEnd(ctx, tenant, &req)
-	}
 	s.seeks.serial.Lock()
 	defer s.seeks.serial.Unlock()
 	var res *combtype.SeekResult
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		var err error
-		var ids []int64
-		res, ids, err = resolveSeek(w.ctx, w.tx, micros(w.now), tenant, &req)
+		var id int64
+		res, id, err = resolveSeek(w.ctx, w.tx, micros(w.now), tenant, &req)
 		if err != nil {
 			return err
 		}
-		return w.applySeek(res, ids, tenant)
+		return w.applySeek(res, id, tenant)
 	}})
 	if err != nil {
 		return nil, err
@@ -157,69 +156,62 @@ func (s *Store) Seek(ctx context.Context, tenant string, req combtype.SeekReques
 	return res, nil
 }
 
-// resolveSeek reads the state of the partitions req touches and asks
-// seek.Place where each cursor goes. ids are the partitions' row ids, in
-// the order of the result's.
-func resolveSeek(ctx context.Context, db querier, now int64, tenant string, req *combtype.SeekRequest) (*combtype.SeekResult, []int64, error) {
+// resolveSeek reads the state of the one partition req names and asks
+// seek.Place where its cursor goes. id is the partition's row id.
+func resolveSeek(ctx context.Context, db querier, now int64, tenant string, req *combtype.SeekRequest) (*combtype.SeekResult, int64, error) {
 	q, err := getQueue(ctx, db, tenant, req.Queue)
 	if err != nil {
-		if errors.Is(err, combtype.ErrQueueNotFound) && req.Partition != "" {
-			return nil, nil, combtype.ErrPartitionNotFound
+		if errors.Is(err, combtype.ErrQueueNotFound) {
+			return nil, 0, combtype.ErrPartitionNotFound
 		}
-		return nil, nil, err
+		return nil, 0, err
 	}
 	res := &combtype.SeekResult{Queue: q.Name, Group: req.Group}
-	var captured map[string]int64
+	var snapID int64
 	if name := req.Target.Snapshot; name != "" {
-		snap, cursors, err := loadSnapshot(ctx, db, tenant, name, now)
-		if err != nil {
-			return nil, nil, err
+		if snapID, res.Snapshot, err = seekSnapshot(ctx, db, tenant, name, now, q); err != nil {
+			return nil, 0, err
 		}
-		if snap.Queue != q.Name {
-			return nil, nil, fmt.Errorf("%w: snapshot %q was taken on queue %q, not %q", combtype.ErrInvalid, snap.Name, snap.Queue, q.Name)
-		}
-		// A queue deleted and recreated under the same name has new
-		// partition uuids: none matches, and every partition replays from
-		// the oldest retained message, like a partition created later.
-		res.Snapshot, captured = snap, cursors
 	}
 	rows, err := seekStates(ctx, db, q.ID, req.Group, req.Partition, req.Target.Time)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, err
 	}
 	if len(rows) == 0 {
-		if req.Partition != "" {
-			return nil, nil, combtype.ErrPartitionNotFound
-		}
-		return nil, nil, combtype.ErrQueueNotFound
+		return nil, 0, combtype.ErrPartitionNotFound
 	}
-	res.Partitions = make([]combtype.PartitionSeek, len(rows))
-	ids := make([]int64, len(rows))
-	target := seek.Target{ToEnd: req.Target.ToEnd, Time: req.Target.Time, Offset: req.Target.Offset, Snapshot: req.Target.Snapshot}
-	for i := range rows {
-		p, st := &rows[i].part, &rows[i].state
-		if c, ok := captured[p.UUID]; ok {
+	p, st := &rows[0].part, &rows[0].state
+	if snapID != 0 {
+		var c int64
+		err := db.QueryRowContext(ctx, `SELECT committed FROM snapshot_cursors WHERE snapshot_id = ? AND partition_uuid = ?`,
+			snapID, p.UUID).Scan(&c)
+		switch {
+		case err == nil:
 			st.Captured = &c
+		case !errors.Is(err, sql.ErrNoRows):
+			return nil, 0, fmt.Errorf("read the snapshot's cursor of partition %q: %w", p.Name, err)
 		}
-		pl, err := seek.Place(target, st)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", combtype.ErrInvalid, err)
-		}
-		from := max(st.Committed, st.Floor())
-		res.Partitions[i] = combtype.PartitionSeek{
-			Partition: p.Name, PartitionID: p.UUID, From: from, To: pl.Committed,
-			Redeliver: max(0, from-pl.Committed), Skip: max(0, pl.Committed-from),
-			Clamped: pl.Clamped, FramesEvicted: pl.FramesEvicted, OvershootBound: pl.OvershootBound,
-			Created: !st.HasCursor,
-		}
-		ids[i] = p.ID
 	}
-	return res, ids, nil
+	target := seek.Target{ToEnd: req.Target.ToEnd, Time: req.Target.Time, Offset: req.Target.Offset, Snapshot: req.Target.Snapshot}
+	pl, err := seek.Place(target, st)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", combtype.ErrInvalid, err)
+	}
+	from := max(st.Committed, st.Floor())
+	ps := combtype.PartitionSeek{
+		Partition: p.Name, PartitionID: p.UUID, From: from, To: pl.Committed,
+		Redeliver: max(0, from-pl.Committed), Skip: max(0, pl.Committed-from),
+		Clamped: pl.Clamped, FramesEvicted: pl.FramesEvicted, OvershootBound: pl.OvershootBound,
+		Created: !st.HasCursor,
+	}
+	res.Partitions = []combtype.PartitionSeek{ps}
+	res.Totals.Add(ps)
+	return res, p.ID, nil
 }
 
-// applySeek writes the resolved placements.
-func (w *wtx) applySeek(res *combtype.SeekResult, ids []int64, tenant string) error {
-	if err := w.moveCursors(res.Partitions, ids, res.Group); err != nil {
+// applySeek writes the placement of one partition, id.
+func (w *wtx) applySeek(res *combtype.SeekResult, id int64, tenant string) error {
+	if err := w.moveCursors([]int64{id}, []int64{res.Partitions[0].To}, res.Group); err != nil {
 		return err
 	}
 	if err := w.dropPendingSeeks(tenant, res.Queue, res.Group); err != nil {
@@ -231,18 +223,18 @@ func (w *wtx) applySeek(res *combtype.SeekResult, ids []int64, tenant string) er
 	return nil
 }
 
-// moveCursors sets group's cursor on each partition ids[i] to moves[i].To:
+// moveCursors sets group's cursor on each partition ids[i] to tos[i]:
 // any lease dropped, retry and redelivery counters reset, a missing
 // cursor created.
-func (w *wtx) moveCursors(moves []combtype.PartitionSeek, ids []int64, group string) error {
+func (w *wtx) moveCursors(ids, tos []int64, group string) error {
 	now := micros(w.now)
-	for i, ps := range moves {
+	for i, to := range tos {
 		if _, err := w.ExecContext(w.ctx, `INSERT INTO cursors (partition_id, group_name, committed, created_at)
 			VALUES (?1, ?2, ?3, ?4)
 			ON CONFLICT (partition_id, group_name) DO UPDATE SET committed = excluded.committed,
 				lease_id = NULL, lease_from = NULL, lease_to = NULL, lease_expires_at = NULL,
-				retry_count = 0, redelivery_count = 0`, ids[i], group, ps.To, now); err != nil {
-			return fmt.Errorf("move cursor of partition %q: %w", ps.Partition, err)
+				retry_count = 0, redelivery_count = 0`, ids[i], group, to, now); err != nil {
+			return fmt.Errorf("move cursor of partition %d: %w", ids[i], err)
 		}
 	}
 	return nil

@@ -152,20 +152,18 @@ func leaveUnfinishedSeek(t *testing.T, s *Store) {
 	t.Helper()
 	var p *pendingSeek
 	err := s.submit(context.Background(), &writeOp{isolated: true, apply: func(w *wtx) error {
-		q, err := getQueue(w.ctx, w.tx, "", "q")
-		if err != nil {
+		var err error
+		if _, p, err = beginSeek(w.ctx, w, "", &combtype.SeekRequest{Queue: "q", Group: "g", Target: combtype.SeekTarget{ToEnd: true}},
+			w.s.segSeq, micros(w.now)); err != nil {
 			return err
 		}
-		if p, err = w.beginSeek("", q, "g"); err != nil {
-			return err
-		}
-		_, err = w.seekChunk(p)
+		_, err = w.seekChunk(p, -1, true)
 		return err
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.seeks.set(seekKey{p.ID, p.Group}, false)
+	s.seeks.set(p, false)
 }
 
 // A seek or a delete of the group made after a seek to the end failed in

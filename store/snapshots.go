@@ -236,7 +236,8 @@ func (s *Store) UpdateSnapshot(ctx context.Context, tenant, name string, u combt
 }
 
 // DeleteSnapshot removes tenant's snapshot name, or answers
-// ErrSnapshotNotFound when there is no live one.
+// ErrSnapshotNotFound when there is no live one, and ErrSnapshotConflict
+// while a seek of a large queue is applying it (seekqueue.go).
 func (s *Store) DeleteSnapshot(ctx context.Context, tenant, name string) error {
 	return s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		var id int64
@@ -248,6 +249,10 @@ func (s *Store) DeleteSnapshot(ctx context.Context, tenant, name string) error {
 		if err != nil {
 			return fmt.Errorf("delete snapshot: %w", err)
 		}
+		if w.s.seeks.applying(id) {
+			// The op rolls back: the snapshot stays.
+			return fmt.Errorf("%w: a seek to snapshot %q is under way; delete it when the seek has ended", combtype.ErrSnapshotConflict, name)
+		}
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id = ?`, id); err != nil {
 			return fmt.Errorf("delete snapshot cursors: %w", err)
 		}
@@ -257,16 +262,24 @@ func (s *Store) DeleteSnapshot(ctx context.Context, tenant, name string) error {
 
 // ExpireSnapshots deletes every snapshot whose expiry is at or before the
 // store clock's now, across tenants, and returns how many it deleted. The
-// retention service calls it on its schedule (hourly by default).
+// retention service calls it on its schedule (hourly by default). A
+// snapshot a seek of a large queue is applying (seekqueue.go) is kept
+// until a sweep after the seek.
 func (s *Store) ExpireSnapshots(ctx context.Context) (int, error) {
 	var n int
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		now := micros(w.now)
+		held, err := json.Marshal(append([]int64{}, w.s.seeks.snapshots()...))
+		if err != nil {
+			return fmt.Errorf("expire snapshots: %w", err)
+		}
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
-			(SELECT id FROM snapshots WHERE expires_at <= ?)`, now); err != nil {
+			(SELECT id FROM snapshots WHERE expires_at <= ?1 AND id NOT IN (SELECT value FROM json_each(?2)))`,
+			now, string(held)); err != nil {
 			return fmt.Errorf("expire snapshot cursors: %w", err)
 		}
-		res, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE expires_at <= ?`, now)
+		res, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE expires_at <= ?1 AND id NOT IN (SELECT value FROM json_each(?2))`,
+			now, string(held))
 		if err != nil {
 			return fmt.Errorf("expire snapshots: %w", err)
 		}
