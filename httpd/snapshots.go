@@ -64,18 +64,11 @@ func snapshotPage(w http.ResponseWriter, path string, q url.Values, sn *combtype
 	return out
 }
 
-// snapshotPath is the GET route of snapshot name, under whatever prefix
-// the request came through.
-func snapshotPath(r *http.Request, name string) string {
-	prefix, _, _ := strings.Cut(r.URL.Path, "/api/v1/")
-	return prefix + "/api/v1/snapshots/" + name
-}
-
 // firstSnapshotPage is the page create and update answer with: the first,
 // as a GET without page parameters answers it.
-func firstSnapshotPage(w http.ResponseWriter, r *http.Request, sn *combtype.Snapshot) snapshotOut {
+func firstSnapshotPage(w http.ResponseWriter, sn *combtype.Snapshot) snapshotOut {
 	info := combtype.PageInfo{Total: -1, More: sn.CursorsNext != "", Next: sn.CursorsNext}
-	return snapshotPage(w, snapshotPath(r, sn.Name), url.Values{},
+	return snapshotPage(w, "/api/v1/snapshots/"+sn.Name, url.Values{},
 		sn, pageRequest{Page: combtype.Page{Limit: combtype.DefaultPageLimit}}, info)
 }
 
@@ -180,7 +173,7 @@ func (s *Handler) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in 
 		s.fail(w, r, err, snapshotNamed(name))
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "snapshot": firstSnapshotPage(w, r, sn)})
+	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "snapshot": firstSnapshotPage(w, sn)})
 }
 
 func (s *Handler) createGroupSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -288,7 +281,7 @@ func (s *Handler) updateSnapshot(w http.ResponseWriter, r *http.Request, ps http
 		s.fail(w, r, err, snapshotNamed(name))
 		return
 	}
-	writeJSON(w, http.StatusOK, firstSnapshotPage(w, r, sn))
+	writeJSON(w, http.StatusOK, firstSnapshotPage(w, sn))
 }
 
 func (s *Handler) deleteSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
