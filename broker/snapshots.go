@@ -11,7 +11,8 @@ import (
 // swept by retention.
 
 // SnapshotCreate captures a group's committed offsets on every partition
-// of a queue. A live name is combtype.ErrSnapshotExists; an unknown queue
+// of a queue, and returns the snapshot with the first page of its cursors.
+// A live name is combtype.ErrSnapshotExists; an unknown queue
 // combtype.ErrSnapshotConflict.
 func (b *Broker) SnapshotCreate(ctx context.Context, req combtype.CreateSnapshotRequest) (*combtype.Snapshot, error) {
 	if err := checkNames("name", req.Name, "consumerGroup", req.Group, "queue", req.Queue); err != nil {
@@ -23,10 +24,22 @@ func (b *Broker) SnapshotCreate(ctx context.Context, req combtype.CreateSnapshot
 	return b.st.CreateSnapshot(ctx, b.tenant, req)
 }
 
-// SnapshotGet returns a live snapshot with its cursors, or
+// SnapshotGet returns a live snapshot with the first page of its cursors
+// (Snapshot.CursorsNext says where SnapshotCursorPage reads on), or
 // combtype.ErrSnapshotNotFound.
 func (b *Broker) SnapshotGet(ctx context.Context, name string) (*combtype.Snapshot, error) {
 	return b.st.Snapshot(ctx, b.tenant, name)
+}
+
+// SnapshotCursorPage returns a live snapshot with the page pg of its
+// cursors in Snapshot.Cursors, in partition creation order, and
+// PageInfo.Next, the pg.After of the next page ("" on the last). Limit 0
+// is combtype.DefaultPageLimit; pages follow After, and an Offset is
+// combtype.ErrInvalid, as is an After no page handed out. Total is not
+// counted (-1). An unknown or expired name is
+// combtype.ErrSnapshotNotFound.
+func (b *Broker) SnapshotCursorPage(ctx context.Context, name string, pg combtype.Page) (*combtype.Snapshot, combtype.PageInfo, error) {
+	return b.st.SnapshotCursorPage(ctx, b.tenant, name, pg)
 }
 
 // SnapshotList lists the tenant's live snapshots matching f; empty when
@@ -42,7 +55,7 @@ func (b *Broker) SnapshotPage(ctx context.Context, f combtype.SnapshotFilter, pg
 }
 
 // SnapshotUpdate changes a live snapshot's labels and/or expiry and
-// returns it as updated. An unknown or expired name is
+// returns it as updated, with the first page of its cursors. An unknown or expired name is
 // combtype.ErrSnapshotNotFound, an expiry not in the future
 // combtype.ErrInvalid; either changes nothing.
 func (b *Broker) SnapshotUpdate(ctx context.Context, name string, u combtype.SnapshotUpdate) (*combtype.Snapshot, error) {

@@ -17,8 +17,16 @@ type Snapshot struct {
 	Labels    map[string]string // the caller's, for finding it again
 	CreatedAt time.Time         // by the broker's clock
 	ExpiresAt time.Time         // after it, the snapshot is gone (ErrSnapshotNotFound)
-	// Cursors has one entry per partition that existed when it was taken.
+	// Cursors is one page of the captured positions, one per partition
+	// that existed when it was taken, in the partitions' creation order:
+	// the first DefaultPageLimit of them from Broker.SnapshotCreate,
+	// SnapshotGet and SnapshotUpdate, the page asked for from
+	// Broker.SnapshotCursorPage, so a snapshot of a million partitions
+	// is never held in memory whole.
 	Cursors []SnapshotCursor
+	// CursorsNext is where the page after Cursors starts (Page.After of
+	// the next SnapshotCursorPage); "" when Cursors holds the last ones.
+	CursorsNext string
 }
 
 // SnapshotCursor is one captured position.

@@ -66,10 +66,15 @@ func pageHeaders(w http.ResponseWriter, r *http.Request, p pageRequest, info com
 		// is made (docs/wire.md).
 		w.Header().Set("X-Stats-Pending", strconv.Itoa(info.Unsummed))
 	}
+	nextLink(w, r.URL.Path, r.URL.Query(), p, info)
+}
+
+// nextLink sets the Link to the page after p, on path with the query q
+// (changed), when another page follows.
+func nextLink(w http.ResponseWriter, path string, q url.Values, p pageRequest, info combtype.PageInfo) {
 	if !info.More {
 		return
 	}
-	q := r.URL.Query()
 	q.Set("limit", strconv.Itoa(p.Limit))
 	if info.Next != "" {
 		q.Del("offset")
@@ -77,7 +82,7 @@ func pageHeaders(w http.ResponseWriter, r *http.Request, p pageRequest, info com
 	} else {
 		q.Set("offset", strconv.Itoa(p.Offset+p.Limit))
 	}
-	next := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	next := url.URL{Path: path, RawQuery: q.Encode()}
 	w.Header().Set("Link", "<"+next.String()+`>; rel="next"`)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -32,6 +33,9 @@ type snapshotOut struct {
 	CreatedAt     string              `json:"createdAt"`
 	ExpireTime    string              `json:"expireTime"`
 	Partitions    []snapshotCursorOut `json:"partitions,omitempty"`
+	// Pagination is the page partitions holds, when a page parameter
+	// was given or more follow (docs/wire.md, "Pages").
+	Pagination *pagePaginationOut `json:"pagination,omitempty"`
 }
 
 func snapshotJSON(sn *combtype.Snapshot, withCursors bool) snapshotOut {
@@ -44,6 +48,28 @@ func snapshotJSON(sn *combtype.Snapshot, withCursors bool) snapshotOut {
 		}
 	}
 	return out
+}
+
+// snapshotPage is a snapshot with the page p of its partitions, and the
+// Link to the next page, on path: the snapshot's GET route, whichever
+// route answered. A reply holding all of them, asked for no page, keeps
+// the shape it had before partitions were paged.
+func snapshotPage(w http.ResponseWriter, path string, q url.Values, sn *combtype.Snapshot, p pageRequest, info combtype.PageInfo) snapshotOut {
+	out := snapshotJSON(sn, true)
+	if p.asked || info.More {
+		pg := pagination(p, info)
+		out.Pagination = &pg
+	}
+	nextLink(w, path, q, p, info)
+	return out
+}
+
+// firstSnapshotPage is the page create and update answer with: the first,
+// as a GET without page parameters answers it.
+func firstSnapshotPage(w http.ResponseWriter, sn *combtype.Snapshot) snapshotOut {
+	info := combtype.PageInfo{Total: -1, More: sn.CursorsNext != "", Next: sn.CursorsNext}
+	return snapshotPage(w, "/api/v1/snapshots/"+sn.Name, url.Values{},
+		sn, pageRequest{Page: combtype.Page{Limit: combtype.DefaultPageLimit}}, info)
 }
 
 // readFields decodes a JSON object body and refuses keys outside allowed.
@@ -147,7 +173,7 @@ func (s *Handler) createSnapshotFrom(w http.ResponseWriter, r *http.Request, in 
 		s.fail(w, r, err, snapshotNamed(name))
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "snapshot": snapshotJSON(sn, true)})
+	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "snapshot": firstSnapshotPage(w, sn)})
 }
 
 func (s *Handler) createGroupSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -201,12 +227,23 @@ func (s *Handler) listSnapshots(w http.ResponseWriter, r *http.Request, _ httpro
 
 func (s *Handler) getSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	name := ps.ByName("name")
-	sn, err := s.tb(r).SnapshotGet(r.Context(), name)
+	pg, err := readPage(r, true)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// Positions only: an offset would walk every cursor before it, and
+	// a snapshot holds one per partition of its queue.
+	if r.URL.Query().Get("offset") != "" {
+		s.fail(w, r, &badRequest{"offset is not supported on a snapshot's partitions: page with limit and after (pagination.next, or the next page in the Link header)"})
+		return
+	}
+	sn, info, err := s.tb(r).SnapshotCursorPage(r.Context(), name, pg.Page)
 	if err != nil {
 		s.fail(w, r, err, snapshotNamed(name))
 		return
 	}
-	writeJSON(w, http.StatusOK, snapshotJSON(sn, true))
+	writeJSON(w, http.StatusOK, snapshotPage(w, r.URL.Path, r.URL.Query(), sn, pg, info))
 }
 
 // updateSnapshot changes labels and/or expireTime, the only mutable fields.
@@ -244,7 +281,7 @@ func (s *Handler) updateSnapshot(w http.ResponseWriter, r *http.Request, ps http
 		s.fail(w, r, err, snapshotNamed(name))
 		return
 	}
-	writeJSON(w, http.StatusOK, snapshotJSON(sn, true))
+	writeJSON(w, http.StatusOK, firstSnapshotPage(w, sn))
 }
 
 func (s *Handler) deleteSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {

@@ -359,7 +359,7 @@ export interface paths {
         put?: never;
         /**
          * Snapshot a group's cursors on a queue.
-         * @description Snapshot a group's cursors on a queue. Access: read-write.
+         * @description Snapshot a group's cursors on a queue. The reply holds the first page of its partitions (at most 1000); pagination and the Link header (to GET /api/v1/snapshots/{name}) say where the next starts. Access: read-write.
          */
         post: operations["postApiV1ConsumerGroupsGroupQueuesQueueSnapshots"];
         delete?: never;
@@ -383,7 +383,7 @@ export interface paths {
         put?: never;
         /**
          * Create a named snapshot.
-         * @description Create a named snapshot. Access: read-write.
+         * @description Create a named snapshot. The reply holds the first page of its partitions (at most 1000); pagination and the Link header (to GET /api/v1/snapshots/{name}) say where the next starts. Access: read-write.
          */
         post: operations["postApiV1Snapshots"];
         delete?: never;
@@ -400,13 +400,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One snapshot.
-         * @description One snapshot. Access: read-only.
+         * One snapshot, with a page of its partitions.
+         * @description One snapshot, with a page of its partitions' captured cursors in partition creation order: at most 1000 (limit), the next page after the position the previous one handed out (after; offset is refused). pagination and the Link header say where the next page starts, when one follows (docs/wire.md, Pages). Access: read-only.
          */
         get: operations["getApiV1SnapshotsName"];
         /**
          * Update a snapshot.
-         * @description Update a snapshot. Access: read-write.
+         * @description Update a snapshot. The reply holds the first page of its partitions, as GET answers it without page parameters. Access: read-write.
          */
         put: operations["putApiV1SnapshotsName"];
         post?: never;
@@ -1521,7 +1521,9 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             expireTime: string;
+            /** @description one page of the captured cursors, in partition creation order: at most 1000 (every one of a snapshot of up to 1000 partitions); absent from the listing */
             partitions?: components["schemas"]["SnapshotCursor"][];
+            pagination?: components["schemas"]["PagePagination"];
         };
         GroupSnapshotRequest: {
             name: string;
@@ -2924,6 +2926,7 @@ export interface operations {
             /** @description created */
             201: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2985,6 +2988,7 @@ export interface operations {
             /** @description created */
             201: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3001,7 +3005,12 @@ export interface operations {
     };
     getApiV1SnapshotsName: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description the position a previous page's Link or pagination.next handed out; the page starts after it */
+                after?: components["parameters"]["PageAfter"];
+            };
             header?: never;
             path: {
                 name: string;
@@ -3013,12 +3022,14 @@ export interface operations {
             /** @description snapshot */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Snapshot"];
                 };
             };
+            400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
@@ -3043,6 +3054,7 @@ export interface operations {
             /** @description updated */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
