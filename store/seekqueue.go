@@ -376,13 +376,9 @@ func beginSeek(ctx context.Context, db querier, tenant string, req *combtype.See
 // matches, and every partition replays from the oldest retained message,
 // like a partition created later.
 func seekSnapshot(ctx context.Context, db querier, tenant, name string, now int64, q *combtype.Queue) (int64, *combtype.Snapshot, error) {
-	id, sn, err := scanSnapshot(db.QueryRowContext(ctx, `SELECT `+snapshotColumns+` FROM snapshots
-		WHERE tenant = ? AND name = ? AND expires_at > ?`, tenant, name, now))
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil, fmt.Errorf("%w: %q", combtype.ErrSnapshotNotFound, name)
-	}
+	id, sn, err := snapshotRow(ctx, db, tenant, name, now)
 	if err != nil {
-		return 0, nil, fmt.Errorf("read snapshot %q: %w", name, err)
+		return 0, nil, err
 	}
 	if sn.Queue != q.Name {
 		return 0, nil, fmt.Errorf("%w: snapshot %q was taken on queue %q, not %q", combtype.ErrInvalid, sn.Name, sn.Queue, q.Name)
