@@ -158,11 +158,19 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 		return false, fmt.Errorf("find deleted queue: %w", err)
 	}
 	// A pop that resolved the queue before it was detached may have
-	// subscribed it since; drop that state again.
-	if err := w.dropQueueState(queueID); err != nil {
-		return false, err
+	// subscribed it since; drop that again. Cursors and tombstones it
+	// made go with their partition, below: dropping them here for the
+	// whole queue, and reading every partition of it, made each step cost
+	// the partitions left, and a delete of a million partitions ran for
+	// hours (2,000 steps of a million rows each).
+	w.s.subs.forget()
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE queue_id = ?`, queueID); err != nil {
+		return false, fmt.Errorf("drop queue state: %w", err)
 	}
-	parts, err := queryPartitions(w.ctx, w.tx, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id`, queueID)
+	// One more than a step empties: seeing it tells the step it is not
+	// the last.
+	parts, err := queryPartitions(w.ctx, w.tx, `SELECT `+partitionColumns+` FROM partitions WHERE queue_id = ? ORDER BY id LIMIT ?`,
+		queueID, deletePartitionBatch+1)
 	if err != nil {
 		return false, err
 	}
@@ -205,6 +213,11 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 		}
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?`, p.UUID); err != nil {
 			return false, fmt.Errorf("delete traces: %w", err)
+		}
+		for _, q := range []string{`DELETE FROM cursors WHERE partition_id = ?`, `DELETE FROM tombstones WHERE partition_id = ?`} {
+			if _, err := w.ExecContext(w.ctx, q, p.ID); err != nil {
+				return false, fmt.Errorf("drop partition state: %w", err)
+			}
 		}
 		w.rowsChanged()
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM partitions WHERE id = ?`, p.ID); err != nil {

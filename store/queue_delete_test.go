@@ -286,3 +286,45 @@ func TestDeleteQueueRemovesEveryDedupKey(t *testing.T) {
 		t.Errorf("txids rows = %d, want the other queue's %d", c["txids"], len(keep))
 	}
 }
+
+// BenchmarkDeleteWideQueue deletes a queue of many partitions, one message
+// and one group's cursor in each, and reports the delete's cost per
+// partition, which stays flat as the partitions grow: a step of the
+// purge read every partition of the queue left and dropped their cursors,
+// so a million partitions took hours.
+//
+//	go test ./store -run XXX -bench DeleteWideQueue -benchtime 1x
+func BenchmarkDeleteWideQueue(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				ctx := context.Background()
+				st, err := store.Open(ctx, store.Options{Path: filepath.Join(b.TempDir(), "comb.db")})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for lo := 0; lo < n; lo += 1000 {
+					items := make([]combtype.PushItem, 0, 1000)
+					for i := lo; i < min(n, lo+1000); i++ {
+						items = append(items, combtype.PushItem{Queue: "wide", Partition: fmt.Sprintf("p%06d", i), Payload: []byte("1")})
+					}
+					if _, err := st.Push(ctx, "", items); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := st.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "wide", Target: combtype.SeekTarget{ToEnd: true}, List: 1}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				t0 := time.Now()
+				if _, err := st.DeleteQueue(ctx, "", "wide"); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(time.Since(t0).Microseconds())/float64(n), "µs/partition")
+				b.StopTimer()
+				st.Close()
+			}
+		})
+	}
+}
