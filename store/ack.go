@@ -394,8 +394,12 @@ func (w *wtx) applyAck(it *combtype.AckItem, loc *located, c *cursor, mode ackMo
 		c.finishBatch()
 		res.LeaseReleased = true
 	}
-	if res.LeaseReleased {
-		// Only the group's own pops can take what its lease held.
+	if res.LeaseReleased && c.committed < loc.p.LastOffset {
+		// Only the group's own pops can take what its lease held. A lease
+		// ended with the whole partition behind the cursor leaves nothing
+		// to take, and the next pop of an idle group need not walk the
+		// queue for it (idle.go); a push to the partition in this commit
+		// is a new segment, which the pops find on their own.
 		w.touchGroup(loc.q.Tenant, loc.q.Name, group)
 	}
 	res.Success = true

@@ -59,9 +59,19 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 		limit = -1
 	}
 	after := w.s.turn.next(q.ID, req.Group)
-	due, err := scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after)
-	if err != nil {
-		return nil, time.Time{}, err
+	var due []candidate
+	if req.suspects != nil && req.Partition == "" {
+		if err := scanRows(w.ctx, w, &due, req.Group, scanColumns+scanSuspects+scanDue, limit,
+			req.Group, q.ID, now, jsonInts(req.suspects)); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+	if len(due) == 0 {
+		// No suspects, or none due any more (another pop of the group
+		// took them): the queue in turn.
+		if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after, &w.s.stats.QueueWalks); err != nil {
+			return nil, time.Time{}, err
+		}
 	}
 	var spans []claimSpan
 	var evicted int64

@@ -121,7 +121,7 @@ func (w *wtx) flush() error {
 		}
 		pp.part.LastOffset, pp.part.LastSegmentAt = pp.next-1, createdAt
 		w.s.stats.Frames.Add(int64(len(pp.frames)))
-		w.touch(pp.queue.Tenant, pp.queue.Name)
+		w.touchAppend(pp.queue.Tenant, pp.queue.Name)
 	}
 	// The partitions' new last offsets go in statements of up to
 	// maxRowsInValues partitions each: at batch 1 a commit writes to every

@@ -26,23 +26,58 @@ import (
 // another process to the file are not seen; comb's writer keeps rows of
 // its own in memory too and assumes there are none.
 
+// A mark also holds past commits that changed nothing of its queue but
+// new segments, which a pop then finds through the queue's partitions
+// written since (their last_segment_id is past the highest the walk could
+// see): at a million partitions a group that had consumed every one
+// walked them all, 3 s, on its first pop after any commit anywhere. What
+// else can make something due for a group is a commit that touches the
+// queue (wtx.touch, touchGroup: a seek, a lease released or nacked, a
+// group deleted or subscribed again, a configure), as the wakes of parked
+// pops need anyway; each such change has a counter per queue (and group),
+// odd while its commit may be becoming visible, and a mark holds only
+// while the counters it was taken at do. An outside commit forgets every
+// mark, and a mark this way lasts at most maxAppendMarkAge from its walk.
+
 // maxIdleMarks bounds the marks kept: past it they are all dropped and
 // the next pops walk again.
 const maxIdleMarks = 4096
+
+// maxChangeKeys bounds the queues (and groups) changes are counted for:
+// past it the counts start again and every mark is forgotten.
+const maxChangeKeys = 65536
+
+// maxAppendMarkAge is how long a mark holds past commits that only
+// appended, from the walk that took it: a bound on what a change no
+// touch records could hide.
+const maxAppendMarkAge = time.Minute
 
 type idleKey struct {
 	queue int64
 	group string
 }
 
+// idleSince is what a pop reads before it walks a queue: the counts of the
+// changes that make its walk's answer stale, and the highest segment id
+// of the queue visible then.
+type idleSince struct {
+	queue, group int64 // changes to the queue for every group, for this group
+	epoch        int64
+	seg          int64
+}
+
 type idleMark struct {
-	seq  int64     // commitSeq when the walk began
-	wake time.Time // earliest expiry of a lease over pending data, zero if none
+	seq   int64     // commitSeq when the walk began
+	wake  time.Time // earliest expiry of a lease over pending data, zero if none
+	since idleSince
+	at    int64 // micros: when the walk was made
 }
 
 type idleMarks struct {
-	mu sync.Mutex
-	m  map[idleKey]idleMark
+	mu      sync.Mutex
+	m       map[idleKey]idleMark
+	changes map[watchChange]int64
+	epoch   int64
 }
 
 // nothingDue tells whether group has nothing due on queue at commit
@@ -61,9 +96,34 @@ func (im *idleMarks) nothingDue(k idleKey, seq, now int64) (time.Time, bool) {
 	return mk.wake, true
 }
 
-// mark keeps that a walk begun at sequence seq found nothing due for k,
-// with wake the earliest expiry of a lease over pending data.
-func (im *idleMarks) mark(k idleKey, seq int64, wake time.Time) {
+// since reads the change counts of tenant's queue and group (seg is left
+// for the caller); ok is false while a change may be becoming visible.
+func (im *idleMarks) since(key, group string) (idleSince, bool) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	s := idleSince{queue: im.changes[watchChange{key: key}], group: im.changes[watchChange{key: key, group: group}],
+		epoch: im.epoch}
+	return s, s.queue%2 == 0 && s.group%2 == 0
+}
+
+// appendsOnly returns k's mark when only new segments can have changed
+// what its walk found: the counts are those of now, its lease wake has
+// not come, and it is younger than maxAppendMarkAge.
+func (im *idleMarks) appendsOnly(k idleKey, now idleSince, at int64) (idleMark, bool) {
+	im.mu.Lock()
+	mk, ok := im.m[k]
+	im.mu.Unlock()
+	if !ok || mk.since.queue != now.queue || mk.since.group != now.group || mk.since.epoch != now.epoch ||
+		(!mk.wake.IsZero() && at >= micros(mk.wake)) || at-mk.at >= maxAppendMarkAge.Microseconds() || at < mk.at {
+		return idleMark{}, false
+	}
+	return mk, true
+}
+
+// mark keeps that a walk begun at sequence seq, after since was read,
+// found nothing due for k at time at, with wake the earliest expiry of a
+// lease over pending data.
+func (im *idleMarks) mark(k idleKey, seq int64, wake time.Time, since idleSince, at int64) {
 	if seq%2 != 0 {
 		return
 	}
@@ -72,5 +132,31 @@ func (im *idleMarks) mark(k idleKey, seq int64, wake time.Time) {
 	if im.m == nil || len(im.m) >= maxIdleMarks {
 		im.m = map[idleKey]idleMark{}
 	}
-	im.m[k] = idleMark{seq: seq, wake: wake}
+	im.m[k] = idleMark{seq: seq, wake: wake, since: since, at: at}
+}
+
+// changing counts a commit's changes, once before it may become visible
+// and once after (done; writer goroutine).
+func (im *idleMarks) changing(keys map[watchChange]struct{}, done bool) {
+	if len(keys) == 0 {
+		return
+	}
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if !done && (im.changes == nil || len(im.changes) >= maxChangeKeys) {
+		// Counts begun again could meet a mark's values: forget them all.
+		im.changes = map[watchChange]int64{}
+		im.epoch++
+	}
+	for k := range keys {
+		im.changes[k]++
+	}
+}
+
+// forgetAll makes every mark stale (another program wrote to the file).
+func (im *idleMarks) forgetAll() {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	im.epoch++
+	im.m = nil
 }

@@ -170,7 +170,7 @@ func TestAPopFindsWhatIsMadeDueAfterAnIdleWalk(t *testing.T) {
 			}
 			e.event(t, u)
 			// What a walk finds now, read without the kept answer.
-			walked, err := scanCandidates(ctx, u.s.r, q.ID, "g", "", micros(clk.Now()), 1, "")
+			walked, err := scanCandidates(ctx, u.s.r, q.ID, "g", "", micros(clk.Now()), 1, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,11 +195,11 @@ func TestAKeptIdleAnswerEndsWithAnyCommit(t *testing.T) {
 	var im idleMarks
 	k := idleKey{1, "g"}
 	wake := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	im.mark(k, 3, time.Time{}) // odd: a commit in flight
+	im.mark(k, 3, time.Time{}, idleSince{}, 0) // odd: a commit in flight
 	if _, ok := im.nothingDue(k, 3, 0); ok {
 		t.Error("kept at an odd sequence")
 	}
-	im.mark(k, 4, wake)
+	im.mark(k, 4, wake, idleSince{}, 0)
 	for _, c := range []struct {
 		seq, now int64
 		want     bool
@@ -214,9 +214,116 @@ func TestAKeptIdleAnswerEndsWithAnyCommit(t *testing.T) {
 		}
 	}
 	for i := range maxIdleMarks + 1 { // bounded
-		im.mark(idleKey{int64(i + 2), fmt.Sprint(i)}, 4, time.Time{})
+		im.mark(idleKey{int64(i + 2), fmt.Sprint(i)}, 4, time.Time{}, idleSince{}, 0)
 	}
 	if len(im.m) > maxIdleMarks {
 		t.Errorf("%d marks kept, want at most %d", len(im.m), maxIdleMarks)
+	}
+}
+
+// TestAnIdleWalkHoldsPastCommitsThatOnlyAppend: a group with nothing due
+// on a queue of many partitions keeps its walk's answer past commits that
+// change nothing of that queue but add segments (pushes to it or to other
+// queues, its own claims of what they brought), reading only the
+// partitions written since; a commit that touches the queue otherwise (a
+// seek) ends it, and so does age. At a million partitions every pop after
+// any commit walked the queue: 3 s.
+func TestAnIdleWalkHoldsPastCommitsThatOnlyAppend(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	s := openTestStore(t, clk)
+	pushPartitions(t, s, "q", "p", 500, 1)
+	idleAllGroup(t, s, "q", "g")
+	q, err := getQueue(ctx, s.r, "", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := idleKey{q.ID, "g"}
+	req := combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true}
+	pop := func(step string, want int) {
+		t.Helper()
+		res, err := s.Pop(ctx, "", req)
+		if err != nil || len(res.Messages) != want {
+			t.Fatalf("%s: pop got %+v %v, want %d messages", step, res, err, want)
+		}
+	}
+	walkedAt := func() time.Time {
+		t.Helper()
+		s.idle.mu.Lock()
+		defer s.idle.mu.Unlock()
+		mk, ok := s.idle.m[k]
+		if !ok {
+			t.Fatal("no idle mark kept")
+		}
+		return fromMicros(mk.at)
+	}
+	push := func(queue, partition string) {
+		t.Helper()
+		if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: queue, Partition: partition, Payload: []byte(`1`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pop("the first walk", 0)
+	t0 := walkedAt()
+	steps := []struct {
+		name   string
+		event  func()
+		got    int
+		walked bool
+	}{
+		{"a push to another queue", func() { push("other", "x") }, 0, false},
+		{"a push to the queue", func() { push("q", "p0000007") }, 1, false},
+		{"the claim of it", func() {}, 0, false},
+		{"a push to a partition of its own", func() { push("q", "new") }, 1, false},
+		{"a batch leased, then acknowledged whole", func() {
+			push("q", "p0000009")
+			res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10})
+			if err != nil || len(res.Messages) != 1 {
+				t.Fatalf("lease: %+v %v", res, err)
+			}
+			m := res.Messages[0]
+			if ack, err := s.Ack(ctx, "", "g", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
+				Group: "g", Status: combtype.AckCompleted}}); err != nil || len(ack) != 1 || !ack[0].Success {
+				t.Fatalf("ack: %+v %v", ack, err)
+			}
+		}, 0, false},
+		{"another group's pop", func() {
+			if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "h", Batch: 5}); err != nil {
+				t.Fatal(err)
+			}
+		}, 0, false},
+		{"a seek of one partition", func() {
+			off := int64(-1)
+			if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "q", Partition: "p0000100",
+				Target: combtype.SeekTarget{Offset: &off}}); err != nil {
+				t.Fatal(err)
+			}
+		}, 1, true},
+	}
+	for _, st := range steps {
+		clk.Advance(time.Second)
+		before := walkedAt()
+		st.event()
+		walks := s.stats.QueueWalks.Load()
+		pop(st.name, st.got)
+		// Neither the pop nor its claim walked the queue to find what a
+		// push brought.
+		if walked := s.stats.QueueWalks.Load() > walks; walked != st.walked {
+			t.Fatalf("after %s the pop or its claim walked the queue: %v, want %v", st.name, walked, st.walked)
+		}
+		if st.got == 0 && walkedAt().Equal(before) == st.walked {
+			t.Fatalf("after %s the mark was renewed: %v, want %v", st.name, !st.walked, st.walked)
+		}
+	}
+	pop("after the seek's message", 0)
+	t1 := walkedAt()
+	if !t1.After(t0) {
+		t.Fatal("the seek did not end the mark")
+	}
+	clk.Advance(maxAppendMarkAge)
+	push("other", "x")
+	pop("a minute on", 0)
+	if !walkedAt().After(t1) {
+		t.Fatal("a mark a minute old still held")
 	}
 }

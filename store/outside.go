@@ -57,6 +57,7 @@ func (s *Store) noticeOutsideCommits(ctx context.Context) error {
 	// Idle marks hold only while the sequence they were taken at does
 	// (idle.go); it stays even.
 	s.commitSeq.Add(2)
+	s.idle.forgetAll()
 	if s.nextIDs, err = idFloors(ctx, s.wconn); err != nil {
 		return err
 	}

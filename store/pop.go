@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
@@ -36,34 +37,13 @@ func (c *candidate) next() int64 { return nextOffset(c.committed, c.part.LogStar
 // name so every partition gets its turn. A group that could have something
 // due on few partitions only (dueSuspects) has those read instead, so one
 // with nothing due does not walk the queue to find that out.
-func scanCandidates(ctx context.Context, db querier, queueID int64, group, partition string, now int64, limit int, after string) ([]candidate, error) {
+//
+// walks, when not nil, counts the walks of the whole queue it makes.
+func scanCandidates(ctx context.Context, db querier, queueID int64, group, partition string, now int64, limit int, after string,
+	walks *atomic.Int64) ([]candidate, error) {
 	var out []candidate
-	// The limit is applied here rather than by LIMIT ?: SQLite reads a bound
-	// LIMIT while planning, so rebinding it expires the cached statement and
-	// every pop would compile the scan again. Rows come in p.name order from
-	// the (queue_id, name) index, so stopping early reads no more than LIMIT.
 	scan := func(q string, limit int, args ...any) error {
-		if limit == 0 {
-			return nil
-		}
-		rows, err := db.QueryContext(ctx, q, args...)
-		if err != nil {
-			return fmt.Errorf("scan partitions: %w", err)
-		}
-		defer rows.Close()
-		for n := 0; (limit < 0 || n < limit) && rows.Next(); n++ {
-			var c candidate
-			var created int64
-			p := &c.part
-			if err := rows.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created,
-				&c.hasCursor, &c.committed, &c.leaseID, &c.leaseExpires, &c.retry); err != nil {
-				return fmt.Errorf("scan partition: %w", err)
-			}
-			p.CreatedAt = fromMicros(created)
-			c.partitionID, c.group = p.ID, group
-			out = append(out, c)
-		}
-		return rows.Err()
+		return scanRows(ctx, db, &out, group, q, limit, args...)
 	}
 	if partition != "" {
 		return out, scan(scanColumns+scanPartitions+scanDue+` AND p.name = ?4`, -1, group, queueID, now, partition)
@@ -88,6 +68,9 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 		}
 		return out, nil
 	}
+	if walks != nil {
+		walks.Add(1)
+	}
 	cols := scanColumns + scanPartitions + scanDue
 	if after == "" {
 		// No turn to start after (a group's first pops): one walk in name
@@ -106,6 +89,103 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 		rest = limit - len(out)
 	}
 	return out, scan(cols+` AND p.name <= ?4 ORDER BY p.name`, rest, group, queueID, now, after)
+}
+
+// scanRows appends to out the candidates the claim scan q finds, at most
+// limit (< 0: all). The limit is applied here rather than by LIMIT ?:
+// SQLite reads a bound LIMIT while planning, so rebinding it expires the
+// cached statement and every pop would compile the scan again. Rows come
+// in p.name order from the (queue_id, name) index, so stopping early reads
+// no more than LIMIT.
+func scanRows(ctx context.Context, db querier, out *[]candidate, group, q string, limit int, args ...any) error {
+	if limit == 0 {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("scan partitions: %w", err)
+	}
+	defer rows.Close()
+	for n := 0; (limit < 0 || n < limit) && rows.Next(); n++ {
+		var c candidate
+		var created int64
+		p := &c.part
+		if err := rows.Scan(&p.ID, &p.UUID, &p.QueueID, &p.Name, &p.LastOffset, &p.LogStart, &p.LastSegmentAt, &created,
+			&c.hasCursor, &c.committed, &c.leaseID, &c.leaseExpires, &c.retry); err != nil {
+			return fmt.Errorf("scan partition: %w", err)
+		}
+		p.CreatedAt = fromMicros(created)
+		c.partitionID, c.group = p.ID, group
+		*out = append(*out, c)
+	}
+	return rows.Err()
+}
+
+// lastSegmentOf is the highest segment id of queue's partitions (0 when it
+// has none): every segment a read made after this one finds past it is
+// new since.
+func lastSegmentOf(ctx context.Context, db querier, queueID int64) (int64, error) {
+	var seg int64
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(last_segment_id), 0) FROM partitions INDEXED BY partitions_queue_last_segment
+		WHERE queue_id = ?`, queueID).Scan(&seg); err != nil {
+		return 0, fmt.Errorf("read the queue's last segment: %w", err)
+	}
+	return seg, nil
+}
+
+// dueSinceMark answers a pop of a whole queue from mk, the mark of a walk
+// that found nothing due for group, when only new segments can have made
+// something due since (idle.go): it reads the partitions written since
+// and whether any of them is due. ok is false when they are too many to
+// read so (the pop walks); due lists the due ones, and wake is when a
+// lease over pending data expires; with nothing due the mark is renewed.
+func (s *Store) dueSinceMark(ctx context.Context, k idleKey, mk idleMark, seq int64, since idleSince, now int64) (due []int64, wake time.Time, ok bool, err error) {
+	if since.seg, err = lastSegmentOf(ctx, s.r, k.queue); err != nil {
+		return nil, time.Time{}, false, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM partitions INDEXED BY partitions_queue_last_segment
+		WHERE queue_id = ? AND last_segment_id > ?`, k.queue, mk.since.seg)
+	if err != nil {
+		return nil, time.Time{}, false, fmt.Errorf("list partitions written since: %w", err)
+	}
+	var ids []int64
+	for rows.Next() && len(ids) <= maxSuspects {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, time.Time{}, false, fmt.Errorf("scan partition written since: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, false, fmt.Errorf("list partitions written since: %w", err)
+	}
+	if len(ids) > maxSuspects {
+		return nil, time.Time{}, false, nil
+	}
+	wake = mk.wake
+	if len(ids) > 0 {
+		var got []candidate
+		if err := scanRows(ctx, s.r, &got, k.group, scanColumns+scanSuspects+scanDue, 1, k.group, k.queue, now, jsonInts(ids)); err != nil {
+			return nil, time.Time{}, false, err
+		}
+		if len(got) > 0 {
+			return ids, time.Time{}, true, nil
+		}
+		// A lease the group took since on one of them ends its answer.
+		var at sql.NullInt64
+		if err := s.r.QueryRowContext(ctx, `SELECT MIN(c.lease_expires_at) FROM json_each(?4) j CROSS JOIN partitions p ON p.id = j.value
+			JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+			WHERE p.queue_id = ?2 AND `+liveLeaseAt+`?3 AND `+pendingExpr, k.group, k.queue, now, jsonInts(ids)).Scan(&at); err != nil {
+			return nil, time.Time{}, false, fmt.Errorf("find lease expiry: %w", err)
+		}
+		if at.Valid {
+			wake = earliest(wake, fromMicros(at.Int64))
+		}
+	}
+	s.idle.mark(k, seq, wake, since, mk.at)
+	return nil, wake, true, nil
 }
 
 // The parts of the claim scan: its columns; the partitions it reads, all
@@ -206,6 +286,11 @@ type popReq struct {
 	combtype.PopRequest
 	Tenant string
 	Start  seek.Subscription
+	// suspects, when not nil, are the only partitions a pop's idle mark
+	// says can be due (idle.go): the claim reads those first, not the
+	// queue's partitions in turn until it has found enough, which at a
+	// million partitions held the writer for seconds.
+	suspects []int64
 }
 
 // popQueues resolves the queues a pop may serve, highest priority first,
@@ -396,6 +481,7 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 	try := func(q *combtype.Queue, subscribedTo *bool) (*combtype.PopResult, error) {
 		s.stats.QueueLooks.Add(1)
 		var subscribed bool
+		var suspects []int64
 		if subscribedTo != nil {
 			subscribed = *subscribedTo
 		} else if k := (subKey{tenant, q.Name, req.Group}); s.subs.has(k) {
@@ -417,10 +503,29 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 			// commit or a lease's expiry (idle.go); a pop of one partition
 			// reads that partition alone.
 			idle, seq := idleKey{q.ID, req.Group}, s.commitSeq.Load()
+			var since idleSince
+			markable := false
 			if req.Partition == "" {
 				if wake, ok := s.idle.nothingDue(idle, seq, now); ok {
 					res.WakeAt = earliest(res.WakeAt, wake)
 					return nil, nil
+				}
+				since, markable = s.idle.since(watchKey(tenant, q.Name), req.Group)
+				if !markable {
+					// A change of this queue is becoming visible: a mark
+					// taken now holds only until the next commit.
+					since.epoch = -1
+				}
+				if mk, ok := s.idle.appendsOnly(idle, since, now); ok && markable {
+					due, wake, ok, err := s.dueSinceMark(ctx, idle, mk, seq, since, now)
+					if err != nil {
+						return nil, err
+					}
+					if ok && due == nil {
+						res.WakeAt = earliest(res.WakeAt, wake)
+						return nil, nil
+					}
+					suspects = due
 				}
 			}
 			// A group whose last pop of the queue took a full batch is in
@@ -428,9 +533,16 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 			// looking on a reader for something due, which it almost always
 			// finds, and which the claim looks for again anyway. Finding
 			// nothing there costs one commit of nothing, and the next pop
-			// looks first again.
-			if !s.turn.wasFull(q.ID, req.Group) {
-				due, err := scanCandidates(ctx, s.r, q.ID, req.Group, req.Partition, now, 1, s.turn.next(q.ID, req.Group))
+			// looks first again. Nor does a pop whose mark found what is
+			// due (suspects): its claim reads those.
+			if !s.turn.wasFull(q.ID, req.Group) && suspects == nil {
+				if markable {
+					// Read before the walk: a segment it might not see is past it.
+					if since.seg, err = lastSegmentOf(ctx, s.r, q.ID); err != nil {
+						return nil, err
+					}
+				}
+				due, err := scanCandidates(ctx, s.r, q.ID, req.Group, req.Partition, now, 1, s.turn.next(q.ID, req.Group), &s.stats.QueueWalks)
 				if err != nil {
 					return nil, err
 				}
@@ -440,7 +552,7 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 						return nil, err
 					}
 					if req.Partition == "" {
-						s.idle.mark(idle, seq, wake)
+						s.idle.mark(idle, seq, wake, since, now)
 					}
 					res.WakeAt = earliest(res.WakeAt, wake)
 					return nil, nil
@@ -449,6 +561,8 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 		}
 		var got *combtype.PopResult
 		var wake time.Time
+		claimReq := req
+		claimReq.suspects = suspects
 		// The frames are read inside the claim, on the writer, before its
 		// commit: an autoAck cursor only moves with the messages in hand,
 		// retention cannot remove a claimed frame before it is read, and
@@ -461,7 +575,7 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 		// pushed in between. Cursors it seeds on new partitions are seeded
 		// again the same way from the durable subscription.
 		// A claim changes a few rows: the group's subscription and cursors.
-		c := &claimOp{q: q, req: &req}
+		c := &claimOp{q: q, req: &claimReq}
 		gen := s.subs.generation()
 		err = s.submit(ctx, &writeOp{isolated: true, smallUndo: true, lazy: subscribed && !req.AutoAck, apply: c.apply, claim: c})
 		if err != nil {

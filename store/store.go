@@ -299,6 +299,11 @@ type Stats struct {
 	// one for a pop of a queue, as many as it reads for a pop of a
 	// namespace or task.
 	QueueLooks atomic.Int64
+	// QueueWalks counts the pops and claims that read a queue's partitions
+	// in turn to find what is due for a group, rather than the few that
+	// can be (dueSuspects, idle.go): at a million partitions with nothing
+	// due, seconds each.
+	QueueWalks atomic.Int64
 }
 
 // Open opens or creates the database at opts.Path, applies migrations and

@@ -475,7 +475,9 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 		return nil, nil, err
 	}
 	s.commitSeq.Add(1) // odd: readers may see the commit (idle.go)
+	s.idle.changing(w.changed, false)
 	_, err = s.execControl(ctx, "COMMIT")
+	s.idle.changing(w.changed, true)
 	s.commitSeq.Add(1)
 	if err != nil {
 		return nil, nil, fmt.Errorf("commit: %w", err)
@@ -593,6 +595,10 @@ type wtx struct {
 	pending []*pendingPart
 	byPart  map[int64]*pendingPart
 	touched map[watchChange]struct{}
+	// changed is what of touched can make something due for a group other
+	// than new segments: idle marks taken before it no longer hold
+	// (idle.go).
+	changed map[watchChange]struct{}
 	// stale is set once this transaction changed queue or partition rows
 	// other than by pushing (rowsChanged).
 	stale bool
@@ -618,20 +624,31 @@ func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 		claimedDead: map[frameRange][]int64{},
 		byPart:      map[int64]*pendingPart{},
 		touched:     map[watchChange]struct{}{},
+		changed:     map[watchChange]struct{}{},
 		nqueues:     s.queues.begin(),
 	}
 }
 
 // touch records that tenant's queue changed, so parked pops wake after commit.
 func (w *wtx) touch(tenant, queue string) {
-	w.touched[watchChange{key: watchKey(tenant, queue)}] = struct{}{}
+	k := watchChange{key: watchKey(tenant, queue)}
+	w.touched[k] = struct{}{}
+	w.changed[k] = struct{}{}
 }
 
 // touchGroup records that tenant's queue changed in what only group can
 // take (its lease ended): only that group's pops parked with Park are
 // taken after commit.
 func (w *wtx) touchGroup(tenant, queue, group string) {
-	w.touched[watchChange{key: watchKey(tenant, queue), group: group}] = struct{}{}
+	k := watchChange{key: watchKey(tenant, queue), group: group}
+	w.touched[k] = struct{}{}
+	w.changed[k] = struct{}{}
+}
+
+// touchAppend is touch for new segments of tenant's queue: a pop's idle
+// mark finds those partitions itself, through their last segment id.
+func (w *wtx) touchAppend(tenant, queue string) {
+	w.touched[watchChange{key: watchKey(tenant, queue)}] = struct{}{}
 }
 
 func (w *wtx) notifyKeys() []watchChange {
