@@ -400,7 +400,7 @@ func (w *wtx) applyAck(it *combtype.AckItem, loc *located, c *cursor, mode ackMo
 		// to take, and the next pop of an idle group need not walk the
 		// queue for it (idle.go); a push to the partition in this commit
 		// is a new segment, which the pops find on their own.
-		w.touchGroup(loc.q.Tenant, loc.q.Name, group)
+		w.touchGroup(loc.q.Tenant, loc.q.Name, group, loc.p.ID)
 	}
 	res.Success = true
 	return res, c, nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -32,12 +33,15 @@ import (
 // see): at a million partitions a group that had consumed every one
 // walked them all, 3 s, on its first pop after any commit anywhere. What
 // else can make something due for a group is a commit that touches the
-// queue (wtx.touch, touchGroup: a seek, a lease released or nacked, a
-// group deleted or subscribed again, a configure), as the wakes of parked
-// pops need anyway; each such change has a counter per queue (and group),
-// odd while its commit may be becoming visible, and a mark holds only
-// while the counters it was taken at do. An outside commit forgets every
-// mark, and a mark this way lasts at most maxAppendMarkAge from its walk.
+// queue (wtx.touch: a seek, a lease released, a group deleted or
+// subscribed again, a configure), as the wakes of parked pops need
+// anyway; each such change has a counter per queue (and group), odd while
+// its commit may be becoming visible, and a mark holds only while the
+// counters it was taken at do. A lease of the group's own that an ack
+// ends with messages left behind it (touchGroup) names its partition,
+// which the next pops read with the new segments. An outside commit
+// forgets every mark, and a mark this way lasts at most maxAppendMarkAge
+// from its walk.
 
 // maxIdleMarks bounds the marks kept: past it they are all dropped and
 // the next pops walk again.
@@ -58,10 +62,12 @@ type idleKey struct {
 }
 
 // idleSince is what a pop reads before it walks a queue: the counts of the
-// changes that make its walk's answer stale, and the highest segment id
-// of the queue visible then.
+// changes that make its walk's answer stale, how many partitions have
+// been changed for its group alone, and the highest segment id of the
+// queue visible then.
 type idleSince struct {
 	queue, group int64 // changes to the queue for every group, for this group
+	parts        int64 // partitions changed for this group alone, ever
 	epoch        int64
 	seg          int64
 }
@@ -73,10 +79,25 @@ type idleMark struct {
 	at    int64 // micros: when the walk was made
 }
 
+// maxPartLog bounds the partitions kept per queue and group; a mark older
+// than them walks again.
+const maxPartLog = 256
+
+// changeCount is what is counted of one queue (and group).
+type changeCount struct {
+	n int64 // changes that end marks; odd while one may be becoming visible
+	// The partitions a commit changed for the group alone (a lease ended
+	// with messages left in it): the next pop of an idle group reads
+	// them, not the queue. partSeq is odd while such a commit may be
+	// becoming visible; start counts the ids dropped from the front.
+	partSeq, start int64
+	parts          []int64
+}
+
 type idleMarks struct {
 	mu      sync.Mutex
 	m       map[idleKey]idleMark
-	changes map[watchChange]int64
+	changes map[watchChange]*changeCount
 	epoch   int64
 }
 
@@ -101,23 +122,39 @@ func (im *idleMarks) nothingDue(k idleKey, seq, now int64) (time.Time, bool) {
 func (im *idleMarks) since(key, group string) (idleSince, bool) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
-	s := idleSince{queue: im.changes[watchChange{key: key}], group: im.changes[watchChange{key: key, group: group}],
-		epoch: im.epoch}
-	return s, s.queue%2 == 0 && s.group%2 == 0
+	s := idleSince{epoch: im.epoch}
+	ok := true
+	if c := im.changes[watchChange{key: key}]; c != nil {
+		s.queue, ok = c.n, c.n%2 == 0
+	}
+	if c := im.changes[watchChange{key: key, group: group}]; c != nil {
+		s.group, s.parts = c.n, c.start+int64(len(c.parts))
+		ok = ok && c.n%2 == 0 && c.partSeq%2 == 0
+	}
+	return s, ok
 }
 
-// appendsOnly returns k's mark when only new segments can have changed
-// what its walk found: the counts are those of now, its lease wake has
-// not come, and it is younger than maxAppendMarkAge.
-func (im *idleMarks) appendsOnly(k idleKey, now idleSince, at int64) (idleMark, bool) {
+// appendsOnly returns k's mark when only new segments and the partitions
+// it also returns can have changed what its walk found: the counts are
+// those of now, the partitions changed for the group since are still
+// kept, its lease wake has not come, and it is younger than
+// maxAppendMarkAge. key is the queue's watch key.
+func (im *idleMarks) appendsOnly(k idleKey, key string, now idleSince, at int64) (idleMark, []int64, bool) {
 	im.mu.Lock()
+	defer im.mu.Unlock()
 	mk, ok := im.m[k]
-	im.mu.Unlock()
 	if !ok || mk.since.queue != now.queue || mk.since.group != now.group || mk.since.epoch != now.epoch ||
 		(!mk.wake.IsZero() && at >= micros(mk.wake)) || at-mk.at >= maxAppendMarkAge.Microseconds() || at < mk.at {
-		return idleMark{}, false
+		return idleMark{}, nil, false
 	}
-	return mk, true
+	if mk.since.parts == now.parts {
+		return mk, nil, true
+	}
+	c := im.changes[watchChange{key: key, group: k.group}]
+	if c == nil || mk.since.parts < c.start || now.parts > c.start+int64(len(c.parts)) || mk.since.parts > now.parts {
+		return idleMark{}, nil, false
+	}
+	return mk, slices.Clone(c.parts[mk.since.parts-c.start : now.parts-c.start]), true
 }
 
 // mark keeps that a walk begun at sequence seq, after since was read,
@@ -136,20 +173,41 @@ func (im *idleMarks) mark(k idleKey, seq int64, wake time.Time, since idleSince,
 }
 
 // changing counts a commit's changes, once before it may become visible
-// and once after (done; writer goroutine).
-func (im *idleMarks) changing(keys map[watchChange]struct{}, done bool) {
-	if len(keys) == 0 {
+// and once after (done; writer goroutine): changed ends marks, parts
+// lists partitions changed for one group alone.
+func (im *idleMarks) changing(changed map[watchChange]struct{}, parts map[watchChange][]int64, done bool) {
+	if len(changed) == 0 && len(parts) == 0 {
 		return
 	}
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	if !done && (im.changes == nil || len(im.changes) >= maxChangeKeys) {
 		// Counts begun again could meet a mark's values: forget them all.
-		im.changes = map[watchChange]int64{}
+		im.changes = map[watchChange]*changeCount{}
 		im.epoch++
 	}
-	for k := range keys {
-		im.changes[k]++
+	count := func(k watchChange) *changeCount {
+		c := im.changes[k]
+		if c == nil {
+			c = &changeCount{}
+			im.changes[k] = c
+		}
+		return c
+	}
+	for k := range changed {
+		count(k).n++
+	}
+	for k, ids := range parts {
+		c := count(k)
+		c.partSeq++
+		if !done {
+			continue
+		}
+		c.parts = append(c.parts, ids...)
+		if drop := len(c.parts) - maxPartLog; drop > 0 {
+			c.start += int64(drop)
+			c.parts = append(c.parts[:0:0], c.parts[drop:]...)
+		}
 	}
 }
 

@@ -287,6 +287,20 @@ func TestAnIdleWalkHoldsPastCommitsThatOnlyAppend(t *testing.T) {
 				t.Fatalf("ack: %+v %v", ack, err)
 			}
 		}, 0, false},
+		{"a batch leased and acknowledged, with more behind it", func() {
+			for range 3 {
+				push("q", "p0000011")
+			}
+			res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 1})
+			if err != nil || len(res.Messages) != 1 {
+				t.Fatalf("lease: %+v %v", res, err)
+			}
+			m := res.Messages[0]
+			if ack, err := s.Ack(ctx, "", "g", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
+				Group: "g", Status: combtype.AckCompleted}}); err != nil || len(ack) != 1 || !ack[0].Success {
+				t.Fatalf("ack: %+v %v", ack, err)
+			}
+		}, 2, false},
 		{"another group's pop", func() {
 			if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "h", Batch: 5}); err != nil {
 				t.Fatal(err)

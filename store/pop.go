@@ -134,12 +134,13 @@ func lastSegmentOf(ctx context.Context, db querier, queueID int64) (int64, error
 }
 
 // dueSinceMark answers a pop of a whole queue from mk, the mark of a walk
-// that found nothing due for group, when only new segments can have made
-// something due since (idle.go): it reads the partitions written since
-// and whether any of them is due. ok is false when they are too many to
+// that found nothing due for group, when only new segments and the
+// partitions changed for the group alone can have made something due
+// since (idle.go): it reads those partitions and whether any of them is
+// due. ok is false when they are too many to
 // read so (the pop walks); due lists the due ones, and wake is when a
 // lease over pending data expires; with nothing due the mark is renewed.
-func (s *Store) dueSinceMark(ctx context.Context, k idleKey, mk idleMark, seq int64, since idleSince, now int64) (due []int64, wake time.Time, ok bool, err error) {
+func (s *Store) dueSinceMark(ctx context.Context, k idleKey, mk idleMark, changed []int64, seq int64, since idleSince, now int64) (due []int64, wake time.Time, ok bool, err error) {
 	if since.seg, err = lastSegmentOf(ctx, s.r, k.queue); err != nil {
 		return nil, time.Time{}, false, err
 	}
@@ -148,7 +149,7 @@ func (s *Store) dueSinceMark(ctx context.Context, k idleKey, mk idleMark, seq in
 	if err != nil {
 		return nil, time.Time{}, false, fmt.Errorf("list partitions written since: %w", err)
 	}
-	var ids []int64
+	ids := changed
 	for rows.Next() && len(ids) <= maxSuspects {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
@@ -164,6 +165,8 @@ func (s *Store) dueSinceMark(ctx context.Context, k idleKey, mk idleMark, seq in
 	if len(ids) > maxSuspects {
 		return nil, time.Time{}, false, nil
 	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	wake = mk.wake
 	if len(ids) > 0 {
 		var got []candidate
@@ -516,8 +519,8 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 					// taken now holds only until the next commit.
 					since.epoch = -1
 				}
-				if mk, ok := s.idle.appendsOnly(idle, since, now); ok && markable {
-					due, wake, ok, err := s.dueSinceMark(ctx, idle, mk, seq, since, now)
+				if mk, changed, ok := s.idle.appendsOnly(idle, watchKey(tenant, q.Name), since, now); ok && markable {
+					due, wake, ok, err := s.dueSinceMark(ctx, idle, mk, changed, seq, since, now)
 					if err != nil {
 						return nil, err
 					}

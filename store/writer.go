@@ -475,9 +475,9 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 		return nil, nil, err
 	}
 	s.commitSeq.Add(1) // odd: readers may see the commit (idle.go)
-	s.idle.changing(w.changed, false)
+	s.idle.changing(w.changed, w.changedParts, false)
 	_, err = s.execControl(ctx, "COMMIT")
-	s.idle.changing(w.changed, true)
+	s.idle.changing(w.changed, w.changedParts, true)
 	s.commitSeq.Add(1)
 	if err != nil {
 		return nil, nil, fmt.Errorf("commit: %w", err)
@@ -599,6 +599,10 @@ type wtx struct {
 	// than new segments: idle marks taken before it no longer hold
 	// (idle.go).
 	changed map[watchChange]struct{}
+	// changedParts are the partitions changed for one group alone (a
+	// lease ended with messages left): an idle mark of that group reads
+	// them rather than walking its queue again.
+	changedParts map[watchChange][]int64
 	// stale is set once this transaction changed queue or partition rows
 	// other than by pushing (rowsChanged).
 	stale bool
@@ -618,14 +622,15 @@ type partKey struct {
 func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 	return &wtx{
 		ctx: ctx, s: s, tx: tx, now: s.clock.Now(),
-		queues:      map[queueKey]*combtype.Queue{},
-		partitions:  map[partKey]*combtype.Partition{},
-		claimed:     map[frameRange][]claimedFrame{},
-		claimedDead: map[frameRange][]int64{},
-		byPart:      map[int64]*pendingPart{},
-		touched:     map[watchChange]struct{}{},
-		changed:     map[watchChange]struct{}{},
-		nqueues:     s.queues.begin(),
+		queues:       map[queueKey]*combtype.Queue{},
+		partitions:   map[partKey]*combtype.Partition{},
+		claimed:      map[frameRange][]claimedFrame{},
+		claimedDead:  map[frameRange][]int64{},
+		byPart:       map[int64]*pendingPart{},
+		touched:      map[watchChange]struct{}{},
+		changed:      map[watchChange]struct{}{},
+		changedParts: map[watchChange][]int64{},
+		nqueues:      s.queues.begin(),
 	}
 }
 
@@ -637,12 +642,12 @@ func (w *wtx) touch(tenant, queue string) {
 }
 
 // touchGroup records that tenant's queue changed in what only group can
-// take (its lease ended): only that group's pops parked with Park are
-// taken after commit.
-func (w *wtx) touchGroup(tenant, queue, group string) {
+// take (its lease on partitionID ended): only that group's pops parked
+// with Park are taken after commit.
+func (w *wtx) touchGroup(tenant, queue, group string, partitionID int64) {
 	k := watchChange{key: watchKey(tenant, queue), group: group}
 	w.touched[k] = struct{}{}
-	w.changed[k] = struct{}{}
+	w.changedParts[k] = append(w.changedParts[k], partitionID)
 }
 
 // touchAppend is touch for new segments of tenant's queue: a pop's idle
