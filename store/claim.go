@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -46,6 +47,53 @@ func (w *wtx) claim(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wa
 // errAgain is a claim that only moved cursors past damaged segments.
 var errAgain = errors.New("claim again")
 
+// suspectsFromMark is, for a claim the writer makes on its own, the
+// partitions of q the group's idle mark says can be due (idle.go): those
+// written since the mark's walk and those changed for the group since,
+// in earlier commits and in this one, with the mark's lease wake. ok is
+// false when the mark does not hold (or this transaction changed the
+// queue otherwise) or they are too many; the claim then reads the queue in
+// turn.
+func (w *wtx) suspectsFromMark(q *combtype.Queue, group string) (ids []int64, wake time.Time, ok bool, err error) {
+	key := watchKey(q.Tenant, q.Name)
+	if _, ok := w.changed[watchChange{key: key}]; ok {
+		return nil, time.Time{}, false, nil
+	}
+	if _, ok := w.changed[watchChange{key: key, group: group}]; ok {
+		return nil, time.Time{}, false, nil
+	}
+	since, ok := w.s.idle.since(key, group)
+	if !ok {
+		return nil, time.Time{}, false, nil
+	}
+	mk, changed, ok := w.s.idle.appendsOnly(idleKey{q.ID, group}, key, since, micros(w.now))
+	if !ok {
+		return nil, time.Time{}, false, nil
+	}
+	ids = append(changed, w.changedParts[watchChange{key: key, group: group}]...)
+	rows, err := w.QueryContext(w.ctx, `SELECT id FROM partitions INDEXED BY partitions_queue_last_segment
+		WHERE queue_id = ? AND last_segment_id > ?`, q.ID, mk.since.seg)
+	if err != nil {
+		return nil, time.Time{}, false, fmt.Errorf("list partitions written since: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() && len(ids) <= maxSuspects {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, time.Time{}, false, fmt.Errorf("scan partition written since: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, false, fmt.Errorf("list partitions written since: %w", err)
+	}
+	if len(ids) > maxSuspects {
+		return nil, time.Time{}, false, nil
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), mk.wake, true, nil
+}
+
 func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wake time.Time, err error) {
 	if err := w.subscribe(q, req.Group, req.Start); err != nil {
 		return nil, time.Time{}, err
@@ -59,14 +107,29 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 		limit = -1
 	}
 	after := w.s.turn.next(q.ID, req.Group)
+	suspects, byMark := req.suspects, false
+	if suspects == nil && req.Partition == "" && limit >= 0 {
+		// A claim the writer makes for a parked pop (handed.go) has not
+		// looked on a reader: it asks the group's idle mark itself.
+		ids, markWake, ok, err := w.suspectsFromMark(q, req.Group)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if ok && len(ids) == 0 {
+			return nil, markWake, nil
+		}
+		if ok {
+			suspects, wake, byMark = ids, markWake, true
+		}
+	}
 	var due []candidate
-	if req.suspects != nil && req.Partition == "" {
+	if suspects != nil && req.Partition == "" {
 		if err := scanRows(w.ctx, w, &due, req.Group, scanColumns+scanSuspects+scanDue, limit,
-			req.Group, q.ID, now, jsonInts(req.suspects)); err != nil {
+			req.Group, q.ID, now, jsonInts(suspects)); err != nil {
 			return nil, time.Time{}, err
 		}
 	}
-	if len(due) == 0 {
+	if len(due) == 0 && !byMark {
 		// No suspects, or none due any more (another pop of the group
 		// took them): the queue in turn.
 		if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after, &w.s.stats.QueueWalks); err != nil {
@@ -139,9 +202,21 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 		budget -= sp.to - sp.from + 1 - int64(len(sp.dead))
 	}
 	if len(spans) == 0 {
-		lw, err := leaseWake(w.ctx, w, q.ID, req.Group, req.Partition, now)
+		var lw time.Time
+		if byMark {
+			// The mark's wake covers the leases outside its suspects.
+			lw, err = leaseWakeAmong(w.ctx, w, q.ID, req.Group, now, suspects)
+		} else {
+			lw, err = leaseWake(w.ctx, w, q.ID, req.Group, req.Partition, now)
+		}
 		if err != nil {
 			return nil, time.Time{}, err
+		}
+		if !byMark && suspects == nil && req.Partition == "" && limit >= 0 && len(due) == 0 {
+			// A walk of the queue that found nothing due: kept as a pop's
+			// walk is, once this transaction has committed (idle.go).
+			w.idleWalks = append(w.idleWalks, idleWalk{k: idleKey{q.ID, req.Group}, key: watchKey(q.Tenant, q.Name),
+				seg: w.s.segSeq, wake: earliest(wake, lw)})
 		}
 		return nil, earliest(wake, lw), nil
 	}

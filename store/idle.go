@@ -211,6 +211,46 @@ func (im *idleMarks) changing(changed map[watchChange]struct{}, parts map[watchC
 	}
 }
 
+// idleWalk is a walk a claim made in the writer that found nothing due,
+// at segment sequence seg (the segments of its own transaction come
+// after it), with wake the earliest expiry of a lease over pending data.
+type idleWalk struct {
+	k    idleKey
+	key  string // the queue's watch key
+	seg  int64
+	wake time.Time
+}
+
+// walked keeps the walks of a transaction that has committed as marks, at
+// time at, unless the transaction changed their queue otherwise (changed,
+// parts: what it did after a walk is not in it). Such a mark holds only
+// past commits that append (appendsOnly), never by the commit sequence
+// alone: the transaction's own new segments came after the walk.
+func (im *idleMarks) walked(walks []idleWalk, changed map[watchChange]struct{}, parts map[watchChange][]int64, at int64) {
+	for _, wk := range walks {
+		all, grp := watchChange{key: wk.key}, watchChange{key: wk.key, group: wk.k.group}
+		if _, ok := changed[all]; ok {
+			continue
+		}
+		if _, ok := changed[grp]; ok {
+			continue
+		}
+		if _, ok := parts[grp]; ok {
+			continue
+		}
+		since, ok := im.since(wk.key, wk.k.group)
+		if !ok {
+			continue
+		}
+		since.seg = wk.seg
+		im.mark(wk.k, neverSeq, wk.wake, since, at)
+	}
+}
+
+// neverSeq is no commit sequence: a mark taken at it is not read by
+// nothingDue.
+const neverSeq = -2
+
 // forgetAll makes every mark stale (another program wrote to the file).
 func (im *idleMarks) forgetAll() {
 	im.mu.Lock()

@@ -177,15 +177,11 @@ func (s *Store) dueSinceMark(ctx context.Context, k idleKey, mk idleMark, change
 			return ids, time.Time{}, true, nil
 		}
 		// A lease the group took since on one of them ends its answer.
-		var at sql.NullInt64
-		if err := s.r.QueryRowContext(ctx, `SELECT MIN(c.lease_expires_at) FROM json_each(?4) j CROSS JOIN partitions p ON p.id = j.value
-			JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
-			WHERE p.queue_id = ?2 AND `+liveLeaseAt+`?3 AND `+pendingExpr, k.group, k.queue, now, jsonInts(ids)).Scan(&at); err != nil {
-			return nil, time.Time{}, false, fmt.Errorf("find lease expiry: %w", err)
+		lw, err := leaseWakeAmong(ctx, s.r, k.queue, k.group, now, ids)
+		if err != nil {
+			return nil, time.Time{}, false, err
 		}
-		if at.Valid {
-			wake = earliest(wake, fromMicros(at.Int64))
-		}
+		wake = earliest(wake, lw)
 	}
 	s.idle.mark(k, seq, wake, since, mk.at)
 	return nil, wake, true, nil
@@ -258,6 +254,20 @@ func dueSuspects(ctx context.Context, db querier, queueID int64, group string) (
 		return nil, false, fmt.Errorf("list partitions that may be due: %w", err)
 	}
 	return ids, true, nil
+}
+
+// leaseWakeAmong is leaseWake over the partitions ids of queue only.
+func leaseWakeAmong(ctx context.Context, db querier, queueID int64, group string, now int64, ids []int64) (time.Time, error) {
+	var at sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT MIN(c.lease_expires_at) FROM json_each(?4) j CROSS JOIN partitions p ON p.id = j.value
+		JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+		WHERE p.queue_id = ?2 AND `+liveLeaseAt+`?3 AND `+pendingExpr, group, queueID, now, jsonInts(ids)).Scan(&at); err != nil {
+		return time.Time{}, fmt.Errorf("find lease expiry: %w", err)
+	}
+	if !at.Valid {
+		return time.Time{}, nil
+	}
+	return fromMicros(at.Int64), nil
 }
 
 // leaseWake is when the earliest live lease of group over pending data in

@@ -482,6 +482,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
+	s.idle.walked(w.idleWalks, w.changed, w.changedParts, micros(w.now))
 	s.stats.Commits.Add(1)
 	if s.syncNow != s.syncLevel {
 		s.stats.LazyCommits.Add(1)
@@ -603,6 +604,9 @@ type wtx struct {
 	// lease ended with messages left): an idle mark of that group reads
 	// them rather than walking its queue again.
 	changedParts map[watchChange][]int64
+	// idleWalks are the claims' walks that found nothing due, kept as idle
+	// marks once the transaction has committed.
+	idleWalks []idleWalk
 	// stale is set once this transaction changed queue or partition rows
 	// other than by pushing (rowsChanged).
 	stale bool
