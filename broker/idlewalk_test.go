@@ -55,12 +55,14 @@ func TestAParkedPopsClaimsReadWhatWasWrittenNotTheQueue(t *testing.T) {
 		}
 		return done, cancel
 	}
-	for round := range 3 {
+	// More rounds than the partitions a mark reads before it walks
+	// (store's maxSuspects): each claim renews it.
+	for round := range 150 {
 		done, cancel := park()
 		walks := b.EngineStats().QueueWalks
 		// A push elsewhere, then one to the queue.
 		for _, it := range []combtype.PushItem{{Queue: "other", Payload: []byte(`0`)},
-			{Queue: "q", Partition: fmt.Sprintf("p%04d", 100*round+7), Payload: []byte(`2`)}} {
+			{Queue: "q", Partition: fmt.Sprintf("p%04d", (7*round)%n), Payload: []byte(`2`)}} {
 			if _, err := b.Push(ctx, []combtype.PushItem{it}); err != nil {
 				t.Fatal(err)
 			}
