@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# consumer.py URL SERVER_PID SECONDS
+# consumer.py URL SERVER_PID SECONDS (POPWAIT="wait=true&timeout=5000" for long-polls)
 # A consumer beside a trickle of pushes on a queue of many partitions:
 # pushes one message to a random partition every 20 ms; one consumer pops
 # (batch 10, no wait) and acks what it gets. Prints pop latencies, what was
@@ -26,7 +26,7 @@ t = threading.Thread(target=pusher); t.start()
 c0 = cpu(); lat = []; got = 0
 while time.time() < stop:
     t0 = time.time()
-    st, body = req("GET", "/api/v1/pop/queue/scale?consumerGroup=g1&batch=10&wait=false")
+    st, body = req("GET", "/api/v1/pop/queue/scale?consumerGroup=g1&batch=10&" + os.environ.get("POPWAIT", "wait=false"))
     lat.append(time.time() - t0)
     if st == 200 and body and body.get("messages"):
         ms = body["messages"]
