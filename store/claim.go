@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -70,28 +69,12 @@ func (w *wtx) suspectsFromMark(q *combtype.Queue, group string) (ids []int64, wa
 	if !ok {
 		return nil, time.Time{}, false, nil
 	}
-	ids = append(changed, w.changedParts[watchChange{key: key, group: group}]...)
-	rows, err := w.QueryContext(w.ctx, `SELECT id FROM partitions INDEXED BY partitions_queue_last_segment
-		WHERE queue_id = ? AND last_segment_id > ?`, q.ID, mk.since.seg)
-	if err != nil {
-		return nil, time.Time{}, false, fmt.Errorf("list partitions written since: %w", err)
+	ids, ok, err = suspectsSince(w.ctx, w, q.ID, mk.since.seg,
+		append(changed, w.changedParts[watchChange{key: key, group: group}]...))
+	if err != nil || !ok {
+		return nil, time.Time{}, false, err
 	}
-	defer rows.Close()
-	for rows.Next() && len(ids) <= maxSuspects {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, time.Time{}, false, fmt.Errorf("scan partition written since: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, time.Time{}, false, fmt.Errorf("list partitions written since: %w", err)
-	}
-	if len(ids) > maxSuspects {
-		return nil, time.Time{}, false, nil
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids), mk.wake, true, nil
+	return ids, mk.wake, true, nil
 }
 
 func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wake time.Time, err error) {

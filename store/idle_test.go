@@ -263,6 +263,20 @@ func TestAnIdleWalkHoldsPastCommitsThatOnlyAppend(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// leaseAndAck pops one message for g under a lease of at most batch
+	// and acknowledges it.
+	leaseAndAck := func(batch int) {
+		t.Helper()
+		res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: batch})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("lease: %+v %v", res, err)
+		}
+		m := res.Messages[0]
+		if ack, err := s.Ack(ctx, "", "g", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
+			Group: "g", Status: combtype.AckCompleted}}); err != nil || len(ack) != 1 || !ack[0].Success {
+			t.Fatalf("ack: %+v %v", ack, err)
+		}
+	}
 	pop("the first walk", 0)
 	t0 := walkedAt()
 	steps := []struct {
@@ -277,29 +291,13 @@ func TestAnIdleWalkHoldsPastCommitsThatOnlyAppend(t *testing.T) {
 		{"a push to a partition of its own", func() { push("q", "new") }, 1, false},
 		{"a batch leased, then acknowledged whole", func() {
 			push("q", "p0000009")
-			res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10})
-			if err != nil || len(res.Messages) != 1 {
-				t.Fatalf("lease: %+v %v", res, err)
-			}
-			m := res.Messages[0]
-			if ack, err := s.Ack(ctx, "", "g", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
-				Group: "g", Status: combtype.AckCompleted}}); err != nil || len(ack) != 1 || !ack[0].Success {
-				t.Fatalf("ack: %+v %v", ack, err)
-			}
+			leaseAndAck(10)
 		}, 0, false},
 		{"a batch leased and acknowledged, with more behind it", func() {
 			for range 3 {
 				push("q", "p0000011")
 			}
-			res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 1})
-			if err != nil || len(res.Messages) != 1 {
-				t.Fatalf("lease: %+v %v", res, err)
-			}
-			m := res.Messages[0]
-			if ack, err := s.Ack(ctx, "", "g", []combtype.AckItem{{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
-				Group: "g", Status: combtype.AckCompleted}}); err != nil || len(ack) != 1 || !ack[0].Success {
-				t.Fatalf("ack: %+v %v", ack, err)
-			}
+			leaseAndAck(1)
 		}, 2, false},
 		{"another group's pop", func() {
 			if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "h", Batch: 5}); err != nil {

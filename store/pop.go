@@ -133,6 +133,34 @@ func lastSegmentOf(ctx context.Context, db querier, queueID int64) (int64, error
 	return seg, nil
 }
 
+// suspectsSince is changed with the partitions of queue written past
+// segment seg, sorted and each once; ok is false when they are more than
+// maxSuspects (a walk reads them then).
+func suspectsSince(ctx context.Context, db querier, queueID, seg int64, changed []int64) (ids []int64, ok bool, err error) {
+	rows, err := db.QueryContext(ctx, `SELECT id FROM partitions INDEXED BY partitions_queue_last_segment
+		WHERE queue_id = ? AND last_segment_id > ?`, queueID, seg)
+	if err != nil {
+		return nil, false, fmt.Errorf("list partitions written since: %w", err)
+	}
+	defer rows.Close()
+	ids = changed
+	for rows.Next() && len(ids) <= maxSuspects {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, false, fmt.Errorf("scan partition written since: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("list partitions written since: %w", err)
+	}
+	if len(ids) > maxSuspects {
+		return nil, false, nil
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), true, nil
+}
+
 // dueSinceMark answers a pop of a whole queue from mk, the mark of a walk
 // that found nothing due for group, when only new segments and the
 // partitions changed for the group alone can have made something due
@@ -144,29 +172,10 @@ func (s *Store) dueSinceMark(ctx context.Context, k idleKey, mk idleMark, change
 	if since.seg, err = lastSegmentOf(ctx, s.r, k.queue); err != nil {
 		return nil, time.Time{}, false, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id FROM partitions INDEXED BY partitions_queue_last_segment
-		WHERE queue_id = ? AND last_segment_id > ?`, k.queue, mk.since.seg)
-	if err != nil {
-		return nil, time.Time{}, false, fmt.Errorf("list partitions written since: %w", err)
+	ids, ok, err := suspectsSince(ctx, s.r, k.queue, mk.since.seg, changed)
+	if err != nil || !ok {
+		return nil, time.Time{}, false, err
 	}
-	ids := changed
-	for rows.Next() && len(ids) <= maxSuspects {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, time.Time{}, false, fmt.Errorf("scan partition written since: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, time.Time{}, false, fmt.Errorf("list partitions written since: %w", err)
-	}
-	if len(ids) > maxSuspects {
-		return nil, time.Time{}, false, nil
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
 	wake = mk.wake
 	if len(ids) > 0 {
 		var got []candidate

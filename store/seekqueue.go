@@ -212,13 +212,18 @@ func (l seekList) room() int {
 
 func (l seekList) take(c seekStep) {
 	l.res.Partitions = append(l.res.Partitions, c.moved...)
-	l.res.Totals.Partitions += c.totals.Partitions
-	l.res.Totals.Moving += c.totals.Moving
-	l.res.Totals.Clamped += c.totals.Clamped
-	l.res.Totals.Redeliver += c.totals.Redeliver
-	l.res.Totals.Skip += c.totals.Skip
-	l.res.Totals.OvershootBound += c.totals.OvershootBound
-	l.res.Totals.FramesEvicted += c.totals.FramesEvicted
+	addTotals(&l.res.Totals, c.totals)
+}
+
+// addTotals adds o to t.
+func addTotals(t *combtype.SeekTotals, o combtype.SeekTotals) {
+	t.Partitions += o.Partitions
+	t.Moving += o.Moving
+	t.Clamped += o.Clamped
+	t.Redeliver += o.Redeliver
+	t.Skip += o.Skip
+	t.OvershootBound += o.OvershootBound
+	t.FramesEvicted += o.FramesEvicted
 }
 
 // seekQueue is Seek for every partition of a queue: one op when the queue
@@ -400,9 +405,7 @@ type seekStep struct {
 
 func (c *seekStep) merge(o seekStep) {
 	c.moved = append(c.moved, o.moved...)
-	l := seekList{res: &combtype.SeekResult{Totals: c.totals}}
-	l.take(seekStep{totals: o.totals})
-	c.totals = l.res.Totals
+	addTotals(&c.totals, o.totals)
 }
 
 // finishSeek runs the ops of p after its first until the seek is done,
