@@ -156,7 +156,9 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 		return nil, err
 	}
 	var out *combtype.Snapshot
+	var replaced int64
 	err = s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		replaced = 0
 		now := micros(w.now)
 		expires := micros(req.ExpiresAt)
 		if req.ExpiresAt.IsZero() {
@@ -176,12 +178,14 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 		if err != nil {
 			return err
 		}
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
-			(SELECT id FROM snapshots WHERE tenant = ?1 AND name = ?2 AND expires_at <= ?3)`, tenant, req.Name, now); err != nil {
+		// An expired snapshot of the name is detached, not deleted here:
+		// its cursors go in bounded ops (DeleteSnapshot).
+		res, err := w.ExecContext(w.ctx, detachSnapshots+`tenant = ?2 AND name = ?3 AND expires_at <= ?4`,
+			detachedTenantPrefix, tenant, req.Name, now)
+		if err != nil {
 			return fmt.Errorf("replace expired snapshot: %w", err)
 		}
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE tenant = ?1 AND name = ?2 AND expires_at <= ?3`,
-			tenant, req.Name, now); err != nil {
+		if replaced, err = res.RowsAffected(); err != nil {
 			return fmt.Errorf("replace expired snapshot: %w", err)
 		}
 		var id int64
@@ -213,6 +217,11 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 	}})
 	if err != nil {
 		return nil, err
+	}
+	if replaced > 0 {
+		if err := s.purgeSnapshots(context.WithoutCancel(ctx), DefaultDeleteKeyBatch); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -306,13 +315,40 @@ func (s *Store) UpdateSnapshot(ctx context.Context, tenant, name string, u combt
 	return out, nil
 }
 
+// Deleting a snapshot: one op detaches it, bounded ops then delete its
+// cursors. A snapshot has a cursor row for every partition its queue had,
+// and deleting a million of them in one op held the writer (every push,
+// pop and ack) for seconds. Detached, a snapshot is under a tenant no
+// request can name and long expired, so no listing, seek or retention
+// floor sees it, and its name is free at once; purgeSnapshotStep then
+// deletes its cursors a batch per op, and the row with the last of them.
+// One left by a crash is purged by ResumeDeletes.
+
+// detachSnapshots detaches the snapshots its caller's WHERE clause
+// selects; ?1 is detachedTenantPrefix. Each gets a tenant of its own, so
+// that their names cannot meet.
+const detachSnapshots = `UPDATE snapshots SET tenant = ?1 || id, created_at = 0, expires_at = 1 WHERE `
+
+// detachedSnapshot is true of a detached snapshot row.
+const detachedSnapshot = `(tenant >= ?1 AND tenant < ?1 || x'ff')`
+
 // DeleteSnapshot removes tenant's snapshot name, or answers
 // ErrSnapshotNotFound when there is no live one, and ErrSnapshotConflict
 // while a seek of a large queue is applying it (seekqueue.go).
 func (s *Store) DeleteSnapshot(ctx context.Context, tenant, name string) error {
+	if err := s.detachSnapshot(ctx, tenant, name); err != nil {
+		return err
+	}
+	// Gone for every client once detached; its cursors go on being
+	// deleted if the caller leaves.
+	return s.purgeSnapshots(context.WithoutCancel(ctx), DefaultDeleteKeyBatch)
+}
+
+// detachSnapshot is DeleteSnapshot's first op.
+func (s *Store) detachSnapshot(ctx context.Context, tenant, name string) error {
 	return s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		var id int64
-		err := w.QueryRowContext(w.ctx, `DELETE FROM snapshots WHERE tenant = ? AND name = ? AND expires_at > ? RETURNING id`,
+		err := w.QueryRowContext(w.ctx, `SELECT id FROM snapshots WHERE tenant = ? AND name = ? AND expires_at > ?`,
 			tenant, name, micros(w.now)).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %q", combtype.ErrSnapshotNotFound, name)
@@ -321,11 +357,10 @@ func (s *Store) DeleteSnapshot(ctx context.Context, tenant, name string) error {
 			return fmt.Errorf("delete snapshot: %w", err)
 		}
 		if w.s.seeks.applying(id) {
-			// The op rolls back: the snapshot stays.
 			return fmt.Errorf("%w: a seek to snapshot %q is under way; delete it when the seek has ended", combtype.ErrSnapshotConflict, name)
 		}
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id = ?`, id); err != nil {
-			return fmt.Errorf("delete snapshot cursors: %w", err)
+		if _, err := w.ExecContext(w.ctx, detachSnapshots+`id = ?2`, detachedTenantPrefix, id); err != nil {
+			return fmt.Errorf("delete snapshot: %w", err)
 		}
 		return nil
 	}})
@@ -339,18 +374,13 @@ func (s *Store) DeleteSnapshot(ctx context.Context, tenant, name string) error {
 func (s *Store) ExpireSnapshots(ctx context.Context) (int, error) {
 	var n int
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		now := micros(w.now)
 		held, err := json.Marshal(append([]int64{}, w.s.seeks.snapshots()...))
 		if err != nil {
 			return fmt.Errorf("expire snapshots: %w", err)
 		}
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id IN
-			(SELECT id FROM snapshots WHERE expires_at <= ?1 AND id NOT IN (SELECT value FROM json_each(?2)))`,
-			now, string(held)); err != nil {
-			return fmt.Errorf("expire snapshot cursors: %w", err)
-		}
-		res, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE expires_at <= ?1 AND id NOT IN (SELECT value FROM json_each(?2))`,
-			now, string(held))
+		res, err := w.ExecContext(w.ctx, detachSnapshots+`NOT `+detachedSnapshot+`
+			AND expires_at <= ?2 AND id NOT IN (SELECT value FROM json_each(?3))`,
+			detachedTenantPrefix, micros(w.now), string(held))
 		if err != nil {
 			return fmt.Errorf("expire snapshots: %w", err)
 		}
@@ -358,7 +388,66 @@ func (s *Store) ExpireSnapshots(ctx context.Context) (int, error) {
 		n = int(deleted)
 		return err
 	}})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	// Also what an earlier delete left: a seek was applying it, or the
+	// store closed.
+	return n, s.purgeSnapshots(ctx, DefaultDeleteKeyBatch)
+}
+
+// purgeSnapshots deletes the detached snapshots, one bounded op at a
+// time, but those a seek under way is applying.
+func (s *Store) purgeSnapshots(ctx context.Context, batch int) error {
+	for {
+		var done bool
+		err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+			var err error
+			done, err = w.purgeSnapshotStep(batch)
+			return err
+		}})
+		if err != nil {
+			return fmt.Errorf("purge deleted snapshot: %w", err)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// purgeSnapshotStep deletes at most batch cursors of a detached snapshot,
+// and the snapshot with its last ones; done is true when there is none
+// to purge. A snapshot a seek is applying (a seek reads its cursors a
+// chunk at a time, by id) waits for the seek to end.
+func (w *wtx) purgeSnapshotStep(batch int) (done bool, err error) {
+	held, err := json.Marshal(append([]int64{}, w.s.seeks.snapshots()...))
+	if err != nil {
+		return false, fmt.Errorf("purge snapshot: %w", err)
+	}
+	var id int64
+	err = w.QueryRowContext(w.ctx, `SELECT id FROM snapshots WHERE `+detachedSnapshot+`
+		AND id NOT IN (SELECT value FROM json_each(?2)) ORDER BY id LIMIT 1`, detachedTenantPrefix, string(held)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find deleted snapshot: %w", err)
+	}
+	res, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id = ?1 AND partition_uuid IN
+		(SELECT partition_uuid FROM snapshot_cursors WHERE snapshot_id = ?1 ORDER BY partition_uuid LIMIT ?2)`, id, batch)
+	if err != nil {
+		return false, fmt.Errorf("delete snapshot cursors: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("delete snapshot cursors: %w", err)
+	}
+	if n < int64(batch) {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE id = ?`, id); err != nil {
+			return false, fmt.Errorf("delete snapshot: %w", err)
+		}
+	}
+	return false, nil
 }
 
 // SnapshotFloor is the lowest offset of a partition that a live snapshot
