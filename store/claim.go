@@ -30,8 +30,9 @@ type claimSpan struct {
 // them and it claims again, a few times at most.
 func (w *wtx) claim(q *combtype.Queue, req *popReq) (res *combtype.PopResult, wake time.Time, err error) {
 	if w.s.seeks.moving(q.ID, req.Group) {
-		// A seek to the end is moving the group's cursors (seekend.go):
-		// nothing is due until it is done, and its end wakes the queue.
+		// A seek or a delete of the group is moving its cursors
+		// (seekqueue.go, groups.go): nothing is due until it is done, and
+		// its end wakes the queue.
 		return nil, time.Time{}, nil
 	}
 	for range 4 {

@@ -119,12 +119,45 @@ const groupDeleteScope = `(SELECT id FROM queues WHERE tenant = ?2 AND (?3 = '' 
 // queue when queue is not "", and with deleteMetadata its subscription
 // records too, so the group starts afresh at its next pop. Leases held by
 // the group die with its cursors. An unknown group or queue deletes
-// nothing. It returns the number of cursor rows removed.
+// nothing. It returns the number of positions removed.
+//
+// On a queue of more partitions than one op of a seek moves
+// (seekqueue.go), the group's positions go in ops of that many
+// partitions, as a seek moves them and with what holds a seek to the
+// meaning of one op: the group claims nothing on the queue until the
+// last op (its pops find nothing, its parked ones wake then), the
+// progress is kept in settings and finished at the next open, and the
+// request's context does not cut it short once begun. In one op, a
+// million cursors held every other write 6-9 s.
 func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, deleteMetadata bool) (int64, error) {
-	// Not between two ops of a seek to the end (seekend.go), whose later
-	// ops would write cursors again.
+	// Not between two ops of a seek (seekqueue.go), whose later ops would
+	// write cursors again.
 	s.seeks.serial.Lock()
 	defer s.seeks.serial.Unlock()
+	large, err := s.largeQueuesOfGroup(ctx, tenant, group, queue)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	skip := make([]int64, 0, len(large))
+	for _, q := range large {
+		m, err := s.deleteGroupInChunks(ctx, tenant, group, q, deleteMetadata)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		skip = append(skip, q.ID)
+	}
+	if queue != "" && len(large) > 0 {
+		return n, nil
+	}
+	m, err := s.deleteGroupAtOnce(ctx, tenant, group, queue, deleteMetadata, skip)
+	return n + m, err
+}
+
+// deleteGroupAtOnce is DeleteGroup in one op, the queues in skip (done
+// in chunks already) left out of its count of implied positions.
+func (s *Store) deleteGroupAtOnce(ctx context.Context, tenant, group, queue string, deleteMetadata bool, skip []int64) (int64, error) {
 	var n int64
 	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 		// The count is of the group's positions, rows and implied
@@ -162,8 +195,8 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 		}
 		var implied int64
 		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM `+groupPositionsIn(groupDeleteScope, "?1")+`
-			AND c.committed IS NULL`,
-			group, tenant, queue).Scan(&implied); err != nil {
+			AND c.committed IS NULL AND gq.qid NOT IN (SELECT value FROM json_each(?4))`,
+			group, tenant, queue, jsonInts(skip)).Scan(&implied); err != nil {
 			return fmt.Errorf("count implied cursors: %w", err)
 		}
 		rows, err := w.QueryContext(w.ctx, deleteGroupCursors, group, tenant, queue)
@@ -187,6 +220,132 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 		return w.finishGroupDelete(tenant, group, queue, deleteMetadata, &n, implied)
 	}})
 	return n, err
+}
+
+// largeQueue is a queue a group delete takes in chunks.
+type largeQueue struct {
+	ID         int64
+	UUID, Name string
+}
+
+// largeQueuesOfGroup lists tenant's queues (only the one named queue,
+// when not "") of more partitions than one op of a seek moves where group
+// has a subscription or a cursor row. Read outside the writer: a queue
+// that grows past the size meanwhile is deleted from in one op, as any
+// was before.
+func (s *Store) largeQueuesOfGroup(ctx context.Context, tenant, group, queue string) ([]largeQueue, error) {
+	limit := max(s.chunkSize(), maxWavePartitions)
+	rows, err := s.r.QueryContext(ctx, `SELECT q.id, q.uuid, q.name FROM queues q
+		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2)
+			AND (SELECT COUNT(*) FROM (SELECT 1 FROM partitions WHERE queue_id = q.id LIMIT ?4)) = ?4
+			AND (EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = q.id AND group_name = ?3)
+				OR EXISTS (SELECT 1 FROM cursors c INDEXED BY cursors_group WHERE c.group_name = ?3
+					AND c.partition_id BETWEEN (SELECT MIN(id) FROM partitions WHERE queue_id = q.id)
+						AND (SELECT MAX(id) FROM partitions WHERE queue_id = q.id)
+					AND (SELECT queue_id FROM partitions WHERE id = c.partition_id) = q.id))
+		ORDER BY q.id`, tenant, queue, group, limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("find the large queues of group %q: %w", group, err)
+	}
+	defer rows.Close()
+	var out []largeQueue
+	for rows.Next() {
+		var q largeQueue
+		if err := rows.Scan(&q.ID, &q.UUID, &q.Name); err != nil {
+			return nil, fmt.Errorf("find the large queues of group %q: %w", group, err)
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find the large queues of group %q: %w", group, err)
+	}
+	return out, nil
+}
+
+// deleteGroupInChunks removes group's positions on the large queue q, a
+// chunk of partitions an op (DeleteGroup), and returns how many.
+func (s *Store) deleteGroupInChunks(ctx context.Context, tenant, group string, q largeQueue, deleteMetadata bool) (int64, error) {
+	p := &pendingSeek{Tenant: tenant, Queue: q.Name, UUID: q.UUID, ID: q.ID, Group: group,
+		Delete: true, DeleteMetadata: deleteMetadata}
+	var first seekStep
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		first = seekStep{}
+		p.After = 0
+		if err := w.QueryRowContext(w.ctx, `SELECT COALESCE(MAX(id), 0) FROM partitions WHERE queue_id = ?`,
+			q.ID).Scan(&p.Max); err != nil {
+			return fmt.Errorf("read partitions of queue %q: %w", q.Name, err)
+		}
+		// An unfinished seek or delete of the group on the queue is
+		// superseded, as by a delete in one op.
+		if err := w.dropPendingSeeks(tenant, q.Name, group); err != nil {
+			return err
+		}
+		var err error
+		first, err = w.seekChunk(p, -1, true)
+		return err
+	}})
+	if err != nil {
+		s.seeks.set(p, false)
+		return 0, err
+	}
+	if first.done {
+		return first.removed, nil
+	}
+	*p = first.next
+	// Begun: the rest runs to its end whatever becomes of the request.
+	n, err := s.finishSeek(context.WithoutCancel(ctx), p, seekList{})
+	return first.removed + n, err
+}
+
+// groupDeleteChunk removes p.Group's positions on the next chunk of p's
+// partitions: its cursor rows there and, while it has a subscription to
+// the queue, the positions that implies (counted, not stored). The op
+// that finds the last chunk ends the delete as one op would
+// (finishGroupDelete) and wakes the queue's parked pops.
+func (w *wtx) groupDeleteChunk(p *pendingSeek, persist bool) (seekStep, error) {
+	out := seekStep{next: *p}
+	n := w.s.chunkSize()
+	var hi sql.NullInt64
+	var parts int64
+	if err := w.QueryRowContext(w.ctx, `SELECT MAX(id), COUNT(*) FROM (SELECT id FROM partitions
+		WHERE queue_id = ?1 AND id > ?2 AND id <= ?3 ORDER BY id LIMIT ?4)`, p.ID, p.After, p.Max, n).Scan(&hi, &parts); err != nil {
+		return out, fmt.Errorf("read partitions of queue %q: %w", p.Queue, err)
+	}
+	if parts > 0 {
+		res, err := w.ExecContext(w.ctx, `DELETE FROM cursors WHERE group_name = ?1 AND partition_id IN
+			(SELECT id FROM partitions WHERE queue_id = ?2 AND id > ?3 AND id <= ?4)`, p.Group, p.ID, p.After, hi.Int64)
+		if err != nil {
+			return out, fmt.Errorf("delete cursors: %w", err)
+		}
+		rows, err := res.RowsAffected()
+		if err != nil {
+			return out, fmt.Errorf("delete cursors: %w", err)
+		}
+		var subscribed bool
+		if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = ? AND group_name = ?)`,
+			p.ID, p.Group).Scan(&subscribed); err != nil {
+			return out, fmt.Errorf("read subscription: %w", err)
+		}
+		out.removed = rows
+		if subscribed {
+			out.removed = parts
+		}
+		out.next.After = hi.Int64
+	}
+	if out.done = parts < int64(n); !out.done {
+		if !persist {
+			return out, nil
+		}
+		return out, w.recordSeek(&out.next)
+	}
+	// Its own record goes with the group's pending seeks.
+	var none int64
+	if err := w.finishGroupDelete(p.Tenant, p.Group, p.Queue, p.DeleteMetadata, &none, 0); err != nil {
+		return out, err
+	}
+	w.s.seeks.set(p, false)
+	w.touch(p.Tenant, p.Queue)
+	return out, nil
 }
 
 // finishGroupDelete does what a group delete does after its cursor rows

@@ -69,8 +69,13 @@ import (
 const seekChunkPartitions = 1024
 
 // seekSettingPrefix keys a seek of a queue in progress in settings (the
-// name is from when only seeks to the end were made in several ops).
-const seekSettingPrefix = "seek-to-end/"
+// name is from when only seeks to the end were made in several ops), and
+// groupDeleteSettingPrefix a group delete of a queue (groups.go): a
+// version that knows only seeks does not take one for a seek to the end.
+const (
+	seekSettingPrefix        = "seek-to-end/"
+	groupDeleteSettingPrefix = "group-delete/"
+)
 
 type seekKey struct {
 	queueID int64
@@ -168,10 +173,18 @@ type pendingSeek struct {
 	Offset       *int64 `json:"offset,omitempty"`
 	Snapshot     int64  `json:"snapshot,omitempty"`
 	SnapshotName string `json:"snapshotName,omitempty"`
+	// Delete is a delete of the group's positions instead (groups.go),
+	// DeleteMetadata its subscription's too.
+	Delete         bool `json:"delete,omitempty"`
+	DeleteMetadata bool `json:"deleteMetadata,omitempty"`
 }
 
 func (p *pendingSeek) key() string {
-	return seekSettingPrefix + strconv.FormatInt(p.ID, 10) + "/" + p.Group
+	prefix := seekSettingPrefix
+	if p.Delete {
+		prefix = groupDeleteSettingPrefix
+	}
+	return prefix + strconv.FormatInt(p.ID, 10) + "/" + p.Group
 }
 
 // target is what seek.Place is asked for p's partitions.
@@ -286,7 +299,7 @@ func (s *Store) seekQueue(ctx context.Context, tenant string, req *combtype.Seek
 	out.take(c)
 	if !c.done {
 		// Begun: the rest runs to its end whatever becomes of the request.
-		if err := s.finishSeek(context.WithoutCancel(ctx), p, out); err != nil {
+		if _, err := s.finishSeek(context.WithoutCancel(ctx), p, out); err != nil {
 			return nil, err
 		}
 	}
@@ -400,17 +413,21 @@ type seekStep struct {
 	tos    []int64 // where each goes
 	moved  []combtype.PartitionSeek
 	totals combtype.SeekTotals
-	done   bool
+	// removed counts the positions a group delete's chunk removed.
+	removed int64
+	done    bool
 }
 
 func (c *seekStep) merge(o seekStep) {
 	c.moved = append(c.moved, o.moved...)
 	addTotals(&c.totals, o.totals)
+	c.removed += o.removed
 }
 
 // finishSeek runs the ops of p after its first until the seek is done,
-// adding what they did to out (out.res nil: not kept).
-func (s *Store) finishSeek(ctx context.Context, p *pendingSeek, out seekList) error {
+// adding what they did to out (out.res nil: not kept); of a group delete,
+// it returns the positions removed.
+func (s *Store) finishSeek(ctx context.Context, p *pendingSeek, out seekList) (removed int64, err error) {
 	defer s.seeks.set(p, false)
 	for {
 		var c seekStep
@@ -424,9 +441,10 @@ func (s *Store) finishSeek(ctx context.Context, p *pendingSeek, out seekList) er
 			return err
 		}})
 		if err != nil {
-			return fmt.Errorf("seek %q of queue %q: %w", p.Group, p.Queue, err)
+			return removed, fmt.Errorf("%s %q of queue %q: %w", p.what(), p.Group, p.Queue, err)
 		}
 		*p = c.next
+		removed += c.removed
 		if out.res != nil {
 			out.take(c)
 		}
@@ -434,7 +452,7 @@ func (s *Store) finishSeek(ctx context.Context, p *pendingSeek, out seekList) er
 			s.seekChunkDone()
 		}
 		if c.done {
-			return nil
+			return removed, nil
 		}
 	}
 }
@@ -564,6 +582,9 @@ func (w *wtx) seekChunk(p *pendingSeek, room int, persist bool) (seekStep, error
 		return out, fmt.Errorf("read queue %q: %w", p.Queue, err)
 	}
 	w.s.seeks.set(p, true)
+	if p.Delete {
+		return w.groupDeleteChunk(p, persist)
+	}
 	// The writer's statements are prepared once: they answer the landing
 	// searches as they are.
 	out, err = placeChunk(w.ctx, w, w, p, w.s.chunkSize(), room)
@@ -588,21 +609,34 @@ func (w *wtx) seekChunk(p *pendingSeek, room int, persist bool) (seekStep, error
 	if !persist {
 		return out, nil
 	}
-	v, err := json.Marshal(&out.next)
+	return out, w.recordSeek(&out.next)
+}
+
+// recordSeek keeps p's progress in settings.
+func (w *wtx) recordSeek(p *pendingSeek) error {
+	v, err := json.Marshal(p)
 	if err != nil {
-		return out, fmt.Errorf("encode seek: %w", err)
+		return fmt.Errorf("encode %s: %w", p.what(), err)
 	}
 	if _, err := w.ExecContext(w.ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 		p.key(), string(v), micros(w.now)); err != nil {
-		return out, fmt.Errorf("record seek: %w", err)
+		return fmt.Errorf("record %s: %w", p.what(), err)
 	}
-	return out, nil
+	return nil
 }
 
-// dropPendingSeeks forgets the unfinished seeks to the end of group on
-// tenant's queue (every queue of tenant when queue is "") that a later
-// seek or a delete of the group supersedes. Only a seek whose op failed
+// what names p in errors and logs.
+func (p *pendingSeek) what() string {
+	if p.Delete {
+		return "delete of group"
+	}
+	return "seek"
+}
+
+// dropPendingSeeks forgets the unfinished seeks (and group deletes) of
+// group on tenant's queue (every queue of tenant when queue is "") that a
+// later seek or a delete of the group supersedes. Only a seek whose op failed
 // while the store ran leaves one behind (a stop in the middle is finished
 // at the next open, before anything is served), and that one would
 // otherwise be finished at the next open over what came after it.
@@ -622,10 +656,11 @@ func (w *wtx) dropPendingSeeks(tenant, queue, group string) error {
 	return nil
 }
 
-// readPendingSeeks reads the seeks to the end left in settings.
+// readPendingSeeks reads the seeks and group deletes left in settings.
 func readPendingSeeks(ctx context.Context, db querier) ([]*pendingSeek, error) {
-	rows, err := db.QueryContext(ctx, `SELECT value FROM settings WHERE key >= ? AND key < ?`,
-		seekSettingPrefix, seekSettingPrefix[:len(seekSettingPrefix)-1]+"0")
+	rows, err := db.QueryContext(ctx, `SELECT value FROM settings WHERE (key >= ?1 AND key < ?2) OR (key >= ?3 AND key < ?4)`,
+		seekSettingPrefix, seekSettingPrefix[:len(seekSettingPrefix)-1]+"0",
+		groupDeleteSettingPrefix, groupDeleteSettingPrefix[:len(groupDeleteSettingPrefix)-1]+"0")
 	if err != nil {
 		return nil, fmt.Errorf("read seeks in progress: %w", err)
 	}
@@ -648,8 +683,8 @@ func readPendingSeeks(ctx context.Context, db querier) ([]*pendingSeek, error) {
 	return todo, nil
 }
 
-// resumeSeeks finishes the seeks to the end a previous run of the store
-// left in settings, before the store serves anything. One that cannot be
+// resumeSeeks finishes the seeks and group deletes a previous run of the
+// store left in settings, before the store serves anything. One that cannot be
 // finished now (a full disk) is logged and left for the next open: the
 // store still opens, so that retention and deletes can make room.
 func (s *Store) resumeSeeks(ctx context.Context) error {
@@ -659,9 +694,9 @@ func (s *Store) resumeSeeks(ctx context.Context) error {
 	}
 	for _, p := range todo {
 		s.seeks.set(p, true)
-		s.log.Info("finishing a seek to the end cut short", "queue", p.Queue, "group", p.Group)
-		if err := s.finishSeek(ctx, p, seekList{}); err != nil {
-			s.log.Warn("a seek to the end cut short is left for the next start", "queue", p.Queue, "group", p.Group,
+		s.log.Info("finishing a "+p.what()+" cut short", "queue", p.Queue, "group", p.Group)
+		if _, err := s.finishSeek(ctx, p, seekList{}); err != nil {
+			s.log.Warn("a "+p.what()+" cut short is left for the next start", "queue", p.Queue, "group", p.Group,
 				"err", err)
 		}
 	}

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/comb-broker/comb/combtype"
+)
+
+// groupDeleteScene is queue q of 300 partitions (before-0 ... before-299)
+// where group g consumed 150 and group h 100, and a one-partition queue
+// r that g consumed; chunk is the partitions one op of a seek or a group
+// delete takes (0: the default, larger than q).
+func groupDeleteScene(t *testing.T, chunk int) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "comb.db")
+	s, err := Open(context.Background(), Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	s.seekChunk = chunk
+	seekQueue(t, s, "before", 300)
+	if _, err := s.Push(context.Background(), "", []combtype.PushItem{{Queue: "r", TxnID: "r-0", Payload: []byte("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	for group, n := range map[string]int{"g": 150, "h": 100} {
+		res, err := s.Pop(context.Background(), "", combtype.PopRequest{Queue: "q", Group: group, Batch: n, Partitions: n, AutoAck: true})
+		if err != nil || len(res.Messages) != n {
+			t.Fatalf("pop of %s = %+v, %v", group, res, err)
+		}
+	}
+	if res, err := s.Pop(context.Background(), "", combtype.PopRequest{Queue: "r", Group: "g", Batch: 1, AutoAck: true}); err != nil ||
+		len(res.Messages) != 1 {
+		t.Fatalf("pop of r = %+v, %v", res, err)
+	}
+	return s, path
+}
+
+// onlyBefore keeps the transactionIds pushed before the delete.
+func onlyBefore(txns []string) []string {
+	return slices.DeleteFunc(slices.Clone(txns), func(s string) bool { return !strings.HasPrefix(s, "before-") })
+}
+
+// A group delete on a queue larger than one op's share removes the
+// group's positions in several ops, with the meaning of one: while it
+// runs the group is handed nothing from the queue, then it starts afresh
+// exactly as after a delete in one op, other groups untouched.
+func TestAGroupDeleteOfALargeQueueIsMadeInChunks(t *testing.T) {
+	ctx := context.Background()
+	for _, meta := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deleteMetadata=%v", meta), func(t *testing.T) {
+			one, _ := groupDeleteScene(t, 0)
+			nOne, err := one.DeleteGroup(ctx, "", "g", "q", meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := groupDeleteScene(t, 70)
+			ops := 1
+			s.seekChunkDone = func() {
+				if ops++; ops == 5 {
+					return // the last op: done
+				}
+				res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 10, Partitions: 10})
+				if err != nil || (res != nil && len(res.Messages) > 0) {
+					t.Errorf("pop during the delete (after op %d): %d messages, %v", ops, len(res.Messages), err)
+				}
+			}
+			n, err := s.DeleteGroup(ctx, "", "g", "q", meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.seekChunkDone = nil
+			if ops != 5 {
+				t.Fatalf("the delete took %d ops, want 5 of at most 70 partitions", ops)
+			}
+			if n != nOne || n < 150 {
+				t.Fatalf("removed %d positions in chunks, %d in one op", n, nOne)
+			}
+			var rows int
+			if err := s.rdb.QueryRow(`SELECT COUNT(*) FROM settings WHERE key LIKE 'group-delete/%'`).Scan(&rows); err != nil || rows != 0 {
+				t.Fatalf("%d group deletes left in settings, %v", rows, err)
+			}
+			for _, g := range []string{"g", "h"} {
+				if got, want := drain(t, s, g), drain(t, one, g); !slices.Equal(got, want) {
+					t.Fatalf("%s after the delete in chunks got %d, after one op %d: %v", g, len(got), len(want), got)
+				}
+			}
+			if res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "r", Group: "g", Batch: 1}); err != nil || len(res.Messages) != 0 {
+				t.Fatalf("g on r, which the delete did not name, = %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// A delete of the group on every queue takes the large ones in chunks
+// and the rest in one op, and counts each position once.
+func TestAGroupDeleteOfEveryQueueCountsALargeQueueOnce(t *testing.T) {
+	ctx := context.Background()
+	one, _ := groupDeleteScene(t, 0)
+	nOne, err := one.DeleteGroup(ctx, "", "g", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := groupDeleteScene(t, 70)
+	n, err := s.DeleteGroup(ctx, "", "g", "", false)
+	if err != nil || n != nOne {
+		t.Fatalf("removed %d, %v; in one op %d", n, err, nOne)
+	}
+	for _, db := range []*Store{s, one} {
+		res, err := db.Pop(ctx, "", combtype.PopRequest{Queue: "r", Group: "g", Batch: 1})
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("g on r after the delete = %+v, %v", res, err)
+		}
+	}
+	if got, want := drain(t, s, "g"), drain(t, one, "g"); !slices.Equal(onlyBefore(got), onlyBefore(want)) || len(got) != 300 {
+		t.Fatalf("g after the delete in chunks got %d, after one op %d", len(got), len(want))
+	}
+}
+
+// A group delete whose store closed between two ops is finished when the
+// store opens again, before it serves anything.
+func TestAGroupDeleteCutShortIsFinishedAtOpen(t *testing.T) {
+	ctx := context.Background()
+	s, path := groupDeleteScene(t, 70)
+	s.seekChunkDone = func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	if _, err := s.DeleteGroup(ctx, "", "g", "q", true); err == nil {
+		t.Fatal("a group delete whose store closed in the middle answered success")
+	}
+	var left int
+	check, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer check.Close()
+	if err := check.rdb.QueryRow(`SELECT (SELECT COUNT(*) FROM settings WHERE key LIKE 'group-delete/%')
+		+ (SELECT COUNT(*) FROM cursors WHERE group_name = 'g' AND partition_id IN
+			(SELECT id FROM partitions WHERE queue_id = (SELECT id FROM queues WHERE name = 'q')))
+		+ (SELECT COUNT(*) FROM subscriptions WHERE group_name = 'g'
+			AND queue_id = (SELECT id FROM queues WHERE name = 'q'))`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("after the open: %d records, cursors or subscriptions of g on q left, %v", left, err)
+	}
+	if got := drain(t, check, "g"); len(got) != 300 {
+		t.Fatalf("g after the delete got %d, want all 300 again", len(got))
+	}
+}
