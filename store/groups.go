@@ -234,7 +234,7 @@ type largeQueue struct {
 // that grows past the size meanwhile is deleted from in one op, as any
 // was before.
 func (s *Store) largeQueuesOfGroup(ctx context.Context, tenant, group, queue string) ([]largeQueue, error) {
-	limit := max(s.chunkSize(), maxWavePartitions)
+	limit := s.chunkLimit()
 	rows, err := s.r.QueryContext(ctx, `SELECT q.id, q.uuid, q.name FROM queues q
 		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2)
 			AND (SELECT COUNT(*) FROM (SELECT 1 FROM partitions WHERE queue_id = q.id LIMIT ?4)) = ?4

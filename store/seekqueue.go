@@ -209,6 +209,25 @@ func (s *Store) chunkSize() int {
 	return seekChunkPartitions
 }
 
+// chunkLimit is the most partitions a queue can have for a seek, a
+// snapshot or a group delete of it to be one op. Waves (claimwave.go)
+// never serve a queue larger, so the claim is the one place that must
+// hold back a group a seek or a delete is moving.
+func (s *Store) chunkLimit() int {
+	return max(s.chunkSize(), maxWavePartitions)
+}
+
+// largerThanAChunk tells whether queue queueID has more than limit
+// partitions, reading at most limit+1 of them.
+func largerThanAChunk(ctx context.Context, db querier, queueID int64, limit int) (bool, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM partitions WHERE queue_id = ? LIMIT ?)`,
+		queueID, limit+1).Scan(&n); err != nil {
+		return false, fmt.Errorf("size queue %d: %w", queueID, err)
+	}
+	return n > limit, nil
+}
+
 // seekList collects a seek's result: its totals, and the partitions it
 // lists (at most list when list > 0).
 type seekList struct {
@@ -258,9 +277,7 @@ func (s *Store) seekQueue(ctx context.Context, tenant string, req *combtype.Seek
 			return err
 		}
 		var n int
-		// Waves (claimwave.go) never serve a queue this large, so the
-		// claim is the one place that must hold back the group's claims.
-		limit := max(s.chunkSize(), maxWavePartitions)
+		limit := s.chunkLimit()
 		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM partitions WHERE queue_id = ? LIMIT ?)`,
 			p.ID, limit+1).Scan(&n); err != nil {
 			return fmt.Errorf("size queue %q: %w", p.Queue, err)

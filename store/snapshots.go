@@ -138,12 +138,21 @@ func (s *Store) SnapshotCursorPage(ctx context.Context, tenant, name string, pg 
 }
 
 // CreateSnapshot captures the group's committed offset on every partition
-// of the queue, in one writer operation, and returns it with the first page
-// of its cursors (SnapshotCursorPage reads the next ones). A partition where
-// the group has no cursor is captured at log_start-1, where the group would
-// start. An
-// expired snapshot of the same name is replaced; a live one is
+// of the queue and returns it with the first page of its cursors
+// (SnapshotCursorPage reads the next ones). A partition where the group
+// has no cursor is captured at log_start-1, where the group would start.
+// An expired snapshot of the same name is replaced; a live one is
 // ErrSnapshotExists. A queue that does not exist is ErrSnapshotConflict.
+//
+// A queue of more partitions than one op of a seek moves (seekqueue.go)
+// is captured that many partitions an op: in one op, a million held every
+// other write 3-5 s. The snapshot is invisible until the last op (a row
+// being created has created_at 0 and is long expired: no route, seek or
+// retention floor reads it, and its name is taken), which sets its times
+// from the first; each partition is captured as its op finds it, and the
+// partitions made after the first op are not, as they would not have
+// been by one op. A store closed in the middle drops the snapshot at its
+// next open (dropUnfinishedSnapshots): its request did not succeed.
 func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.CreateSnapshotRequest) (*combtype.Snapshot, error) {
 	if req.Name == "" {
 		return nil, fmt.Errorf("%w: snapshot name is required", combtype.ErrInvalid)
@@ -155,10 +164,15 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 	if err != nil {
 		return nil, err
 	}
+	// Not between two ops of a seek or a group delete (seekqueue.go),
+	// which would be captured half made.
+	s.seeks.serial.Lock()
+	defer s.seeks.serial.Unlock()
 	var out *combtype.Snapshot
 	var replaced int64
+	var c *snapshotCapture
 	err = s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
-		replaced = 0
+		replaced, c = 0, nil
 		now := micros(w.now)
 		expires := micros(req.ExpiresAt)
 		if req.ExpiresAt.IsZero() {
@@ -180,7 +194,7 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 		}
 		// An expired snapshot of the name is detached, not deleted here:
 		// its cursors go in bounded ops (DeleteSnapshot).
-		res, err := w.ExecContext(w.ctx, detachSnapshots+`tenant = ?2 AND name = ?3 AND expires_at <= ?4`,
+		res, err := w.ExecContext(w.ctx, detachSnapshots+`tenant = ?2 AND name = ?3 AND expires_at <= ?4 AND `+liveOrExpiredSnapshot,
 			detachedTenantPrefix, tenant, req.Name, now)
 		if err != nil {
 			return fmt.Errorf("replace expired snapshot: %w", err)
@@ -188,10 +202,22 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 		if replaced, err = res.RowsAffected(); err != nil {
 			return fmt.Errorf("replace expired snapshot: %w", err)
 		}
+		large, err := largerThanAChunk(w.ctx, w, q.ID, s.chunkLimit())
+		if err != nil {
+			return err
+		}
+		created, expiresAt := now, expires
+		if large {
+			c = &snapshotCapture{tenant: tenant, name: req.Name, group: req.Group, queueID: q.ID, createdAt: now, expiresAt: expires}
+			if err := w.QueryRowContext(w.ctx, `SELECT MAX(id) FROM partitions WHERE queue_id = ?`, q.ID).Scan(&c.max); err != nil {
+				return fmt.Errorf("size queue %q: %w", q.Name, err)
+			}
+			created, expiresAt = 0, 1
+		}
 		var id int64
 		err = w.QueryRowContext(w.ctx, `INSERT INTO snapshots (tenant, name, group_name, queue_uuid, queue_name, labels, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO NOTHING RETURNING id`,
-			tenant, req.Name, req.Group, q.UUID, q.Name, labels, now, expires).Scan(&id)
+			tenant, req.Name, req.Group, q.UUID, q.Name, labels, created, expiresAt).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %q", combtype.ErrSnapshotExists, req.Name)
 		}
@@ -204,6 +230,11 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 		// below, UNIQUE, 500). A new id owns no cursors yet.
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id = ?`, id); err != nil {
 			return fmt.Errorf("clear cursors of a deleted snapshot: %w", err)
+		}
+		if c != nil {
+			c.id = id
+			c.after, _, err = w.captureChunk(c)
+			return err
 		}
 		if _, err := w.ExecContext(w.ctx, `INSERT INTO snapshot_cursors (snapshot_id, partition_uuid, partition_name, committed)
 			SELECT ?1, p.uuid, p.name, `+committedExpr+`
@@ -223,7 +254,122 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 			return nil, err
 		}
 	}
+	if c == nil {
+		return out, nil
+	}
+	// Begun: the rest runs to its end whatever becomes of the request.
+	return s.finishCapture(context.WithoutCancel(ctx), c)
+}
+
+// snapshotCapture is a snapshot being created in several ops.
+type snapshotCapture struct {
+	tenant, name, group  string
+	id, queueID          int64
+	after, max           int64 // partitions (after, max] are left to capture
+	createdAt, expiresAt int64
+}
+
+// liveOrExpiredSnapshot is true of a snapshot row that is neither being
+// created nor detached (both have created_at 0).
+const liveOrExpiredSnapshot = `created_at > 0`
+
+// captureChunk captures the group's position on the next chunk of c's
+// partitions and returns the last partition it took (c.after once its op
+// commits); done is true when it found the last ones.
+func (w *wtx) captureChunk(c *snapshotCapture) (after int64, done bool, err error) {
+	n := w.s.chunkSize()
+	var hi sql.NullInt64
+	var parts int
+	if err := w.QueryRowContext(w.ctx, `SELECT MAX(id), COUNT(*) FROM (SELECT id FROM partitions
+		WHERE queue_id = ?1 AND id > ?2 AND id <= ?3 ORDER BY id LIMIT ?4)`, c.queueID, c.after, c.max, n).Scan(&hi, &parts); err != nil {
+		return 0, false, fmt.Errorf("read partitions to capture: %w", err)
+	}
+	after = c.after
+	if parts > 0 {
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO snapshot_cursors (snapshot_id, partition_uuid, partition_name, committed)
+			SELECT ?1, p.uuid, p.name, `+committedExpr+`
+			FROM partitions p LEFT JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?2
+			LEFT JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = ?2
+			WHERE p.queue_id = ?3 AND p.id > ?4 AND p.id <= ?5`, c.id, c.group, c.queueID, c.after, hi.Int64); err != nil {
+			return 0, false, fmt.Errorf("capture cursors: %w", err)
+		}
+		after = hi.Int64
+	}
+	return after, parts < n, nil
+}
+
+// finishCapture captures the rest of c an op at a time, then makes the
+// snapshot live in the op that finds the last partitions. On failure the
+// unfinished snapshot is deleted.
+func (s *Store) finishCapture(ctx context.Context, c *snapshotCapture) (*combtype.Snapshot, error) {
+	var out *combtype.Snapshot
+	for out == nil {
+		var after int64
+		err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+			var done bool
+			var err error
+			after, done, err = w.captureChunk(c)
+			if err != nil || !done {
+				return err
+			}
+			// Only a queue delete moves a row being created (to the
+			// detached tenant, with the queue).
+			res, err := w.ExecContext(w.ctx, `UPDATE snapshots SET created_at = ?1, expires_at = ?2 WHERE id = ?3 AND tenant = ?4`,
+				c.createdAt, c.expiresAt, c.id, c.tenant)
+			if err != nil {
+				return fmt.Errorf("finish snapshot: %w", err)
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return fmt.Errorf("finish snapshot: %w", err)
+			} else if n == 0 {
+				return fmt.Errorf("%w: the queue of snapshot %q was deleted while it was taken", combtype.ErrSnapshotConflict, c.name)
+			}
+			out, _, err = snapshotCursorPage(w.ctx, w.tx, c.tenant, c.name, micros(w.now), "", combtype.DefaultPageLimit)
+			return err
+		}})
+		if s.seekChunkDone != nil {
+			s.seekChunkDone()
+		}
+		if err != nil {
+			return nil, errors.Join(err, s.dropUnfinishedSnapshot(ctx, c.id))
+		}
+		c.after = after
+	}
 	return out, nil
+}
+
+// dropUnfinishedSnapshot deletes a snapshot whose capture failed.
+func (s *Store) dropUnfinishedSnapshot(ctx context.Context, id int64) error {
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		_, err := w.ExecContext(w.ctx, detachSnapshots+`id = ?2 AND created_at = 0 AND NOT `+detachedSnapshot,
+			detachedTenantPrefix, id)
+		return err
+	}})
+	if err != nil {
+		return fmt.Errorf("drop unfinished snapshot: %w", err)
+	}
+	return s.purgeSnapshots(ctx, DefaultDeleteKeyBatch)
+}
+
+// dropUnfinishedSnapshots detaches, at open, the snapshots a previous run
+// was creating when it stopped; ResumeDeletes purges them.
+func (s *Store) dropUnfinishedSnapshots(ctx context.Context) error {
+	var any bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM snapshots WHERE created_at = 0 AND NOT `+detachedSnapshot+`)`,
+		detachedTenantPrefix).Scan(&any); err != nil {
+		return fmt.Errorf("find unfinished snapshots: %w", err)
+	}
+	if !any {
+		return nil
+	}
+	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+		_, err := w.ExecContext(w.ctx, detachSnapshots+`created_at = 0 AND NOT `+detachedSnapshot, detachedTenantPrefix)
+		return err
+	}})
+	if err != nil {
+		return fmt.Errorf("drop unfinished snapshots: %w", err)
+	}
+	return nil
 }
 
 // Snapshot returns tenant's live snapshot name with the first page of its
@@ -378,7 +524,7 @@ func (s *Store) ExpireSnapshots(ctx context.Context) (int, error) {
 		if err != nil {
 			return fmt.Errorf("expire snapshots: %w", err)
 		}
-		res, err := w.ExecContext(w.ctx, detachSnapshots+`NOT `+detachedSnapshot+`
+		res, err := w.ExecContext(w.ctx, detachSnapshots+liveOrExpiredSnapshot+`
 			AND expires_at <= ?2 AND id NOT IN (SELECT value FROM json_each(?3))`,
 			detachedTenantPrefix, micros(w.now), string(held))
 		if err != nil {

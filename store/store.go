@@ -514,6 +514,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if err := s.resumeSeeks(ctx); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
+	if err := s.dropUnfinishedSnapshots(ctx); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
 	return s, nil
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -150,5 +151,102 @@ func TestAGroupDeleteCutShortIsFinishedAtOpen(t *testing.T) {
 	}
 	if got := drain(t, check, "g"); len(got) != 300 {
 		t.Fatalf("g after the delete got %d, want all 300 again", len(got))
+	}
+}
+
+// capturedOf reads snapshot name's cursors by partition name.
+func capturedOf(t *testing.T, s *Store, name string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	pg := combtype.Page{Limit: 1000}
+	for {
+		sn, info, err := s.SnapshotCursorPage(context.Background(), "", name, pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range sn.Cursors {
+			out[c.Partition] = c.Committed
+		}
+		if !info.More {
+			return out
+		}
+		pg.After = info.Next
+	}
+}
+
+// A snapshot of a queue larger than one op's share is captured in several
+// ops, invisible and its name taken until the last, and holds what one op
+// would have captured.
+func TestASnapshotOfALargeQueueIsTakenInChunks(t *testing.T) {
+	ctx := context.Background()
+	one, _ := groupDeleteScene(t, 0)
+	if _, err := one.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := groupDeleteScene(t, 70)
+	ops := 1
+	s.seekChunkDone = func() {
+		if ops++; ops == 5 {
+			return
+		}
+		if _, err := s.Snapshot(ctx, "", "s"); !errors.Is(err, combtype.ErrSnapshotNotFound) {
+			t.Errorf("the snapshot after op %d = %v, want not found until it is taken", ops, err)
+		}
+		if l, err := s.Snapshots(ctx, "", "", ""); err != nil || len(l) != 0 {
+			t.Errorf("snapshots after op %d = %+v, %v", ops, l, err)
+		}
+		if n, err := s.ExpireSnapshots(ctx); err != nil || n != 0 {
+			t.Errorf("expired %d, %v during the capture", n, err)
+		}
+		if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: fmt.Sprintf("new-%d", ops), Payload: []byte("1")}}); err != nil {
+			t.Error(err)
+		}
+	}
+	sn, err := s.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "q"})
+	s.seekChunkDone = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops != 5 {
+		t.Fatalf("the capture took %d ops, want 5 of at most 70 partitions", ops)
+	}
+	if sn.Name != "s" || len(sn.Cursors) != 300 {
+		t.Fatalf("created %q with %d cursors on its first page", sn.Name, len(sn.Cursors))
+	}
+	if got, want := capturedOf(t, s, "s"), capturedOf(t, one, "s"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("captured in chunks:\n%v\nin one op:\n%v", got, want)
+	}
+	if _, err := s.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "q"}); !errors.Is(err, combtype.ErrSnapshotExists) {
+		t.Fatalf("a second s = %v", err)
+	}
+}
+
+// A snapshot whose store closed in the middle of its capture is dropped
+// at the next open: its request did not succeed, and its name is free.
+func TestASnapshotCutShortIsDroppedAtOpen(t *testing.T) {
+	ctx := context.Background()
+	s, path := groupDeleteScene(t, 70)
+	s.seekChunkDone = func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	if _, err := s.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "q"}); err == nil {
+		t.Fatal("a snapshot whose store closed in the middle answered success")
+	}
+	again, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if err := again.ResumeDeletes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if err := again.rdb.QueryRow(`SELECT (SELECT COUNT(*) FROM snapshots) + (SELECT COUNT(*) FROM snapshot_cursors)`).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("%d snapshot rows left, %v", rows, err)
+	}
+	if _, err := again.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "q"}); err != nil {
+		t.Fatalf("s after the open: %v", err)
 	}
 }
