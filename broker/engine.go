@@ -35,6 +35,9 @@ type EngineStats struct {
 	// pops read only the few that can be; at a million partitions with
 	// nothing due, each is seconds of a core.
 	QueueWalks int64
+	// WriterWalks counts those of QueueWalks made inside the writer (a
+	// claim's), where every other write waits for them.
+	WriterWalks int64
 	// OutsideCommits counts the times the writer found that another
 	// program had committed to the database file, and read again the
 	// rows it keeps in memory.
@@ -63,7 +66,7 @@ func (b *Broker) EngineStats() EngineStats {
 		LazyCommits: st.LazyCommits.Load(),
 		Segments:    st.Segments.Load(), Frames: st.Frames.Load(),
 		Quarantined: st.Quarantined.Load(), FramesEvicted: st.FramesEvicted.Load(),
-		QueueLooks: st.QueueLooks.Load(), QueueWalks: st.QueueWalks.Load(), OutsideCommits: st.OutsideCommits.Load(),
+		QueueLooks: st.QueueLooks.Load(), QueueWalks: st.QueueWalks.Load(), WriterWalks: st.WriterWalks.Load(), OutsideCommits: st.OutsideCommits.Load(),
 		WriterPanics: st.WriterPanics.Load(),
 		Readers:      ReaderStats{MaxOpen: pool.MaxOpenConnections, Open: pool.OpenConnections, InUse: pool.InUse, Idle: pool.Idle},
 	}

@@ -250,3 +250,35 @@ func TestASnapshotCutShortIsDroppedAtOpen(t *testing.T) {
 		t.Fatalf("s after the open: %v", err)
 	}
 }
+
+// A group's first pop of a large queue subscribes it in an op of its own
+// and looks on a reader: its claim walked every partition inside the
+// writer, seconds at a million partitions after a seek had left the group
+// nothing due. The subscription means what it did.
+func TestAFirstPopOfALargeQueueLooksOnAReader(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []string{"", "new"} {
+		t.Run("mode="+mode, func(t *testing.T) {
+			s, _ := groupDeleteScene(t, 70)
+			if mode == "" {
+				// Cursors on every partition, no subscription.
+				if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: "x", Queue: "q", Target: combtype.SeekTarget{ToEnd: true}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := s.stats.WriterWalks.Load()
+			res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "x", Batch: 10, Partitions: 10, SubscriptionMode: mode})
+			if err != nil || len(res.Messages) != 0 {
+				t.Fatalf("first pop = %+v, %v; want nothing", res, err)
+			}
+			seekQueue(t, s, "after", 2)
+			res, err = s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "x", Batch: 10, Partitions: 10, AutoAck: true})
+			if err != nil || len(res.Messages) != 2 {
+				t.Fatalf("pop after a push = %+v, %v; want the 2 pushed", res, err)
+			}
+			if n := s.stats.WriterWalks.Load() - before; n != 0 {
+				t.Fatalf("%d walks of the queue inside the writer", n)
+			}
+		})
+	}
+}

@@ -116,7 +116,8 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 	if len(due) == 0 && !byMark {
 		// No suspects, or none due any more (another pop of the group
 		// took them): the queue in turn.
-		if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after, &w.s.stats.QueueWalks); err != nil {
+		if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after,
+			&w.s.stats.QueueWalks, &w.s.stats.WriterWalks); err != nil {
 			return nil, time.Time{}, err
 		}
 	}

@@ -170,7 +170,7 @@ func TestAPopFindsWhatIsMadeDueAfterAnIdleWalk(t *testing.T) {
 			}
 			e.event(t, u)
 			// What a walk finds now, read without the kept answer.
-			walked, err := scanCandidates(ctx, u.s.r, q.ID, "g", "", micros(clk.Now()), 1, "", nil)
+			walked, err := scanCandidates(ctx, u.s.r, q.ID, "g", "", micros(clk.Now()), 1, "")
 			if err != nil {
 				t.Fatal(err)
 			}

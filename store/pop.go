@@ -38,9 +38,9 @@ func (c *candidate) next() int64 { return nextOffset(c.committed, c.part.LogStar
 // due on few partitions only (dueSuspects) has those read instead, so one
 // with nothing due does not walk the queue to find that out.
 //
-// walks, when not nil, counts the walks of the whole queue it makes.
+// walks count the walks of the whole queue it makes.
 func scanCandidates(ctx context.Context, db querier, queueID int64, group, partition string, now int64, limit int, after string,
-	walks *atomic.Int64) ([]candidate, error) {
+	walks ...*atomic.Int64) ([]candidate, error) {
 	var out []candidate
 	scan := func(q string, limit int, args ...any) error {
 		return scanRows(ctx, db, &out, group, q, limit, args...)
@@ -68,8 +68,8 @@ func scanCandidates(ctx context.Context, db querier, queueID int64, group, parti
 		}
 		return out, nil
 	}
-	if walks != nil {
-		walks.Add(1)
+	for _, n := range walks {
+		n.Add(1)
 	}
 	cols := scanColumns + scanPartitions + scanDue
 	if after == "" {
@@ -432,6 +432,11 @@ func (s *Store) subscribeFirst(ctx context.Context, req *popReq, queues []*combt
 	if len(news) < 2 {
 		return false, nil // one queue's claim subscribes it as cheaply
 	}
+	return true, s.subscribeQueues(ctx, req, news)
+}
+
+// subscribeQueues subscribes req's group to queues, in one commit.
+func (s *Store) subscribeQueues(ctx context.Context, req *popReq, news []*combtype.Queue) error {
 	gen := s.subs.generation()
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		for _, q := range news {
@@ -442,12 +447,12 @@ func (s *Store) subscribeFirst(ctx context.Context, req *popReq, queues []*combt
 		return nil
 	}})
 	if err != nil {
-		return false, fmt.Errorf("subscribe group %q: %w", req.Group, err)
+		return fmt.Errorf("subscribe group %q: %w", req.Group, err)
 	}
 	for _, q := range news {
 		s.subs.add(subKey{req.Tenant, q.Name, req.Group}, gen)
 	}
-	return true, nil
+	return nil
 }
 
 // popQueuesAmong reads those of the queues named in names that are of
@@ -518,6 +523,23 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 			}
 			if subscribed {
 				s.subs.add(k, gen)
+			}
+		}
+		if !subscribed && req.Partition == "" {
+			// The first pop of a large queue subscribes in an op of its
+			// own and looks on a reader, as any later one: its claim would
+			// walk every partition inside the writer, which, after a seek
+			// that left the group nothing due, held every other write for
+			// seconds at a million partitions.
+			large, err := largerThanAChunk(ctx, s.r, q.ID, s.chunkLimit())
+			if err != nil {
+				return nil, err
+			}
+			if large {
+				if err := s.subscribeQueues(ctx, &req, []*combtype.Queue{q}); err != nil {
+					return nil, err
+				}
+				subscribed = true
 			}
 		}
 		if subscribed {

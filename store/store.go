@@ -304,6 +304,9 @@ type Stats struct {
 	// can be (dueSuspects, idle.go): at a million partitions with nothing
 	// due, seconds each.
 	QueueWalks atomic.Int64
+	// WriterWalks counts those of QueueWalks made by claims, inside the
+	// writer, where every other write waits for them.
+	WriterWalks atomic.Int64
 }
 
 // Open opens or creates the database at opts.Path, applies migrations and
