@@ -66,10 +66,11 @@ func (w *wtx) suspectsFromMark(q *combtype.Queue, group string) (ids []int64, wa
 	if !ok {
 		return nil, time.Time{}, false, nil
 	}
-	mk, changed, ok := w.s.idle.appendsOnly(idleKey{q.ID, group}, key, since, micros(w.now))
+	mk, changed, ok, _ := w.s.idle.appendsOnly(idleKey{q.ID, group}, key, since, micros(w.now), false)
 	if !ok {
 		return nil, time.Time{}, false, nil
 	}
+	changed = append(changed, mk.due...)
 	ids, ok, err = suspectsSince(w.ctx, w, q.ID, mk.since.seg,
 		append(changed, w.changedParts[watchChange{key: key, group: group}]...))
 	if err != nil || !ok {
@@ -114,6 +115,20 @@ func (w *wtx) claimOnce(q *combtype.Queue, req *popReq) (res *combtype.PopResult
 		}
 	}
 	if len(due) == 0 && !byMark {
+		if req.handed && suspects == nil && req.Partition == "" {
+			// A claim made for a parked pop, with no mark to read: on a
+			// large queue the pop looks again itself, on a reader, rather
+			// than this walk holding every other write (seconds at a
+			// million partitions); its walk leaves the mark the next
+			// claims read.
+			large, err := largerThanAChunk(w.ctx, w, q.ID, w.s.chunkLimit())
+			if err != nil {
+				return nil, time.Time{}, err
+			}
+			if large {
+				return nil, time.Time{}, errLookAgain
+			}
+		}
 		// No suspects, or none due any more (another pop of the group
 		// took them): the queue in turn.
 		if due, err = scanCandidates(w.ctx, w, q.ID, req.Group, req.Partition, now, limit, after,

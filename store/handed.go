@@ -66,6 +66,7 @@ var errLookAgain = errors.New("look again")
 func (s *Store) Park(tenant string, r *combtype.PopRequest, changed <-chan struct{}, wait time.Duration) *ParkedPop {
 	p := &ParkedPop{s: s, key: watchKey(tenant, r.Queue), req: s.popRequest(tenant, *r), done: make(chan error, 1),
 		until: s.clock.Now().Add(wait)}
+	p.req.handed = true
 	if !s.watch.park(p, changed) {
 		return nil
 	}

@@ -53,8 +53,17 @@ const maxChangeKeys = 65536
 
 // maxAppendMarkAge is how long a mark holds past commits that only
 // appended, from the walk that took it: a bound on what a change no
-// touch records could hide.
-const maxAppendMarkAge = time.Minute
+// touch records could hide. From half that age, one pop at a time (at
+// most one every markRefreshRetry) walks to take its place while the
+// others still read it: when marks ran out together, every pop and every
+// claim made for a parked pop walked again, and under a steady trickle
+// of pushes each of those walks found something and left no mark, so
+// they all went on walking (at a million partitions: pushes held 1.4 s,
+// the server at a core).
+const (
+	maxAppendMarkAge = time.Minute
+	markRefreshRetry = 10 * time.Second
+)
 
 type idleKey struct {
 	queue int64
@@ -77,6 +86,13 @@ type idleMark struct {
 	wake  time.Time // earliest expiry of a lease over pending data, zero if none
 	since idleSince
 	at    int64 // micros: when the walk was made
+	// due lists the partitions the walk found something due on, at most
+	// maxSuspects, sorted: the pops after it read them with those written
+	// since. Empty for a walk that found nothing due.
+	due []int64
+	// refreshing is when (micros) a pop began the walk that is to take
+	// this mark's place; 0 if none has.
+	refreshing int64
 }
 
 // maxPartLog bounds the partitions kept per queue and group; a mark older
@@ -111,7 +127,7 @@ func (im *idleMarks) nothingDue(k idleKey, seq, now int64) (time.Time, bool) {
 	im.mu.Lock()
 	mk, ok := im.m[k]
 	im.mu.Unlock()
-	if !ok || mk.seq != seq || (!mk.wake.IsZero() && now >= micros(mk.wake)) {
+	if !ok || mk.seq != seq || len(mk.due) > 0 || (!mk.wake.IsZero() && now >= micros(mk.wake)) {
 		return time.Time{}, false
 	}
 	return mk.wake, true
@@ -138,29 +154,38 @@ func (im *idleMarks) since(key, group string) (idleSince, bool) {
 // it also returns can have changed what its walk found: the counts are
 // those of now, the partitions changed for the group since are still
 // kept, its lease wake has not come, and it is younger than
-// maxAppendMarkAge. key is the queue's watch key.
-func (im *idleMarks) appendsOnly(k idleKey, key string, now idleSince, at int64) (idleMark, []int64, bool) {
+// maxAppendMarkAge. key is the queue's watch key. With refresh (a pop on
+// a reader, never the writer), the first caller to find the mark past
+// half its age is told it does not hold, and renew, so that it walks
+// and its walk renews the mark.
+func (im *idleMarks) appendsOnly(k idleKey, key string, now idleSince, at int64, refresh bool) (_ idleMark, _ []int64, ok, renew bool) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	mk, ok := im.m[k]
 	if !ok || mk.since.queue != now.queue || mk.since.group != now.group || mk.since.epoch != now.epoch ||
 		(!mk.wake.IsZero() && at >= micros(mk.wake)) || at-mk.at >= maxAppendMarkAge.Microseconds() || at < mk.at {
-		return idleMark{}, nil, false
+		return idleMark{}, nil, false, false
+	}
+	if refresh && at-mk.at >= maxAppendMarkAge.Microseconds()/2 && at-mk.refreshing >= markRefreshRetry.Microseconds() {
+		mk.refreshing = at
+		im.m[k] = mk
+		return idleMark{}, nil, false, true
 	}
 	if mk.since.parts == now.parts {
-		return mk, nil, true
+		return mk, nil, true, false
 	}
 	c := im.changes[watchChange{key: key, group: k.group}]
 	if c == nil || mk.since.parts < c.start || now.parts > c.start+int64(len(c.parts)) || mk.since.parts > now.parts {
-		return idleMark{}, nil, false
+		return idleMark{}, nil, false, false
 	}
-	return mk, slices.Clone(c.parts[mk.since.parts-c.start : now.parts-c.start]), true
+	return mk, slices.Clone(c.parts[mk.since.parts-c.start : now.parts-c.start]), true, false
 }
 
 // mark keeps that a walk begun at sequence seq, after since was read,
-// found nothing due for k at time at, with wake the earliest expiry of a
-// lease over pending data.
-func (im *idleMarks) mark(k idleKey, seq int64, wake time.Time, since idleSince, at int64) {
+// found nothing due for k at time at but on the partitions due (sorted;
+// at most maxSuspects), with wake the earliest expiry of a lease over
+// pending data.
+func (im *idleMarks) mark(k idleKey, seq int64, wake time.Time, since idleSince, at int64, due []int64) {
 	if seq%2 != 0 {
 		return
 	}
@@ -169,7 +194,13 @@ func (im *idleMarks) mark(k idleKey, seq int64, wake time.Time, since idleSince,
 	if im.m == nil || len(im.m) >= maxIdleMarks {
 		im.m = map[idleKey]idleMark{}
 	}
-	im.m[k] = idleMark{seq: seq, wake: wake, since: since, at: at}
+	mk := idleMark{seq: seq, wake: wake, since: since, at: at, due: due}
+	if old, ok := im.m[k]; ok && old.at == at {
+		// Renewed from the same walk: a walk to take its place may be
+		// under way already.
+		mk.refreshing = old.refreshing
+	}
+	im.m[k] = mk
 }
 
 // changing counts a commit's changes, once before it may become visible
@@ -243,7 +274,7 @@ func (im *idleMarks) walked(walks []idleWalk, changed map[watchChange]struct{}, 
 			continue
 		}
 		since.seg = wk.seg
-		im.mark(wk.k, neverSeq, wk.wake, since, at)
+		im.mark(wk.k, neverSeq, wk.wake, since, at, nil)
 	}
 }
 

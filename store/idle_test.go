@@ -195,11 +195,11 @@ func TestAKeptIdleAnswerEndsWithAnyCommit(t *testing.T) {
 	var im idleMarks
 	k := idleKey{1, "g"}
 	wake := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	im.mark(k, 3, time.Time{}, idleSince{}, 0) // odd: a commit in flight
+	im.mark(k, 3, time.Time{}, idleSince{}, 0, nil) // odd: a commit in flight
 	if _, ok := im.nothingDue(k, 3, 0); ok {
 		t.Error("kept at an odd sequence")
 	}
-	im.mark(k, 4, wake, idleSince{}, 0)
+	im.mark(k, 4, wake, idleSince{}, 0, nil)
 	for _, c := range []struct {
 		seq, now int64
 		want     bool
@@ -214,10 +214,15 @@ func TestAKeptIdleAnswerEndsWithAnyCommit(t *testing.T) {
 		}
 	}
 	for i := range maxIdleMarks + 1 { // bounded
-		im.mark(idleKey{int64(i + 2), fmt.Sprint(i)}, 4, time.Time{}, idleSince{}, 0)
+		im.mark(idleKey{int64(i + 2), fmt.Sprint(i)}, 4, time.Time{}, idleSince{}, 0, nil)
 	}
 	if len(im.m) > maxIdleMarks {
 		t.Errorf("%d marks kept, want at most %d", len(im.m), maxIdleMarks)
+	}
+	// A walk that found something due is not "nothing due", at any sequence.
+	im.mark(k, 8, time.Time{}, idleSince{}, 0, []int64{5})
+	if _, ok := im.nothingDue(k, 8, 0); ok {
+		t.Error("a mark of what is due kept as nothing due")
 	}
 }
 
@@ -337,5 +342,133 @@ func TestAnIdleWalkHoldsPastCommitsThatOnlyAppend(t *testing.T) {
 	pop("a minute on", 0)
 	if !walkedAt().After(t1) {
 		t.Fatal("a mark a minute old still held")
+	}
+}
+
+// A walk that finds a few partitions due keeps them as its mark: the
+// pops after it, and their claims, read those and what is written since,
+// not the queue. When marks ran out, each walk under a steady trickle of
+// pushes found something and left no mark, so every pop walked the queue
+// and every claim walked it again inside the writer. A mark past half its
+// age is renewed by one pop's walk while the others still read it.
+func TestAWalkThatFindsAFewDueKeepsThemAsItsMark(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(t0)
+	s := openTestStore(t, clk)
+	s.seekChunk = 70
+	seekQueue(t, s, "before", 300)
+	drain(t, s, "g")
+	walks := func() (int64, int64) { return s.stats.QueueWalks.Load(), s.stats.WriterWalks.Load() }
+	pop := func(want int) {
+		t.Helper()
+		res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 1, Partitions: 1})
+		if err != nil || len(res.Messages) != want {
+			t.Fatalf("pop = %+v, %v; want %d messages", res, err, want)
+		}
+	}
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: "p001", Payload: []byte("1")},
+		{Queue: "q", Partition: "p002", Payload: []byte("2")}}); err != nil {
+		t.Fatal(err)
+	}
+	s.idle.forgetAll() // no mark: the next pop walks
+	q0, w0 := walks()
+	pop(1)
+	if q, w := walks(); q != q0+1 || w != w0 {
+		t.Fatalf("the first pop made %d walks, %d in the writer; want 1 on a reader", q-q0, w-w0)
+	}
+	pop(1)
+	pop(0)
+	if q, w := walks(); q != q0+1 || w != w0 {
+		t.Fatalf("the pops after it made %d walks, %d in the writer; want none", q-q0-1, w-w0)
+	}
+	other := func() { // a commit: the marks hold past it, not by its sequence
+		t.Helper()
+		if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "other", Payload: []byte("1")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(maxAppendMarkAge/2 + time.Second)
+	other()
+	pop(0)
+	other()
+	pop(0)
+	if q, w := walks(); q != q0+2 || w != w0 {
+		t.Fatalf("past half its age: %d walks, %d in the writer; want one pop's on a reader", q-q0-1, w-w0)
+	}
+	clk.Advance(maxAppendMarkAge / 3) // past the first mark's age, not the second's
+	other()
+	pop(0)
+	if q, _ := walks(); q != q0+2 {
+		t.Fatalf("the renewed mark was not read: %d walks", q-q0-2)
+	}
+}
+
+// A claim made for a parked pop on a large queue, with no mark to read,
+// sends the pop to look again itself rather than walk the queue inside
+// the writer; with a mark, it claims as before.
+func TestAHandedClaimWithoutAMarkOnALargeQueueLooksAgain(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	s.seekChunk = 70
+	seekQueue(t, s, "before", 300)
+	drain(t, s, "g")
+	for _, marked := range []bool{true, false} {
+		if res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 1}); err != nil || len(res.Messages) != 0 {
+			t.Fatalf("pop = %+v, %v", res, err)
+		}
+		if !marked {
+			s.idle.forgetAll()
+		}
+		w0 := s.stats.WriterWalks.Load()
+		changed, stop := s.Watch("", "q")
+		p := s.Park("", &combtype.PopRequest{Queue: "q", Group: "g", Batch: 10}, changed, time.Minute)
+		if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", Partition: "p005", Payload: []byte("1")}}); err != nil {
+			t.Fatal(err)
+		}
+		res, claimed, err := p.Result(<-p.Done())
+		stop()
+		if err != nil || claimed != marked || (marked && len(res.Messages) != 1) {
+			t.Fatalf("marked %v: %+v, claimed %v, %v", marked, res, claimed, err)
+		}
+		if w := s.stats.WriterWalks.Load(); w != w0 {
+			t.Fatalf("marked %v: %d walks in the writer", marked, w-w0)
+		}
+		if !marked {
+			if got := drain(t, s, "g"); len(got) != 1 {
+				t.Fatalf("the pop looking again got %v", got)
+			}
+		} else if _, err := s.Ack(ctx, "", "g", []combtype.AckItem{{TxnID: res.Messages[0].TxnID, PartitionID: res.Messages[0].PartitionID,
+			LeaseID: res.LeaseID}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// One pop at a time renews a mark past half its age, however often the
+// mark is renewed from the same walk meanwhile.
+func TestOneWalkAtATimeRenewsAMark(t *testing.T) {
+	var im idleMarks
+	k := idleKey{1, "g"}
+	at := micros(t0)
+	half := maxAppendMarkAge.Microseconds() / 2
+	im.mark(k, 2, time.Time{}, idleSince{}, at, nil)
+	if _, _, ok, renew := im.appendsOnly(k, "q", idleSince{}, at+half-1, true); !ok || renew {
+		t.Fatalf("before half its age: ok %v, renew %v", ok, renew)
+	}
+	if _, _, ok, renew := im.appendsOnly(k, "q", idleSince{}, at+half, true); ok || !renew {
+		t.Fatalf("at half its age: ok %v, renew %v; want this pop to walk", ok, renew)
+	}
+	im.mark(k, 4, time.Time{}, idleSince{}, at, []int64{7}) // another pop renews it from the same walk
+	if _, _, ok, renew := im.appendsOnly(k, "q", idleSince{}, at+half+1, true); !ok || renew {
+		t.Fatalf("while the walk is under way: ok %v, renew %v; want the mark read", ok, renew)
+	}
+	if _, _, ok, _ := im.appendsOnly(k, "q", idleSince{}, at+half+1, false); !ok {
+		t.Fatal("the writer's claims do not read the mark")
+	}
+	if _, _, ok, renew := im.appendsOnly(k, "q", idleSince{}, at+half+markRefreshRetry.Microseconds(), true); ok || !renew {
+		t.Fatalf("a walk that never renewed it is given up after %v: ok %v, renew %v", markRefreshRetry, ok, renew)
+	}
+	if _, _, ok, _ := im.appendsOnly(k, "q", idleSince{}, at+2*half, false); ok {
+		t.Fatal("read past its age")
 	}
 }

@@ -167,24 +167,25 @@ func suspectsSince(ctx context.Context, db querier, queueID, seg int64, changed 
 // since (idle.go): it reads those partitions and whether any of them is
 // due. ok is false when they are too many to
 // read so (the pop walks); due lists the due ones, and wake is when a
-// lease over pending data expires; with nothing due the mark is renewed.
+// lease over pending data expires. The mark is renewed with the due ones.
 func (s *Store) dueSinceMark(ctx context.Context, k idleKey, mk idleMark, changed []int64, seq int64, since idleSince, now int64) (due []int64, wake time.Time, ok bool, err error) {
 	if since.seg, err = lastSegmentOf(ctx, s.r, k.queue); err != nil {
 		return nil, time.Time{}, false, err
 	}
-	ids, ok, err := suspectsSince(ctx, s.r, k.queue, mk.since.seg, changed)
+	ids, ok, err := suspectsSince(ctx, s.r, k.queue, mk.since.seg, append(changed, mk.due...))
 	if err != nil || !ok {
 		return nil, time.Time{}, false, err
 	}
 	wake = mk.wake
 	if len(ids) > 0 {
 		var got []candidate
-		if err := scanRows(ctx, s.r, &got, k.group, scanColumns+scanSuspects+scanDue, 1, k.group, k.queue, now, jsonInts(ids)); err != nil {
+		if err := scanRows(ctx, s.r, &got, k.group, scanColumns+scanSuspects+scanDue, -1, k.group, k.queue, now, jsonInts(ids)); err != nil {
 			return nil, time.Time{}, false, err
 		}
-		if len(got) > 0 {
-			return ids, time.Time{}, true, nil
+		for _, c := range got {
+			due = append(due, c.part.ID)
 		}
+		slices.Sort(due)
 		// A lease the group took since on one of them ends its answer.
 		lw, err := leaseWakeAmong(ctx, s.r, k.queue, k.group, now, ids)
 		if err != nil {
@@ -192,7 +193,13 @@ func (s *Store) dueSinceMark(ctx context.Context, k idleKey, mk idleMark, change
 		}
 		wake = earliest(wake, lw)
 	}
-	s.idle.mark(k, seq, wake, since, mk.at)
+	// Renewed, with what is due now: kept only while nothing was due, a
+	// mark under a steady trickle of pushes went on counting what was
+	// written since, and past maxSuspects every pop walked the queue.
+	s.idle.mark(k, seq, wake, since, mk.at, due)
+	if len(due) > 0 {
+		return due, time.Time{}, true, nil
+	}
 	return nil, wake, true, nil
 }
 
@@ -313,6 +320,8 @@ type popReq struct {
 	// queue's partitions in turn until it has found enough, which at a
 	// million partitions held the writer for seconds.
 	suspects []int64
+	// handed is a claim the writer makes for a parked pop (handed.go).
+	handed bool
 }
 
 // popQueues resolves the queues a pop may serve, highest priority first,
@@ -509,6 +518,7 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 		s.stats.QueueLooks.Add(1)
 		var subscribed bool
 		var suspects []int64
+		renew := false // this pop walks to renew the group's mark
 		if subscribedTo != nil {
 			subscribed = *subscribedTo
 		} else if k := (subKey{tenant, q.Name, req.Group}); s.subs.has(k) {
@@ -560,7 +570,9 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 					// taken now holds only until the next commit.
 					since.epoch = -1
 				}
-				if mk, changed, ok := s.idle.appendsOnly(idle, watchKey(tenant, q.Name), since, now); ok && markable {
+				mk, changed, ok, r := s.idle.appendsOnly(idle, watchKey(tenant, q.Name), since, now, markable)
+				renew = r
+				if ok && markable {
 					due, wake, ok, err := s.dueSinceMark(ctx, idle, mk, changed, seq, since, now)
 					if err != nil {
 						return nil, err
@@ -579,14 +591,22 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 			// nothing there costs one commit of nothing, and the next pop
 			// looks first again. Nor does a pop whose mark found what is
 			// due (suspects): its claim reads those.
-			if !s.turn.wasFull(q.ID, req.Group) && suspects == nil {
+			if (renew || !s.turn.wasFull(q.ID, req.Group)) && suspects == nil {
 				if markable {
 					// Read before the walk: a segment it might not see is past it.
 					if since.seg, err = lastSegmentOf(ctx, s.r, q.ID); err != nil {
 						return nil, err
 					}
 				}
-				due, err := scanCandidates(ctx, s.r, q.ID, req.Group, req.Partition, now, 1, s.turn.next(q.ID, req.Group), &s.stats.QueueWalks)
+				// A walk of the whole queue that can be kept reads as many
+				// due partitions as the claim would: fewer are all there
+				// are, and are kept as the mark. More (a backlog) are
+				// handed to the claim, which then reads those alone.
+				limit := 1
+				if req.Partition == "" && markable {
+					limit = min(req.Partitions+8, maxSuspects+1)
+				}
+				due, err := scanCandidates(ctx, s.r, q.ID, req.Group, req.Partition, now, limit, s.turn.next(q.ID, req.Group), &s.stats.QueueWalks)
 				if err != nil {
 					return nil, err
 				}
@@ -596,10 +616,36 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 						return nil, err
 					}
 					if req.Partition == "" {
-						s.idle.mark(idle, seq, wake, since, now)
+						s.idle.mark(idle, seq, wake, since, now, nil)
 					}
 					res.WakeAt = earliest(res.WakeAt, wake)
 					return nil, nil
+				}
+				// Enough for the claim: all that is due, or as many as it
+				// reads itself.
+				complete := len(due) < limit
+				enough := complete || (limit == req.Partitions+8 && q.Options.DelayedProcessing == 0 && q.Options.WindowBuffer == 0)
+				if limit > 1 && enough {
+					ids := make([]int64, len(due))
+					for i := range due {
+						ids[i] = due[i].part.ID
+					}
+					if complete {
+						// All that is due: kept with the mark, so that the
+						// pops after this one (and the claims made for
+						// parked ones) read them and what is written since,
+						// not the queue.
+						wake, err := leaseWake(ctx, s.r, q.ID, req.Group, "", now)
+						if err != nil {
+							return nil, err
+						}
+						marked := slices.Sorted(slices.Values(ids))
+						s.idle.mark(idle, seq, wake, since, now, marked)
+					}
+					// In turn order: the claim takes them as it finds them.
+					// Not a backlog's first ones where a delay or a window
+					// may hold them back: that claim reads them all.
+					suspects = ids
 				}
 			}
 		}
