@@ -13,16 +13,17 @@ import (
 	"github.com/comb-broker/comb/internal/clock"
 )
 
-// wideQueue pushes one message to each of n partitions of queue.
-func wideQueue(t *testing.T, s *Store, queue string, n int) {
+// openTestStoreAt is openTestStore on a manual clock at t0, with the
+// file's path, for Check.
+func openTestStoreAt(t *testing.T) (*Store, string) {
 	t.Helper()
-	items := make([]combtype.PushItem, n)
-	for i := range items {
-		items[i] = combtype.PushItem{Queue: queue, Partition: fmt.Sprintf("p%03d", i), Payload: []byte("1")}
-	}
-	if _, err := s.Push(context.Background(), "", items); err != nil {
+	path := filepath.Join(t.TempDir(), "comb.db")
+	s, err := Open(context.Background(), Options{Path: path, Clock: clock.NewManual(t0)})
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
 }
 
 func countRows(t *testing.T, s *Store, query string, args ...any) int {
@@ -47,13 +48,8 @@ func checkClean(t *testing.T, path, when string) {
 // the writer for seconds at a million partitions.
 func TestASnapshotIsDeletedInBoundedOps(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "comb.db")
-	s, err := Open(ctx, Options{Path: path, Clock: clock.NewManual(t0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	wideQueue(t, s, "q", 50)
+	s, path := openTestStoreAt(t)
+	pushWide(t, s, "q", "w", 50)
 	if _, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g", Batch: 100, Partitions: 100}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +125,7 @@ func TestAnExpiredSnapshotIsDetachedThenPurged(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewManual(t0)
 	s := openTestStore(t, clk)
-	wideQueue(t, s, "q", 20)
+	pushWide(t, s, "q", "w", 20)
 	for _, name := range []string{"a", "b", "c"} {
 		if _, err := s.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: name, Queue: "q", TTL: time.Hour}); err != nil {
 			t.Fatal(err)
@@ -172,15 +168,10 @@ func TestAnExpiredSnapshotIsDetachedThenPurged(t *testing.T) {
 // the same with them left as once they are gone.
 func TestWhatADetachedQueueLeavesIsSeenByNoRead(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "comb.db")
-	s, err := Open(ctx, Options{Path: path, Clock: clock.NewManual(t0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, path := openTestStoreAt(t)
 	for _, q := range []string{"q", "r"} {
-		wideQueue(t, s, q, 10)
-		wideQueue(t, s, q, 10)
+		pushWide(t, s, q, "a", 10)
+		pushWide(t, s, q, "b", 10)
 	}
 	popped, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Group: "g1", Batch: 100, Partitions: 100})
 	if err != nil || len(popped.Messages) != 20 {

@@ -15,9 +15,16 @@ import (
 // queue q (p000, p001, ...).
 func seekQueue(t *testing.T, s *Store, txn string, n int) {
 	t.Helper()
+	pushWide(t, s, "q", txn, n)
+}
+
+// pushWide pushes one message, txn-<i>, into each of n partitions of
+// queue (p000, p001, ...).
+func pushWide(t *testing.T, s *Store, queue, txn string, n int) {
+	t.Helper()
 	items := make([]combtype.PushItem, n)
 	for i := range items {
-		items[i] = combtype.PushItem{Queue: "q", Partition: fmt.Sprintf("p%03d", i), TxnID: fmt.Sprintf("%s-%d", txn, i),
+		items[i] = combtype.PushItem{Queue: queue, Partition: fmt.Sprintf("p%03d", i), TxnID: fmt.Sprintf("%s-%d", txn, i),
 			Payload: []byte(`{}`)}
 	}
 	if _, err := s.Push(context.Background(), "", items); err != nil {
