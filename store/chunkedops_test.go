@@ -282,3 +282,21 @@ func TestAFirstPopOfALargeQueueLooksOnAReader(t *testing.T) {
 		})
 	}
 }
+
+// A delete of a group that holds nothing on a large queue writes nothing:
+// as one op, it read every partition of the queue inside the writer to
+// find no cursor.
+func TestAGroupDeleteOfNothingOnALargeQueueWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	s, _ := groupDeleteScene(t, 70)
+	before := s.stats.Commits.Load()
+	if n, err := s.DeleteGroup(ctx, "", "nobody", "q", true); err != nil || n != 0 {
+		t.Fatalf("delete = %d, %v", n, err)
+	}
+	if c := s.stats.Commits.Load() - before; c != 0 {
+		t.Fatalf("%d commits for a group with nothing to delete", c)
+	}
+	if n, err := s.DeleteGroup(ctx, "", "h", "", false); err != nil || n != 300 {
+		t.Fatalf("delete of h everywhere = %d, %v; want its 300 positions on q", n, err)
+	}
+}

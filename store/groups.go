@@ -141,11 +141,16 @@ func (s *Store) DeleteGroup(ctx context.Context, tenant, group, queue string, de
 	var n int64
 	skip := make([]int64, 0, len(large))
 	for _, q := range large {
-		m, err := s.deleteGroupInChunks(ctx, tenant, group, q, deleteMetadata)
-		n += m
-		if err != nil {
-			return n, err
+		if q.Held {
+			m, err := s.deleteGroupInChunks(ctx, tenant, group, q, deleteMetadata)
+			n += m
+			if err != nil {
+				return n, err
+			}
 		}
+		// One the group holds nothing on is not read again: the one op
+		// below read all its partitions (a second at a million) to find
+		// no cursor.
 		skip = append(skip, q.ID)
 	}
 	if queue != "" && len(large) > 0 {
@@ -222,27 +227,30 @@ func (s *Store) deleteGroupAtOnce(ctx context.Context, tenant, group, queue stri
 	return n, err
 }
 
-// largeQueue is a queue a group delete takes in chunks.
+// largeQueue is a queue a group delete takes in chunks when the group
+// holds a subscription or a cursor row on it (Held).
 type largeQueue struct {
 	ID         int64
 	UUID, Name string
+	Held       bool
 }
 
 // largeQueuesOfGroup lists tenant's queues (only the one named queue,
-// when not "") of more partitions than one op of a seek moves where group
-// has a subscription or a cursor row. Read outside the writer: a queue
-// that grows past the size meanwhile is deleted from in one op, as any
-// was before.
+// when not "") of more partitions than one op of a seek moves, and
+// whether group has a subscription or a cursor row on each. Read outside
+// the writer: a queue that grows past the size meanwhile is deleted from
+// in one op, as any was before.
 func (s *Store) largeQueuesOfGroup(ctx context.Context, tenant, group, queue string) ([]largeQueue, error) {
 	limit := s.chunkLimit()
-	rows, err := s.r.QueryContext(ctx, `SELECT q.id, q.uuid, q.name FROM queues q
-		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2)
-			AND (SELECT COUNT(*) FROM (SELECT 1 FROM partitions WHERE queue_id = q.id LIMIT ?4)) = ?4
-			AND (EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = q.id AND group_name = ?3)
+	rows, err := s.r.QueryContext(ctx, `SELECT q.id, q.uuid, q.name,
+			EXISTS (SELECT 1 FROM subscriptions WHERE queue_id = q.id AND group_name = ?3)
 				OR EXISTS (SELECT 1 FROM cursors c INDEXED BY cursors_group WHERE c.group_name = ?3
 					AND c.partition_id BETWEEN (SELECT MIN(id) FROM partitions WHERE queue_id = q.id)
 						AND (SELECT MAX(id) FROM partitions WHERE queue_id = q.id)
-					AND (SELECT queue_id FROM partitions WHERE id = c.partition_id) = q.id))
+					AND (SELECT queue_id FROM partitions WHERE id = c.partition_id) = q.id)
+		FROM queues q
+		WHERE q.tenant = ?1 AND (?2 = '' OR q.name = ?2)
+			AND (SELECT COUNT(*) FROM (SELECT 1 FROM partitions WHERE queue_id = q.id LIMIT ?4)) = ?4
 		ORDER BY q.id`, tenant, queue, group, limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("find the large queues of group %q: %w", group, err)
@@ -251,7 +259,7 @@ func (s *Store) largeQueuesOfGroup(ctx context.Context, tenant, group, queue str
 	var out []largeQueue
 	for rows.Next() {
 		var q largeQueue
-		if err := rows.Scan(&q.ID, &q.UUID, &q.Name); err != nil {
+		if err := rows.Scan(&q.ID, &q.UUID, &q.Name, &q.Held); err != nil {
 			return nil, fmt.Errorf("find the large queues of group %q: %w", group, err)
 		}
 		out = append(out, q)
