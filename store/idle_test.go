@@ -388,16 +388,22 @@ func TestAWalkThatFindsAFewDueKeepsThemAsItsMark(t *testing.T) {
 		}
 	}
 	clk.Advance(maxAppendMarkAge/2 + time.Second)
+	var wide []combtype.PushItem // more due than a claim's share
+	for i := 10; i < 30; i++ {
+		wide = append(wide, combtype.PushItem{Queue: "q", Partition: fmt.Sprintf("p%03d", i), Payload: []byte("w")})
+	}
+	if _, err := s.Push(ctx, "", wide); err != nil {
+		t.Fatal(err)
+	}
+	pop(1)
 	other()
-	pop(0)
-	other()
-	pop(0)
+	pop(1)
 	if q, w := walks(); q != q0+2 || w != w0 {
 		t.Fatalf("past half its age: %d walks, %d in the writer; want one pop's on a reader", q-q0-1, w-w0)
 	}
 	clk.Advance(maxAppendMarkAge / 3) // past the first mark's age, not the second's
 	other()
-	pop(0)
+	pop(1)
 	if q, _ := walks(); q != q0+2 {
 		t.Fatalf("the renewed mark was not read: %d walks", q-q0-2)
 	}

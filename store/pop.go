@@ -605,6 +605,13 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 				limit := 1
 				if req.Partition == "" && markable {
 					limit = min(req.Partitions+8, maxSuspects+1)
+					if renew {
+						// The walk that renews a mark reads on while a mark
+						// can hold what it finds: one that stopped at the
+						// claim's share left no mark behind a consumer a few
+						// partitions behind, and at a minute every pop walked.
+						limit = maxSuspects + 1
+					}
 				}
 				due, err := scanCandidates(ctx, s.r, q.ID, req.Group, req.Partition, now, limit, s.turn.next(q.ID, req.Group), &s.stats.QueueWalks)
 				if err != nil {
@@ -624,7 +631,7 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 				// Enough for the claim: all that is due, or as many as it
 				// reads itself.
 				complete := len(due) < limit
-				enough := complete || (limit == req.Partitions+8 && q.Options.DelayedProcessing == 0 && q.Options.WindowBuffer == 0)
+				enough := complete || (len(due) >= req.Partitions+8 && q.Options.DelayedProcessing == 0 && q.Options.WindowBuffer == 0)
 				if limit > 1 && enough {
 					ids := make([]int64, len(due))
 					for i := range due {
