@@ -49,6 +49,7 @@ var testRows = []struct{ table, insert string }{
 		VALUES ('sq', 'p', 'k', '0', 1)`},
 	{"forwarders", `INSERT INTO forwarders (name, direction, queue, upstream_url, group_name, batch, created_at, updated_at)
 		VALUES ('f', 'push', 'orders', 'http://127.0.0.1:1', 'g', 10, 1, 1)`},
+	{"dlq_detached", `INSERT INTO dlq_detached (tenant, queue_name, through_id) VALUES ('', 'orders', 1)`},
 }
 
 // userTables lists the tables of db other than SQLite's and goose's own.

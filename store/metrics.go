@@ -214,8 +214,12 @@ func (s *Store) CountDLQ(ctx context.Context, tenant string, queues []string, fr
 	if queues != nil {
 		list = jsonStrings(queues)
 	}
-	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq WHERE tenant = ?1
-		AND (?2 IS NULL OR queue_name IN (SELECT value FROM json_each(?2))) AND failed_at BETWEEN ?3 AND ?4`,
+	live, err := dlqLive(ctx, s.r, tenant)
+	if err != nil {
+		return 0, err
+	}
+	err = s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq WHERE tenant = ?1
+		AND (?2 IS NULL OR queue_name IN (SELECT value FROM json_each(?2))) AND failed_at BETWEEN ?3 AND ?4`+live,
 		tenant, list, micros(from), micros(to)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count dead letters: %w", err)

@@ -131,8 +131,12 @@ func queueTotals(ctx context.Context, db querier, tenant string, queues []*combt
 	for _, qs := range out {
 		qs.Counts.Pending = qs.Counts.Total - qs.Counts.Completed - qs.Counts.Processing
 	}
+	live, err := dlqLive(ctx, db, tenant)
+	if err != nil {
+		return nil, err
+	}
 	dead, err := db.QueryContext(ctx, `SELECT queue_name, COUNT(*) FROM dlq
-		WHERE tenant = ? AND queue_name IN (SELECT value FROM json_each(?)) GROUP BY queue_name`, tenant, jsonStrings(names))
+		WHERE tenant = ? AND queue_name IN (SELECT value FROM json_each(?))`+live+` GROUP BY queue_name`, tenant, jsonStrings(names))
 	if err != nil {
 		return nil, fmt.Errorf("count dead letters: %w", err)
 	}

@@ -183,9 +183,9 @@ func (s *Store) RestoreQuarantined(ctx context.Context, tenant string, id int64)
 				off := seg.FirstOffset + int64(i)
 				// The payload is kept as the segment stored it, sealed
 				// or escaped, as every DLQ row of its queue is.
-				if _, err := w.ExecContext(w.ctx, `INSERT INTO dlq (message_id, tenant, queue_name, partition_name, partition_uuid,
+				if _, err := w.ExecContext(w.ctx, `INSERT INTO dlq (id, message_id, tenant, queue_name, partition_name, partition_uuid,
 					group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, 0, ?, ?)`,
+					VALUES (`+nextDLQID+`, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, 0, ?, ?)`,
 					MessageID(seg.PartitionID, off), tenant, seg.Queue, seg.Partition, seg.PartitionID, g, f.TxnID, off,
 					f.TraceID, f.ProducerSub, f.Payload, note, createdAt, now); err != nil {
 					return fmt.Errorf("dead-letter restored message: %w", err)

@@ -35,14 +35,15 @@ const detachedTenantPrefix = "\x00deleted\x00"
 //
 // A big queue is not deleted in one transaction, which would stall every
 // push for as long as it takes. The first op detaches the queue: it moves
-// the queue row and its snapshots to a tenant no request can name and
-// drops what is keyed by the queue's name (subscriptions, DLQ rows), so
-// from that commit on the name is free, a new push creates a new, empty
+// the queue row and its snapshots to a tenant no request can name, drops
+// its subscriptions and hides its DLQ rows (which are keyed by the name),
+// so from that commit on the name is free, a new push creates a new, empty
 // queue, and parked pops of the old one wake. Bounded ops then delete the
-// snapshots' cursors, empty the detached queue from the front, moving
-// log_start as retention does, each partition's cursors and tombstones
-// with it, and a last op removes its rows. A detached queue left by a crash is
-// emptied by ResumeDeletes, which the broker runs when it opens.
+// snapshots' cursors and the hidden DLQ rows, empty the detached queue
+// from the front, moving log_start as retention does, each partition's
+// cursors and tombstones with it, and a last op removes its rows. A
+// detached queue left by a crash is emptied by ResumeDeletes, which the
+// broker runs when it opens.
 func (s *Store) DeleteQueue(ctx context.Context, tenant, name string) (existed bool, err error) {
 	return s.deleteQueue(ctx, tenant, name, DefaultDeleteSegmentBatch, DefaultDeleteKeyBatch)
 }
@@ -92,8 +93,14 @@ func (s *Store) detachQueue(ctx context.Context, tenant, name string) (bool, err
 		if err := w.dropStreamsOf(tenant, name); err != nil {
 			return err
 		}
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE tenant = ? AND queue_name = ?`, tenant, name); err != nil {
-			return fmt.Errorf("delete dead letters: %w", err)
+		// Its dead letters are keyed by the name a recreated queue takes at
+		// once: hidden from every read from this commit on, they are
+		// purged with the queue (purgeDeadLetterStep). The table's highest
+		// id is as good a bound as the queue's own, and one lookup.
+		if _, err := w.ExecContext(w.ctx, `INSERT INTO dlq_detached (tenant, queue_name, through_id)
+			SELECT ?1, ?2, (SELECT max(id) FROM dlq) WHERE EXISTS (SELECT 1 FROM dlq WHERE tenant = ?1 AND queue_name = ?2)
+			ON CONFLICT (tenant, queue_name) DO UPDATE SET through_id = max(through_id, excluded.through_id)`, tenant, name); err != nil {
+			return fmt.Errorf("detach dead letters: %w", err)
 		}
 		// Snapshots name the queue by uuid, so a recreated queue could never
 		// use them; they would only wait for their expiry. Detached, they
@@ -106,6 +113,85 @@ func (s *Store) detachQueue(ctx context.Context, tenant, name string) (bool, err
 		return nil
 	}})
 	return detached, err
+}
+
+// A step of the purge of a deleted queue's dead letters deletes at most
+// deadLetterBatch rows, and stops past deadLetterBatchBytes of payload
+// (a dead letter is a copy of its message, up to the body bound).
+const (
+	deadLetterBatch      = 2000
+	deadLetterBatchBytes = 16 << 20
+)
+
+// purgeDeadLetters deletes the dead letters DeleteQueue hid, one bounded
+// op at a time.
+func (s *Store) purgeDeadLetters(ctx context.Context, batch, batchBytes int) error {
+	for {
+		var done bool
+		err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+			var err error
+			done, err = w.purgeDeadLetterStep(batch, batchBytes)
+			return err
+		}})
+		if err != nil {
+			return fmt.Errorf("purge deleted dead letters: %w", err)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// purgeDeadLetterStep deletes at most batch hidden dead letters of one
+// deleted queue name, and its dlq_detached row with the last of them;
+// done is true when none is left.
+func (w *wtx) purgeDeadLetterStep(batch, batchBytes int) (done bool, err error) {
+	var tenant, name string
+	var through int64
+	err = w.QueryRowContext(w.ctx, `SELECT tenant, queue_name, through_id FROM dlq_detached LIMIT 1`).Scan(&tenant, &name, &through)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find deleted dead letters: %w", err)
+	}
+	// The queue's rows come in the order of its index, failure time;
+	// ids above through_id are a recreated queue's.
+	rows, err := w.QueryContext(w.ctx, `SELECT id, length(payload) FROM dlq
+		WHERE tenant = ? AND queue_name = ? AND id <= ? LIMIT ?`, tenant, name, through, batch)
+	if err != nil {
+		return false, fmt.Errorf("find deleted dead letters: %w", err)
+	}
+	var ids []int64
+	found, size := 0, 0
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("find deleted dead letters: %w", err)
+		}
+		found++
+		if size += n; len(ids) > 0 && size > batchBytes {
+			break
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("find deleted dead letters: %w", err)
+	}
+	if len(ids) > 0 {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE id IN (SELECT value FROM json_each(?))`, jsonInts(ids)); err != nil {
+			return false, fmt.Errorf("delete dead letters: %w", err)
+		}
+	}
+	if found < batch && len(ids) == found {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM dlq_detached WHERE tenant = ? AND queue_name = ?`, tenant, name); err != nil {
+			return false, fmt.Errorf("delete dead letters: %w", err)
+		}
+	}
+	return false, nil
 }
 
 // dropQueueState deletes the subscriptions of queue id. Its cursors and
@@ -126,6 +212,9 @@ func (w *wtx) dropQueueState(queueID int64) error {
 // one bounded op at a time.
 func (s *Store) purgeDetached(ctx context.Context, segBatch, keyBatch int) error {
 	if err := s.purgeSnapshots(ctx, keyBatch); err != nil {
+		return err
+	}
+	if err := s.purgeDeadLetters(ctx, deadLetterBatch, deadLetterBatchBytes); err != nil {
 		return err
 	}
 	for {
