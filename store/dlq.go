@@ -178,25 +178,33 @@ func (s *Store) RedriveDLQ(ctx context.Context, tenant string, req combtype.Redr
 		where += ` AND message_id IN (SELECT value FROM json_each(?))`
 		args = append(args, jsonStrings(req.IDs))
 	}
+	live, err := dlqLive(ctx, s.r, tenant)
+	if err != nil {
+		return nil, err
+	}
+	where += live
+	// The messages are chosen on a reader: grouping every row of the
+	// queue's DLQ by message held the writer, and every push, for 2.5 s
+	// at a million rows. The writer reads the chosen rows again by id;
+	// one a purge or another re-drive deleted since is not there.
+	// The limit counts messages, not rows, so the rows of several groups
+	// for one message are never split across calls.
+	chosen, _, err := s.chooseDeadLetters(ctx, `SELECT id, 0 FROM dlq WHERE `+where+`
+		AND (partition_uuid, offset) IN (SELECT partition_uuid, offset FROM dlq WHERE `+where+`
+			GROUP BY partition_uuid, offset ORDER BY MIN(partition_name), offset LIMIT ?)`,
+		append(append(append([]any{}, args...), args...), limit)...)
+	if err != nil {
+		return nil, err
+	}
 	var results []combtype.PushResult
-	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+	err = s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
 		*res = combtype.RedriveResult{Queue: req.Queue}
 		q, err := w.queue(tenant, req.Queue, false)
 		if err != nil {
 			return err
 		}
-		live, err := dlqLive(w.ctx, w, tenant)
-		if err != nil {
-			return err
-		}
-		where := where + live
-		// The limit counts messages, not rows, so the rows of several groups
-		// for one message are never split across calls.
-		selArgs := append(append(append([]any{}, args...), args...), limit)
-		rows, err := w.QueryContext(w.ctx, `SELECT `+dlqColumns+` FROM dlq WHERE `+where+`
-			AND (partition_uuid, offset) IN (SELECT partition_uuid, offset FROM dlq WHERE `+where+`
-				GROUP BY partition_uuid, offset ORDER BY MIN(partition_name), offset LIMIT ?)
-			ORDER BY partition_name, offset, id`, selArgs...)
+		rows, err := w.QueryContext(w.ctx, `SELECT `+dlqColumns+` FROM dlq WHERE id IN (SELECT value FROM json_each(?))
+			ORDER BY partition_name, offset, id`, jsonInts(chosen))
 		if err != nil {
 			return fmt.Errorf("select dead letters: %w", err)
 		}
@@ -259,13 +267,13 @@ func (s *Store) RedriveDLQ(ctx context.Context, tenant string, req combtype.Redr
 		}
 		n, _ := del.RowsAffected()
 		res.Deleted = int(n)
-		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&res.Remaining); err != nil {
-			return fmt.Errorf("count dead letters: %w", err)
-		}
 		return nil
 	}})
 	if err != nil {
 		return nil, err
+	}
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&res.Remaining); err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
 	}
 	for _, r := range results {
 		if r.Status == combtype.StatusQueued {
@@ -364,10 +372,21 @@ func dlqCountsByPartition(ctx context.Context, db querier, parts []*combtype.Par
 }
 
 // PurgeDLQ deletes dead-lettered rows of req.Tenant matching req, oldest
-// failure first, in one commit. Nothing is appended anywhere: the messages
-// are gone from the DLQ for good. A request with no filter is refused
-// unless req.All is set.
+// failure first. Nothing is appended anywhere: the messages are gone from
+// the DLQ for good. A request with no filter is refused unless req.All is
+// set.
+//
+// The rows are chosen on a reader, in one query, and deleted by id
+// deadLetterBatch rows (deadLetterBatchBytes of payload) a write: one
+// write of a whole purge held the writer, and every push, for as long as
+// its rows took (100,000 rows: 0.9 s). A chosen row a re-drive deletes
+// first is skipped; a row failed after the choice is left, as if the
+// purge had run before it. Remaining is counted on a reader at the end.
 func (s *Store) PurgeDLQ(ctx context.Context, tenant string, req combtype.PurgeRequest) (*combtype.PurgeResult, error) {
+	return s.purgeDLQ(ctx, tenant, req, deadLetterBatch, deadLetterBatchBytes)
+}
+
+func (s *Store) purgeDLQ(ctx context.Context, tenant string, req combtype.PurgeRequest, batch, batchBytes int) (*combtype.PurgeResult, error) {
 	if !req.Filtered() && !req.All {
 		return nil, fmt.Errorf("%w: a purge needs a filter (queue, consumerGroup, partition, from, to or ids), or all=true to delete every dead letter", combtype.ErrInvalid)
 	}
@@ -382,29 +401,64 @@ func (s *Store) PurgeDLQ(ctx context.Context, tenant string, req combtype.PurgeR
 		where += ` AND message_id IN (SELECT value FROM json_each(?))`
 		args = append(args, jsonStrings(req.IDs))
 	}
-	res := &combtype.PurgeResult{}
-	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		*res = combtype.PurgeResult{}
-		live, err := dlqLive(w.ctx, w, tenant)
-		if err != nil {
-			return err
-		}
-		where := where + live
-		del, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE id IN (SELECT id FROM dlq WHERE `+where+`
-			ORDER BY failed_at, id LIMIT ?)`, append(append([]any{}, args...), limit)...)
-		if err != nil {
-			return fmt.Errorf("purge dead letters: %w", err)
-		}
-		if res.Deleted, err = del.RowsAffected(); err != nil {
-			return fmt.Errorf("purge dead letters: %w", err)
-		}
-		if err := w.QueryRowContext(w.ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&res.Remaining); err != nil {
-			return fmt.Errorf("count dead letters: %w", err)
-		}
-		return nil
-	}})
+	live, err := dlqLive(ctx, s.r, tenant)
 	if err != nil {
 		return nil, err
 	}
+	where += live
+	ids, sizes, err := s.chooseDeadLetters(ctx, `SELECT id, length(payload) FROM dlq WHERE `+where+`
+		ORDER BY failed_at, id LIMIT ?`, append(append([]any{}, args...), limit)...)
+	if err != nil {
+		return nil, err
+	}
+	res := &combtype.PurgeResult{}
+	for len(ids) > 0 {
+		n, size := 1, sizes[0]
+		for n < len(ids) && n < batch && size+sizes[n] <= batchBytes {
+			size += sizes[n]
+			n++
+		}
+		var deleted int64
+		err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+			del, err := w.ExecContext(w.ctx, `DELETE FROM dlq WHERE id IN (SELECT value FROM json_each(?))`, jsonInts(ids[:n]))
+			if err != nil {
+				return fmt.Errorf("purge dead letters: %w", err)
+			}
+			if deleted, err = del.RowsAffected(); err != nil {
+				return fmt.Errorf("purge dead letters: %w", err)
+			}
+			return nil
+		}})
+		if err != nil {
+			return nil, err
+		}
+		res.Deleted += deleted
+		ids, sizes = ids[n:], sizes[n:]
+	}
+	if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq WHERE `+where, args...).Scan(&res.Remaining); err != nil {
+		return nil, fmt.Errorf("count dead letters: %w", err)
+	}
 	return res, nil
+}
+
+// chooseDeadLetters reads the ids and payload sizes sel selects, in its
+// order, on a reader.
+func (s *Store) chooseDeadLetters(ctx context.Context, sel string, args ...any) (ids []int64, sizes []int, err error) {
+	rows, err := s.r.QueryContext(ctx, sel, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("choose dead letters: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, nil, fmt.Errorf("choose dead letters: %w", err)
+		}
+		ids, sizes = append(ids, id), append(sizes, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("choose dead letters: %w", err)
+	}
+	return ids, sizes, nil
 }
