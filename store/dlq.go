@@ -377,13 +377,13 @@ func dlqCountsByPartition(ctx context.Context, db querier, parts []*combtype.Par
 // set.
 //
 // The rows are chosen on a reader, in one query, and deleted by id
-// deadLetterBatch rows (deadLetterBatchBytes of payload) a write: one
+// purgeRowBatch rows (purgeRowBytes of payload) a write: one
 // write of a whole purge held the writer, and every push, for as long as
 // its rows took (100,000 rows: 0.9 s). A chosen row a re-drive deletes
 // first is skipped; a row failed after the choice is left, as if the
 // purge had run before it. Remaining is counted on a reader at the end.
 func (s *Store) PurgeDLQ(ctx context.Context, tenant string, req combtype.PurgeRequest) (*combtype.PurgeResult, error) {
-	return s.purgeDLQ(ctx, tenant, req, deadLetterBatch, deadLetterBatchBytes)
+	return s.purgeDLQ(ctx, tenant, req, purgeRowBatch, purgeRowBytes)
 }
 
 func (s *Store) purgeDLQ(ctx context.Context, tenant string, req combtype.PurgeRequest, batch, batchBytes int) (*combtype.PurgeResult, error) {

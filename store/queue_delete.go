@@ -115,12 +115,14 @@ func (s *Store) detachQueue(ctx context.Context, tenant, name string) (bool, err
 	return detached, err
 }
 
-// A step of the purge of a deleted queue's dead letters deletes at most
-// deadLetterBatch rows, and stops past deadLetterBatchBytes of payload
-// (a dead letter is a copy of its message, up to the body bound).
+// A step of the purge of a deleted queue's dead letters or of its
+// streams' state, and a write of a DLQ purge, deletes at most
+// purgeRowBatch rows, and stops past purgeRowBytes of payload (a dead
+// letter is a copy of its message, a state value what a cycle sent, each
+// up to the body bound).
 const (
-	deadLetterBatch      = 2000
-	deadLetterBatchBytes = 16 << 20
+	purgeRowBatch = 2000
+	purgeRowBytes = 16 << 20
 )
 
 // purgeDeadLetters deletes the dead letters DeleteQueue hid, one bounded
@@ -214,7 +216,10 @@ func (s *Store) purgeDetached(ctx context.Context, segBatch, keyBatch int) error
 	if err := s.purgeSnapshots(ctx, keyBatch); err != nil {
 		return err
 	}
-	if err := s.purgeDeadLetters(ctx, deadLetterBatch, deadLetterBatchBytes); err != nil {
+	if err := s.purgeDeadLetters(ctx, purgeRowBatch, purgeRowBytes); err != nil {
+		return err
+	}
+	if err := s.purgeStreams(ctx, purgeRowBatch, purgeRowBytes); err != nil {
 		return err
 	}
 	for {

@@ -538,15 +538,88 @@ func (w *wtx) cycleAck(tenant string, req *combtype.CycleRequest) (*combtype.Cyc
 	return &combtype.CycleAckResult{Count: a.Count, LeaseReleased: res.LeaseReleased, DLQ: res.DLQ}, nil
 }
 
-// dropStreamsOf deletes the queries reading tenant's queue, with their
-// state: a deleted source queue takes its streams with it.
+// dropStreamsOf deletes the queries reading tenant's queue: a deleted
+// source queue takes its streams with it. The queries are detached here,
+// moved to a tenant no request can name (every read of a query or its
+// state names the tenant), and their state, which can hold millions of
+// rows, is deleted in bounded writes afterwards (purgeStreamStep):
+// deleted here, it held the writer for as long as it took.
 func (w *wtx) dropStreamsOf(tenant, queue string) error {
-	if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id IN
-		(SELECT id FROM stream_queries WHERE tenant = ? AND source_queue = ?)`, tenant, queue); err != nil {
-		return fmt.Errorf("delete stream state: %w", err)
-	}
-	if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_queries WHERE tenant = ? AND source_queue = ?`, tenant, queue); err != nil {
-		return fmt.Errorf("delete stream queries: %w", err)
+	if _, err := w.ExecContext(w.ctx, `UPDATE stream_queries SET tenant = ?1 || id, name = id
+		WHERE tenant = ?2 AND source_queue = ?3`, detachedTenantPrefix, tenant, queue); err != nil {
+		return fmt.Errorf("detach stream queries: %w", err)
 	}
 	return nil
+}
+
+// purgeStreams deletes the detached stream queries and their state, one
+// bounded op at a time.
+func (s *Store) purgeStreams(ctx context.Context, batch, batchBytes int) error {
+	for {
+		var done bool
+		err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+			var err error
+			done, err = w.purgeStreamStep(batch, batchBytes)
+			return err
+		}})
+		if err != nil {
+			return fmt.Errorf("purge deleted stream queries: %w", err)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// purgeStreamStep deletes at most batch state rows (and at most
+// batchBytes of values, one row at least) of one detached stream query,
+// in key order, and the query with its last ones; done is true when there
+// is none to purge.
+func (w *wtx) purgeStreamStep(batch, batchBytes int) (done bool, err error) {
+	var id string
+	err = w.QueryRowContext(w.ctx, `SELECT id FROM stream_queries WHERE tenant >= ? AND tenant < ? LIMIT 1`,
+		detachedTenantPrefix, detachedTenantPrefix+"\xff").Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find deleted stream query: %w", err)
+	}
+	rows, err := w.QueryContext(w.ctx, `SELECT partition_id, key, length(value) FROM stream_state
+		WHERE query_id = ? ORDER BY partition_id, key LIMIT ?`, id, batch)
+	if err != nil {
+		return false, fmt.Errorf("find deleted stream state: %w", err)
+	}
+	var lastPart, lastKey string
+	found, taken, size := 0, 0, 0
+	for rows.Next() {
+		var part, key string
+		var n int
+		if err := rows.Scan(&part, &key, &n); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("find deleted stream state: %w", err)
+		}
+		found++
+		if size += n; taken > 0 && size > batchBytes {
+			break
+		}
+		lastPart, lastKey, taken = part, key, taken+1
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("find deleted stream state: %w", err)
+	}
+	// The rows taken are the query's first in key order, up to the last.
+	if taken > 0 {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id = ? AND (partition_id, key) <= (?, ?)`,
+			id, lastPart, lastKey); err != nil {
+			return false, fmt.Errorf("delete stream state: %w", err)
+		}
+	}
+	if found < batch && taken == found {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_queries WHERE id = ?`, id); err != nil {
+			return false, fmt.Errorf("delete stream query: %w", err)
+		}
+	}
+	return false, nil
 }

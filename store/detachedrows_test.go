@@ -195,3 +195,84 @@ func TestADLQPurgeDeletesInBoundedWrites(t *testing.T) {
 		t.Fatalf("%d dead letters left, want other's one", l)
 	}
 }
+
+// registerWithState registers a query named name on source and upserts
+// values into its shard partition, key k<i> for value i.
+func registerWithState(t *testing.T, s *Store, name, source, partition string, values ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	reg, err := s.RegisterStreamQuery(ctx, "", combtype.StreamRegisterRequest{Name: name, SourceQueue: source, ConfigHash: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := make([]combtype.StateOp, len(values))
+	for i, v := range values {
+		ops[i] = combtype.StateOp{Type: combtype.StateUpsert, Key: fmt.Sprintf("k%d", i), Value: []byte(v)}
+	}
+	if res, err := s.Cycle(ctx, "", combtype.CycleRequest{QueryID: reg.Query.ID, PartitionID: partition, StateOps: ops}); err != nil || res.Err != nil {
+		t.Fatalf("cycle of %s = %+v, %v", name, res, err)
+	}
+	return reg.Query.ID
+}
+
+// A queue delete takes the streams reading the queue with it: gone for
+// every client in its first write, their state, which can be millions of
+// rows, deleted a bounded batch a write after it.
+func TestADeletedSourceQueuesStreamsArePurgedInBoundedWrites(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTestStoreAt(t)
+	lossPush(t, s, "src", "", "m")
+	lossPush(t, s, "kept", "", "m")
+	const p1, p2 = "0b7e5c1e-0000-4000-8000-000000000001", "0b7e5c1e-0000-4000-8000-000000000002"
+	gone := registerWithState(t, s, "on-src", "src", p1, "1", "2", "3", "4")
+	registerWithState(t, s, "on-src", "src", p2, "5", "6", "7")
+	big := registerWithState(t, s, "on-src-big", "src", p1, `"0123456789"`, `"0123456789"`)
+	kept := registerWithState(t, s, "on-kept", "kept", p1, "8")
+
+	if _, err := s.detachQueue(ctx, "", "src"); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, s, `SELECT COUNT(*) FROM stream_state`); n != 10 {
+		t.Fatalf("%d state rows once detached, want all 10 (the detach deletes none)", n)
+	}
+	if rows, err := s.StreamState(ctx, "", gone, p1, combtype.StateFilter{}); err != nil || len(rows) != 0 {
+		t.Fatalf("state of a deleted source's query = %v, %v", rows, err)
+	}
+	if res, err := s.Cycle(ctx, "", combtype.CycleRequest{QueryID: gone, PartitionID: p1}); err != nil || !errors.Is(res.Err, combtype.ErrQueryNotFound) {
+		t.Fatalf("cycle of a deleted source's query = %+v, %v", res, err)
+	}
+	again, err := s.RegisterStreamQuery(ctx, "", combtype.StreamRegisterRequest{Name: "on-src", SourceQueue: "src", ConfigHash: "h2"})
+	if err != nil || !again.Fresh || again.Query.ID == gone {
+		t.Fatalf("registering the name again = %+v, %v", again, err)
+	}
+	checkClean(t, path, "after the detach")
+
+	// Batches of 3 rows or 15 bytes: the first query's 7 rows in 3 writes,
+	// the second's 2 values of 12 bytes in 2, then one that finds none.
+	for ops := 1; ; ops++ {
+		var done bool
+		if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+			var err error
+			done, err = w.purgeStreamStep(3, 15)
+			return err
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			if ops != 6 {
+				t.Fatalf("purged in %d writes, want 6", ops)
+			}
+			break
+		}
+		checkClean(t, path, fmt.Sprintf("after purge write %d", ops))
+	}
+	if n := countRows(t, s, `SELECT COUNT(*) FROM stream_state WHERE query_id IN (?, ?)`, gone, big); n != 0 {
+		t.Fatalf("%d state rows of the deleted queries left", n)
+	}
+	if n := countRows(t, s, `SELECT COUNT(*) FROM stream_queries`); n != 2 {
+		t.Fatalf("%d stream queries, want on-kept and the new on-src", n)
+	}
+	if rows, err := s.StreamState(ctx, "", kept, p1, combtype.StateFilter{}); err != nil || len(rows) != 1 {
+		t.Fatalf("a query on another queue lost its state: %v, %v", rows, err)
+	}
+}
