@@ -196,6 +196,57 @@ func (w *wtx) purgeDeadLetterStep(batch, batchBytes int) (done bool, err error) 
 	return false, nil
 }
 
+// partitionRows are the rows that name a partition of a deleted queue
+// besides its segments and dedup keys: its traces (with the names they
+// were filed under), its groups' cursors and its tombstones. Each
+// statement deletes at most ?2 rows of the partition ?1 (its uuid where
+// byUUID, else its id) in key order. The names go first, those of the
+// traces the next statement takes; they are not counted, a trace has few.
+var partitionRows = []struct {
+	what              string
+	del               string
+	byUUID, uncounted bool
+}{
+	{what: "trace names", byUUID: true, uncounted: true, del: `DELETE FROM trace_names WHERE trace_id IN
+		(SELECT id FROM traces WHERE partition_uuid = ?1 ORDER BY partition_uuid, txn_id, id LIMIT ?2)`},
+	{what: "traces", byUUID: true, del: `DELETE FROM traces WHERE id IN
+		(SELECT id FROM traces WHERE partition_uuid = ?1 ORDER BY partition_uuid, txn_id, id LIMIT ?2)`},
+	{what: "cursors", del: `DELETE FROM cursors WHERE partition_id = ?1 AND group_name IN
+		(SELECT group_name FROM cursors WHERE partition_id = ?1 ORDER BY group_name LIMIT ?2)`},
+	{what: "tombstones", del: `DELETE FROM tombstones WHERE partition_id = ?1 AND offset IN
+		(SELECT offset FROM tombstones WHERE partition_id = ?1 ORDER BY offset LIMIT ?2)`},
+}
+
+// dropPartitionRows deletes partition p's partitionRows, spending budget
+// (above 0) a row each; emptied is false when the budget ran out first.
+// All of them in one statement each held the writer for as long as they
+// took: a queue of 100 partitions read by 10,000 groups (a million
+// cursors) with 300,000 traces held every push 5 s.
+func (w *wtx) dropPartitionRows(p *combtype.Partition, budget *int64) (emptied bool, err error) {
+	for _, r := range partitionRows {
+		var key any = p.ID
+		if r.byUUID {
+			key = p.UUID
+		}
+		limit := *budget
+		res, err := w.ExecContext(w.ctx, r.del, key, limit)
+		if err != nil {
+			return false, fmt.Errorf("delete %s: %w", r.what, err)
+		}
+		if r.uncounted {
+			continue
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return false, fmt.Errorf("delete %s: %w", r.what, err)
+		}
+		if *budget -= n; n == limit {
+			return false, nil // maybe more: the next step sees the partition again
+		}
+	}
+	return true, nil
+}
+
 // dropQueueState deletes the subscriptions of queue id. Its cursors and
 // tombstones stay, unseen (every read of them goes through a tenant's
 // queues or a partition a tenant's queue holds), until the purge drops
@@ -300,18 +351,12 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 			// sees it again.
 			return false, nil
 		}
-		// Traces name their message by partition uuid; they go with it.
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN
-			(SELECT id FROM traces WHERE partition_uuid = ?)`, p.UUID); err != nil {
-			return false, fmt.Errorf("delete trace names: %w", err)
+		emptied, err := w.dropPartitionRows(p, &keyBudget)
+		if err != nil {
+			return false, err
 		}
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?`, p.UUID); err != nil {
-			return false, fmt.Errorf("delete traces: %w", err)
-		}
-		for _, q := range []string{`DELETE FROM cursors WHERE partition_id = ?`, `DELETE FROM tombstones WHERE partition_id = ?`} {
-			if _, err := w.ExecContext(w.ctx, q, p.ID); err != nil {
-				return false, fmt.Errorf("drop partition state: %w", err)
-			}
+		if !emptied {
+			return false, nil
 		}
 		w.rowsChanged()
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM partitions WHERE id = ?`, p.ID); err != nil {
