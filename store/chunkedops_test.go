@@ -300,3 +300,44 @@ func TestAGroupDeleteOfNothingOnALargeQueueWritesNothing(t *testing.T) {
 		t.Fatalf("delete of h everywhere = %d, %v; want its 300 positions on q", n, err)
 	}
 }
+
+// A group delete of every queue takes a group that holds more rows on
+// small queues than a seek moves in one op in ops of about that many,
+// whole queues each: in one op, a group on 5,000 queues of 100 partitions
+// held every other write 5 s.
+func TestAGroupDeleteOfManySmallQueuesIsMadeInOpsOfAChunk(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTestStoreAt(t)
+	s.seekChunk = 70
+	for i := range 6 {
+		q := fmt.Sprintf("q%d", i)
+		pushWide(t, s, q, q, 20)
+		for _, g := range []string{"g", "h"} {
+			if res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: q, Group: g, Batch: 20, Partitions: 20, AutoAck: true}); err != nil || len(res.Messages) != 20 {
+				t.Fatalf("pop of %s by %s = %d messages, %v", q, g, len(res.Messages), err)
+			}
+		}
+	}
+	before := s.Stats().CommitOps.Load()
+	n, err := s.DeleteGroup(ctx, "", "g", "", true)
+	if err != nil || n != 120 {
+		t.Fatalf("delete = %d, %v; want 120 positions", n, err)
+	}
+	// 21 a queue (its rows and one): three queues an op, then the op that
+	// ends every delete of all queues.
+	if ops := s.Stats().CommitOps.Load() - before; ops != 3 {
+		t.Fatalf("deleted in %d ops, want 3", ops)
+	}
+	if c := countRows(t, s, `SELECT COUNT(*) FROM cursors WHERE group_name = 'g'`) +
+		countRows(t, s, `SELECT COUNT(*) FROM subscriptions WHERE group_name = 'g'`); c != 0 {
+		t.Fatalf("%d cursors and subscriptions of g left", c)
+	}
+	if c := countRows(t, s, `SELECT COUNT(*) FROM cursors WHERE group_name = 'h'`); c != 120 {
+		t.Fatalf("h holds %d cursors, want its 120", c)
+	}
+	checkClean(t, path, "after the delete")
+	// Starts afresh: everything again.
+	if res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q3", Group: "g", Batch: 20, Partitions: 20}); err != nil || len(res.Messages) != 20 {
+		t.Fatalf("pop of g after its delete = %d messages, %v", len(res.Messages), err)
+	}
+}
