@@ -43,13 +43,14 @@ var testRows = []struct{ table, insert string }{
 	{"quarantined_segments", `INSERT INTO quarantined_segments (tenant, queue_name, partition_name, partition_uuid,
 		base_offset, frame_count, reason, segment_created_at, codec, raw_size, checksum, data, quarantined_at)
 		VALUES ('', 'orders', 'Default', 'p', 0, 1, 'checksum', 1, 0, 1, 0, x'00', 1)`},
-	{"stream_queries", `INSERT INTO stream_queries (id, name, source_queue, config_hash, created_at, updated_at)
-		VALUES ('sq', 'agg', 'orders', 'h', 1, 1)`},
+	{"stream_queries", `INSERT INTO stream_queries (id, name, source_queue, config_hash, created_at, updated_at, state_id)
+		VALUES ('sq', 'agg', 'orders', 'h', 1, 1, 'sq2')`},
 	{"stream_state", `INSERT INTO stream_state (query_id, partition_id, key, value, updated_at)
 		VALUES ('sq', 'p', 'k', '0', 1)`},
 	{"forwarders", `INSERT INTO forwarders (name, direction, queue, upstream_url, group_name, batch, created_at, updated_at)
 		VALUES ('f', 'push', 'orders', 'http://127.0.0.1:1', 'g', 10, 1, 1)`},
 	{"dlq_detached", `INSERT INTO dlq_detached (tenant, queue_name, through_id) VALUES ('', 'orders', 1)`},
+	{"stream_state_detached", `INSERT INTO stream_state_detached (state_key) VALUES ('sq1')`},
 }
 
 // userTables lists the tables of db other than SQLite's and goose's own.

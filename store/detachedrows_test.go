@@ -344,3 +344,47 @@ func TestAPurgeDeletesAPartitionsRowsWithinItsBudget(t *testing.T) {
 		t.Fatalf("%d rows of the deleted queue left", n)
 	}
 }
+
+// A reset deletes a query's state after its own write, a bounded batch a
+// write, and the query goes on under its id with none of the old state:
+// deleted in the registration's write, a million rows held every push
+// 3.6 s.
+func TestAResetDeletesTheOldStateInBoundedWrites(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTestStoreAt(t)
+	lossPush(t, s, "src", "", "m")
+	const p1, p2 = "0b7e5c1e-0000-4000-8000-000000000001", "0b7e5c1e-0000-4000-8000-000000000002"
+	id := registerWithState(t, s, "agg", "src", p1, "1", "2", "3", "4")
+	registerWithState(t, s, "agg", "src", p2, "5", "6", "7")
+	other := registerWithState(t, s, "other", "src", p1, "8")
+
+	before := s.Stats().CommitOps.Load()
+	reg, err := s.registerStreamQuery(ctx, "", combtype.StreamRegisterRequest{Name: "agg", SourceQueue: "src", ConfigHash: "h2", Reset: true}, 3, 1<<20)
+	if err != nil || !reg.Reset || reg.Query.ID != id {
+		t.Fatalf("reset = %+v, %v", reg, err)
+	}
+	// The registration, three writes of at most 3 rows, one that finds none.
+	if ops := s.Stats().CommitOps.Load() - before; ops != 5 {
+		t.Fatalf("reset in %d writes, want 5", ops)
+	}
+	if n := countRows(t, s, `SELECT COUNT(*) FROM stream_state`) + countRows(t, s, `SELECT COUNT(*) FROM stream_state_detached`); n != 1 {
+		t.Fatalf("%d state rows and detached keys left, want other's one row", n)
+	}
+	for _, p := range []string{p1, p2} {
+		if rows, err := s.StreamState(ctx, "", id, p, combtype.StateFilter{}); err != nil || len(rows) != 0 {
+			t.Fatalf("state of %s after the reset = %v, %v", p, rows, err)
+		}
+	}
+	res, err := s.Cycle(ctx, "", combtype.CycleRequest{QueryID: id, PartitionID: p1,
+		StateOps: []combtype.StateOp{{Type: combtype.StateUpsert, Key: "k0", Value: []byte("9")}}})
+	if err != nil || res.Err != nil || res.Skipped != "" {
+		t.Fatalf("cycle after the reset = %+v, %v", res, err)
+	}
+	if rows, err := s.StreamState(ctx, "", id, p1, combtype.StateFilter{}); err != nil || len(rows) != 1 || string(rows[0].Value) != "9" {
+		t.Fatalf("state after the reset and a cycle = %+v, %v", rows, err)
+	}
+	if rows, err := s.StreamState(ctx, "", other, p1, combtype.StateFilter{}); err != nil || len(rows) != 1 {
+		t.Fatalf("another query's state = %+v, %v", rows, err)
+	}
+	checkClean(t, path, "after the reset")
+}

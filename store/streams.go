@@ -19,10 +19,16 @@ import (
 
 // RegisterStreamQuery creates the query, or updates its queues when the
 // hash is unchanged. A changed hash is a conflict unless Reset, which
-// deletes all of the query's state and keeps its id. Concurrent
+// deletes all of the query's state and keeps its id: from its write on
+// the query reads and writes state under a new key, and the old key's
+// rows are deleted a bounded batch a write before it returns. Concurrent
 // registrations of one name are serialized by the writer, so all of them
 // get the same id.
 func (s *Store) RegisterStreamQuery(ctx context.Context, tenant string, req combtype.StreamRegisterRequest) (combtype.StreamRegistration, error) {
+	return s.registerStreamQuery(ctx, tenant, req, purgeRowBatch, purgeRowBytes)
+}
+
+func (s *Store) registerStreamQuery(ctx context.Context, tenant string, req combtype.StreamRegisterRequest, batch, batchBytes int) (combtype.StreamRegistration, error) {
 	if req.Name == "" || req.SourceQueue == "" || req.ConfigHash == "" {
 		return combtype.StreamRegistration{}, fmt.Errorf("%w: name, source queue and config hash are required", combtype.ErrInvalid)
 	}
@@ -50,7 +56,13 @@ func (s *Store) RegisterStreamQuery(ctx context.Context, tenant string, req comb
 				out.Query, out.Conflict = *q, true
 				return nil
 			}
-			if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id = ?`, q.ID); err != nil {
+			// The state is left under its old key for the purge, and the
+			// query's state starts under a new one: deleted here, a million
+			// rows held the writer 3.6 s.
+			if err := w.detachStreamState(`id = ?1`, q.ID); err != nil {
+				return err
+			}
+			if _, err := w.ExecContext(w.ctx, `UPDATE stream_queries SET state_id = ? WHERE id = ?`, newUUID(), q.ID); err != nil {
 				return fmt.Errorf("reset stream state: %w", err)
 			}
 			out.Reset = true
@@ -63,7 +75,29 @@ func (s *Store) RegisterStreamQuery(ctx context.Context, tenant string, req comb
 		out.Query = *q
 		return nil
 	}})
+	if err == nil && out.Reset {
+		// The old state goes before the reply, a bounded write at a time;
+		// once begun, whatever becomes of the request.
+		if err := s.purgeStreams(context.WithoutCancel(ctx), batch, batchBytes); err != nil {
+			return out, err
+		}
+	}
 	return out, err
+}
+
+// stateKey is the key of a stream_queries row's state rows.
+const stateKey = `coalesce(state_id, id)`
+
+// detachStreamState leaves the state of the queries matching where (over
+// stream_queries, with args) to the purge: their state keys go to
+// stream_state_detached, whose rows no read reaches (reads go through a
+// live query's key).
+func (w *wtx) detachStreamState(where string, args ...any) error {
+	if _, err := w.ExecContext(w.ctx, `INSERT OR IGNORE INTO stream_state_detached (state_key)
+		SELECT `+stateKey+` FROM stream_queries WHERE `+where, args...); err != nil {
+		return fmt.Errorf("detach stream state: %w", err)
+	}
+	return nil
 }
 
 const streamQueryColumns = `id, tenant, name, source_queue, COALESCE(sink_queue, ''), config_hash, created_at, updated_at`
@@ -163,8 +197,8 @@ func (s *Store) statePage(ctx context.Context, page []combtype.StateRow, tenant,
 	// the scan stops at the first key past it, so wildcards and case
 	// folding never enter.
 	rows, err := s.r.QueryContext(ctx, `SELECT s.key, s.value, s.updated_at FROM stream_state s
-		WHERE s.query_id = ?1 AND s.partition_id = ?2 AND s.key >= ?3
-		AND EXISTS (SELECT 1 FROM stream_queries q WHERE q.id = ?1 AND q.tenant = ?4)
+		WHERE s.query_id = (SELECT `+stateKey+` FROM stream_queries WHERE id = ?1 AND tenant = ?4)
+		AND s.partition_id = ?2 AND s.key >= ?3
 		AND (?5 IS NULL OR s.key IN (SELECT value FROM json_each(?5)))
 		AND (?6 IS NULL OR s.window_end <= ?6)
 		AND (?7 IS NULL OR s.key > ?7)
@@ -297,13 +331,17 @@ func (w *wtx) cycle(tenant string, req *combtype.CycleRequest, res *combtype.Cyc
 		return fmt.Errorf("load stream query: %w", err)
 	}
 	res.SourceQueue = q.SourceQueue
+	var key string
+	if err := w.QueryRowContext(w.ctx, `SELECT `+stateKey+` FROM stream_queries WHERE id = ?`, q.ID).Scan(&key); err != nil {
+		return fmt.Errorf("load stream query: %w", err)
+	}
 	for _, op := range req.StateOps {
 		if op.Type != combtype.StateUpsert && op.Type != combtype.StateDelete {
 			return &cycleError{fmt.Errorf("%w: Unknown state_op type: %s", combtype.ErrInvalid, op.Type)}
 		}
 	}
 	if req.Ack == nil {
-		skip, err := w.flushSkip(tenant, req)
+		skip, err := w.flushSkip(tenant, key, req)
 		if err != nil || skip != "" {
 			res.Skipped = skip
 			return err
@@ -328,12 +366,12 @@ func (w *wtx) cycle(tenant string, req *combtype.CycleRequest, res *combtype.Cyc
 				VALUES (?, ?, ?, CAST(? AS TEXT), ?, ?)
 				ON CONFLICT (query_id, partition_id, key) DO UPDATE SET value = excluded.value,
 					window_end = excluded.window_end, updated_at = excluded.updated_at`,
-				q.ID, req.PartitionID, op.Key, value, end, now); err != nil {
+				key, req.PartitionID, op.Key, value, end, now); err != nil {
 				return fmt.Errorf("upsert stream state: %w", err)
 			}
 		case combtype.StateDelete:
 			if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id = ? AND partition_id = ? AND key = ?`,
-				q.ID, req.PartitionID, op.Key); err != nil {
+				key, req.PartitionID, op.Key); err != nil {
 				return fmt.Errorf("delete stream state: %w", err)
 			}
 		}
@@ -359,8 +397,8 @@ func (w *wtx) cycle(tenant string, req *combtype.CycleRequest, res *combtype.Cyc
 }
 
 // flushSkip says why a cycle without an ack must not apply (see Cycle),
-// or "" when it may.
-func (w *wtx) flushSkip(tenant string, req *combtype.CycleRequest) (string, error) {
+// or "" when it may; key is the query's state key.
+func (w *wtx) flushSkip(tenant, key string, req *combtype.CycleRequest) (string, error) {
 	var lease sql.NullString
 	var expires sql.NullInt64
 	err := w.QueryRowContext(w.ctx, `SELECT c.lease_id, c.lease_expires_at FROM cursors c
@@ -385,7 +423,7 @@ func (w *wtx) flushSkip(tenant string, req *combtype.CycleRequest) (string, erro
 		}
 		var updated int64
 		err := w.QueryRowContext(w.ctx, `SELECT updated_at FROM stream_state
-			WHERE query_id = ? AND partition_id = ? AND key = ?`, req.QueryID, req.PartitionID, op.Key).Scan(&updated)
+			WHERE query_id = ? AND partition_id = ? AND key = ?`, key, req.PartitionID, op.Key).Scan(&updated)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return combtype.SkipStateGone, nil
@@ -539,21 +577,21 @@ func (w *wtx) cycleAck(tenant string, req *combtype.CycleRequest) (*combtype.Cyc
 }
 
 // dropStreamsOf deletes the queries reading tenant's queue: a deleted
-// source queue takes its streams with it. The queries are detached here,
-// moved to a tenant no request can name (every read of a query or its
-// state names the tenant), and their state, which can hold millions of
-// rows, is deleted in bounded writes afterwards (purgeStreamStep):
-// deleted here, it held the writer for as long as it took.
+// source queue takes its streams with it. Their state, which can hold
+// millions of rows, is left to the purge (purgeStreamStep): deleted here,
+// it held the writer for as long as it took.
 func (w *wtx) dropStreamsOf(tenant, queue string) error {
-	if _, err := w.ExecContext(w.ctx, `UPDATE stream_queries SET tenant = ?1 || id, name = id
-		WHERE tenant = ?2 AND source_queue = ?3`, detachedTenantPrefix, tenant, queue); err != nil {
-		return fmt.Errorf("detach stream queries: %w", err)
+	if err := w.detachStreamState(`tenant = ?1 AND source_queue = ?2`, tenant, queue); err != nil {
+		return err
+	}
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_queries WHERE tenant = ? AND source_queue = ?`, tenant, queue); err != nil {
+		return fmt.Errorf("delete stream queries: %w", err)
 	}
 	return nil
 }
 
-// purgeStreams deletes the detached stream queries and their state, one
-// bounded op at a time.
+// purgeStreams deletes the state left under stream_state_detached's keys,
+// one bounded op at a time.
 func (s *Store) purgeStreams(ctx context.Context, batch, batchBytes int) error {
 	for {
 		var done bool
@@ -563,7 +601,7 @@ func (s *Store) purgeStreams(ctx context.Context, batch, batchBytes int) error {
 			return err
 		}})
 		if err != nil {
-			return fmt.Errorf("purge deleted stream queries: %w", err)
+			return fmt.Errorf("purge deleted stream state: %w", err)
 		}
 		if done {
 			return nil
@@ -572,18 +610,17 @@ func (s *Store) purgeStreams(ctx context.Context, batch, batchBytes int) error {
 }
 
 // purgeStreamStep deletes at most batch state rows (and at most
-// batchBytes of values, one row at least) of one detached stream query,
-// in key order, and the query with its last ones; done is true when there
-// is none to purge.
+// batchBytes of values, one row at least) of one detached state key, in
+// key order, and the key with its last ones; done is true when there is
+// none to purge.
 func (w *wtx) purgeStreamStep(batch, batchBytes int) (done bool, err error) {
 	var id string
-	err = w.QueryRowContext(w.ctx, `SELECT id FROM stream_queries WHERE tenant >= ? AND tenant < ? LIMIT 1`,
-		detachedTenantPrefix, detachedTenantPrefix+"\xff").Scan(&id)
+	err = w.QueryRowContext(w.ctx, `SELECT state_key FROM stream_state_detached LIMIT 1`).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return true, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("find deleted stream query: %w", err)
+		return false, fmt.Errorf("find deleted stream state: %w", err)
 	}
 	rows, err := w.QueryContext(w.ctx, `SELECT partition_id, key, length(value) FROM stream_state
 		WHERE query_id = ? ORDER BY partition_id, key LIMIT ?`, id, batch)
@@ -609,7 +646,7 @@ func (w *wtx) purgeStreamStep(batch, batchBytes int) (done bool, err error) {
 	if err := rows.Err(); err != nil {
 		return false, fmt.Errorf("find deleted stream state: %w", err)
 	}
-	// The rows taken are the query's first in key order, up to the last.
+	// The rows taken are the key's first in key order, up to the last.
 	if taken > 0 {
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id = ? AND (partition_id, key) <= (?, ?)`,
 			id, lastPart, lastKey); err != nil {
@@ -617,8 +654,8 @@ func (w *wtx) purgeStreamStep(batch, batchBytes int) (done bool, err error) {
 		}
 	}
 	if found < batch && taken == found {
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_queries WHERE id = ?`, id); err != nil {
-			return false, fmt.Errorf("delete stream query: %w", err)
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state_detached WHERE state_key = ?`, id); err != nil {
+			return false, fmt.Errorf("delete stream state: %w", err)
 		}
 	}
 	return false, nil
