@@ -327,6 +327,16 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 		if partBudget--; partBudget < 0 {
 			return false, nil
 		}
+		// First what names the partition, its messages' traces included:
+		// the eviction below deletes the traces of what it evicts with it,
+		// however many a message has.
+		emptied, err := w.dropPartitionRows(p, &keyBudget)
+		if err != nil {
+			return false, err
+		}
+		if !emptied {
+			return false, nil
+		}
 		// Segments from the front, evicted as retention evicts them: their
 		// dedup keys are found by the transactionIds they hold, one key
 		// seek each, so a step costs what it deletes and a purge stays
@@ -349,13 +359,6 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 		if more || keyBudget <= 0 || segBudget <= 0 {
 			// Budget spent: this partition may hold more; the next step
 			// sees it again.
-			return false, nil
-		}
-		emptied, err := w.dropPartitionRows(p, &keyBudget)
-		if err != nil {
-			return false, err
-		}
-		if !emptied {
 			return false, nil
 		}
 		w.rowsChanged()
