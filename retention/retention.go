@@ -390,7 +390,7 @@ func (p *pass) rounds(ctx context.Context, jobs []job) (bool, error) {
 				errs = append(errs, err)
 				continue
 			}
-			if r.More && r.Segments > 0 {
+			if r.More && (r.Segments > 0 || r.Traces > 0) {
 				left = append(left, jobs[i])
 			}
 		}

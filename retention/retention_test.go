@@ -538,6 +538,26 @@ func TestSweepDropsTheTracesOfEvictedMessages(t *testing.T) {
 	}
 }
 
+// A message of many traces goes in one sweep, its traces a bounded batch
+// a write ahead of it: the sweep goes on with a partition whose write
+// deleted traces and no segment.
+func TestOneSweepEvictsAMessageOfManyTraces(t *testing.T) {
+	f := newFixture(t)
+	f.configure("q", retained(60))
+	r := f.push("q", "", "old", 1)[0]
+	combtest.SQLite3Exec(t, f.b.DatabasePath(), fmt.Sprintf(`PRAGMA busy_timeout = 10000;
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 9000)
+		INSERT INTO traces (uuid, partition_uuid, txn_id, group_name, event_type, data, created_at)
+		SELECT printf('t-%%d', i), '%s', '%s', 'g', 'info', '{}', 1 FROM n;`, r.PartitionID, r.TxnID))
+	f.clock.Advance(2 * time.Minute)
+	if st := f.sweep(); st.Segments != 1 {
+		t.Fatalf("sweep deleted %d segments, want 1", st.Segments)
+	}
+	if n := f.count(`SELECT COUNT(*) FROM traces`); n != 0 {
+		t.Fatalf("%d traces left for an evicted message", n)
+	}
+}
+
 func TestTimeRetentionKeepsWhatALiveSnapshotNeeds(t *testing.T) {
 	f := newFixture(t)
 	f.configure("q", retained(60))

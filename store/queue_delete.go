@@ -356,7 +356,7 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 		}
 		segBudget -= res.Segments
 		keyBudget -= res.Frames
-		if more || keyBudget <= 0 || segBudget <= 0 {
+		if more || res.More || keyBudget <= 0 || segBudget <= 0 {
 			// Budget spent: this partition may hold more; the next step
 			// sees it again.
 			return false, nil

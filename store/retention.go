@@ -85,6 +85,9 @@ type EvictResult struct {
 	Segments int
 	Frames   int64
 	Bytes    int64 // stored (compressed) segment bytes
+	// Traces counts the traces of evicted messages deleted, those of
+	// messages whose many traces go in several ops included.
+	Traces int64
 	// More is true when the op stopped at its limits with more to delete.
 	More bool
 }
@@ -312,8 +315,16 @@ func (w *wtx) evictRun(p *combtype.Partition, lim EvictLimits, mayGo func(segMet
 			Frames: min(evictChunkFrames, lim.Frames-res.Frames)}
 		take, more := takePrefix(segs, chunk, mayGo)
 		if len(take) > 0 {
-			if err := w.dropKeys(p, take); err != nil {
+			traces, done, err := w.dropKeys(p, take)
+			if err != nil {
 				return EvictResult{}, err
+			}
+			res.Traces += traces
+			if !done {
+				// Their traces are going a bounded batch an op; the
+				// segments wait for the op that finds none left.
+				res.More = true
+				break
 			}
 			for _, sg := range take {
 				res.Segments++
@@ -328,7 +339,9 @@ func (w *wtx) evictRun(p *combtype.Partition, lim EvictLimits, mayGo func(segMet
 		}
 	}
 	if res.Segments == 0 {
-		res.More = false
+		// More only when the op deleted traces ahead of their segments:
+		// the next op goes on from them.
+		res.More = res.More && res.Traces > 0
 		return res, nil
 	}
 	return res, w.dropSegments(p, last)
@@ -436,8 +449,15 @@ func (w *wtx) evict(p *combtype.Partition, segs []segMeta) (EvictResult, error) 
 	if len(segs) == 0 {
 		return res, nil
 	}
-	if err := w.dropKeys(p, segs); err != nil {
+	traces, done, err := w.dropKeys(p, segs)
+	res.Traces = traces
+	if err != nil {
 		return res, err
+	}
+	if !done {
+		// Traces left for a later op, and with them the segments.
+		res.More = true
+		return res, nil
 	}
 	if err := w.dropSegments(p, segs[len(segs)-1]); err != nil {
 		return res, err
@@ -450,9 +470,12 @@ func (w *wtx) evict(p *combtype.Partition, segs []segMeta) (EvictResult, error) 
 	return res, nil
 }
 
-// dropKeys deletes the dedup keys and traces of the frames of segs, a run
-// of p's segments in offset order that is about to go.
-func (w *wtx) dropKeys(p *combtype.Partition, segs []segMeta) error {
+// dropKeys deletes the traces and dedup keys of the frames of segs, a run
+// of p's segments in offset order that is about to go, and counts the
+// traces. The traces go first, evictChunkTraces at most: done is false
+// when some are left, and then no key was deleted and segs must stay for
+// a later op.
+func (w *wtx) dropKeys(p *combtype.Partition, segs []segMeta) (traces int64, done bool, err error) {
 	first, last := segs[0], segs[len(segs)-1]
 	newStart := last.base + last.count
 	// Most partitions have no traces: one probe spares them the
@@ -460,11 +483,11 @@ func (w *wtx) dropKeys(p *combtype.Partition, segs []segMeta) error {
 	var traced bool
 	if err := w.QueryRowContext(w.ctx, `SELECT EXISTS (SELECT 1 FROM traces WHERE partition_uuid = ?)`,
 		p.UUID).Scan(&traced); err != nil {
-		return fmt.Errorf("look up traces: %w", err)
+		return 0, false, fmt.Errorf("look up traces: %w", err)
 	}
 	keys, txns, err := w.evictedKeys(p.ID, first.base, last.base, traced)
 	if err != nil {
-		return err
+		return 0, false, err
 	}
 	if keys == "" {
 		// A segment that does not decode cannot name its keys: find them by
@@ -472,18 +495,22 @@ func (w *wtx) dropKeys(p *combtype.Partition, segs []segMeta) error {
 		// every partition's keys; it is paid only for a damaged segment,
 		// which retention and queue deletes meet rarely, never per push.
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?`, p.ID, newStart); err != nil {
-			return fmt.Errorf("delete evicted dedup keys: %w", err)
+			return 0, false, fmt.Errorf("delete evicted dedup keys: %w", err)
 		}
-		return nil
+		return 0, true, nil
+	}
+	if traced {
+		var all bool
+		traces, all, err = w.evictTraces(p.UUID, txns, evictChunkTraces)
+		if err != nil || !all {
+			return traces, false, err
+		}
 	}
 	if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE partition_id = ? AND offset < ?
 		AND txn_key IN (SELECT value FROM json_each(?))`, p.ID, newStart, keys); err != nil {
-		return fmt.Errorf("delete evicted dedup keys: %w", err)
+		return 0, false, fmt.Errorf("delete evicted dedup keys: %w", err)
 	}
-	if !traced {
-		return nil
-	}
-	return w.evictTraces(p.UUID, txns)
+	return traces, true, nil
 }
 
 // dropSegments deletes p's segments up to and including last, with the
@@ -513,18 +540,30 @@ func (w *wtx) dropSegments(p *combtype.Partition, last segMeta) error {
 	return nil
 }
 
-// evictTraces deletes the traces of the evicted messages txns (a JSON
-// array).
-func (w *wtx) evictTraces(partitionUUID, txns string) error {
-	if _, err := w.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN (SELECT id FROM traces
-		WHERE partition_uuid = ? AND txn_id IN (SELECT value FROM json_each(?)))`, partitionUUID, txns); err != nil {
-		return fmt.Errorf("delete evicted trace names: %w", err)
+// evictChunkTraces bounds the traces a chunk of an eviction deletes: a
+// message may have any number of them (Queen keeps every one), and a
+// chunk of messages with 300,000 held the writer 1.1 s in one op whose
+// time bound is 10 ms.
+const evictChunkTraces = 4096
+
+// evictTraces deletes up to limit traces of the evicted messages txns (a
+// JSON array) of partition partitionUUID, with the names they were filed
+// under; all is false when some may be left.
+func (w *wtx) evictTraces(partitionUUID, txns string, limit int) (n int64, all bool, err error) {
+	const some = `SELECT id FROM traces WHERE partition_uuid = ?1 AND txn_id IN (SELECT value FROM json_each(?2))
+		ORDER BY partition_uuid, txn_id, id LIMIT ?3`
+	if _, err := w.ExecContext(w.ctx, `DELETE FROM trace_names WHERE trace_id IN (`+some+`)`,
+		partitionUUID, txns, limit); err != nil {
+		return 0, false, fmt.Errorf("delete evicted trace names: %w", err)
 	}
-	if _, err := w.ExecContext(w.ctx, `DELETE FROM traces WHERE partition_uuid = ?
-		AND txn_id IN (SELECT value FROM json_each(?))`, partitionUUID, txns); err != nil {
-		return fmt.Errorf("delete evicted traces: %w", err)
+	res, err := w.ExecContext(w.ctx, `DELETE FROM traces WHERE id IN (`+some+`)`, partitionUUID, txns, limit)
+	if err != nil {
+		return 0, false, fmt.Errorf("delete evicted traces: %w", err)
 	}
-	return nil
+	if n, err = res.RowsAffected(); err != nil {
+		return 0, false, fmt.Errorf("delete evicted traces: %w", err)
+	}
+	return n, n < int64(limit), nil
 }
 
 // evictedKeys returns the dedup keys of the frames in the segments of
