@@ -35,6 +35,21 @@ func countRows(t *testing.T, s *Store, query string, args ...any) int {
 	return n
 }
 
+// step runs f as one write op and returns whether it reported done: one
+// step of a purge made in bounded ops.
+func step(t *testing.T, s *Store, f func(w *wtx) (bool, error)) bool {
+	t.Helper()
+	var done bool
+	if err := s.submit(context.Background(), &writeOp{apply: func(w *wtx) error {
+		var err error
+		done, err = f(w)
+		return err
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	return done
+}
+
 func checkClean(t *testing.T, path, when string) {
 	t.Helper()
 	rep, err := Check(context.Background(), path)
@@ -90,14 +105,7 @@ func TestASnapshotIsDeletedInBoundedOps(t *testing.T) {
 
 	left := 50
 	for ops := 1; ; ops++ {
-		var done bool
-		if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-			var err error
-			done, err = w.purgeSnapshotStep(7)
-			return err
-		}}); err != nil {
-			t.Fatal(err)
-		}
+		done := step(t, s, func(w *wtx) (bool, error) { return w.purgeSnapshotStep(7) })
 		if done {
 			if ops != 9 {
 				t.Fatalf("purged in %d ops, want 8 of at most 7 cursors and one that finds none", ops)

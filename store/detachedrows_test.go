@@ -105,14 +105,7 @@ func TestADeletedQueuesDeadLettersAreHiddenThenPurgedInBoundedWrites(t *testing.
 
 	left := 7
 	for ops := 1; ; ops++ {
-		var done bool
-		if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-			var err error
-			done, err = w.purgeDeadLetterStep(3, 1<<20)
-			return err
-		}}); err != nil {
-			t.Fatal(err)
-		}
+		done := step(t, s, func(w *wtx) (bool, error) { return w.purgeDeadLetterStep(3, 1<<20) })
 		if done {
 			if ops != 4 {
 				t.Fatalf("purged in %d writes, want 3 of at most 3 rows and one that finds none", ops)
@@ -253,14 +246,7 @@ func TestADeletedSourceQueuesStreamsArePurgedInBoundedWrites(t *testing.T) {
 	// Batches of 3 rows or 15 bytes: the first query's 7 rows in 3 writes,
 	// the second's 2 values of 12 bytes in 2, then one that finds none.
 	for ops := 1; ; ops++ {
-		var done bool
-		if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-			var err error
-			done, err = w.purgeStreamStep(3, 15)
-			return err
-		}}); err != nil {
-			t.Fatal(err)
-		}
+		done := step(t, s, func(w *wtx) (bool, error) { return w.purgeStreamStep(3, 15) })
 		if done {
 			if ops != 6 {
 				t.Fatalf("purged in %d writes, want 6", ops)
@@ -323,14 +309,7 @@ func TestAPurgeDeletesAPartitionsRowsWithinItsBudget(t *testing.T) {
 	// own included, however many it has) before its dedup key.
 	for ops := 1; ; ops++ {
 		before := rows()
-		var done bool
-		if err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-			var err error
-			done, err = w.purgeStep(10, 4)
-			return err
-		}}); err != nil {
-			t.Fatal(err)
-		}
+		done := step(t, s, func(w *wtx) (bool, error) { return w.purgeStep(10, 4) })
 		if done {
 			break
 		}

@@ -128,20 +128,7 @@ const (
 // purgeDeadLetters deletes the dead letters DeleteQueue hid, one bounded
 // op at a time.
 func (s *Store) purgeDeadLetters(ctx context.Context, batch, batchBytes int) error {
-	for {
-		var done bool
-		err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-			var err error
-			done, err = w.purgeDeadLetterStep(batch, batchBytes)
-			return err
-		}})
-		if err != nil {
-			return fmt.Errorf("purge deleted dead letters: %w", err)
-		}
-		if done {
-			return nil
-		}
-	}
+	return s.inSteps(ctx, "purge deleted dead letters", func(w *wtx) (bool, error) { return w.purgeDeadLetterStep(batch, batchBytes) })
 }
 
 // purgeDeadLetterStep deletes at most batch hidden dead letters of one
@@ -273,15 +260,22 @@ func (s *Store) purgeDetached(ctx context.Context, segBatch, keyBatch int) error
 	if err := s.purgeStreams(ctx, purgeRowBatch, purgeRowBytes); err != nil {
 		return err
 	}
+	return s.inSteps(ctx, "purge deleted queue", func(w *wtx) (bool, error) { return w.purgeStep(segBatch, keyBatch) })
+}
+
+// inSteps submits step as one write op after another until it reports
+// that it is done: the shape of every purge that must not hold the
+// writer for all it deletes.
+func (s *Store) inSteps(ctx context.Context, what string, step func(w *wtx) (done bool, err error)) error {
 	for {
 		var done bool
 		err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
 			var err error
-			done, err = w.purgeStep(segBatch, keyBatch)
+			done, err = step(w)
 			return err
 		}})
 		if err != nil {
-			return fmt.Errorf("purge deleted queue: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if done {
 			return nil

@@ -545,20 +545,7 @@ func (s *Store) ExpireSnapshots(ctx context.Context) (int, error) {
 // purgeSnapshots deletes the detached snapshots, one bounded op at a
 // time, but those a seek under way is applying.
 func (s *Store) purgeSnapshots(ctx context.Context, batch int) error {
-	for {
-		var done bool
-		err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-			var err error
-			done, err = w.purgeSnapshotStep(batch)
-			return err
-		}})
-		if err != nil {
-			return fmt.Errorf("purge deleted snapshot: %w", err)
-		}
-		if done {
-			return nil
-		}
-	}
+	return s.inSteps(ctx, "purge deleted snapshot", func(w *wtx) (bool, error) { return w.purgeSnapshotStep(batch) })
 }
 
 // purgeSnapshotStep deletes at most batch cursors of a detached snapshot,

@@ -593,20 +593,7 @@ func (w *wtx) dropStreamsOf(tenant, queue string) error {
 // purgeStreams deletes the state left under stream_state_detached's keys,
 // one bounded op at a time.
 func (s *Store) purgeStreams(ctx context.Context, batch, batchBytes int) error {
-	for {
-		var done bool
-		err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-			var err error
-			done, err = w.purgeStreamStep(batch, batchBytes)
-			return err
-		}})
-		if err != nil {
-			return fmt.Errorf("purge deleted stream state: %w", err)
-		}
-		if done {
-			return nil
-		}
-	}
+	return s.inSteps(ctx, "purge deleted stream state", func(w *wtx) (bool, error) { return w.purgeStreamStep(batch, batchBytes) })
 }
 
 // purgeStreamStep deletes at most batch state rows (and at most
