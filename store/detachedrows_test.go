@@ -431,3 +431,30 @@ func TestRetentionDeletesAMessagesManyTracesInBoundedOps(t *testing.T) {
 	}
 	checkClean(t, path, "after retention")
 }
+
+// With no delete to finish, ResumeDeletes (run as the broker opens)
+// writes nothing: each purge's empty step was a write, and a write just
+// after the start takes the lock from under a sqlite3 shell beside the
+// server, which has no busy timeout.
+func TestResumeDeletesWritesNothingWhenNothingIsLeft(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTestStoreAt(t)
+	deadLetterAll(t, s, "q", "a")
+	before := s.Stats().CommitOps.Load()
+	if err := s.ResumeDeletes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ops := s.Stats().CommitOps.Load() - before; ops != 0 {
+		t.Fatalf("ResumeDeletes with nothing to finish made %d writes", ops)
+	}
+	// And with something left, it finishes it.
+	if _, err := s.detachQueue(ctx, "", "q"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ResumeDeletes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, s, `SELECT (SELECT COUNT(*) FROM dlq) + (SELECT COUNT(*) FROM dlq_detached) + (SELECT COUNT(*) FROM queues)`); n != 0 {
+		t.Fatalf("%d rows of the deleted queue left", n)
+	}
+}

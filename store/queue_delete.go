@@ -65,6 +65,21 @@ func (s *Store) deleteQueue(ctx context.Context, tenant, name string, segBatch, 
 // and removes every detached queue, one bounded op at a time, and returns
 // when none is left, ctx ends or the store closes.
 func (s *Store) ResumeDeletes(ctx context.Context) error {
+	// Nearly always there is nothing to finish, and then nothing is
+	// written: each purge's step that finds nothing is still a write, and
+	// a write just after the start takes the lock from under a sqlite3
+	// shell opened beside the server (it has no busy timeout: "database is
+	// locked").
+	var pending bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM queues WHERE tenant >= ?1 AND tenant < ?2)
+		OR EXISTS (SELECT 1 FROM snapshots WHERE `+detachedSnapshot+`)
+		OR EXISTS (SELECT 1 FROM dlq_detached) OR EXISTS (SELECT 1 FROM stream_state_detached)`,
+		detachedTenantPrefix, detachedTenantPrefix+"\xff").Scan(&pending); err != nil {
+		return fmt.Errorf("find interrupted deletes: %w", err)
+	}
+	if !pending {
+		return nil
+	}
 	return s.purgeDetached(ctx, DefaultDeleteSegmentBatch, DefaultDeleteKeyBatch)
 }
 
