@@ -128,11 +128,7 @@ func TestAGroupDeleteOfEveryQueueCountsALargeQueueOnce(t *testing.T) {
 func TestAGroupDeleteCutShortIsFinishedAtOpen(t *testing.T) {
 	ctx := context.Background()
 	s, path := groupDeleteScene(t, 70)
-	s.seekChunkDone = func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}
+	closeAfterAChunk(t, s)
 	if _, err := s.DeleteGroup(ctx, "", "g", "q", true); err == nil {
 		t.Fatal("a group delete whose store closed in the middle answered success")
 	}
@@ -226,11 +222,7 @@ func TestASnapshotOfALargeQueueIsTakenInChunks(t *testing.T) {
 func TestASnapshotCutShortIsDroppedAtOpen(t *testing.T) {
 	ctx := context.Background()
 	s, path := groupDeleteScene(t, 70)
-	s.seekChunkDone = func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}
+	closeAfterAChunk(t, s)
 	if _, err := s.CreateSnapshot(ctx, "", combtype.CreateSnapshotRequest{Name: "s", Group: "g", Queue: "q"}); err == nil {
 		t.Fatal("a snapshot whose store closed in the middle answered success")
 	}

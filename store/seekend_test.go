@@ -132,11 +132,7 @@ func TestASeekToTheEndInChunksKeepsItsMeaning(t *testing.T) {
 func TestASeekToTheEndCutShortIsFinishedAtOpen(t *testing.T) {
 	ctx := context.Background()
 	s, path := openSeekQueueOf300(t)
-	s.seekChunkDone = func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}
+	closeAfterAChunk(t, s)
 	if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "q", Target: combtype.SeekTarget{ToEnd: true}}); err == nil {
 		t.Fatal("a seek whose store closed in the middle answered success")
 	}

@@ -18,6 +18,18 @@ import (
 // offset 0, then, a minute later (at the time it returns), b-i at offset
 // 1. Group g has consumed both, and snapshot s1 holds g where it stood
 // between them (committed 0 everywhere).
+// closeAfterAChunk closes s once an op of a chunked write (a seek, a
+// group delete, a snapshot capture) has committed, as a stop between two
+// of them would.
+func closeAfterAChunk(t *testing.T, s *Store) {
+	t.Helper()
+	s.seekChunkDone = func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+}
+
 func replayedQueue(t *testing.T, path string) (*Store, *clock.Manual, time.Time) {
 	t.Helper()
 	clk := clock.NewManual(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
@@ -157,11 +169,7 @@ func TestASeekToASnapshotCutShortIsFinishedAtOpen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "comb.db")
 	s, _, _ := replayedQueue(t, path)
-	s.seekChunkDone = func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}
+	closeAfterAChunk(t, s)
 	if _, err := s.Seek(ctx, "", combtype.SeekRequest{Group: "g", Queue: "q", Target: combtype.SeekTarget{Snapshot: "s1"}}); err == nil {
 		t.Fatal("a seek whose store closed in the middle answered success")
 	}
