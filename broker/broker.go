@@ -40,8 +40,9 @@
 //     the file for longer than Options.BusyTimeout fails with
 //     combtype.ErrFileBusy and changed nothing (a Pop with Wait waits it
 //     out instead, within its timeout). A write that would create a queue
-//     past Options.MaxQueues, or store a forwarder past
-//     Options.MaxForwarders, fails with combtype.ErrQueueLimit or
+//     past Options.MaxQueues, subscribe a group past Options.MaxGroups,
+//     or store a forwarder past Options.MaxForwarders, fails with
+//     combtype.ErrQueueLimit, combtype.ErrGroupLimit or
 //     combtype.ErrForwarderLimit and changed nothing.
 //   - Listings and counts of names that do not exist (a queue, a group, a
 //     tenant) are empty or zero, not errors; a call that reads or changes
@@ -123,6 +124,13 @@ type Options struct {
 	// runs (docs/limits.md), so a broker serving clients it does not
 	// trust should set it.
 	MaxQueues int
+	// MaxGroups bounds how many subscriptions of a consumer group to a
+	// queue the database holds, every tenant's together (0 = no bound);
+	// a pop or seek that would subscribe a group to one more queue fails
+	// with combtype.ErrGroupLimit. comb serve sets DefaultMaxGroups. Every
+	// listing of groups, a queue's detail and the status read each one
+	// (docs/limits.md).
+	MaxGroups int
 	// MaxForwarders bounds how many forwarders the database holds, every
 	// tenant's together (0 = no bound); storing one more fails with
 	// combtype.ErrForwarderLimit. comb serve sets DefaultMaxForwarders.
@@ -184,7 +192,7 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	m := newMetrics(clk)
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: clk,
 		MaxBatchOps: opts.MaxBatchOps, OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger,
-		MaxDBBytes: opts.MaxDBBytes, MaxQueues: opts.MaxQueues,
+		MaxDBBytes: opts.MaxDBBytes, MaxQueues: opts.MaxQueues, MaxGroups: opts.MaxGroups,
 		MaxForwarders: opts.MaxForwarders, DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
 		LiveTotalsPartitions: opts.LiveTotalsPartitions, LiveGroupPositions: opts.LiveGroupPositions,
 		LiveSummaryPartitions: opts.LiveSummaryPartitions,

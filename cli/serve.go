@@ -22,6 +22,7 @@ type serveConfig struct {
 	batchOps, maxConns      int
 	metricsQueues           int
 	maxQueues, maxFwd       int
+	maxGroups               int
 	pprof                   string
 	logLevel, logFormat     string
 	printConfig             bool
@@ -71,6 +72,8 @@ func (m *App) serveCmd() *cobra.Command {
 	m.setting(fs, "max-db-bytes", "")
 	fs.IntVar(&c.maxQueues, "max-queues", broker.DefaultMaxQueues, "most queues the database holds, every tenant's; a push or configure that would create one more gets 409 (0 = no limit) (env COMB_MAX_QUEUES)")
 	m.setting(fs, "max-queues", "")
+	fs.IntVar(&c.maxGroups, "max-groups", broker.DefaultMaxGroups, "most consumer-group subscriptions (a group on a queue) the database holds, every tenant's; a pop or seek that would subscribe one more gets 409 (0 = no limit) (env COMB_MAX_GROUPS)")
+	m.setting(fs, "max-groups", "")
 	fs.IntVar(&c.maxFwd, "max-forwarders", broker.DefaultMaxForwarders, "most forwarders the database holds, every tenant's; creating one more gets 409 (0 = no limit) (env COMB_MAX_FORWARDERS)")
 	m.setting(fs, "max-forwarders", "")
 	fs.IntVar(&c.maxConns, "max-conns", 0, "most connections held open at once, parked long-polls included; past it a new one gets 503 (0 = default: 16384, or the open-file limit less 128 where lower) (env COMB_MAX_CONNS)")
@@ -129,6 +132,9 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 	}
 	if c.maxQueues < 0 {
 		return usageErrorf("--max-queues %d: want 0 (no limit) or a positive number of queues", c.maxQueues)
+	}
+	if c.maxGroups < 0 {
+		return usageErrorf("--max-groups %d: want 0 (no limit) or a positive number of group subscriptions", c.maxGroups)
 	}
 	if c.maxFwd < 0 {
 		return usageErrorf("--max-forwarders %d: want 0 (no limit) or a positive number of forwarders", c.maxFwd)
@@ -196,7 +202,7 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 		}
 		defer stopPprof()
 	}
-	b, err := broker.Open(ctx, broker.Options{Path: c.db, Synchronous: c.sync, DefaultSubscriptionMode: c.subMode, MaxBatchOps: c.batchOps, MaxDBBytes: c.maxDB, MaxQueues: c.maxQueues, MaxForwarders: c.maxFwd,
+	b, err := broker.Open(ctx, broker.Options{Path: c.db, Synchronous: c.sync, DefaultSubscriptionMode: c.subMode, MaxBatchOps: c.batchOps, MaxDBBytes: c.maxDB, MaxQueues: c.maxQueues, MaxGroups: c.maxGroups, MaxForwarders: c.maxFwd,
 		RetentionInterval: ret.interval, SnapshotSweepInterval: ret.snapshots, EncryptionKey: ret.key, Logger: log})
 	if err != nil {
 		ln.Close()

@@ -29,6 +29,13 @@ var (
 	// stored; writes to existing queues go on, and a queue delete makes
 	// room at once.
 	ErrQueueLimit = errors.New("queue limit reached")
+	// ErrGroupLimit is returned by a write that would subscribe a
+	// consumer group to a queue it has no subscription on (its first pop
+	// there, or a seek that creates it) while the database already holds
+	// Options.MaxGroups subscriptions. Nothing of it was stored; groups
+	// already subscribed go on, and deleting a group or a queue makes
+	// room at once.
+	ErrGroupLimit = errors.New("consumer group limit reached")
 	// ErrForwarderLimit is returned by the store of a new forwarder while
 	// the database already holds Options.MaxForwarders of them. Nothing
 	// was stored; a forwarder's delete makes room.

@@ -105,6 +105,8 @@ func errorStatus(err error) (status int, msg string) {
 		// those): the server's state, not the request, is in the way
 		// until a queue is deleted or the bound raised.
 		return http.StatusConflict, "Queue limit reached: the database holds as many queues as it may (comb serve --max-queues); nothing was written: delete a queue or raise the limit"
+	case errors.Is(err, combtype.ErrGroupLimit):
+		return http.StatusConflict, "Consumer group limit reached: the database holds as many group subscriptions as it may (comb serve --max-groups); nothing was written: delete a consumer group or raise the limit"
 	case errors.Is(err, combtype.ErrForwarderLimit):
 		return http.StatusConflict, "Forwarder limit reached: the database holds as many forwarders as it may (comb serve --max-forwarders); nothing was written: delete a forwarder or raise the limit"
 	case errors.Is(err, combtype.ErrFileBusy):

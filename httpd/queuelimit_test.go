@@ -82,3 +82,44 @@ func TestAForwarderPastTheBoundIsRefusedWith409(t *testing.T) {
 		t.Fatalf("a forwarder after the delete: %d %s", r.Status, r.Body)
 	}
 }
+
+// A pop or seek that would subscribe a group past the broker's bound is a
+// 409 with a JSON error, whether it would park or not, and subscribes
+// nothing; subscribed groups are served, and a group's delete makes room.
+func TestAGroupPastTheBoundIsRefusedWith409(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{Broker: func(o *broker.Options) { o.MaxGroups = 2 }})
+	s.Push(map[string]any{"queue": "q", "payload": 1}, map[string]any{"queue": "q2", "payload": 1})
+	for _, g := range []string{"g1", "g2"} {
+		if r := s.Do("GET", "/api/v1/pop/queue/q?consumerGroup="+g+"&batch=1&wait=false", nil); r.Status != http.StatusOK {
+			t.Fatalf("pop of %s: %d %s", g, r.Status, r.Body)
+		}
+	}
+	const want = "Consumer group limit reached: the database holds as many group subscriptions as it may (comb serve --max-groups); nothing was written: delete a consumer group or raise the limit"
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/pop/queue/q?consumerGroup=g3&batch=1&wait=false", ""},
+		{"GET", "/api/v1/pop/queue/q?consumerGroup=g3&batch=1&wait=true&timeout=30000", ""},
+		{"GET", "/api/v1/pop/queue/q2?consumerGroup=g1&batch=1&wait=false", ""}, // a group on one more queue
+		{"GET", "/api/v1/pop/queue/q2?batch=1&wait=false", ""},                  // queue mode is a subscription too
+		{"POST", "/api/v1/consumer-groups/g3/queues/q/seek", `{"toEnd":true}`},
+		{"POST", "/api/v1/consumer-groups/g3/queues/q/partitions/Default/seek", `{}`},
+	} {
+		var body any
+		if c.body != "" {
+			body = c.body
+		}
+		r := s.Do(c.method, c.path, body)
+		if r.Status != http.StatusConflict || r.Map(t)["error"] != want {
+			t.Errorf("%s %s: %d %s; want 409 %q", c.method, c.path, r.Status, r.Body, want)
+		}
+	}
+	r := s.Do("GET", "/api/v1/consumer-groups", nil)
+	if r.Status != http.StatusOK || strings.Contains(string(r.Body), "g3") || strings.Contains(string(r.Body), "QUEUE_MODE") {
+		t.Errorf("groups after the refusals: %d %s; want g1 and g2 only", r.Status, r.Body)
+	}
+	if r := s.Do("DELETE", "/api/v1/consumer-groups/g2", nil); r.Status != http.StatusOK {
+		t.Fatalf("delete g2: %d %s", r.Status, r.Body)
+	}
+	if got := s.Pop("/api/v1/pop/queue/q2?consumerGroup=g3&batch=1&wait=false"); len(got.Messages) != 1 {
+		t.Errorf("pop of g3 after g2's delete: %+v; want the message", got)
+	}
+}

@@ -182,7 +182,7 @@ func (w *wtx) claimWaves(run []*writeOp, done []bool, fresh bool) error {
 // commits, which carry little else (the writer takes the claims it is
 // handed first: gather).
 func (w *wtx) applyWave(q *combtype.Queue, cs []*claimOp, fresh bool) ([]bool, error) {
-	staged := w.stagedMark()
+	staged, groups := w.stagedMark(), w.groupMark()
 	if !fresh {
 		if _, err := w.s.execControl(w.ctx, "SAVEPOINT wave"); err != nil {
 			return nil, fmt.Errorf("savepoint: %w", err)
@@ -194,6 +194,7 @@ func (w *wtx) applyWave(q *combtype.Queue, cs []*claimOp, fresh bool) ([]bool, e
 			return nil, err
 		}
 		w.forgetResolved(staged)
+		w.groupUndo(groups)
 		w.s.log.Debug("claim wave rolled back; its claims are applied one by one", "queue", q.Name, "err", werr)
 	}
 	if !fresh {
@@ -424,14 +425,21 @@ func (w *wtx) subscribeWave(q *combtype.Queue, groups []string, first map[string
 		for _, e := range rows {
 			args = append(args, e.group, e.mode, e.from, e.after)
 		}
-		if _, err := w.ExecContext(w.ctx, `INSERT OR FAIL INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
+		res, err := w.ExecContext(w.ctx, `INSERT OR FAIL INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
 				after_partition, start_mode, start_from, start_seq, start_partition)
 			SELECT ?, column1, column2, column3, ?,
 				CASE WHEN column4 THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END,
 				column2, column3, ?, (SELECT COALESCE(MAX(id), 0) FROM partitions)
 			FROM (`+valuesList(len(rows), 4)+`) WHERE true
-			ON CONFLICT (queue_id, group_name) DO NOTHING`, args...); err != nil {
+			ON CONFLICT (queue_id, group_name) DO NOTHING`, args...)
+		if err != nil {
 			return fmt.Errorf("insert subscriptions: %w", err)
+		}
+		// Past Options.MaxGroups the wave is rolled back and its claims
+		// applied alone: each of a new group is refused by itself, and
+		// those of subscribed groups are served.
+		if err := w.countSubscriptions(res); err != nil {
+			return err
 		}
 	}
 	if len(subs) > 0 {

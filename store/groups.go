@@ -460,6 +460,7 @@ func (w *wtx) finishGroupDelete(tenant, group, queue string, deleteMetadata bool
 	}
 	if deleteMetadata {
 		w.s.subs.forget()
+		w.groupsLeft()
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE group_name = ?1 AND queue_id IN `+groupDeleteScope,
 			group, tenant, queue); err != nil {
 			return fmt.Errorf("delete subscriptions: %w", err)

@@ -54,6 +54,7 @@ func (s *Store) noticeOutsideCommits(ctx context.Context) error {
 	s.rows.forget()
 	s.subs.forget() // settled as the transaction ends
 	s.queues.known = false
+	s.groups.known = false
 	// Idle marks hold only while the sequence they were taken at does
 	// (idle.go); it stays even.
 	s.commitSeq.Add(2)

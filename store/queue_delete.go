@@ -257,6 +257,7 @@ func (w *wtx) dropPartitionRows(p *combtype.Partition, budget *int64) (emptied b
 // million cursors: 9.6 s in which no push anywhere was answered).
 func (w *wtx) dropQueueState(queueID int64) error {
 	w.s.subs.forget()
+	w.groupsLeft()
 	if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE queue_id = ?`, queueID); err != nil {
 		return fmt.Errorf("drop queue state: %w", err)
 	}
@@ -318,6 +319,7 @@ func (w *wtx) purgeStep(segBatch, keyBatch int) (done bool, err error) {
 	// million partitions ran for hours (2,000 steps of a million rows
 	// each).
 	w.s.subs.forget()
+	w.groupsLeft()
 	if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE queue_id = ?`, queueID); err != nil {
 		return false, fmt.Errorf("drop queue state: %w", err)
 	}

@@ -22,24 +22,25 @@ import (
 // that fails leaves the store's count as it was, which its rollback makes
 // true again.
 
-// queueCount is the store's count of queues, every tenant's, detached
-// ones (queues being deleted) not counted.
-type queueCount struct {
+// boundCount is the store's count of what a bound limits: queues, every
+// tenant's, detached ones (queues being deleted) not counted; or group
+// subscriptions (grouplimit.go).
+type boundCount struct {
 	max   int64 // 0: no bound, nothing counted
 	n     int64 // as of the last commit, when known
 	known bool
 }
 
-// txQueues is a transaction's view of queueCount.
-type txQueues struct {
+// txCount is a transaction's view of boundCount.
+type txCount struct {
 	n     int64
 	known bool
 }
 
-func (c *queueCount) begin() txQueues { return txQueues{n: c.n, known: c.known} }
+func (c *boundCount) begin() txCount { return txCount{n: c.n, known: c.known} }
 
 // commit keeps the count the transaction ended with.
-func (c *queueCount) commit(t txQueues) { c.n, c.known = t.n, t.known }
+func (c *boundCount) commit(t txCount) { c.n, c.known = t.n, t.known }
 
 // queueLeft counts out a queue the transaction detached (a delete): its
 // room is free at once, before the queue is emptied.

@@ -211,6 +211,13 @@ func resolveSeek(ctx context.Context, db querier, now int64, tenant string, req 
 
 // applySeek writes the placement of one partition, id.
 func (w *wtx) applySeek(res *combtype.SeekResult, id int64, tenant string) error {
+	q, err := w.queue(tenant, res.Queue, false)
+	if err != nil {
+		return err
+	}
+	if err := w.seekSubscribe(q.ID, res.Group); err != nil {
+		return err
+	}
 	if err := w.moveCursors([]int64{id}, []int64{res.Partitions[0].To}, res.Group); err != nil {
 		return err
 	}

@@ -608,6 +608,9 @@ func (w *wtx) seekChunk(p *pendingSeek, room int, persist bool) (seekStep, error
 	if err != nil {
 		return out, err
 	}
+	if err := w.seekSubscribe(p.ID, p.Group); err != nil {
+		return out, err
+	}
 	if err := w.moveCursors(out.ids, out.tos, p.Group); err != nil {
 		return out, err
 	}

@@ -79,6 +79,11 @@ type Options struct {
 	// together (0 = no bound). A write that would create one more fails
 	// with combtype.ErrQueueLimit and stores nothing.
 	MaxQueues int
+	// MaxGroups bounds how many subscriptions of a consumer group to a
+	// queue the database holds, every tenant's together (0 = no bound).
+	// A write that would subscribe a group to one more queue fails with
+	// combtype.ErrGroupLimit and stores nothing.
+	MaxGroups int
 	// MaxForwarders bounds how many forwarders the database holds, every
 	// tenant's together (0 = no bound). Storing one more fails with
 	// combtype.ErrForwarderLimit.
@@ -159,7 +164,8 @@ type Store struct {
 	dataVersion   int64
 	outsideLogged time.Time
 	keyCeil       keyCeilings // writer goroutine only
-	queues        queueCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
+	queues        boundCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
+	groups        boundCount  // writer goroutine only: what MaxGroups is checked against (grouplimit.go)
 	shared        sharedSegs  // large segments' decoded bytes, while something holds them (segcache.go)
 	// maxForwarders is Options.MaxForwarders: forwarders are few, so the
 	// store of a new one counts them.
@@ -322,9 +328,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if opts.MaxDBBytes < 0 {
 		return nil, fmt.Errorf("open store: %w: max db bytes %d", combtype.ErrInvalid, opts.MaxDBBytes)
 	}
-	if opts.MaxQueues < 0 || opts.MaxForwarders < 0 {
-		return nil, fmt.Errorf("open store: %w: max queues %d, max forwarders %d", combtype.ErrInvalid, opts.MaxQueues,
-			opts.MaxForwarders)
+	if opts.MaxQueues < 0 || opts.MaxGroups < 0 || opts.MaxForwarders < 0 {
+		return nil, fmt.Errorf("open store: %w: max queues %d, max groups %d, max forwarders %d", combtype.ErrInvalid,
+			opts.MaxQueues, opts.MaxGroups, opts.MaxForwarders)
 	}
 	if opts.BusyTimeout < 0 {
 		return nil, fmt.Errorf("open store: %w: busy timeout %v", combtype.ErrInvalid, opts.BusyTimeout)
@@ -372,7 +378,8 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		liveTotals:    cmp.Or(opts.LiveTotalsPartitions, DefaultLiveTotalsPartitions),
 		livePositions: cmp.Or(opts.LiveGroupPositions, DefaultLiveGroupPositions),
 		liveSummary:   cmp.Or(opts.LiveSummaryPartitions, DefaultLiveSummaryPartitions),
-		queues:        queueCount{max: int64(opts.MaxQueues)},
+		queues:        boundCount{max: int64(opts.MaxQueues)},
+		groups:        boundCount{max: int64(opts.MaxGroups)},
 		maxForwarders: opts.MaxForwarders,
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel

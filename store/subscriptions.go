@@ -63,16 +63,43 @@ func (w *wtx) subscribe(q *combtype.Queue, group string, sub seek.Subscription) 
 	// One statement both looks and writes: a wave of woken pops, each a
 	// new group, pays one statement for it instead of two, and an insert
 	// that ignores the conflict needs no statement journal.
-	if _, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
+	res, err := w.ExecContext(w.ctx, `INSERT INTO subscriptions (queue_id, group_name, mode, from_time, created_at,
 			after_partition, start_mode, start_from, start_seq, start_partition)
 		VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?6 THEN (SELECT COALESCE(MAX(id), 0) FROM partitions) END,
 			?3, ?4, ?7, (SELECT COALESCE(MAX(id), 0) FROM partitions))
 		ON CONFLICT (queue_id, group_name) DO NOTHING`, q.ID, group, mode, from, now, from.Valid && from.Int64 <= now,
-		w.s.segSeq); err != nil {
+		w.s.segSeq)
+	if err != nil {
 		return fmt.Errorf("insert subscription: %w", err)
+	}
+	if err := w.countSubscriptions(res); err != nil {
+		return err
 	}
 	w.s.groupJoined(q.ID)
 	return nil
+}
+
+// seekSubscribe records a subscription for group on queueID if it has
+// none, as its first pop naming no mode would: a seek may be a group's
+// first act on a queue (placed before it consumes), and a group is a
+// subscription wherever it is counted (Options.MaxGroups, grouplimit.go).
+// A group with one is unchanged: the seek moves its cursors only.
+func (w *wtx) seekSubscribe(queueID int64, group string) error {
+	return w.subscribe(&combtype.Queue{ID: queueID}, group, seek.Subscription{Mode: w.s.defaultSub})
+}
+
+// countSubscriptions reserves, under Options.MaxGroups, the subscriptions
+// an insert that ignores conflicts wrote (grouplimit.go). Past the bound
+// the error rolls the op, and its insert, back.
+func (w *wtx) countSubscriptions(res sql.Result) error {
+	if w.s.groups.max == 0 {
+		return nil
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("count new subscriptions: %w", err)
+	}
+	return w.reserveGroups(n)
 }
 
 // UpdateSubscription rewrites the stored subscription of group on every

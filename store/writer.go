@@ -455,7 +455,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 			}
 			continue
 		}
-		staged, counted := w.stagedMark(), w.nqueues
+		staged, counted, groups := w.stagedMark(), w.nqueues, w.groupMark()
 		if _, err := s.execControl(ctx, "SAVEPOINT op"); err != nil {
 			return nil, nil, fmt.Errorf("savepoint: %w", err)
 		}
@@ -466,6 +466,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 			}
 			w.forgetResolved(staged)
 			w.nqueues = counted
+			w.groupUndo(groups)
 		}
 		if _, err := s.execControl(ctx, "RELEASE op"); err != nil {
 			return nil, nil, fmt.Errorf("release savepoint: %w", err)
@@ -494,6 +495,7 @@ func (s *Store) runBatch(batch []*writeOp) (errs []error, notify []watchChange, 
 	}
 	s.rows.keep(w)
 	s.queues.commit(w.nqueues)
+	s.groups.commit(w.ngroups)
 	return errs, w.notifyKeys(), nil
 }
 
@@ -613,7 +615,11 @@ type wtx struct {
 	// quarantined counts the damaged segments claims met in it.
 	quarantined int
 	// nqueues is the count of queues as this transaction sees it (queuelimit.go).
-	nqueues txQueues
+	nqueues txCount
+	// ngroups is the count of group subscriptions as it sees it (grouplimit.go).
+	ngroups txCount
+	// groupsReserved counts the subscriptions its ops reserved (groupUndo).
+	groupsReserved int64
 }
 
 type queueKey struct{ tenant, name string }
@@ -635,6 +641,7 @@ func newWtx(ctx context.Context, s *Store, tx *sql.Conn) *wtx {
 		changed:      map[watchChange]struct{}{},
 		changedParts: map[watchChange][]int64{},
 		nqueues:      s.queues.begin(),
+		ngroups:      s.groups.begin(),
 	}
 }
 
