@@ -210,3 +210,33 @@ func TestFindingTheLargeTenantsDoesNotReadEveryPartition(t *testing.T) {
 	}
 	t.Logf("finding the large tenants %v, counting the partitions by tenant %v", find, count)
 }
+
+// A tenant is large by its group positions too, not its partitions alone:
+// one partition read by 100,000 groups made every status read sum each
+// cursor's lag (0.7 s a read). Its subscriptions, or its cursor rows (a
+// group with rows and no subscription, as an older comb's seek left it),
+// past Options.LiveGroupPositions make it large.
+func TestATenantOfFewPartitionsAndManyGroupsIsLarge(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"), LiveGroupPositions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for tenant, groups := range map[string]int{"few": 3, "many": 4, "rows": 4} {
+		if _, err := s.Push(ctx, tenant, []combtype.PushItem{{Queue: "q", Payload: []byte(`1`)}}); err != nil {
+			t.Fatal(err)
+		}
+		for g := range groups {
+			if _, err := s.Pop(ctx, tenant, combtype.PopRequest{Queue: "q", Group: fmt.Sprintf("g%d", g), Batch: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeSQL(t, s, `DELETE FROM subscriptions WHERE queue_id = (SELECT id FROM queues WHERE tenant = 'rows')`)
+	for tenant, want := range map[string]bool{"few": false, "many": true, "rows": true} {
+		if got, err := s.largeTenant(ctx, tenant); err != nil || got != want {
+			t.Errorf("tenant %s large: %v, %v; want %v", tenant, got, err, want)
+		}
+	}
+}

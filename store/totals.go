@@ -510,15 +510,36 @@ func (s *Store) largeTenants(ctx context.Context) ([]string, error) {
 }
 
 // largeTenant tells whether tenant has more partitions than the live
-// limit of summaries, reading at most that many index entries.
+// limit of summaries, or more group positions than a queue may have
+// within the live limit (Options.LiveGroupPositions), reading at most
+// that many index entries of each. A tenant of one partition read by
+// 100,000 groups is as costly to sum as one of 100,000 partitions: its
+// status read every cursor's lag, 0.7 s a read.
 func (s *Store) largeTenant(ctx context.Context, tenant string) (bool, error) {
-	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM partitions
-		WHERE queue_id IN (SELECT id FROM queues WHERE tenant = ?1) LIMIT ?2)`, tenant, s.liveSummary+1).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("size tenant: %w", err)
+	// Each count only when the one before did not decide: past the
+	// partitions' limit the others would read as many partitions again.
+	// Within it, the cursors' join reads at most that many partitions.
+	for _, q := range []struct {
+		sql   string
+		limit int
+	}{
+		{`SELECT COUNT(*) FROM (SELECT 1 FROM partitions
+			WHERE queue_id IN (SELECT id FROM queues WHERE tenant = ?1) LIMIT ?2)`, s.liveSummary},
+		{`SELECT COUNT(*) FROM (SELECT 1 FROM subscriptions
+			WHERE queue_id IN (SELECT id FROM queues WHERE tenant = ?1) LIMIT ?2)`, s.livePositions},
+		{`SELECT COUNT(*) FROM (SELECT 1 FROM partitions p INDEXED BY partitions_queue_id
+			JOIN cursors c ON c.partition_id = p.id
+			WHERE p.queue_id IN (SELECT id FROM queues WHERE tenant = ?1) LIMIT ?2)`, s.livePositions},
+	} {
+		var n int
+		if err := s.r.QueryRowContext(ctx, q.sql, tenant, q.limit+1).Scan(&n); err != nil {
+			return false, fmt.Errorf("size tenant: %w", err)
+		}
+		if n > q.limit {
+			return true, nil
+		}
 	}
-	return n > s.liveSummary, nil
+	return false, nil
 }
 
 // refreshTotalsLoop sums the large queues' totals again and again until
