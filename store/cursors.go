@@ -181,6 +181,9 @@ func readPartCursors(ctx context.Context, db querier, pids []int64, now int64, h
 		return pc
 	}
 	keepBus := how != impliedSummed
+	if !keepBus && each == nil {
+		return sumPartCursors(ctx, db, pids, now)
+	}
 	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
 		WHERE c.partition_id IN (SELECT value FROM json_each(?))`, jsonInts(pids))
 	if err != nil {
@@ -244,6 +247,81 @@ func readPartCursors(ctx context.Context, db querier, pids []int64, now int64, h
 	}
 	for _, pc := range out {
 		slices.Sort(pc.bus)
+	}
+	return out, nil
+}
+
+// sumPartCursors is readPartCursors with impliedSummed and no each, its
+// rows summed by SQLite: per partition, the sums over its rows, its
+// queue-mode row and its least advanced named row (the first of equals in
+// the rows' order, group name), with no Go value made per row. A
+// partition read by 100,000 groups made its queue's detail scan 100,000
+// cursors in Go, 0.5-0.8 s and 68 MB a read.
+func sumPartCursors(ctx context.Context, db querier, pids []int64, now int64) (map[int64]*partCursors, error) {
+	out := map[int64]*partCursors{}
+	ids := jsonInts(pids)
+	rows, err := db.QueryContext(ctx, `SELECT c.partition_id, `+sumOf("c.total_consumed")+`, `+sumOf("c.batches_consumed")+`,
+			COALESCE(MAX(c.last_consumed_at), 0), SUM(`+liveLeaseAt+`?2), SUM(c.group_name != ?3)
+		FROM cursors c WHERE c.partition_id IN (SELECT value FROM json_each(?1)) GROUP BY c.partition_id`,
+		ids, now, combtype.QueueModeGroup)
+	if err != nil {
+		return nil, fmt.Errorf("sum cursors: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		pc := &partCursors{}
+		if err := rows.Scan(&id, &pc.totalConsumed, &pc.batches, &pc.lastConsumedAt, &pc.live, &pc.named); err != nil {
+			return nil, fmt.Errorf("scan cursor sums: %w", err)
+		}
+		out[id] = pc
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sum cursors: %w", err)
+	}
+	rows.Close()
+	// The queue-mode rows by their key, the least named ones by one pass
+	// over each partition's rows (LIMIT 1 keeps the least, not a sort).
+	rows, err = db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
+			WHERE c.partition_id IN (SELECT value FROM json_each(?1)) AND c.group_name = ?2
+		UNION ALL SELECT `+cursorColumns+` FROM json_each(?1) j CROSS JOIN cursors c
+			ON c.partition_id = j.value AND c.group_name = (SELECT x.group_name FROM cursors x
+				WHERE x.partition_id = j.value AND x.group_name != ?2 ORDER BY x.committed, x.group_name LIMIT 1)`,
+		ids, combtype.QueueModeGroup)
+	if err != nil {
+		return nil, fmt.Errorf("read status cursors: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		c, err := scanCursor(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan cursor: %w", err)
+		}
+		pc := out[c.partitionID]
+		if pc == nil {
+			continue // a row committed after the sums: the same snapshot has none
+		}
+		if c.group == combtype.QueueModeGroup {
+			pc.qm = &c
+		} else {
+			pc.least = &c
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read status cursors: %w", err)
+	}
+	rows.Close()
+	implied, err := impliedLeasts(ctx, db, pids)
+	if err != nil {
+		return nil, err
+	}
+	for id, il := range implied {
+		pc := out[id]
+		if pc == nil {
+			pc = &partCursors{}
+			out[id] = pc
+		}
+		pc.addImplied(il, id)
 	}
 	return out, nil
 }

@@ -443,13 +443,20 @@ func impliedLeasts(ctx context.Context, db querier, pids []int64) (map[int64]imp
 		}
 		return impliedLeastsByPair(ctx, db, rest)
 	}
-	rows, err = db.QueryContext(ctx, `SELECT p.id, p.log_start,
+	// The probe only where some group has no row: where every one has
+	// (a partition each group has claimed on), it would read every
+	// subscription to find none, as long again as the count (100,000
+	// groups: 0.1 s).
+	rows, err = db.QueryContext(ctx, `WITH n AS MATERIALIZED (SELECT p.id, p.log_start,
 			(SELECT COUNT(*) FROM subscriptions s WHERE s.queue_id = p.queue_id AND s.group_name != ?2)
 			- (SELECT COUNT(*) FROM cursors c JOIN subscriptions s ON s.queue_id = p.queue_id AND s.group_name = c.group_name
-				WHERE c.partition_id = p.id AND c.group_name != ?2),
+				WHERE c.partition_id = p.id AND c.group_name != ?2) AS named
+			FROM partitions p WHERE p.id IN (SELECT value FROM json_each(?1)))
+		SELECT n.id, n.log_start, n.named, CASE WHEN n.named > 0 THEN
 			EXISTS (SELECT 1 FROM subscriptions s WHERE s.queue_id = p.queue_id AND s.group_name != ?2 AND `+impliedFloorExpr+`
 				AND NOT EXISTS (SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND c.group_name = s.group_name))
-		FROM partitions p WHERE p.id IN (SELECT value FROM json_each(?1))`, jsonInts(probe), combtype.QueueModeGroup)
+			ELSE 0 END
+		FROM n CROSS JOIN partitions p ON p.id = n.id`, jsonInts(probe), combtype.QueueModeGroup)
 	if err != nil {
 		return nil, fmt.Errorf("count implied cursors: %w", err)
 	}

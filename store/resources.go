@@ -137,32 +137,46 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 	// A queue's named groups are those with a row on its listed
 	// partitions and every group subscribed to it: a subscription implies
 	// a cursor on each partition where its group has no row.
-	groups := map[int64]map[string]bool{}
-	named := func(queueID int64, g string) {
-		if g == combtype.QueueModeGroup {
-			return
-		}
-		if groups[queueID] == nil {
-			groups[queueID] = map[string]bool{}
-		}
-		groups[queueID][g] = true
-	}
-	// The rows are enough here: a group with only implied cursors is
-	// subscribed, and subscribedGroups names it.
-	how := impliedSummed
+	var busGroups map[int64]int
+	var cursorsOf map[int64]*partCursors
+	var err error
 	if keepBus {
-		how = impliedInBus
-	}
-	cursorsOf, err := readPartCursors(ctx, db, pids, now, how, func(c *cursor) {
-		if ps := pidx[c.partitionID]; ps != nil {
-			named(ps.QueueID, c.group)
+		groups := map[int64]map[string]bool{}
+		named := func(queueID int64, g string) {
+			if g == combtype.QueueModeGroup {
+				return
+			}
+			if groups[queueID] == nil {
+				groups[queueID] = map[string]bool{}
+			}
+			groups[queueID][g] = true
 		}
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := subscribedGroups(ctx, db, out, named); err != nil {
-		return nil, nil, err
+		// The rows are enough here: a group with only implied cursors
+		// is subscribed, and subscribedGroups names it.
+		cursorsOf, err = readPartCursors(ctx, db, pids, now, impliedInBus, func(c *cursor) {
+			if ps := pidx[c.partitionID]; ps != nil {
+				named(ps.QueueID, c.group)
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := subscribedGroups(ctx, db, out, named); err != nil {
+			return nil, nil, err
+		}
+		busGroups = make(map[int64]int, len(groups))
+		for id, gs := range groups {
+			busGroups[id] = len(gs)
+		}
+	} else {
+		// Counted by SQLite, as the rows are summed: a queue read by
+		// 100,000 groups made a map of their names for each read.
+		if cursorsOf, err = readPartCursors(ctx, db, pids, now, impliedSummed, nil); err != nil {
+			return nil, nil, err
+		}
+		if busGroups, err = namedGroups(ctx, db, out, pids); err != nil {
+			return nil, nil, err
+		}
 	}
 	dead, err := dlqCountsByPartition(ctx, db, parts)
 	if err != nil {
@@ -192,7 +206,7 @@ func (s *Store) statsOf(ctx context.Context, db querier, queues []*combtype.Queu
 			qs.Evicted += ps.LogStart // offsets below log_start are gone
 			qs.HasQueueMode = qs.HasQueueMode || ps.HasQueueMode
 		}
-		qs.BusGroups = len(groups[qs.ID])
+		qs.BusGroups = busGroups[qs.ID]
 		qs.PartitionCount = len(qs.Partitions)
 	}
 	if withTimes {
@@ -259,6 +273,46 @@ func subscribedGroups(ctx context.Context, db querier, out []*combtype.QueueStat
 		return fmt.Errorf("read subscriptions: %w", err)
 	}
 	return nil
+}
+
+// namedGroups counts, for each queue of out with partitions listed, the
+// named groups statsOf shows: every group subscribed to it, and those
+// with a row on one of pids but no subscription (rows an older comb's
+// seek left), without reading a name into Go.
+func namedGroups(ctx context.Context, db querier, out []*combtype.QueueStats, pids []int64) (map[int64]int, error) {
+	counts := map[int64]int{}
+	var ids []int64
+	for _, qs := range out {
+		if len(qs.Partitions) > 0 {
+			ids = append(ids, qs.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return counts, nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT queue_id, COUNT(*) FROM subscriptions
+			WHERE queue_id IN (SELECT value FROM json_each(?1)) AND group_name != ?3 GROUP BY queue_id
+		UNION ALL SELECT p.queue_id, COUNT(DISTINCT c.group_name)
+			FROM json_each(?2) j CROSS JOIN partitions p ON p.id = j.value CROSS JOIN cursors c ON c.partition_id = p.id
+			WHERE c.group_name != ?3 AND NOT EXISTS (SELECT 1 FROM subscriptions s
+				WHERE s.queue_id = p.queue_id AND s.group_name = c.group_name)
+			GROUP BY p.queue_id`, jsonInts(ids), jsonInts(pids), combtype.QueueModeGroup)
+	if err != nil {
+		return nil, fmt.Errorf("count named groups: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("count named groups: %w", err)
+		}
+		counts[id] += n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count named groups: %w", err)
+	}
+	return counts, nil
 }
 
 // Overview summarises tenant's queues, messages and lag: the Overview of
