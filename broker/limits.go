@@ -111,7 +111,7 @@ const (
 	// serve sets (Options.MaxGroups): a group on a queue is one, made by
 	// its first pop there. A listing of groups, a queue's detail and the
 	// status read every one, and a queue's background sum holds a figure
-	// for each: at 100,000 groups on one queue a server peaked near 110
+	// for each: at 100,000 groups on one queue a server peaked at 85-122
 	// MB, at a million at 490 MB with a listing page taking seconds
 	// (docs/limits.md).
 	DefaultMaxGroups = 100_000

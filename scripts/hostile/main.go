@@ -410,6 +410,36 @@ func cases() []hostileCase {
 			return fmt.Sprint(answers), refusal + " | " + timedGets(ctx, base, "/api/v1/status", "/metrics/prometheus",
 				"/api/v1/status/queues?limit=0", "/api/v1/resources/queues", "/api/v1/consumer-groups")
 		}, nil},
+		{"groups-past-bound", "pops of one queue, each naming a consumer group of its own, until 1,000 groups past the default --max-groups are asked for (8 at once); then the status, a scrape, the listings and the queue's detail", func(ctx context.Context, cfg *config, base string) (string, string) {
+			if st, body := post(ctx, base+"/api/v1/push", []byte(`{"items":[{"queue":"g","payload":1}]}`)); st != "201" {
+				return st, body
+			}
+			var mu sync.Mutex
+			answers := map[string]int{}
+			var refusal string
+			var next atomic.Int64
+			const workers = 8
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := next.Add(1); i <= broker.DefaultMaxGroups+1000; i = next.Add(1) {
+						st, body := get(ctx, fmt.Sprintf("%s/api/v1/pop/queue/g?consumerGroup=g%07d&batch=1&wait=false&autoAck=true", base, i))
+						mu.Lock()
+						answers[st]++
+						if st != "200" && st != "204" && refusal == "" {
+							refusal = body
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			return fmt.Sprint(answers), refusal + " | " + timedGets(ctx, base, "/api/v1/status", "/metrics/prometheus",
+				"/api/v1/consumer-groups?limit=10", "/api/v1/consumer-groups?limit=10", "/api/v1/resources/queues/g",
+				"/api/v1/status/queues?limit=0", "/api/v1/consumer-groups/lagging?limit=10")
+		}, nil},
 		{"forwarders-5000", "5,000 forwarders created, each to an upstream that refuses connections, then 20 s of them retrying, the listing and the status", func(ctx context.Context, cfg *config, base string) (string, string) {
 			answers := map[string]int{}
 			var refusal string
