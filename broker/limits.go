@@ -128,6 +128,12 @@ const (
 	// task and consumer group names and transactionIds: Queen stores each
 	// in a VARCHAR(255) column, so a longer one could never be forwarded.
 	MaxNameLength = 255
+	// MaxTraceNames bounds the names one trace is filed under. Each is a
+	// row written with the trace and deleted with it: a trace of 110,000
+	// names (a 1 MiB body) held every push 0.34 s, and the steps that
+	// delete traces budget a trace as one row. The SDKs file a trace
+	// under one name or a few.
+	MaxTraceNames = 100
 	// MaxCycleStateOps bounds the state operations of one stream cycle; a
 	// larger cycle is refused whole, before anything is decoded past the
 	// bound. A cycle carries the keys one popped batch touched (200
@@ -395,6 +401,9 @@ func checkTrace(in combtype.TraceInput) error {
 	}
 	if n := utf8.RuneCountInString(in.EventType); n > 100 {
 		return &InputError{Msg: fmt.Sprintf("eventType is %d characters long; at most 100 are accepted", n)}
+	}
+	if len(in.Names) > MaxTraceNames {
+		return &InputError{Msg: fmt.Sprintf("traceNames holds %d names; at most %d are accepted", len(in.Names), MaxTraceNames)}
 	}
 	for i, name := range in.Names {
 		if err := CheckName(fmt.Sprintf("traceName[%d]", i), name); err != nil {

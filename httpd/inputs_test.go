@@ -310,3 +310,42 @@ func TestAQueryRegistrationIsBoundedInItsNamesAndHash(t *testing.T) {
 		t.Errorf("a name at the bound: %v, want fresh", got)
 	}
 }
+
+// A trace filed under more names than broker.MaxTraceNames is refused
+// whole, over HTTP and from Go alike, and stores nothing; one at the
+// bound is stored with every name.
+func TestATraceOfTooManyNamesIsRefusedNamingTheBound(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	ctx := context.Background()
+	pid, _ := s.Push(map[string]any{"queue": "q", "transactionId": "t1", "payload": 1})[0]["partition_id"].(string)
+	names := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("n%d", i)
+		}
+		return out
+	}
+	trace := func(n int) *combtest.Response {
+		return s.Do("POST", "/api/v1/traces", map[string]any{"transactionId": "t1", "partitionId": pid,
+			"eventType": "info", "data": map[string]any{"x": 1}, "traceNames": names(n)})
+	}
+	want := fmt.Sprintf("traceNames holds %d names; at most %d are accepted", broker.MaxTraceNames+1, broker.MaxTraceNames)
+	if r := trace(broker.MaxTraceNames + 1); r.Status != http.StatusBadRequest || errorOf(t, r) != want {
+		t.Errorf("trace: %d %s, want 400 %q", r.Status, r.Body, want)
+	}
+	_, err := s.Broker.TraceRecord(ctx, combtype.TraceInput{TxnID: "t1", PartitionID: pid,
+		Names: names(broker.MaxTraceNames + 1), Data: []byte(`1`)})
+	if err == nil || err.Error() != want {
+		t.Errorf("broker.TraceRecord: %v, want %q", err, want)
+	}
+	if r := s.Do("GET", "/api/v1/traces/names", nil); r.Status != http.StatusOK || strings.Contains(string(r.Body), `"n0"`) {
+		t.Errorf("trace names after the refusals: %d %s, want none", r.Status, r.Body)
+	}
+	if r := trace(broker.MaxTraceNames); r.Status != http.StatusCreated && r.Status != http.StatusOK {
+		t.Fatalf("a trace at the bound: %d %s", r.Status, r.Body)
+	}
+	r := s.Do("GET", "/api/v1/traces/by-name/n99", nil)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"n0"`) {
+		t.Errorf("the trace at the bound by its last name: %d %s, want it with every name", r.Status, r.Body)
+	}
+}
