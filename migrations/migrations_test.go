@@ -41,8 +41,8 @@ var testRows = []struct{ table, insert string }{
 	{"settings", `INSERT INTO settings (key, value, updated_at) VALUES ('k', 'v', 1)`},
 	{"tombstones", `INSERT INTO tombstones (partition_id, offset, created_at) VALUES (1, 0, 1)`},
 	{"quarantined_segments", `INSERT INTO quarantined_segments (tenant, queue_name, partition_name, partition_uuid,
-		base_offset, frame_count, reason, segment_created_at, codec, raw_size, checksum, data, quarantined_at)
-		VALUES ('', 'orders', 'Default', 'p', 0, 1, 'checksum', 1, 0, 1, 0, x'00', 1)`},
+		base_offset, frame_count, reason, segment_created_at, codec, raw_size, checksum, data, quarantined_at, restored_through)
+		VALUES ('', 'orders', 'Default', 'p', 0, 1, 'checksum', 1, 0, 1, 0, x'00', 1, 'g')`},
 	{"stream_queries", `INSERT INTO stream_queries (id, name, source_queue, config_hash, created_at, updated_at, state_id)
 		VALUES ('sq', 'agg', 'orders', 'h', 1, 1, 'sq2')`},
 	{"stream_state", `INSERT INTO stream_state (query_id, partition_id, key, value, updated_at)

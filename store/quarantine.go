@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -140,67 +141,131 @@ func checkQuarantine(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport)
 // stays until retention takes it: a group that meets it later puts it aside
 // again and it is listed anew.
 func (s *Store) RestoreQuarantined(ctx context.Context, tenant string, id int64) (*combtype.RestoreResult, error) {
-	var res *combtype.RestoreResult
-	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
-		res = nil
-		rows, err := w.QueryContext(w.ctx, quarantineSelect+` WHERE qs.id = ? AND qs.tenant = ?`, id, tenant)
-		if err != nil {
-			return fmt.Errorf("read quarantined segment %d: %w", id, err)
-		}
-		segs, err := scanQuarantine(rows)
-		if err != nil {
+	return s.restoreQuarantined(ctx, tenant, id, purgeRowBatch, purgeRowBytes)
+}
+
+// restoreQuarantined is RestoreQuarantined writing whole groups in writes
+// of about rows dead letters or bytes of payload (one group at least).
+// The groups are taken in name order, and the segment's row keeps the
+// last one written (restored_through): a restore cut short by a stop is
+// finished by the same request sent again, each group dead-lettered once.
+// The groups are those past the segment as each write reads them.
+func (s *Store) restoreQuarantined(ctx context.Context, tenant string, id int64, rows, bytes int) (*combtype.RestoreResult, error) {
+	res := &combtype.RestoreResult{ID: id}
+	for first := true; ; first = false {
+		// A step's figures are added once its write committed: a write
+		// applied again (its commit retried) starts from them afresh.
+		var step combtype.RestoreResult
+		var done bool
+		op := &writeOp{isolated: true, apply: func(w *wtx) error {
+			step = combtype.RestoreResult{}
+			var err error
+			done, err = w.restoreStep(tenant, id, first, rows, bytes, &step)
 			return err
-		}
-		if len(segs) == 0 {
-			return fmt.Errorf("%w: %d", combtype.ErrQuarantineNotFound, id)
-		}
-		seg := segs[0]
-		var codec, rawSize int
-		var checksum int64
-		var data []byte
-		var createdAt int64
-		if err := w.QueryRowContext(w.ctx, `SELECT codec, raw_size, checksum, data, segment_created_at
-			FROM quarantined_segments WHERE id = ?`, id).Scan(&codec, &rawSize, &checksum, &data, &createdAt); err != nil {
-			return fmt.Errorf("read quarantined segment %d: %w", id, err)
-		}
-		frames, err := decodeSegment(codec, rawSize, uint32(checksum), data, int(seg.Frames))
-		if err != nil {
-			return fmt.Errorf("%w: %v", combtype.ErrStillDamaged, err)
-		}
-		for i := range frames {
-			if _, err := w.s.DecryptPayload(frames[i].Payload); err != nil {
-				return fmt.Errorf("%w: frame %d: %v", combtype.ErrStillDamaged, seg.FirstOffset+int64(i), err)
+		}}
+		if err := s.submit(ctx, op); err != nil {
+			if first {
+				return nil, err
 			}
+			return nil, fmt.Errorf("restore quarantined segment %d: %w", id, err)
 		}
-		if len(seg.PassedBy) == 0 {
-			return fmt.Errorf("%w: its groups will meet it and put it aside again", combtype.ErrNoGroupPast)
+		if step.Queue != "" {
+			res.Queue, res.Frames = step.Queue, step.Frames
 		}
-		note := fmt.Sprintf("restored from quarantined segment %d (%s)", id, seg.Reason)
-		now := micros(w.now)
-		for _, g := range seg.PassedBy {
-			for i := range frames {
-				f := &frames[i]
-				off := seg.FirstOffset + int64(i)
-				// The payload is kept as the segment stored it, sealed
-				// or escaped, as every DLQ row of its queue is.
-				if _, err := w.ExecContext(w.ctx, `INSERT INTO dlq (id, message_id, tenant, queue_name, partition_name, partition_uuid,
-					group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
-					VALUES (`+nextDLQID+`, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, 0, ?, ?)`,
-					MessageID(seg.PartitionID, off), tenant, seg.Queue, seg.Partition, seg.PartitionID, g, f.TxnID, off,
-					f.TraceID, f.ProducerSub, f.Payload, note, createdAt, now); err != nil {
-					return fmt.Errorf("dead-letter restored message: %w", err)
-				}
-			}
+		res.Groups = append(res.Groups, step.Groups...)
+		res.DeadLettered += step.DeadLettered
+		if done {
+			return res, nil
 		}
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM quarantined_segments WHERE id = ?`, id); err != nil {
-			return fmt.Errorf("remove quarantined segment %d: %w", id, err)
+		if s.seekChunkDone != nil {
+			s.seekChunkDone()
 		}
-		res = &combtype.RestoreResult{ID: id, Queue: seg.Queue, Frames: len(frames), Groups: seg.PassedBy,
-			DeadLettered: len(frames) * len(seg.PassedBy)}
-		return nil
-	}})
-	if err != nil {
-		return nil, err
+		// Begun: the rest runs to its end whatever becomes of the request.
+		ctx = context.WithoutCancel(ctx)
 	}
-	return res, nil
+}
+
+// restoreStep dead-letters the frames of segment id for the next groups
+// past it, about rows rows or bytes of payload, and removes the segment's
+// row once no group is left; done is true then. The first step of a
+// request tells why nothing can be restored; a later one that finds the
+// row gone (another request finished it) is done. res gathers the steps.
+func (w *wtx) restoreStep(tenant string, id int64, first bool, rows, bytes int, res *combtype.RestoreResult) (done bool, err error) {
+	q, err := w.QueryContext(w.ctx, quarantineSelect+` WHERE qs.id = ? AND qs.tenant = ?`, id, tenant)
+	if err != nil {
+		return false, fmt.Errorf("read quarantined segment %d: %w", id, err)
+	}
+	segs, err := scanQuarantine(q)
+	if err != nil {
+		return false, err
+	}
+	if len(segs) == 0 {
+		if first {
+			return false, fmt.Errorf("%w: %d", combtype.ErrQuarantineNotFound, id)
+		}
+		return true, nil
+	}
+	seg := segs[0]
+	var codec, rawSize int
+	var checksum int64
+	var data []byte
+	var createdAt int64
+	var through sql.NullString
+	if err := w.QueryRowContext(w.ctx, `SELECT codec, raw_size, checksum, data, segment_created_at, restored_through
+		FROM quarantined_segments WHERE id = ?`, id).Scan(&codec, &rawSize, &checksum, &data, &createdAt, &through); err != nil {
+		return false, fmt.Errorf("read quarantined segment %d: %w", id, err)
+	}
+	frames, err := decodeSegment(codec, rawSize, uint32(checksum), data, int(seg.Frames))
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", combtype.ErrStillDamaged, err)
+	}
+	size := 0
+	for i := range frames {
+		if _, err := w.s.DecryptPayload(frames[i].Payload); err != nil {
+			return false, fmt.Errorf("%w: frame %d: %v", combtype.ErrStillDamaged, seg.FirstOffset+int64(i), err)
+		}
+		size += len(frames[i].Payload)
+	}
+	groups := seg.PassedBy // in name order
+	if through.Valid {
+		groups = groups[sort.SearchStrings(groups, through.String+"\x00"):]
+	}
+	if len(groups) == 0 && !through.Valid {
+		return false, fmt.Errorf("%w: its groups will meet it and put it aside again", combtype.ErrNoGroupPast)
+	}
+	take := 0
+	for take < len(groups) && (take == 0 || ((take+1)*len(frames) <= rows && (take+1)*size <= bytes)) {
+		take++
+	}
+	note := fmt.Sprintf("restored from quarantined segment %d (%s)", id, seg.Reason)
+	now := micros(w.now)
+	for _, g := range groups[:take] {
+		for i := range frames {
+			f := &frames[i]
+			off := seg.FirstOffset + int64(i)
+			// The payload is kept as the segment stored it, sealed
+			// or escaped, as every DLQ row of its queue is.
+			if _, err := w.ExecContext(w.ctx, `INSERT INTO dlq (id, message_id, tenant, queue_name, partition_name, partition_uuid,
+				group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
+				VALUES (`+nextDLQID+`, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, 0, ?, ?)`,
+				MessageID(seg.PartitionID, off), tenant, seg.Queue, seg.Partition, seg.PartitionID, g, f.TxnID, off,
+				f.TraceID, f.ProducerSub, f.Payload, note, createdAt, now); err != nil {
+				return false, fmt.Errorf("dead-letter restored message: %w", err)
+			}
+		}
+	}
+	res.Queue, res.Frames = seg.Queue, len(frames)
+	res.Groups = append(res.Groups, groups[:take]...)
+	res.DeadLettered += take * len(frames)
+	if take == len(groups) {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM quarantined_segments WHERE id = ?`, id); err != nil {
+			return false, fmt.Errorf("remove quarantined segment %d: %w", id, err)
+		}
+		return true, nil
+	}
+	if _, err := w.ExecContext(w.ctx, `UPDATE quarantined_segments SET restored_through = ? WHERE id = ?`,
+		groups[take-1], id); err != nil {
+		return false, fmt.Errorf("record the restore of quarantined segment %d: %w", id, err)
+	}
+	return false, nil
 }

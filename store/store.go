@@ -206,7 +206,8 @@ type Store struct {
 	// seeks are the seeks to the end of a queue under way (seekend.go);
 	// seekChunk, set only by tests, is the partitions one of their ops
 	// moves (0: seekChunkPartitions), and seekChunkDone runs after each
-	// op after the first.
+	// op after the first (of a quarantine restore, after each op more
+	// will follow).
 	seeks         seekMarks
 	seekChunk     int
 	seekChunkDone func()
