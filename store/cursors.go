@@ -171,19 +171,12 @@ const (
 // row, and with impliedEach with every implied cursor too; it must not
 // keep c.
 func readPartCursors(ctx context.Context, db querier, pids []int64, now int64, how cursorRead, each func(c *cursor)) (map[int64]*partCursors, error) {
-	out := map[int64]*partCursors{}
-	of := func(id int64) *partCursors {
-		pc := out[id]
-		if pc == nil {
-			pc = &partCursors{}
-			out[id] = pc
-		}
-		return pc
-	}
 	keepBus := how != impliedSummed
 	if !keepBus && each == nil {
 		return sumPartCursors(ctx, db, pids, now)
 	}
+	out := partCursorsOf{}
+	of := out.of
 	rows, err := db.QueryContext(ctx, `SELECT `+cursorColumns+` FROM cursors c
 		WHERE c.partition_id IN (SELECT value FROM json_each(?))`, jsonInts(pids))
 	if err != nil {
@@ -251,6 +244,19 @@ func readPartCursors(ctx context.Context, db querier, pids []int64, now int64, h
 	return out, nil
 }
 
+// partCursorsOf is what readPartCursors returns, being gathered.
+type partCursorsOf map[int64]*partCursors
+
+// of returns partition id's entry, made if it has none.
+func (m partCursorsOf) of(id int64) *partCursors {
+	pc := m[id]
+	if pc == nil {
+		pc = &partCursors{}
+		m[id] = pc
+	}
+	return pc
+}
+
 // sumPartCursors is readPartCursors with impliedSummed and no each, its
 // rows summed by SQLite: per partition, the sums over its rows, its
 // queue-mode row and its least advanced named row (the first of equals in
@@ -258,7 +264,7 @@ func readPartCursors(ctx context.Context, db querier, pids []int64, now int64, h
 // partition read by 100,000 groups made its queue's detail scan 100,000
 // cursors in Go, 0.5-0.8 s and 68 MB a read.
 func sumPartCursors(ctx context.Context, db querier, pids []int64, now int64) (map[int64]*partCursors, error) {
-	out := map[int64]*partCursors{}
+	out := partCursorsOf{}
 	ids := jsonInts(pids)
 	rows, err := db.QueryContext(ctx, `SELECT c.partition_id, `+sumOf("c.total_consumed")+`, `+sumOf("c.batches_consumed")+`,
 			COALESCE(MAX(c.last_consumed_at), 0), SUM(`+liveLeaseAt+`?2), SUM(c.group_name != ?3)
@@ -316,12 +322,7 @@ func sumPartCursors(ctx context.Context, db querier, pids []int64, now int64) (m
 		return nil, err
 	}
 	for id, il := range implied {
-		pc := out[id]
-		if pc == nil {
-			pc = &partCursors{}
-			out[id] = pc
-		}
-		pc.addImplied(il, id)
+		out.of(id).addImplied(il, id)
 	}
 	return out, nil
 }
