@@ -243,13 +243,15 @@ func TestADeletedSourceQueuesStreamsArePurgedInBoundedWrites(t *testing.T) {
 	}
 	checkClean(t, path, "after the detach")
 
-	// Batches of 3 rows or 15 bytes: the first query's 7 rows in 3 writes,
-	// the second's 2 values of 12 bytes in 2, then one that finds none.
+	// Batches of 3 rows (one key taken, and 2 of its rows) or 12 bytes
+	// (one row at least): the first query's 7 rows of a byte in 4 writes,
+	// the last with its key; the second's 2 values of 12 bytes in 2, the
+	// last with its key; then one that finds none.
 	for ops := 1; ; ops++ {
-		done := step(t, s, func(w *wtx) (bool, error) { return w.purgeStreamStep(3, 15) })
+		done := step(t, s, func(w *wtx) (bool, error) { return w.purgeStreamStep(3, 12) })
 		if done {
-			if ops != 6 {
-				t.Fatalf("purged in %d writes, want 6", ops)
+			if ops != 7 {
+				t.Fatalf("purged in %d writes, want 7", ops)
 			}
 			break
 		}
@@ -344,9 +346,10 @@ func TestAResetDeletesTheOldStateInBoundedWrites(t *testing.T) {
 	if err != nil || !reg.Reset || reg.Query.ID != id {
 		t.Fatalf("reset = %+v, %v", reg, err)
 	}
-	// The registration, three writes of at most 3 rows, one that finds none.
-	if ops := s.Stats().CommitOps.Load() - before; ops != 5 {
-		t.Fatalf("reset in %d writes, want 5", ops)
+	// The registration, four writes of 3 rows (the key and 2 of its 7
+	// rows, the last with the key itself), one that finds none.
+	if ops := s.Stats().CommitOps.Load() - before; ops != 6 {
+		t.Fatalf("reset in %d writes, want 6", ops)
 	}
 	if n := countRows(t, s, `SELECT COUNT(*) FROM stream_state`) + countRows(t, s, `SELECT COUNT(*) FROM stream_state_detached`); n != 1 {
 		t.Fatalf("%d state rows and detached keys left, want other's one row", n)

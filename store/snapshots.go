@@ -518,28 +518,62 @@ func (s *Store) detachSnapshot(ctx context.Context, tenant, name string) error {
 // snapshot a seek of a large queue is applying (seekqueue.go) is kept
 // until a sweep after the seek.
 func (s *Store) ExpireSnapshots(ctx context.Context) (int, error) {
+	return s.expireSnapshots(ctx, expireSnapshotBatch)
+}
+
+// expireSnapshotBatch is how many snapshots a write of the expiry sweep
+// detaches: each is a row and two index entries rewritten, and 5,000 held
+// a write 70 ms (200 ms with the pages not yet cached).
+const expireSnapshotBatch = 1000
+
+// expireSnapshots detaches the expired snapshots batch a write: a client
+// making snapshots of a second's life piles up an hour of them between
+// two sweeps, and detaching them in one write held every push for as
+// long as it took.
+func (s *Store) expireSnapshots(ctx context.Context, batch int) (int, error) {
 	var n int
-	err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
-		held, err := json.Marshal(append([]int64{}, w.s.seeks.snapshots()...))
+	for {
+		var step int
+		err := s.submit(ctx, &writeOp{apply: func(w *wtx) error {
+			var err error
+			step, err = w.expireSnapshotStep(batch)
+			return err
+		}})
 		if err != nil {
-			return fmt.Errorf("expire snapshots: %w", err)
+			return n, err
 		}
-		res, err := w.ExecContext(w.ctx, detachSnapshots+liveOrExpiredSnapshot+`
-			AND expires_at <= ?2 AND id NOT IN (SELECT value FROM json_each(?3))`,
-			detachedTenantPrefix, micros(w.now), string(held))
-		if err != nil {
-			return fmt.Errorf("expire snapshots: %w", err)
+		if n += step; step < batch {
+			break
 		}
-		deleted, err := res.RowsAffected()
-		n = int(deleted)
-		return err
-	}})
-	if err != nil {
-		return 0, err
 	}
 	// Also what an earlier delete left: a seek was applying it, or the
 	// store closed.
 	return n, s.purgeSnapshots(ctx, DefaultDeleteKeyBatch)
+}
+
+// expireSnapshotStep detaches at most batch expired snapshots, the
+// earliest to expire first, but those a seek under way is applying, and
+// returns how many it detached.
+func (w *wtx) expireSnapshotStep(batch int) (int, error) {
+	held, err := json.Marshal(append([]int64{}, w.s.seeks.snapshots()...))
+	if err != nil {
+		return 0, fmt.Errorf("expire snapshots: %w", err)
+	}
+	// expires_at > 1 passes over the detached and unfinished snapshots
+	// (created_at 0, expires_at 1) in the expiry index: each step would
+	// read all those the steps before it detached.
+	res, err := w.ExecContext(w.ctx, detachSnapshots+`id IN (SELECT id FROM snapshots
+		WHERE expires_at > 1 AND expires_at <= ?2 AND `+liveOrExpiredSnapshot+`
+		AND id NOT IN (SELECT value FROM json_each(?3)) ORDER BY expires_at LIMIT ?4)`,
+		detachedTenantPrefix, micros(w.now), string(held), batch)
+	if err != nil {
+		return 0, fmt.Errorf("expire snapshots: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("expire snapshots: %w", err)
+	}
+	return int(n), nil
 }
 
 // purgeSnapshots deletes the detached snapshots, one bounded op at a
@@ -548,39 +582,69 @@ func (s *Store) purgeSnapshots(ctx context.Context, batch int) error {
 	return s.inSteps(ctx, "purge deleted snapshot", func(w *wtx) (bool, error) { return w.purgeSnapshotStep(batch) })
 }
 
-// purgeSnapshotStep deletes at most batch cursors of a detached snapshot,
-// and the snapshot with its last ones; done is true when there is none
-// to purge. A snapshot a seek is applying (a seek reads its cursors a
-// chunk at a time, by id) waits for the seek to end.
+// purgeSnapshotStep deletes at most batch rows of detached snapshots:
+// the cursors of the next of them in order, up to batch less the
+// snapshots taken, and each snapshot whose last cursors went; done is
+// true when none is left to purge. A snapshot a seek is applying (a seek
+// reads its cursors a chunk at a time, by id) waits for the seek to end.
+//
+// A step takes many snapshots at once, each statement for all of them: a
+// step a snapshot made 10,000 snapshots of a partition each 10,000
+// writes, and three statements a snapshot held each write 150 ms.
 func (w *wtx) purgeSnapshotStep(batch int) (done bool, err error) {
 	held, err := json.Marshal(append([]int64{}, w.s.seeks.snapshots()...))
 	if err != nil {
 		return false, fmt.Errorf("purge snapshot: %w", err)
 	}
-	var id int64
-	err = w.QueryRowContext(w.ctx, `SELECT id FROM snapshots WHERE `+detachedSnapshot+`
-		AND id NOT IN (SELECT value FROM json_each(?2)) ORDER BY id LIMIT 1`, detachedTenantPrefix, string(held)).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
+	// In the order of the tenant index, which holds the detached rows
+	// together: ordered by id, every step sorted all of them.
+	want := max(batch/2, 1)
+	var ids []int64
+	rows, err := w.QueryContext(w.ctx, `SELECT id FROM snapshots WHERE `+detachedSnapshot+`
+		AND id NOT IN (SELECT value FROM json_each(?2)) ORDER BY tenant LIMIT ?3`, detachedTenantPrefix, string(held), want)
+	if err != nil {
+		return false, fmt.Errorf("find deleted snapshots: %w", err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("find deleted snapshots: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("find deleted snapshots: %w", err)
+	}
+	if len(ids) == 0 {
 		return true, nil
 	}
+	list, err := json.Marshal(ids)
 	if err != nil {
-		return false, fmt.Errorf("find deleted snapshot: %w", err)
+		return false, fmt.Errorf("purge snapshot: %w", err)
 	}
-	res, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE snapshot_id = ?1 AND partition_uuid IN
-		(SELECT partition_uuid FROM snapshot_cursors WHERE snapshot_id = ?1 ORDER BY partition_uuid LIMIT ?2)`, id, batch)
+	limit := max(batch-len(ids), 1)
+	res, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE (snapshot_id, partition_uuid) IN
+		(SELECT snapshot_id, partition_uuid FROM snapshot_cursors WHERE snapshot_id IN (SELECT value FROM json_each(?1))
+		ORDER BY snapshot_id, partition_uuid LIMIT ?2)`, string(list), limit)
 	if err != nil {
 		return false, fmt.Errorf("delete snapshot cursors: %w", err)
 	}
-	n, err := res.RowsAffected()
+	cursors, err := res.RowsAffected()
 	if err != nil {
 		return false, fmt.Errorf("delete snapshot cursors: %w", err)
 	}
-	if n < int64(batch) {
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE id = ?`, id); err != nil {
-			return false, fmt.Errorf("delete snapshot: %w", err)
-		}
+	res, err = w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE id IN (SELECT value FROM json_each(?1))
+		AND NOT EXISTS (SELECT 1 FROM snapshot_cursors WHERE snapshot_id = snapshots.id)`, string(list))
+	if err != nil {
+		return false, fmt.Errorf("delete snapshots: %w", err)
 	}
-	return false, nil
+	gone, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("delete snapshots: %w", err)
+	}
+	return len(ids) < want && cursors < int64(limit) && gone == int64(len(ids)), nil
 }
 
 // SnapshotFloor is the lowest offset of a partition that a live snapshot

@@ -93,8 +93,10 @@ const stateKey = `coalesce(state_id, id)`
 // stream_state_detached, whose rows no read reaches (reads go through a
 // live query's key).
 func (w *wtx) detachStreamState(where string, args ...any) error {
+	// Only keys with state: a key without is a purge step for nothing.
 	if _, err := w.ExecContext(w.ctx, `INSERT OR IGNORE INTO stream_state_detached (state_key)
-		SELECT `+stateKey+` FROM stream_queries WHERE `+where, args...); err != nil {
+		SELECT `+stateKey+` FROM stream_queries q WHERE (`+where+`)
+		AND EXISTS (SELECT 1 FROM stream_state s WHERE s.query_id = `+stateKey+`)`, args...); err != nil {
 		return fmt.Errorf("detach stream state: %w", err)
 	}
 	return nil
@@ -596,30 +598,51 @@ func (s *Store) purgeStreams(ctx context.Context, batch, batchBytes int) error {
 	return s.inSteps(ctx, "purge deleted stream state", func(w *wtx) (bool, error) { return w.purgeStreamStep(batch, batchBytes) })
 }
 
-// purgeStreamStep deletes at most batch state rows (and at most
-// batchBytes of values, one row at least) of one detached state key, in
-// key order, and the key with its last ones; done is true when there is
-// none to purge.
+// purgeStreamStep deletes at most batch rows of the detached state keys:
+// the state rows of the next keys in key order, up to batch less the keys
+// taken and batchBytes of values (one row at least), and each key whose
+// last rows went; done is true when there is none to purge. A step takes
+// many keys at once, each statement for all of them: ending a step at a
+// key's end made a queue read by 10,000 queries of a few rows each 10,000
+// writes.
 func (w *wtx) purgeStreamStep(batch, batchBytes int) (done bool, err error) {
-	var id string
-	err = w.QueryRowContext(w.ctx, `SELECT state_key FROM stream_state_detached LIMIT 1`).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
+	want := max(batch/2, 1)
+	var keys []string
+	rows, err := w.QueryContext(w.ctx, `SELECT state_key FROM stream_state_detached ORDER BY state_key LIMIT ?`, want)
+	if err != nil {
+		return false, fmt.Errorf("find deleted stream state: %w", err)
+	}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("find deleted stream state: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("find deleted stream state: %w", err)
+	}
+	if len(keys) == 0 {
 		return true, nil
 	}
+	list, err := json.Marshal(keys)
+	if err != nil {
+		return false, fmt.Errorf("purge stream state: %w", err)
+	}
+	limit := max(batch-len(keys), 1)
+	rows, err = w.QueryContext(w.ctx, `SELECT query_id, partition_id, key, length(value) FROM stream_state
+		WHERE query_id IN (SELECT value FROM json_each(?1)) ORDER BY query_id, partition_id, key LIMIT ?2`, string(list), limit)
 	if err != nil {
 		return false, fmt.Errorf("find deleted stream state: %w", err)
 	}
-	rows, err := w.QueryContext(w.ctx, `SELECT partition_id, key, length(value) FROM stream_state
-		WHERE query_id = ? ORDER BY partition_id, key LIMIT ?`, id, batch)
-	if err != nil {
-		return false, fmt.Errorf("find deleted stream state: %w", err)
-	}
-	var lastPart, lastKey string
+	var lastQuery, lastPart, lastKey string
 	found, taken, size := 0, 0, 0
 	for rows.Next() {
-		var part, key string
+		var query, part, key string
 		var n int
-		if err := rows.Scan(&part, &key, &n); err != nil {
+		if err := rows.Scan(&query, &part, &key, &n); err != nil {
 			rows.Close()
 			return false, fmt.Errorf("find deleted stream state: %w", err)
 		}
@@ -627,23 +650,27 @@ func (w *wtx) purgeStreamStep(batch, batchBytes int) (done bool, err error) {
 		if size += n; taken > 0 && size > batchBytes {
 			break
 		}
-		lastPart, lastKey, taken = part, key, taken+1
+		lastQuery, lastPart, lastKey, taken = query, part, key, taken+1
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return false, fmt.Errorf("find deleted stream state: %w", err)
 	}
-	// The rows taken are the key's first in key order, up to the last.
+	// The rows taken are the keys' first in key order, up to the last.
 	if taken > 0 {
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id = ? AND (partition_id, key) <= (?, ?)`,
-			id, lastPart, lastKey); err != nil {
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id IN (SELECT value FROM json_each(?1))
+			AND (query_id, partition_id, key) <= (?2, ?3, ?4)`, string(list), lastQuery, lastPart, lastKey); err != nil {
 			return false, fmt.Errorf("delete stream state: %w", err)
 		}
 	}
-	if found < batch && taken == found {
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state_detached WHERE state_key = ?`, id); err != nil {
-			return false, fmt.Errorf("delete stream state: %w", err)
-		}
+	res, err := w.ExecContext(w.ctx, `DELETE FROM stream_state_detached WHERE state_key IN (SELECT value FROM json_each(?1))
+		AND NOT EXISTS (SELECT 1 FROM stream_state WHERE query_id = state_key)`, string(list))
+	if err != nil {
+		return false, fmt.Errorf("delete stream state: %w", err)
 	}
-	return false, nil
+	gone, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("delete stream state: %w", err)
+	}
+	return len(keys) < want && found < limit && taken == found && gone == int64(len(keys)), nil
 }
