@@ -43,7 +43,10 @@
 //     past Options.MaxQueues, subscribe a group past Options.MaxGroups,
 //     or store a forwarder past Options.MaxForwarders, fails with
 //     combtype.ErrQueueLimit, combtype.ErrGroupLimit or
-//     combtype.ErrForwarderLimit and changed nothing.
+//     combtype.ErrForwarderLimit and changed nothing; so does a snapshot
+//     past Options.MaxSnapshots (combtype.ErrSnapshotLimit) and a
+//     streaming query past Options.MaxStreamQueries
+//     (combtype.ErrStreamQueryLimit).
 //   - Listings and counts of names that do not exist (a queue, a group, a
 //     tenant) are empty or zero, not errors; a call that reads or changes
 //     one named record returns that record's not-found sentinel, as its
@@ -135,6 +138,16 @@ type Options struct {
 	// tenant's together (0 = no bound); storing one more fails with
 	// combtype.ErrForwarderLimit. comb serve sets DefaultMaxForwarders.
 	MaxForwarders int
+	// MaxSnapshots bounds how many live (unexpired) snapshots the
+	// database holds, every tenant's together (0 = no bound); creating
+	// one more fails with combtype.ErrSnapshotLimit. comb serve sets
+	// DefaultMaxSnapshots.
+	MaxSnapshots int
+	// MaxStreamQueries bounds how many streaming queries are registered,
+	// every tenant's together (0 = no bound); registering one more fails
+	// with combtype.ErrStreamQueryLimit. comb serve sets
+	// DefaultMaxStreamQueries.
+	MaxStreamQueries int
 	// EncryptionKey is the combtype.EncryptionKeySize-byte AES-256 key
 	// sealing the payloads of queues with encryptionEnabled (see
 	// ParseEncryptionKey). Nil stores them in clear.
@@ -193,8 +206,9 @@ func Open(ctx context.Context, opts Options) (*Broker, error) {
 	st, err := store.Open(ctx, store.Options{Path: opts.Path, Synchronous: opts.Synchronous, Clock: clk,
 		MaxBatchOps: opts.MaxBatchOps, OnCommit: m.observeCommit, EncryptionKey: opts.EncryptionKey, Logger: opts.Logger,
 		MaxDBBytes: opts.MaxDBBytes, MaxQueues: opts.MaxQueues, MaxGroups: opts.MaxGroups,
-		MaxForwarders: opts.MaxForwarders, DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
-		LiveTotalsPartitions: opts.LiveTotalsPartitions, LiveGroupPositions: opts.LiveGroupPositions,
+		MaxForwarders: opts.MaxForwarders, MaxSnapshots: opts.MaxSnapshots, MaxStreamQueries: opts.MaxStreamQueries,
+		DefaultSubscriptionMode: opts.DefaultSubscriptionMode,
+		LiveTotalsPartitions:    opts.LiveTotalsPartitions, LiveGroupPositions: opts.LiveGroupPositions,
 		LiveSummaryPartitions: opts.LiveSummaryPartitions,
 		BusyTimeout:           opts.BusyTimeout})
 	if err != nil {

@@ -121,6 +121,16 @@ const (
 	// server near 75 MB, a forwarder for every queue a device is likely
 	// to have.
 	DefaultMaxForwarders = 1_000
+	// DefaultMaxSnapshots is the bound on live snapshots comb serve sets
+	// (Options.MaxSnapshots), and DefaultMaxStreamQueries the bound on
+	// streaming queries (Options.MaxStreamQueries). A queue delete
+	// detaches the snapshots of the queue and deletes the queries reading
+	// it in its first write, which every push waits on: a million of
+	// either held pushes 9 s; 10,000 take a few milliseconds
+	// (docs/limits.md). A snapshot per group and queue, or a query per
+	// operator chain, stays far below them.
+	DefaultMaxSnapshots     = 10_000
+	DefaultMaxStreamQueries = 10_000
 	// MaxPushItems bounds the items of one push; a larger push is refused
 	// whole, before anything is decoded past the bound.
 	MaxPushItems = 10_000

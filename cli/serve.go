@@ -23,6 +23,7 @@ type serveConfig struct {
 	metricsQueues           int
 	maxQueues, maxFwd       int
 	maxGroups               int
+	maxSnaps, maxStreams    int
 	pprof                   string
 	logLevel, logFormat     string
 	printConfig             bool
@@ -76,6 +77,10 @@ func (m *App) serveCmd() *cobra.Command {
 	m.setting(fs, "max-groups", "")
 	fs.IntVar(&c.maxFwd, "max-forwarders", broker.DefaultMaxForwarders, "most forwarders the database holds, every tenant's; creating one more gets 409 (0 = no limit) (env COMB_MAX_FORWARDERS)")
 	m.setting(fs, "max-forwarders", "")
+	fs.IntVar(&c.maxSnaps, "max-snapshots", broker.DefaultMaxSnapshots, "most live snapshots the database holds, every tenant's; creating one more gets 409 (0 = no limit) (env COMB_MAX_SNAPSHOTS)")
+	m.setting(fs, "max-snapshots", "")
+	fs.IntVar(&c.maxStreams, "max-stream-queries", broker.DefaultMaxStreamQueries, "most streaming queries registered, every tenant's; registering one more gets 409 (0 = no limit) (env COMB_MAX_STREAM_QUERIES)")
+	m.setting(fs, "max-stream-queries", "")
 	fs.IntVar(&c.maxConns, "max-conns", 0, "most connections held open at once, parked long-polls included; past it a new one gets 503 (0 = default: 16384, or the open-file limit less 128 where lower) (env COMB_MAX_CONNS)")
 	m.setting(fs, "max-conns", "")
 	fs.IntVar(&c.metricsQueues, "metrics-queues", 0, "most queues, and consumer-group lags, a Prometheus scrape writes series for: the first by name; gauges count the rest (0 = default 10000) (env COMB_METRICS_QUEUES)")
@@ -138,6 +143,12 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 	}
 	if c.maxFwd < 0 {
 		return usageErrorf("--max-forwarders %d: want 0 (no limit) or a positive number of forwarders", c.maxFwd)
+	}
+	if c.maxSnaps < 0 {
+		return usageErrorf("--max-snapshots %d: want 0 (no limit) or a positive number of snapshots", c.maxSnaps)
+	}
+	if c.maxStreams < 0 {
+		return usageErrorf("--max-stream-queries %d: want 0 (no limit) or a positive number of streaming queries", c.maxStreams)
 	}
 	if c.maxDB < 0 {
 		return usageErrorf("--max-db-bytes %d: want 0 (no cap) or a positive number of bytes", c.maxDB)
@@ -203,6 +214,7 @@ func (m *App) serve(ctx context.Context, c *serveConfig) error {
 		defer stopPprof()
 	}
 	b, err := broker.Open(ctx, broker.Options{Path: c.db, Synchronous: c.sync, DefaultSubscriptionMode: c.subMode, MaxBatchOps: c.batchOps, MaxDBBytes: c.maxDB, MaxQueues: c.maxQueues, MaxGroups: c.maxGroups, MaxForwarders: c.maxFwd,
+		MaxSnapshots: c.maxSnaps, MaxStreamQueries: c.maxStreams,
 		RetentionInterval: ret.interval, SnapshotSweepInterval: ret.snapshots, EncryptionKey: ret.key, Logger: log})
 	if err != nil {
 		ln.Close()

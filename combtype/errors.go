@@ -40,6 +40,15 @@ var (
 	// the database already holds Options.MaxForwarders of them. Nothing
 	// was stored; a forwarder's delete makes room.
 	ErrForwarderLimit = errors.New("forwarder limit reached")
+	// ErrSnapshotLimit is returned by the create of a snapshot while the
+	// database already holds Options.MaxSnapshots live ones. Nothing was
+	// stored; a snapshot's delete or expiry makes room.
+	ErrSnapshotLimit = errors.New("snapshot limit reached")
+	// ErrStreamQueryLimit is returned by the registration of a new
+	// streaming query while the database already holds
+	// Options.MaxStreamQueries. Nothing was stored; the delete of the
+	// queue a query reads makes room.
+	ErrStreamQueryLimit = errors.New("streaming query limit reached")
 	// ErrFileBusy is returned by a write that waited its busy timeout
 	// (broker Options.BusyTimeout) for another program's write
 	// transaction on the database file to end: a sqlite3 session or a DB

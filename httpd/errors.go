@@ -109,6 +109,10 @@ func errorStatus(err error) (status int, msg string) {
 		return http.StatusConflict, "Consumer group limit reached: the database holds as many group subscriptions as it may (comb serve --max-groups); nothing was written: delete a consumer group or raise the limit"
 	case errors.Is(err, combtype.ErrForwarderLimit):
 		return http.StatusConflict, "Forwarder limit reached: the database holds as many forwarders as it may (comb serve --max-forwarders); nothing was written: delete a forwarder or raise the limit"
+	case errors.Is(err, combtype.ErrSnapshotLimit):
+		return http.StatusConflict, "Snapshot limit reached: the database holds as many live snapshots as it may (comb serve --max-snapshots); nothing was written: delete a snapshot or raise the limit"
+	case errors.Is(err, combtype.ErrStreamQueryLimit):
+		return http.StatusConflict, "Streaming query limit reached: the database holds as many streaming queries as it may (comb serve --max-stream-queries); nothing was written: delete the queue a query reads or raise the limit"
 	case errors.Is(err, combtype.ErrFileBusy):
 		// Another program (a sqlite3 session, a DB browser) began a write
 		// transaction on the file and has not ended it. Queen's clients

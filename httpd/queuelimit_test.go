@@ -123,3 +123,41 @@ func TestAGroupPastTheBoundIsRefusedWith409(t *testing.T) {
 		t.Errorf("pop of g3 after g2's delete: %+v; want the message", got)
 	}
 }
+
+// A snapshot past --max-snapshots and a streaming query past
+// --max-stream-queries are refused with 409 naming the flag, over both
+// snapshot routes, and nothing is stored.
+func TestSnapshotsAndStreamQueriesPastTheirBoundsAreRefusedWith409(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{Broker: func(o *broker.Options) { o.MaxSnapshots, o.MaxStreamQueries = 1, 1 }})
+	newOpenAPICheck(t).attach(s)
+	s.Push(map[string]any{"queue": "q", "payload": 1})
+	if r := s.Do("POST", "/api/v1/snapshots", map[string]any{"name": "s1", "consumerGroup": "g", "queue": "q"}); r.Status != http.StatusOK && r.Status != http.StatusCreated {
+		t.Fatalf("first snapshot: %d %s", r.Status, r.Body)
+	}
+	const wantSnap = "Snapshot limit reached: the database holds as many live snapshots as it may (comb serve --max-snapshots); nothing was written: delete a snapshot or raise the limit"
+	for _, c := range []struct{ path, body string }{
+		{"/api/v1/snapshots", `{"name":"s2","consumerGroup":"g","queue":"q"}`},
+		{"/api/v1/consumer-groups/g/queues/q/snapshots", `{"name":"s2"}`},
+	} {
+		if r := s.Do("POST", c.path, c.body); r.Status != http.StatusConflict || r.Map(t)["error"] != wantSnap {
+			t.Errorf("POST %s: %d %s; want 409 %q", c.path, r.Status, r.Body, wantSnap)
+		}
+	}
+	if r := s.Do("GET", "/api/v1/snapshots/s2", nil); r.Status != http.StatusNotFound {
+		t.Errorf("GET s2 after the refusals: %d %s; want 404", r.Status, r.Body)
+	}
+
+	reg := func(name string) *combtest.Response {
+		return s.Do("POST", "/streams/v1/queries", map[string]any{"name": name, "source_queue": "q", "sink_queue": "out", "config_hash": "h"})
+	}
+	if r := reg("a"); r.Status != http.StatusOK {
+		t.Fatalf("first query: %d %s", r.Status, r.Body)
+	}
+	const wantQuery = "Streaming query limit reached: the database holds as many streaming queries as it may (comb serve --max-stream-queries); nothing was written: delete the queue a query reads or raise the limit"
+	if r := reg("b"); r.Status != http.StatusConflict || r.Map(t)["error"] != wantQuery {
+		t.Errorf("second query: %d %s; want 409 %q", r.Status, r.Body, wantQuery)
+	}
+	if r := reg("a"); r.Status != http.StatusOK || r.Map(t)["fresh"] != false {
+		t.Errorf("the first again at the bound: %d %s", r.Status, r.Body)
+	}
+}

@@ -305,8 +305,8 @@ func (w *wtx) checkForwarderRoom() error {
 	if w.s.maxForwarders == 0 {
 		return nil
 	}
-	var n int
-	if err := w.QueryRowContext(w.ctx, `SELECT count(*) FROM forwarders`).Scan(&n); err != nil {
+	n, err := w.countUpTo(`SELECT 1 FROM forwarders`, w.s.maxForwarders)
+	if err != nil {
 		return fmt.Errorf("count forwarders: %w", err)
 	}
 	if n >= w.s.maxForwarders {

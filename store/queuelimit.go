@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -69,4 +70,13 @@ func (w *wtx) reserveQueue() error {
 	}
 	w.nqueues.n++
 	return nil
+}
+
+// countUpTo counts the rows query returns, up to bound: the checks of the
+// bounds on forwarders, snapshots and streaming queries need no more, and
+// a file made by hand, or under a larger bound, may hold many more.
+func (w *wtx) countUpTo(query string, bound int, args ...any) (int, error) {
+	var n int
+	err := w.QueryRowContext(w.ctx, `SELECT count(*) FROM (`+query+` LIMIT `+strconv.Itoa(bound)+`)`, args...).Scan(&n)
+	return n, err
 }

@@ -214,6 +214,9 @@ func (s *Store) CreateSnapshot(ctx context.Context, tenant string, req combtype.
 			}
 			created, expiresAt = 0, 1
 		}
+		if err := w.checkSnapshotRoom(now); err != nil {
+			return err
+		}
 		var id int64
 		err = w.QueryRowContext(w.ctx, `INSERT INTO snapshots (tenant, name, group_name, queue_uuid, queue_name, labels, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, name) DO NOTHING RETURNING id`,
@@ -272,6 +275,26 @@ type snapshotCapture struct {
 // liveOrExpiredSnapshot is true of a snapshot row that is neither being
 // created nor detached (both have created_at 0).
 const liveOrExpiredSnapshot = `created_at > 0`
+
+// checkSnapshotRoom refuses a new snapshot while the database holds
+// Options.MaxSnapshots live ones already. Their count is what a queue
+// delete detaches in its first write (and what an expiry sweep detaches,
+// a batch a write): 1,000,000 snapshots of one queue held every push 9 s.
+// Expired snapshots are not counted: they are gone for every read, and
+// the next sweep takes them.
+func (w *wtx) checkSnapshotRoom(now int64) error {
+	if w.s.maxSnapshots == 0 {
+		return nil
+	}
+	n, err := w.countUpTo(`SELECT 1 FROM snapshots WHERE expires_at > ?1`, w.s.maxSnapshots, now)
+	if err != nil {
+		return fmt.Errorf("count snapshots: %w", err)
+	}
+	if n >= w.s.maxSnapshots {
+		return fmt.Errorf("%w: the database holds %d snapshots, the most it may", combtype.ErrSnapshotLimit, n)
+	}
+	return nil
+}
 
 // captureChunk captures the group's position on the next chunk of c's
 // partitions and returns the last partition it took (c.after once its op

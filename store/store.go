@@ -88,6 +88,14 @@ type Options struct {
 	// tenant's together (0 = no bound). Storing one more fails with
 	// combtype.ErrForwarderLimit.
 	MaxForwarders int
+	// MaxSnapshots bounds how many live snapshots the database holds,
+	// every tenant's together (0 = no bound). Creating one more fails
+	// with combtype.ErrSnapshotLimit.
+	MaxSnapshots int
+	// MaxStreamQueries bounds how many streaming queries are registered,
+	// every tenant's together (0 = no bound). Registering one more fails
+	// with combtype.ErrStreamQueryLimit.
+	MaxStreamQueries int
 	// EncryptionKey is the AES-256 key (EncryptionKeySize bytes) that seals
 	// the payloads of queues with encryptionEnabled. Nil stores them in
 	// clear; frames sealed earlier then fail to read with ErrNoEncryptionKey.
@@ -265,6 +273,9 @@ type Store struct {
 	// statement of its own, as before they went together (benchmarks
 	// compare).
 	partitionRowsEach bool
+	// maxSnapshots and maxStreamQueries are Options.MaxSnapshots and
+	// Options.MaxStreamQueries, counted at each create up to the bound.
+	maxSnapshots, maxStreamQueries int
 }
 
 // Stats are counters of the writer, read with atomic loads.
@@ -329,9 +340,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	if opts.MaxDBBytes < 0 {
 		return nil, fmt.Errorf("open store: %w: max db bytes %d", combtype.ErrInvalid, opts.MaxDBBytes)
 	}
-	if opts.MaxQueues < 0 || opts.MaxGroups < 0 || opts.MaxForwarders < 0 {
-		return nil, fmt.Errorf("open store: %w: max queues %d, max groups %d, max forwarders %d", combtype.ErrInvalid,
-			opts.MaxQueues, opts.MaxGroups, opts.MaxForwarders)
+	if opts.MaxQueues < 0 || opts.MaxGroups < 0 || opts.MaxForwarders < 0 || opts.MaxSnapshots < 0 || opts.MaxStreamQueries < 0 {
+		return nil, fmt.Errorf("open store: %w: max queues %d, max groups %d, max forwarders %d, max snapshots %d, max stream queries %d",
+			combtype.ErrInvalid, opts.MaxQueues, opts.MaxGroups, opts.MaxForwarders, opts.MaxSnapshots, opts.MaxStreamQueries)
 	}
 	if opts.BusyTimeout < 0 {
 		return nil, fmt.Errorf("open store: %w: busy timeout %v", combtype.ErrInvalid, opts.BusyTimeout)
@@ -382,6 +393,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		queues:        boundCount{max: int64(opts.MaxQueues)},
 		groups:        boundCount{max: int64(opts.MaxGroups)},
 		maxForwarders: opts.MaxForwarders,
+		maxSnapshots:  opts.MaxSnapshots, maxStreamQueries: opts.MaxStreamQueries,
 	}
 	s.syncLevel, s.syncNow = syncLevel, syncLevel
 	s.watch.init()

@@ -39,6 +39,9 @@ func (s *Store) registerStreamQuery(ctx context.Context, tenant string, req comb
 		q, err := w.streamQueryByName(tenant, req.Name)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
+			if err := w.checkStreamQueryRoom(); err != nil {
+				return err
+			}
 			q = &combtype.StreamQuery{ID: newUUID(), Tenant: tenant, Name: req.Name, SourceQueue: req.SourceQueue,
 				SinkQueue: req.SinkQueue, ConfigHash: req.ConfigHash, CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now)}
 			if _, err := w.ExecContext(w.ctx, `INSERT INTO stream_queries (id, tenant, name, source_queue, sink_queue,
@@ -83,6 +86,24 @@ func (s *Store) registerStreamQuery(ctx context.Context, tenant string, req comb
 		}
 	}
 	return out, err
+}
+
+// checkStreamQueryRoom refuses a new streaming query while the database
+// holds Options.MaxStreamQueries already. A queue delete deletes the
+// queries reading it in its first write: a million of them held every
+// push 9 s.
+func (w *wtx) checkStreamQueryRoom() error {
+	if w.s.maxStreamQueries == 0 {
+		return nil
+	}
+	n, err := w.countUpTo(`SELECT 1 FROM stream_queries`, w.s.maxStreamQueries)
+	if err != nil {
+		return fmt.Errorf("count stream queries: %w", err)
+	}
+	if n >= w.s.maxStreamQueries {
+		return fmt.Errorf("%w: the database holds %d streaming queries, the most it may", combtype.ErrStreamQueryLimit, n)
+	}
+	return nil
 }
 
 // stateKey is the key of a stream_queries row's state rows.

@@ -4086,13 +4086,13 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
-            /** @description the query is registered with another config_hash */
+            /** @description the query is registered with another config_hash, or the database holds --max-stream-queries already */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StreamQueryConflict"];
+                    "application/json": components["schemas"]["StreamQueryConflict"] | components["schemas"]["Error"];
                 };
             };
             default: components["responses"]["Error"];
