@@ -18,8 +18,8 @@ import (
 const backupLong = `Either way the copy is consistent: it holds every write answered before the
 backup began, and writes keep flowing meanwhile. COPY must not exist. The
 copy is verified as "comb check" would before the command succeeds (exit 1
-when it has findings). To restore, stop the server and start it on the
-copy (see docs/operations.md). --progress (the default when stderr is a
+when it has findings). To restore, stop the server, put the copy in place
+with "comb restore" and start the server again. --progress (the default when stderr is a
 terminal) prints how far the copy and its check have come on stderr.
 
 Without --db it calls GET /api/v1/system/backup on --url; that needs an

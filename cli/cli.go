@@ -109,7 +109,7 @@ name in capitals, - as _: --max-db-bytes is COMB_MAX_DB_BYTES) or a key of
 the TOML file --config names (env COMB_CONFIG): a flag wins over the
 environment, which wins over the file, which wins over the default.
 
-Exit codes: 0 ok; 1 findings (check, backup) or the server refused; 2 a
+Exit codes: 0 ok; 1 findings (check, backup, restore) or refused; 2 a
 usage error; 3 the server could not be reached or did not accept the token.`
 
 // Run runs the subcommand named by args[0]. The error says what went
@@ -170,9 +170,11 @@ func (m *App) rootCmd() *cobra.Command {
 		c.GroupID = "ops"
 		root.AddCommand(c)
 	}
-	c := m.checkCmd()
-	c.GroupID = "file"
-	root.AddCommand(c, m.versionCmd())
+	for _, c := range []*cobra.Command{m.checkCmd(), m.restoreCmd()} {
+		c.GroupID = "file"
+		root.AddCommand(c)
+	}
+	root.AddCommand(m.versionCmd())
 	root.InitDefaultCompletionCmd()
 	// A command that only groups others is a usage error on its own or
 	// with an unknown action, not a page of help and exit 0.

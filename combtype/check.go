@@ -31,6 +31,19 @@ type CheckReport struct {
 	Findings      []Finding // empty when the file is sound
 }
 
+// RestoreReport is what a restore of a backup did (broker.RestoreFile).
+type RestoreReport struct {
+	// Check is the check of the copy put in place. When it has findings
+	// nothing was put in place.
+	Check *CheckReport
+	// Bytes is the size of the file put in place.
+	Bytes int64
+	// Aside is the name the database that was at the path now has, its
+	// -wal and -shm beside it under that name; empty when the path held
+	// no database.
+	Aside string
+}
+
 func (f Finding) String() string {
 	var b strings.Builder
 	b.WriteString(f.Check + ":")

@@ -440,6 +440,48 @@ func cases() []hostileCase {
 				"/api/v1/consumer-groups?limit=10", "/api/v1/consumer-groups?limit=10", "/api/v1/resources/queues/g",
 				"/api/v1/status/queues?limit=0", "/api/v1/consumer-groups/lagging?limit=10")
 		}, nil},
+		{"snapshots-and-queries-past-bound", "snapshots of one queue and streaming queries reading it, each until 100 past the default --max-snapshots and --max-stream-queries are asked for (4 at once); then the snapshot listing and the queue's delete", func(ctx context.Context, cfg *config, base string) (string, string) {
+			if st, body := post(ctx, base+"/api/v1/push", []byte(`{"items":[{"queue":"s","payload":1}]}`)); st != "201" {
+				return st, body
+			}
+			var mu sync.Mutex
+			answers := map[string]int{}
+			var refusals []string
+			ask := func(n int, req func(i int) (string, string)) {
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				var refusal string
+				for range 4 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := next.Add(1); i <= int64(n)+100; i = next.Add(1) {
+							st, body := req(int(i))
+							mu.Lock()
+							answers[st]++
+							if st != "200" && st != "201" && refusal == "" {
+								refusal = body
+							}
+							mu.Unlock()
+						}
+					}()
+				}
+				wg.Wait()
+				refusals = append(refusals, refusal)
+			}
+			ask(broker.DefaultMaxSnapshots, func(i int) (string, string) {
+				return post(ctx, base+"/api/v1/snapshots", fmt.Appendf(nil, `{"name":"s%06d","consumerGroup":"g","queue":"s"}`, i))
+			})
+			ask(broker.DefaultMaxStreamQueries, func(i int) (string, string) {
+				return post(ctx, base+"/streams/v1/queries", fmt.Appendf(nil, `{"name":"q%06d","source_queue":"s","config_hash":"h"}`, i))
+			})
+			listing := timedGets(ctx, base, "/api/v1/snapshots?limit=10")
+			req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, base+"/api/v1/resources/queues/s", nil)
+			start := time.Now()
+			st, _ := do(req)
+			return fmt.Sprint(answers), strings.Join(refusals, " | ") + " | " + listing +
+				fmt.Sprintf("; DELETE /api/v1/resources/queues/s %s %v", st, time.Since(start).Round(time.Millisecond))
+		}, nil},
 		{"forwarders-5000", "5,000 forwarders created, each to an upstream that refuses connections, then 20 s of them retrying, the listing and the status", func(ctx context.Context, cfg *config, base string) (string, string) {
 			answers := map[string]int{}
 			var refusal string

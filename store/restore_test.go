@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/internal/clock"
+)
+
+// RestoreFile onto a path with no database puts the backup there and
+// moves nothing; it refuses a path this process serves, and a backup that
+// is the database itself, writing nothing.
+func TestRestoreFileRefusesAServedPathAndFillsAnEmptyOne(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src, backup := filepath.Join(dir, "src.db"), filepath.Join(dir, "b.db")
+	s, err := Open(ctx, Options{Path: src, Clock: clock.NewManual(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossPush(t, s, "q", "", "a", "b", "c")
+	if err := BackupFile(ctx, src, backup); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RestoreFile(ctx, src, backup, nil); !errors.Is(err, combtype.ErrLocked) {
+		t.Fatalf("restore onto a served path = %v, want ErrLocked", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RestoreFile(ctx, backup, backup, nil); !errors.Is(err, combtype.ErrInvalid) {
+		t.Fatalf("restore of a file onto itself = %v, want ErrInvalid", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if n := e.Name(); n != "src.db" && n != "src.db.reserve" && n != "b.db" && n != "src.db-wal" && n != "src.db-shm" {
+			t.Errorf("left behind by the refusals: %s", n)
+		}
+	}
+
+	fresh := filepath.Join(dir, "new", "comb.db")
+	if err := os.Mkdir(filepath.Dir(fresh), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RestoreFile(ctx, fresh, backup, nil)
+	if err != nil || rep.Aside != "" || len(rep.Check.Findings) != 0 || rep.Check.Frames != 3 {
+		t.Fatalf("restore onto a new path = %+v, %v", rep, err)
+	}
+	r, err := Open(ctx, Options{Path: fresh, Clock: clock.NewManual(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := r.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 10})
+	if err != nil || len(res.Messages) != 3 {
+		t.Fatalf("pop of the restored file = %d messages, %v", len(res.Messages), err)
+	}
+}
