@@ -57,6 +57,13 @@ func (m *App) backup(ctx context.Context, cl *apiClient, dbPath, out string, ver
 	if _, err := os.Lstat(out); err == nil {
 		return fmt.Errorf("backup: %s already exists", out)
 	}
+	// What a deleted database left at the name would be read as the
+	// copy's own WAL by whatever opens it next.
+	for _, side := range []string{"-wal", "-shm", "-journal"} {
+		if _, err := os.Lstat(out + side); err == nil {
+			return fmt.Errorf("backup: %s is left beside the name from another database, and would be read as the copy's; move it away", out+side)
+		}
+	}
 	defer gcpace.Streaming(m.Getenv)()
 	p := startProgress(showProgress, m.Stderr, "backup", m.progressInterval())
 	defer func() { p.end(err == nil || errors.As(err, new(*exitError))) }()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -154,6 +155,20 @@ func TestBackupUnderWriteLoadHoldsEveryMessageAnsweredBeforeIt(t *testing.T) {
 	// An existing file is never overwritten.
 	if _, err := runComb(t, srv, nil, "backup", "--out", online); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("backup onto an existing file: %v", err)
+	}
+	// Nor is a copy put beside a -wal a deleted database left at its
+	// name, either way: the next open would replay it into the copy.
+	leftover := filepath.Join(dir, "again.db")
+	if err := os.WriteFile(leftover+"-wal", []byte("left by another database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"backup", "--out", leftover}, {"backup", "--db", srv.Broker.DatabasePath(), "--out", leftover}} {
+		if _, err := runComb(t, srv, nil, args...); err == nil || !strings.Contains(err.Error(), "again.db-wal is left beside the name") {
+			t.Errorf("%v beside a leftover -wal: %v", args, err)
+		}
+		if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+			t.Errorf("%v beside a leftover -wal wrote the copy: %v", args, err)
+		}
 	}
 }
 

@@ -99,6 +99,17 @@ func vacuumInto(ctx context.Context, db *sql.DB, dst string, copied func()) erro
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("backup: %w", err)
 	}
+	// A -wal left at the name by a database deleted without it names no
+	// database: whatever opened the copy next would replay it into the
+	// copy's pages.
+	for _, side := range []string{"-wal", "-shm", "-journal"} {
+		if _, err := os.Lstat(dst + side); err == nil {
+			return fmt.Errorf("backup: %w: %s is left beside the name from another database, and would be read as the copy's; move it away",
+				combtype.ErrInvalid, dst+side)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("backup: %w", err)
+		}
+	}
 	_, err := db.ExecContext(ctx, "VACUUM INTO ?", dst)
 	if copied != nil {
 		copied()

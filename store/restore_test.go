@@ -60,3 +60,30 @@ func TestRestoreFileRefusesAServedPathAndFillsAnEmptyOne(t *testing.T) {
 		t.Fatalf("pop of the restored file = %d messages, %v", len(res.Messages), err)
 	}
 }
+
+// A backup to a name with a -wal (or -shm, -journal) of another database
+// left beside it is refused, writing nothing: the next open of the copy
+// would read that file as the copy's own.
+func TestABackupBesideALeftoverWALIsRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.db")
+	s, err := Open(ctx, Options{Path: src, Clock: clock.NewManual(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	lossPush(t, s, "q", "", "a")
+	for _, side := range []string{"-wal", "-shm", "-journal"} {
+		dst := filepath.Join(dir, "b"+side+".db")
+		if err := os.WriteFile(dst+side, []byte("left by another database"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Backup(ctx, dst); !errors.Is(err, combtype.ErrInvalid) {
+			t.Errorf("backup beside a leftover %s = %v, want ErrInvalid", side, err)
+		}
+		if _, err := os.Stat(dst); !os.IsNotExist(err) {
+			t.Errorf("the refused backup beside %s wrote %s: %v", side, dst, err)
+		}
+	}
+}
