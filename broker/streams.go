@@ -25,6 +25,21 @@ func (b *Broker) StreamRegister(ctx context.Context, req combtype.StreamRegister
 	return b.st.RegisterStreamQuery(ctx, b.tenant, req)
 }
 
+// StreamQueries lists the tenant's streaming queries by name, page pg
+// (Limit 0: all of them), and how many there are.
+func (b *Broker) StreamQueries(ctx context.Context, pg combtype.Page) ([]combtype.StreamQuery, combtype.PageInfo, error) {
+	return b.st.StreamQueryPage(ctx, b.tenant, pg)
+}
+
+// StreamDelete deletes the tenant's streaming query name and all of its
+// state, and returns it; an unknown name is combtype.ErrQueryNotFound. A
+// worker still running it gets ErrQueryNotFound from its next cycle, and
+// registering the name again starts a new query with no state. It makes
+// room under Options.MaxStreamQueries without deleting the source queue.
+func (b *Broker) StreamDelete(ctx context.Context, name string) (combtype.StreamQuery, error) {
+	return b.st.DeleteStreamQuery(ctx, b.tenant, name)
+}
+
 // StreamState reads one state shard of the tenant's query, filtered by f,
 // in byte order of key; an unknown query or shard reads as empty.
 func (b *Broker) StreamState(ctx context.Context, shard combtype.StateShard, f combtype.StateFilter) ([]combtype.StateRow, error) {

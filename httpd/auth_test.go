@@ -155,6 +155,8 @@ func TestAuthLevelTableMatchesRoutes(t *testing.T) {
 // pattern: reads read-only, deletes admin, the rest read-write. comb's
 // whoami (for the console) is a read like any other. The forwarder routes
 // (comb's own) are admin: they reach other brokers with stored tokens.
+// comb's listing of streaming queries is a read, their delete admin as a
+// queue's is.
 func wireLevel(method, path string) httpd.Level {
 	snapshots := path == "/api/v1/snapshots" || strings.HasPrefix(path, "/api/v1/snapshots/")
 	switch {
@@ -168,13 +170,14 @@ func wireLevel(method, path string) httpd.Level {
 		method == "DELETE" && snapshots,
 		method == "POST" && strings.HasPrefix(path, "/api/v1/quarantine/"),
 		path == "/api/v1/forwarders" || strings.HasPrefix(path, "/api/v1/forwarders/"),
-		method == "DELETE" && path == "/api/v1/dlq":
+		method == "DELETE" && path == "/api/v1/dlq",
+		method == "DELETE" && strings.HasPrefix(path, "/api/v1/streams/queries/"):
 		return httpd.Admin
 	case method == "GET" && (strings.HasPrefix(path, "/api/v1/resources/") || strings.HasPrefix(path, "/api/v1/messages") ||
 		strings.HasPrefix(path, "/api/v1/dlq") || path == "/api/v1/quarantine" || strings.HasPrefix(path, "/api/v1/status") ||
 		strings.HasPrefix(path, "/api/v1/analytics/") || strings.HasPrefix(path, "/api/v1/consumer-groups") ||
 		strings.HasPrefix(path, "/api/v1/traces")),
-		method == "POST" && path == "/streams/v1/state/get",
+		method == "POST" && path == "/streams/v1/state/get", method == "GET" && path == "/api/v1/streams/queries",
 		method == "GET" && snapshots, method == "GET" && path == "/api/v1/whoami":
 		return httpd.ReadOnly
 	}

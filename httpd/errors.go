@@ -78,6 +78,8 @@ func errorStatus(err error) (status int, msg string) {
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, combtype.ErrSnapshotNotFound):
 		return http.StatusNotFound, "Snapshot not found (unknown or expired)"
+	case errors.Is(err, combtype.ErrQueryNotFound):
+		return http.StatusNotFound, "Streaming query not found"
 	case errors.Is(err, combtype.ErrSnapshotExists):
 		return http.StatusConflict, "Snapshot already exists"
 	case errors.Is(err, combtype.ErrSnapshotConflict):
@@ -112,7 +114,7 @@ func errorStatus(err error) (status int, msg string) {
 	case errors.Is(err, combtype.ErrSnapshotLimit):
 		return http.StatusConflict, "Snapshot limit reached: the database holds as many live snapshots as it may (comb serve --max-snapshots); nothing was written: delete a snapshot or raise the limit"
 	case errors.Is(err, combtype.ErrStreamQueryLimit):
-		return http.StatusConflict, "Streaming query limit reached: the database holds as many streaming queries as it may (comb serve --max-stream-queries); nothing was written: delete the queue a query reads or raise the limit"
+		return http.StatusConflict, "Streaming query limit reached: the database holds as many streaming queries as it may (comb serve --max-stream-queries); nothing was written: delete a query (DELETE /api/v1/streams/queries/NAME) or raise the limit"
 	case errors.Is(err, combtype.ErrFileBusy):
 		// Another program (a sqlite3 session, a DB browser) began a write
 		// transaction on the file and has not ended it. Queen's clients

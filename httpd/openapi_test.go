@@ -412,6 +412,11 @@ func TestOpenAPIRepliesValidate(t *testing.T) {
 	do("POST", "/streams/v1/state/get", map[string]any{"query_id": qid, "partition_id": sm.PartitionID, "keys": []string{"k"}}, 200)
 	do("POST", "/streams/v1/state/get", map[string]any{"query_id": qid, "partition_id": sm.PartitionID, "key_prefix": "", "ripe_at_or_before": 1e12}, 200)
 	do("POST", "/streams/v1/state/get", map[string]any{"query_id": "x", "partition_id": sm.PartitionID}, 400)
+	do("GET", "/api/v1/streams/queries?limit=1", nil, 200)
+	do("GET", "/api/v1/streams/queries?limit=0", nil, 400)
+	do("POST", "/streams/v1/queries", map[string]any{"name": "q2", "source_queue": "orders", "config_hash": "h"}, 200)
+	do("DELETE", "/api/v1/streams/queries/q2", nil, 200)
+	do("DELETE", "/api/v1/streams/queries/q2", nil, 404)
 
 	// Without forwarding, the forwarder routes answer 503.
 	for _, p := range []string{"/api/v1/forwarders", "/api/v1/forwarders/f"} {

@@ -153,11 +153,26 @@ func TestSnapshotsAndStreamQueriesPastTheirBoundsAreRefusedWith409(t *testing.T)
 	if r := reg("a"); r.Status != http.StatusOK {
 		t.Fatalf("first query: %d %s", r.Status, r.Body)
 	}
-	const wantQuery = "Streaming query limit reached: the database holds as many streaming queries as it may (comb serve --max-stream-queries); nothing was written: delete the queue a query reads or raise the limit"
+	const wantQuery = "Streaming query limit reached: the database holds as many streaming queries as it may (comb serve --max-stream-queries); nothing was written: delete a query (DELETE /api/v1/streams/queries/NAME) or raise the limit"
 	if r := reg("b"); r.Status != http.StatusConflict || r.Map(t)["error"] != wantQuery {
 		t.Errorf("second query: %d %s; want 409 %q", r.Status, r.Body, wantQuery)
 	}
 	if r := reg("a"); r.Status != http.StatusOK || r.Map(t)["fresh"] != false {
 		t.Errorf("the first again at the bound: %d %s", r.Status, r.Body)
+	}
+	// The listing shows it, and its delete makes room without deleting
+	// the queue it reads.
+	r := s.Do("GET", "/api/v1/streams/queries", nil)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"queries":[{"name":"a",`) {
+		t.Errorf("listing: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do("DELETE", "/api/v1/streams/queries/a", nil); r.Status != http.StatusOK || r.Map(t)["deleted"] != true {
+		t.Errorf("delete a: %d %s", r.Status, r.Body)
+	}
+	if r := s.Do("DELETE", "/api/v1/streams/queries/a", nil); r.Status != http.StatusNotFound {
+		t.Errorf("delete a again: %d %s; want 404", r.Status, r.Body)
+	}
+	if r := reg("b"); r.Status != http.StatusOK || r.Map(t)["fresh"] != true {
+		t.Errorf("a query once a was deleted: %d %s", r.Status, r.Body)
 	}
 }

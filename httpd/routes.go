@@ -144,6 +144,8 @@ func (s *Handler) routes() []route {
 		{"POST", "/streams/v1/queries", ReadWrite, s.streamQueries},
 		{"POST", "/streams/v1/state/get", ReadOnly, s.streamStateGet},
 		{"POST", "/streams/v1/cycle", ReadWrite, s.streamCycle},
+		{"GET", "/api/v1/streams/queries", ReadOnly, s.listStreamQueries},
+		{"DELETE", "/api/v1/streams/queries/:name", Admin, s.deleteStreamQuery},
 
 		// Forwarders reach other brokers with stored tokens: admin only.
 		{"GET", "/api/v1/forwarders", Admin, s.listForwarders},

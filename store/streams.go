@@ -106,6 +106,74 @@ func (w *wtx) checkStreamQueryRoom() error {
 	return nil
 }
 
+// StreamQueryPage lists tenant's streaming queries by name, page pg
+// (Limit 0: all of them), and how many there are.
+func (s *Store) StreamQueryPage(ctx context.Context, tenant string, pg combtype.Page) ([]combtype.StreamQuery, combtype.PageInfo, error) {
+	info := combtype.PageInfo{Total: -1}
+	limit := pg.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite's "no limit"
+	} else if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM stream_queries WHERE tenant = ?`, tenant).Scan(&info.Total); err != nil {
+		return nil, info, fmt.Errorf("count stream queries: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+streamQueryColumns+` FROM stream_queries WHERE tenant = ?
+		ORDER BY name LIMIT ? OFFSET ?`, tenant, limit, max(pg.Offset, 0))
+	if err != nil {
+		return nil, info, fmt.Errorf("list stream queries: %w", err)
+	}
+	defer rows.Close()
+	out := []combtype.StreamQuery{}
+	for rows.Next() {
+		q, err := scanStreamQuery(rows)
+		if err != nil {
+			return nil, info, fmt.Errorf("list stream queries: %w", err)
+		}
+		out = append(out, *q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, info, fmt.Errorf("list stream queries: %w", err)
+	}
+	info.More = info.Total >= 0 && int64(max(pg.Offset, 0)+len(out)) < info.Total
+	return out, info, nil
+}
+
+// DeleteStreamQuery deletes tenant's streaming query name, and its state
+// in bounded writes after it (as a reset does) before it returns; it
+// returns the query deleted, or combtype.ErrQueryNotFound. A worker still
+// running it gets ErrQueryNotFound from its next cycle, and registering
+// the name again makes a new query with no state. Queen has no such
+// route: its queries go only with their source queue, and a client that
+// named queries without end (a process id in the name) had no other way
+// back under Options.MaxStreamQueries.
+func (s *Store) DeleteStreamQuery(ctx context.Context, tenant, name string) (combtype.StreamQuery, error) {
+	var out combtype.StreamQuery
+	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		q, err := w.streamQueryByName(tenant, name)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", combtype.ErrQueryNotFound, name)
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.detachStreamState(`id = ?1`, q.ID); err != nil {
+			return err
+		}
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_queries WHERE id = ?`, q.ID); err != nil {
+			return fmt.Errorf("delete stream query: %w", err)
+		}
+		out = *q
+		return nil
+	}})
+	if err != nil {
+		return combtype.StreamQuery{}, err
+	}
+	// Once begun, whatever becomes of the request.
+	if err := s.purgeStreams(context.WithoutCancel(ctx), purgeRowBatch, purgeRowBytes); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
 // stateKey is the key of a stream_queries row's state rows.
 const stateKey = `coalesce(state_id, id)`
 

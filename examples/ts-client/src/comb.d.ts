@@ -1168,6 +1168,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/streams/queries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List streaming queries.
+         * @description List the streaming queries registered through POST /streams/v1/queries, by name, a page at a time (at most 1000; X-Total-Count and Link name the next). A comb route: Queen has none. Access: read-only.
+         */
+        get: operations["getApiV1StreamsQueries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/streams/queries/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a streaming query and its state.
+         * @description Delete a streaming query and all of its state (the state in bounded writes before the reply); a worker still running it gets 'Query not found' from its next cycle, and registering the name again starts a new query with no state. Makes room under comb serve --max-stream-queries without deleting the source queue. A comb route: Queen has none. Access: admin.
+         */
+        delete: operations["deleteApiV1StreamsQueriesName"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2297,6 +2337,26 @@ export interface components {
             total?: number;
             /** @description after of the next page; null on the last */
             next: string | null;
+        };
+        StreamQuery: {
+            name: string;
+            queryId: string;
+            sourceQueue: string;
+            /** @description absent when the chain ends in foreach */
+            sinkQueue?: string;
+            configHash: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        StreamQueryList: {
+            queries: components["schemas"]["StreamQuery"][];
+        };
+        StreamQueryDeleteReply: {
+            deleted: boolean;
+            name: string;
+            queryId: string;
         };
     };
     responses: {
@@ -4313,6 +4373,61 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             503: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getApiV1StreamsQueries: {
+        parameters: {
+            query?: {
+                /** @description rows in the page, 1 to 1000; without it the first 1000 (docs/wire.md, Pages) */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description rows to skip; deep offsets walk the rows before them, prefer after where offered */
+                offset?: components["parameters"]["PageOffset"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description streaming queries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamQueryList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteApiV1StreamsQueriesName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamQueryDeleteReply"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             default: components["responses"]["Error"];
         };
     };
