@@ -166,7 +166,7 @@ func (m *App) rootCmd() *cobra.Command {
 		c.GroupID = "server"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{m.groupsCmd(), m.seekCmd(), m.dlqCmd(), m.quarantineCmd(), m.forwardCmd(), m.backupCmd()} {
+	for _, c := range []*cobra.Command{m.groupsCmd(), m.seekCmd(), m.dlqCmd(), m.quarantineCmd(), m.forwardCmd(), m.streamsCmd(), m.backupCmd()} {
 		c.GroupID = "ops"
 		root.AddCommand(c)
 	}
