@@ -71,6 +71,24 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
+// column runs query and reads the one column of its rows.
+func column[T any](ctx context.Context, db querier, query string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func getQueue(ctx context.Context, db querier, tenant, name string) (*combtype.Queue, error) {
 	q, err := scanQueue(db.QueryRowContext(ctx, `SELECT `+queueColumns+` FROM queues WHERE tenant = ? AND name = ?`, tenant, name))
 	if errors.Is(err, sql.ErrNoRows) {

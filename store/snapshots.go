@@ -622,22 +622,9 @@ func (w *wtx) purgeSnapshotStep(batch int) (done bool, err error) {
 	// In the order of the tenant index, which holds the detached rows
 	// together: ordered by id, every step sorted all of them.
 	want := max(batch/2, 1)
-	var ids []int64
-	rows, err := w.QueryContext(w.ctx, `SELECT id FROM snapshots WHERE `+detachedSnapshot+`
+	ids, err := column[int64](w.ctx, w, `SELECT id FROM snapshots WHERE `+detachedSnapshot+`
 		AND id NOT IN (SELECT value FROM json_each(?2)) ORDER BY tenant LIMIT ?3`, detachedTenantPrefix, string(held), want)
 	if err != nil {
-		return false, fmt.Errorf("find deleted snapshots: %w", err)
-	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return false, fmt.Errorf("find deleted snapshots: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return false, fmt.Errorf("find deleted snapshots: %w", err)
 	}
 	if len(ids) == 0 {

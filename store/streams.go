@@ -696,21 +696,8 @@ func (s *Store) purgeStreams(ctx context.Context, batch, batchBytes int) error {
 // writes.
 func (w *wtx) purgeStreamStep(batch, batchBytes int) (done bool, err error) {
 	want := max(batch/2, 1)
-	var keys []string
-	rows, err := w.QueryContext(w.ctx, `SELECT state_key FROM stream_state_detached ORDER BY state_key LIMIT ?`, want)
+	keys, err := column[string](w.ctx, w, `SELECT state_key FROM stream_state_detached ORDER BY state_key LIMIT ?`, want)
 	if err != nil {
-		return false, fmt.Errorf("find deleted stream state: %w", err)
-	}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return false, fmt.Errorf("find deleted stream state: %w", err)
-		}
-		keys = append(keys, k)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return false, fmt.Errorf("find deleted stream state: %w", err)
 	}
 	if len(keys) == 0 {
@@ -721,7 +708,7 @@ func (w *wtx) purgeStreamStep(batch, batchBytes int) (done bool, err error) {
 		return false, fmt.Errorf("purge stream state: %w", err)
 	}
 	limit := max(batch-len(keys), 1)
-	rows, err = w.QueryContext(w.ctx, `SELECT query_id, partition_id, key, length(value) FROM stream_state
+	rows, err := w.QueryContext(w.ctx, `SELECT query_id, partition_id, key, length(value) FROM stream_state
 		WHERE query_id IN (SELECT value FROM json_each(?1)) ORDER BY query_id, partition_id, key LIMIT ?2`, string(list), limit)
 	if err != nil {
 		return false, fmt.Errorf("find deleted stream state: %w", err)
