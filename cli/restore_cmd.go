@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/internal/gcpace"
@@ -82,7 +83,13 @@ func (m *App) restore(ctx context.Context, dbPath, backup string, asJSON, showPr
 	fmt.Fprintf(m.Stdout, "restored %s from %s (%d bytes): %d queues, %d partitions, %d messages, check ok\n",
 		dbPath, backup, rep.Bytes, chk.Queues, chk.Partitions, chk.Frames)
 	if rep.Aside != "" {
-		fmt.Fprintf(m.Stdout, "the database that was there is %s, with its -wal and -shm\n", rep.Aside)
+		moved := rep.Aside
+		for _, side := range []string{"-wal", "-shm"} {
+			if _, err := os.Lstat(rep.Aside + side); err == nil {
+				moved += ", " + rep.Aside + side
+			}
+		}
+		fmt.Fprintf(m.Stdout, "the database that was there is now %s\n", moved)
 	}
 	return nil
 }
