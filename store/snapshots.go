@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -630,22 +631,16 @@ func (w *wtx) purgeSnapshotStep(batch int) (done bool, err error) {
 	if len(ids) == 0 {
 		return true, nil
 	}
+	limit := max(batch-len(ids), 1)
+	cursors, err := w.deleteFirstCursors(ids, limit)
+	if err != nil {
+		return false, err
+	}
 	list, err := json.Marshal(ids)
 	if err != nil {
 		return false, fmt.Errorf("purge snapshot: %w", err)
 	}
-	limit := max(batch-len(ids), 1)
-	res, err := w.ExecContext(w.ctx, `DELETE FROM snapshot_cursors WHERE (snapshot_id, partition_uuid) IN
-		(SELECT snapshot_id, partition_uuid FROM snapshot_cursors WHERE snapshot_id IN (SELECT value FROM json_each(?1))
-		ORDER BY snapshot_id, partition_uuid LIMIT ?2)`, string(list), limit)
-	if err != nil {
-		return false, fmt.Errorf("delete snapshot cursors: %w", err)
-	}
-	cursors, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("delete snapshot cursors: %w", err)
-	}
-	res, err = w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE id IN (SELECT value FROM json_each(?1))
+	res, err := w.ExecContext(w.ctx, `DELETE FROM snapshots WHERE id IN (SELECT value FROM json_each(?1))
 		AND NOT EXISTS (SELECT 1 FROM snapshot_cursors WHERE snapshot_id = snapshots.id)`, string(list))
 	if err != nil {
 		return false, fmt.Errorf("delete snapshots: %w", err)
@@ -655,6 +650,62 @@ func (w *wtx) purgeSnapshotStep(batch int) (done bool, err error) {
 		return false, fmt.Errorf("delete snapshots: %w", err)
 	}
 	return len(ids) < want && cursors < int64(limit) && gone == int64(len(ids)), nil
+}
+
+// deleteFirstCursors deletes the first limit cursors, in key order, of
+// the snapshots in list (a JSON array of ids), and returns how many it
+// deleted. The row past them is found first and the rows before it
+// deleted by ranges of the primary key: a DELETE naming the rows, (id,
+// partition) IN (...), reads every cursor of each snapshot in list to
+// match them, a million a step for a snapshot of a million partitions.
+func (w *wtx) deleteFirstCursors(ids []int64, limit int) (int64, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return 0, fmt.Errorf("purge snapshot: %w", err)
+	}
+	var lastID int64
+	var lastPart string
+	err = w.QueryRowContext(w.ctx, `SELECT snapshot_id, partition_uuid FROM snapshot_cursors
+		WHERE snapshot_id IN (SELECT value FROM json_each(?1)) ORDER BY snapshot_id, partition_uuid LIMIT 1 OFFSET ?2`,
+		string(list), limit-1).Scan(&lastID, &lastPart)
+	stmts := []struct {
+		sql  string
+		args []any
+	}{{`DELETE FROM snapshot_cursors WHERE snapshot_id IN (SELECT value FROM json_each(?1))`, []any{string(list)}}}
+	switch {
+	case errors.Is(err, sql.ErrNoRows): // fewer than limit: all of them
+	case err != nil:
+		return 0, fmt.Errorf("find snapshot cursors: %w", err)
+	default:
+		// The snapshots before the last one's in key order (by id) are
+		// wholly taken. Compared in SQL (snapshot_id < the last), the
+		// last one's cursors were all read to be passed over.
+		before := slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return id >= lastID })
+		blist, err := json.Marshal(before)
+		if err != nil {
+			return 0, fmt.Errorf("purge snapshot: %w", err)
+		}
+		stmts = []struct {
+			sql  string
+			args []any
+		}{
+			{`DELETE FROM snapshot_cursors WHERE snapshot_id IN (SELECT value FROM json_each(?1))`, []any{string(blist)}},
+			{`DELETE FROM snapshot_cursors WHERE snapshot_id = ?1 AND partition_uuid <= ?2`, []any{lastID, lastPart}},
+		}
+	}
+	var n int64
+	for _, st := range stmts {
+		res, err := w.ExecContext(w.ctx, st.sql, st.args...)
+		if err != nil {
+			return n, fmt.Errorf("delete snapshot cursors: %w", err)
+		}
+		k, err := res.RowsAffected()
+		if err != nil {
+			return n, fmt.Errorf("delete snapshot cursors: %w", err)
+		}
+		n += k
+	}
+	return n, nil
 }
 
 // SnapshotFloor is the lowest offset of a partition that a live snapshot

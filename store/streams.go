@@ -732,10 +732,27 @@ func (w *wtx) purgeStreamStep(batch, batchBytes int) (done bool, err error) {
 	if err := rows.Err(); err != nil {
 		return false, fmt.Errorf("find deleted stream state: %w", err)
 	}
-	// The rows taken are the keys' first in key order, up to the last.
+	// The rows taken are the keys' first in key order, up to the last:
+	// all of the keys before the last one's, and the last one's up to
+	// its last row, each a range of the primary key. One statement
+	// comparing (query_id, partition_id, key) read every row of the keys
+	// in list to match them, a million a write for a key of a million.
 	if taken > 0 {
-		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id IN (SELECT value FROM json_each(?1))
-			AND (query_id, partition_id, key) <= (?2, ?3, ?4)`, string(list), lastQuery, lastPart, lastKey); err != nil {
+		// The keys are in key order, so those before the last one's are
+		// a prefix of them. Compared in SQL (query_id < the last), the
+		// last key's rows were all read to be passed over.
+		if before := keys[:slices.Index(keys, lastQuery)]; len(before) > 0 {
+			list, err := json.Marshal(before)
+			if err != nil {
+				return false, fmt.Errorf("purge stream state: %w", err)
+			}
+			if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id IN (SELECT value FROM json_each(?))`,
+				string(list)); err != nil {
+				return false, fmt.Errorf("delete stream state: %w", err)
+			}
+		}
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM stream_state WHERE query_id = ?1 AND (partition_id, key) <= (?2, ?3)`,
+			lastQuery, lastPart, lastKey); err != nil {
 			return false, fmt.Errorf("delete stream state: %w", err)
 		}
 	}
