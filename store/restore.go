@@ -85,19 +85,24 @@ func RestoreFile(ctx context.Context, path, backup string, fn func(combtype.Prog
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	aside := path + ".before-restore-" + stamp
-	moved := false
+	var sides []string
 	for _, side := range []string{"", "-wal", "-shm"} {
 		if _, err := os.Lstat(path + side); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		// All looked at before any moves: a database half moved aside
+		// would be no database at either name.
 		if _, err := os.Lstat(aside + side); err == nil {
 			return nil, fmt.Errorf("restore: %w: %s already exists", combtype.ErrInvalid, aside+side)
 		}
+		sides = append(sides, side)
+	}
+	for _, side := range sides {
 		if err := os.Rename(path+side, aside+side); err != nil {
 			return nil, fmt.Errorf("restore: move %s aside: %w", path+side, err)
 		}
-		moved = true
 	}
+	moved := len(sides) > 0
 	if moved {
 		out.Aside = aside
 	}

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/clock"
@@ -84,6 +86,46 @@ func TestABackupBesideALeftoverWALIsRefused(t *testing.T) {
 		}
 		if _, err := os.Stat(dst); !os.IsNotExist(err) {
 			t.Errorf("the refused backup beside %s wrote %s: %v", side, dst, err)
+		}
+	}
+}
+
+// A restore that finds a file of its own aside name already there moves
+// nothing: the database, -wal and -shm stay together at the path.
+func TestARestoreWhoseAsideNameIsTakenMovesNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, backup := filepath.Join(dir, "comb.db"), filepath.Join(dir, "b.db")
+	s, err := Open(ctx, Options{Path: db, Clock: clock.NewManual(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossPush(t, s, "q", "", "a")
+	if err := s.Backup(ctx, backup); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, side := range []string{"-wal", "-shm"} {
+		if err := os.WriteFile(db+side, []byte("kept with its database"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The name the -shm would move to, for every second the restore
+	// might start in.
+	now := time.Now().Unix()
+	for sec := now; sec < now+5; sec++ {
+		if err := os.WriteFile(fmt.Sprintf("%s.before-restore-%d-shm", db, sec), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := RestoreFile(ctx, db, backup, nil); !errors.Is(err, combtype.ErrInvalid) {
+		t.Fatalf("restore with its aside name taken = %v, want ErrInvalid", err)
+	}
+	for _, side := range []string{"", "-wal", "-shm"} {
+		if _, err := os.Stat(db + side); err != nil {
+			t.Errorf("comb.db%s after the refused restore: %v", side, err)
 		}
 	}
 }
