@@ -73,7 +73,11 @@ func RestoreFile(ctx context.Context, path, backup string, fn func(combtype.Prog
 
 	// The lock keeps a server off the file from here to the rename; it is
 	// taken only on a file that exists (lockDB would make one).
-	if _, err := os.Lstat(path); err == nil {
+	if old, err := os.Stat(path); err == nil {
+		// The service's user must open the new file as it did the old.
+		if err := takeOwner(tmp, old); err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
 		l, err := lockDB(path)
 		if err != nil {
 			return nil, fmt.Errorf("restore: %w (stop the server first)", err)
