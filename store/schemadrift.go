@@ -82,9 +82,10 @@ func schemaOf(ctx context.Context, q querier) (objects map[string]schemaObject, 
 	return objects, columns, nil
 }
 
-// combSchema is the schema the migrations make, read from an empty
-// database in memory they are applied to.
-func combSchema(ctx context.Context) (map[string]schemaObject, map[string][]string, error) {
+// combSchema is the schema the migrations up to version make (all of them
+// when version is 0), read from an empty database in memory they are
+// applied to.
+func combSchema(ctx context.Context, version int64) (map[string]schemaObject, map[string][]string, error) {
 	db, err := sql.Open("sqlite", "file::memory:")
 	if err != nil {
 		return nil, nil, fmt.Errorf("comb's schema: %w", err)
@@ -95,17 +96,22 @@ func combSchema(ctx context.Context) (map[string]schemaObject, map[string][]stri
 	if err != nil {
 		return nil, nil, fmt.Errorf("comb's schema: %w", err)
 	}
-	if _, err := provider.Up(ctx); err != nil {
+	if version > 0 {
+		_, err = provider.UpTo(ctx, version)
+	} else {
+		_, err = provider.Up(ctx)
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("comb's schema: %w", err)
 	}
 	return schemaOf(ctx, db)
 }
 
-// schemaDrift is how the schema of q differs from comb's: missing are
-// comb's indexes and triggers q lacks (which can be made again from their sql),
-// broken the rest, each a sentence.
-func schemaDrift(ctx context.Context, q querier) (missing []schemaObject, broken []string, err error) {
-	want, wantCols, err := combSchema(ctx)
+// schemaDrift is how the schema of q differs from comb's at version (0:
+// the newest): missing are comb's indexes and triggers q lacks (which can
+// be made again from their sql), broken the rest, each a sentence.
+func schemaDrift(ctx context.Context, q querier, version int64) (missing []schemaObject, broken []string, err error) {
+	want, wantCols, err := combSchema(ctx, version)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -154,7 +160,7 @@ func schemaDrift(ctx context.Context, q querier) (missing []schemaObject, broken
 // mendSchema makes again the indexes of comb's another program dropped,
 // and refuses a schema changed in a way it cannot put back (schemaDrift).
 func (s *Store) mendSchema(ctx context.Context) error {
-	missing, broken, err := schemaDrift(ctx, s.wdb)
+	missing, broken, err := schemaDrift(ctx, s.wdb, 0)
 	if err != nil {
 		return err
 	}
@@ -171,9 +177,14 @@ func (s *Store) mendSchema(ctx context.Context) error {
 	return nil
 }
 
-// checkSchemaDrift is comb check's look at the schema (schemaDrift).
+// checkSchemaDrift is comb check's look at the schema (schemaDrift), held
+// against the schema of the file's own version: a file an older comb
+// wrote (a backup taken before an upgrade) lacks what later migrations
+// add, which comb serve adds when it opens it, and is not damaged. Held
+// against the newest, such a backup had findings, and comb restore
+// refused it.
 func checkSchemaDrift(ctx context.Context, tx *sql.Tx, rep *combtype.CheckReport) error {
-	missing, broken, err := schemaDrift(ctx, tx)
+	missing, broken, err := schemaDrift(ctx, tx, rep.SchemaVersion)
 	if err != nil {
 		return err
 	}
