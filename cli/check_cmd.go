@@ -7,6 +7,7 @@ import (
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/internal/gcpace"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const checkLong = `Verifies a database without changing it: SQLite's integrity check, every
@@ -30,14 +31,10 @@ func (m *App) checkCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&dbPath, "db", "comb.db", "database file to check (env COMB_DB)")
-	m.setting(fs, "db", "")
-	fs.StringVar(&output, "output", "table", "output format: table or json (env COMB_OUTPUT)")
-	m.setting(fs, "output", "")
-	progressFlag(fs, &showProgress)
+	m.fileFlags(fs, "check", &dbPath, &output, &showProgress)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if output != "table" && output != "json" {
-			return usageErrorf("--output %q: want table or json", output)
+		if err := checkOutput(output); err != nil {
+			return err
 		}
 		m.running = true
 		return m.check(cmd.Context(), dbPath, output == "json", m.wantProgress(fs, showProgress))
@@ -71,6 +68,24 @@ func (m *App) check(ctx context.Context, dbPath string, asJSON, showProgress boo
 	}
 	if len(rep.Findings) > 0 {
 		return &exitError{code: ExitFindings, err: fmt.Errorf("check: %s: %d findings", dbPath, len(rep.Findings))}
+	}
+	return nil
+}
+
+// fileFlags are the flags of the commands that work on a database file
+// (check, restore): --db, --output and --progress.
+func (m *App) fileFlags(fs *pflag.FlagSet, verb string, dbPath, output *string, showProgress *bool) {
+	fs.StringVar(dbPath, "db", "comb.db", "database file to "+verb+" (env COMB_DB)")
+	m.setting(fs, "db", "")
+	fs.StringVar(output, "output", "table", "output format: table or json (env COMB_OUTPUT)")
+	m.setting(fs, "output", "")
+	progressFlag(fs, showProgress)
+}
+
+// checkOutput refuses an --output the file commands do not print.
+func checkOutput(output string) error {
+	if output != "table" && output != "json" {
+		return usageErrorf("--output %q: want table or json", output)
 	}
 	return nil
 }

@@ -36,14 +36,10 @@ func (m *App) restoreCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&dbPath, "db", "comb.db", "database file to restore (env COMB_DB)")
-	m.setting(fs, "db", "")
-	fs.StringVar(&output, "output", "table", "output format: table or json (env COMB_OUTPUT)")
-	m.setting(fs, "output", "")
-	progressFlag(fs, &showProgress)
+	m.fileFlags(fs, "restore", &dbPath, &output, &showProgress)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if output != "table" && output != "json" {
-			return usageErrorf("--output %q: want table or json", output)
+		if err := checkOutput(output); err != nil {
+			return err
 		}
 		m.running = true
 		return m.restore(cmd.Context(), dbPath, args[0], output == "json", m.wantProgress(fs, showProgress))

@@ -5,11 +5,8 @@ package store
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
-
-	"github.com/comb-broker/comb/internal/clock"
 )
 
 // The restored file takes the mode, and under root the owner, of the file
@@ -17,19 +14,7 @@ import (
 // which the service's own user could not open.
 func TestARestoredFileKeepsTheOwnerAndModeOfTheOneItReplaces(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, backup := filepath.Join(dir, "comb.db"), filepath.Join(dir, "b.db")
-	s, err := Open(ctx, Options{Path: db, Clock: clock.NewManual(t0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lossPush(t, s, "q", "", "a")
-	if err := s.Backup(ctx, backup); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	db, backup := closedWithBackup(t)
 	const uid, gid = 4242, 4343
 	root := os.Geteuid() == 0
 	if err := os.Chmod(db, 0o640); err != nil {

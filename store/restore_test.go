@@ -94,19 +94,7 @@ func TestABackupBesideALeftoverWALIsRefused(t *testing.T) {
 // nothing: the database, -wal and -shm stay together at the path.
 func TestARestoreWhoseAsideNameIsTakenMovesNothing(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, backup := filepath.Join(dir, "comb.db"), filepath.Join(dir, "b.db")
-	s, err := Open(ctx, Options{Path: db, Clock: clock.NewManual(t0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lossPush(t, s, "q", "", "a")
-	if err := s.Backup(ctx, backup); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	db, backup := closedWithBackup(t)
 	for _, side := range []string{"-wal", "-shm"} {
 		if err := os.WriteFile(db+side, []byte("kept with its database"), 0o600); err != nil {
 			t.Fatal(err)
@@ -128,4 +116,25 @@ func TestARestoreWhoseAsideNameIsTakenMovesNothing(t *testing.T) {
 			t.Errorf("comb.db%s after the refused restore: %v", side, err)
 		}
 	}
+}
+
+// closedWithBackup makes comb.db holding one message, a backup of it
+// (b.db) beside it, and closes it; it returns both paths.
+func closedWithBackup(t *testing.T) (db, backup string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, backup = filepath.Join(dir, "comb.db"), filepath.Join(dir, "b.db")
+	s, err := Open(ctx, Options{Path: db, Clock: clock.NewManual(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossPush(t, s, "q", "", "a")
+	if err := s.Backup(ctx, backup); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return db, backup
 }
