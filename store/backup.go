@@ -5,9 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -118,6 +121,10 @@ func vacuumInto(ctx context.Context, db *sql.DB, dst string, copied func()) erro
 		os.Remove(dst)
 		return fmt.Errorf("backup to %s: %w", dst, classify(err))
 	}
+	if err := newEpoch(ctx, dst); err != nil {
+		os.Remove(dst)
+		return fmt.Errorf("backup: %w", err)
+	}
 	// VACUUM INTO writes without syncing; the copy is only a backup once
 	// it is on disk.
 	f, err := os.OpenFile(dst, os.O_RDWR, 0)
@@ -127,6 +134,99 @@ func vacuumInto(ctx context.Context, db *sql.DB, dst string, copied func()) erro
 	if err := errors.Join(f.Chmod(0o600), f.Sync(), f.Close()); err != nil {
 		os.Remove(dst)
 		return fmt.Errorf("backup: sync %s: %w", dst, err)
+	}
+	return nil
+}
+
+// newEpoch gives the copy at path a message id epoch of its own (ids.go:
+// idEpochKey), before anything else opens it. A copy of a file older than
+// the settings table keeps the ids of its source.
+//
+// The write goes through SQLite, which raises the change counter in the
+// copy's header; it is then put back to what VACUUM INTO wrote (1, with
+// its version-valid-for), so that the copy still tells itself apart from
+// any file comb serves when it is copied over one (replaced.go). Nothing
+// else has the copy open.
+func newEpoch(ctx context.Context, path string) error {
+	before, err := readCounters(path)
+	wal := errors.Is(err, errWALCopy)
+	if err != nil && !wal {
+		return err
+	}
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return fmt.Errorf("open the copy %s: %w", path, err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'settings'`).Scan(&n); err != nil {
+		return fmt.Errorf("read the copy %s: %w", path, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		idEpochKey, newIDEpoch(), time.Now().UnixMicro()); err != nil {
+		return fmt.Errorf("give the copy %s its message id epoch: %w", path, classify(err))
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("close the copy %s: %w", path, err)
+	}
+	if wal {
+		return nil
+	}
+	return writeCounters(path, before)
+}
+
+// The file change counter and its version-valid-for, in a SQLite file's
+// header (file format: offsets 24 and 92, big-endian).
+const (
+	counterAt      = 24
+	validForAt     = 92
+	rollbackFormat = 1 // header bytes 18 and 19 of a file not in WAL mode
+)
+
+type counters [2][4]byte
+
+// errWALCopy is a copy in WAL mode, whose counters a write leaves alone.
+var errWALCopy = errors.New("the copy is in WAL mode")
+
+// readCounters reads the counters of the rollback-mode file at path.
+func readCounters(path string) (counters, error) {
+	var c counters
+	f, err := os.Open(path)
+	if err != nil {
+		return c, fmt.Errorf("read the copy's header: %w", err)
+	}
+	defer f.Close()
+	var h [headerSize]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil {
+		return c, fmt.Errorf("read the copy's header: %w", err)
+	}
+	if string(h[:len(sqliteMagic)]) != sqliteMagic {
+		return c, fmt.Errorf("the copy %s is not a SQLite file", path)
+	}
+	if h[18] != rollbackFormat || h[19] != rollbackFormat {
+		// In WAL mode SQLite leaves the counter as it is.
+		return c, errWALCopy
+	}
+	copy(c[0][:], h[counterAt:])
+	copy(c[1][:], h[validForAt:])
+	return c, nil
+}
+
+// writeCounters puts c back into the header of the file at path.
+func writeCounters(path string, c counters) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("write the copy's header: %w", err)
+	}
+	_, err1 := f.WriteAt(c[0][:], counterAt)
+	_, err2 := f.WriteAt(c[1][:], validForAt)
+	if err := errors.Join(err1, err2, f.Close()); err != nil {
+		return fmt.Errorf("write the copy's header: %w", err)
 	}
 	return nil
 }

@@ -302,7 +302,7 @@ func (w *wtx) readSpans(q *combtype.Queue, req *popReq, spans []claimSpan, lease
 			}
 			size += int64(len(f.Payload))
 			msgs = append(msgs, combtype.Message{
-				ID: MessageID(sp.part.UUID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
+				ID: w.s.messageID(sp.part.UUID, off), TxnID: f.TxnID, PartitionID: sp.part.UUID, Partition: sp.part.Name,
 				Queue: q.Name, LeaseID: leaseID, Group: req.Group, Payload: f.Payload, CreatedAt: fromMicros(createdAt),
 				TraceID: f.TraceID, ProducerSub: f.ProducerSub, RetryCount: sp.retry, Offset: off,
 			})

@@ -335,7 +335,7 @@ func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error
 	_, err = w.ExecContext(w.ctx, `INSERT INTO dlq (id, message_id, tenant, queue_name, partition_name, partition_uuid,
 		group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
 		VALUES (`+nextDLQID+`, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?)`,
-		MessageID(loc.p.UUID, loc.offset), loc.q.Tenant, loc.q.Name, loc.p.Name, loc.p.UUID, group, frame.TxnID,
+		w.s.messageID(loc.p.UUID, loc.offset), loc.q.Tenant, loc.q.Name, loc.p.Name, loc.p.UUID, group, frame.TxnID,
 		loc.offset, frame.TraceID, frame.ProducerSub, w.s.sealPayload(loc.q, frame.Payload), keptError(errText), retry, createdAt, micros(w.now))
 	if err != nil {
 		return fmt.Errorf("insert dead letter: %w", err)

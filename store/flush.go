@@ -192,7 +192,7 @@ func (w *wtx) resolveStaged(pp *pendingPart) error {
 		}
 	}
 	seen := make(map[string]int64, len(pp.staged))
-	msgIDs := messageIDs(pp.part.UUID)
+	msgIDs := w.s.messageIDs(pp.part.UUID)
 	for _, st := range pp.staged {
 		it, res := st.item, st.res
 		off, dup := stored[it.TxnID]

@@ -15,7 +15,7 @@ func BenchmarkMessageIDs(b *testing.B) {
 	})
 	b.Run("once", func(b *testing.B) {
 		for b.Loop() {
-			ids := messageIDs(p)
+			ids := messageIDs("", p)
 			for off := range int64(100) {
 				_ = ids.at(off)
 			}

@@ -298,7 +298,7 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 				fr := &frames[off-first]
 				st, qst, consumed, lease := v.status(off, containsOffset(dead, off), now)
 				out = append(out, combtype.MessageInfo{
-					ID: MessageID(v.p.UUID, off), TxnID: fr.TxnID, PartitionID: v.p.UUID, Partition: v.p.Name,
+					ID: s.messageID(v.p.UUID, off), TxnID: fr.TxnID, PartitionID: v.p.UUID, Partition: v.p.Name,
 					Queue: v.q.Name, Namespace: v.q.Namespace, Task: v.q.Task, Priority: v.q.Options.Priority,
 					Offset: off, Status: st, QueueStatus: qst, ConsumedBy: consumed, TotalGroups: len(v.bus),
 					TraceID: fr.TraceID, ProducerSub: fr.ProducerSub, CreatedAt: fromMicros(sg.createdAt),
@@ -504,7 +504,7 @@ func (s *Store) GetMessage(ctx context.Context, tenant, partitionUUID, txn strin
 	}
 	st, qst, consumed, lease := v.status(off, dlqRetry.Valid, now)
 	d.MessageInfo = combtype.MessageInfo{
-		ID: MessageID(p.UUID, off), TxnID: frame.TxnID, PartitionID: p.UUID, Partition: p.Name, Queue: q.Name,
+		ID: s.messageID(p.UUID, off), TxnID: frame.TxnID, PartitionID: p.UUID, Partition: p.Name, Queue: q.Name,
 		Namespace: q.Namespace, Task: q.Task, Priority: q.Options.Priority, Offset: off, Status: st, QueueStatus: qst,
 		ConsumedBy: consumed, TotalGroups: len(v.bus), TraceID: frame.TraceID, ProducerSub: frame.ProducerSub,
 		CreatedAt: fromMicros(createdAt), LeaseExpiresAt: lease,

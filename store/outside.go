@@ -65,6 +65,9 @@ func (s *Store) noticeOutsideCommits(ctx context.Context) error {
 	if s.segSeq, err = segmentSeq(ctx, s.wconn); err != nil {
 		return err
 	}
+	if err := s.loadIDEpoch(ctx); err != nil {
+		return err
+	}
 	if now := time.Now(); now.Sub(s.outsideLogged) >= outsideLogEvery {
 		s.outsideLogged = now
 		s.log.Warn("another program committed to the database file; the server reads again the rows it keeps in memory "+

@@ -248,7 +248,7 @@ func (w *wtx) restoreStep(tenant string, id int64, first bool, rows, bytes int, 
 			if _, err := w.ExecContext(w.ctx, `INSERT INTO dlq (id, message_id, tenant, queue_name, partition_name, partition_uuid,
 				group_name, txn_id, offset, trace_id, producer_sub, payload, error_message, retry_count, created_at, failed_at)
 				VALUES (`+nextDLQID+`, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, 0, ?, ?)`,
-				MessageID(seg.PartitionID, off), tenant, seg.Queue, seg.Partition, seg.PartitionID, g, f.TxnID, off,
+				w.s.messageID(seg.PartitionID, off), tenant, seg.Queue, seg.Partition, seg.PartitionID, g, f.TxnID, off,
 				f.TraceID, f.ProducerSub, f.Payload, note, createdAt, now); err != nil {
 				return false, fmt.Errorf("dead-letter restored message: %w", err)
 			}

@@ -171,10 +171,13 @@ type Store struct {
 	// last logged (writer goroutine only; outside.go).
 	dataVersion   int64
 	outsideLogged time.Time
-	keyCeil       keyCeilings // writer goroutine only
-	queues        boundCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
-	groups        boundCount  // writer goroutine only: what MaxGroups is checked against (grouplimit.go)
-	shared        sharedSegs  // large segments' decoded bytes, while something holds them (segcache.go)
+	// idEpoch is the epoch the database's message ids are derived with
+	// (ids.go): set by the writer, read by any goroutine.
+	idEpoch atomic.Pointer[string]
+	keyCeil keyCeilings // writer goroutine only
+	queues  boundCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
+	groups  boundCount  // writer goroutine only: what MaxGroups is checked against (grouplimit.go)
+	shared  sharedSegs  // large segments' decoded bytes, while something holds them (segcache.go)
 	// maxForwarders is Options.MaxForwarders: forwarders are few, so the
 	// store of a new one counts them.
 	maxForwarders int
@@ -517,6 +520,9 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		return nil, err
 	}
 	if err := s.readDataVersion(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.loadIDEpoch(ctx); err != nil {
 		return nil, err
 	}
 	s.initHead()
