@@ -150,16 +150,17 @@ func (s *Store) overwritten() bool {
 	}
 }
 
-// setWALAside moves the WAL of a file overwritten in place out of the
-// way of the next process to open the path (above).
-func (s *Store) setWALAside() {
-	aside := fmt.Sprintf("%s.overwritten-%s", s.walPath, time.Now().UTC().Format("20060102T150405Z"))
+// setWALAside moves the WAL of a file overwritten in place, or the WAL
+// cut under the server (sidecut.go), out of the way of the next process
+// to open the path (above); why names the file it is moved to.
+func (s *Store) setWALAside(why string) {
+	aside := fmt.Sprintf("%s.%s-%s", s.walPath, why, time.Now().UTC().Format("20060102T150405Z"))
 	if err := os.Rename(s.walPath, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.log.Error("overwritten file: its WAL could not be moved aside; remove it before comb opens the file again, or the next start replays it into the copy",
+		s.log.Error(why+" WAL: it could not be moved aside; remove it before comb opens the file again, or the next start reads it",
 			"wal", s.walPath, "err", err)
 		return
 	}
-	s.log.Warn("overwritten file: this process's WAL is moved aside, so that the next start does not replay it into the copy",
+	s.log.Warn(why+" WAL: this process's WAL is moved aside, so that the next start does not read it",
 		"wal", aside)
 }
 
@@ -186,6 +187,11 @@ func (s *Store) setWALAside() {
 type sideFiles struct {
 	wal, shm os.FileInfo // nil: not there at open, not checked
 	shmPath  string      // resolved once, as walPath is: checked after every commit
+	// walF and shmF are the two opened for reading at open, kept until the
+	// connections close, and shmSize the largest the -shm was seen
+	// (sidecut.go).
+	walF, shmF *os.File
+	shmSize    int64
 }
 
 // initSideFiles takes the -wal and -shm as they are at open.
@@ -200,10 +206,11 @@ func (s *Store) initSideFiles() {
 	if fi, err := os.Stat(s.side.shmPath); err == nil {
 		s.side.shm = fi
 	}
+	s.openSides()
 }
 
 // shmPath is the shared-memory file of the database at path, beside the
-// file the path resolves to. Only ever stat'ed, never opened.
+// file the path resolves to.
 func shmPath(path string) string {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
@@ -231,8 +238,9 @@ func (s *Store) sideRemoved() (string, bool) {
 
 // fileReplaced reports whether the file the store serves is no longer
 // the one at its path (pathReplaced), was overwritten in place
-// (overwritten, which sets inPlace), or lost its -wal or -shm
-// (sideRemoved, which sets sideGone). Writer goroutine only.
+// (overwritten, which sets inPlace), had its -wal or -shm cut (sideCut,
+// which sets walCut or shmCut) or lost one (sideRemoved, which sets
+// sideGone). Writer goroutine only.
 func (s *Store) fileReplaced() bool {
 	if s.pathReplaced() {
 		return true
@@ -241,11 +249,29 @@ func (s *Store) fileReplaced() bool {
 		s.inPlace = true
 		return true
 	}
+	if s.sideCut() {
+		return true
+	}
 	if name, gone := s.sideRemoved(); gone {
 		s.sideGone = name
 		return true
 	}
 	return false
+}
+
+// keptBesideRemoved reports whether a commit that found the -wal or -shm
+// removed is kept all the same, once noteReplaced has run: the -shm
+// removed, the commit is in the WAL at the path, which the next start
+// reads; the -wal removed, once noteReplaced has copied it into the file.
+func (s *Store) keptBesideRemoved() bool {
+	switch s.sideGone {
+	case "":
+		return false
+	case s.side.shmPath:
+		return true
+	default:
+		return s.walEmptied
+	}
 }
 
 // noteReplaced is the writer's turn from serving the file to refusing
@@ -257,6 +283,15 @@ func (s *Store) noteReplaced() {
 		s.replaced.Store(true)
 		close(s.replacedCh)
 		switch {
+		case s.walCut:
+			s.log.Error("the database file's WAL was cut short (truncated) while comb served it: what it held is lost; comb moves it aside, writes nothing more and answers writes 503; restart comb to serve the file with what its last checkpoint holds",
+				"path", s.path, "wal", s.walPath)
+		case s.shmCut:
+			s.log.Error("the database file's -shm was cut short (truncated) while comb served it: comb writes nothing more and answers writes 503; restart comb, which rebuilds it from the WAL",
+				"path", s.path, "shm", s.side.shmPath)
+		case s.sideGone == s.side.shmPath:
+			s.log.Error("the database file's "+filepath.Base(s.sideGone)+" was removed while comb served it: comb writes nothing more and answers writes 503; restart comb, which makes one anew from the WAL",
+				"path", s.path, "removed", s.sideGone)
 		case s.sideGone != "":
 			s.log.Error("the database file's "+filepath.Base(s.sideGone)+" was removed while comb served it: comb copies its WAL into the file, writes nothing more and answers writes 503; restart comb to serve the file with files of its own again",
 				"path", s.path, "removed", s.sideGone)
@@ -267,9 +302,18 @@ func (s *Store) noteReplaced() {
 			s.log.Error("the database file was replaced or removed while comb served it: comb writes nothing more and answers writes 503; restart comb to serve the file now at the path",
 				"path", s.path)
 		}
-		if s.inPlace {
-			s.setWALAside()
+		switch {
+		case s.inPlace:
+			s.setWALAside("overwritten")
 			s.walEmptied = true // nothing of it may reach the copy
+		case s.walCut:
+			s.setWALAside("cut")
+			s.walEmptied = true // a checkpoint would copy the gap's zeros into the file
+		case s.shmCut, s.sideGone == s.side.shmPath:
+			// The WAL at the path holds every commit, and the next start
+			// reads it: a checkpoint now, through a -shm no other process
+			// shares, could empty it under one that opened the path since.
+			s.walEmptied = true
 		}
 	}
 	if s.walEmptied {

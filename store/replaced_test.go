@@ -160,12 +160,14 @@ func TestARelativePathStaysTheFileAfterTheWorkingDirectoryChanges(t *testing.T) 
 // The -wal or -shm beside the file removed under the server (by hand, or
 // by a cleaner of temporary files): SQLite goes on with the files it has
 // open, no name leads to them, and what it commits to a removed WAL is
-// gone with the process. The commit that finds one gone is answered as
-// not kept and the store writes no more, as for a replaced file, but
-// first copies its WAL into the file at the path: what a kill -9 leaves
-// there (the file, and the -wal at the path if any) holds every write
-// answered before. Before, writes went on answered as kept, and the
-// file at the path held none of the last 20.
+// gone with the process. The store writes no more after the commit that
+// finds one gone, as for a replaced file, but first copies a removed WAL
+// into the file at the path (a removed -shm leaves the WAL at the path
+// whole): what a kill -9 leaves there (the file, and the -wal at the
+// path if any) holds every write answered as kept, that commit's
+// included. Before, writes went on answered as kept, and the file at the
+// path held none of the last 20; then that commit was answered as not
+// kept while the file held it.
 func TestARemovedWALOrSharedMemoryStopsWritesAndLosesNothing(t *testing.T) {
 	ctx := context.Background()
 	for _, side := range []string{"-wal", "-shm"} {
@@ -185,8 +187,8 @@ func TestARemovedWALOrSharedMemoryStopsWritesAndLosesNothing(t *testing.T) {
 			if err := os.Remove(path + side); err != nil {
 				t.Fatal(err)
 			}
-			if err := pushID(ctx, s, "after"); !errors.Is(err, combtype.ErrReplaced) {
-				t.Fatalf("push after %s was removed: %v, want ErrReplaced", side, err)
+			if err := pushID(ctx, s, "after"); err != nil {
+				t.Fatalf("the push that finds %s removed: %v, want it kept", side, err)
 			}
 			if err := pushID(ctx, s, "later"); !errors.Is(err, combtype.ErrReplaced) {
 				t.Fatalf("a later push: %v, want ErrReplaced", err)
@@ -213,8 +215,12 @@ func TestARemovedWALOrSharedMemoryStopsWritesAndLosesNothing(t *testing.T) {
 					kept++
 				}
 			}
-			if kept != 20 {
-				t.Errorf("the file at the path holds %d of the 20 writes answered as kept", kept)
+			if kept != 20 || !slices.Contains(storedIDs(t, n), "after") {
+				t.Errorf("the file at the path holds %d of the first 20 writes answered as kept, and of the one that found %s removed: %v",
+					kept, side, slices.Contains(storedIDs(t, n), "after"))
+			}
+			if slices.Contains(storedIDs(t, n), "later") {
+				t.Error("the file at the path holds a write answered as not kept")
 			}
 			if err := n.Close(); err != nil {
 				t.Fatal(err)
@@ -311,5 +317,109 @@ func TestAnEmptiedFileBesideItsWALIsRefused(t *testing.T) {
 				t.Errorf("the WAL after the refused check: %v, %v; want it as it was", fi, err)
 			}
 		})
+	}
+}
+
+// The -wal or -shm cut to nothing under the server (truncate -s 0, a log
+// rotator, > comb.db-wal): no name changes, and SQLite goes on with a
+// wal-index that lists frames the WAL no longer holds. The store finds
+// the cut before its next commit (or within its once-a-second look while
+// idle), answers that write and every later one as not kept, and runs no
+// checkpoint: a cut WAL is moved aside, and the file keeps everything its
+// last checkpoint copied in; a cut -shm leaves the WAL whole, and every
+// write answered as kept is in what the path holds. Before, the next
+// commit went past a gap of zeros that a checkpoint then copied into the
+// file (malformed, or all zeros), and a cut -shm made every write fail as
+// read-only for good.
+func TestACutWALOrSharedMemoryStopsWritesAndBreaksNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, side := range []string{"-wal", "-shm"} {
+		for _, when := range []string{"push", "idle"} {
+			t.Run(side+" "+when, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "comb.db")
+				s, err := Open(ctx, Options{Path: path})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for i := range 20 {
+					id := fmt.Sprint("file-", i)
+					if err := pushID(ctx, s, id); err != nil {
+						t.Fatal(err)
+					}
+					want = append(want, id)
+				}
+				if err := s.Close(); err != nil { // checkpointed into the file
+					t.Fatal(err)
+				}
+				if s, err = Open(ctx, Options{Path: path}); err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				for i := range 5 {
+					id := fmt.Sprint("wal-", i)
+					if err := pushID(ctx, s, id); err != nil {
+						t.Fatal(err)
+					}
+					if side == "-shm" {
+						want = append(want, id) // a cut -shm leaves them in the WAL
+					}
+				}
+				if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() <= walHeaderSize {
+					t.Fatalf("the WAL holds no frames to cut: %v, %v; the test proves nothing", fi, err)
+				}
+				if err := os.Truncate(path+side, 0); err != nil {
+					t.Fatal(err)
+				}
+				if when == "idle" {
+					select {
+					case <-s.Replaced():
+					case <-time.After(10 * time.Second):
+						t.Errorf("the idle writer did not find the %s cut", side)
+					}
+				}
+				if err := pushID(ctx, s, "after"); !errors.Is(err, combtype.ErrReplaced) {
+					t.Errorf("push after %s was cut: %v, want ErrReplaced", side, err)
+				}
+				select {
+				case <-s.Replaced():
+				default:
+					t.Error("Replaced is not closed")
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if side == "-wal" {
+					if _, err := os.Stat(path + "-wal"); err == nil {
+						t.Error("the cut WAL is still at the path")
+					}
+					if aside, _ := filepath.Glob(path + "-wal.cut-*"); len(aside) != 1 {
+						t.Errorf("the cut WAL moved aside: %v", aside)
+					}
+				}
+				// What a kill -9 now leaves at the path.
+				crashed := filepath.Join(t.TempDir(), "comb.db")
+				copyFile(t, path, crashed)
+				if _, err := os.Stat(path + "-wal"); err == nil {
+					copyFile(t, path+"-wal", crashed+"-wal")
+				}
+				n, err := Open(ctx, Options{Path: crashed})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer n.Close()
+				slices.Sort(want)
+				if got := storedIDs(t, n); !slices.Equal(got, want) {
+					t.Errorf("the file at the path holds %v, want %v", got, want)
+				}
+				if err := n.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if rep, err := Check(ctx, crashed); err != nil || len(rep.Findings) > 0 {
+					t.Errorf("check of what the path held: %+v, %v", rep, err)
+				}
+			})
+		}
 	}
 }

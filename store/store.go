@@ -258,9 +258,11 @@ type Store struct {
 	head    fileHead
 	inPlace bool
 	// side is the -wal and -shm found at open, sideGone the one found
-	// removed since (replaced.go).
-	side     sideFiles
-	sideGone string
+	// removed since (replaced.go), walCut or shmCut set once one was found
+	// cut short (sidecut.go).
+	side           sideFiles
+	sideGone       string
+	walCut, shmCut bool
 	// unwritable is set while commits fail because the file system
 	// refuses the file (writer.go, noteUnwritable).
 	unwritable atomic.Bool
@@ -567,6 +569,10 @@ func (s *Store) Close() error {
 	if refresher != nil {
 		<-refresher
 	}
+	if !s.replaced.Load() && s.sideCut() {
+		// A checkpoint now would copy a cut WAL into the file (sidecut.go).
+		s.noteReplaced()
+	}
 	if s.replaced.Load() {
 		// The connections stay open until the process exits (replaced.go).
 		s.log.Info("closing: the database file was replaced; its connections are left to the process's exit", "path", s.path)
@@ -576,7 +582,7 @@ func (s *Store) Close() error {
 	s.checkpointOnClose()
 	s.wstmts.close()
 	s.rstmts.close()
-	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close(), s.closeDisk())
+	errs = append(errs, s.wconn.Close(), s.rdb.Close(), s.wdb.Close(), s.closeSides(), s.closeDisk())
 	// Unlocked last, once nothing of this process touches the file.
 	errs = append(errs, s.lock.release())
 	return errors.Join(errs...)

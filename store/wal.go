@@ -43,6 +43,11 @@ func walPath(path string) string {
 // walIdleAfter. It returns when to run again (0: at the next idle time
 // after a commit).
 func (s *Store) idleWork() time.Duration {
+	if s.sideCut() {
+		// No checkpoint may run on a cut WAL (sidecut.go).
+		s.noteReplaced()
+		return 0
+	}
 	var again time.Duration
 	if s.disk.f != nil && (s.disk.refusing || !s.disk.held) && !s.recoverSpace() {
 		again = walRetryAfter

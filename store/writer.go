@@ -290,6 +290,13 @@ func (s *Store) commit(batch []*writeOp) {
 		}
 		return
 	}
+	if s.sideCut() {
+		// SQLite would write past the gap of a cut WAL, or checkpoint it
+		// into the file (sidecut.go).
+		s.noteReplaced()
+		s.commit(batch)
+		return
+	}
 	errs, notify, err := s.runBatch(batch)
 	if err != nil && isFull(err) && s.onFull(batch) {
 		// The disk filled and the reserve was just given back: what
@@ -302,10 +309,14 @@ func (s *Store) commit(batch []*writeOp) {
 	}
 	if err == nil && s.fileReplaced() {
 		// Committed to a file the path no longer names: not kept, for
-		// whoever reads the path, so not answered as kept.
+		// whoever reads the path, so not answered as kept. Unless only a
+		// -wal or -shm was removed: the commit is then in the WAL at the
+		// path, or copied out of the removed one into the file.
 		s.noteReplaced()
-		s.commit(batch)
-		return
+		if !s.keptBesideRemoved() {
+			s.commit(batch)
+			return
+		}
 	}
 	s.noteFileBusy(err)
 	s.noteUnwritable(err)
