@@ -87,7 +87,8 @@ func checkNotStale(path string) (inUse bool, err error) {
 	if !inUse {
 		return false, nil
 	}
-	if _, err := os.Lstat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+	// The -wal is beside the file a symlink leads to, where SQLite puts it.
+	if _, err := os.Lstat(walPath(path)); errors.Is(err, fs.ErrNotExist) {
 		return true, fmt.Errorf("%w: %s is served by a running comb but its -wal file is gone from the directory, "+
 			"so the file lacks the server's recent writes; stop the server with SIGTERM (not kill -9), "+
 			"which writes them into the file, then try again", combtype.ErrStale, path)

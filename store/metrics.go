@@ -29,7 +29,7 @@ func (s *Store) DatabaseSize() (file, wal int64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("stat database: %w", err)
 	}
-	wi, err := os.Stat(s.path + "-wal")
+	wi, err := os.Stat(s.walPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fi.Size(), 0, nil

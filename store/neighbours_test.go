@@ -533,3 +533,60 @@ func TestAnOpenBesideAnExclusiveSessionSaysTheFileIsBusy(t *testing.T) {
 		t.Errorf("open beside an exclusive session: %v, want ErrFileBusy and not ErrNotComb", err)
 	}
 }
+
+// A database served, backed up, checked and restored by a symlink to it
+// (a data directory linked into place, a /var/lib path pointing at a
+// mount): SQLite keeps the -wal and -shm beside the file the link leads
+// to, and every command finds them there. Before, the online backup and
+// comb backup --db and comb check --db took the file for one whose -wal
+// was gone ("stale"), the WAL's size read 0, and a restore moved the link
+// aside and put a plain file in its place.
+func TestAServedSymlinkIsTheFileItLeadsTo(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	real := filepath.Join(dir, "data", "comb.db")
+	if err := os.Mkdir(filepath.Dir(real), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "comb.db")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	st := openLogged(t, link, nil)
+	pushN(t, st, "a", 10)
+	if _, wal, err := st.DatabaseSize(); err != nil || wal == 0 {
+		t.Errorf("the WAL's size: %d, %v; want the size of the -wal beside %s", wal, err, real)
+	}
+	if err := st.Backup(ctx, filepath.Join(dir, "online.db")); err != nil {
+		t.Errorf("online backup: %v", err)
+	}
+	if err := store.BackupFile(ctx, link, filepath.Join(dir, "file.db")); err != nil {
+		t.Errorf("backup of the served file by its link: %v", err)
+	}
+	if rep, err := store.Check(ctx, link); err != nil || len(rep.Findings) > 0 || rep.Frames != 10 {
+		t.Errorf("check of the served file by its link: %+v, %v", rep, err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A backup with more in it, restored by the link.
+	other := filepath.Join(dir, "other.db")
+	o := openLogged(t, other, nil)
+	pushN(t, o, "b", 12)
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := store.RestoreFile(ctx, link, other, nil)
+	if err != nil || len(rep.Check.Findings) > 0 {
+		t.Fatalf("restore by the link: %+v, %v", rep, err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("after the restore the link is %v, %v; want the symlink", fi, err)
+	}
+	if !strings.HasPrefix(rep.Aside, real) {
+		t.Errorf("the old file moved aside to %s, want beside %s", rep.Aside, real)
+	}
+	if chk, err := store.Check(ctx, real); err != nil || chk.Frames != 12 {
+		t.Errorf("the file the link leads to after the restore: %+v, %v; want the backup's 12", chk, err)
+	}
+}

@@ -30,6 +30,11 @@ import (
 // starts serving meanwhile, up to the rename. fn, when not nil, hears how
 // far the copy and its check have come.
 func RestoreFile(ctx context.Context, path, backup string, fn func(combtype.Progress)) (*combtype.RestoreReport, error) {
+	// A path that is a symlink keeps leading to the database: the file it
+	// leads to is the one replaced, its -wal and -shm beside it.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	if served, err := servedBy(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("restore: %w", err)
 	} else if served {
