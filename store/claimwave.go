@@ -225,6 +225,11 @@ func (w *wtx) undoWave(fresh bool) error {
 	if _, err := w.s.execControl(w.ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("begin after wave: %w", err)
 	}
+	// Another program may have committed between the two, as before any
+	// transaction the writer begins (outside.go).
+	if err := w.s.noticeOutsideCommits(w.ctx); err != nil {
+		return fmt.Errorf("begin after wave: %w", err)
+	}
 	return nil
 }
 
