@@ -74,7 +74,7 @@ var (
 	// path no longer names the file the server opened, or the file was
 	// overwritten: replaced (a backup moved over it), removed, or written
 	// over in place (a backup copied onto it) while served, or once its
-	// -wal or -shm was removed.
+	// -wal or -shm was removed or cut short.
 	// Nothing of the write was kept; the server writes nothing more and
 	// serves the file at the path once restarted (docs/operations.md).
 	ErrReplaced = errors.New("database file was replaced or removed while served")

@@ -122,7 +122,7 @@ func errorStatus(err error) (status int, msg string) {
 		// write resumes once that transaction ends.
 		return http.StatusServiceUnavailable, "Database file is locked by another program's write transaction (a sqlite3 session or DB browser?): nothing was written; retry shortly"
 	case errors.Is(err, combtype.ErrReplaced):
-		return http.StatusServiceUnavailable, "Database file was replaced or removed while the server ran (a backup restored over it?): nothing was written; restart the server to serve the file now at its path"
+		return http.StatusServiceUnavailable, "Database file, or its -wal or -shm, was replaced, removed or cut short while the server ran (a backup restored over it?): nothing was written; restart the server to serve the file now at its path"
 	case errors.Is(err, combtype.ErrDamaged):
 		// Still the server's failure, and logged as one; the message says
 		// where to look rather than "Internal server error".
