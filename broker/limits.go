@@ -175,6 +175,14 @@ func TooManyItems(got int) error {
 		MaxPushItems, countText(got))}
 }
 
+// TooMany is the refusal of a list of a request (name as the wire
+// spells it) that its decoding counted past max, where it stopped: a
+// million tiny entries would cost hundreds of MB before the broker saw
+// them.
+func TooMany(name string, max int) error {
+	return &InputError{Msg: fmt.Sprintf("%s holds at most %d entries (got more than %d); split the request", name, max, max)}
+}
+
 func countText(got int) string {
 	if got > MaxPushItems {
 		return fmt.Sprintf("more than %d", MaxPushItems)

@@ -585,16 +585,13 @@ type txOpIn struct {
 }
 
 func (s *Handler) transaction(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	var in struct {
-		Operations     json.RawMessage `json:"operations"`
-		RequiredLeases json.RawMessage `json:"requiredLeases"`
-	}
-	if err := s.readJSON(w, r, &in); err != nil {
+	body, end := s.readWireBody(w, r)
+	raw, requiredLeases, ok, err := decodeTransaction(body, end)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	var raw []txOpIn
-	if len(in.Operations) == 0 || in.Operations[0] != '[' || json.Unmarshal(in.Operations, &raw) != nil {
+	if !ok {
 		s.fail(w, r, &badRequest{"operations array required"})
 		return
 	}
@@ -606,9 +603,8 @@ func (s *Handler) transaction(w http.ResponseWriter, r *http.Request, _ httprout
 	// client (and queenctl through it) sends them empty, and an ack op
 	// without a leaseId is bounded by the ack rule whoever sends it
 	// (docs/wire.md, "The ack rule").
-	if len(in.RequiredLeases) > 0 && string(in.RequiredLeases) != "null" {
-		var held []string
-		if json.Unmarshal(in.RequiredLeases, &held) != nil {
+	if len(requiredLeases) > 0 && string(requiredLeases) != "null" {
+		if ok, _ := stringsIn(requiredLeases, func(string) error { return nil }); !ok {
 			s.fail(w, r, &badRequest{"requiredLeases must be an array of strings"})
 			return
 		}
@@ -618,6 +614,7 @@ func (s *Handler) transaction(w http.ResponseWriter, r *http.Request, _ httprout
 		writeJSON(w, http.StatusOK, map[string]any{"transactionId": txID, "success": false, "error": msg, "results": []any{}})
 	}
 	ops := make([]combtype.TxOp, len(raw))
+	count := 0 // as broker.Transaction counts: an op, and its items past the first
 	for i := range raw {
 		typ, _, _ := rawString(raw[i].Type)
 		ops[i].Type = typ
@@ -637,6 +634,12 @@ func (s *Handler) transaction(w http.ResponseWriter, r *http.Request, _ httprout
 			}
 			if err != nil {
 				refuse("PUSH operation failed: " + err.Error())
+				return
+			}
+			// Counted as each op is read, so that 20,000 ops of 10,000
+			// items each are not all made before the broker counts them.
+			if count += max(len(items)-1, 0); count+len(raw) > broker.MaxTransactionOps {
+				s.fail(w, r, broker.TooMany("operations", broker.MaxTransactionOps))
 				return
 			}
 			pi, err := pushItems(items, producerSub(r.Context()))

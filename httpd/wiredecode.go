@@ -511,6 +511,36 @@ func (d *wireDecoder) rawValue() (json.RawMessage, error) {
 	return d.buf[start:d.pos:d.pos], err
 }
 
+// stringsIn reads raw, a JSON array of strings and nulls (a null is "",
+// as json.Unmarshal into []string made it), one element at a time,
+// handing each to keep, and allocates nothing else: a body of twenty
+// million empty strings decoded into a slice was 340 MB of string headers
+// alone. ok is false unless raw is such an array; an error of keep's
+// stops it and is returned.
+func stringsIn(raw []byte, keep func(string) error) (ok bool, err error) {
+	d := wireDecoder{buf: raw}
+	var kept error
+	err = d.array(func() error {
+		v, err := d.rawValue()
+		if err != nil {
+			return err
+		}
+		str, _, isString := rawString(v)
+		if !isString {
+			return errBadBody
+		}
+		if kept = keep(str); kept != nil {
+			return kept
+		}
+		return nil
+	})
+	if kept != nil {
+		return true, kept
+	}
+	d.skipSpace()
+	return err == nil && d.pos == len(raw), nil
+}
+
 // fieldIs reports whether key names the field name by encoding/json's
 // rule: the same bytes, or else equal under Unicode case folding.
 func fieldIs(key []byte, name string) bool {
@@ -677,6 +707,9 @@ func (d *wireDecoder) ackArray() (acks []ackIn, ok bool, err error) {
 	// of 100 several times.
 	acks = make([]ackIn, 0, min(max(bytes.Count(d.buf[d.pos:], []byte(`"transactionId"`)), 1), maxAckPrealloc))
 	err = d.array(func() error {
+		if len(acks) == broker.MaxAckItems {
+			return broker.TooMany("acknowledgments", broker.MaxAckItems) // as pushItemArray
+		}
 		acks = append(acks, ackIn{})
 		isObject, err := d.rawFields(acks[len(acks)-1].field)
 		ok = ok && isObject
@@ -688,6 +721,57 @@ func (d *wireDecoder) ackArray() (acks []ackIn, ok bool, err error) {
 // maxAckPrealloc is the most entries ackArray allocates before it has
 // read them.
 const maxAckPrealloc = 1024
+
+// --- transaction -------------------------------------------------------
+
+// field is where the value of key goes, by txOpIn's json tags.
+func (op *txOpIn) field(key []byte) *json.RawMessage {
+	switch {
+	case fieldIs(key, "type"):
+		return &op.Type
+	case fieldIs(key, "items"):
+		return &op.Items
+	}
+	return op.ackIn.field(key)
+}
+
+// decodeTransaction reads a transaction body, {"operations": [...],
+// "requiredLeases": ...}; ok is false unless operations is an array of
+// objects and nulls. Past broker.MaxTransactionOps operations it stops
+// with the broker's refusal, before the rest is decoded.
+func decodeTransaction(body []byte, end error) (ops []txOpIn, leases json.RawMessage, ok bool, err error) {
+	d := wireDecoder{buf: body, end: end}
+	err = d.document(func(key []byte) (err error) {
+		switch {
+		case fieldIs(key, "operations"):
+			ops, ok, err = d.txOpArray()
+		case fieldIs(key, "requiredLeases"):
+			leases, err = d.rawValue()
+		default:
+			err = d.value()
+		}
+		return err
+	})
+	return ops, leases, ok, err
+}
+
+// txOpArray reads an operations value as pushItemArray reads items.
+func (d *wireDecoder) txOpArray() (ops []txOpIn, ok bool, err error) {
+	if d.peek() != '[' {
+		return nil, false, d.value()
+	}
+	ok = true
+	err = d.array(func() error {
+		if len(ops) == broker.MaxTransactionOps {
+			return broker.TooMany("operations", broker.MaxTransactionOps)
+		}
+		ops = append(ops, txOpIn{})
+		isObject, err := d.rawFields(ops[len(ops)-1].field)
+		ok = ok && isObject
+		return err
+	})
+	return ops, ok, err
+}
 
 // readAck and readAckBatch read and decode the two ack bodies.
 func (s *Handler) readAck(w http.ResponseWriter, r *http.Request) (ackIn, error) {
