@@ -22,6 +22,11 @@ import (
 // queue is combtype.ErrQueueNotFound, an unknown snapshot
 // combtype.ErrSnapshotNotFound. With DryRun it only reports.
 func (b *Broker) GroupSeek(ctx context.Context, req combtype.SeekRequest) (*combtype.SeekResult, error) {
+	// A seek stores the group's cursors and subscription, as a pop does,
+	// under the same name rule.
+	if err := CheckName("consumerGroup", req.Group); err != nil {
+		return nil, err
+	}
 	return b.st.Seek(ctx, b.tenant, req)
 }
 

@@ -157,7 +157,8 @@ type laggingOut struct {
 }
 
 func (s *Handler) laggingGroups(w http.ResponseWriter, r *http.Request) {
-	minLag := max(queryInt(r.URL.Query(), "minLagSeconds", 3600), 0)
+	// Past what a Duration holds, as good as for ever: nothing lags so.
+	minLag := min(max(queryInt(r.URL.Query(), "minLagSeconds", 3600), 0), int(math.MaxInt64/time.Second))
 	pg, err := readPage(r, false)
 	if err != nil {
 		s.fail(w, r, err)

@@ -173,6 +173,26 @@ func TestANameOverTheBoundIsRefusedOnEveryRouteThatStoresIt(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("broker.Transaction: %v, want %q", err, want)
 	}
+	// A seek stores the group's cursors, as a pop does (before, a seek
+	// stored a group of any name, NUL and invalid UTF-8 included).
+	for group, want := range map[string]string{
+		long:     "consumerGroup is 256 characters long; at most 255 are accepted",
+		"g\x00h": `consumerGroup holds a NUL character (\u0000)`,
+	} {
+		for _, path := range []string{"/api/v1/consumer-groups/" + url.PathEscape(group) + "/queues/q/seek",
+			"/api/v1/consumer-groups/" + url.PathEscape(group) + "/queues/q/partitions/Default/seek"} {
+			r = s.Do("POST", path, map[string]any{"toEnd": true})
+			if r.Status != http.StatusBadRequest || errorOf(t, r) != want {
+				t.Errorf("seek %.60s: %d %s, want 400 %q", path, r.Status, r.Body, want)
+			}
+		}
+		if _, err := s.Broker.GroupSeek(ctx, combtype.SeekRequest{Group: group, Queue: "q", Target: combtype.SeekTarget{ToEnd: true}}); err == nil || err.Error() != want {
+			t.Errorf("broker.GroupSeek: %v, want %q", err, want)
+		}
+	}
+	if r := s.Do("GET", "/api/v1/consumer-groups", nil); strings.Contains(string(r.Body), "ggg") || strings.Contains(string(r.Body), `g\u0000h`) {
+		t.Errorf("groups after the refused seeks: %.300s", r.Body)
+	}
 	if p := s.Pop("/api/v1/pop/queue/q?batch=10&wait=false"); len(p.Messages) != 1 {
 		t.Errorf("after the refusals the queue holds %d messages, want the 1 pushed", len(p.Messages))
 	}
