@@ -375,13 +375,14 @@ func TestATraceOfTooManyNamesIsRefusedNamingTheBound(t *testing.T) {
 
 // TestTheListsOfARequestAreBoundedAsTheyAreDecoded sends, to every route
 // that takes a list and a body of more than 1 MiB, one of millions of the
-// smallest entries JSON has ({} or ""; a body of 6-12 MB, under the body
-// bound): each is refused (or, where the list has no bound of its own,
+// smallest entries JSON has ({}, "" or a member; a body of 6-32 MB,
+// under the body bound): each is refused (or, where the list has no bound of its own,
 // read) while the server allocates a few times the body, not hundreds of
 // bytes an entry. Before,
 // an ack batch of 3,000,000 {} took the server to 971 MB and a
 // transaction of as many operations to 1.2 GB, the whole list decoded
-// before its bound was checked.
+// before its bound was checked, and a cycle of 4 million members to 523
+// MB, all kept before a field was read.
 func TestTheListsOfARequestAreBoundedAsTheyAreDecoded(t *testing.T) {
 	s := combtest.MustServer(t, combtest.Options{})
 	s.Push(item("q", 1))
@@ -399,6 +400,18 @@ func TestTheListsOfARequestAreBoundedAsTheyAreDecoded(t *testing.T) {
 		return []byte(b.String())
 	}
 	pushOp := `{"type":"push","items":[` + strings.TrimSuffix(strings.Repeat(`{"queue":"q","payload":1},`, broker.MaxPushItems), ",") + `]}`
+	members := func(n int) []byte {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"k%d":0`, i)
+		}
+		b.WriteByte('}')
+		return []byte(b.String())
+	}
 	for _, c := range []struct {
 		name, path string
 		body       []byte
@@ -413,6 +426,8 @@ func TestTheListsOfARequestAreBoundedAsTheyAreDecoded(t *testing.T) {
 			"operations holds at most 20000 entries (got more than 20000); split the request"},
 		{"transaction requiredLeases", "/api/v1/transaction",
 			repeat(`{"operations":[{"type":"push","items":[{"queue":"q","payload":1}]}],"requiredLeases":[`, `""`, `]}`, 6_000_000), 200, ""},
+		{"stream cycle members", "/streams/v1/cycle", members(3_000_000), 400,
+			"request body holds more than 1024 members"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var before, after runtime.MemStats
