@@ -15,11 +15,22 @@ import (
 // The copy is made first into a temporary file (os.TempDir, so TMPDIR picks
 // the filesystem) and then streamed, so a failure is still a JSON error and
 // the reply carries its exact length; writes keep committing meanwhile.
+//
+// One backup runs at a time, from its copy to the end of its reply; the
+// others wait their turn (or their client's leaving) holding nothing:
+// thirty at once of a 62 MB file took the server to 318 MB (a SQLite
+// page cache each) and wrote 1.9 GB of copies to the temporary directory.
 func (s *Handler) backup(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if tenant(r.Context()) != "" {
 		// The file holds every tenant's queues.
 		s.fail(w, r, &forbidden{"A backup holds every tenant's data: it needs an admin token of the default tenant"})
 		return
+	}
+	select {
+	case s.backups <- struct{}{}:
+		defer func() { <-s.backups }()
+	case <-r.Context().Done():
+		return // the client left while waiting; nothing to answer
 	}
 	dir, err := os.MkdirTemp("", "comb-backup-")
 	if err != nil {

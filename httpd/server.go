@@ -109,9 +109,10 @@ type Handler struct {
 	stats      *httpStats    // request counters and metrics registry
 	origins    *originPolicy // who may call, checked before routing
 	replies    replyBuffers
-	bodies     *bodyGate  // room for request bodies being read
-	replyRoom  *bodyGate  // room for large pop replies being written (replybound.go)
-	blocks     bodyBlocks // blocks of chunked bodies, reused
+	bodies     *bodyGate     // room for request bodies being read
+	replyRoom  *bodyGate     // room for large pop replies being written (replybound.go)
+	backups    chan struct{} // held by the one backup running (backup.go)
+	blocks     bodyBlocks    // blocks of chunked bodies, reused
 	// parking takes parked pops out of net/http (parking.go); nil for a
 	// handler that no Server serves, whose pops wait inside net/http.
 	parking *parking
@@ -133,7 +134,8 @@ func NewHandler(b *broker.Broker, cfg Config) *Handler {
 	cfg.MetricsQueues = cmp.Or(cfg.MetricsQueues, DefaultMetricsQueues)
 	cfg.MaxReplyBytesInFlight = cmp.Or(cfg.MaxReplyBytesInFlight, DefaultMaxReplyBytesInFlight)
 	s := &Handler{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New(), origins: newOriginPolicy(cfg),
-		bodies: newBodyGate(cfg.MaxBodyBytesInFlight, cfg.BodyWait), replyRoom: newBodyGate(cfg.MaxReplyBytesInFlight, replyWait)}
+		bodies: newBodyGate(cfg.MaxBodyBytesInFlight, cfg.BodyWait), replyRoom: newBodyGate(cfg.MaxReplyBytesInFlight, replyWait),
+		backups: make(chan struct{}, 1)}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.HandleMethodNotAllowed = false
