@@ -39,8 +39,21 @@ func BackupFile(ctx context.Context, src, dst string) error {
 // read from outside it (dst's size), from a watcher goroutine that stops
 // before it returns. fn must return at once.
 func BackupFileProgress(ctx context.Context, src, dst string, fn func(combtype.Progress)) error {
-	if _, err := checkNotStale(src); err != nil {
+	inUse, err := checkNotStale(src)
+	if err != nil {
 		return fmt.Errorf("backup: %w", err)
+	}
+	if !inUse {
+		// The copy would be of what SQLite's recovery makes of a damaged
+		// WAL: without the commits it drops, and checked clean
+		// (waldamage.go).
+		if scan, err := scanWAL(walPath(src)); err != nil {
+			return fmt.Errorf("backup: %w", err)
+		} else if scan.dropped > 0 {
+			return fmt.Errorf("backup: %w: the WAL beside %s is damaged, and SQLite's recovery would drop %d commits that still verify; "+
+				"comb check --db says where, and comb serve, started on the file, keeps a copy of the WAL before recovery (docs/operations.md, The WAL)",
+				combtype.ErrDamaged, src, scan.dropped)
+		}
 	}
 	db, err := openReadOnly(ctx, src)
 	if err != nil {

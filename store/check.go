@@ -70,7 +70,11 @@ func CheckProgress(ctx context.Context, path string, fn func(combtype.Progress))
 		rep.Findings = append(rep.Findings, combtype.Finding{Check: "schema", Detail: fmt.Sprintf(
 			"goose_db_version's rows do not say the schema's version, %d (comb serve writes them again when it starts)", version)})
 	}
-	if wal.dropped > 0 {
+	if wal.dropped > 0 && wal.header {
+		rep.Findings = append(rep.Findings, combtype.Finding{Check: "wal", Detail: fmt.Sprintf(
+			"the WAL's header is damaged: SQLite's recovery reads none of the WAL and drops its %d commits that still verify; comb serve keeps a copy of the WAL when it starts (docs/operations.md, The WAL)",
+			wal.dropped)})
+	} else if wal.dropped > 0 {
 		rep.Findings = append(rep.Findings, combtype.Finding{Check: "wal", Detail: fmt.Sprintf(
 			"the WAL is damaged at frame %d (byte %d): SQLite's recovery keeps the %d commits before it and drops the %d after it that still verify; comb serve keeps a copy of the WAL when it starts (docs/operations.md, The WAL)",
 			wal.badFrame, wal.droppedAt, wal.kept, wal.dropped)})

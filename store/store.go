@@ -444,7 +444,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 		s.log.Warn("could not read the WAL before opening the database", "path", opts.Path, "err", err)
 	} else if kept != "" {
 		s.log.Error("the WAL is damaged: SQLite's recovery keeps the commits before the damage and drops those after it, writes that had been answered; the WAL as found is kept for recovery by hand (docs/operations.md)",
-			"path", opts.Path, "damagedFrame", scan.badFrame, "atByte", scan.droppedAt,
+			"path", opts.Path, "headerDamaged", scan.header, "damagedFrame", scan.badFrame, "atByte", scan.droppedAt,
 			"commitsKept", scan.kept, "commitsDropped", scan.dropped, "copy", kept)
 	}
 	s.wdb, err = openSQLite(base+"?_pragma=busy_timeout("+busyMillis+")&_pragma=foreign_keys(0)"+

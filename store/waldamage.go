@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -44,11 +45,19 @@ type walScan struct {
 	badFrame  int   // the frame recovery stops at, or -1
 	dropped   int   // commits after it that verify: recovery drops them
 	droppedAt int64 // the byte offset of badFrame
+	// header is set when the WAL's header is what is damaged: recovery
+	// reads none of the WAL, and every commit that verifies is dropped
+	// (badFrame 0, droppedAt 0).
+	header bool
 }
 
 // scanWAL reads the WAL at walFile. A missing or empty WAL, or one whose
-// header does not verify (recovery reads none of it then, as for a WAL
-// that was being started), is reported as holding nothing.
+// header does not verify and whose first frame does not either (recovery
+// reads none of it then, as for a WAL that was being started), is
+// reported as holding nothing. A header that does not verify before a
+// first frame that does (against the salts the frame repeats and the
+// checksum the header stored, or the one its other bytes make) is a
+// damaged header: recovery would drop every commit, all of them answered.
 func scanWAL(walFile string) (walScan, error) {
 	scan := walScan{badFrame: -1}
 	if fi, err := os.Stat(walFile); err != nil || !fi.Mode().IsRegular() {
@@ -64,31 +73,21 @@ func scanWAL(walFile string) (walScan, error) {
 		return scan, fmt.Errorf("read %s: %w", walFile, err)
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<16)
+	r := bufio.NewReaderSize(f, 1<<17) // a frame of the largest page fits, for Peek
 	var hdr [walHeaderSize]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return scan, nil // shorter than a header: nothing to recover
 	}
-	magic := binary.BigEndian.Uint32(hdr[0:])
-	if magic != walMagicLE && magic != walMagicBE {
-		return scan, nil
-	}
-	words := binary.ByteOrder(binary.LittleEndian)
-	if magic == walMagicBE {
-		words = binary.BigEndian
-	}
-	pageSize := int(binary.BigEndian.Uint32(hdr[8:]))
-	if pageSize == 1 {
-		pageSize = 65536
-	}
-	if pageSize < 512 || pageSize > 65536 || pageSize&(pageSize-1) != 0 {
-		return scan, nil
-	}
-	s0, s1 := walChecksum(words, 0, 0, hdr[:24])
-	if s0 != binary.BigEndian.Uint32(hdr[24:]) || s1 != binary.BigEndian.Uint32(hdr[28:]) {
-		return scan, nil
-	}
+	words, pageSize, s0, s1, ok := walHeader(hdr[:])
 	salt1, salt2 := binary.BigEndian.Uint32(hdr[16:]), binary.BigEndian.Uint32(hdr[20:])
+	if !ok {
+		if words, pageSize, s0, s1, ok = damagedHeader(hdr[:], pageSize, strings.TrimSuffix(walFile, "-wal"), r); !ok {
+			return scan, nil
+		}
+		first, _ := r.Peek(walFrameHeaderSize)
+		salt1, salt2 = binary.BigEndian.Uint32(first[8:]), binary.BigEndian.Uint32(first[12:])
+		scan.header, scan.badFrame = true, 0
+	}
 	frame := make([]byte, walFrameHeaderSize+pageSize)
 	for i := 0; ; i++ {
 		if _, err := io.ReadFull(r, frame); err != nil {
@@ -119,6 +118,75 @@ func scanWAL(walFile string) (walScan, error) {
 		s0, s1 = stored0, stored1
 	}
 	return scan, nil
+}
+
+// walHeader reads a WAL header as recovery does: ok only when its magic,
+// page size and checksum hold. pageSize is the one it states, if valid.
+func walHeader(hdr []byte) (words binary.ByteOrder, pageSize int, s0, s1 uint32, ok bool) {
+	pageSize = validPageSize(int(binary.BigEndian.Uint32(hdr[8:])))
+	magic := binary.BigEndian.Uint32(hdr[0:])
+	if (magic != walMagicLE && magic != walMagicBE) || pageSize == 0 {
+		return nil, pageSize, 0, 0, false
+	}
+	words = binary.ByteOrder(binary.LittleEndian)
+	if magic == walMagicBE {
+		words = binary.BigEndian
+	}
+	s0, s1 = walChecksum(words, 0, 0, hdr[:24])
+	return words, pageSize, s0, s1, s0 == binary.BigEndian.Uint32(hdr[24:]) && s1 == binary.BigEndian.Uint32(hdr[28:])
+}
+
+// validPageSize is n when n is a page size SQLite writes (1 standing for
+// 65536), else 0.
+func validPageSize(n int) int {
+	if n == 1 {
+		n = 65536
+	}
+	if n < 512 || n > 65536 || n&(n-1) != 0 {
+		return 0
+	}
+	return n
+}
+
+// damagedHeader finds how the first frame of a WAL whose header did not
+// verify was written, if it verifies at all: in either byte order, from
+// the checksum the header stored or the one its first 24 bytes make, of
+// the page size the header states or else the database file's.
+func damagedHeader(hdr []byte, pageSize int, dbFile string, r *bufio.Reader) (binary.ByteOrder, int, uint32, uint32, bool) {
+	if pageSize == 0 {
+		var db [headerSize]byte
+		f, err := os.Open(dbFile)
+		if err != nil {
+			return nil, 0, 0, 0, false
+		}
+		n, _ := f.ReadAt(db[:], 0)
+		f.Close()
+		if n < len(db) {
+			return nil, 0, 0, 0, false
+		}
+		if pageSize = validPageSize(int(binary.BigEndian.Uint16(db[16:18]))); pageSize == 0 {
+			return nil, 0, 0, 0, false
+		}
+	}
+	frame, err := r.Peek(walFrameHeaderSize + pageSize)
+	if err != nil {
+		return nil, 0, 0, 0, false
+	}
+	fh, page := frame[:walFrameHeaderSize], frame[walFrameHeaderSize:]
+	if binary.BigEndian.Uint32(fh[0:]) == 0 {
+		return nil, 0, 0, 0, false
+	}
+	for _, words := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+		m0, m1 := walChecksum(words, 0, 0, hdr[:24])
+		for _, seed := range [][2]uint32{{binary.BigEndian.Uint32(hdr[24:]), binary.BigEndian.Uint32(hdr[28:])}, {m0, m1}} {
+			c0, c1 := walChecksum(words, seed[0], seed[1], fh[:8])
+			c0, c1 = walChecksum(words, c0, c1, page)
+			if c0 == binary.BigEndian.Uint32(fh[16:]) && c1 == binary.BigEndian.Uint32(fh[20:]) {
+				return words, pageSize, seed[0], seed[1], true
+			}
+		}
+	}
+	return nil, 0, 0, 0, false
 }
 
 // walChecksum is SQLite's WAL checksum of b (a multiple of 8 bytes) from

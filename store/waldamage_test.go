@@ -23,23 +23,37 @@ import (
 // beside the file. A write torn at the end (a crash's own) is recovery
 // doing its work and is said nothing of.
 func TestADamagedWALIsKeptBeforeRecoveryDropsItsCommits(t *testing.T) {
+	header := func(at int) func(wal []byte, frames []walFrame) []byte {
+		return func(wal []byte, frames []walFrame) []byte {
+			wal[at] ^= 0x40
+			return wal
+		}
+	}
 	for _, c := range []struct {
 		name    string
 		damage  func(wal []byte, frames []walFrame) []byte
 		dropped bool
+		header  bool // the header damaged: recovery reads none of the WAL
 	}{
+		// Before, each of these lost every commit of the WAL unsaid.
+		{"the header's magic", header(1), true, true},
+		{"the header's version", header(6), true, true},
+		{"the header's page size", header(10), true, true},
+		{"the header's checkpoint sequence", header(13), true, true},
+		{"the header's salt", header(17), true, true},
+		{"the header's checksum", header(25), true, true},
 		{"a frame in the middle", func(wal []byte, frames []walFrame) []byte {
 			f := frames[len(frames)/2]
 			wal[f.at+24+100] ^= 0x40
 			return wal
-		}, true},
+		}, true, false},
 		{"a write torn at the end", func(wal []byte, frames []walFrame) []byte {
 			return wal[:frames[len(frames)-1].at+500]
-		}, false},
+		}, false, false},
 		{"the last frame", func(wal []byte, frames []walFrame) []byte {
 			wal[frames[len(frames)-1].at+24+100] ^= 0x40
 			return wal
-		}, false},
+		}, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -65,15 +79,26 @@ func TestADamagedWALIsKeptBeforeRecoveryDropsItsCommits(t *testing.T) {
 			}
 			if found := len(rep.Findings) == 1 && rep.Findings[0].Check == "wal"; found != c.dropped || len(rep.Findings) > 1 {
 				t.Errorf("check of the crash image: %v; want a wal finding: %v", rep.Findings, c.dropped)
+			} else if found && strings.Contains(rep.Findings[0].Detail, "header") != c.header {
+				t.Errorf("check of the crash image: %v; want it to name the header: %v", rep.Findings, c.header)
+			}
+			// A backup of the crash image would copy what recovery makes of
+			// it, and check clean.
+			if err := store.BackupFile(context.Background(), path, filepath.Join(dir, "b.db")); (err != nil) != c.dropped {
+				t.Errorf("backup of the crash image: %v; want it refused: %v", err, c.dropped)
 			}
 			var logs bytes.Buffer
 			st = openLogged(t, path, slog.New(slog.NewTextHandler(&logs, nil)))
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
 			}
-			// The premise: recovery keeps the commits before the damage.
-			rows := combtest.SQLite3Exec(t, path, "SELECT count(*) FROM outside_notes")
-			if want := "5"; (rows == want) == c.dropped {
+			// The premise: recovery keeps the commits before the damage
+			// (none before a damaged header: not even the table).
+			if c.header {
+				if n := combtest.SQLite3Exec(t, path, "SELECT count(*) FROM sqlite_master WHERE name = 'outside_notes'"); n != "0" {
+					t.Errorf("recovery read a WAL whose header is damaged: %s tables", n)
+				}
+			} else if rows, want := combtest.SQLite3Exec(t, path, "SELECT count(*) FROM outside_notes"), "5"; (rows == want) == c.dropped {
 				t.Errorf("%s of 6 rows recovered; want 5 (the last commit's) %s", rows, map[bool]string{true: "dropped and more", false: "dropped only"}[c.dropped])
 			}
 			copies, _ := filepath.Glob(path + "-wal.damaged-*")
@@ -84,7 +109,8 @@ func TestADamagedWALIsKeptBeforeRecoveryDropsItsCommits(t *testing.T) {
 				}
 				return
 			}
-			if !said || !strings.Contains(logs.String(), "commitsDropped=") || strings.Contains(logs.String(), "commitsDropped=0 ") {
+			if !said || !strings.Contains(logs.String(), "commitsDropped=") || strings.Contains(logs.String(), "commitsDropped=0 ") ||
+				strings.Contains(logs.String(), "headerDamaged=true") != c.header {
 				t.Errorf("open said nothing of the commits recovery dropped:\n%s", logs.String())
 			}
 			if len(copies) != 1 {
