@@ -80,7 +80,7 @@ func (m *App) restore(ctx context.Context, dbPath, backup string, asJSON, showPr
 		dbPath, backup, rep.Bytes, chk.Queues, chk.Partitions, chk.Frames)
 	if rep.Aside != "" {
 		moved := rep.Aside
-		for _, side := range []string{"-wal", "-shm"} {
+		for _, side := range []string{"-wal", "-shm", "-journal"} {
 			if _, err := os.Lstat(rep.Aside + side); err == nil {
 				moved += ", " + rep.Aside + side
 			}

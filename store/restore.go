@@ -95,7 +95,10 @@ func RestoreFile(ctx context.Context, path, backup string, fn func(combtype.Prog
 	}
 	aside := path + ".before-restore-" + stamp
 	var sides []string
-	for _, side := range []string{"", "-wal", "-shm"} {
+	// A -journal is a rollback journal a program that set the file to
+	// journal_mode=DELETE left hot when it crashed: left at the path, the
+	// next open rolls it into the backup's pages.
+	for _, side := range []string{"", "-wal", "-shm", "-journal"} {
 		if _, err := os.Lstat(path + side); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

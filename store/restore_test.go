@@ -118,6 +118,29 @@ func TestARestoreWhoseAsideNameIsTakenMovesNothing(t *testing.T) {
 	}
 }
 
+// A rollback journal beside the file (a program that set it to
+// journal_mode=DELETE crashed mid-write) moves aside with it: left at the
+// path, the next open rolled the old file's journal into the backup's
+// pages (28 integrity findings in one try), and the file moved aside
+// lacked it.
+func TestARestoreMovesARollbackJournalAsideWithItsDatabase(t *testing.T) {
+	ctx := context.Background()
+	db, backup := closedWithBackup(t)
+	if err := os.WriteFile(db+"-journal", []byte("the old file's journal"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RestoreFile(ctx, db, backup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(db + "-journal"); err == nil {
+		t.Error("the old file's journal is still beside the restored file")
+	}
+	if b, err := os.ReadFile(rep.Aside + "-journal"); err != nil || string(b) != "the old file's journal" {
+		t.Errorf("the journal beside the file moved aside: %q, %v", b, err)
+	}
+}
+
 // closedWithBackup makes comb.db holding one message, a backup of it
 // (b.db) beside it, and closes it; it returns both paths.
 func closedWithBackup(t *testing.T) (db, backup string) {
