@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
@@ -126,6 +127,30 @@ func RestoreFile(ctx context.Context, path, backup string, fn func(combtype.Prog
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	return out, nil
+}
+
+// interruptedRestore refuses to make a new database at path when a
+// restore was stopped (a kill, a power cut) between moving the database
+// aside and putting the checked copy, path.restoring-TIME, in its place:
+// Open would have made an empty database there and served it, healthy,
+// and with a -wal left at the path, advised removing it.
+func interruptedRestore(path string) error {
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	var last string // the newest copy: the names sort by time
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), filepath.Base(path)+".restoring-") {
+			last = filepath.Join(filepath.Dir(path), e.Name())
+		}
+	}
+	if last == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is missing and %s is the checked copy of a comb restore stopped before it put the copy in place "+
+		"(the database it replaced is %s.before-restore-TIME): run the restore again, or put the copy in place with mv %s %s",
+		combtype.ErrDamaged, path, last, path, last, path)
 }
 
 // sameFile reports whether a and b name one file; a missing one is not

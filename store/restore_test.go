@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,44 @@ func TestARestoreMovesARollbackJournalAsideWithItsDatabase(t *testing.T) {
 	}
 	if b, err := os.ReadFile(rep.Aside + "-journal"); err != nil || string(b) != "the old file's journal" {
 		t.Errorf("the journal beside the file moved aside: %q, %v", b, err)
+	}
+}
+
+// A restore stopped (kill -9, a power cut) after it moved the database
+// aside and before it put its checked copy in place left nothing at the
+// path, and the next start made an empty database there and served it,
+// healthy. Open refuses instead, naming the copy; put in place, it is
+// served.
+func TestAnInterruptedRestoreIsNotServedAsANewDatabase(t *testing.T) {
+	ctx := context.Background()
+	db, backup := closedWithBackup(t)
+	// As the restore leaves them when stopped before its last rename.
+	if err := os.Rename(db, db+".before-restore-1796440000"); err != nil {
+		t.Fatal(err)
+	}
+	copyNamed := db + ".restoring-1796440000"
+	if err := os.Rename(backup, copyNamed); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(ctx, Options{Path: db}); err == nil {
+		s.Close()
+		t.Fatal("opened a new database where a restore was stopped")
+	} else if !errors.Is(err, combtype.ErrDamaged) || !strings.Contains(err.Error(), "mv "+copyNamed+" "+db) {
+		t.Errorf("open: %v, want ErrDamaged naming the copy to put in place", err)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("the refused open made a file at the path")
+	}
+	if err := os.Rename(copyNamed, db); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Options{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := len(storedIDs(t, s)); got != 1 {
+		t.Errorf("the copy put in place holds %d messages, want the backup's 1", got)
 	}
 }
 
