@@ -22,7 +22,14 @@ import (
 // The connection is SQLite's, which keeps the writer's locks when it
 // closes; nothing else opens the database file (see lock.go).
 func (s *Store) Backup(ctx context.Context, dst string) error {
-	return BackupFile(ctx, s.path, dst)
+	err := BackupFile(ctx, s.path, dst)
+	if errors.Is(err, combtype.ErrDamaged) {
+		// A damaged page only the copy read (its connection is not one
+		// of the server's, which count what they meet) is the served
+		// file's damage all the same: Health says so from now on.
+		s.stats.Damaged.Add(1)
+	}
+	return err
 }
 
 // BackupFile copies the comb database at src to the new file dst, without

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -588,5 +590,53 @@ func TestAServedSymlinkIsTheFileItLeadsTo(t *testing.T) {
 	}
 	if chk, err := store.Check(ctx, real); err != nil || chk.Frames != 12 {
 		t.Errorf("the file the link leads to after the restore: %+v, %v; want the backup's 12", chk, err)
+	}
+}
+
+// A damaged page only the online backup reads (a segment's overflow page
+// no pop has read since the start) fails the backup as damaged, and
+// Health says so from then on, as it does once a pop meets damage.
+// Before, the backup answered 500 "damaged" while /health stayed 200.
+func TestABackupThatMeetsDamageTurnsHealthDamaged(t *testing.T) {
+	sqlite3 := combtest.SQLite3(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "comb.db")
+	st := openLogged(t, path, nil)
+	big := make([]byte, 30000) // what lz4 cannot shrink
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for i := range big {
+		big[i] = "0123456789abcdef"[rnd.IntN(16)]
+	}
+	for range 3 {
+		if _, err := st.Push(ctx, "", []combtype.PushItem{{Queue: "q", Payload: []byte(`"` + string(big) + `"`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil { // the pages into the file
+		t.Fatal(err)
+	}
+	out, err := exec.Command(sqlite3, path, "SELECT pageno FROM dbstat WHERE name = 'segments' AND pagetype = 'overflow' LIMIT 1").Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		t.Fatalf("an overflow page of segments: %q, %v", out, err)
+	}
+	page, _ := strconv.Atoi(string(bytes.TrimSpace(out)))
+	st = openLogged(t, path, nil)
+	defer st.Close()
+	if err := st.Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Its next-page pointer made one past any page, by another process:
+	// this one must not open and close the file it serves.
+	dd := exec.Command("dd", "of="+path, "bs=1", "seek="+strconv.Itoa((page-1)*4096), "count=4", "conv=notrunc")
+	dd.Stdin = bytes.NewReader([]byte{0x7f, 0xff, 0xff, 0xff})
+	if out, err := dd.CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v %s", err, out)
+	}
+	if err := st.Backup(ctx, filepath.Join(dir, "b.db")); !errors.Is(err, combtype.ErrDamaged) {
+		t.Fatalf("backup: %v, want ErrDamaged", err)
+	}
+	if err := st.Health(ctx); !errors.Is(err, combtype.ErrDamaged) {
+		t.Errorf("health after the backup met damage: %v, want ErrDamaged", err)
 	}
 }
