@@ -94,7 +94,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Frame-Options", "DENY")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hd.Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		jsonError(w, http.StatusMethodNotAllowed, "Method not allowed")
 		return
 	}
 	name := strings.TrimPrefix(r.URL.Path, "/ui")
@@ -107,7 +107,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f, ok := h.files[name]
 	if !ok {
-		http.Error(w, "not found", http.StatusNotFound)
+		jsonError(w, http.StatusNotFound, "Not found")
 		return
 	}
 	hd.Set("Content-Type", f.ctype)
@@ -122,6 +122,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	hd.Set("ETag", etag)
 	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(body))
+}
+
+// jsonError answers status with {"error": msg}, as every route of the
+// API answers what it refuses (docs/wire.md, Errors).
+func jsonError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "{\"error\":%q}\n", msg)
 }
 
 // gzipped compresses b once, at start, so no request pays for it.

@@ -514,6 +514,11 @@ func TestConsoleIsServedWithAStrictPolicyAtRootAndUI(t *testing.T) {
 		if r.Status < 400 || r.Status >= 500 {
 			t.Fatalf("%s %s: %d, want a 4xx", c.method, c.path, r.Status)
 		}
+		// JSON, as every refusal of the API (docs/wire.md).
+		var body map[string]string
+		if json.Unmarshal(r.Body, &body) != nil || body["error"] == "" {
+			t.Errorf("%s %s: %q, want a JSON error", c.method, c.path, r.Body)
+		}
 	}
 	// The API keeps its JSON 404 for unknown routes.
 	r := srv.Do("GET", "/api/v1/nope", nil)
