@@ -697,25 +697,35 @@ func decodeAckBatch(body []byte, end error) (acks []ackIn, group json.RawMessage
 }
 
 // ackArray reads an acknowledgments value as pushItemArray reads items.
-func (d *wireDecoder) ackArray() (acks []ackIn, ok bool, err error) {
-	if d.peek() != '[' {
-		return nil, false, d.value()
-	}
-	ok = true
+func (d *wireDecoder) ackArray() ([]ackIn, bool, error) {
 	// Sized once, from the transactionIds left in the body (every
 	// acknowledgment has one): growing the slice by appends copied a batch
 	// of 100 several times.
-	acks = make([]ackIn, 0, min(max(bytes.Count(d.buf[d.pos:], []byte(`"transactionId"`)), 1), maxAckPrealloc))
-	err = d.array(func() error {
-		if len(acks) == broker.MaxAckItems {
-			return broker.TooMany("acknowledgments", broker.MaxAckItems) // as pushItemArray
+	acks := make([]ackIn, 0, min(max(bytes.Count(d.buf[d.pos:], []byte(`"transactionId"`)), 1), maxAckPrealloc))
+	return objectArray(d, acks, broker.MaxAckItems, "acknowledgments", (*ackIn).field)
+}
+
+// objectArray reads an array of objects and nulls into out, each
+// object's members where field says; ok is false unless it is such an
+// array, which is what json.Unmarshal into []T accepted. Past bound
+// elements it stops with broker.TooMany(name, bound), as pushItemArray
+// stops, before the rest is decoded.
+func objectArray[T any](d *wireDecoder, out []T, bound int, name string, field func(*T, []byte) *json.RawMessage) ([]T, bool, error) {
+	if d.peek() != '[' {
+		return nil, false, d.value()
+	}
+	ok := true
+	err := d.array(func() error {
+		if len(out) == bound {
+			return broker.TooMany(name, bound)
 		}
-		acks = append(acks, ackIn{})
-		isObject, err := d.rawFields(acks[len(acks)-1].field)
+		out = append(out, *new(T))
+		elem := &out[len(out)-1]
+		isObject, err := d.rawFields(func(key []byte) *json.RawMessage { return field(elem, key) })
 		ok = ok && isObject
 		return err
 	})
-	return acks, ok, err
+	return out, ok, err
 }
 
 // maxAckPrealloc is the most entries ackArray allocates before it has
@@ -756,21 +766,8 @@ func decodeTransaction(body []byte, end error) (ops []txOpIn, leases json.RawMes
 }
 
 // txOpArray reads an operations value as pushItemArray reads items.
-func (d *wireDecoder) txOpArray() (ops []txOpIn, ok bool, err error) {
-	if d.peek() != '[' {
-		return nil, false, d.value()
-	}
-	ok = true
-	err = d.array(func() error {
-		if len(ops) == broker.MaxTransactionOps {
-			return broker.TooMany("operations", broker.MaxTransactionOps)
-		}
-		ops = append(ops, txOpIn{})
-		isObject, err := d.rawFields(ops[len(ops)-1].field)
-		ok = ok && isObject
-		return err
-	})
-	return ops, ok, err
+func (d *wireDecoder) txOpArray() ([]txOpIn, bool, error) {
+	return objectArray(d, []txOpIn(nil), broker.MaxTransactionOps, "operations", (*txOpIn).field)
 }
 
 // readAck and readAckBatch read and decode the two ack bodies.

@@ -198,16 +198,7 @@ func TestARemovedWALOrSharedMemoryStopsWritesAndLosesNothing(t *testing.T) {
 			default:
 				t.Fatal("Replaced is not closed")
 			}
-			// What a kill -9 now leaves at the path.
-			crashed := filepath.Join(t.TempDir(), "comb.db")
-			copyFile(t, path, crashed)
-			if _, err := os.Stat(path + "-wal"); err == nil {
-				copyFile(t, path+"-wal", crashed+"-wal")
-			}
-			n, err := Open(ctx, Options{Path: crashed})
-			if err != nil {
-				t.Fatal(err)
-			}
+			n, crashed := openCrashed(t, path)
 			defer n.Close()
 			kept := 0
 			for _, id := range storedIDs(t, n) {
@@ -251,6 +242,23 @@ func storedIDs(t *testing.T, s *Store) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// openCrashed opens a copy of what a kill -9 would leave at path now: the
+// file, and the -wal at the path if there is one. It returns the copy's
+// path too.
+func openCrashed(t *testing.T, path string) (*Store, string) {
+	t.Helper()
+	crashed := filepath.Join(t.TempDir(), "comb.db")
+	copyFile(t, path, crashed)
+	if _, err := os.Stat(path + "-wal"); err == nil {
+		copyFile(t, path+"-wal", crashed+"-wal")
+	}
+	n, err := Open(context.Background(), Options{Path: crashed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, crashed
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -398,16 +406,7 @@ func TestACutWALOrSharedMemoryStopsWritesAndBreaksNothing(t *testing.T) {
 						t.Errorf("the cut WAL moved aside: %v", aside)
 					}
 				}
-				// What a kill -9 now leaves at the path.
-				crashed := filepath.Join(t.TempDir(), "comb.db")
-				copyFile(t, path, crashed)
-				if _, err := os.Stat(path + "-wal"); err == nil {
-					copyFile(t, path+"-wal", crashed+"-wal")
-				}
-				n, err := Open(ctx, Options{Path: crashed})
-				if err != nil {
-					t.Fatal(err)
-				}
+				n, crashed := openCrashed(t, path)
 				defer n.Close()
 				slices.Sort(want)
 				if got := storedIDs(t, n); !slices.Equal(got, want) {
