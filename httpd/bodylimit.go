@@ -81,6 +81,11 @@ type bodyGate struct {
 	// were handed out, from the oldest that may still be live.
 	stepping map[uint64]struct{}
 	order    []uint64
+	// squeeze, if set, runs when a request begins to wait for room and
+	// every squeezeEvery while it waits: what may make room sooner than
+	// its holders would give it back (roomWrites.squeeze).
+	squeeze      func()
+	squeezeEvery time.Duration
 }
 
 func newBodyGate(max int64, wait time.Duration) *bodyGate {
@@ -100,6 +105,7 @@ func (g *bodyGate) acquire(ctx context.Context, n int64, ticket *uint64) error {
 // only holder, as any one body may take the whole room.
 func (g *bodyGate) grow(ctx context.Context, have, n int64, ticket *uint64) error {
 	var timer *time.Timer
+	var squeezing <-chan time.Time
 	for {
 		g.mu.Lock()
 		if ticket != nil && *ticket == 0 {
@@ -121,9 +127,17 @@ func (g *bodyGate) grow(ctx context.Context, have, n int64, ticket *uint64) erro
 		if timer == nil {
 			timer = time.NewTimer(g.wait)
 			defer timer.Stop()
+			if g.squeeze != nil {
+				g.squeeze()
+				tick := time.NewTicker(g.squeezeEvery)
+				defer tick.Stop()
+				squeezing = tick.C
+			}
 		}
 		select {
 		case <-freed:
+		case <-squeezing:
+			g.squeeze()
 		case <-timer.C:
 			return errBodiesBusy
 		case <-ctx.Done():

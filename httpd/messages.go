@@ -372,7 +372,7 @@ func (s *Handler) replyPop(ctx context.Context, w http.ResponseWriter, r *http.R
 	body := appendPop(s.replies.get(size), res)
 	setJSONHeaders(w, len(body))
 	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(body)
+	err = s.writeReply(w, room, body)
 	s.replies.put(body)
 	if err != nil {
 		s.releaseUndelivered(r, leaseID)

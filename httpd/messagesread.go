@@ -163,11 +163,7 @@ func (s *Handler) getMessage(w http.ResponseWriter, r *http.Request, ps httprout
 	const key = `,"payload":`
 	setJSONHeaders(w, len(before)-1+len(key)+len(payload)+1+len(after)-1)
 	w.WriteHeader(http.StatusOK)
-	w.Write(before[:len(before)-1])
-	w.Write([]byte(key))
-	w.Write(payload)
-	w.Write([]byte{','})
-	w.Write(after[1:])
+	s.writeReply(w, room, before[:len(before)-1], []byte(key), payload, []byte{','}, after[1:])
 }
 
 func (s *Handler) deleteMessage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {

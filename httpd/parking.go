@@ -228,9 +228,10 @@ func (pc *parkedConn) WriteHeader(code int) {
 	}
 }
 
-// Write sends the head and b in one write when the header holds b's
-// length, as every pop answer does; anything else is kept and sent at
-// finish, so b is never held after Write returns.
+// Write sends the head and b in one write when the header holds the
+// body's length, as every pop answer does (a large one written in parts:
+// writeReply); anything else is kept and sent at finish, so b is never
+// held after Write returns.
 func (pc *parkedConn) Write(b []byte) (int, error) {
 	if pc.err != nil {
 		return 0, pc.err
@@ -239,28 +240,32 @@ func (pc *parkedConn) Write(b []byte) (int, error) {
 		pc.status = http.StatusOK
 	}
 	if !pc.sent && pc.body == nil {
-		if cl, err := strconv.ParseInt(pc.header.Get("Content-Length"), 10, 64); err == nil && cl == int64(len(b)) {
-			return pc.send(b)
+		if cl, err := strconv.ParseInt(pc.header.Get("Content-Length"), 10, 64); err == nil && cl >= int64(len(b)) {
+			return pc.send(b, cl)
 		}
 	}
 	if pc.sent {
 		if pc.written+int64(len(b)) > pc.length {
 			return 0, http.ErrContentLength
 		}
-		return pc.send(b)
+		return pc.send(b, pc.length)
 	}
 	pc.body = append(pc.body, b...)
 	return len(b), nil
 }
 
-// send writes the head, if not yet out, and b: each writeStallChunk of it
-// within the server's write stall, as net/http's writes are
-// (writestall.go). Not when closing: the deadline set to end the server's
-// held answers at once stays.
-func (pc *parkedConn) send(b []byte) (int, error) {
+// SetWriteDeadline cuts a write under way (roomWrites.squeeze); the next
+// write sets its own.
+func (pc *parkedConn) SetWriteDeadline(t time.Time) error { return pc.conn.SetWriteDeadline(t) }
+
+// send writes the head of a body of length bytes, if not yet out, and b:
+// each writeStallChunk of it within the server's write stall, as
+// net/http's writes are (writestall.go). Not when closing: the deadline
+// set to end the server's held answers at once stays.
+func (pc *parkedConn) send(b []byte, length int64) (int, error) {
 	bufs := net.Buffers{}
 	if !pc.sent {
-		bufs = append(bufs, pc.head(int64(len(b))))
+		bufs = append(bufs, pc.head(length))
 		pc.sent = true
 	}
 	stall := pc.p.stall > 0 && !pc.p.closing.Load()
@@ -347,7 +352,7 @@ func (pc *parkedConn) finish() {
 		if pc.status == 0 {
 			pc.status = http.StatusOK
 		}
-		pc.send(pc.body)
+		pc.send(pc.body, int64(len(pc.body)))
 	}
 	if pc.rec != nil && pc.rec.status == 0 {
 		pc.rec.status = pc.status

@@ -3,6 +3,9 @@ package httpd
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/comb-broker/comb/combtype"
@@ -82,4 +85,97 @@ func (s *Handler) replyRoomFor(ctx context.Context, size int, room int64, ticket
 		return room, errRepliesBusy
 	}
 	return need, nil
+}
+
+// Replies nobody reads, while another waits for room.
+//
+// A reply keeps its room until it is written, and a client that reads
+// nothing is cut only once it has accepted nothing for WriteStall (a
+// minute by default, a pace slow links need: writestall.go). Four such
+// clients of 10 MB replies held the room from an honest pop of the same
+// size for 58 s. So while a reply waits for room, the replies holding
+// room that have seen their client accept nothing for
+// Config.ContendedWriteStall are cut (their write deadline set to now),
+// which gives their room back and their messages to the next pop
+// (releaseUndelivered), as WriteStall's cut does. A client reading at
+// any pace a link sustains accepts a chunk of writeStallChunk bytes well
+// within it.
+
+// DefaultContendedWriteStall is Config.ContendedWriteStall's default.
+const DefaultContendedWriteStall = 5 * time.Second
+
+// roomWrites are the replies being written that hold room.
+type roomWrites struct {
+	stall time.Duration // Config.ContendedWriteStall
+	mu    sync.Mutex
+	live  map[*roomWrite]struct{}
+}
+
+// roomWrite is one reply being written under its room.
+type roomWrite struct {
+	w http.ResponseWriter
+	// accepted is when (unix nanos) the reply began, or its client last
+	// accepted a chunk of it.
+	accepted atomic.Int64
+	cut      atomic.Bool
+}
+
+// errReplyCut is a reply cut to give its room to another.
+var errReplyCut = errors.New("reply cut: its client accepted nothing while other replies waited for room")
+
+// writeReply writes body to w. A reply that holds room (it has more than
+// bodyStep bytes) is written a writeStallChunk at a time, so that a reply
+// waiting for room sees whether its client still accepts any of it.
+func (s *Handler) writeReply(w http.ResponseWriter, room int64, body ...[]byte) error {
+	if room == 0 {
+		for _, b := range body {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rw := &roomWrite{w: w}
+	rw.accepted.Store(time.Now().UnixNano())
+	s.roomWrites.mu.Lock()
+	s.roomWrites.live[rw] = struct{}{}
+	s.roomWrites.mu.Unlock()
+	defer func() {
+		s.roomWrites.mu.Lock()
+		delete(s.roomWrites.live, rw)
+		s.roomWrites.mu.Unlock()
+	}()
+	for _, b := range body {
+		for len(b) > 0 {
+			if rw.cut.Load() {
+				return errReplyCut
+			}
+			n := min(len(b), writeStallChunk)
+			if _, err := w.Write(b[:n]); err != nil {
+				return err
+			}
+			rw.accepted.Store(time.Now().UnixNano())
+			b = b[n:]
+		}
+	}
+	return nil
+}
+
+// squeeze cuts the replies holding room whose clients have accepted
+// nothing for the contended stall. It runs when a reply begins to wait
+// for room, and again every half stall while it waits: a cut that lands
+// between two chunks, where the next chunk sets its own deadline, is
+// made again.
+func (rws *roomWrites) squeeze() {
+	before := time.Now().Add(-rws.stall).UnixNano()
+	rws.mu.Lock()
+	defer rws.mu.Unlock()
+	for rw := range rws.live {
+		if rw.accepted.Load() < before {
+			rw.cut.Store(true)
+			// Safe beside the write under way: it is the connection's
+			// deadline, which a blocked write sees at once.
+			http.NewResponseController(rw.w).SetWriteDeadline(time.Now())
+		}
+	}
 }

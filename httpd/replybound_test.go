@@ -154,3 +154,97 @@ func TestAReplyItsClientDoesNotReadIsCutAndGivesBackItsRoom(t *testing.T) {
 	// kernel had taken before the cut (at a pace its tiny window sets), so
 	// whether it was cut shows in the room, above, not in its reads.
 }
+
+// Replies that hold the reply room while their clients read nothing are
+// cut once another reply waits for that room and they have accepted
+// nothing for Config.ContendedWriteStall, however long WriteStall is: four
+// such clients (one parked, woken by a push) held the room from an
+// honest pop of the same size until WriteStall cut them, a minute at the
+// default. What the cut replies had claimed goes back to the queue.
+func TestRepliesNobodyReadsGiveWayToAReplyWaitingForRoom(t *testing.T) {
+	cfg := httpd.Config{WriteStall: time.Minute, ContendedWriteStall: 300 * time.Millisecond, MaxReplyBytesInFlight: 16 << 20}
+	ln, err := httpd.Listen("127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := combtest.MustOpenBroker(t, combtest.Options{})
+	serveOn(t, b, ln, cfg)
+	addr := ln.Addr().String()
+	s := &combtest.Client{TB: t, URL: "http://" + addr, HTTP: &http.Client{}}
+	const size, n = 6 << 20, 5
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	pop := func(query string) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, conn)
+		conn.(*net.TCPConn).SetReadBuffer(4096)
+		fmt.Fprintf(conn, "GET /api/v1/pop/queue/big?batch=1&%s HTTP/1.1\r\nHost: %s\r\n\r\n", query, addr)
+	}
+	// The first waits parked, and its reply is written once a push wakes it.
+	pop("wait=true&timeout=30000")
+	for deadline := time.Now().Add(5 * time.Second); b.Parked() < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first pop did not park")
+		}
+	}
+	for i := range n {
+		// Each in its own partition: a partition leased to one pop is
+		// not another's.
+		s.Push(map[string]any{"queue": "big", "partition": fmt.Sprintf("p%d", i), "transactionId": fmt.Sprintf("m%d", i),
+			"payload": strings.Repeat("x", size)})
+	}
+	for range n - 2 {
+		time.Sleep(100 * time.Millisecond) // each claims in turn, its reply stalled
+		pop("wait=false")
+	}
+	time.Sleep(300 * time.Millisecond)
+
+	client := &http.Client{Timeout: 20 * time.Second}
+	got := map[string]bool{}
+	next := func() (status int) {
+		start := time.Now()
+		resp, err := client.Get(s.URL + "/api/v1/pop/queue/big?batch=1&wait=false")
+		if err != nil {
+			t.Fatalf("pop beside replies nobody reads, after %d of %d: %v (after %v)", len(got), n, err, time.Since(start))
+		}
+		defer resp.Body.Close()
+		var reply struct {
+			Messages []struct {
+				TransactionID string `json:"transactionId"`
+				Data          string `json:"data"`
+			} `json:"messages"`
+		}
+		if resp.StatusCode == http.StatusNoContent {
+			return resp.StatusCode
+		}
+		err = json.NewDecoder(resp.Body).Decode(&reply)
+		if resp.StatusCode != http.StatusOK || err != nil || len(reply.Messages) != 1 || len(reply.Messages[0].Data) != size {
+			t.Fatalf("pop beside replies nobody reads, after %d of %d: %d, %v (after %v)", len(got), n, resp.StatusCode, err, time.Since(start))
+		}
+		got[reply.Messages[0].TransactionID] = true
+		return resp.StatusCode
+	}
+	if status := next(); status != http.StatusOK {
+		t.Fatalf("pop beside replies nobody reads: %d", status)
+	}
+	// Nothing is lost: once the clients that read nothing have gone,
+	// whatever was claimed for them comes back.
+	for _, c := range idle {
+		c.Close()
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(got) < n; {
+		if next() == http.StatusNoContent {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %v of %d delivered", got, n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}

@@ -49,6 +49,12 @@ type Config struct {
 	// connection closes, so that a client that reads nothing cannot keep
 	// a reply, its memory and what it holds for ever. Negative: no bound.
 	WriteStall time.Duration
+	// ContendedWriteStall bounds, while a pop reply waits for room under
+	// MaxReplyBytesInFlight, how long a reply holding that room may go
+	// without its client accepting any of it: past it the reply is cut
+	// and its room given to the one waiting (replybound.go). Default
+	// DefaultContendedWriteStall; negative: only WriteStall bounds it.
+	ContendedWriteStall time.Duration
 	// BodyWait is how long a body waits for room under
 	// MaxBodyBytesInFlight before its 503. Default DefaultBodyWait.
 	BodyWait time.Duration
@@ -111,6 +117,7 @@ type Handler struct {
 	replies    replyBuffers
 	bodies     *bodyGate     // room for request bodies being read
 	replyRoom  *bodyGate     // room for large pop replies being written (replybound.go)
+	roomWrites roomWrites    // the replies being written under replyRoom
 	backups    chan struct{} // held by the one backup running (backup.go)
 	blocks     bodyBlocks    // blocks of chunked bodies, reused
 	// parking takes parked pops out of net/http (parking.go); nil for a
@@ -130,12 +137,16 @@ func NewHandler(b *broker.Broker, cfg Config) *Handler {
 	cfg.MinBodyRate = cmp.Or(cfg.MinBodyRate, DefaultMinBodyRate)
 	cfg.BodyGrace = cmp.Or(cfg.BodyGrace, DefaultBodyGrace)
 	cfg.WriteStall = cmp.Or(cfg.WriteStall, DefaultWriteStall)
+	cfg.ContendedWriteStall = cmp.Or(cfg.ContendedWriteStall, DefaultContendedWriteStall)
 	cfg.BodyWait = cmp.Or(cfg.BodyWait, DefaultBodyWait)
 	cfg.MetricsQueues = cmp.Or(cfg.MetricsQueues, DefaultMetricsQueues)
 	cfg.MaxReplyBytesInFlight = cmp.Or(cfg.MaxReplyBytesInFlight, DefaultMaxReplyBytesInFlight)
 	s := &Handler{b: b, cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), router: httprouter.New(), origins: newOriginPolicy(cfg),
 		bodies: newBodyGate(cfg.MaxBodyBytesInFlight, cfg.BodyWait), replyRoom: newBodyGate(cfg.MaxReplyBytesInFlight, replyWait),
-		backups: make(chan struct{}, 1)}
+		backups: make(chan struct{}, 1), roomWrites: roomWrites{stall: cfg.ContendedWriteStall, live: map[*roomWrite]struct{}{}}}
+	if cfg.ContendedWriteStall > 0 {
+		s.replyRoom.squeeze, s.replyRoom.squeezeEvery = s.roomWrites.squeeze, max(cfg.ContendedWriteStall/2, time.Millisecond)
+	}
 	s.router.RedirectTrailingSlash = false
 	s.router.RedirectFixedPath = false
 	s.router.HandleMethodNotAllowed = false
