@@ -242,3 +242,56 @@ func TestCheckFindsOverlapsMissingTailsAndTimeGoingBack(t *testing.T) {
 		}
 	}
 }
+
+// A sqlite3 session that set the file to journal_mode=DELETE and was
+// killed in the middle of a write leaves a hot rollback journal. check
+// and backup --db said "attempt to write a readonly database", which sent
+// people to the file's permissions; they now name the journal and what
+// rolls it back, and serve does roll it back.
+func TestCheckAndBackupNameAHotJournal(t *testing.T) {
+	sqlite3, err := exec.LookPath("sqlite3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the sqlite3 CLI is not installed")
+		}
+		t.Skip("the sqlite3 CLI is not installed")
+	}
+	path := makeDB(t)
+	// The session kills itself (.system runs a shell whose parent it is)
+	// with its transaction's pages spilled into the file.
+	script := "PRAGMA journal_mode=DELETE;\nPRAGMA cache_size=1;\nBEGIN IMMEDIATE;\nCREATE TABLE junk(x);\n" +
+		strings.Repeat("INSERT INTO junk VALUES (zeroblob(8000));\n", 60) +
+		"UPDATE segments SET data = zeroblob(length(data));\n.system kill -9 $PPID\n"
+	cmd := exec.Command(sqlite3, path)
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("the sqlite3 session was not killed: %s", out)
+	}
+	if fi, err := os.Stat(path + "-journal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("no hot journal: %v", err)
+	}
+
+	_, err = runCheck(t, path)
+	if err == nil || !strings.Contains(err.Error(), path+"-journal is a rollback journal") ||
+		!strings.Contains(err.Error(), "start comb serve on the file once") {
+		t.Fatalf("check beside a hot journal: %v", err)
+	}
+	var out, errOut bytes.Buffer
+	m := &App{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
+	err = m.Run(context.Background(), []string{"backup", "--db", path, "--out", filepath.Join(t.TempDir(), "copy.db")})
+	if err == nil || !strings.Contains(err.Error(), path+"-journal is a rollback journal") {
+		t.Fatalf("backup --db beside a hot journal: %v", err)
+	}
+
+	// What the error says to do: open it for writing once.
+	b, err := broker.Open(context.Background(), broker.Options{Path: path, RetentionInterval: -1})
+	if err != nil {
+		t.Fatalf("open beside a hot journal: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCheck(t, path); err != nil || !strings.Contains(out, "15 messages, 0 findings") {
+		t.Fatalf("check once rolled back: %v\n%s", err, out)
+	}
+}

@@ -122,6 +122,13 @@ func checkSchema(ctx context.Context, db *sql.DB, path string) (version int64, m
 		if sqliteCode(err) == sqliteNotADB {
 			return 0, false, fmt.Errorf("%w: %s is not a SQLite database", combtype.ErrNotComb, path)
 		}
+		if sqliteExtendedCode(err) == sqliteReadOnlyRollback {
+			// SQLite's words for it, "attempt to write a readonly
+			// database", sent people looking at permissions.
+			return 0, false, fmt.Errorf("read %s: %s-journal is a rollback journal that a program stopped in the middle of a write left; "+
+				"the file is whole only once it is rolled back, which takes a writer: start comb serve on the file once "+
+				"(it rolls the journal back, then serves), then run this again: %w", path, path, err)
+		}
 		// Not the file's content: its directory or file read-only, another
 		// program's lock, damage. Said as what it is, not "not a comb
 		// database".
@@ -190,6 +197,15 @@ func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 // the disk or from the page cap set by Options.MaxDBBytes.
 func isFull(err error) bool { return sqliteCode(err) == sqliteFull }
 
+// sqliteExtendedCode is the extended SQLite result code of err, or 0.
+func sqliteExtendedCode(err error) int {
+	var se interface{ Code() int }
+	if !errors.As(err, &se) {
+		return 0
+	}
+	return se.Code()
+}
+
 // sqliteCode is the primary SQLite result code of err, or 0.
 func sqliteCode(err error) int {
 	var se interface{ Code() int }
@@ -207,6 +223,10 @@ const (
 	sqliteCorrupt  = 11 // SQLITE_CORRUPT
 	sqliteFull     = 13 // SQLITE_FULL
 	sqliteNotADB   = 26 // SQLITE_NOTADB
+
+	// sqliteReadOnlyRollback (SQLITE_READONLY_ROLLBACK) is a hot journal
+	// that a read-only connection cannot roll back.
+	sqliteReadOnlyRollback = sqliteReadOnly | 3<<8
 )
 
 // sqliteMessage is SQLite's own words in err, without the context
