@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/combtype"
 	"github.com/comb-broker/comb/internal/combtest"
 )
@@ -112,6 +114,57 @@ func TestMaintenanceDrainIsExactlyOnceUnderConcurrentPushes(t *testing.T) {
 		for i, m := range res.Messages {
 			if m.TxnID != fmt.Sprintf("p%d-%d", p, i) {
 				t.Fatalf("producer %d: message %d is %s", p, i, m.TxnID)
+			}
+		}
+	}
+}
+
+// Pushes parked under maintenance are answered "buffered", so each is
+// acknowledged: they must all land. A push that would take the database
+// past Options.MaxQueues is refused as it is parked (as it would be were
+// maintenance off), not answered "buffered" and then refused by the drain,
+// which failed every switch-off (409) and kept every parked push, those
+// of existing queues too, out of the log. A parked push whose queue is
+// deleted and its room taken while it waits still lands: the drain does
+// not refuse what was acknowledged.
+func TestMaintenanceParksNoPushItCannotDrain(t *testing.T) {
+	ctx := context.Background()
+	b := combtest.MustOpenBroker(t, combtest.Options{Broker: func(o *broker.Options) { o.MaxQueues = 3 }})
+	push := func(queue, txn string) ([]combtype.PushResult, error) {
+		return b.Push(ctx, []combtype.PushItem{{Queue: queue, TxnID: txn, Payload: []byte(`"` + txn + `"`)}})
+	}
+	if _, err := push("old", "before"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.MaintenanceSetPush(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][2]string{{"old", "during"}, {"new1", "n1"}, {"new2", "n2"}} {
+		if res, err := push(p[0], p[1]); err != nil || res[0].Status != combtype.StatusBuffered {
+			t.Fatalf("push to %s under maintenance: %v %+v", p[0], err, res)
+		}
+	}
+	if res, err := push("new3", "n3"); !errors.Is(err, combtype.ErrQueueLimit) {
+		t.Fatalf("a parked push past MaxQueues: %v %+v; want ErrQueueLimit", err, res)
+	}
+	// new2's queue goes and another takes its room while n2 waits.
+	if _, err := b.QueueDelete(ctx, "new2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.QueueConfigure(ctx, combtype.ConfigureRequest{Queue: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := b.MaintenanceSetPush(ctx, false); err != nil || st.PushMaintenance || st.Buffered != 0 {
+		t.Fatalf("switch off: %+v %v", st, err)
+	}
+	for queue, want := range map[string][]string{"old": {"before", "during"}, "new1": {"n1"}, "new2": {"n2"}} {
+		res, err := b.Pop(ctx, combtype.PopRequest{Queue: queue, Batch: 10})
+		if err != nil || len(res.Messages) != len(want) {
+			t.Fatalf("pop %s after the drain: %v, %d messages; want %v", queue, err, len(res.Messages), want)
+		}
+		for i, m := range res.Messages {
+			if m.TxnID != want[i] {
+				t.Errorf("pop %s: message %d is %s; want %s", queue, i, m.TxnID, want[i])
 			}
 		}
 	}

@@ -59,12 +59,15 @@ func (s *Store) BufferPush(ctx context.Context, tenant string, items []combtype.
 			it := &items[i]
 			q, seen := queues[it.Queue]
 			if !seen {
+				// A new queue is made now, counted against MaxQueues, so
+				// that a push past the bound is refused as it would be
+				// were maintenance off, not acknowledged and then refused
+				// by the drain.
 				var err error
-				q, err = getQueue(w.ctx, w.tx, tenant, it.Queue)
-				if err != nil && !errors.Is(err, combtype.ErrQueueNotFound) {
+				if q, err = w.queue(tenant, it.Queue, true); err != nil {
 					return err
 				}
-				queues[it.Queue] = q // nil: created with defaults at drain, unencrypted
+				queues[it.Queue] = q
 			}
 			txn := cmp.Or(it.TxnID, newUUID())
 			if _, err := w.ExecContext(w.ctx, `INSERT INTO push_buffer (tenant, queue_name, partition_name, txn_id,
@@ -156,6 +159,11 @@ func (s *Store) DrainPushBuffer(ctx context.Context, limit int, whenEmpty map[st
 		if drained == 0 {
 			return nil
 		}
+		// Every row was acknowledged ("buffered"): one whose queue was
+		// deleted, and its room under MaxQueues taken, while it waited
+		// still lands, and its queue is made again past the bound.
+		w.pastQueueBound = true
+		defer func() { w.pastQueueBound = false }()
 		return w.push(tenant, items, make([]combtype.PushResult, len(items)), false)
 	}})
 	return drained, left, err

@@ -65,7 +65,7 @@ func (w *wtx) reserveQueue() error {
 		}
 		w.nqueues.known = true
 	}
-	if w.nqueues.n >= c.max {
+	if w.nqueues.n >= c.max && !w.pastQueueBound {
 		return fmt.Errorf("%w: the database holds %d queues, the most it may", combtype.ErrQueueLimit, w.nqueues.n)
 	}
 	w.nqueues.n++

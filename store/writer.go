@@ -627,6 +627,10 @@ type wtx struct {
 	quarantined int
 	// nqueues is the count of queues as this transaction sees it (queuelimit.go).
 	nqueues txCount
+	// pastQueueBound lets the op under way create queues past
+	// Options.MaxQueues (counted still): the drain of pushes already
+	// acknowledged (DrainPushBuffer).
+	pastQueueBound bool
 	// ngroups is the count of group subscriptions as it sees it (grouplimit.go).
 	ngroups txCount
 	// groupsReserved counts the subscriptions its ops reserved (groupUndo).
