@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -19,6 +21,9 @@ func (b *Broker) SnapshotCreate(ctx context.Context, req combtype.CreateSnapshot
 		return nil, err
 	}
 	if err := checkLabels(req.Labels); err != nil {
+		return nil, err
+	}
+	if err := b.checkExpiry(req.ExpiresAt); err != nil {
 		return nil, err
 	}
 	return b.st.CreateSnapshot(ctx, b.tenant, req)
@@ -64,7 +69,22 @@ func (b *Broker) SnapshotUpdate(ctx context.Context, name string, u combtype.Sna
 			return nil, err
 		}
 	}
+	if u.ExpiresAt != nil {
+		if err := b.checkExpiry(*u.ExpiresAt); err != nil {
+			return nil, err
+		}
+	}
 	return b.st.UpdateSnapshot(ctx, b.tenant, name, u)
+}
+
+// checkExpiry refuses a snapshot expiry further than ttlSeconds may set
+// it, MaxDurationSeconds from now.
+func (b *Broker) checkExpiry(at time.Time) error {
+	if limit := b.Now().Add(MaxDurationSeconds * time.Second); at.After(limit) {
+		return fmt.Errorf("%w: expireTime %s is more than %d seconds (ten years) away", combtype.ErrInvalid,
+			at.UTC().Format(time.RFC3339), MaxDurationSeconds)
+	}
+	return nil
 }
 
 // SnapshotDelete removes a live snapshot, or answers

@@ -118,6 +118,11 @@ func parseExpireTime(raw json.RawMessage) (*time.Time, error) {
 	if !ok {
 		return nil, &badRequest{fmt.Sprintf("expireTime %q is not a valid time (RFC 3339)", v)}
 	}
+	if t.IsZero() {
+		// The Go API reads the zero time as no expiry given (the
+		// default); asked for over the wire, it is in the past.
+		return nil, &badRequest{fmt.Sprintf("expireTime %q is not in the future", v)}
+	}
 	return &t, nil
 }
 

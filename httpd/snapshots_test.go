@@ -2,6 +2,7 @@ package httpd_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -252,6 +253,16 @@ func TestSnapshotRoutes(t *testing.T) {
 		"expireTime 2026-07-30T09:00:00Z is not in the future")
 	wantError(t, r.Do("PUT", "/api/v1/snapshots/s1", map[string]any{"labels": map[string]any{"n": 1}}), 400,
 		"labels must be an object of string values")
+	// The zero time was read as no expiry given (the 7-day default), and
+	// an expiry past what ttlSeconds may set was kept.
+	for _, zero := range []string{"0001-01-01T00:00:00Z", "0001-01-01"} {
+		wantError(t, r.Do("POST", "/api/v1/snapshots", map[string]any{"name": "z", "queue": "audit", "expireTime": zero}), 400,
+			fmt.Sprintf("expireTime %q is not in the future", zero))
+	}
+	wantError(t, r.Do("POST", "/api/v1/snapshots", map[string]any{"name": "z", "queue": "audit", "expireTime": "9999-12-31T23:59:59Z"}), 400,
+		"expireTime 9999-12-31T23:59:59Z is more than 315360000 seconds (ten years) away")
+	wantError(t, r.Do("PUT", "/api/v1/snapshots/s1", map[string]any{"expireTime": "9999-12-31T23:59:59Z"}), 400,
+		"expireTime 9999-12-31T23:59:59Z is more than 315360000 seconds (ten years) away")
 	wantError(t, r.Do("PUT", "/api/v1/snapshots/nope", map[string]any{"labels": map[string]any{}}), 404,
 		`Snapshot "nope" not found (unknown or expired)`)
 
