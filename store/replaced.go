@@ -192,6 +192,9 @@ type sideFiles struct {
 	// (sidecut.go).
 	walF, shmF *os.File
 	shmSize    int64
+	// seen is the wal-index header of the last reading that agreed with
+	// the WAL (sidecut.go).
+	seen walIndexSeen
 }
 
 // initSideFiles takes the -wal and -shm as they are at open.
@@ -287,7 +290,7 @@ func (s *Store) noteReplaced() {
 			s.log.Error("the database file's WAL was cut short (truncated) while comb served it: what it held is lost; comb moves it aside, writes nothing more and answers writes 503; restart comb to serve the file with what its last checkpoint holds",
 				"path", s.path, "wal", s.walPath)
 		case s.shmCut:
-			s.log.Error("the database file's -shm was cut short (truncated) while comb served it: comb writes nothing more and answers writes 503; restart comb, which rebuilds it from the WAL",
+			s.log.Error("the database file's -shm was cut short (truncated) or written over (an earlier copy put back, zeros) while comb served it: comb writes nothing more and answers writes 503; restart comb, which rebuilds it from the WAL",
 				"path", s.path, "shm", s.side.shmPath)
 		case s.sideGone == s.side.shmPath:
 			s.log.Error("the database file's "+filepath.Base(s.sideGone)+" was removed while comb served it: comb writes nothing more and answers writes 503; restart comb, which makes one anew from the WAL",

@@ -1,10 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -405,6 +408,109 @@ func TestACutWALOrSharedMemoryStopsWritesAndBreaksNothing(t *testing.T) {
 					if aside, _ := filepath.Glob(path + "-wal.cut-*"); len(aside) != 1 {
 						t.Errorf("the cut WAL moved aside: %v", aside)
 					}
+				}
+				n, crashed := openCrashed(t, path)
+				defer n.Close()
+				slices.Sort(want)
+				if got := storedIDs(t, n); !slices.Equal(got, want) {
+					t.Errorf("the file at the path holds %v, want %v", got, want)
+				}
+				if err := n.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if rep, err := Check(ctx, crashed); err != nil || len(rep.Findings) > 0 {
+					t.Errorf("check of what the path held: %+v, %v", rep, err)
+				}
+			})
+		}
+	}
+}
+
+// The -shm written over in place while the server runs: an earlier copy
+// of it put back (cp, rsync --inplace), of the same WAL or of one since
+// started over, or zeros (dd conv=notrunc). SQLite would go on through
+// an index of another moment, writing the next commit over committed
+// frames; and an earlier WAL's index was taken for a cut WAL, which was
+// moved aside whole and its commits lost at the next start. The store
+// stops writing and keeps the WAL, from which the next start rebuilds
+// the index: every write answered as kept is in what the path holds.
+func TestASharedMemoryWrittenOverKeepsTheWAL(t *testing.T) {
+	dd, err := exec.LookPath("dd")
+	if err != nil {
+		t.Skip("no dd") // coreutils: on every machine the tests run on
+	}
+	ctx := context.Background()
+	for _, over := range []string{"earlier index", "earlier WAL's index", "zeros"} {
+		for _, when := range []string{"push", "idle"} {
+			t.Run(over+" "+when, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "comb.db")
+				s, err := Open(ctx, Options{Path: path})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				var want []string
+				push := func(prefix string) {
+					for i := range 5 {
+						id := fmt.Sprint(prefix, i)
+						if err := pushID(ctx, s, id); err != nil {
+							t.Fatal(err)
+						}
+						want = append(want, id)
+					}
+				}
+				push("a-")
+				saved, err := os.ReadFile(path + "-shm")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if over == "earlier WAL's index" {
+					// A checkpoint of another connection lets the next
+					// commit start the WAL over, with new salts.
+					db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := db.Exec("PRAGMA wal_checkpoint(RESTART)"); err != nil {
+						t.Fatal(err)
+					}
+					db.Close()
+				}
+				push("b-")
+				if over == "earlier WAL's index" {
+					wal, err := os.ReadFile(path + "-wal")
+					if err != nil || bytes.Equal(wal[16:24], saved[32:40]) {
+						t.Fatalf("the WAL did not start over (%v): the test proves nothing", err)
+					}
+				}
+				if over == "zeros" {
+					saved = make([]byte, len(saved))
+				}
+				// From another process: a descriptor of the -shm closed in
+				// this one would drop SQLite's locks on it.
+				src := filepath.Join(t.TempDir(), "shm")
+				if err := os.WriteFile(src, saved, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if out, err := exec.Command(dd, "if="+src, "of="+path+"-shm", "conv=notrunc", "status=none").CombinedOutput(); err != nil {
+					t.Fatalf("dd: %v %s", err, out)
+				}
+				if when == "idle" {
+					select {
+					case <-s.Replaced():
+					case <-time.After(10 * time.Second):
+						t.Errorf("the idle writer did not find the -shm written over")
+					}
+				}
+				if err := pushID(ctx, s, "after"); !errors.Is(err, combtype.ErrReplaced) {
+					t.Errorf("push after the -shm was written over: %v, want ErrReplaced", err)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if aside, _ := filepath.Glob(path + "-wal.cut-*"); len(aside) != 0 {
+					t.Errorf("the WAL was moved aside: %v", aside)
 				}
 				n, crashed := openCrashed(t, path)
 				defer n.Close()

@@ -43,6 +43,21 @@ import (
 // program that writes the file may be between the two copies of the
 // header), and only a second one that says so too counts.
 //
+// The -shm can also be written over in place: a copy saved earlier put
+// back (cp, rsync --inplace), or zeros (dd conv=notrunc). SQLite then
+// reads the WAL through an index of another moment: it appends the next
+// commit over frames already committed, and readers miss what the old
+// index does not list. The writer keeps the wal-index header of its last
+// reading that agreed with the WAL (mxFrame and salts), and takes the
+// -shm for written over when one says what no WAL of SQLite's can go
+// through: with the same salts, mxFrame smaller than it was (SQLite only
+// ever counts frames up, and starts a WAL over with new salts); salts
+// other than the WAL's while the WAL still begins with the salts last
+// seen (the WAL did not change: the -shm did; taken for a cut WAL, a
+// whole WAL was moved aside and its commits lost); or a header that no
+// longer is one (zeros) where one was. Like a cut -shm, it loses nothing
+// more: the WAL is whole, and the next start rebuilds the index from it.
+//
 // Then the server writes nothing more, as for a replaced file. A cut WAL
 // lost what it held, and must not be checkpointed: it is moved aside, as
 // for a file overwritten in place, and the database file keeps what the
@@ -115,17 +130,31 @@ func (s *Store) sideCut() bool {
 
 // readSides reads the -shm and the WAL once, as sideCut says.
 func (s *Store) readSides() (walCut, shmCut bool, err error) {
-	walCut, shmCut, size, err := cutNow(s.side.walF, s.side.shmF, s.side.shmSize)
+	seen := s.side.seen
+	walCut, shmCut, size, err := cutNow(s.side.walF, s.side.shmF, s.side.shmSize, &seen)
 	if err == nil && !shmCut {
 		s.side.shmSize = size
+	}
+	if err == nil && !walCut && !shmCut {
+		s.side.seen = seen
 	}
 	return walCut, shmCut, err
 }
 
+// walIndexSeen is what a reading of the wal-index header that agreed
+// with the WAL found.
+type walIndexSeen struct {
+	ok     bool
+	salts  [8]byte
+	frames uint32
+}
+
 // cutNow reads the -shm and the WAL through their descriptors once: the
 // -shm is cut if shorter than shmSize, the largest it was seen, which
-// comes back updated.
-func cutNow(walF, shmF *os.File, shmSize int64) (walCut, shmCut bool, size int64, err error) {
+// comes back updated, or written over if it contradicts seen, the last
+// reading that agreed with the WAL, which comes back updated if this one
+// agrees too.
+func cutNow(walF, shmF *os.File, shmSize int64, seen *walIndexSeen) (walCut, shmCut bool, size int64, err error) {
 	fi, err := shmF.Stat()
 	if err != nil {
 		return false, false, shmSize, fmt.Errorf("stat %s: %w", shmF.Name(), err)
@@ -142,10 +171,20 @@ func cutNow(walF, shmF *os.File, shmSize int64) (walCut, shmCut bool, size int64
 		return false, false, size, fmt.Errorf("read %s: %w", shmF.Name(), err)
 	}
 	first, second := h[:48], h[48:]
-	if !bytes.Equal(first, second) || binary.NativeEndian.Uint32(first[0:4]) != walIndexVersion || first[12] == 0 {
-		return false, false, size, nil // being written, or not yet built
+	if !bytes.Equal(first, second) {
+		return false, false, size, nil // being written
 	}
-	frames := int64(binary.NativeEndian.Uint32(first[16:20]))
+	if binary.NativeEndian.Uint32(first[0:4]) != walIndexVersion || first[12] == 0 {
+		// Not built yet, unless one was seen: SQLite never unbuilds the
+		// header of a -shm its connections hold.
+		return false, seen.ok, size, nil
+	}
+	frames := binary.NativeEndian.Uint32(first[16:20])
+	var salts [8]byte
+	copy(salts[:], first[32:40])
+	if seen.ok && salts == seen.salts && frames < seen.frames {
+		return false, true, size, nil // an index of an earlier moment
+	}
 	if frames == 0 {
 		return false, false, size, nil
 	}
@@ -157,7 +196,7 @@ func cutNow(walF, shmF *os.File, shmSize int64) (walCut, shmCut bool, size int64
 	if err != nil {
 		return false, false, size, fmt.Errorf("stat %s: %w", walF.Name(), err)
 	}
-	if wfi.Size() < walHeaderSize+frames*(pageSize+24) {
+	if wfi.Size() < walHeaderSize+int64(frames)*(pageSize+24) {
 		return true, false, size, nil
 	}
 	var w [walHeaderSize]byte
@@ -166,5 +205,12 @@ func cutNow(walF, shmF *os.File, shmSize int64) (walCut, shmCut bool, size int64
 	}
 	// The salts: bytes 16-23 of the WAL header, copied as they are into
 	// bytes 32-39 of the wal-index header.
-	return !bytes.Equal(w[16:24], first[32:40]), false, size, nil
+	if !bytes.Equal(w[16:24], salts[:]) {
+		if seen.ok && bytes.Equal(w[16:24], seen.salts[:]) {
+			return false, true, size, nil // the WAL is as it was: the -shm changed
+		}
+		return true, false, size, nil
+	}
+	*seen = walIndexSeen{ok: true, salts: salts, frames: frames}
+	return false, false, size, nil
 }

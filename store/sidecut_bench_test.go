@@ -28,7 +28,7 @@ func BenchmarkSideCut(b *testing.B) {
 	})
 	b.Run("sideCut", func(b *testing.B) {
 		for b.Loop() {
-			if wal, shm, _, err := cutNow(s.side.walF, s.side.shmF, 0); err != nil || wal || shm {
+			if wal, shm, _, err := cutNow(s.side.walF, s.side.shmF, 0, &walIndexSeen{}); err != nil || wal || shm {
 				b.Fatal(wal, shm, err)
 			}
 		}
