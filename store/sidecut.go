@@ -38,8 +38,8 @@ import (
 // until the Store closes its connections: closing a descriptor of the -shm
 // would drop SQLite's locks on it (lock.go). It reads them before every
 // commit, so that no commit and no checkpoint of SQLite's runs on a cut
-// WAL, and after every commit and once a second with the checks of
-// replaced.go. A reading that says cut is read again a moment later (a
+// WAL, and after every commit and every fileLookEvery while idle with
+// the checks of replaced.go. A reading that says cut is read again a moment later (a
 // program that writes the file may be between the two copies of the
 // header), and only a second one that says so too counts.
 //

@@ -81,10 +81,13 @@ func (s *Store) runWriter() {
 	defer close(s.stopped)
 	defer s.stopProbes()
 	batch := make([]*writeOp, 0, s.maxOps)
-	// idle fires once the writer has had nothing to do for a while after a
-	// commit: the time to shrink the WAL, or to make room on a full disk.
-	idle := time.NewTimer(walIdleAfter)
+	// idle fires while the writer has nothing to do: every fileLookEvery
+	// to look at the file and its -wal and -shm, and once idleDue has
+	// passed without a commit, to shrink the WAL, or to make room on a
+	// full disk.
+	idle := time.NewTimer(fileLookEvery)
 	defer idle.Stop()
+	idleDue := time.Now().Add(walIdleAfter)
 	var lg linger
 	defer lg.stop()
 	var ramp waveRamp
@@ -100,10 +103,18 @@ func (s *Store) runWriter() {
 					continue // a commit since it was asked answered it
 				}
 			case <-idle.C:
+				now := time.Now()
+				if !s.replaced.Load() && s.fileReplaced() {
+					s.noteReplaced()
+				}
+				if !s.replaced.Load() && now.Before(idleDue) {
+					idle.Reset(min(fileLookEvery, idleDue.Sub(now)))
+					continue
+				}
 				// Planner statistics are looked for while idle too: the
 				// readers plan with them whether or not anything is
 				// written.
-				s.lookOutside(time.Now())
+				s.lookOutside(now)
 				if s.replaced.Load() {
 					idle.Reset(statsCheckEvery) // nothing to tidy in a file no longer served
 					continue
@@ -112,7 +123,8 @@ func (s *Store) runWriter() {
 				if again <= 0 || again > statsCheckEvery {
 					again = statsCheckEvery
 				}
-				idle.Reset(again)
+				idleDue = now.Add(again)
+				idle.Reset(min(fileLookEvery, again))
 				continue
 			case <-s.ctx.Done():
 				// Commit what callers already handed over, then stop.
@@ -141,8 +153,10 @@ func (s *Store) runWriter() {
 		// ones, and through them their requests' bodies (a 64 MiB push),
 		// until later ops took their places.
 		clear(batch)
-		s.lookOutside(time.Now())
-		idle.Reset(walIdleAfter)
+		now := time.Now()
+		s.lookOutside(now)
+		idleDue = now.Add(walIdleAfter)
+		idle.Reset(fileLookEvery)
 	}
 }
 
