@@ -7,9 +7,11 @@ import (
 )
 
 // maxPayloadDepth bounds the nesting of a payload, as encoding/json bounds
-// what it decodes, so that a payload every JSON client can read is one
-// comb stores.
-const maxPayloadDepth = 10000
+// what it decodes (10,000), so that a payload every JSON client can read
+// is one comb stores: less the levels of the replies that carry it (a
+// trace's data is three deep in a trace listing), so that what comb
+// hands back can be read too.
+const maxPayloadDepth = 9_990
 
 // payloadChecker scans one payload for what a reader of it, or an
 // upstream Queen storing it in a PostgreSQL jsonb column, cannot take:

@@ -458,3 +458,38 @@ func TestTheListsOfARequestAreBoundedAsTheyAreDecoded(t *testing.T) {
 		})
 	}
 }
+
+// Whatever a route stores it hands back inside a reply that every JSON
+// client can read, encoding/json (Queen's Go client) included, which
+// refuses nesting past 10,000. A trace's data nested 9,998 deep was
+// stored, and the replies that list it (inside {"traces":[{"data":…}]})
+// were past the bound for every Go reader.
+func TestWhatIsStoredAtTheNestingBoundReadsBackWithEncodingJSON(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	pid, _ := s.Push(map[string]any{"queue": "q", "transactionId": "t1", "payload": 1})[0]["partition_id"].(string)
+	stored := 0
+	for depth := 9_980; depth <= 10_000; depth++ {
+		data := json.RawMessage(strings.Repeat("[", depth) + strings.Repeat("]", depth))
+		name := fmt.Sprintf("d%d", depth)
+		r := s.Do("POST", "/api/v1/traces", map[string]any{"transactionId": "t1", "partitionId": pid,
+			"eventType": "info", "data": data, "traceNames": []string{name}})
+		if r.Status >= 300 {
+			continue
+		}
+		stored++
+		for _, path := range []string{"/api/v1/traces/by-name/" + name, "/api/v1/traces/" + pid + "/t1"} {
+			got := s.Do("GET", path, nil)
+			var v any
+			if err := json.Unmarshal(got.Body, &v); got.Status != http.StatusOK || err != nil {
+				t.Errorf("data nested %d deep, stored (%d): %s answers %d, which encoding/json cannot read: %v",
+					depth, r.Status, path, got.Status, err)
+			}
+		}
+		if depth == 10_000 {
+			break
+		}
+	}
+	if stored == 0 {
+		t.Fatal("no trace stored near the bound: the test proves nothing")
+	}
+}
