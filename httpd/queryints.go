@@ -34,7 +34,14 @@ var intQueryParams = []struct {
 func (s *Handler) checkIntQuery(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if r.URL.RawQuery != "" {
-			if err := badIntQuery(r.URL.Query()); err != nil {
+			// url.Values drops a pair it cannot decode (timeout=%ZZ), and
+			// the parameter was then taken for absent.
+			q, err := url.ParseQuery(r.URL.RawQuery)
+			if err != nil {
+				s.fail(w, r, &badRequest{fmt.Sprintf("the query string is malformed: %v", err)})
+				return
+			}
+			if err := badIntQuery(q); err != nil {
 				s.fail(w, r, err)
 				return
 			}

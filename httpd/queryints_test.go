@@ -22,6 +22,10 @@ func TestMalformedIntegerQueryParametersAnswer400NamingThemAndClaimNothing(t *te
 		{"/api/v1/dlq?queue=q&limit=1.5", `limit must be a non-negative integer (got "1.5")`},
 		{"/api/v1/status/queues/q/messages?limit=-1", `limit must be a non-negative integer (got "-1")`},
 		{"/api/v1/resources/queues?offset=abc", `offset must be a non-negative integer (got "abc")`},
+		// A pair url.Values cannot decode was dropped: the pop waited its
+		// default timeout and limit was the default.
+		{"/api/v1/pop/queue/q?wait=false&timeout=%ZZ", `the query string is malformed: invalid URL escape "%ZZ"`},
+		{"/api/v1/messages?queue=q&limit=%ZZ", `the query string is malformed: invalid URL escape "%ZZ"`},
 	} {
 		r := s.Do("GET", c.path, nil)
 		if r.Status != http.StatusBadRequest || r.Map(t)["error"] != c.want {
