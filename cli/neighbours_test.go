@@ -272,6 +272,11 @@ func TestCheckAndBackupRefuseAStaleFile(t *testing.T) {
 			answered = append(answered, id)
 		}
 	}
+	// Stopped, the server cannot notice the removal (it does within
+	// 100 ms) and copy its WAL into the file before the two look at it.
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	for _, side := range []string{"-wal", "-shm"} {
 		if err := os.Remove(db + side); err != nil {
 			t.Fatal(err)
@@ -286,10 +291,15 @@ func TestCheckAndBackupRefuseAStaleFile(t *testing.T) {
 			t.Errorf("comb %s on a stale file: %v\n%s", args[0], err, out)
 		}
 	}
-	// SIGTERM writes the WAL the server still holds into the file.
-	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	// Running again, it finds the -wal removed, writes the WAL it still
+	// holds into the file and stops.
+	if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	<-srv.exited
+	select {
+	case <-srv.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("comb serve did not stop within 30 s of its -wal removed")
+	}
 	neighbourVerify(t, bin, db, answered)
 }
