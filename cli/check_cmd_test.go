@@ -13,6 +13,7 @@ import (
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/combtype"
+	"github.com/comb-broker/comb/internal/combtest"
 )
 
 // makeDB writes a database holding queue "orders", partition "p1", with
@@ -249,13 +250,7 @@ func TestCheckFindsOverlapsMissingTailsAndTimeGoingBack(t *testing.T) {
 // people to the file's permissions; they now name the journal and what
 // rolls it back, and serve does roll it back.
 func TestCheckAndBackupNameAHotJournal(t *testing.T) {
-	sqlite3, err := exec.LookPath("sqlite3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the sqlite3 CLI is not installed")
-		}
-		t.Skip("the sqlite3 CLI is not installed")
-	}
+	sqlite3 := combtest.SQLite3(t)
 	path := makeDB(t)
 	// The session kills itself (.system runs a shell whose parent it is)
 	// with its transaction's pages spilled into the file.
@@ -271,7 +266,7 @@ func TestCheckAndBackupNameAHotJournal(t *testing.T) {
 		t.Fatalf("no hot journal: %v", err)
 	}
 
-	_, err = runCheck(t, path)
+	_, err := runCheck(t, path)
 	if err == nil || !strings.Contains(err.Error(), path+"-journal is a rollback journal") ||
 		!strings.Contains(err.Error(), "start comb serve on the file once") {
 		t.Fatalf("check beside a hot journal: %v", err)

@@ -264,6 +264,24 @@ func openCrashed(t *testing.T, path string) (*Store, string) {
 	return n, crashed
 }
 
+// pathHolds checks that what the path holds, opened as a crash leaves it,
+// is queue "q" with the messages want and nothing else, and checks clean.
+func pathHolds(t *testing.T, path string, want []string) {
+	t.Helper()
+	n, crashed := openCrashed(t, path)
+	defer n.Close()
+	want = slices.Sorted(slices.Values(want))
+	if got := storedIDs(t, n); !slices.Equal(got, want) {
+		t.Errorf("the file at the path holds %v, want %v", got, want)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Check(context.Background(), crashed); err != nil || len(rep.Findings) > 0 {
+		t.Errorf("check of what the path held: %+v, %v", rep, err)
+	}
+}
+
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
@@ -409,18 +427,7 @@ func TestACutWALOrSharedMemoryStopsWritesAndBreaksNothing(t *testing.T) {
 						t.Errorf("the cut WAL moved aside: %v", aside)
 					}
 				}
-				n, crashed := openCrashed(t, path)
-				defer n.Close()
-				slices.Sort(want)
-				if got := storedIDs(t, n); !slices.Equal(got, want) {
-					t.Errorf("the file at the path holds %v, want %v", got, want)
-				}
-				if err := n.Close(); err != nil {
-					t.Fatal(err)
-				}
-				if rep, err := Check(ctx, crashed); err != nil || len(rep.Findings) > 0 {
-					t.Errorf("check of what the path held: %+v, %v", rep, err)
-				}
+				pathHolds(t, path, want)
 			})
 		}
 	}
@@ -512,18 +519,7 @@ func TestASharedMemoryWrittenOverKeepsTheWAL(t *testing.T) {
 				if aside, _ := filepath.Glob(path + "-wal.cut-*"); len(aside) != 0 {
 					t.Errorf("the WAL was moved aside: %v", aside)
 				}
-				n, crashed := openCrashed(t, path)
-				defer n.Close()
-				slices.Sort(want)
-				if got := storedIDs(t, n); !slices.Equal(got, want) {
-					t.Errorf("the file at the path holds %v, want %v", got, want)
-				}
-				if err := n.Close(); err != nil {
-					t.Fatal(err)
-				}
-				if rep, err := Check(ctx, crashed); err != nil || len(rep.Findings) > 0 {
-					t.Errorf("check of what the path held: %+v, %v", rep, err)
-				}
+				pathHolds(t, path, want)
 			})
 		}
 	}
