@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -28,9 +29,9 @@ type located struct {
 
 // locate fills every nil entry of locs with the partition (by uuid, within
 // tenant) and the offset of its item's message. Entries whose item names
-// nothing stay nil. Per distinct partition it costs one partition query,
-// none for a partition recent remembers (its rows may be stale: see
-// recentLeases.parts); items of a batch a recent claim handed out are found in memory (recent,
+// nothing stay nil. The partitions cost one query for every
+// ackPartitionChunk of them recent does not remember (its rows may be
+// stale: see recentLeases.parts); items of a batch a recent claim handed out are found in memory (recent,
 // nil for none), then those of batches still leased by reading them
 // (leasedOffsets), and the rest by one probe of the key index.
 func locate(ctx context.Context, db querier, recent *recentLeases, tenant string, items []combtype.AckItem, locs []*located) error {
@@ -42,29 +43,42 @@ func locate(ctx context.Context, db querier, recent *recentLeases, tenant string
 		found  map[string]int64
 	}
 	parts := map[string]*partInfo{}
+	// The partitions recent does not remember are read together: one
+	// query each made an ack batch of 20,000 unknown partitions cost
+	// 20,000 queries, twice, once of them in the writer (ackAll).
+	var unknown []string
+	for i := range items {
+		id := items[i].PartitionID
+		if _, seen := parts[id]; seen || locs[i] != nil {
+			continue
+		}
+		q, p, cached := recent.partition(tenant, id)
+		if !cached {
+			unknown = append(unknown, id)
+			parts[id] = nil
+			continue
+		}
+		parts[id] = nil
+		if p != nil {
+			parts[id] = &partInfo{q: q, p: p, leases: map[leaseRef]int{}}
+		}
+	}
+	found, err := ackPartitions(ctx, db, tenant, unknown)
+	if err != nil {
+		return err
+	}
+	for _, f := range found {
+		parts[f.p.UUID] = &partInfo{q: f.q, p: f.p, leases: map[leaseRef]int{}}
+		if recent != nil {
+			recent.putPartition(tenant, f.q, f.p)
+		}
+	}
 	for i := range items {
 		if locs[i] != nil {
 			continue
 		}
 		it := &items[i]
-		pi, seen := parts[it.PartitionID]
-		if !seen {
-			q, p, cached := recent.partition(tenant, it.PartitionID)
-			if !cached {
-				var err error
-				if q, p, err = ackPartition(ctx, db, tenant, it.PartitionID); err != nil {
-					return err
-				}
-				if p != nil && recent != nil {
-					recent.putPartition(tenant, q, p)
-				}
-			}
-			if p != nil {
-				pi = &partInfo{q: q, p: p, leases: map[leaseRef]int{}}
-			}
-			parts[it.PartitionID] = pi
-		}
-		if pi != nil {
+		if pi := parts[it.PartitionID]; pi != nil {
 			pi.ids = append(pi.ids, it.TxnID)
 			if it.LeaseID != "" {
 				pi.leases[leaseRef{cmp.Or(it.Group, combtype.QueueModeGroup), it.LeaseID}]++
@@ -231,22 +245,49 @@ func (w *wtx) ackRows(tenant, queue, partition string) (*combtype.Queue, *combty
 
 // ackPartition loads the partition of uuid when its queue is tenant's, and
 // that queue; nil, nil when there is none.
-func ackPartition(ctx context.Context, db querier, tenant, uuid string) (*combtype.Queue, *combtype.Partition, error) {
-	var q combtype.Queue
-	var p combtype.Partition
-	var qCreated, pCreated int64
-	err := db.QueryRowContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start,
-		p.last_segment_at, p.created_at, `+qualifiedQueueColumns+`
-		FROM partitions p JOIN queues q ON q.id = p.queue_id WHERE p.uuid = ? AND q.tenant = ?`, uuid, tenant).
-		Scan(append(partitionDest(&p, &pCreated), queueDest(&q, &qCreated)...)...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, nil
+// ackPartitions reads the partitions uuids names within tenant, with
+// their queues; a uuid that names none has no entry.
+func ackPartitions(ctx context.Context, db querier, tenant string, uuids []string) ([]queuePart, error) {
+	var out []queuePart
+	for len(uuids) > 0 {
+		chunk := uuids[:min(len(uuids), ackPartitionChunk)]
+		uuids = uuids[len(chunk):]
+		arg, err := json.Marshal(chunk)
+		if err != nil {
+			return nil, fmt.Errorf("locate partitions: %w", err)
+		}
+		rows, err := db.QueryContext(ctx, `SELECT p.id, p.uuid, p.queue_id, p.name, p.last_offset, p.log_start,
+			p.last_segment_at, p.created_at, `+qualifiedQueueColumns+`
+			FROM json_each(?) j JOIN partitions p ON p.uuid = j.value JOIN queues q ON q.id = p.queue_id
+			WHERE q.tenant = ?`, string(arg), tenant)
+		if err != nil {
+			return nil, fmt.Errorf("locate partitions: %w", err)
+		}
+		for rows.Next() {
+			qp := queuePart{q: &combtype.Queue{}, p: &combtype.Partition{}}
+			var qCreated, pCreated int64
+			if err := rows.Scan(append(partitionDest(qp.p, &pCreated), queueDest(qp.q, &qCreated)...)...); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("locate partitions: %w", err)
+			}
+			qp.p.CreatedAt, qp.q.CreatedAt = fromMicros(pCreated), fromMicros(qCreated)
+			out = append(out, qp)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("locate partitions: %w", err)
+		}
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("locate partition: %w", err)
-	}
-	p.CreatedAt, q.CreatedAt = fromMicros(pCreated), fromMicros(qCreated)
-	return &q, &p, nil
+	return out, nil
+}
+
+// ackPartitionChunk bounds the uuids of one ackPartitions query.
+const ackPartitionChunk = 1000
+
+// queuePart is a partition with its queue.
+type queuePart struct {
+	q *combtype.Queue
+	p *combtype.Partition
 }
 
 // locateAcks is locate on a reader, for items about to be submitted.
