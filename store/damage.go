@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/comb-broker/comb/combtype"
 )
@@ -73,4 +74,53 @@ func damagedSegment(err error) *segmentError {
 		return bad
 	}
 	return nil
+}
+
+// Segment rows that do not follow each other.
+//
+// A partition's segments tile its log: each begins where the one before
+// it ends. A row edited or damaged outside comb (bit rot in base_offset,
+// a row deleted by hand) breaks that without failing any checksum: the
+// offsets between the two are read from the wrong segment or not at all,
+// and a group's pops stopped at the hole or skipped past it with nothing
+// said (comb check reports it as a tiling finding). Every read of a run
+// of segments checks that they follow each other and logs the first
+// break it meets in each place, once.
+
+// tilingBreaks remembers the breaks already logged.
+type tilingBreaks struct {
+	mu     sync.Mutex
+	logged map[[2]int64]bool // partition id, base offset of the later segment
+}
+
+// checkTiling logs, once, each place where metas, a partition's segments
+// in base_offset order as one read listed them, do not follow each other.
+func (s *Store) checkTiling(metas []cachedMeta) {
+	for i := 1; i < len(metas); i++ {
+		s.checkFollows(metas[i-1], metas[i])
+	}
+}
+
+// checkFollows logs, once, m not beginning where prev, the segment before
+// it, ends.
+func (s *Store) checkFollows(prev, m cachedMeta) {
+	if m.base == prev.base+prev.count {
+		return
+	}
+	k := [2]int64{m.partitionID, m.base}
+	s.tiling.mu.Lock()
+	seen := s.tiling.logged[k]
+	if !seen {
+		if s.tiling.logged == nil {
+			s.tiling.logged = map[[2]int64]bool{}
+		}
+		s.tiling.logged[k] = true
+	}
+	s.tiling.mu.Unlock()
+	if !seen {
+		s.log.Error("a partition's segments do not follow each other (a row edited or damaged outside comb): "+
+			"the offsets between them are not delivered as they were stored; run comb check",
+			"partitionId", m.partitionID, "segmentBase", prev.base, "segmentFrames", prev.count,
+			"nextBase", m.base, "nextFrames", m.count)
+	}
 }

@@ -198,6 +198,7 @@ func (w *wtx) claimScan(partitionID, from, to int64, fn func(off, createdAt int6
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read segments: %w", err)
 	}
+	w.s.checkTiling(metas)
 	cache := &w.s.rows.segs
 	for _, m := range metas {
 		frames := cache.get(m)

@@ -89,6 +89,9 @@ func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, t
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read segments: %w", err)
 	}
+	for i := 1; i < len(segs); i++ {
+		s.checkFollows(segs[i-1].m, segs[i].m)
+	}
 	for _, g := range segs {
 		base, count, createdAt := g.m.base, g.m.count, g.m.createdAt
 		var frames []segment.Frame

@@ -178,6 +178,7 @@ type Store struct {
 	queues  boundCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
 	groups  boundCount  // writer goroutine only: what MaxGroups is checked against (grouplimit.go)
 	shared  sharedSegs  // large segments' decoded bytes, while something holds them (segcache.go)
+	tiling  tilingBreaks // segment rows found not to follow each other, logged once (damage.go)
 	// maxForwarders is Options.MaxForwarders: forwarders are few, so the
 	// store of a new one counts them.
 	maxForwarders int
