@@ -34,20 +34,28 @@ var intQueryParams = []struct {
 func (s *Handler) checkIntQuery(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if r.URL.RawQuery != "" {
-			// url.Values drops a pair it cannot decode (timeout=%ZZ), and
-			// the parameter was then taken for absent.
-			q, err := url.ParseQuery(r.URL.RawQuery)
-			if err != nil {
-				s.fail(w, r, &badRequest{fmt.Sprintf("the query string is malformed: %v", err)})
-				return
-			}
-			if err := badIntQuery(q); err != nil {
+			if err := badQuery(r.URL.RawQuery); err != nil {
 				s.fail(w, r, err)
 				return
 			}
 		}
 		h(w, r, ps)
 	}
+}
+
+// badQuery is the refusal of a malformed query string: url.Values drops
+// a pair it cannot decode (timeout=%ZZ), and the parameter was then taken
+// for absent; or of its first malformed integer parameter. Not inlined:
+// the frame of checkIntQuery's handler stays on the stack of every parked
+// pop (parkedstack_test.go), and the parse's locals would grow it.
+//
+//go:noinline
+func badQuery(raw string) error {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return &badRequest{fmt.Sprintf("the query string is malformed: %v", err)}
+	}
+	return badIntQuery(q)
 }
 
 // badIntQuery is the refusal of the first malformed parameter of

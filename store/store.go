@@ -174,10 +174,10 @@ type Store struct {
 	// idEpoch is the epoch the database's message ids are derived with
 	// (ids.go): set by the writer, read by any goroutine.
 	idEpoch atomic.Pointer[string]
-	keyCeil keyCeilings // writer goroutine only
-	queues  boundCount  // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
-	groups  boundCount  // writer goroutine only: what MaxGroups is checked against (grouplimit.go)
-	shared  sharedSegs  // large segments' decoded bytes, while something holds them (segcache.go)
+	keyCeil keyCeilings  // writer goroutine only
+	queues  boundCount   // writer goroutine only: what MaxQueues is checked against (queuelimit.go)
+	groups  boundCount   // writer goroutine only: what MaxGroups is checked against (grouplimit.go)
+	shared  sharedSegs   // large segments' decoded bytes, while something holds them (segcache.go)
 	tiling  tilingBreaks // segment rows found not to follow each other, logged once (damage.go)
 	// maxForwarders is Options.MaxForwarders: forwarders are few, so the
 	// store of a new one counts them.
