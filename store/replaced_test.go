@@ -333,6 +333,10 @@ func TestAnEmptiedFileBesideItsWALIsRefused(t *testing.T) {
 			if !errors.Is(err, combtype.ErrDamaged) || !strings.Contains(err.Error(), "WAL beside it") {
 				t.Errorf("open: %v, want ErrDamaged naming the WAL", err)
 			}
+			// The refusal made the file it refused, empty, and left it.
+			if _, err := os.Lstat(crashed); how == "removed" && err == nil {
+				t.Error("the refused open left a file at the path")
+			}
 			if fi, err := os.Stat(crashed + "-wal"); err != nil || fi.Size() != wal.Size() {
 				t.Errorf("the WAL after the refused open: %v, %v; want it as it was", fi, err)
 			}

@@ -129,12 +129,13 @@ func RestoreFile(ctx context.Context, path, backup string, fn func(combtype.Prog
 	return out, nil
 }
 
-// interruptedRestore refuses to make a new database at path when a
-// restore was stopped (a kill, a power cut) between moving the database
-// aside and putting the checked copy, path.restoring-TIME, in its place:
-// Open would have made an empty database there and served it, healthy,
-// and with a -wal left at the path, advised removing it.
-func interruptedRestore(path string) error {
+// missingDatabase refuses to make a new database at a path where one is
+// missing: when a restore was stopped (a kill, a power cut) between
+// moving the database aside and putting the checked copy,
+// path.restoring-TIME, in its place (Open would have made an empty
+// database there and served it, healthy, and with a -wal left at the
+// path, advised removing it), or when a WAL with frames is left there.
+func missingDatabase(path string) error {
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -146,6 +147,16 @@ func interruptedRestore(path string) error {
 		}
 	}
 	if last == "" {
+		// Moved or removed while its server ran, then a kill -9: the WAL
+		// left at the path holds its last writes. Refused here, before
+		// the lock makes an empty file at the path, which was left
+		// behind the refusal (checkHeader) and read as a database.
+		if fi, err := os.Stat(walPath(path)); err == nil && fi.Size() > walHeaderSize {
+			return fmt.Errorf("%w: %s does not exist, but the WAL beside it holds %d bytes of a database's last writes: "+
+				"the file was moved or removed while its WAL was left; put it back, or restore it from a backup "+
+				"(docs/operations.md), or remove %s to start an empty database",
+				combtype.ErrDamaged, path, fi.Size(), walPath(path))
+		}
 		return nil
 	}
 	return fmt.Errorf("%w: %s is missing and %s is the checked copy of a comb restore stopped before it put the copy in place "+

@@ -358,7 +358,7 @@ func Open(ctx context.Context, opts Options) (_ *Store, err error) {
 	// the first byte) on a descriptor held until Close, and nothing after
 	// opens the file other than through SQLite's connections, whose locks a
 	// close of any other descriptor would drop (see lock.go).
-	if err := interruptedRestore(opts.Path); err != nil {
+	if err := missingDatabase(opts.Path); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	lock, err := lockDB(opts.Path)
