@@ -151,7 +151,7 @@ func missingDatabase(path string) error {
 		// left at the path holds its last writes. Refused here, before
 		// the lock makes an empty file at the path, which was left
 		// behind the refusal (checkHeader) and read as a database.
-		if fi, err := os.Stat(walPath(path)); err == nil && fi.Size() > walHeaderSize {
+		if fi, err := os.Stat(walPath(path)); err == nil && fi.Mode().IsRegular() && fi.Size() > walHeaderSize {
 			return fmt.Errorf("%w: %s does not exist, but the WAL beside it holds %d bytes of a database's last writes: "+
 				"the file was moved or removed while its WAL was left; put it back, or restore it from a backup "+
 				"(docs/operations.md), or remove %s to start an empty database",
