@@ -829,7 +829,9 @@ func (m *model) applyAck(d delivery, lease, status string, via int, keepLease bo
 		}
 	}
 	deadLetter := func() {
-		m.dlq[fmt.Sprintf("%s|%s/%s/%d", wire(d.group), d.queue, d.part, d.off)]++
+		// Once per group: a message the group dead-lettered already is
+		// not copied again (nothing here removes a copy).
+		m.dlq[fmt.Sprintf("%s|%s/%s/%d", wire(d.group), d.queue, d.part, d.off)] = 1
 		advance()
 	}
 	dead := false

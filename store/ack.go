@@ -452,6 +452,7 @@ func (w *wtx) applyAck(it *combtype.AckItem, loc *located, c *cursor, mode ackMo
 // what locateAcks found before the op was submitted. Items naming no
 // stored message get ErrMessageNotFound.
 func (w *wtx) ackAll(tenant string, items []combtype.AckItem, pre []*located, results []combtype.AckResult, mode ackMode) error {
+	w.dlqCopies, w.dlqCopied = 0, 0
 	locs, err := w.revalidate(tenant, pre)
 	if err != nil {
 		return err
@@ -491,6 +492,9 @@ func (w *wtx) ackAll(tenant string, items []combtype.AckItem, pre []*located, re
 		}
 		for _, i := range order[start:end] {
 			if results[i], c, err = w.applyAck(&items[i], locs[i], c, mode, false); err != nil {
+				return err
+			}
+			if err := w.deadLetterBound(); err != nil {
 				return err
 			}
 		}

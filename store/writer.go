@@ -611,6 +611,10 @@ type wtx struct {
 	// w.ExecContext and friends, which reuse prepared statements.
 	tx  *sql.Conn
 	now time.Time
+	// What the current op's acks copied into the dead-letter table
+	// (deadLetterBound), counted from the op's ackAll.
+	dlqCopies int
+	dlqCopied int64
 	// Lookups made in this transaction, forgotten when a savepoint rolls back.
 	queues     map[queueKey]*combtype.Queue
 	partitions map[partKey]*combtype.Partition
