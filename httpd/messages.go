@@ -399,9 +399,16 @@ func (s *Handler) ackDelivered(r *http.Request, res *combtype.PopResult, leaseID
 			}
 		}
 	}
-	if err != nil {
-		// The lease then expires and the batch is delivered again: at
-		// least once, never lost.
+	switch {
+	case err == nil:
+	case errors.Is(err, combtype.ErrInvalidLease), errors.Is(err, combtype.ErrMessageNotFound):
+		// The lease ended before the reply was out (a client reading it
+		// slower than the queue's leaseTime), or the message was
+		// deleted meanwhile: a client's doing, not a server fault. What
+		// is left of the batch is delivered again: at least once.
+		s.log.Warn("an autoAck pop's reply took longer than its lease; its messages are delivered again",
+			"leaseId", leaseID, "group", res.Group, "queue", res.Queue, "err", err)
+	default:
 		s.log.Error("acknowledging an autoAck pop", "leaseId", leaseID, "err", err)
 	}
 }

@@ -202,8 +202,13 @@ func (s *Handler) streamStateGet(w http.ResponseWriter, r *http.Request, _ httpr
 			s.fail(w, r, err, failed(http.StatusInternalServerError))
 			return
 		}
-		// A reply cut short must not read as a whole one.
-		s.log.Error("state read failed mid-reply", "err", err)
+		// A reply cut short must not read as a whole one. A client that
+		// left while it was written is not the server's failure.
+		if cw.err != nil {
+			s.log.Debug("state reply cut short: the client is gone", "err", err)
+		} else {
+			s.log.Error("state read failed mid-reply", "err", err)
+		}
 		panic(http.ErrAbortHandler)
 	}
 }
@@ -262,13 +267,17 @@ func (o *stateRowsWriter) flush() error {
 
 // countingWriter counts the bytes that reached w.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w   io.Writer
+	n   int64
+	err error // the first write that failed: the client is gone
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
 	return n, err
 }
 
