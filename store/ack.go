@@ -382,6 +382,14 @@ func (w *wtx) applyAck(it *combtype.AckItem, loc *located, c *cursor, mode ackMo
 			res.Success = true // no cursor for this group: nothing to move
 			return res, nil, nil
 		}
+		// A group is a subscription wherever it is counted
+		// (Options.MaxGroups): one that first appears through an ack is
+		// recorded as its first pop naming no mode would record it, as a
+		// seek does. Acks naming new groups made cursors past the bound:
+		// 400,000 groups from 20 transactions, listings of seconds.
+		if err := w.seekSubscribe(loc.q.ID, group); err != nil {
+			return res, c, err
+		}
 		c = &cursor{committed: loc.p.LogStart - 1, created: true}
 	}
 	c.dirty = true
