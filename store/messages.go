@@ -574,6 +574,14 @@ func (s *Store) DeleteMessage(ctx context.Context, tenant, partitionUUID, txn st
 			p.ID, off, micros(w.now)); err != nil {
 			return fmt.Errorf("insert tombstone: %w", err)
 		}
+		// Its transactionId is free again, as in Queen, where the delete
+		// removes the row its uniqueness is kept in: a push of it after
+		// the delete answered "duplicate" with the deleted message's id,
+		// and stored nothing. The dedup caches only err high (push.go).
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM txids WHERE txn_key = ? AND partition_id = ? AND offset = ?`,
+			txnKey(txn), p.ID, off); err != nil {
+			return fmt.Errorf("free the deleted message's transactionId: %w", err)
+		}
 		clear(w.claimedDead)
 		// Tombstones retention has overtaken are dead weight.
 		if _, err := w.ExecContext(w.ctx, `DELETE FROM tombstones WHERE partition_id = ? AND offset < ?`, p.ID, p.LogStart); err != nil {
