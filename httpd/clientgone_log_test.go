@@ -43,6 +43,21 @@ func readHead(t *testing.T, s *combtest.Server, request string) (net.Conn, *bufi
 	}
 }
 
+// logsWithoutError waits for logs to say want, the server's account of
+// what the client did, and fails the test if they hold an error.
+func logsWithoutError(t *testing.T, logs *combtest.Logs, want string) {
+	t.Helper()
+	combtest.CheckFor(t, 10*time.Second, func() error {
+		if !strings.Contains(logs.String(), want) {
+			return fmt.Errorf("the log does not say %q yet:\n%s", want, logs.String())
+		}
+		return nil
+	})
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("the server logged an error for what a client did:\n%s", logs.String())
+	}
+}
+
 // An autoAck pop whose client reads its reply slower than the queue's
 // lease is delivered again (at least once): that is the client's pace, not
 // a server fault, and is logged as a warning naming it. It was an ERROR.
@@ -62,15 +77,7 @@ func TestASlowReaderOfAnAutoAckPopIsAWarningNotAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close()
-	combtest.CheckFor(t, 10*time.Second, func() error {
-		if !strings.Contains(logs.String(), "took longer than its lease") {
-			return fmt.Errorf("no warning yet; log:\n%s", logs.String())
-		}
-		return nil
-	})
-	if strings.Contains(logs.String(), "level=ERROR") {
-		t.Errorf("a slow reader logged an error:\n%s", logs.String())
-	}
+	logsWithoutError(t, &logs, "took longer than its lease")
 	// Delivered again.
 	if p := s.Pop("/api/v1/pop/queue/slow?autoAck=true"); len(p.Messages) != 1 || p.Messages[0].TransactionID != "only" {
 		t.Fatalf("the pop after = %+v", p)
@@ -101,13 +108,5 @@ func TestAClientLeavingAStateReplyIsNotAnError(t *testing.T) {
 	conn, _ := readHead(t, s, fmt.Sprintf("POST /streams/v1/state/get HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
 	conn.(*net.TCPConn).SetLinger(0) // a reset: the server's next write fails
 	conn.Close()
-	combtest.CheckFor(t, 10*time.Second, func() error {
-		if !strings.Contains(logs.String(), "the client is gone") {
-			return fmt.Errorf("the reply has not ended; log:\n%s", logs.String())
-		}
-		return nil
-	})
-	if strings.Contains(logs.String(), "level=ERROR") {
-		t.Errorf("a client leaving a state reply logged an error:\n%s", logs.String())
-	}
+	logsWithoutError(t, &logs, "the client is gone")
 }
