@@ -36,6 +36,9 @@ func (s *Store) Push(ctx context.Context, tenant string, items []combtype.PushIt
 // strict checks happen before anything is staged, so a rolled-back
 // savepoint never leaves items behind.
 func (w *wtx) push(tenant string, items []combtype.PushItem, results []combtype.PushResult, strict bool) error {
+	if err := w.resolvePartitions(tenant, items); err != nil {
+		return err
+	}
 	pps := make([]*pendingPart, len(items))
 	lookups := map[*pendingPart][]string{}
 	for i := range items {

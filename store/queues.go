@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -238,6 +239,122 @@ func (w *wtx) partition(q *combtype.Queue, name string, create bool) (*combtype.
 	}
 	w.partitions[k] = p
 	return p, nil
+}
+
+// Statements that resolve many partitions at once (resolvePartitions).
+const (
+	partitionLookupNames = 1000
+	findPartitionsSQL    = `SELECT ` + partitionColumns + ` FROM partitions
+		WHERE queue_id = ?1 AND name IN (SELECT value FROM json_each(?2))`
+	nextPartitionIDSQL  = `SELECT COALESCE(MAX(id), 0) + 1 FROM partitions`
+	insertPartitionsSQL = `INSERT INTO partitions (id, uuid, queue_id, name, created_at)
+		SELECT ?1 + j.key, json_extract(j.value, '$[0]'), ?2, json_extract(j.value, '$[1]'), ?3 FROM json_each(?4) j`
+)
+
+// resolvePartitions finds or creates, in a few statements, the partitions
+// of items that neither this transaction nor the row cache knows, so that
+// push then finds each one known. One by one, a lookup and an insert
+// each, a transaction naming 20,000 new partitions made 40,000
+// statements in the writer, and every other client's write waited for
+// them (1.2-1.9 s).
+func (w *wtx) resolvePartitions(tenant string, items []combtype.PushItem) error {
+	type miss struct {
+		q     *combtype.Queue
+		names []string
+	}
+	var misses []*miss
+	byQueue := map[int64]*miss{}
+	seen := map[partKey]bool{}
+	for i := range items {
+		it := &items[i]
+		q, err := w.queue(tenant, it.Queue, true)
+		if err != nil {
+			return err
+		}
+		name := it.Partition
+		if name == "" {
+			name = combtype.DefaultPartition
+		}
+		k := partKey{q.ID, name}
+		if seen[k] || w.partitions[k] != nil {
+			continue
+		}
+		seen[k] = true
+		if _, ok := w.s.rows.parts[k]; ok && !w.stale {
+			continue
+		}
+		m := byQueue[q.ID]
+		if m == nil {
+			m = &miss{q: q}
+			byQueue[q.ID] = m
+			misses = append(misses, m)
+		}
+		m.names = append(m.names, name)
+	}
+	n := 0
+	for _, m := range misses {
+		n += len(m.names)
+	}
+	if n < 2 {
+		return nil // partition() looks a single one up as cheaply
+	}
+	for _, m := range misses {
+		for start := 0; start < len(m.names); start += partitionLookupNames {
+			if err := w.findOrMakePartitions(m.q, m.names[start:min(start+partitionLookupNames, len(m.names))]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// findOrMakePartitions reads those of names that q has, and inserts the
+// others in one statement, with ids in the order of names.
+func (w *wtx) findOrMakePartitions(q *combtype.Queue, names []string) error {
+	list, err := json.Marshal(names)
+	if err != nil {
+		return fmt.Errorf("look up partitions: %w", err)
+	}
+	found, err := queryPartitions(w.ctx, w, findPartitionsSQL, q.ID, string(list))
+	if err != nil {
+		return err
+	}
+	for _, p := range found {
+		w.partitions[partKey{q.ID, p.Name}] = p
+	}
+	if len(found) == len(names) {
+		return nil
+	}
+	var next int64
+	if err := w.QueryRowContext(w.ctx, nextPartitionIDSQL).Scan(&next); err != nil {
+		return fmt.Errorf("insert partitions: %w", err)
+	}
+	base := max(next, w.s.nextIDs.partition)
+	created := fromMicros(micros(w.now))
+	rows := make([][2]string, 0, len(names)-len(found))
+	var made []*combtype.Partition
+	for _, name := range names {
+		k := partKey{q.ID, name}
+		if w.partitions[k] != nil {
+			continue
+		}
+		p := &combtype.Partition{ID: base + int64(len(made)), UUID: newUUID(), QueueID: q.ID, Name: name, LastOffset: -1, CreatedAt: created}
+		rows = append(rows, [2]string{p.UUID, name})
+		made = append(made, p)
+	}
+	list, err = json.Marshal(rows)
+	if err != nil {
+		return fmt.Errorf("insert partitions: %w", err)
+	}
+	if _, err := w.ExecContext(w.ctx, insertPartitionsSQL, base, q.ID, micros(created), string(list)); err != nil {
+		return fmt.Errorf("insert %d partitions of queue %q: %w", len(made), q.Name, err)
+	}
+	w.s.nextIDs.partition = base + int64(len(made))
+	for _, p := range made {
+		w.partitions[partKey{q.ID, p.Name}] = p
+	}
+	w.s.grown(q)
+	return nil
 }
 
 // Configure creates or replaces a queue's settings and makes sure its
