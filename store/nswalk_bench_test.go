@@ -44,3 +44,42 @@ func BenchmarkNamespaceWalk(b *testing.B) {
 	// (mayHaveFor) could not rule out.
 	b.ReportMetric(float64(s.stats.QueueLooks.Load()-before)/float64(b.N), "looks/op")
 }
+
+// BenchmarkNamespaceWalkWide is BenchmarkNamespaceWalk over queues made
+// by pushes (a message each, which the group, subscribed to new ones,
+// does not want), at 2,000 and 20,000 queues: a look must grow with the
+// queues, not faster.
+func BenchmarkNamespaceWalkWide(b *testing.B) {
+	for _, n := range []int{2000, 20000} {
+		b.Run(fmt.Sprintf("queues=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, Options{Path: filepath.Join(b.TempDir(), "c.db"), Synchronous: "NORMAL"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for start := 0; start < n; start += 1000 {
+				var items []combtype.PushItem
+				for i := start; i < min(start+1000, n); i++ {
+					items = append(items, combtype.PushItem{Queue: fmt.Sprintf("ns.t.q%05d", i), Payload: []byte(`1`)})
+				}
+				if _, err := s.Push(ctx, "", items); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pop := combtype.PopRequest{Namespace: "ns", Group: "g", Batch: 1, SubscriptionMode: "new"}
+			if _, err := s.Pop(ctx, "", pop); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "elsewhere", Payload: []byte(`1`)}}); err != nil {
+					b.Fatal(err)
+				}
+				res, err := s.Pop(ctx, "", pop)
+				if err != nil || len(res.Messages) != 0 {
+					b.Fatal(res, err)
+				}
+			}
+		})
+	}
+}

@@ -366,11 +366,70 @@ type queuePageKey struct {
 // task after after, highest priority first. The subscriptions of a
 // namespace's queues are looked up as the pop comes to each: it stops at
 // the first that has messages.
-func (s *Store) popQueuePage(ctx context.Context, req *popReq, after queuePageKey) ([]*combtype.Queue, error) {
-	return listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues
-		WHERE tenant = ?1 AND (?2 = '' OR namespace = ?2) AND (?3 = '' OR task = ?3)
-			AND (NOT ?4 OR priority < ?5 OR (priority = ?5 AND id > ?6))
-		ORDER BY priority DESC, id LIMIT ?7`, req.Tenant, req.Namespace, req.Task, after.set, after.priority, after.id, popQueuePageSize)
+//
+// Each page is read through the index of its namespace (or task) in that
+// order, the rest of its priority after the key and then the lower
+// priorities, so that a page costs what it holds, not what came before it.
+func (s *Store) popQueuePage(ctx context.Context, req *popReq, after queuePageKey) ([]queuePageKey, error) {
+	stmts := popPageByNamespace
+	if req.Namespace == "" {
+		stmts = popPageByTask
+	}
+	q := stmts.first
+	if after.set {
+		q = stmts.after
+	}
+	rows, err := s.r.QueryContext(ctx, q, req.Tenant, req.Namespace, req.Task, after.priority, after.id, popQueuePageSize)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	defer rows.Close()
+	var page []queuePageKey
+	for rows.Next() {
+		k := queuePageKey{set: true}
+		if err := rows.Scan(&k.id, &k.priority); err != nil {
+			return nil, fmt.Errorf("list queues: %w", err)
+		}
+		page = append(page, k)
+	}
+	return page, rows.Err()
+}
+
+// queuesByID reads the queues of ids, in the order of ids.
+func (s *Store) queuesByID(ctx context.Context, ids []int64) ([]*combtype.Queue, error) {
+	got, err := listQueues(ctx, s.r, `SELECT `+queueColumns+` FROM queues WHERE id IN (SELECT value FROM json_each(?1))`, jsonInts(ids))
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[int64]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	slices.SortFunc(got, func(a, b *combtype.Queue) int { return at[a.ID] - at[b.ID] })
+	return got, nil
+}
+
+// popPageQueries are the statements of popQueuePage, for a namespace
+// (the task, if also named, filtered on it) or a task alone.
+type popPageQueries struct{ first, after string }
+
+var (
+	popPageByNamespace = popPageStatements("namespace", "?2", "(?3 = '' OR task = ?3)")
+	popPageByTask      = popPageStatements("task", "?3", "(?2 = '' OR namespace = ?2)")
+)
+
+func popPageStatements(col, param, also string) popPageQueries {
+	page := func(where, order string) string {
+		return `SELECT id, priority FROM queues
+			WHERE tenant = ?1 AND ` + col + ` = ` + param + ` AND ` + also + ` AND ` + where + `
+			ORDER BY ` + order + ` LIMIT ?6`
+	}
+	return popPageQueries{
+		first: page("1", "priority DESC, id"),
+		after: `SELECT * FROM (` + page("priority = ?4 AND id > ?5", "id") + `)
+			UNION ALL SELECT * FROM (` + page("priority < ?4", "priority DESC, id") + `)
+			ORDER BY priority DESC, id LIMIT ?6`,
+	}
 }
 
 // maxPrefilterPartitions is the most partitions of a queue mayHaveFor
@@ -378,7 +437,7 @@ func (s *Store) popQueuePage(ctx context.Context, req *popReq, after queuePageKe
 // shortcuts (dueSuspects, idle marks) keep a walk of it cheap.
 const maxPrefilterPartitions = 64
 
-// mayHaveFor tells which of queues, read for a pop of a namespace or
+// mayHaveFor tells which of the queues ids, read for a pop of a namespace or
 // task, may have something for req's group, in one statement for all of
 // them: those the group has no subscription on (the pop subscribes it),
 // those with more than maxPrefilterPartitions partitions, and those with
@@ -387,11 +446,7 @@ const maxPrefilterPartitions = 64
 // each queue with a statement or four of its own: 88 ms for 2,000 queues
 // with nothing for it (BenchmarkNamespaceWalk).
 // The value is true for a queue the group has no subscription on.
-func (s *Store) mayHaveFor(ctx context.Context, req *popReq, queues []*combtype.Queue) (map[int64]bool, error) {
-	ids := make([]int64, len(queues))
-	for i, q := range queues {
-		ids[i] = q.ID
-	}
+func (s *Store) mayHaveFor(ctx context.Context, req *popReq, ids []int64) (map[int64]bool, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT j.value, NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.queue_id = j.value AND s.group_name = ?2)
 		FROM json_each(?1) j
 		WHERE NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.queue_id = j.value AND s.group_name = ?2)
@@ -405,7 +460,7 @@ func (s *Store) mayHaveFor(ctx context.Context, req *popReq, queues []*combtype.
 		return nil, fmt.Errorf("find queues with messages for the group: %w", err)
 	}
 	defer rows.Close()
-	may := make(map[int64]bool, len(queues))
+	may := make(map[int64]bool, len(ids))
 	for rows.Next() {
 		var id int64
 		var unsubscribed bool
@@ -698,17 +753,17 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 	// pop; nil if none had. It tries only those that may have something
 	// for the group (mayHaveFor); the others it would try find nothing
 	// pending, and no lease over it that could wake the pop.
-	tryEach := func(queues []*combtype.Queue) (*combtype.PopResult, error) {
-		may, err := s.mayHaveFor(ctx, &req, queues)
-		if err != nil {
-			return nil, err
-		}
+	tryEach := func(queues []*combtype.Queue, may map[int64]bool) (*combtype.PopResult, error) {
 		if subscribed, err := s.subscribeFirst(ctx, &req, queues, may); err != nil {
 			return nil, err
 		} else if subscribed {
 			// Subscribed, the queues with nothing for the group are ruled
 			// out as the others are, rather than each read on its own.
-			if may, err = s.mayHaveFor(ctx, &req, queues); err != nil {
+			ids := make([]int64, len(queues))
+			for i, q := range queues {
+				ids[i] = q.ID
+			}
+			if may, err = s.mayHaveFor(ctx, &req, ids); err != nil {
 				return nil, err
 			}
 		}
@@ -727,7 +782,15 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 		if err != nil {
 			return nil, err
 		}
-		if got, err := tryEach(queues); got != nil || err != nil {
+		ids := make([]int64, len(queues))
+		for i, q := range queues {
+			ids[i] = q.ID
+		}
+		may, err := s.mayHaveFor(ctx, &req, ids)
+		if err != nil {
+			return nil, err
+		}
+		if got, err := tryEach(queues, may); got != nil || err != nil {
 			return got, err
 		}
 		return res, nil
@@ -741,14 +804,30 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 		if err != nil {
 			return nil, err
 		}
-		if got, err := tryEach(page); got != nil || err != nil {
-			return got, err
+		// Only the queues that may have something for the pop are read
+		// whole: read for every queue, the rows were most of a look.
+		ids := make([]int64, len(page))
+		for i, k := range page {
+			ids[i] = k.id
+		}
+		may, err := s.mayHaveFor(ctx, &req, ids)
+		if err != nil {
+			return nil, err
+		}
+		if len(may) > 0 {
+			ids = slices.DeleteFunc(ids, func(id int64) bool { _, ok := may[id]; return !ok })
+			queues, err := s.queuesByID(ctx, ids)
+			if err != nil {
+				return nil, err
+			}
+			if got, err := tryEach(queues, may); got != nil || err != nil {
+				return got, err
+			}
 		}
 		if len(page) < popQueuePageSize {
 			return res, nil
 		}
-		last := page[len(page)-1]
-		after = queuePageKey{priority: last.Options.Priority, id: last.ID, set: true}
+		after = page[len(page)-1]
 	}
 }
 

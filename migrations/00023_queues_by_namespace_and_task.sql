@@ -1,0 +1,11 @@
+-- +goose Up
+-- A pop of a namespace or task reads its queues a page at a time,
+-- highest priority first, then by id. With nothing to read them in that
+-- order, each page scanned and sorted every queue of the tenant: a look
+-- over 20,000 queues was 79 such scans, 1.7 s against 37 ms at 2,000.
+CREATE INDEX queues_namespace_order ON queues (tenant, namespace, priority DESC, id);
+CREATE INDEX queues_task_order ON queues (tenant, task, priority DESC, id);
+
+-- +goose Down
+DROP INDEX queues_task_order;
+DROP INDEX queues_namespace_order;
