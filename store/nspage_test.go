@@ -102,3 +102,16 @@ func TestNamespacePagesAreReadThroughTheirIndex(t *testing.T) {
 		}
 	}
 }
+
+// The queue listing, newest first, reads the queues in that order
+// through queues_created_order rather than sorting them all for a page.
+func TestTheQueueListingReadsNewestFirstThroughItsIndex(t *testing.T) {
+	s := openTestStore(t, nil)
+	for _, dir := range []string{"ASC", "DESC"} {
+		plan := queryPlan(t, s, queuePageQuery("created_at", dir), "", "", "", "", "", 10, 0)
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, "queues_created_order") || strings.Contains(text, "TEMP B-TREE") {
+			t.Errorf("created_at %s: the page is not read through queues_created_order in order:\n%s", dir, text)
+		}
+	}
+}
