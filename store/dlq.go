@@ -326,12 +326,7 @@ func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error
 	if copied {
 		return nil
 	}
-	var frame *segment.Frame
-	var createdAt int64
-	err := w.s.scanFrames(w.ctx, w, loc.p.ID, loc.offset, loc.offset, func(off, at int64, f *segment.Frame) error {
-		frame, createdAt = f, at
-		return nil
-	})
+	frame, createdAt, err := w.deadLetterFrame(loc)
 	if bad := damagedSegment(err); bad != nil {
 		// Its segment was damaged since it was delivered: the copy kept
 		// is the quarantined segment's, which the operator restores from.
@@ -356,6 +351,47 @@ func (w *wtx) deadLetter(loc *located, group, errText string, retry int64) error
 	w.dlqCopies++
 	w.dlqCopied += int64(len(frame.Payload))
 	return nil
+}
+
+// deadLetterSegment is the segment a transaction's last dead letter was
+// copied from, decoded, its payloads still sealed: the acks of one request
+// mostly fail the messages of one pop, which lie in a few segments. Each
+// copy decoded its whole segment: 10,000 dlq acks of one transaction
+// decoded 10,000 segments of 100 messages, 2.9-4.9 s while every other
+// client's writes waited.
+type deadLetterSegment struct {
+	partitionID, base, count, createdAt int64
+	frames                              []segment.Frame
+}
+
+// deadLetterFrame is the frame at loc with its payload opened, and when
+// its segment was written; nil when retention removed it.
+func (w *wtx) deadLetterFrame(loc *located) (*segment.Frame, int64, error) {
+	c := w.dlqSegment
+	if c == nil || c.partitionID != loc.p.ID || loc.offset < c.base || loc.offset >= c.base+int64(len(c.frames)) {
+		c = nil
+		err := w.s.scanSegments(w.ctx, w, loc.p.ID, loc.offset, loc.offset, func(base, count, createdAt int64, frames []segment.Frame) error {
+			if loc.offset >= base && loc.offset < base+int64(len(frames)) {
+				c = &deadLetterSegment{partitionID: loc.p.ID, base: base, count: count, createdAt: createdAt, frames: frames}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		if c == nil {
+			return nil, 0, nil
+		}
+		w.dlqSegment = c
+	}
+	f := c.frames[loc.offset-c.base]
+	payload, err := w.s.DecryptPayload(f.Payload)
+	if err != nil {
+		return nil, 0, &segmentError{partitionID: c.partitionID, base: c.base, count: c.count,
+			err: fmt.Errorf("frame %d: %w", loc.offset, err)}
+	}
+	f.Payload = payload
+	return &f, c.createdAt, nil
 }
 
 // maxDeadLetterBytes is about how many bytes of payload the acks of one

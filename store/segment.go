@@ -57,6 +57,30 @@ func (e *codecError) Unwrap() []error { return []error{e.err, e.is} }
 // scanFrames calls fn for every stored frame of partition in [from, to], in
 // offset order. Offsets that retention removed are skipped.
 func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, to int64, fn func(off, createdAt int64, f *segment.Frame) error) error {
+	return s.scanSegments(ctx, db, partitionID, from, to, func(base, count, createdAt int64, frames []segment.Frame) error {
+		for i := range frames {
+			off := base + int64(i)
+			if off < from || off > to {
+				continue
+			}
+			var err error
+			if frames[i].Payload, err = s.DecryptPayload(frames[i].Payload); err != nil {
+				return &segmentError{partitionID: partitionID, base: base, count: count,
+					err: fmt.Errorf("frame %d: %w", off, err)}
+			}
+			if err := fn(off, createdAt, &frames[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// scanSegments calls fn with the frames of each stored segment of
+// partition that holds offsets in [from, to], in offset order, their
+// payloads still sealed (DecryptPayload opens one). The frames are the
+// call's own; their payload bytes may be shared, never to be written.
+func (s *Store) scanSegments(ctx context.Context, db querier, partitionID, from, to int64, fn func(base, count, createdAt int64, frames []segment.Frame) error) error {
 	// A segment too large to keep is read only if no other reader holds
 	// it decoded (sharedSegs); its frames unpacked from shared bytes are
 	// this call's own, their payloads not to be written.
@@ -104,6 +128,7 @@ func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, t
 					return fmt.Errorf("read segment: %w", err)
 				}
 			}
+			s.stats.SegmentsDecoded.Add(1)
 			var raw []byte
 			if frames, raw, err = decodeSegmentRaw(g.codec, g.size, uint32(g.m.checksum), g.data, int(count)); err != nil {
 				return &segmentError{partitionID: partitionID, base: base, count: count, err: err}
@@ -112,18 +137,8 @@ func (s *Store) scanFrames(ctx context.Context, db querier, partitionID, from, t
 				s.shared.put(g.m, raw)
 			}
 		}
-		for i := range frames {
-			off := base + int64(i)
-			if off < from || off > to {
-				continue
-			}
-			if frames[i].Payload, err = s.DecryptPayload(frames[i].Payload); err != nil {
-				return &segmentError{partitionID: partitionID, base: base, count: count,
-					err: fmt.Errorf("frame %d: %w", off, err)}
-			}
-			if err := fn(off, createdAt, &frames[i]); err != nil {
-				return err
-			}
+		if err := fn(base, count, createdAt, frames); err != nil {
+			return err
 		}
 	}
 	return nil

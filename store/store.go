@@ -319,6 +319,9 @@ type Stats struct {
 	// WriterPanics counts the writer's commits that panicked and were
 	// rolled back (writer.go); any is a fault of comb's worth a report.
 	WriterPanics atomic.Int64
+	// SegmentsDecoded counts the segments read and decoded to hand out
+	// frames (scanSegments): what a read or a dead-letter copy costs.
+	SegmentsDecoded atomic.Int64
 	// QueueLooks counts the queues pops looked at for something to take:
 	// one for a pop of a queue, as many as it reads for a pop of a
 	// namespace or task.

@@ -615,6 +615,8 @@ type wtx struct {
 	// (deadLetterBound), counted from the op's ackAll.
 	dlqCopies int
 	dlqCopied int64
+	// The segment the last dead letter was copied from (deadLetterFrame).
+	dlqSegment *deadLetterSegment
 	// Lookups made in this transaction, forgotten when a savepoint rolls back.
 	queues     map[queueKey]*combtype.Queue
 	partitions map[partKey]*combtype.Partition
