@@ -299,6 +299,9 @@ func (s *Store) ListMessages(ctx context.Context, tenant string, f combtype.Mess
 				match = match[:limit-len(out)]
 			}
 			frames, err := s.segmentFrames(ctx, sg.id, int(sg.count))
+			if errors.Is(err, errSegmentGone) {
+				continue
+			}
 			if bad := damagedSegment(err); bad != nil {
 				// Left out of the listing, as a claim leaves it out of a
 				// batch, and put aside where the quarantine listing shows it.
