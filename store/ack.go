@@ -498,7 +498,17 @@ func (w *wtx) ackAll(tenant string, items []combtype.AckItem, pre []*located, re
 		if err != nil {
 			return err
 		}
-		for _, i := range order[start:end] {
+		for k, i := range order[start:end] {
+			// The same ack again (the same message, status and lease)
+			// reports what the first did: applied again, a repeated failed
+			// ack found the lease the first had ended, and answered
+			// "Invalid or expired lease" where the first dead-lettered
+			// the message. The acks of a message are sorted together.
+			if j := sameAckBefore(items, locs, order[start:start+k], i); j >= 0 {
+				results[i] = results[j]
+				results[i].TxnID = items[i].TxnID
+				continue
+			}
 			if results[i], c, err = w.applyAck(&items[i], locs[i], c, mode, false); err != nil {
 				return err
 			}
@@ -514,6 +524,19 @@ func (w *wtx) ackAll(tenant string, items []combtype.AckItem, pre []*located, re
 		start = end
 	}
 	return nil
+}
+
+// sameAckBefore is the item of before, the acks of the same partition and
+// group applied before item i in offset order, that acks i's message with
+// i's status and lease; -1 if none.
+func sameAckBefore(items []combtype.AckItem, locs []*located, before []int, i int) int {
+	for k := len(before) - 1; k >= 0 && locs[before[k]].offset == locs[i].offset; k-- {
+		j := before[k]
+		if items[j].Status == items[i].Status && items[j].LeaseID == items[i].LeaseID {
+			return j
+		}
+	}
+	return -1
 }
 
 // Ack applies acknowledgements atomically, in (partition, group, offset)

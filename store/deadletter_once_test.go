@@ -148,3 +148,43 @@ func TestDeadLetterCopiesDecodeEachSegmentOnce(t *testing.T) {
 		t.Fatalf("%d dead letters, want %d", i, n)
 	}
 }
+
+// The same failed acks twice in one batch, under the lease of their pop:
+// each repeat reports what the first did. Applied again, the repeat of
+// the last found the lease the first acks had ended and was refused
+// ("Invalid or expired lease"), and a repeat of the first answered that
+// it had not dead-lettered the message.
+func TestARepeatedAckInOneBatchReportsWhatTheFirstDid(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, clock.NewManual(t0))
+	opts := combtype.DefaultQueueOptions()
+	opts.RetryLimit = 0
+	if _, _, err := s.Configure(ctx, "", combtype.ConfigureRequest{Queue: "q", Options: opts}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Push(ctx, "", []combtype.PushItem{{Queue: "q", TxnID: "t0", Payload: []byte(`0`)}, {Queue: "q", TxnID: "t1", Payload: []byte(`1`)}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Pop(ctx, "", combtype.PopRequest{Queue: "q", Batch: 2})
+	if err != nil || len(res.Messages) != 2 {
+		t.Fatalf("pop = %+v, %v", res, err)
+	}
+	var acks []combtype.AckItem
+	for range 2 {
+		for _, m := range res.Messages {
+			acks = append(acks, combtype.AckItem{TxnID: m.TxnID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: combtype.AckFailed, Error: "boom"})
+		}
+	}
+	out, err := s.Ack(ctx, "", "", acks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range out {
+		if !r.Success || r.Err != nil || !r.DLQ || r.TxnID != acks[i].TxnID {
+			t.Errorf("ack %d (%s) = %+v, want success and dead-lettered, as the first", i, acks[i].TxnID, r)
+		}
+	}
+	if n := countRows(t, s, `SELECT COUNT(*) FROM dlq`); n != 2 {
+		t.Errorf("%d dead letters, want 2", n)
+	}
+}
