@@ -149,6 +149,25 @@ func (s *Handler) shardOf(w http.ResponseWriter, r *http.Request, in map[string]
 	return queryID, partitionID, true
 }
 
+// canonicalShard is a shard's ids as UUIDs in their canonical form (lower
+// case), or what is wrong with them. A shard is the pair of ids as
+// stored: a cycle stored state under partition_id "not-a-uuid" that no
+// state/get could read (it refuses such ids), and under an upper-case id
+// that a get of the same id in lower case did not find; Queen keeps both
+// as PostgreSQL uuids, which fail the first and fold the second. The
+// cycle reads them the same way (streamCycle).
+func canonicalShard(queryID, partitionID string) (string, string, string) {
+	q, err := uuid.Parse(queryID)
+	if err != nil {
+		return "", "", "query_id must be a UUID"
+	}
+	p, err := uuid.Parse(partitionID)
+	if err != nil {
+		return "", "", "partition_id must be a UUID"
+	}
+	return q.String(), p.String(), ""
+}
+
 func (s *Handler) streamStateGet(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	in, ok := s.readObject(w, r)
 	if !ok {
@@ -158,12 +177,9 @@ func (s *Handler) streamStateGet(w http.ResponseWriter, r *http.Request, _ httpr
 	if !ok {
 		return
 	}
-	if _, err := uuid.Parse(queryID); err != nil {
-		s.fail(w, r, &badRequest{"query_id must be a UUID"})
-		return
-	}
-	if _, err := uuid.Parse(partitionID); err != nil {
-		s.fail(w, r, &badRequest{"partition_id must be a UUID"})
+	queryID, partitionID, msg := canonicalShard(queryID, partitionID)
+	if msg != "" {
+		s.fail(w, r, &badRequest{msg})
 		return
 	}
 	var f combtype.StateFilter
@@ -301,6 +317,15 @@ func (s *Handler) streamCycle(w http.ResponseWriter, r *http.Request, _ httprout
 		writeJSON(w, http.StatusOK, map[string]any{"success": false, "query_id": queryID, "partition_id": partitionID,
 			"error": msg, "state_ops_applied": 0, "push_results": []pushOut{}, "ack_result": nil})
 	}
+	if q, err := uuid.Parse(queryID); err == nil {
+		queryID = q.String() // else no query has it: "Query not found"
+	}
+	p, err := uuid.Parse(partitionID)
+	if err != nil {
+		refuse("partition_id must be a UUID") // nothing stored, as Queen fails the cycle
+		return
+	}
+	partitionID = p.String()
 	req, msg := cycleRequest(in, producerSub(r.Context()))
 	if msg != "" {
 		refuse(msg)

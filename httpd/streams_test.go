@@ -1135,3 +1135,30 @@ func TestAStateReadNobodyReadsHoldsNoReaderConnection(t *testing.T) {
 		}
 	}
 }
+
+// A shard's ids are UUIDs, kept in their canonical form: a cycle naming a
+// partition_id that is not one fails with nothing stored (state/get
+// refuses such ids, so its state could never be read again), and one in
+// upper case stores the state a get of the lower-case id reads, as
+// Queen's uuid columns fold it.
+func TestAStreamShardIsTheCanonicalFormOfItsUUIDs(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	qid := register(t, s.Client, "canon", "src", "", streamsHash("canon"), false)["query_id"].(string)
+	up := func(key string) []any {
+		return []any{map[string]any{"type": "upsert", "key": key, "value": map[string]any{"n": 1}}}
+	}
+	res := cycle(t, s.Client, map[string]any{"query_id": qid, "partition_id": "not-a-uuid", "state_ops": up("a")})
+	if res["success"] != false || res["error"] != "partition_id must be a UUID" || res["state_ops_applied"] != 0.0 {
+		t.Fatalf("cycle of partition_id not-a-uuid = %v, want success false and nothing applied", res)
+	}
+	pid := newTxnID()
+	res = cycle(t, s.Client, map[string]any{"query_id": strings.ToUpper(qid), "partition_id": strings.ToUpper(pid), "state_ops": up("b")})
+	if res["success"] != true || res["partition_id"] != pid || res["query_id"] != qid {
+		t.Fatalf("cycle of upper-case ids = %v, want success, the ids in lower case", res)
+	}
+	for _, ids := range [][2]string{{qid, pid}, {strings.ToUpper(qid), strings.ToUpper(pid)}} {
+		if rows := stateRows(t, s.Client, shard(ids[0], ids[1])); len(rows) != 1 || rows["b"] == "" {
+			t.Errorf("state/get %v = %v, want the row b", ids, rows)
+		}
+	}
+}
