@@ -385,8 +385,11 @@ func (b *Broker) Pop(ctx context.Context, req combtype.PopRequest) (*combtype.Po
 	// reading the request and writing the reply) is done in functions of
 	// their own: a parked pop then uses about 3.1 KB, and its stack, grown
 	// to 16 KB by its first look, shrinks to 8 KB (docs/limits.md).
-	if err := checkPopRequest(&req); err != nil {
+	if err := checkPopTimeout(&req); err != nil {
 		return nil, err
+	}
+	if res, bad, err := b.popBadNames(ctx, &req); bad {
+		return res, err
 	}
 	deadline := time.Now().Add(req.Timeout)
 	woken := false
@@ -543,14 +546,45 @@ func emptyPop(req *combtype.PopRequest) *combtype.PopResult {
 	return &combtype.PopResult{Group: cmp.Or(req.Group, combtype.QueueModeGroup)}
 }
 
-// checkPopRequest refuses a Pop's timeout out of range and its malformed
-// names.
-func checkPopRequest(req *combtype.PopRequest) error {
+// checkPopTimeout refuses a Pop's timeout out of range.
+func checkPopTimeout(req *combtype.PopRequest) error {
 	if req.Timeout < 0 || req.Timeout > MaxPopTimeout {
 		return &RangeError{Name: "timeout", Value: req.Timeout.Milliseconds(), Min: 0, Max: MaxPopTimeout.Milliseconds()}
 	}
-	return checkNames("queue", req.Queue, "partition", req.Partition, "namespace", req.Namespace, "task", req.Task,
-		"consumerGroup", req.Group)
+	return nil
+}
+
+// popBadNames answers a Pop naming what no queue, partition or group can
+// have (CheckName), with bad set; bad is false for a Pop whose names are
+// well formed. A queue, partition, namespace or task that cannot exist is
+// answered as a queue that does not exist is: nothing, after the pop's
+// wait. A pop must never answer 4xx for a queue it cannot find
+// (docs/wire.md): Queen's JS consumer rethrows the error and stops, where
+// Queen itself answers such a pop empty. A group name no group can have
+// is refused: the client's own mistake, about a queue that may well
+// exist. Not inlined: its frame would stay on the stack of every parked
+// pop (see Pop).
+//
+//go:noinline
+func (b *Broker) popBadNames(ctx context.Context, req *combtype.PopRequest) (_ *combtype.PopResult, bad bool, _ error) {
+	if err := CheckName("consumerGroup", req.Group); err != nil {
+		return nil, true, err
+	}
+	why := checkNames("queue", req.Queue, "partition", req.Partition, "namespace", req.Namespace, "task", req.Task)
+	if why == nil {
+		return nil, false, nil
+	}
+	b.log.Debug("a pop names what no queue can have: answered empty", "err", why)
+	if req.Wait && req.Timeout > 0 {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, true, ctx.Err()
+		}
+	}
+	return emptyPop(req), true, nil
 }
 
 // look is one look of a Pop for something to deliver. A woken pop goes

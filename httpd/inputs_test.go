@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/comb-broker/comb/broker"
 	"github.com/comb-broker/comb/combtype"
@@ -491,5 +492,36 @@ func TestWhatIsStoredAtTheNestingBoundReadsBackWithEncodingJSON(t *testing.T) {
 	}
 	if stored == 0 {
 		t.Fatal("no trace stored near the bound: the test proves nothing")
+	}
+}
+
+// A pop of a queue, partition, namespace or task no queue can have (too
+// long, a NUL, not UTF-8) is a pop of a queue that does not exist:
+// nothing, after its wait, never a 4xx (docs/wire.md: Queen's JS
+// consumer stops on one). It answered 400.
+func TestAPopOfANameNoQueueCanHaveFindsNothing(t *testing.T) {
+	s := combtest.MustServer(t, combtest.Options{})
+	long := strings.Repeat("q", broker.MaxNameLength+1)
+	for _, path := range []string{
+		"/api/v1/pop/queue/" + long + "?wait=false",
+		"/api/v1/pop/queue/a%00b?wait=false",
+		"/api/v1/pop/queue/%C3%28?wait=false",
+		"/api/v1/pop/queue/q/partition/" + long + "?wait=false",
+		"/api/v1/pop?namespace=" + long + "&wait=false",
+		"/api/v1/pop?task=a%00b&wait=false",
+	} {
+		if r := s.Do("GET", path, nil); r.Status != http.StatusNoContent {
+			t.Errorf("GET %.60s: %d %s, want 204", path, r.Status, r.Body)
+		}
+	}
+	start := time.Now()
+	if r := s.Do("GET", "/api/v1/pop/queue/"+long+"?wait=true&timeout=300", nil); r.Status != http.StatusNoContent {
+		t.Errorf("a long-poll of it: %d %s, want 204", r.Status, r.Body)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("a long-poll of it answered after %v, before its timeout of 300 ms: a consumer would poll it without pause", d)
+	}
+	if r := s.Do("GET", "/api/v1/resources/queues", nil); !strings.Contains(string(r.Body), `"queues":[]`) {
+		t.Errorf("the pops made a queue: %s", r.Body)
 	}
 }
