@@ -138,6 +138,16 @@ func checkIDPrefix(p string) error {
 // (path.Match syntax) rather than a queue name.
 func IsQueuePattern(q string) bool { return strings.ContainsAny(q, "*?[") }
 
+// MatchQueue reports whether queue matches the forwarder's glob pattern:
+// path.Match's syntax, except that '/' is a character like any other,
+// since a queue name is no path: with path.Match, `g*` did not match the
+// queue `g/x`, which was never forwarded, with no error and no lag shown.
+// A queue name holds no NUL (CheckName), so '/' is matched as NUL.
+func MatchQueue(pattern, queue string) bool {
+	ok, _ := path.Match(strings.ReplaceAll(pattern, "/", "\x00"), strings.ReplaceAll(queue, "/", "\x00"))
+	return ok
+}
+
 // Put validates and normalizes def (NormalizeForwarder), sets its tenant
 // to the handle's, and stores it. With replace an existing forwarder of
 // that name gets def's definition and keeps its state; without, an

@@ -16,7 +16,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path"
 	"strings"
 	"sync"
 	"time"
@@ -428,7 +427,7 @@ func (r *Runner) queues(ctx context.Context, def *combtype.Forwarder) ([]string,
 	}
 	var out []string
 	for _, n := range names {
-		if ok, _ := path.Match(def.Queue, n); ok {
+		if broker.MatchQueue(def.Queue, n) {
 			out = append(out, n)
 		}
 	}
