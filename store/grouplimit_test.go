@@ -201,3 +201,50 @@ func TestAWaveWithAGroupPastTheBoundServesTheOthers(t *testing.T) {
 		t.Errorf("subscriptions %q; want g-0, g-1, g-%d", subs, served)
 	}
 }
+
+// A pop of a namespace refused at the bound on subscriptions leaves none
+// of its group's behind: it subscribes a page of queues a commit, and the
+// pages it had written stayed while it answered 409 "nothing was
+// written" (768 subscriptions of 2,000 queues under a bound of 3,000).
+func TestANamespacePopRefusedAtTheGroupBoundLeavesNoSubscription(t *testing.T) {
+	ctx := context.Background()
+	n := popQueuePageSize + 144
+	s, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), "comb.db"), MaxGroups: n + popQueuePageSize + 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range n {
+		if _, _, err := s.Configure(ctx, "", combtype.ConfigureRequest{Queue: fmt.Sprintf("q%04d", i), Namespace: "ns",
+			Options: combtype.DefaultQueueOptions()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subs := func(group string) int {
+		return countRows(t, s, `SELECT COUNT(*) FROM subscriptions WHERE group_name = ?`, group)
+	}
+	if _, err := s.Pop(ctx, "", combtype.PopRequest{Namespace: "ns", Group: "a", Batch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := subs("a"); got != n {
+		t.Fatalf("group a holds %d subscriptions, want %d", got, n)
+	}
+	_, err = s.Pop(ctx, "", combtype.PopRequest{Namespace: "ns", Group: "b", Batch: 1})
+	if !errors.Is(err, combtype.ErrGroupLimit) {
+		t.Fatalf("group b's pop past the bound = %v, want ErrGroupLimit", err)
+	}
+	if got := subs("b"); got != 0 {
+		t.Fatalf("group b's refused pop left %d subscriptions, want none", got)
+	}
+	// The count of subscriptions is right after the take-back: b fits
+	// once a's are gone.
+	if _, err := s.DeleteGroup(ctx, "", "a", "", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pop(ctx, "", combtype.PopRequest{Namespace: "ns", Group: "b", Batch: 1}); err != nil {
+		t.Fatalf("group b's pop once a was deleted: %v", err)
+	}
+	if got := subs("b"); got != n {
+		t.Fatalf("group b holds %d subscriptions, want %d", got, n)
+	}
+}

@@ -485,8 +485,9 @@ func (s *Store) mayHaveFor(ctx context.Context, req *popReq, ids []int64) (map[i
 // contact with them, not to each as a walk reaches it, so the messages
 // pushed to a queue after the group's first pop of its namespace are the
 // group's.
-// It reports whether it subscribed the group to any.
-func (s *Store) subscribeFirst(ctx context.Context, req *popReq, queues []*combtype.Queue, may map[int64]bool) (bool, error) {
+// It reports whether it subscribed the group to any, and adds to made
+// the queues whose subscription it wrote.
+func (s *Store) subscribeFirst(ctx context.Context, req *popReq, queues []*combtype.Queue, may map[int64]bool, made *[]int64) (bool, error) {
 	var news []*combtype.Queue
 	for _, q := range queues {
 		if may[q.ID] && !s.subs.has(subKey{req.Tenant, q.Name, req.Group}) {
@@ -496,27 +497,69 @@ func (s *Store) subscribeFirst(ctx context.Context, req *popReq, queues []*combt
 	if len(news) < 2 {
 		return false, nil // one queue's claim subscribes it as cheaply
 	}
-	return true, s.subscribeQueues(ctx, req, news)
+	wrote, err := s.subscribeQueues(ctx, req, news)
+	*made = append(*made, wrote...)
+	return true, err
 }
 
-// subscribeQueues subscribes req's group to queues, in one commit.
-func (s *Store) subscribeQueues(ctx context.Context, req *popReq, news []*combtype.Queue) error {
+// subscribeQueues subscribes req's group to queues, in one commit, and
+// returns the queues whose subscription it wrote (not there before).
+func (s *Store) subscribeQueues(ctx context.Context, req *popReq, news []*combtype.Queue) ([]int64, error) {
 	gen := s.subs.generation()
+	ids := make([]int64, len(news))
+	for i, q := range news {
+		ids[i] = q.ID
+	}
+	var made []int64
 	err := s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		made = made[:0]
+		had, err := column[int64](w.ctx, w, `SELECT queue_id FROM subscriptions
+			WHERE group_name = ?1 AND queue_id IN (SELECT value FROM json_each(?2))`, req.Group, jsonInts(ids))
+		if err != nil {
+			return fmt.Errorf("read subscriptions: %w", err)
+		}
 		for _, q := range news {
 			if err := w.subscribe(q, req.Group, req.Start); err != nil {
 				return err
+			}
+			if !slices.Contains(had, q.ID) {
+				made = append(made, q.ID)
 			}
 		}
 		return nil
 	}})
 	if err != nil {
-		return fmt.Errorf("subscribe group %q: %w", req.Group, err)
+		return nil, fmt.Errorf("subscribe group %q: %w", req.Group, err)
 	}
 	for _, q := range news {
 		s.subs.add(subKey{req.Tenant, q.Name, req.Group}, gen)
 	}
-	return nil
+	return made, nil
+}
+
+// unsubscribeMade takes back the subscriptions of group a pop of a
+// namespace or task wrote (made) before it was refused at the bound on
+// subscriptions: the refusal says nothing was written. Subscribing a page
+// of queues at a time, a group's pop over 2,000 queues under
+// --max-groups 3000 answered 409 and left 768 subscriptions behind; 100
+// new groups at once over 2,000 queues were all refused, and left 99,840
+// that kept every one of them out. A subscription the group has cursor
+// rows under is kept: it holds the group's positions.
+func (s *Store) unsubscribeMade(ctx context.Context, group string, made []int64) error {
+	if len(made) == 0 {
+		return nil
+	}
+	return s.submit(ctx, &writeOp{isolated: true, apply: func(w *wtx) error {
+		w.s.subs.forget()
+		w.groupsLeft()
+		if _, err := w.ExecContext(w.ctx, `DELETE FROM subscriptions WHERE group_name = ?1
+			AND queue_id IN (SELECT value FROM json_each(?2))
+			AND NOT EXISTS (SELECT 1 FROM partitions p JOIN cursors c ON c.partition_id = p.id AND c.group_name = ?1
+				WHERE p.queue_id = subscriptions.queue_id)`, group, jsonInts(made)); err != nil {
+			return fmt.Errorf("take back subscriptions: %w", err)
+		}
+		return nil
+	}})
 }
 
 // popQueuesAmong reads those of the queues named in names that are of
@@ -555,9 +598,23 @@ func (s *Store) PopAmong(ctx context.Context, tenant string, r combtype.PopReque
 
 // pop is Pop, of only the queues named in among for a pop of a namespace
 // or task if among is not nil.
-func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, among []string) (*combtype.PopResult, error) {
+func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, among []string) (_ *combtype.PopResult, err error) {
 	req := s.popRequest(tenant, r)
 	res := &combtype.PopResult{Group: req.Group}
+	// The subscriptions a pop of a namespace or task writes, taken back
+	// if a later one is refused at the bound (unsubscribeMade).
+	var made *[]int64
+	if req.Queue == "" {
+		made = new([]int64)
+		defer func() {
+			if len(*made) > 0 && errors.Is(err, combtype.ErrGroupLimit) {
+				if uerr := s.unsubscribeMade(context.WithoutCancel(ctx), req.Group, *made); uerr != nil {
+					s.log.Error("a pop refused at the bound on group subscriptions could not take back those it wrote",
+						"group", req.Group, "subscriptions", len(*made), "err", uerr)
+				}
+			}
+		}()
+	}
 	gen := s.subs.generation()
 	queues, subs, err := s.popQueues(ctx, &req)
 	if err != nil {
@@ -601,8 +658,12 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 				return nil, err
 			}
 			if large {
-				if err := s.subscribeQueues(ctx, &req, []*combtype.Queue{q}); err != nil {
+				wrote, err := s.subscribeQueues(ctx, &req, []*combtype.Queue{q})
+				if err != nil {
 					return nil, err
+				}
+				if made != nil {
+					*made = append(*made, wrote...)
 				}
 				subscribed = true
 			}
@@ -754,7 +815,7 @@ func (s *Store) pop(ctx context.Context, tenant string, r combtype.PopRequest, a
 	// for the group (mayHaveFor); the others it would try find nothing
 	// pending, and no lease over it that could wake the pop.
 	tryEach := func(queues []*combtype.Queue, may map[int64]bool) (*combtype.PopResult, error) {
-		if subscribed, err := s.subscribeFirst(ctx, &req, queues, may); err != nil {
+		if subscribed, err := s.subscribeFirst(ctx, &req, queues, may, made); err != nil {
 			return nil, err
 		} else if subscribed {
 			// Subscribed, the queues with nothing for the group are ruled
