@@ -59,17 +59,43 @@ func permanent(err error) bool {
 
 // do sends a JSON request and returns the status and body of any HTTP reply.
 func (u *upstream) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
-	var rd io.Reader
+	var parts [][]byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, nil, fmt.Errorf("encode upstream request: %w", err)
 		}
-		rd = bytes.NewReader(b)
+		parts = [][]byte{b}
+	}
+	return u.send(ctx, method, path, parts, body != nil)
+}
+
+// send sends a request whose body is parts in turn (none: no body), read
+// from where they lie rather than copied into one, and returns the status
+// and body of any HTTP reply.
+func (u *upstream) send(ctx context.Context, method, path string, parts [][]byte, hasBody bool) (int, []byte, error) {
+	var n int64
+	for _, p := range parts {
+		n += int64(len(p))
+	}
+	body := func() io.Reader {
+		rs := make([]io.Reader, len(parts))
+		for i, p := range parts {
+			rs[i] = bytes.NewReader(p)
+		}
+		return io.MultiReader(rs...)
+	}
+	var rd io.Reader
+	if hasBody {
+		rd = body()
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.base+path, rd)
 	if err != nil {
 		return 0, nil, &UpstreamError{Msg: err.Error()}
+	}
+	if hasBody {
+		req.ContentLength = n
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -149,7 +175,16 @@ const (
 // duplicate or buffered. Queen answers 200 and comb 201; anything else,
 // and any other item status, is an error.
 func (u *upstream) push(ctx context.Context, items []wireItem) ([]string, error) {
-	status, body, err := u.do(ctx, http.MethodPost, "/api/v1/push", map[string]any{"items": items})
+	parts, ok := pushBody(items)
+	if !ok {
+		// A payload that is not JSON: encoded as any body, to fail as one.
+		b, err := json.Marshal(map[string]any{"items": items})
+		if err != nil {
+			return nil, fmt.Errorf("encode upstream request: %w", err)
+		}
+		parts = [][]byte{b}
+	}
+	status, body, err := u.send(ctx, http.MethodPost, "/api/v1/push", parts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +215,51 @@ func (u *upstream) push(ctx context.Context, items []wireItem) ([]string, error)
 		}
 	}
 	return out, nil
+}
+
+// pushBody is the body of a push of items, {"items":[...]}, as parts to
+// send in turn: each payload is sent from where it lies. Encoded whole,
+// one message of 50 MB was in memory three times over (the payload, the
+// encoder's buffer grown to 64 MB, the copy it returns): comb forwarding
+// it peaked at 182 MB, against 79 MB without the forwarder. ok is false
+// when a payload is not valid JSON.
+func pushBody(items []wireItem) (parts [][]byte, ok bool) {
+	head := []byte(`{"items":[`)
+	for i := range items {
+		it := &items[i]
+		if !json.Valid(it.Payload) {
+			return nil, false
+		}
+		if i > 0 {
+			head = append(head, ',')
+		}
+		head = append(head, `{"queue":`...)
+		head = appendJSONString(head, it.Queue)
+		head = append(head, `,"partition":`...)
+		head = appendJSONString(head, it.Partition)
+		head = append(head, `,"transactionId":`...)
+		head = appendJSONString(head, it.TransactionID)
+		if it.TraceID != "" {
+			head = append(head, `,"traceId":`...)
+			head = appendJSONString(head, it.TraceID)
+		}
+		head = append(head, `,"payload":`...)
+		if len(it.Payload) < 4<<10 {
+			head = append(head, it.Payload...)
+			head = append(head, '}')
+			continue
+		}
+		parts = append(parts, head, it.Payload)
+		head = []byte{'}'}
+	}
+	head = append(head, "]}"...)
+	return append(parts, head), true
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes (invalid UTF-8 as U+FFFD)
+	return append(b, q...)
 }
 
 // upstreamState is what an upstream says of its storing of pushes.
