@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +59,63 @@ func TestStateRowsAreWrittenAsJSONMarshalWroteThem(t *testing.T) {
 		}
 		if got.String() != string(wantBody) {
 			t.Errorf("rows written one by one:\n%s\nwant\n%s", got.String(), wantBody)
+		}
+	}
+}
+
+// A value is written compacted and HTML-escaped straight to the reply,
+// byte for byte as json.Compact then json.HTMLEscape made it in buffers
+// of their own (a 50 MB value took the server to 300 MB): random values
+// with whitespace, escapes, HTML characters and line separators.
+func TestAStateValueIsCompactedAndEscapedInPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"a", "<", ">", "&", "\u2028", "\u2029", "\u2027", "é", "漢", `\"`, `\\`, `\u003c`, `\n`, " "}
+	var value func(depth int) string
+	value = func(depth int) string {
+		ws := func() string { return []string{"", " ", "\n\t", "\r\n  "}[rng.IntN(4)] }
+		switch k := rng.IntN(6); {
+		case k == 0 || depth > 3:
+			var b strings.Builder
+			b.WriteString(`"`)
+			for range rng.IntN(8) {
+				b.WriteString(pieces[rng.IntN(len(pieces))])
+			}
+			b.WriteString(`"`)
+			return b.String()
+		case k == 1:
+			return []string{"1", "-2.5e3", "true", "false", "null", "0"}[rng.IntN(6)]
+		case k < 4:
+			var parts []string
+			for range rng.IntN(4) {
+				parts = append(parts, ws()+value(depth+1)+ws())
+			}
+			return "[" + strings.Join(parts, ",") + "]"
+		default:
+			var parts []string
+			for i := range rng.IntN(4) {
+				parts = append(parts, ws()+fmt.Sprintf(`"k%d<&>"`, i)+ws()+":"+ws()+value(depth+1)+ws())
+			}
+			return "{" + strings.Join(parts, ",") + "}"
+		}
+	}
+	for range 2000 {
+		v := []byte(" " + value(0) + "\n")
+		if !json.Valid(v) {
+			t.Fatalf("the test made invalid JSON: %s", v)
+		}
+		var compact, want bytes.Buffer
+		if err := json.Compact(&compact, v); err != nil {
+			t.Fatal(err)
+		}
+		json.HTMLEscape(&want, compact.Bytes())
+		var got bytes.Buffer
+		w := bufio.NewWriter(&got)
+		if err := writeCompactEscaped(w, v); err != nil {
+			t.Fatal(err)
+		}
+		w.Flush()
+		if got.String() != want.String() {
+			t.Fatalf("value %q written as\n%q\nwant\n%q", v, got.String(), want.String())
 		}
 	}
 }
