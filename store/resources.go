@@ -507,18 +507,9 @@ func (s *Store) queuePageByTotals(ctx context.Context, tenant string, f combtype
 func groupSummary(sum *combtype.Summary, key func(*combtype.Queue) string, pg combtype.Page) ([]combtype.GroupedStats, combtype.PageInfo) {
 	by := map[string]*combtype.GroupedStats{}
 	for _, qs := range sum.Queues {
-		k := key(&qs.Queue)
-		if k == "" {
-			continue
+		if k := key(&qs.Queue); k != "" {
+			addToGroup(by, k, qs)
 		}
-		g := by[k]
-		if g == nil {
-			g = &combtype.GroupedStats{Name: k}
-			by[k] = g
-		}
-		g.Queues++
-		g.Partitions += int64(qs.PartitionCount)
-		addCounts(&g.Counts, qs.Counts)
 	}
 	names := slices.Sorted(maps.Keys(by))
 	info := combtype.PageInfo{Total: int64(len(names))}
@@ -533,6 +524,18 @@ func groupSummary(sum *combtype.Summary, key func(*combtype.Queue) string, pg co
 	}
 	info.More = hi < len(names)
 	return out, info
+}
+
+// addToGroup counts queue qs into the group named k of by.
+func addToGroup(by map[string]*combtype.GroupedStats, k string, qs *combtype.QueueStats) {
+	g := by[k]
+	if g == nil {
+		g = &combtype.GroupedStats{Name: k}
+		by[k] = g
+	}
+	g.Queues++
+	g.Partitions += int64(qs.PartitionCount)
+	addCounts(&g.Counts, qs.Counts)
 }
 
 // asciiLower lower-cases ASCII letters only, as SQLite's lower() does.
@@ -632,15 +635,7 @@ func (s *Store) groupedStats(ctx context.Context, tenant, col string, key func(*
 	}
 	by := map[string]*combtype.GroupedStats{}
 	for _, q := range queues {
-		qs, k := totals[q.ID], key(q)
-		g := by[k]
-		if g == nil {
-			g = &combtype.GroupedStats{Name: k}
-			by[k] = g
-		}
-		g.Queues++
-		g.Partitions += int64(qs.PartitionCount)
-		addCounts(&g.Counts, qs.Counts)
+		addToGroup(by, key(q), totals[q.ID])
 	}
 	out := make([]combtype.GroupedStats, 0, len(by))
 	for _, g := range by {
