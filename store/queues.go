@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -241,15 +242,25 @@ func (w *wtx) partition(q *combtype.Queue, name string, create bool) (*combtype.
 	return p, nil
 }
 
-// Statements that resolve many partitions at once (resolvePartitions).
+// Statements that resolve many partitions at once (resolvePartitions):
+// the pairs [queue id, name] go as one JSON array.
 const (
 	partitionLookupNames = 1000
-	findPartitionsSQL    = `SELECT ` + partitionColumns + ` FROM partitions
-		WHERE queue_id = ?1 AND name IN (SELECT value FROM json_each(?2))`
-	nextPartitionIDSQL  = `SELECT COALESCE(MAX(id), 0) + 1 FROM partitions`
-	insertPartitionsSQL = `INSERT INTO partitions (id, uuid, queue_id, name, created_at)
-		SELECT ?1 + j.key, json_extract(j.value, '$[0]'), ?2, json_extract(j.value, '$[1]'), ?3 FROM json_each(?4) j`
+	nextPartitionIDSQL   = `SELECT COALESCE(MAX(id), 0) + 1 FROM partitions`
+	insertPartitionsSQL  = `INSERT INTO partitions (id, uuid, queue_id, name, created_at)
+		SELECT ?1 + j.key, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), ?2
+		FROM json_each(?3) j`
 )
+
+var findPartitionsSQL = `SELECT ` + prefixed("p.", partitionColumns) + ` FROM json_each(?1) j
+	JOIN partitions p ON p.queue_id = json_extract(j.value, '$[0]') AND p.name = json_extract(j.value, '$[1]')`
+
+// partMiss is a partition push names that neither the transaction nor
+// the row cache knows.
+type partMiss struct {
+	q    *combtype.Queue
+	name string
+}
 
 // resolvePartitions finds or creates, in a few statements, the partitions
 // of items that neither this transaction nor the row cache knows, so that
@@ -258,12 +269,7 @@ const (
 // statements in the writer, and every other client's write waited for
 // them (1.2-1.9 s).
 func (w *wtx) resolvePartitions(tenant string, items []combtype.PushItem) error {
-	type miss struct {
-		q     *combtype.Queue
-		names []string
-	}
-	var misses []*miss
-	byQueue := map[int64]*miss{}
+	var misses []partMiss
 	seen := map[partKey]bool{}
 	for i := range items {
 		it := &items[i]
@@ -271,10 +277,7 @@ func (w *wtx) resolvePartitions(tenant string, items []combtype.PushItem) error 
 		if err != nil {
 			return err
 		}
-		name := it.Partition
-		if name == "" {
-			name = combtype.DefaultPartition
-		}
+		name := cmp.Or(it.Partition, combtype.DefaultPartition)
 		k := partKey{q.ID, name}
 		if seen[k] || w.partitions[k] != nil {
 			continue
@@ -283,46 +286,38 @@ func (w *wtx) resolvePartitions(tenant string, items []combtype.PushItem) error 
 		if _, ok := w.s.rows.parts[k]; ok && !w.stale {
 			continue
 		}
-		m := byQueue[q.ID]
-		if m == nil {
-			m = &miss{q: q}
-			byQueue[q.ID] = m
-			misses = append(misses, m)
-		}
-		m.names = append(m.names, name)
+		misses = append(misses, partMiss{q, name})
 	}
-	n := 0
-	for _, m := range misses {
-		n += len(m.names)
-	}
-	if n < 2 {
+	if len(misses) < 2 {
 		return nil // partition() looks a single one up as cheaply
 	}
-	for _, m := range misses {
-		for start := 0; start < len(m.names); start += partitionLookupNames {
-			if err := w.findOrMakePartitions(m.q, m.names[start:min(start+partitionLookupNames, len(m.names))]); err != nil {
-				return err
-			}
+	for start := 0; start < len(misses); start += partitionLookupNames {
+		if err := w.findOrMakePartitions(misses[start:min(start+partitionLookupNames, len(misses))]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// findOrMakePartitions reads those of names that q has, and inserts the
-// others in one statement, with ids in the order of names.
-func (w *wtx) findOrMakePartitions(q *combtype.Queue, names []string) error {
-	list, err := json.Marshal(names)
+// findOrMakePartitions reads those of misses that exist, and inserts the
+// others in one statement, with ids in the order of misses.
+func (w *wtx) findOrMakePartitions(misses []partMiss) error {
+	pairs := make([][2]any, len(misses))
+	for i, m := range misses {
+		pairs[i] = [2]any{m.q.ID, m.name}
+	}
+	list, err := json.Marshal(pairs)
 	if err != nil {
 		return fmt.Errorf("look up partitions: %w", err)
 	}
-	found, err := queryPartitions(w.ctx, w, findPartitionsSQL, q.ID, string(list))
+	found, err := queryPartitions(w.ctx, w, findPartitionsSQL, string(list))
 	if err != nil {
 		return err
 	}
 	for _, p := range found {
-		w.partitions[partKey{q.ID, p.Name}] = p
+		w.partitions[partKey{p.QueueID, p.Name}] = p
 	}
-	if len(found) == len(names) {
+	if len(found) == len(misses) {
 		return nil
 	}
 	var next int64
@@ -331,29 +326,34 @@ func (w *wtx) findOrMakePartitions(q *combtype.Queue, names []string) error {
 	}
 	base := max(next, w.s.nextIDs.partition)
 	created := fromMicros(micros(w.now))
-	rows := make([][2]string, 0, len(names)-len(found))
+	rows := make([][3]any, 0, len(misses)-len(found))
 	var made []*combtype.Partition
-	for _, name := range names {
-		k := partKey{q.ID, name}
-		if w.partitions[k] != nil {
+	for _, m := range misses {
+		if w.partitions[partKey{m.q.ID, m.name}] != nil {
 			continue
 		}
-		p := &combtype.Partition{ID: base + int64(len(made)), UUID: newUUID(), QueueID: q.ID, Name: name, LastOffset: -1, CreatedAt: created}
-		rows = append(rows, [2]string{p.UUID, name})
+		p := &combtype.Partition{ID: base + int64(len(made)), UUID: newUUID(), QueueID: m.q.ID, Name: m.name, LastOffset: -1, CreatedAt: created}
+		rows = append(rows, [3]any{p.UUID, m.q.ID, m.name})
 		made = append(made, p)
 	}
-	list, err = json.Marshal(rows)
-	if err != nil {
+	if list, err = json.Marshal(rows); err != nil {
 		return fmt.Errorf("insert partitions: %w", err)
 	}
-	if _, err := w.ExecContext(w.ctx, insertPartitionsSQL, base, q.ID, micros(created), string(list)); err != nil {
-		return fmt.Errorf("insert %d partitions of queue %q: %w", len(made), q.Name, err)
+	if _, err := w.ExecContext(w.ctx, insertPartitionsSQL, base, micros(created), string(list)); err != nil {
+		return fmt.Errorf("insert %d partitions: %w", len(made), err)
 	}
 	w.s.nextIDs.partition = base + int64(len(made))
+	grew := map[int64]*combtype.Queue{}
 	for _, p := range made {
-		w.partitions[partKey{q.ID, p.Name}] = p
+		w.partitions[partKey{p.QueueID, p.Name}] = p
+		grew[p.QueueID] = nil
 	}
-	w.s.grown(q)
+	for _, m := range misses {
+		if q, ok := grew[m.q.ID]; ok && q == nil {
+			grew[m.q.ID] = m.q
+			w.s.grown(m.q)
+		}
+	}
 	return nil
 }
 

@@ -173,3 +173,21 @@ func BenchmarkPushToNewPartitions(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/partition")
 }
+
+// BenchmarkPushToNewQueues pushes 2,000 items, each to a queue that does
+// not exist yet: each makes a queue and its Default partition.
+func BenchmarkPushToNewQueues(b *testing.B) {
+	ctx := context.Background()
+	s := openTestStore(b, nil)
+	const n = 2000
+	items := make([]combtype.PushItem, n)
+	for i := range b.N {
+		for j := range items {
+			items[j] = combtype.PushItem{Queue: fmt.Sprintf("q-%d-%d", i, j), Payload: []byte(`{"v":1}`)}
+		}
+		if _, err := s.Push(ctx, "", items); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/queue")
+}
